@@ -1,0 +1,36 @@
+# ace-workers: every target works on a fresh clone with only Python 3.11 installed.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install test lint typecheck bench demo all clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ace-workers needs Python >= 3.11, found " + sys.version.split()[0] + " (set PYTHON=...)")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,embedded]'
+	@touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install the project with its dev and embedded extras
+
+test: install  ## run the test suite
+	$(BIN)/pytest
+
+lint: install  ## ruff: lint and formatting
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install  ## mypy, strict
+	$(BIN)/mypy pipeline ace_workers
+
+bench: install  ## speed figures (not tests): engine overhead per step
+	$(BIN)/python benchmarks/engine_overhead.py
+
+demo: install  ## run the main job on embedded defaults
+	$(BIN)/ace-workers demo
+
+all: lint typecheck test
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

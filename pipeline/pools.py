@@ -1,0 +1,144 @@
+"""Worker threads, per-class concurrency limits, and running coroutines from sync code.
+
+The engine uses its own small pool instead of ``ThreadPoolExecutor`` because
+executors refuse new work once interpreter shutdown starts, and a background
+tail must be able to hand a sample to its next step while it is being drained
+at exit.
+"""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from queue import SimpleQueue
+from typing import Any, TypeVar, Union
+
+from .errors import PipelineConfigError
+
+__all__ = ["WorkerPool", "limiter_for", "pool_for", "run_awaitable"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# threading.Lock is a factory function, so the union is spelled with the lock type.
+Limiter = Union["_thread.LockType", threading.BoundedSemaphore]
+_WorkItem = tuple["Future[Any]", Callable[..., Any], tuple[Any, ...]]
+
+
+class WorkerPool:
+    """A fixed number of daemon threads serving a FIFO queue of calls."""
+
+    def __init__(self, size: int, name: str) -> None:
+        if size < 1:
+            raise ValueError(f"pool {name!r} needs at least one worker, got {size}")
+        self.size = size
+        self.name = name
+        self._queue: SimpleQueue[_WorkItem | None] = SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._start_lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """Queue ``fn(*args)``; the returned future carries its result or exception."""
+        future: Future[T] = Future()
+        self._queue.put((future, fn, args))
+        if not self._threads:
+            self._start()
+        return future
+
+    def shutdown(self) -> None:
+        """Let the threads finish the queued calls, then exit."""
+        for _ in self._threads:
+            self._queue.put(None)
+
+    def _start(self) -> None:
+        with self._start_lock:
+            while len(self._threads) < self.size:
+                thread = threading.Thread(
+                    target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            future, fn, args = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # the future carries it to whoever waits
+                future.set_exception(exc)
+
+
+_registry_lock = threading.Lock()
+_step_pools: dict[type, WorkerPool] = {}
+_limiters: dict[type, tuple[int, Limiter]] = {}
+
+
+def limiter_for(cls: type, max_workers: int) -> Limiter:
+    """The process-wide lock (or semaphore) that caps concurrent calls of ``cls``."""
+    with _registry_lock:
+        known = _limiters.get(cls)
+        if known is None:
+            limiter: Limiter = (
+                threading.Lock() if max_workers == 1 else threading.BoundedSemaphore(max_workers)
+            )
+            _limiters[cls] = (max_workers, limiter)
+            return limiter
+    size, limiter = known
+    if size != max_workers:
+        raise PipelineConfigError(
+            f"step class {cls.__qualname__} is used with max_workers={max_workers}, but an "
+            f"earlier instance declared max_workers={size}; max_workers is a per-class "
+            "limit shared process-wide, so set it on the class"
+        )
+    return limiter
+
+
+def pool_for(cls: type, max_workers: int) -> WorkerPool:
+    """The process-wide background pool of step class ``cls``, created on first use."""
+    pool = _step_pools.get(cls)
+    if pool is None:
+        with _registry_lock:
+            pool = _step_pools.get(cls)
+            if pool is None:
+                pool = WorkerPool(max_workers, f"pipeline-{cls.__name__}")
+                _step_pools[cls] = pool
+    return pool
+
+
+async def _await(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def run_awaitable(awaitable: Awaitable[T]) -> T:
+    """Run an awaitable to completion from synchronous code.
+
+    With no event loop running in this thread (a plain thread, an executor
+    thread of a running loop) it gets a fresh loop here. When called from a
+    thread whose loop is running, blocking that loop on itself would deadlock,
+    so the awaitable runs on a fresh loop in a helper thread instead.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_await(awaitable))
+    box: list[Any] = []
+
+    def run_in_helper() -> None:
+        try:
+            box.append((True, asyncio.run(_await(awaitable))))
+        except BaseException as exc:  # re-raised in the calling thread below
+            box.append((False, exc))
+
+    helper = threading.Thread(target=run_in_helper, name="pipeline-async-helper", daemon=True)
+    helper.start()
+    helper.join()
+    ok, value = box[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value
