@@ -1,0 +1,107 @@
+"""The ACE step context, and the read-only skillbook view it carries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from pipeline import StepContext
+
+from .outputs import AgentOutput, ReflectorOutput, SkillManagerOutput
+from .skill import Skill
+from .skillbook import Skillbook
+
+__all__ = ["ACESample", "ACEStepContext", "SkillbookView"]
+
+
+@runtime_checkable
+class ACESample(Protocol):
+    """What steps read from a sample; :class:`Sample` satisfies it."""
+
+    @property
+    def question(self) -> str:
+        """The task."""
+        ...
+
+    @property
+    def context(self) -> str:
+        """Extra context for the task."""
+        ...
+
+    @property
+    def ground_truth(self) -> str | None:
+        """The expected answer, if known."""
+        ...
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Free-form data about the sample."""
+        ...
+
+
+class SkillbookView:
+    """Read-only projection of a Skillbook, safe to put on a frozen context.
+
+    It has no write methods at all: steps that write get the real Skillbook
+    through their constructor.
+    """
+
+    __slots__ = ("_sb",)
+
+    def __init__(self, skillbook: Skillbook) -> None:
+        self._sb = skillbook
+
+    def as_prompt(self) -> str:
+        """The skills as a TOON table for prompts."""
+        return self._sb.as_prompt()
+
+    def as_markdown(self) -> str:
+        """The skills as markdown."""
+        return self._sb.as_markdown()
+
+    def get_skill(self, skill_id: str) -> Skill | None:
+        """A copy of one skill, or None."""
+        return self._sb.get_skill(skill_id)
+
+    def skills(self, include_invalid: bool = False) -> list[Skill]:
+        """Copies of the skills."""
+        return self._sb.skills(include_invalid=include_invalid)
+
+    def sections(self) -> list[str]:
+        """Sections holding active skills."""
+        return self._sb.sections()
+
+    def stats(self) -> dict[str, Any]:
+        """Skill and tag counts."""
+        return self._sb.stats()
+
+    def __len__(self) -> int:
+        return len(self._sb)
+
+    def __iter__(self) -> Iterator[Skill]:
+        return iter(self._sb.skills())
+
+    def __repr__(self) -> str:
+        return f"SkillbookView({len(self)} skills)"
+
+
+@dataclass(frozen=True)
+class ACEStepContext(StepContext):
+    """Immutable per-sample state of the ACE pipeline.
+
+    ``skillbook`` is a read-only view; ``trace`` is the raw execution record
+    (any object) the Reflector learns from.
+    """
+
+    sample: ACESample | None = None
+    skillbook: SkillbookView | None = None
+    trace: object | None = None
+    agent_output: AgentOutput | None = None
+    reflection: ReflectorOutput | None = None
+    skill_manager_output: SkillManagerOutput | None = None
+    epoch: int = 1
+    total_epochs: int = 1
+    step_index: int = 0
+    total_steps: int | None = None
+    global_sample_index: int = 0

@@ -1,0 +1,75 @@
+"""One learned strategy, and a recorded decision about a pair of similar skills."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+__all__ = ["SimilarityDecision", "Skill", "utc_now"]
+
+SkillStatus = Literal["active", "invalid"]
+TAGS = ("helpful", "harmful", "neutral")
+
+
+def utc_now() -> str:
+    """The current time as an ISO-8601 string in UTC."""
+    return datetime.now(UTC).isoformat()
+
+
+def _known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    # Files from newer reference versions carry extra keys: ignore them.
+    names = {f.name for f in fields(cls)}
+    return {key: value for key, value in data.items() if key in names}
+
+
+@dataclass
+class Skill:
+    """A learned strategy with its helpful/harmful/neutral counters and provenance."""
+
+    id: str
+    section: str
+    content: str
+    helpful: int = 0
+    harmful: int = 0
+    neutral: int = 0
+    justification: str = ""
+    evidence: str = ""
+    created_at: str = field(default_factory=utc_now)
+    updated_at: str = field(default_factory=utc_now)
+    embedding: list[float] | None = None
+    status: SkillStatus = "active"
+    sources: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def is_active(self) -> bool:
+        """False once the skill has been soft-removed."""
+        return self.status == "active"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The skill as the JSON object of the skillbook file format."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Skill:
+        """Build a skill from a file's JSON object; unknown keys are ignored, missing ones defaulted."""
+        return cls(**_known_fields(cls, data))
+
+
+@dataclass
+class SimilarityDecision:
+    """What was decided about two similar skills (KEEP means: do not flag this pair again)."""
+
+    decision: str
+    reasoning: str = ""
+    similarity_score: float | None = None
+    decided_at: str = field(default_factory=utc_now)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The decision as a JSON object."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SimilarityDecision:
+        """Build a decision from JSON; unknown keys are ignored."""
+        return cls(**_known_fields(cls, data))

@@ -1,0 +1,379 @@
+"""The skillbook: the agent's learned strategies, changed only through small delta operations."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import SkillbookFormatError, UnknownSkillError
+from .files import write_text_atomically
+from .skill import TAGS, SimilarityDecision, Skill, utc_now
+from .skill_ids import format_skill_id
+from .toon import encode_table
+from .updates import UpdateBatch, UpdateOperation
+
+__all__ = ["ApplyReport", "Skillbook"]
+
+logger = logging.getLogger(__name__)
+
+_ID_NUMBER = re.compile(r"-(\d+)$")
+PROMPT_COLUMNS = ("id", "section", "content", "helpful", "harmful", "neutral")
+
+
+@dataclass
+class ApplyReport:
+    """What one apply_update did: ids touched, and operations skipped for naming unknown skills."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    tagged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: list[tuple[int, str, str]] = field(default_factory=list)  # (index, type, skill_id)
+
+    @property
+    def skipped_ops(self) -> int:
+        """How many operations named a skill that does not exist."""
+        return len(self.skipped)
+
+
+def _pair_key(id_a: str, id_b: str) -> frozenset[str]:
+    return frozenset((id_a, id_b))
+
+
+def _id_number(skill_id: str) -> int | None:
+    match = _ID_NUMBER.search(skill_id)
+    return int(match.group(1)) if match else None
+
+
+class Skillbook:
+    """Learned strategies grouped by section, safe to share between threads.
+
+    Reads return copies, so nothing outside can change a skill behind the
+    skillbook's back; every write takes one lock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._skills: dict[str, Skill] = {}
+        self._next_id = 1
+        self._similarity: dict[frozenset[str], SimilarityDecision] = {}
+
+    # -- reads ------------------------------------------------------------------
+    def get_skill(self, skill_id: str) -> Skill | None:
+        """A copy of the skill with this id (active or not), or None."""
+        with self._lock:
+            skill = self._skills.get(skill_id)
+            return copy.deepcopy(skill) if skill is not None else None
+
+    def skills(self, include_invalid: bool = False) -> list[Skill]:
+        """Copies of the skills, in section order then insertion order."""
+        with self._lock:
+            return [copy.deepcopy(s) for s in self._ordered(include_invalid)]
+
+    def sections(self) -> list[str]:
+        """Sections that hold at least one active skill, in first-seen order."""
+        with self._lock:
+            return list(dict.fromkeys(s.section for s in self._skills.values() if s.is_active))
+
+    def stats(self) -> dict[str, Any]:
+        """Counts: sections, active and invalid skills, and the sums of each tag."""
+        with self._lock:
+            active = [s for s in self._skills.values() if s.is_active]
+            return {
+                "sections": len({s.section for s in active}),
+                "skills": len(active),
+                "invalid": len(self._skills) - len(active),
+                "tags": {tag: sum(getattr(s, tag) for s in active) for tag in TAGS},
+            }
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(1 for s in self._skills.values() if s.is_active)
+
+    def __contains__(self, skill_id: object) -> bool:
+        with self._lock:
+            return skill_id in self._skills
+
+    def _ordered(self, include_invalid: bool) -> Iterator[Skill]:
+        by_section: dict[str, list[Skill]] = {}
+        for skill in self._skills.values():
+            if include_invalid or skill.is_active:
+                by_section.setdefault(skill.section, []).append(skill)
+        for skills in by_section.values():
+            yield from skills
+
+    # -- single writes -------------------------------------------------------------
+    def add_skill(
+        self,
+        section: str,
+        content: str,
+        skill_id: str | None = None,
+        *,
+        justification: str = "",
+        evidence: str = "",
+        sources: list[dict[str, Any]] | None = None,
+    ) -> Skill:
+        """Add a skill and return a copy; a ``skill_id`` already taken is replaced by a fresh one."""
+        with self._lock:
+            skill = self._add(section, content, skill_id, justification, evidence, sources or [])
+            return copy.deepcopy(skill)
+
+    def update_skill(
+        self, skill_id: str, content: str, *, justification: str = "", evidence: str = ""
+    ) -> Skill:
+        """Replace a skill's content; UnknownSkillError if there is no such skill."""
+        with self._lock:
+            return copy.deepcopy(self._update(self._require(skill_id), content, justification, evidence))
+
+    def tag_skill(self, skill_id: str, tag: str, increment: int = 1) -> Skill:
+        """Add ``increment`` to a skill's helpful, harmful or neutral counter."""
+        if tag not in TAGS:
+            raise ValueError(f"tag must be one of {', '.join(TAGS)}, got {tag!r}")
+        with self._lock:
+            return copy.deepcopy(self._tag(self._require(skill_id), tag, increment))
+
+    def remove_skill(self, skill_id: str, *, soft: bool = False) -> None:
+        """Delete a skill, or with ``soft=True`` mark it invalid and keep it for the record."""
+        with self._lock:
+            self._remove(self._require(skill_id), soft)
+
+    def _require(self, skill_id: str) -> Skill:
+        skill = self._skills.get(skill_id)
+        if skill is None:
+            raise UnknownSkillError(skill_id)
+        return skill
+
+    @staticmethod
+    def _update(skill: Skill, content: str, justification: str, evidence: str) -> Skill:
+        skill.content = content.strip()
+        skill.justification = justification or skill.justification
+        skill.evidence = evidence or skill.evidence
+        skill.embedding = None  # the old embedding describes the old content
+        skill.updated_at = utc_now()
+        return skill
+
+    @staticmethod
+    def _tag(skill: Skill, tag: str, increment: int) -> Skill:
+        setattr(skill, tag, getattr(skill, tag) + increment)
+        skill.updated_at = utc_now()
+        return skill
+
+    def _remove(self, skill: Skill, soft: bool) -> None:
+        if soft:
+            skill.status = "invalid"
+            skill.updated_at = utc_now()
+        else:
+            del self._skills[skill.id]
+
+    def _allocate_id(self, section: str) -> str:
+        # Skip numbers taken by ids an LLM chose: a generated id never overwrites a skill.
+        while (candidate := format_skill_id(section, self._next_id)) in self._skills:
+            self._next_id += 1
+        self._next_id += 1
+        return candidate
+
+    def _add(
+        self,
+        section: str,
+        content: str,
+        skill_id: str | None,
+        justification: str,
+        evidence: str,
+        sources: list[dict[str, Any]],
+    ) -> Skill:
+        if skill_id and skill_id in self._skills:
+            logger.warning("ADD asked for skill id %r, which exists; allocating a fresh id", skill_id)
+            skill_id = None
+        if skill_id:
+            number = _id_number(skill_id)
+            if number is not None and number >= self._next_id:
+                self._next_id = number + 1
+        new_id = skill_id or self._allocate_id(section)
+        skill = Skill(
+            id=new_id,
+            section=section.strip(),
+            content=content.strip(),
+            justification=justification,
+            evidence=evidence,
+            sources=list(sources),
+        )
+        self._skills[new_id] = skill
+        return skill
+
+    # -- batches ---------------------------------------------------------------------
+    def apply_update(self, batch: UpdateBatch) -> ApplyReport:
+        """Apply every operation of ``batch``, or none of them.
+
+        The whole batch is validated first (InvalidUpdateError names the bad
+        operation). Operations naming an unknown skill id are skipped, counted
+        in the report and logged: LLMs do hallucinate ids.
+        """
+        batch.validate_operations()
+        report = ApplyReport()
+        with self._lock:
+            for index, op in enumerate(batch.operations):
+                self._apply_one(index, op, report)
+        return report
+
+    def _apply_one(self, index: int, op: UpdateOperation, report: ApplyReport) -> None:
+        if op.type == "ADD":
+            sources = [op.insight_source] if op.insight_source else []
+            added = self._add(op.section, op.content, op.skill_id, op.justification, op.evidence, sources)
+            report.added.append(added.id)
+            return
+        skill_id = op.skill_id or ""
+        skill = self._skills.get(skill_id)
+        if skill is None:
+            logger.warning("skipping %s operation #%d: no skill with id %r", op.type, index, skill_id)
+            report.skipped.append((index, op.type, skill_id))
+            return
+        if op.insight_source:
+            skill.sources.append(op.insight_source)
+        if op.type == "UPDATE":
+            self._update(skill, op.content, op.justification, op.evidence)
+            report.updated.append(skill_id)
+        elif op.type == "TAG":
+            for tag, count in op.metadata.items():
+                self._tag(skill, tag, count)
+            report.tagged.append(skill_id)
+        else:  # REMOVE
+            self._remove(skill, soft=False)
+            report.removed.append(skill_id)
+
+    # -- similarity decisions ---------------------------------------------------------
+    def set_similarity_decision(self, id_a: str, id_b: str, decision: SimilarityDecision) -> None:
+        """Record a decision about a pair of skills (order of the ids does not matter)."""
+        with self._lock:
+            self._similarity[_pair_key(id_a, id_b)] = decision
+
+    def get_similarity_decision(self, id_a: str, id_b: str) -> SimilarityDecision | None:
+        """The decision recorded for the pair, if any."""
+        with self._lock:
+            return self._similarity.get(_pair_key(id_a, id_b))
+
+    def has_keep_decision(self, id_a: str, id_b: str) -> bool:
+        """True if the pair was judged distinct (KEEP) and should not be flagged again."""
+        decision = self.get_similarity_decision(id_a, id_b)
+        return decision is not None and decision.decision.upper() == "KEEP"
+
+    # -- serialisation -----------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The reference file format: skills, sections, next_id, similarity_decisions."""
+        with self._lock:
+            sections: dict[str, list[str]] = {}
+            for skill in self._skills.values():
+                sections.setdefault(skill.section, []).append(skill.id)
+            return {
+                "skills": {skill_id: s.to_dict() for skill_id, s in self._skills.items()},
+                "sections": sections,
+                "next_id": self._next_id,
+                "similarity_decisions": {
+                    ",".join(sorted(pair)): d.to_dict() for pair, d in self._similarity.items()
+                },
+            }
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "skillbook") -> Skillbook:
+        """Build a skillbook from the file format; SkillbookFormatError names what is wrong."""
+        if not isinstance(data, dict):
+            raise SkillbookFormatError(source, f"expected a JSON object, got {type(data).__name__}")
+        raw_skills = data.get("skills", {})
+        if not isinstance(raw_skills, dict):
+            raise SkillbookFormatError(source, f"'skills' must be an object, got {type(raw_skills).__name__}")
+        book = cls()
+        for key, raw in raw_skills.items():
+            book._skills[key] = _skill_from_file(raw, key, source)
+        numbers = [n for n in map(_id_number, book._skills) if n is not None]
+        next_id = data.get("next_id", 1)
+        if isinstance(next_id, bool) or not isinstance(next_id, int):
+            raise SkillbookFormatError(source, f"'next_id' must be an integer, got {next_id!r}")
+        book._next_id = max([next_id, *(n + 1 for n in numbers)])
+        decisions = data.get("similarity_decisions") or {}
+        if not isinstance(decisions, dict):
+            raise SkillbookFormatError(source, "'similarity_decisions' must be an object")
+        for pair, raw_decision in decisions.items():
+            ids = re.split(r"[,|]", pair)
+            if len(ids) != 2 or not isinstance(raw_decision, dict):
+                raise SkillbookFormatError(source, f"similarity decision {pair!r} is malformed")
+            book._similarity[_pair_key(*ids)] = SimilarityDecision.from_dict(raw_decision)
+        return book
+
+    def dumps(self) -> str:
+        """The skillbook as a JSON string."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
+
+    @classmethod
+    def loads(cls, text: str, source: str = "skillbook") -> Skillbook:
+        """Parse a JSON string; SkillbookFormatError with line and column if it is not JSON."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SkillbookFormatError(
+                source, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from exc
+        return cls.from_dict(data, source)
+
+    def save_to_file(self, path: str | os.PathLike[str]) -> None:
+        """Write the skillbook as JSON atomically: a crash never leaves a half-written file."""
+        write_text_atomically(Path(path), self.dumps())
+
+    @classmethod
+    def load_from_file(cls, path: str | os.PathLike[str]) -> Skillbook:
+        """Read a skillbook file written by ace-workers or the reference framework."""
+        target = Path(path)
+        try:
+            text = target.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SkillbookFormatError(str(target), f"cannot read: {exc.strerror or exc}") from exc
+        return cls.loads(text, source=str(target))
+
+    # -- presentation --------------------------------------------------------------------
+    def as_prompt(self) -> str:
+        """The active skills as a tab-delimited TOON table, the compact form LLM prompts use."""
+        with self._lock:
+            rows = [[getattr(s, column) for column in PROMPT_COLUMNS] for s in self._ordered(False)]
+        if not rows:
+            return "(no skills yet)"
+        return encode_table("skills", PROMPT_COLUMNS, rows)
+
+    def as_markdown(self) -> str:
+        """The active skills as markdown, grouped by section, for people."""
+        with self._lock:
+            skills = list(self._ordered(False))
+        lines = [f"# Skillbook ({len(skills)} skills)"]
+        section = None
+        for skill in skills:
+            if skill.section != section:
+                section = skill.section
+                lines += ["", f"## {section}"]
+            counts = f"helpful {skill.helpful}, harmful {skill.harmful}, neutral {skill.neutral}"
+            lines.append(f"- [{skill.id}] {skill.content} ({counts})")
+        return "\n".join(lines) + "\n"
+
+    def __str__(self) -> str:
+        return self.as_markdown()
+
+    def __repr__(self) -> str:
+        return f"Skillbook({len(self)} skills)"
+
+
+def _skill_from_file(raw: Any, key: str, source: str) -> Skill:
+    if not isinstance(raw, dict):
+        raise SkillbookFormatError(source, f"skill {key!r} must be an object, got {type(raw).__name__}")
+    for name in ("section", "content"):
+        if not isinstance(raw.get(name), str):
+            raise SkillbookFormatError(source, f"skill {key!r} has no string {name!r}")
+    skill = Skill.from_dict({**raw, "id": raw.get("id") or key})
+    if skill.id != key:
+        raise SkillbookFormatError(source, f"skill stored under {key!r} has id {skill.id!r}")
+    if skill.status not in ("active", "invalid"):
+        raise SkillbookFormatError(source, f"skill {key!r} has unknown status {skill.status!r}")
+    return replace(skill, sources=list(skill.sources or []))

@@ -1,0 +1,40 @@
+"""TOON (Token-Oriented Object Notation) tables with a tab delimiter, for compact prompts.
+
+A uniform list of records becomes one header and one line per record::
+
+    skills[2\t]{id\tsection\tcontent}:
+      general-00001\tgeneral\tCheck units first
+      math-00002\tmath\t"Quote\\tthis"
+
+A value is quoted (JSON string escapes) only when it would be ambiguous bare:
+empty, padded with spaces, holding a tab, newline, quote or backslash, or
+looking like a number, boolean or null.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+__all__ = ["encode_table"]
+
+_NEEDS_QUOTES = re.compile(r'[\t\n\r"\\]')
+_LOOKS_LITERAL = re.compile(r"^(?:true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)$")
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    text = "" if value is None else str(value)
+    if not text or text != text.strip() or _NEEDS_QUOTES.search(text) or _LOOKS_LITERAL.match(text):
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def encode_table(name: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Encode ``rows`` (one value per column) as a tab-delimited TOON table called ``name``."""
+    header = f"{name}[{len(rows)}\t]{{{chr(9).join(columns)}}}:"
+    return "\n".join([header, *("  " + "\t".join(_cell(v) for v in row) for row in rows)])

@@ -1,0 +1,80 @@
+"""Every error ace-workers raises itself, under one root.
+
+Errors carry their context as attributes (which operation, which file, how
+many attempts) so callers and logs can act on them without parsing messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AceError",
+    "InvalidUpdateError",
+    "LLMError",
+    "RetriesExhausted",
+    "SkillbookError",
+    "SkillbookFormatError",
+    "UnknownSkillError",
+]
+
+
+class AceError(Exception):
+    """Root of every error raised by ace-workers."""
+
+
+class SkillbookError(AceError):
+    """A skillbook operation could not be carried out."""
+
+
+class UnknownSkillError(SkillbookError, LookupError):
+    """No skill has the given id."""
+
+    def __init__(self, skill_id: str) -> None:
+        self.skill_id = skill_id
+        super().__init__(f"no skill with id {skill_id!r}")
+
+
+class InvalidUpdateError(SkillbookError, ValueError):
+    """An update batch holds an operation that cannot be applied; nothing was applied."""
+
+    def __init__(self, index: int, operation_type: str, reason: str) -> None:
+        self.index = index
+        self.operation_type = operation_type
+        self.reason = reason
+        super().__init__(
+            f"operation #{index} ({operation_type or 'no type'}) is invalid: {reason}; "
+            "no operation of the batch was applied"
+        )
+
+
+class SkillbookFormatError(SkillbookError, ValueError):
+    """A skillbook document (file or string) is not valid JSON of the expected shape."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        self.source = source
+        self.reason = reason
+        super().__init__(f"{source}: {reason}")
+
+
+class LLMError(AceError):
+    """An LLM call failed."""
+
+
+class RetriesExhausted(LLMError):
+    """The LLM's output still failed validation after every allowed attempt."""
+
+    def __init__(
+        self,
+        what: str,
+        attempts: int,
+        last_error: BaseException | None,
+        last_completion: Any = None,
+        usage: dict[str, int] | None = None,
+    ) -> None:
+        self.what = what
+        self.attempts = attempts
+        self.last_error = last_error
+        self.last_completion = last_completion
+        self.usage = usage or {}
+        super().__init__(f"{what}: no valid output after {attempts} attempt(s); last error: {last_error}")
