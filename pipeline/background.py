@@ -48,6 +48,7 @@ class BackgroundTail:
         self._active = 0
         self._completed = 0
         self._failed = 0
+        _live_tails.add(self)
 
     # -- admission (back-pressure) -------------------------------------------------
     def try_reserve(self) -> bool:
@@ -73,7 +74,6 @@ class BackgroundTail:
         token: CancellationToken | None,
     ) -> None:
         """Run ``steps`` for ``result``; the caller must hold a slot from reserve()."""
-        _live_tails.add(self)
         self._hand_to(steps, 0, result, ctx, token)
 
     # -- execution -------------------------------------------------------------------

@@ -28,13 +28,11 @@ class StepContext:
 
     def __post_init__(self) -> None:
         metadata = self.metadata
-        if type(metadata) is MappingProxyType:
-            return
         if not isinstance(metadata, Mapping):
             raise TypeError(
                 f"{type(self).__name__}.metadata must be a mapping, got {type(metadata).__name__}"
             )
-        # Copy first: the caller's dict must not be able to change a frozen context.
+        # Always copy, even a mappingproxy: whoever holds the dict behind it could still change it.
         object.__setattr__(self, "metadata", MappingProxyType(dict(metadata)))
 
     def replace(self, **changes: Any) -> Self:

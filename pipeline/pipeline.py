@@ -314,16 +314,17 @@ async def _aiterate(contexts: Iterable[CtxT] | AsyncIterable[CtxT]) -> AsyncIter
 def _infer_contracts(steps: list[StepInfo]) -> tuple[frozenset[str], frozenset[str]]:
     """Fields needed from outside, and fields provided; raise on a field provided too late.
 
-    A field that no earlier step provides is an external input, unless a later
-    step provides it: then the order is wrong. A step that reads and rewrites
-    the same field (a transform) makes that field an external input.
+    A field that no earlier step provides is an external input, unless the
+    first later step that provides it is its producer: then the order is
+    wrong. If that later step also requires the field, it is a transform of
+    an external input, and so is every read before it.
     """
     provided: set[str] = set()
     external: set[str] = set()
     for position, info in enumerate(steps):
         for field in sorted(info.requires - provided):
             later = next((s for s in steps[position + 1 :] if field in s.provides), None)
-            if later is not None and field not in info.provides:
+            if later is not None and field not in later.requires:
                 raise PipelineOrderError(field, info.name, later.name)
             external.add(field)
         provided |= info.provides

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,7 @@ class StepInfo:
     is_async: bool
     is_container: bool
     limiter: Limiter | None
+    invoke: Callable[[StepContext], Any]
 
     @classmethod
     def of(cls, step: Any) -> StepInfo:
@@ -69,6 +70,7 @@ class StepInfo:
         max_workers = _max_workers(step)
         # Pipeline and Branch are containers: their inner steps carry the limits.
         is_container = bool(getattr(step, "_engine_container", False))
+        is_async = _is_async(step)
         return cls(
             step=step,
             name=type(step).__name__,
@@ -76,19 +78,21 @@ class StepInfo:
             provides=normalise_fields(step.provides, "provides", step),
             async_boundary=bool(getattr(step, "async_boundary", False)),
             max_workers=max_workers,
-            is_async=_is_async(step),
+            is_async=is_async,
             is_container=is_container,
             limiter=None if is_container else limiter_for(type(step), max_workers),
+            # An async step called from sync code runs to completion inside its limit.
+            invoke=(lambda ctx: run_awaitable(step(ctx))) if is_async else step,
         )
 
     def call(self, ctx: StepContext) -> StepContext:
         """Run the step synchronously under its class's concurrency limit."""
         limiter = self.limiter
         if limiter is None:
-            out = self.step(ctx)
+            out = self.invoke(ctx)
         else:
             with limiter:
-                out = self.step(ctx)
+                out = self.invoke(ctx)
         if type(out) is not type(ctx) and not isinstance(out, StepContext):
             out = self._resolve(out)
         return out
@@ -113,7 +117,7 @@ class StepInfo:
         return out
 
     def _resolve(self, out: object) -> StepContext:
-        # An async step called from sync code hands back a coroutine: run it here.
+        # A sync __call__ may still hand back an awaitable (e.g. a partial of a coroutine function).
         if inspect.isawaitable(out):
             out = run_awaitable(out)
         if not isinstance(out, StepContext):
