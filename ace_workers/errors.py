@@ -12,6 +12,7 @@ __all__ = [
     "AceError",
     "InvalidUpdateError",
     "LLMError",
+    "MissingFieldError",
     "RetriesExhausted",
     "SkillbookError",
     "SkillbookFormatError",
@@ -55,6 +56,18 @@ class SkillbookFormatError(SkillbookError, ValueError):
         self.source = source
         self.reason = reason
         super().__init__(f"{source}: {reason}")
+
+
+class MissingFieldError(AceError, ValueError):
+    """A step found a context field it needs still unset (None) when it ran."""
+
+    def __init__(self, step: str, field: str) -> None:
+        self.step = step
+        self.field = field
+        super().__init__(
+            f"{step} needs ctx.{field}, but it is None: no earlier step provided {field!r} "
+            "and the runner did not set it (check the pipeline's steps and how contexts are built)"
+        )
 
 
 class LLMError(AceError):

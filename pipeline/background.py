@@ -48,6 +48,7 @@ class BackgroundTail:
         self._active = 0
         self._completed = 0
         self._failed = 0
+        self._started_for: list[StepInfo] | None = None
         _live_tails.add(self)
 
     # -- admission (back-pressure) -------------------------------------------------
@@ -74,6 +75,12 @@ class BackgroundTail:
         token: CancellationToken | None,
     ) -> None:
         """Run ``steps`` for ``result``; the caller must hold a slot from reserve()."""
+        if steps is not self._started_for:
+            # Start every pool of the tail now: threads cannot start once interpreter
+            # shutdown begins (Python 3.12+), and the exit drain must still hand samples on.
+            for info in steps:
+                pool_for(type(info.step), info.max_workers).start()
+            self._started_for = steps
         self._hand_to(steps, 0, result, ctx, token)
 
     # -- execution -------------------------------------------------------------------

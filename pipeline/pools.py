@@ -49,6 +49,11 @@ class WorkerPool:
             self._start()
         return future
 
+    def start(self) -> None:
+        """Start the threads now rather than on the first submit."""
+        if not self._threads:
+            self._start()
+
     def shutdown(self) -> None:
         """Let the threads finish the queued calls, then exit."""
         for _ in self._threads:

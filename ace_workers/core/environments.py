@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .outputs import AgentOutput
+
+if TYPE_CHECKING:
+    from .context import ACESample
 
 __all__ = ["EnvironmentResult", "Sample", "SimpleEnvironment", "TaskEnvironment"]
 
@@ -35,7 +38,7 @@ class TaskEnvironment(ABC):
     """Judges an agent's output for a sample."""
 
     @abstractmethod
-    def evaluate(self, sample: Sample, agent_output: AgentOutput) -> EnvironmentResult:
+    def evaluate(self, sample: ACESample, agent_output: AgentOutput) -> EnvironmentResult:
         """Return feedback on ``agent_output`` for ``sample``."""
 
 
@@ -46,7 +49,7 @@ def _normalise(text: str) -> str:
 class SimpleEnvironment(TaskEnvironment):
     """Compares the final answer with the ground truth, ignoring case and spacing."""
 
-    def evaluate(self, sample: Sample, agent_output: AgentOutput) -> EnvironmentResult:
+    def evaluate(self, sample: ACESample, agent_output: AgentOutput) -> EnvironmentResult:
         """Feedback says correct or incorrect; metrics carry ``accuracy`` 1.0 or 0.0."""
         if sample.ground_truth is None:
             return EnvironmentResult(feedback="No ground truth to compare with.")

@@ -62,7 +62,7 @@ class SimilarityDecision:
 
     decision: str
     reasoning: str = ""
-    similarity_score: float | None = None
+    similarity_at_decision: float | None = None
     decided_at: str = field(default_factory=utc_now)
 
     def to_dict(self) -> dict[str, Any]:

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CITATION_PATTERN", "extract_cited_skill_ids", "format_skill_id", "section_prefix"]
+__all__ = ["CITATION_PATTERN", "extract_cited_skill_ids", "format_skill_id", "is_skill_id", "section_prefix"]
 
 _NOT_ID_CHAR = re.compile(r"[^a-z0-9_]")
 # Every id format_skill_id can produce, in square brackets as the Agent cites it.
 CITATION_PATTERN = re.compile(r"\[([a-z0-9_]+-\d{5,})\]")
+_WHOLE_ID = re.compile(r"[a-z0-9_]+-\d{5,}")
+
+
+def is_skill_id(text: str) -> bool:
+    """True if ``text`` is an id the scheme could produce (and so a citation can name)."""
+    return _WHOLE_ID.fullmatch(text) is not None
 
 
 def section_prefix(section: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import SkillbookFormatError, UnknownSkillError
 from .files import write_text_atomically
 from .skill import TAGS, SimilarityDecision, Skill, utc_now
-from .skill_ids import format_skill_id
+from .skill_ids import format_skill_id, is_skill_id
 from .toon import encode_table
 from .updates import UpdateBatch, UpdateOperation
 
@@ -192,6 +192,10 @@ class Skillbook:
         if skill_id and skill_id in self._skills:
             logger.warning("ADD asked for skill id %r, which exists; allocating a fresh id", skill_id)
             skill_id = None
+        elif skill_id and not is_skill_id(skill_id):
+            # An id outside the scheme could never be cited back by the agent.
+            logger.warning("ADD asked for skill id %r, which is not a valid id; allocating one", skill_id)
+            skill_id = None
         if skill_id:
             number = _id_number(skill_id)
             if number is not None and number >= self._next_id:
@@ -274,7 +278,8 @@ class Skillbook:
             return {
                 "skills": {skill_id: s.to_dict() for skill_id, s in self._skills.items()},
                 "sections": sections,
-                "next_id": self._next_id,
+                # The reference framework stores the last number issued, not the next one.
+                "next_id": self._next_id - 1,
                 "similarity_decisions": {
                     ",".join(sorted(pair)): d.to_dict() for pair, d in self._similarity.items()
                 },
@@ -292,10 +297,11 @@ class Skillbook:
         for key, raw in raw_skills.items():
             book._skills[key] = _skill_from_file(raw, key, source)
         numbers = [n for n in map(_id_number, book._skills) if n is not None]
-        next_id = data.get("next_id", 1)
-        if isinstance(next_id, bool) or not isinstance(next_id, int):
-            raise SkillbookFormatError(source, f"'next_id' must be an integer, got {next_id!r}")
-        book._next_id = max([next_id, *(n + 1 for n in numbers)])
+        last_issued = data.get("next_id", 0)
+        if isinstance(last_issued, bool) or not isinstance(last_issued, int):
+            raise SkillbookFormatError(source, f"'next_id' must be an integer, got {last_issued!r}")
+        # Never reissue a number: not the last one issued, nor any a loaded skill holds.
+        book._next_id = max([last_issued + 1, *(n + 1 for n in numbers)])
         decisions = data.get("similarity_decisions") or {}
         if not isinstance(decisions, dict):
             raise SkillbookFormatError(source, "'similarity_decisions' must be an object")
@@ -333,6 +339,8 @@ class Skillbook:
             text = target.read_text(encoding="utf-8")
         except OSError as exc:
             raise SkillbookFormatError(str(target), f"cannot read: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise SkillbookFormatError(str(target), f"not UTF-8 text at byte {exc.start}") from exc
         return cls.loads(text, source=str(target))
 
     # -- presentation --------------------------------------------------------------------

@@ -109,7 +109,7 @@ class UpdateBatch(BaseModel):
         """Parse and validate a batch; raise InvalidUpdateError naming the bad operation."""
         try:
             raw = json.loads(data) if isinstance(data, (str, bytes)) else data
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InvalidUpdateError(-1, "", f"the batch is not valid JSON ({exc})") from exc
         try:
             batch = cls.model_validate(raw)

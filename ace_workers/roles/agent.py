@@ -1,0 +1,70 @@
+"""The Agent role: answers a question with the skillbook's strategies in its prompt."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..core.outputs import AgentOutput, ReflectorOutput
+from ..protocols import LLMClientLike, SkillbookLike
+from .helpers import current_date, extract_cited_skill_ids, format_optional
+from .prompts import AGENT_PROMPT
+
+__all__ = ["Agent"]
+
+logger = logging.getLogger(__name__)
+
+
+class Agent:
+    """Produces an answer with reasoning that cites the skills it applied.
+
+    Satisfies :class:`~ace_workers.protocols.AgentLike`. LLM errors propagate
+    unchanged: the pipeline records a failed sample, the role does not hide it.
+    """
+
+    def __init__(
+        self, llm: LLMClientLike, prompt_template: str = AGENT_PROMPT, *, max_retries: int = 3
+    ) -> None:
+        self.llm = llm
+        self.prompt_template = prompt_template
+        self.max_retries = max_retries
+
+    def build_prompt(
+        self,
+        question: str,
+        context: str,
+        skillbook: SkillbookLike,
+        reflection: ReflectorOutput | str | None = None,
+    ) -> str:
+        """The prompt :meth:`generate` sends, for inspection and logging."""
+        if isinstance(reflection, ReflectorOutput):
+            reflection = reflection.model_dump_json()
+        return self.prompt_template.format(
+            current_date=current_date(),
+            skillbook=skillbook.as_prompt(),
+            reflection=format_optional(reflection),
+            question=question,
+            context=format_optional(context),
+        )
+
+    def generate(
+        self,
+        question: str,
+        context: str,
+        skillbook: SkillbookLike,
+        reflection: ReflectorOutput | str | None = None,
+        **kwargs: Any,
+    ) -> AgentOutput:
+        """Ask the LLM for an answer, then fill ``skill_ids`` from the reasoning's citations.
+
+        ``skill_ids`` keeps every id cited in the ``[section-00001]`` form, even
+        one the skillbook does not hold: a hallucinated citation is a signal the
+        Reflector and the logs should see. Steps that write (tagging) skip and log
+        unknown ids. Extra keyword arguments go to ``llm.complete_structured``.
+        """
+        prompt = self.build_prompt(question, context, skillbook, reflection)
+        call_kwargs: dict[str, Any] = {"max_retries": self.max_retries, **kwargs}
+        output = self.llm.complete_structured(prompt, AgentOutput, **call_kwargs)
+        output.skill_ids = extract_cited_skill_ids(output.reasoning)
+        logger.debug("agent answered %r citing %s", output.final_answer, output.skill_ids)
+        return output

@@ -1,0 +1,159 @@
+"""Prompt templates of the three ACE roles, and the skillbook wrapper for external agents.
+
+Templates are ``str.format`` strings: literal braces are doubled, and every
+placeholder is filled by the role at call time (``{current_date}`` included,
+so a long-running worker never sends a stale date).
+
+Each prompt is a list of sections under stable ``## Heading`` lines. Keep the
+headings stable: the simulated LLM in :mod:`ace_workers.sim` finds its inputs
+by them, and so does anyone reading a logged prompt.
+
+Placeholders per template:
+
+- ``AGENT_PROMPT``: current_date, skillbook, reflection, question, context
+- ``REFLECTOR_PROMPT``: current_date, question, reasoning, final_answer,
+  ground_truth, feedback, skillbook_excerpt, trace
+- ``SKILL_MANAGER_PROMPT``: current_date, progress, question_context, stats,
+  skillbook, reflection
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..protocols import SkillbookLike
+
+__all__ = [
+    "AGENT_PROMPT",
+    "REFLECTOR_PROMPT",
+    "SKILL_MANAGER_PROMPT",
+    "SKILLBOOK_USAGE_INSTRUCTIONS",
+    "wrap_skillbook_for_external_agent",
+]
+
+# No braces in here: it is pasted into a format template as literal text.
+SKILLBOOK_USAGE_INSTRUCTIONS = """\
+- The skillbook lists strategies learned from earlier tasks, with helpful/harmful/neutral votes.
+- Apply a skill only where it fits the task; ignore the rest.
+- Cite every skill you apply by its id in square brackets, e.g. "per [general-00001], ...".
+- Prefer skills with more helpful than harmful votes; they are lessons, not laws."""
+
+AGENT_PROMPT = (
+    """\
+# Agent
+Date: {current_date}. Answer the question. Use the skillbook; Reflection is feedback on a \
+previous attempt at this question, if any.
+
+## Skillbook
+{skillbook}
+
+## Skillbook usage
+"""
+    + SKILLBOOK_USAGE_INSTRUCTIONS
+    + """
+
+## Reflection
+{reflection}
+
+## Question
+{question}
+
+## Context
+{context}
+
+## Output
+JSON {{"reasoning": str, "final_answer": str}}
+- reasoning: short steps; cite each skill applied as [skill-id].
+- final_answer: the answer only, no explanation.
+"""
+)
+
+REFLECTOR_PROMPT = """\
+# Reflector
+Date: {current_date}. Diagnose one attempt by an agent and extract lessons that transfer to \
+similar tasks.
+
+## Question
+{question}
+
+## Agent reasoning
+{reasoning}
+
+## Agent answer
+{final_answer}
+
+## Ground truth
+{ground_truth}
+
+## Feedback
+{feedback}
+
+## Cited skills
+{skillbook_excerpt}
+
+## Trace
+{trace}
+
+## Instructions
+1. Decide if the answer is right: ground truth or feedback decide; with neither, judge the \
+reasoning (or the trace).
+2. If wrong: what went wrong, its root cause, the correct approach.
+3. key_insight: the single most reusable lesson. extracted_learnings: atomic imperative \
+sentences stating the general rule, not this instance's values.
+4. skill_tags: tag each cited skill helpful, harmful or neutral by its effect on this outcome; \
+use only ids listed under Cited skills.
+
+## Output
+JSON {{"reasoning", "error_identification", "root_cause_analysis", "correct_approach", \
+"key_insight", "extracted_learnings": [{{"learning", "atomicity_score", "evidence"}}], \
+"skill_tags": [{{"id", "tag"}}]}}
+"""
+
+SKILL_MANAGER_PROMPT = """\
+# Skill manager
+Date: {current_date}. Turn a reflection into small updates of the skillbook.
+
+## Progress
+{progress}
+
+## Question context
+{question_context}
+
+## Skillbook stats
+{stats}
+
+## Skillbook
+{skillbook}
+
+## Reflection
+{reflection}
+
+## Instructions
+- ADD a skill only for a learning no existing skill states: one imperative, general idea, \
+under a short section named for the task type.
+- UPDATE a skill the learning refines; REMOVE one that is wrong or repeatedly harmful.
+- The cited skills' helpful/harmful tags are recorded separately. TAG only an existing skill \
+that this learning restates, with metadata {{"helpful": 1}}, instead of adding a duplicate.
+- Use only ids present in the skillbook; never add a duplicate. No operations is a valid answer.
+
+## Output
+JSON {{"update": {{"reasoning": str, "operations": [{{"type": "ADD"|"UPDATE"|"TAG"|"REMOVE", \
+"section", "content", "skill_id", "metadata", "justification", "evidence"}}]}}}}
+"""
+
+
+def wrap_skillbook_for_external_agent(skillbook: SkillbookLike) -> str:
+    """The skillbook and how to use it, to paste into another agent's prompt; "" when empty.
+
+    This is the one way to hand learned skills to an agent ACE does not run
+    itself (a browser agent, a LangChain chain, a coding assistant).
+    """
+    if len(skillbook) == 0:
+        return ""
+    return (
+        "## Learned strategies\n"
+        f"{skillbook.as_prompt()}\n\n"
+        "## How to use them\n"
+        f"{SKILLBOOK_USAGE_INSTRUCTIONS}\n"
+    )

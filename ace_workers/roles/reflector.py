@@ -1,0 +1,78 @@
+"""The Reflector role: diagnoses one attempt and extracts reusable lessons."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..core.outputs import AgentOutput, ReflectorOutput
+from ..protocols import LLMClientLike, SkillbookLike
+from .helpers import current_date, format_optional, make_skillbook_excerpt, render_trace
+from .prompts import REFLECTOR_PROMPT
+
+__all__ = ["Reflector"]
+
+logger = logging.getLogger(__name__)
+
+
+class Reflector:
+    """Analyses an agent's output against ground truth and feedback (single pass).
+
+    The prompt holds only the skills the agent cited, not the whole skillbook:
+    the Reflector judges what was used, the SkillManager sees everything.
+    Satisfies :class:`~ace_workers.protocols.ReflectorLike`; LLM errors propagate.
+    """
+
+    def __init__(
+        self, llm: LLMClientLike, prompt_template: str = REFLECTOR_PROMPT, *, max_retries: int = 3
+    ) -> None:
+        self.llm = llm
+        self.prompt_template = prompt_template
+        self.max_retries = max_retries
+
+    def build_prompt(
+        self,
+        question: str,
+        agent_output: AgentOutput,
+        skillbook: SkillbookLike,
+        ground_truth: str | None = None,
+        feedback: str | None = None,
+        trace: object | None = None,
+    ) -> str:
+        """The prompt :meth:`reflect` sends, for inspection and logging."""
+        return self.prompt_template.format(
+            current_date=current_date(),
+            question=format_optional(question),
+            reasoning=format_optional(agent_output.reasoning),
+            final_answer=format_optional(agent_output.final_answer),
+            ground_truth=format_optional(ground_truth),
+            feedback=format_optional(feedback),
+            skillbook_excerpt=format_optional(make_skillbook_excerpt(skillbook, agent_output.skill_ids)),
+            trace=render_trace(trace),
+        )
+
+    def reflect(
+        self,
+        question: str,
+        agent_output: AgentOutput,
+        skillbook: SkillbookLike,
+        ground_truth: str | None = None,
+        feedback: str | None = None,
+        **kwargs: Any,
+    ) -> ReflectorOutput:
+        """Ask the LLM for a reflection on ``agent_output``.
+
+        A ``trace`` keyword (the raw record TraceAnalyser passes) is rendered into
+        the prompt's Trace section, cut to ``MAX_TRACE_CHARS``. Other keyword
+        arguments go to ``llm.complete_structured``.
+        """
+        trace = kwargs.pop("trace", None)
+        prompt = self.build_prompt(question, agent_output, skillbook, ground_truth, feedback, trace)
+        call_kwargs: dict[str, Any] = {"max_retries": self.max_retries, **kwargs}
+        reflection = self.llm.complete_structured(prompt, ReflectorOutput, **call_kwargs)
+        logger.debug(
+            "reflection: %d learning(s), %d tag(s)",
+            len(reflection.extracted_learnings),
+            len(reflection.skill_tags),
+        )
+        return reflection

@@ -1,0 +1,69 @@
+"""The SkillManager role: turns a reflection into skillbook delta operations."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from ..core.outputs import ReflectorOutput, SkillManagerOutput
+from ..protocols import LLMClientLike, SkillbookLike
+from .helpers import current_date, format_optional
+from .prompts import SKILL_MANAGER_PROMPT
+
+__all__ = ["SkillManager"]
+
+logger = logging.getLogger(__name__)
+
+
+class SkillManager:
+    """Decides which skills to add, update, tag or remove after a reflection.
+
+    It only proposes an :class:`~ace_workers.core.UpdateBatch`; applying it (and
+    deduplication) are separate steps. Satisfies
+    :class:`~ace_workers.protocols.SkillManagerLike`; LLM errors propagate.
+    """
+
+    def __init__(
+        self, llm: LLMClientLike, prompt_template: str = SKILL_MANAGER_PROMPT, *, max_retries: int = 3
+    ) -> None:
+        self.llm = llm
+        self.prompt_template = prompt_template
+        self.max_retries = max_retries
+
+    def build_prompt(
+        self,
+        reflection: ReflectorOutput,
+        skillbook: SkillbookLike,
+        question_context: str = "",
+        progress: str = "",
+    ) -> str:
+        """The prompt :meth:`update_skills` sends, for inspection and logging."""
+        return self.prompt_template.format(
+            current_date=current_date(),
+            progress=format_optional(progress),
+            question_context=format_optional(question_context),
+            stats=json.dumps(skillbook.stats(), ensure_ascii=False),
+            skillbook=skillbook.as_prompt(),
+            # ``raw`` is excluded by the model: provider metadata is no input.
+            # TagStep applies the reflection's skill_tags; showing them here would count them twice.
+            reflection=reflection.model_dump_json(exclude={"skill_tags"}),
+        )
+
+    def update_skills(
+        self,
+        reflection: ReflectorOutput,
+        skillbook: SkillbookLike,
+        question_context: str = "",
+        progress: str = "",
+        **kwargs: Any,
+    ) -> SkillManagerOutput:
+        """Ask the LLM for the update batch; ``progress`` reads like "Epoch 1/3, sample 4/30".
+
+        Extra keyword arguments go to ``llm.complete_structured``.
+        """
+        prompt = self.build_prompt(reflection, skillbook, question_context, progress)
+        call_kwargs: dict[str, Any] = {"max_retries": self.max_retries, **kwargs}
+        output = self.llm.complete_structured(prompt, SkillManagerOutput, **call_kwargs)
+        logger.debug("skill manager proposed %d operation(s)", len(output.update.operations))
+        return output

@@ -1,0 +1,8 @@
+"""Runners: the epoch loop around a pipeline of ACE steps."""
+
+from .ace import ACE
+from .ace_litellm import ACELiteLLM
+from .base import ACERunner
+from .trace_analyser import TraceAnalyser
+
+__all__ = ["ACERunner", "TraceAnalyser", "ACE", "ACELiteLLM"]

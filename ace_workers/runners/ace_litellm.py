@@ -1,0 +1,188 @@
+"""ACELiteLLM: one object to ask questions and learn, backed by one LLM client."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline import Pipeline, SampleResult
+
+from ..core.context import ACEStepContext, SkillbookView
+from ..core.environments import Sample, TaskEnvironment
+from ..core.outputs import AgentOutput
+from ..core.skillbook import Skillbook
+from ..protocols import AgentLike, LLMClientLike, ReflectorLike, SkillManagerLike
+from ..roles import Agent, Reflector, SkillManager
+from ..steps import learning_tail
+from .ace import ACE
+from .trace_analyser import TraceAnalyser
+
+__all__ = ["ACELiteLLM"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Interaction:
+    question: str
+    context: str
+    output: AgentOutput
+
+
+class ACELiteLLM:
+    """Ask, learn from samples, learn from traces, learn from feedback; save and load.
+
+    Wraps an :class:`ACE` runner and a :class:`TraceAnalyser`, built on first
+    use and rebuilt after :meth:`load`, so every step always holds the current
+    skillbook.
+    """
+
+    def __init__(
+        self,
+        llm: LLMClientLike,
+        *,
+        skillbook: Skillbook | None = None,
+        environment: TaskEnvironment | None = None,
+        agent: AgentLike | None = None,
+        reflector: ReflectorLike | None = None,
+        skill_manager: SkillManagerLike | None = None,
+        **runner_options: Any,
+    ) -> None:
+        self.llm = llm
+        self.agent: AgentLike = agent or Agent(llm)
+        self.reflector: ReflectorLike = reflector or Reflector(llm)
+        self.skill_manager: SkillManagerLike = skill_manager or SkillManager(llm)
+        self.environment = environment
+        self.runner_options = runner_options
+        self._skillbook = skillbook if skillbook is not None else Skillbook()
+        self._ace: ACE | None = None
+        self._ace_environment: TaskEnvironment | None = None
+        self._analyser: TraceAnalyser | None = None
+        self._last: _Interaction | None = None
+
+    @classmethod
+    def from_model(
+        cls, model: str = "gpt-4o-mini", *, max_tokens: int = 2048, temperature: float = 0.0, **kwargs: Any
+    ) -> ACELiteLLM:
+        """Build on a LiteLLM model string, with instructor for validated structured output."""
+        from ..providers import LiteLLMClient, wrap_with_instructor
+
+        client = wrap_with_instructor(LiteLLMClient(model, max_tokens=max_tokens, temperature=temperature))
+        return cls(client, **kwargs)
+
+    @property
+    def skillbook(self) -> Skillbook:
+        """The skillbook every question and every learning run uses."""
+        return self._skillbook
+
+    # -- answering ---------------------------------------------------------------------
+    def ask(self, question: str, context: str = "") -> str:
+        """Answer with the current skillbook (no learning); remembered for learn_from_feedback."""
+        output = self.agent.generate(
+            question=question, context=context, skillbook=SkillbookView(self._skillbook)
+        )
+        self._last = _Interaction(question, context, output)
+        return output.final_answer
+
+    # -- learning ------------------------------------------------------------------------
+    def learn(
+        self,
+        samples: Iterable[Sample],
+        environment: TaskEnvironment | None = None,
+        epochs: int = 1,
+        *,
+        wait: bool = True,
+        workers: int = 1,
+    ) -> list[SampleResult[ACEStepContext]]:
+        """Run the ACE loop over ``samples`` (answer, evaluate, reflect, update)."""
+        return self._get_ace(environment).run(samples, epochs=epochs, wait=wait, workers=workers)
+
+    def learn_from_traces(
+        self, traces: Iterable[Any], epochs: int = 1, *, wait: bool = True, workers: int = 1
+    ) -> list[SampleResult[ACEStepContext]]:
+        """Learn from recorded traces of any shape."""
+        return self._get_analyser().run(traces, epochs=epochs, wait=wait, workers=workers)
+
+    def learn_from_feedback(self, feedback: str, ground_truth: str | None = None) -> bool:
+        """Learn from the last :meth:`ask` and the user's feedback on it; True if it was learned.
+
+        Raises ValueError when nothing was asked yet; a learning failure is
+        logged with its cause and returns False.
+        """
+        if self._last is None:
+            raise ValueError("learn_from_feedback() needs a previous ask(): there is nothing to learn from")
+        last = self._last
+        trace = {
+            "question": last.question,
+            "context": last.context,
+            "ground_truth": ground_truth,
+            "reasoning": last.output.reasoning,
+            "answer": last.output.final_answer,
+            "skill_ids": list(last.output.skill_ids),
+            "feedback": feedback,
+        }
+        pipeline: Pipeline[ACEStepContext] = Pipeline(
+            learning_tail(self.reflector, self.skill_manager, self._skillbook)
+        )
+        context = ACEStepContext(
+            skillbook=SkillbookView(self._skillbook), trace=trace, step_index=1, total_steps=1
+        )
+        (result,) = pipeline.run([context])
+        pipeline.wait_for_background()
+        if not result.ok:
+            logger.error("learning from feedback failed at %s: %s", result.failed_at, result.error)
+        return result.ok
+
+    def wait_for_background(self, timeout: float | None = None) -> None:
+        """Wait for the background learning of both runners."""
+        for runner in (self._ace, self._analyser):
+            if runner is not None:
+                runner.wait_for_background(timeout)
+
+    # -- persistence --------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Wait for pending learning, then save the skillbook atomically."""
+        self.wait_for_background()
+        self._skillbook.save_to_file(path)
+
+    def load(self, path: str | os.PathLike[str]) -> None:
+        """Load a skillbook and use it everywhere from now on.
+
+        Pending learning into the old skillbook finishes first; the runners are
+        rebuilt so no step keeps writing to the old one.
+        """
+        skillbook = Skillbook.load_from_file(path)
+        self.wait_for_background()
+        self._skillbook = skillbook
+        self._ace = None
+        self._analyser = None
+
+    # -- runners -------------------------------------------------------------------------
+    def _get_ace(self, environment: TaskEnvironment | None) -> ACE:
+        environment = environment or self.environment
+        if self._ace is None or environment is not self._ace_environment:
+            if self._ace is not None:
+                self._ace.wait_for_background()
+            self._ace = ACE.from_roles(
+                agent=self.agent,
+                reflector=self.reflector,
+                skill_manager=self.skill_manager,
+                skillbook=self._skillbook,
+                environment=environment,
+                **self.runner_options,
+            )
+            self._ace_environment = environment
+        return self._ace
+
+    def _get_analyser(self) -> TraceAnalyser:
+        if self._analyser is None:
+            self._analyser = TraceAnalyser.from_roles(
+                reflector=self.reflector,
+                skill_manager=self.skill_manager,
+                skillbook=self._skillbook,
+                **self.runner_options,
+            )
+        return self._analyser

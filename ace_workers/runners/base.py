@@ -1,0 +1,85 @@
+"""ACERunner: the epoch loop shared by every runner; everything per-sample is the pipeline's."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from pipeline import Pipeline, SampleResult
+
+from ..core.context import ACEStepContext
+from ..core.skillbook import Skillbook
+
+__all__ = ["ACERunner"]
+
+
+class ACERunner(ABC):
+    """Runs a pipeline of ACE steps over inputs, epoch after epoch, learning into one skillbook.
+
+    Subclasses choose the steps (``from_roles``) and map an input item to an
+    :class:`ACEStepContext` (``_build_context``); iteration, error isolation,
+    the foreground/background split and concurrency belong to the pipeline.
+    """
+
+    def __init__(self, pipeline: Pipeline[ACEStepContext], skillbook: Skillbook) -> None:
+        self.pipeline = pipeline
+        self.skillbook = skillbook
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Save the skillbook (waits for nothing: call wait_for_background first if learning runs)."""
+        self.skillbook.save_to_file(path)
+
+    def wait_for_background(self, timeout: float | None = None) -> None:
+        """Block until background learning has finished; TimeoutError after ``timeout`` seconds."""
+        self.pipeline.wait_for_background(timeout)
+
+    @property
+    def learning_stats(self) -> dict[str, int]:
+        """Background learning progress: active, completed, failed."""
+        return self.pipeline.background_stats()
+
+    @abstractmethod
+    def _build_context(
+        self,
+        item: Any,
+        *,
+        epoch: int,
+        total_epochs: int,
+        index: int,
+        total: int | None,
+        global_sample_index: int,
+    ) -> ACEStepContext:
+        """Map one input item to a fully initialised context."""
+
+    def _run(
+        self, items: Iterable[Any], *, epochs: int, wait: bool = True, workers: int = 1
+    ) -> list[SampleResult[ACEStepContext]]:
+        """Run ``epochs`` passes over ``items``; a Sequence is needed to make more than one pass."""
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+            raise ValueError(f"epochs must be an int of at least 1, got {epochs!r}")
+        if epochs > 1 and not isinstance(items, Sequence):
+            raise ValueError(
+                f"{epochs} epochs need a Sequence (list, tuple) of inputs: an iterator "
+                f"of type {type(items).__name__} can be consumed only once"
+            )
+        results: list[SampleResult[ACEStepContext]] = []
+        for epoch in range(1, epochs + 1):
+            results.extend(self.pipeline.run(self._contexts(items, epoch, epochs), workers=workers))
+        if wait:
+            self.pipeline.wait_for_background()
+        return results
+
+    def _contexts(self, items: Iterable[Any], epoch: int, epochs: int) -> Iterator[ACEStepContext]:
+        # A generator, so a long stream of inputs is never held in memory at once.
+        total = len(items) if isinstance(items, Sequence) else None
+        for index, item in enumerate(items, start=1):
+            yield self._build_context(
+                item,
+                epoch=epoch,
+                total_epochs=epochs,
+                index=index,
+                total=total,
+                global_sample_index=(epoch - 1) * total + index if total is not None else index,
+            )

@@ -1,0 +1,23 @@
+"""SIMULATION: an offline, deterministic stand-in for an LLM and a task family to learn.
+
+Used by the tests, the demo and the benchmarks; never by production code.
+:class:`SimulatedLLM` reads the real role prompts and answers as a model
+that learns the hidden rules of :data:`TOPICS` from the skillbook would.
+"""
+
+from .behaviour import SimWorld
+from .llm import SimulatedCompletion, SimulatedLLM
+from .tasks import TOPICS, Topic, find_task, find_topic, make_tasks
+
+__all__ = [
+    # the simulated client
+    "SimulatedLLM",
+    "SimulatedCompletion",
+    "SimWorld",
+    # the synthetic task family
+    "Topic",
+    "TOPICS",
+    "make_tasks",
+    "find_task",
+    "find_topic",
+]

@@ -1,0 +1,199 @@
+"""SIMULATION: what the simulated LLM answers to each role's prompt.
+
+Pure functions of the prompt text and a :class:`SimWorld` (the task family
+and how far the simulated agent trusts new skills); no randomness, no state.
+Failures and malformed output are :class:`~ace_workers.sim.llm.SimulatedLLM`'s
+business, not this module's.
+
+- The agent answers a question right only if the prompt's skillbook holds a
+  skill stating the topic's rule with at least ``trust_threshold`` net
+  helpful votes (or the Reflection section states the rule); it cites that
+  skill. Otherwise it echoes the input, which is always wrong.
+- The reflector compares the answer with the ground truth (else the feedback,
+  else the rule itself); when wrong, it checks the ground truth against the
+  topic's rule and states the rule as the learning. Cited skills are tagged
+  helpful when right, harmful when wrong.
+- The skill manager ADDs a learning no skill states yet (section = topic),
+  and otherwise TAGs the skill that already states it helpful: a restated
+  lesson is more evidence for it. The reflection's own tags are TagStep's job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from ..core.outputs import AgentOutput, ExtractedLearning, ReflectorOutput, SkillManagerOutput, SkillTag
+from ..core.updates import UpdateBatch, UpdateOperation
+from .parsing import SkillRow, parse_sections, parse_skill_table, section_value
+from .tasks import TOPICS, Topic, find_task, find_topic
+
+__all__ = ["SimWorld", "simulate_agent", "simulate_reflector", "simulate_skill_manager"]
+
+GENERAL_SECTION = "general"
+_EXCERPT_ID = re.compile(r"^\[([^\]\s]+)\]", re.MULTILINE)
+UNKNOWN_ANSWER = "unknown"
+
+
+@dataclass(frozen=True)
+class SimWorld:
+    """What the simulator knows: the task family, and the votes a skill needs before the agent uses it."""
+
+    topics: Sequence[Topic] = field(default=TOPICS)
+    trust_threshold: int = 0
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.strip().lower().split())
+
+
+# -- agent ----------------------------------------------------------------------------
+def _trusted_rule_skill(rows: list[SkillRow], topic: Topic, world: SimWorld) -> SkillRow | None:
+    for row in rows:
+        if topic.is_stated_by(row.content) and row.net_votes >= world.trust_threshold:
+            return row
+    return None
+
+
+def simulate_agent(prompt: str, world: SimWorld) -> AgentOutput:
+    """Answer the Agent prompt's question, applying a trusted rule skill if there is one."""
+    sections = parse_sections(prompt)
+    question = section_value(sections, "Question")
+    task = find_task(question, world.topics)
+    if task is None:
+        return AgentOutput(reasoning="I do not recognise this kind of task.", final_answer=UNKNOWN_ANSWER)
+    topic, value = task
+    skill = _trusted_rule_skill(parse_skill_table(section_value(sections, "Skillbook")), topic, world)
+    if skill is not None:
+        return AgentOutput(
+            reasoning=f"This is a {topic.name} task; per [{skill.id}] I apply: {skill.content}",
+            final_answer=topic.solve(value),
+        )
+    if topic.is_stated_by(section_value(sections, "Reflection")):
+        return AgentOutput(
+            reasoning=f"The reflection on my last attempt says: {topic.rule}",
+            final_answer=topic.solve(value),
+        )
+    return AgentOutput(
+        reasoning=f"No skill I trust covers {topic.name} tasks, so I guess the input is the answer.",
+        final_answer=value,
+    )
+
+
+# -- reflector --------------------------------------------------------------------------
+def _cited_ids(excerpt: str) -> list[str]:
+    # The excerpt holds one "[id] content" line per cited skill that exists.
+    return _EXCERPT_ID.findall(excerpt)
+
+
+def _is_correct(answer: str, ground_truth: str, feedback: str, expected: str | None) -> bool | None:
+    if ground_truth:
+        return _normalise(answer) == _normalise(ground_truth)
+    verdict = _normalise(feedback)
+    if verdict.startswith(("incorrect", "wrong")):
+        return False
+    if verdict.startswith("correct"):
+        return True
+    return None if expected is None else _normalise(answer) == _normalise(expected)
+
+
+def simulate_reflector(prompt: str, world: SimWorld) -> ReflectorOutput:
+    """Judge the attempt in a Reflector prompt and, when it failed, state the topic's rule."""
+    sections = parse_sections(prompt)
+    question = section_value(sections, "Question")
+    trace = section_value(sections, "Trace")
+    answer = section_value(sections, "Agent answer")
+    ground_truth = section_value(sections, "Ground truth")
+    task = find_task(question, world.topics) or find_task(trace, world.topics)
+    cited = _cited_ids(section_value(sections, "Cited skills"))
+    if task is None:
+        return ReflectorOutput(
+            reasoning="The task type is not one I recognise; nothing to learn.",
+            skill_tags=[SkillTag(id=skill_id, tag="neutral") for skill_id in cited],
+        )
+    topic, value = task
+    expected = topic.solve(value)
+    if not answer and not ground_truth and trace:
+        # A bare trace (TraceAnalyser) with no attempt to judge: learn the rule it shows.
+        return _lesson(topic, value, expected, answer="(none)", cited=[])
+    correct = _is_correct(answer, ground_truth, section_value(sections, "Feedback"), expected)
+    if correct:
+        # Right without a cited skill (e.g. from a reflection in the prompt): keep the rule.
+        learnings = [] if cited else [ExtractedLearning(learning=topic.rule, evidence=f"input {value}")]
+        return ReflectorOutput(
+            reasoning=f"The answer {answer!r} is right.",
+            error_identification="none",
+            key_insight=f"Applying {', '.join(f'[{c}]' for c in cited)} worked." if cited else topic.rule,
+            extracted_learnings=learnings,
+            skill_tags=[SkillTag(id=skill_id, tag="helpful") for skill_id in cited],
+        )
+    if correct is None or (ground_truth and _normalise(ground_truth) != _normalise(expected)):
+        # Not judgeable, or the ground truth does not follow the rule: no lesson to draw.
+        return ReflectorOutput(
+            reasoning="The outcome does not reveal the rule.",
+            skill_tags=[SkillTag(id=skill_id, tag="neutral") for skill_id in cited],
+        )
+    return _lesson(topic, value, expected, answer, cited)
+
+
+def _lesson(topic: Topic, value: str, expected: str, answer: str, cited: list[str]) -> ReflectorOutput:
+    used = f"The agent followed {', '.join(cited)}" if cited else "The agent guessed"
+    return ReflectorOutput(
+        reasoning=f"For input {value} the answer should be {expected!r}, not {answer!r}.",
+        error_identification=f"{used} instead of applying the {topic.name} rule.",
+        root_cause_analysis=f"No trusted skill states the {topic.name} rule.",
+        correct_approach=topic.rule,
+        key_insight=topic.rule,
+        extracted_learnings=[
+            ExtractedLearning(
+                learning=topic.rule, evidence=f"input {value}: expected {expected!r}, got {answer!r}"
+            )
+        ],
+        skill_tags=[SkillTag(id=skill_id, tag="harmful") for skill_id in cited],
+    )
+
+
+# -- skill manager ------------------------------------------------------------------------
+def _read_reflection(text: str) -> ReflectorOutput:
+    try:
+        return ReflectorOutput.model_validate_json(text)
+    except ValidationError:
+        return ReflectorOutput(reasoning="(the reflection could not be read)")
+
+
+def _states_same(row: SkillRow, learning: str, topic: Topic | None) -> bool:
+    # Two statements of a topic's rule are the same skill however they are worded.
+    if topic is not None and topic.is_stated_by(learning):
+        return topic.is_stated_by(row.content)
+    return _normalise(row.content) == _normalise(learning)
+
+
+def simulate_skill_manager(prompt: str, world: SimWorld) -> SkillManagerOutput:
+    """Turn the reflection in a SkillManager prompt into TAG and ADD operations, never duplicating."""
+    sections = parse_sections(prompt)
+    reflection = _read_reflection(section_value(sections, "Reflection"))
+    rows = parse_skill_table(section_value(sections, "Skillbook"))
+    votes: dict[str, dict[str, int]] = {}
+    additions: list[UpdateOperation] = []
+    for item in reflection.extracted_learnings:
+        topic = find_topic(item.learning, world.topics)
+        existing = next((row for row in rows if _states_same(row, item.learning, topic)), None)
+        if existing is not None:
+            # Restated lesson: one more helpful vote for the skill instead of a duplicate.
+            votes.setdefault(existing.id, {"helpful": 1})
+        elif not any(_normalise(op.content) == _normalise(item.learning) for op in additions):
+            additions.append(
+                UpdateOperation(
+                    type="ADD",
+                    section=topic.name if topic is not None else GENERAL_SECTION,
+                    content=item.learning,
+                    justification=reflection.key_insight or "Learned from a failed attempt.",
+                    evidence=item.evidence,
+                )
+            )
+    tags = [UpdateOperation(type="TAG", skill_id=i, metadata=m) for i, m in votes.items()]
+    summary = f"{len(additions)} new skill(s), {len(tags)} skill(s) tagged."
+    return SkillManagerOutput(update=UpdateBatch(reasoning=summary, operations=[*tags, *additions]))

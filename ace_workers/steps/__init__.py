@@ -1,0 +1,83 @@
+"""The ACE pipeline steps, one class per module, and ``learning_tail`` to compose the standard tail.
+
+Steps are stateless: what a call does depends only on the constructor's
+arguments and the incoming :class:`~ace_workers.core.ACEStepContext`. Steps
+that write the skillbook (or files made from it) get the real Skillbook in
+their constructor and declare ``writes_skillbook = True``; the rest read the
+context's read-only SkillbookView.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pipeline import StepProtocol
+
+from ..core.context import ACEStepContext
+from ..core.skillbook import Skillbook
+from ..protocols import DeduplicationManagerLike, ReflectorLike, SkillManagerLike
+from ._checks import MissingFieldError, check_interval
+from .agent import AgentStep
+from .apply import ApplyStep
+from .checkpoint import CheckpointStep
+from .deduplicate import DeduplicateStep
+from .evaluate import EvaluateStep
+from .export_markdown import ExportSkillbookMarkdownStep
+from .load_traces import LoadTracesStep
+from .observability import ObservabilityStep
+from .persist import PersistStep
+from .reflect import ReflectStep
+from .tag import TagStep
+from .update import UpdateStep
+
+__all__ = [
+    # execute head
+    "AgentStep",
+    "EvaluateStep",
+    "LoadTracesStep",
+    # learning tail
+    "ReflectStep",
+    "TagStep",
+    "UpdateStep",
+    "ApplyStep",
+    "DeduplicateStep",
+    "CheckpointStep",
+    "learning_tail",
+    # output and observation
+    "PersistStep",
+    "ExportSkillbookMarkdownStep",
+    "ObservabilityStep",
+    # errors
+    "MissingFieldError",
+]
+
+
+def learning_tail(
+    reflector: ReflectorLike,
+    skill_manager: SkillManagerLike,
+    skillbook: Skillbook,
+    *,
+    dedup_manager: DeduplicationManagerLike | None = None,
+    dedup_interval: int = 10,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    checkpoint_interval: int = 10,
+) -> list[StepProtocol[ACEStepContext]]:
+    """Return the standard ACE learning steps: Reflect, Tag, Update, Apply [, Deduplicate] [, Checkpoint].
+
+    Use it after your own execute step(s), which must provide ``trace``. The
+    deduplicate and checkpoint steps are added only when ``dedup_manager`` or
+    ``checkpoint_dir`` is given; both intervals are checked either way.
+    """
+    check_interval(dedup_interval, "dedup_interval")
+    check_interval(checkpoint_interval, "checkpoint_interval")
+    steps: list[StepProtocol[ACEStepContext]] = [
+        ReflectStep(reflector),
+        TagStep(skillbook),
+        UpdateStep(skill_manager),
+        ApplyStep(skillbook),
+    ]
+    if dedup_manager is not None:
+        steps.append(DeduplicateStep(dedup_manager, skillbook, interval=dedup_interval))
+    if checkpoint_dir is not None:
+        steps.append(CheckpointStep(checkpoint_dir, skillbook, interval=checkpoint_interval))
+    return steps

@@ -1,0 +1,46 @@
+"""EvaluateStep: bundle the sample and the agent's answer into the trace the learning tail reads."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from ..core.context import ACEStepContext
+from ..core.environments import Sample, TaskEnvironment
+from ._checks import require_field, require_sample
+
+__all__ = ["EvaluateStep"]
+
+
+class EvaluateStep:
+    """Provide ``trace``: question, context, ground truth, the answer, and an environment's feedback.
+
+    The environment is optional and injected here, not carried on the context,
+    so the context stays free of per-runner dependencies. Without one the
+    trace has no ``feedback`` key and the Reflector learns from the rest.
+    """
+
+    requires = frozenset({"sample", "agent_output"})
+    provides = frozenset({"trace"})
+
+    def __init__(self, environment: TaskEnvironment | None = None) -> None:
+        self.environment = environment
+
+    def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
+        sample = require_sample(ctx.sample, "EvaluateStep")
+        agent_output = require_field(ctx.agent_output, "EvaluateStep", "agent_output")
+        trace: dict[str, Any] = {
+            "question": sample.question,
+            "context": sample.context,
+            "ground_truth": sample.ground_truth,
+            "reasoning": agent_output.reasoning,
+            "answer": agent_output.final_answer,
+            "skill_ids": list(agent_output.skill_ids),
+        }
+        if self.environment is not None:
+            # TaskEnvironment.evaluate is annotated with Sample; any ACESample has what it reads.
+            result = self.environment.evaluate(sample=cast(Sample, sample), agent_output=agent_output)
+            trace["feedback"] = result.feedback
+        return ctx.replace(trace=trace)
+
+    def __repr__(self) -> str:
+        return f"EvaluateStep({self.environment!r})"
