@@ -1,11 +1,74 @@
 """ace-workers: Agentic Context Engineering as distributed Celery workers on Redis.
 
-The ACE domain (skillbook, roles, steps, runners) and the workers arrive in
-later milestones; today the package carries the CLI and a demo of the
-pipeline engine it builds on.
+An agent answers with a skillbook of learned strategies in its prompt; a
+Reflector analyses each execution trace; a SkillManager turns the reflection
+into delta operations that deterministic code applies. Importing this package
+is cheap: LLM libraries load on first use.
 """
 
 from importlib.metadata import PackageNotFoundError, version
+
+from pipeline import Branch, MergeStrategy, Pipeline, SampleResult, StepProtocol
+
+from .core import (
+    ACESample,
+    ACEStepContext,
+    AgentOutput,
+    ApplyReport,
+    EnvironmentResult,
+    ExtractedLearning,
+    ReflectorOutput,
+    Sample,
+    SimilarityDecision,
+    SimpleEnvironment,
+    Skill,
+    Skillbook,
+    SkillbookView,
+    SkillManagerOutput,
+    SkillTag,
+    TaskEnvironment,
+    UpdateBatch,
+    UpdateOperation,
+    extract_cited_skill_ids,
+)
+from .errors import (
+    AceError,
+    InvalidUpdateError,
+    LLMError,
+    MissingFieldError,
+    RetriesExhausted,
+    SkillbookError,
+    SkillbookFormatError,
+    UnknownSkillError,
+)
+from .protocols import AgentLike, DeduplicationManagerLike, LLMClientLike, ReflectorLike, SkillManagerLike
+from .providers import InstructorClient, LiteLLMClient, LLMResponse, wrap_with_instructor
+from .roles import (
+    AGENT_PROMPT,
+    REFLECTOR_PROMPT,
+    SKILL_MANAGER_PROMPT,
+    SKILLBOOK_USAGE_INSTRUCTIONS,
+    Agent,
+    Reflector,
+    SkillManager,
+    wrap_skillbook_for_external_agent,
+)
+from .runners import ACE, ACELiteLLM, ACERunner, TraceAnalyser
+from .steps import (
+    AgentStep,
+    ApplyStep,
+    CheckpointStep,
+    DeduplicateStep,
+    EvaluateStep,
+    ExportSkillbookMarkdownStep,
+    LoadTracesStep,
+    ObservabilityStep,
+    PersistStep,
+    ReflectStep,
+    TagStep,
+    UpdateStep,
+    learning_tail,
+)
 
 try:
     __version__ = version("ace-workers")
@@ -15,4 +78,78 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 __all__ = [
     # package metadata
     "__version__",
+    # pipeline engine
+    "Pipeline",
+    "Branch",
+    "MergeStrategy",
+    "StepProtocol",
+    "SampleResult",
+    # data model
+    "Skill",
+    "Skillbook",
+    "SkillbookView",
+    "SimilarityDecision",
+    "UpdateOperation",
+    "UpdateBatch",
+    "ApplyReport",
+    "AgentOutput",
+    "ReflectorOutput",
+    "SkillTag",
+    "ExtractedLearning",
+    "SkillManagerOutput",
+    "Sample",
+    "TaskEnvironment",
+    "SimpleEnvironment",
+    "EnvironmentResult",
+    "ACEStepContext",
+    "ACESample",
+    "extract_cited_skill_ids",
+    # protocols
+    "AgentLike",
+    "ReflectorLike",
+    "SkillManagerLike",
+    "DeduplicationManagerLike",
+    "LLMClientLike",
+    # roles and prompts
+    "Agent",
+    "Reflector",
+    "SkillManager",
+    "AGENT_PROMPT",
+    "REFLECTOR_PROMPT",
+    "SKILL_MANAGER_PROMPT",
+    "SKILLBOOK_USAGE_INSTRUCTIONS",
+    "wrap_skillbook_for_external_agent",
+    # LLM providers
+    "LLMResponse",
+    "LiteLLMClient",
+    "InstructorClient",
+    "wrap_with_instructor",
+    # steps
+    "AgentStep",
+    "EvaluateStep",
+    "ReflectStep",
+    "TagStep",
+    "UpdateStep",
+    "ApplyStep",
+    "DeduplicateStep",
+    "CheckpointStep",
+    "ObservabilityStep",
+    "LoadTracesStep",
+    "ExportSkillbookMarkdownStep",
+    "PersistStep",
+    "learning_tail",
+    # runners
+    "ACERunner",
+    "TraceAnalyser",
+    "ACE",
+    "ACELiteLLM",
+    # errors
+    "AceError",
+    "SkillbookError",
+    "UnknownSkillError",
+    "InvalidUpdateError",
+    "SkillbookFormatError",
+    "MissingFieldError",
+    "LLMError",
+    "RetriesExhausted",
 ]

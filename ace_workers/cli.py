@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 from . import __version__
@@ -21,9 +24,10 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
-    ),
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
 ) -> None:
     """Agentic Context Engineering on distributed Celery workers."""
 
@@ -35,12 +39,18 @@ def version_command() -> None:
 
 
 @app.command("demo")
-def demo_command() -> None:
-    """Run a small pipeline: answers in the foreground, learning in the background."""
+def demo_command(
+    samples: Annotated[int, typer.Option(min=1, help="Synthetic tasks per epoch.")] = 30,
+    topics: Annotated[int, typer.Option(min=1, max=8, help="Topics (hidden rules) the tasks cover.")] = 5,
+    epochs: Annotated[int, typer.Option(min=1, help="Passes over the tasks.")] = 3,
+    seed: Annotated[int, typer.Option(help="Seed of the tasks and the simulated LLM.")] = 7,
+    save: Annotated[Path | None, typer.Option(help="Write the learned skillbook to this JSON file.")] = None,
+) -> None:
+    """Run ACE with the simulated LLM and show the accuracy rising as skills are learned."""
     from .demo import run_demo
 
-    results = run_demo()
-    if not all(result.ok for result in results):
+    report = run_demo(samples=samples, topics=topics, epochs=epochs, seed=seed, save=save)
+    if report.failed_samples:
         raise typer.Exit(code=1)
 
 

@@ -1,118 +1,97 @@
-"""A small, self-contained pipeline run that shows what the engine does.
+"""The demo job: ACE learns the hidden rules of a synthetic task family, in-process.
 
-An "agent" answers arithmetic questions in the foreground; from the async
-boundary on, a "reflect" step checks each answer against the ground truth and
-a single-writer "learn" step records lessons, in the background. This is the
-shape of the ACE learning pipeline, with plain Python in place of LLM calls.
+It uses the SIMULATED LLM (``ace_workers.sim``), so it runs offline and gives
+the same result every time: the agent fails questions until the skillbook
+holds a trusted skill stating the topic's rule, then answers them correctly.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from pipeline import Pipeline, SampleResult, StepContext
+from pipeline import SampleResult
 
-__all__ = ["DemoContext", "build_demo_pipeline", "run_demo"]
+from .core import ACEStepContext, SimpleEnvironment
+from .roles import Agent, Reflector, SkillManager
+from .runners import ACE
+from .sim import SimulatedLLM, make_tasks
 
-
-@dataclass(frozen=True)
-class DemoContext(StepContext):
-    """One question flowing through the demo pipeline."""
-
-    question: str = ""
-    ground_truth: int = 0
-    answer: int | None = None
-    verdict: str | None = None
+__all__ = ["DemoReport", "run_demo"]
 
 
-class Answer:
-    """Foreground: a deliberately sloppy agent that gets multiplication wrong."""
+@dataclass
+class DemoReport:
+    """What the demo measured."""
 
-    requires = frozenset({"question"})
-    provides = frozenset({"answer"})
-
-    def __call__(self, ctx: DemoContext) -> DemoContext:
-        left, op, right = ctx.question.split()
-        a, b = int(left), int(right)
-        return ctx.replace(answer=a + b if op == "+" else a * b + (1 if a > 5 else 0))
+    accuracy_by_epoch: list[float]
+    skills: int
+    failed_samples: int
+    seconds: float
 
 
-class Reflect:
-    """Background, up to 3 at once: compare the answer with the ground truth."""
-
-    requires = frozenset({"answer", "ground_truth"})
-    provides = frozenset({"verdict"})
-    async_boundary = True
-    max_workers = 3
-
-    def __call__(self, ctx: DemoContext) -> DemoContext:
-        time.sleep(0.05)  # stands in for an LLM call
-        return ctx.replace(verdict="correct" if ctx.answer == ctx.ground_truth else "wrong")
-
-
-class Learn:
-    """Background, one at a time: record a lesson for every wrong answer.
-
-    ``max_workers`` defaults to 1, so the engine never runs two Learn calls at
-    once and the shared list needs no lock of its own.
-    """
-
-    requires = frozenset({"verdict", "question"})
-    provides: frozenset[str] = frozenset()
-
-    def __init__(self, lessons: list[str]) -> None:
-        self.lessons = lessons
-
-    def __call__(self, ctx: DemoContext) -> DemoContext:
-        if ctx.verdict == "wrong":
-            self.lessons.append(f"double-check products like {ctx.question}")
-        return ctx
-
-
-def build_demo_pipeline(lessons: list[str]) -> Pipeline[DemoContext]:
-    """Answer in the foreground; Reflect and Learn in the background."""
-    return Pipeline([Answer(), Reflect(), Learn(lessons)])
-
-
-def _questions() -> list[DemoContext]:
-    pairs = [(2, "+", 3), (4, "*", 5), (7, "*", 8), (9, "+", 9), (6, "*", 7), (3, "*", 3)]
-    return [
-        DemoContext(sample=i, question=f"{a} {op} {b}", ground_truth=a + b if op == "+" else a * b)
-        for i, (a, op, b) in enumerate(pairs)
+def _accuracy(results: list[SampleResult[ACEStepContext]], epoch: int) -> float:
+    answered = [r.output for r in results if r.output is not None and r.output.epoch == epoch]
+    correct = [
+        ctx
+        for ctx in answered
+        if ctx.agent_output is not None
+        and ctx.sample is not None
+        and ctx.agent_output.final_answer == ctx.sample.ground_truth
     ]
+    return len(correct) / len(answered) if answered else 0.0
 
 
-def run_demo(console: Console | None = None) -> list[SampleResult[DemoContext]]:
-    """Run the demo pipeline and print what happened in the foreground and background."""
+def run_demo(
+    *,
+    samples: int = 30,
+    topics: int = 5,
+    epochs: int = 3,
+    seed: int = 7,
+    save: Path | None = None,
+    console: Console | None = None,
+) -> DemoReport:
+    """Run ACE with the simulated LLM and print per-epoch accuracy and the learned skillbook."""
     console = console or Console()
-    lessons: list[str] = []
-    pipeline = build_demo_pipeline(lessons)
-    console.print(f"[bold]pipeline[/]: {pipeline!r}  (requires {sorted(pipeline.requires)})")
+    # trust_threshold=3: the simulated agent relies on a rule only once it earned 3 helpful votes.
+    llm = SimulatedLLM(seed=seed, trust_threshold=3)
+    tasks = make_tasks(samples, seed=seed, topics=topics)
+    ace = ACE.from_roles(
+        agent=Agent(llm),
+        reflector=Reflector(llm),
+        skill_manager=SkillManager(llm),
+        environment=SimpleEnvironment(),
+    )
+    console.print(
+        f"[bold]ACE demo[/] - simulated LLM, {samples} synthetic tasks over {topics} topics with "
+        f"hidden rules, {epochs} epochs"
+    )
+    console.print(f"pipeline: {ace.pipeline!r}\n")
 
     start = time.perf_counter()
-    results = pipeline.run(_questions())
-    answered = time.perf_counter() - start
-    console.print(
-        f"answers back in {answered * 1000:.1f} ms; background learning: {pipeline.background_stats()}"
-    )
-    pipeline.wait_for_background(timeout=30)
-    console.print(f"learning done after {(time.perf_counter() - start) * 1000:.1f} ms")
+    results = ace.run(tasks, epochs=epochs)
+    seconds = time.perf_counter() - start
+    accuracy = [_accuracy(results, epoch) for epoch in range(1, epochs + 1)]
 
-    table = Table("sample", "question", "answer", "truth", "verdict")
-    for result in results:
-        out = result.output
-        if out is None:
-            table.add_row(str(result.sample), "-", "-", "-", f"failed at {result.failed_at}: {result.error}")
-        else:
-            table.add_row(
-                str(result.sample), out.question, str(out.answer), str(out.ground_truth), out.verdict
-            )
+    table = Table("epoch", "accuracy", "")
+    for epoch, value in enumerate(accuracy, start=1):
+        table.add_row(str(epoch), f"{value:6.1%}", "#" * round(value * 30))
     console.print(table)
-    console.print(f"[bold]lessons learned[/] ({len(lessons)}):")
-    for lesson in lessons:
-        console.print(f"  - {lesson}")
-    return results
+    console.print(
+        "Answers come back from the foreground while reflection and skill updates run in the\n"
+        "background, and each epoch starts once the previous epoch's learning is applied."
+    )
+    failed = [r for r in results if not r.ok]
+    console.print(
+        f"{len(results)} samples in {seconds:.2f} s; learning: {ace.learning_stats}; "
+        f"failed samples: {len(failed)}\n"
+    )
+    console.print(ace.skillbook.as_markdown(), markup=False)
+    if save is not None:
+        ace.save(save)
+        console.print(f"skillbook saved to {save}")
+    return DemoReport(accuracy, len(ace.skillbook), len(failed), seconds)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from .updates import UpdateBatch
 
@@ -19,7 +20,8 @@ class AgentOutput(BaseModel):
     skill_ids: list[str] = Field(
         default_factory=list, description="Filled in from the citations in the reasoning; leave empty."
     )
-    raw: dict[str, Any] = Field(default_factory=dict, exclude=True, description="Provider metadata.")
+    # Filled by the client after the call; kept out of the schema the model is asked to follow.
+    raw: SkipJsonSchema[dict[str, Any]] = Field(default_factory=dict, exclude=True)
 
 
 class SkillTag(BaseModel):
@@ -47,11 +49,13 @@ class ReflectorOutput(BaseModel):
     key_insight: str = Field(default="", description="The single most reusable lesson.")
     extracted_learnings: list[ExtractedLearning] = Field(default_factory=list)
     skill_tags: list[SkillTag] = Field(default_factory=list)
-    raw: dict[str, Any] = Field(default_factory=dict, exclude=True, description="Provider metadata.")
+    # Filled by the client after the call; kept out of the schema the model is asked to follow.
+    raw: SkipJsonSchema[dict[str, Any]] = Field(default_factory=dict, exclude=True)
 
 
 class SkillManagerOutput(BaseModel):
     """The skillbook changes decided from a reflection."""
 
     update: UpdateBatch = Field(description="The operations to apply.")
-    raw: dict[str, Any] = Field(default_factory=dict, exclude=True, description="Provider metadata.")
+    # Filled by the client after the call; kept out of the schema the model is asked to follow.
+    raw: SkipJsonSchema[dict[str, Any]] = Field(default_factory=dict, exclude=True)

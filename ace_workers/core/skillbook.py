@@ -37,11 +37,17 @@ class ApplyReport:
     tagged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     skipped: list[tuple[int, str, str]] = field(default_factory=list)  # (index, type, skill_id)
+    duplicates: list[tuple[int, str]] = field(default_factory=list)  # (index, id of the existing skill)
 
     @property
     def skipped_ops(self) -> int:
-        """How many operations named a skill that does not exist."""
-        return len(self.skipped)
+        """Operations not applied: naming an unknown skill, or adding a skill that exists."""
+        return len(self.skipped) + len(self.duplicates)
+
+
+def normalise_content(text: str) -> str:
+    """Skill text compared for duplicates: case, spacing and a final full stop do not count."""
+    return " ".join(text.lower().split()).rstrip(".")
 
 
 def _pair_key(id_a: str, id_b: str) -> frozenset[str]:
@@ -145,6 +151,13 @@ class Skillbook:
         with self._lock:
             self._remove(self._require(skill_id), soft)
 
+    def _same_content(self, section: str, content: str) -> Skill | None:
+        wanted = (section.strip(), normalise_content(content))
+        for skill in self._skills.values():
+            if skill.is_active and (skill.section, normalise_content(skill.content)) == wanted:
+                return skill
+        return None
+
     def _require(self, skill_id: str) -> Skill:
         skill = self._skills.get(skill_id)
         if skill is None:
@@ -229,6 +242,12 @@ class Skillbook:
 
     def _apply_one(self, index: int, op: UpdateOperation, report: ApplyReport) -> None:
         if op.type == "ADD":
+            existing = self._same_content(op.section, op.content)
+            if existing is not None:
+                # Two SkillManager calls that saw the same snapshot propose the same skill.
+                logger.info("skipping ADD operation #%d: skill %s already says it", index, existing.id)
+                report.duplicates.append((index, existing.id))
+                return
             sources = [op.insight_source] if op.insight_source else []
             added = self._add(op.section, op.content, op.skill_id, op.justification, op.evidence, sources)
             report.added.append(added.id)

@@ -56,7 +56,12 @@ class ACERunner(ABC):
     def _run(
         self, items: Iterable[Any], *, epochs: int, wait: bool = True, workers: int = 1
     ) -> list[SampleResult[ACEStepContext]]:
-        """Run ``epochs`` passes over ``items``; a Sequence is needed to make more than one pass."""
+        """Run ``epochs`` passes over ``items``; a Sequence is needed to make more than one pass.
+
+        Each epoch starts once the learning of the one before has finished, so
+        it really runs with the skillbook the previous epoch evolved;
+        ``wait=False`` returns as soon as the last epoch's foreground is done.
+        """
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be an int of at least 1, got {epochs!r}")
         if epochs > 1 and not isinstance(items, Sequence):
@@ -66,6 +71,8 @@ class ACERunner(ABC):
             )
         results: list[SampleResult[ACEStepContext]] = []
         for epoch in range(1, epochs + 1):
+            if epoch > 1:
+                self.pipeline.wait_for_background()
             results.extend(self.pipeline.run(self._contexts(items, epoch, epochs), workers=workers))
         if wait:
             self.pipeline.wait_for_background()

@@ -176,3 +176,14 @@ def test_concurrent_batches_lose_no_skill_and_no_tag(monkeypatch: pytest.MonkeyP
     assert len(set(added)) == threads * batches
     assert len(book) == threads * batches + 1
     assert book.get_skill(shared).helpful == threads * batches
+
+
+def test_an_add_restating_an_active_skill_of_its_section_is_skipped_and_counted(book: Skillbook) -> None:
+    before = book.to_dict()
+    report = book.apply_update(
+        UpdateBatch(operations=[_add("  check UNITS. "), _add("Check units", section="other")])
+    )
+    assert report.duplicates == [(0, "general-00001")]
+    assert report.skipped_ops == 1
+    assert len(report.added) == 1 and book.get_skill(report.added[0]).section == "other"
+    assert before["skills"]["general-00001"] == book.to_dict()["skills"]["general-00001"]

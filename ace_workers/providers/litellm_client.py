@@ -1,0 +1,210 @@
+"""A client for any model litellm supports, with bounded retries and fallback models."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random,
+)
+
+from ..errors import LLMError
+from ._lazy_imports import import_litellm
+from .instructor_client import InstructorClient
+from .response import LLMResponse, usage_from
+
+__all__ = ["LiteLLMClient"]
+
+logger = logging.getLogger(__name__)
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# Options the client sets itself; letting a caller pass them would silently change
+# what the client does, so they fail loudly instead.
+RESERVED_OPTIONS: Mapping[str, str] = {
+    "model": "set the model (and fallbacks) on the client",
+    "messages": "pass the conversation as the messages argument",
+    "fallbacks": "set fallbacks on the client; litellm's own fallback loop would bypass the client's retries",
+    "num_retries": "set num_retries on the client",
+    "max_retries": "the provider SDK's retries would multiply with the client's own; set num_retries",
+    "stream": "streaming is not supported; the client returns whole completions",
+}
+
+
+def reject_reserved_options(options: Mapping[str, Any]) -> None:
+    """Raise TypeError if ``options`` holds an option the client manages itself."""
+    for name in options:
+        if name in RESERVED_OPTIONS:
+            raise TypeError(f"option {name!r} cannot be passed through: {RESERVED_OPTIONS[name]}")
+
+
+@functools.cache
+def api_error_types() -> tuple[type[Exception], tuple[type[Exception], ...]]:
+    """(root of every error litellm maps a provider failure to, the subset worth retrying)."""
+    litellm = import_litellm()
+    # litellm's exceptions subclass the openai SDK's, which litellm depends on.
+    root: type[Exception] = importlib.import_module("openai").OpenAIError
+    transient: tuple[type[Exception], ...] = (
+        litellm.APIConnectionError,
+        litellm.Timeout,  # subclasses openai's APIConnectionError, not litellm's
+        litellm.RateLimitError,
+        litellm.ServiceUnavailableError,
+        litellm.InternalServerError,
+        litellm.BadGatewayError,
+    )
+    return root, transient
+
+
+def log_retry(state: RetryCallState) -> None:
+    """Log a failed attempt that tenacity is about to retry."""
+    error = state.outcome.exception() if state.outcome is not None else None
+    logger.warning(
+        "%s: attempt %d failed (%s); retrying in %.2fs",
+        state.kwargs.get("model"),
+        state.attempt_number,
+        error,
+        state.upcoming_sleep,
+    )
+
+
+class LiteLLMClient:
+    """Calls a model through litellm: retries transient failures, then tries the fallback models in order.
+
+    Args:
+        model: A litellm model string, e.g. ``"openai/gpt-4o-mini"``.
+        fallbacks: Models tried in order once ``model`` has failed.
+        num_retries: Retries per model after its first attempt, for connection errors,
+            timeouts, rate limits and 5xx errors. Other errors (authentication, bad
+            request) are not retried; the next fallback model is tried at once.
+        retry_wait_seconds: First backoff; it doubles per retry, and each backoff adds a
+            random jitter of up to this much.
+        retry_max_wait_seconds: Cap on a backoff before its jitter.
+        extra: Further litellm options sent with every call (per-call keyword
+            arguments override them).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        timeout: float = 60.0,
+        fallbacks: Sequence[str] = (),
+        num_retries: int = 3,
+        retry_wait_seconds: float = 1.0,
+        retry_max_wait_seconds: float = 30.0,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        **extra: Any,
+    ) -> None:
+        reject_reserved_options(extra)
+        if num_retries < 0:
+            raise ValueError(f"num_retries must be >= 0, got {num_retries}")
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.fallbacks = tuple(fallbacks)
+        self.num_retries = num_retries
+        self.retry_wait_seconds = retry_wait_seconds
+        self.retry_max_wait_seconds = retry_max_wait_seconds
+        self.api_base = api_base
+        self.api_key = api_key
+        self.extra = dict(extra)
+        self._structured: InstructorClient | None = None
+
+    def __repr__(self) -> str:
+        # Deliberately leaves out api_key and extra, which may hold secrets.
+        return f"{type(self).__name__}(model={self.model!r}, fallbacks={list(self.fallbacks)!r})"
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The primary model followed by the fallbacks, in the order they are tried."""
+        return (self.model, *self.fallbacks)
+
+    def complete(self, prompt: str, **kwargs: Any) -> LLMResponse:
+        """Return the reply to a single user message."""
+        return self.complete_messages([{"role": "user", "content": prompt}], **kwargs)
+
+    def complete_messages(self, messages: list[dict[str, Any]], **kwargs: Any) -> LLMResponse:
+        """Return the reply to a chat conversation.
+
+        Raises:
+            LLMError: Every model failed; the last model's error is chained.
+        """
+        reject_reserved_options(kwargs)
+        litellm = import_litellm()
+        root_error, _ = api_error_types()
+        options = self._options(kwargs)
+        last_error: Exception | None = None
+        for model in self.models:
+            try:
+                completion = self._complete_with_retries(litellm.completion, model, messages, options)
+            except root_error as error:
+                last_error = error
+                logger.warning("%s failed: %s", model, error)
+                continue
+            return LLMResponse(
+                text=completion.choices[0].message.content or "",
+                model=model,
+                usage=usage_from(getattr(completion, "usage", None)),
+                cost=completion_cost(completion),
+                raw=completion,
+            )
+        raise LLMError(
+            f"every model failed ({', '.join(self.models)}); last error: {last_error}"
+        ) from last_error
+
+    def complete_structured(self, prompt: str, response_model: type[ModelT], **kwargs: Any) -> ModelT:
+        """Return the reply validated as ``response_model`` (an InstructorClient with default settings)."""
+        if self._structured is None:
+            self._structured = InstructorClient(self)
+        return self._structured.complete_structured(prompt, response_model, **kwargs)
+
+    def _options(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        options: dict[str, Any] = {"temperature": self.temperature, "timeout": self.timeout}
+        if self.max_tokens is not None:
+            options["max_tokens"] = self.max_tokens
+        if self.api_base is not None:
+            options["api_base"] = self.api_base
+        if self.api_key is not None:
+            options["api_key"] = self.api_key
+        # litellm passes num_retries on as the provider SDK's max_retries (default 2);
+        # zero keeps the number of attempts this client's alone.
+        return {**options, **self.extra, **overrides, "num_retries": 0}
+
+    def _complete_with_retries(
+        self, completion: Any, model: str, messages: list[dict[str, Any]], options: Mapping[str, Any]
+    ) -> Any:
+        _, transient_errors = api_error_types()
+        retrying = Retrying(
+            stop=stop_after_attempt(self.num_retries + 1),
+            # Jitter spreads out workers that failed together, so they do not retry in lockstep.
+            wait=wait_exponential(multiplier=self.retry_wait_seconds, max=self.retry_max_wait_seconds)
+            + wait_random(0, self.retry_wait_seconds),
+            retry=retry_if_exception_type(transient_errors),
+            before_sleep=log_retry,
+            reraise=True,
+        )
+        return retrying(completion, model=model, messages=messages, **options)
+
+
+def completion_cost(completion: Any) -> float | None:
+    """The completion's cost in USD, or None when litellm cannot price the model."""
+    try:
+        cost = import_litellm().completion_cost(completion_response=completion)
+    except Exception as error:  # any failure to price must not fail the call that was already paid for
+        logger.debug("no cost for %s: %s", getattr(completion, "model", "?"), error)
+        return None
+    return float(cost) if cost is not None else None

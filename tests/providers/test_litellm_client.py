@@ -1,0 +1,166 @@
+"""LiteLLMClient against the real litellm code path, answering offline from mock_response."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import pytest
+
+from ace_workers.errors import LLMError
+from ace_workers.protocols import LLMClientLike
+from ace_workers.providers import LiteLLMClient, LLMResponse
+from ace_workers.providers._lazy_imports import import_litellm
+
+from .support import FALLBACK, MOCK_USAGE, MODEL, ScriptedCompletion, auth_error, connection_error
+
+Script = Callable[..., ScriptedCompletion]
+
+
+def make_client(**options: object) -> LiteLLMClient:
+    """A client with no backoff, so retries cost no time."""
+    options.setdefault("retry_wait_seconds", 0.0)
+    return LiteLLMClient(MODEL, api_key="sk-test", **options)  # type: ignore[arg-type]
+
+
+def test_complete_returns_the_text_usage_and_cost() -> None:
+    response = make_client().complete("Say hello.", mock_response="Hello there.")
+
+    assert isinstance(response, LLMResponse)
+    assert response.text == "Hello there."
+    assert response.model == MODEL
+    assert response.usage == MOCK_USAGE
+    assert response.cost is not None and response.cost > 0
+    assert response.raw.choices[0].message.content == "Hello there."
+
+
+def test_cost_is_none_for_a_model_litellm_cannot_price() -> None:
+    client = LiteLLMClient("openai/no-such-model", api_key="sk-test")
+
+    response = client.complete("Say hello.", mock_response="Hello.")
+
+    assert response.text == "Hello."
+    assert response.cost is None
+
+
+def test_complete_messages_sends_the_conversation_and_client_options(script: Script) -> None:
+    scripted = script("Fine.")
+    client = make_client(max_tokens=50, timeout=5.0, api_base="http://llm.invalid", top_p=0.5)
+    conversation = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "How are you?"}]
+
+    response = client.complete_messages(conversation, temperature=0.3)
+
+    assert response.text == "Fine."
+    [call] = scripted.calls
+    assert call["model"] == MODEL
+    assert call["messages"] == conversation
+    assert call["temperature"] == 0.3  # the per-call value wins over the client's 0.0
+    assert (call["max_tokens"], call["timeout"], call["api_base"], call["top_p"]) == (
+        50,
+        5.0,
+        "http://llm.invalid",
+        0.5,
+    )
+    # The client owns retries: litellm and the provider SDK must not add their own.
+    assert call["num_retries"] == 0
+
+
+@pytest.mark.parametrize("option", ["max_retries", "stream", "messages"])
+def test_options_the_client_manages_are_rejected_when_declared(option: str) -> None:
+    with pytest.raises(TypeError, match=option):
+        LiteLLMClient(MODEL, **{option: 1})  # type: ignore[arg-type]
+
+
+def test_options_the_client_manages_are_rejected_per_call() -> None:
+    with pytest.raises(TypeError, match="model"):
+        make_client().complete("hi", model=FALLBACK)
+
+
+@pytest.mark.parametrize(
+    "error_name",
+    ["APIConnectionError", "Timeout", "RateLimitError", "ServiceUnavailableError", "InternalServerError"],
+)
+def test_transient_errors_are_retried_until_a_reply_comes(script: Script, error_name: str) -> None:
+    error = getattr(import_litellm(), error_name)(
+        message="try later", llm_provider="openai", model="gpt-4o-mini"
+    )
+    scripted = script(error, error, "Recovered.")
+
+    response = make_client(num_retries=3).complete("hi")
+
+    assert response.text == "Recovered."
+    assert scripted.models == [MODEL] * 3
+
+
+def test_transient_errors_stop_after_num_retries_with_llm_error(script: Script) -> None:
+    scripted = script(connection_error())
+
+    with pytest.raises(LLMError, match=MODEL) as raised:
+        make_client(num_retries=2).complete("hi")
+
+    assert len(scripted.calls) == 3  # the first attempt and two retries
+    assert isinstance(raised.value.__cause__, import_litellm().APIConnectionError)
+
+
+def test_backoff_grows_exponentially_with_jitter_up_to_the_cap(
+    script: Script, caplog: pytest.LogCaptureFixture
+) -> None:
+    script(connection_error())
+    client = make_client(num_retries=3, retry_wait_seconds=0.001, retry_max_wait_seconds=0.0035)
+
+    with caplog.at_level(logging.WARNING, logger="ace_workers.providers"), pytest.raises(LLMError):
+        client.complete("hi")
+
+    waits = []
+    for record in caplog.records:
+        if "retrying in" in record.msg:
+            assert isinstance(record.args, tuple) and isinstance(record.args[-1], float)
+            waits.append(record.args[-1])
+    assert len(waits) == 3
+    # retry_wait_seconds * 2**n, capped, plus up to retry_wait_seconds of jitter
+    assert 0.001 <= waits[0] <= 0.002
+    assert 0.002 <= waits[1] <= 0.003
+    assert 0.0035 <= waits[2] <= 0.0045
+
+
+def test_fallback_model_answers_when_the_primary_exhausts_its_retries(script: Script) -> None:
+    scripted = script(connection_error(), connection_error(), "From the fallback.")
+
+    response = make_client(num_retries=1, fallbacks=[FALLBACK]).complete("hi")
+
+    assert scripted.models == [MODEL, MODEL, FALLBACK]
+    assert response.text == "From the fallback."
+    assert response.model == FALLBACK
+
+
+def test_authentication_error_is_not_retried(script: Script) -> None:
+    scripted = script(auth_error())
+
+    with pytest.raises(LLMError) as raised:
+        make_client(num_retries=3).complete("hi")
+
+    assert scripted.models == [MODEL]
+    assert isinstance(raised.value.__cause__, import_litellm().AuthenticationError)
+
+
+def test_authentication_error_moves_straight_to_the_fallback(script: Script) -> None:
+    scripted = script(auth_error(), "From the fallback.")
+
+    response = make_client(num_retries=3, fallbacks=[FALLBACK]).complete("hi")
+
+    assert scripted.models == [MODEL, FALLBACK]
+    assert response.model == FALLBACK
+
+
+def test_llm_error_names_every_model_tried(script: Script) -> None:
+    script(auth_error())
+
+    with pytest.raises(LLMError, match=f"{MODEL}, {FALLBACK}"):
+        make_client(fallbacks=[FALLBACK]).complete("hi")
+
+
+def test_client_satisfies_the_llm_client_protocol_and_hides_its_key() -> None:
+    client = LiteLLMClient(MODEL, api_key="sk-secret")
+
+    assert isinstance(client, LLMClientLike)
+    assert "sk-secret" not in repr(client)
