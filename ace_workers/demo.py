@@ -1,8 +1,10 @@
 """The demo job: ACE learns the hidden rules of a synthetic task family, in-process.
 
-It uses the SIMULATED LLM (``ace_workers.sim``), so it runs offline and gives
-the same result every time: the agent fails questions until the skillbook
-holds a trusted skill stating the topic's rule, then answers them correctly.
+It uses the SIMULATED LLM (``ace_workers.sim``), so it runs offline: the agent
+fails questions until the skillbook holds a trusted skill stating the topic's
+rule, then answers them correctly. The simulated LLM is deterministic, but
+learning runs in the background while answers are produced, so the middle
+epochs' accuracy varies a little from run to run; the last epoch reaches 100%.
 """
 
 from __future__ import annotations
