@@ -7,6 +7,7 @@ from typing import Any
 
 from ..core.outputs import AgentOutput, ReflectorOutput
 from ..protocols import LLMClientLike, SkillbookLike
+from .base import LLMRole
 from .helpers import current_date, extract_cited_skill_ids, format_optional
 from .prompts import AGENT_PROMPT
 
@@ -15,7 +16,7 @@ __all__ = ["Agent"]
 logger = logging.getLogger(__name__)
 
 
-class Agent:
+class Agent(LLMRole):
     """Produces an answer with reasoning that cites the skills it applied.
 
     Satisfies :class:`~ace_workers.protocols.AgentLike`. LLM errors propagate
@@ -25,9 +26,7 @@ class Agent:
     def __init__(
         self, llm: LLMClientLike, prompt_template: str = AGENT_PROMPT, *, max_retries: int = 3
     ) -> None:
-        self.llm = llm
-        self.prompt_template = prompt_template
-        self.max_retries = max_retries
+        super().__init__(llm, prompt_template, max_retries=max_retries)
 
     def build_prompt(
         self,
@@ -63,8 +62,7 @@ class Agent:
         unknown ids. Extra keyword arguments go to ``llm.complete_structured``.
         """
         prompt = self.build_prompt(question, context, skillbook, reflection)
-        call_kwargs: dict[str, Any] = {"max_retries": self.max_retries, **kwargs}
-        output = self.llm.complete_structured(prompt, AgentOutput, **call_kwargs)
+        output = self._ask(prompt, AgentOutput, kwargs)
         output.skill_ids = extract_cited_skill_ids(output.reasoning)
         logger.debug("agent answered %r citing %s", output.final_answer, output.skill_ids)
         return output

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..core.outputs import AgentOutput, ReflectorOutput
 from ..protocols import LLMClientLike, SkillbookLike
+from .base import LLMRole
 from .helpers import current_date, format_optional, make_skillbook_excerpt, render_trace
 from .prompts import REFLECTOR_PROMPT
 
@@ -15,7 +16,7 @@ __all__ = ["Reflector"]
 logger = logging.getLogger(__name__)
 
 
-class Reflector:
+class Reflector(LLMRole):
     """Analyses an agent's output against ground truth and feedback (single pass).
 
     The prompt holds only the skills the agent cited, not the whole skillbook:
@@ -26,9 +27,7 @@ class Reflector:
     def __init__(
         self, llm: LLMClientLike, prompt_template: str = REFLECTOR_PROMPT, *, max_retries: int = 3
     ) -> None:
-        self.llm = llm
-        self.prompt_template = prompt_template
-        self.max_retries = max_retries
+        super().__init__(llm, prompt_template, max_retries=max_retries)
 
     def build_prompt(
         self,
@@ -68,8 +67,7 @@ class Reflector:
         """
         trace = kwargs.pop("trace", None)
         prompt = self.build_prompt(question, agent_output, skillbook, ground_truth, feedback, trace)
-        call_kwargs: dict[str, Any] = {"max_retries": self.max_retries, **kwargs}
-        reflection = self.llm.complete_structured(prompt, ReflectorOutput, **call_kwargs)
+        reflection = self._ask(prompt, ReflectorOutput, kwargs)
         logger.debug(
             "reflection: %d learning(s), %d tag(s)",
             len(reflection.extracted_learnings),

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..core.outputs import ReflectorOutput, SkillManagerOutput
 from ..protocols import LLMClientLike, SkillbookLike
+from .base import LLMRole
 from .helpers import current_date, format_optional
 from .prompts import SKILL_MANAGER_PROMPT
 
@@ -16,7 +17,7 @@ __all__ = ["SkillManager"]
 logger = logging.getLogger(__name__)
 
 
-class SkillManager:
+class SkillManager(LLMRole):
     """Decides which skills to add, update, tag or remove after a reflection.
 
     It only proposes an :class:`~ace_workers.core.UpdateBatch`; applying it (and
@@ -27,9 +28,7 @@ class SkillManager:
     def __init__(
         self, llm: LLMClientLike, prompt_template: str = SKILL_MANAGER_PROMPT, *, max_retries: int = 3
     ) -> None:
-        self.llm = llm
-        self.prompt_template = prompt_template
-        self.max_retries = max_retries
+        super().__init__(llm, prompt_template, max_retries=max_retries)
 
     def build_prompt(
         self,
@@ -63,7 +62,6 @@ class SkillManager:
         Extra keyword arguments go to ``llm.complete_structured``.
         """
         prompt = self.build_prompt(reflection, skillbook, question_context, progress)
-        call_kwargs: dict[str, Any] = {"max_retries": self.max_retries, **kwargs}
-        output = self.llm.complete_structured(prompt, SkillManagerOutput, **call_kwargs)
+        output = self._ask(prompt, SkillManagerOutput, kwargs)
         logger.debug("skill manager proposed %d operation(s)", len(output.update.operations))
         return output

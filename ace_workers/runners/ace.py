@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pipeline import Pipeline, SampleResult
 
-from ..core.context import ACEStepContext, SkillbookView
+from ..core.context import ACEStepContext
 from ..core.environments import Sample, TaskEnvironment
 from ..core.skillbook import Skillbook
-from ..protocols import AgentLike, DeduplicationManagerLike, ReflectorLike, SkillManagerLike
+from ..protocols import AgentLike, ReflectorLike, SkillManagerLike
 from ..steps import AgentStep, EvaluateStep, learning_tail
 from .base import ACERunner
 
@@ -34,21 +33,20 @@ class ACE(ACERunner):
         skill_manager: SkillManagerLike,
         skillbook: Skillbook,
         environment: TaskEnvironment | None = None,
-        dedup_manager: DeduplicationManagerLike | None = None,
-        dedup_interval: int = 10,
-        checkpoint_dir: str | os.PathLike[str] | None = None,
-        checkpoint_interval: int = 10,
         extra_steps: Sequence[Any] | None = None,
+        **tail_options: Any,
     ) -> list[Any]:
-        """The steps ``from_roles`` would compose, to inspect or recompose."""
+        """The steps ``from_roles`` would compose, to inspect or recompose.
+
+        ``tail_options`` go to :func:`~ace_workers.steps.learning_tail`
+        (dedup_manager, dedup_interval, checkpoint_dir, checkpoint_interval);
+        ``extra_steps`` are appended last.
+        """
         tail: list[Any] = learning_tail(
             reflector,
             skill_manager,
             skillbook,
-            dedup_manager=dedup_manager,
-            dedup_interval=dedup_interval,
-            checkpoint_dir=checkpoint_dir,
-            checkpoint_interval=checkpoint_interval,
+            **tail_options,
         )
         return [AgentStep(agent), EvaluateStep(environment), *tail, *(extra_steps or [])]
 
@@ -84,22 +82,5 @@ class ACE(ACERunner):
         """
         return self._run(samples, epochs=epochs, wait=wait, workers=workers)
 
-    def _build_context(
-        self,
-        item: Any,
-        *,
-        epoch: int,
-        total_epochs: int,
-        index: int,
-        total: int | None,
-        global_sample_index: int,
-    ) -> ACEStepContext:
-        return ACEStepContext(
-            sample=item,
-            skillbook=SkillbookView(self.skillbook),
-            epoch=epoch,
-            total_epochs=total_epochs,
-            step_index=index,
-            total_steps=total,
-            global_sample_index=global_sample_index,
-        )
+    def _item_fields(self, item: Any) -> dict[str, Any]:
+        return {"sample": item}

@@ -9,7 +9,7 @@ from typing import Any
 
 from pipeline import Pipeline, SampleResult
 
-from ..core.context import ACEStepContext
+from ..core.context import ACEStepContext, SkillbookView
 from ..core.skillbook import Skillbook
 
 __all__ = ["ACERunner"]
@@ -18,9 +18,9 @@ __all__ = ["ACERunner"]
 class ACERunner(ABC):
     """Runs a pipeline of ACE steps over inputs, epoch after epoch, learning into one skillbook.
 
-    Subclasses choose the steps (``from_roles``) and map an input item to an
-    :class:`ACEStepContext` (``_build_context``); iteration, error isolation,
-    the foreground/background split and concurrency belong to the pipeline.
+    Subclasses choose the steps (``from_roles``) and say which context field
+    an input item fills (``_item_fields``); iteration, error isolation, the
+    foreground/background split and concurrency belong to the pipeline.
     """
 
     def __init__(self, pipeline: Pipeline[ACEStepContext], skillbook: Skillbook) -> None:
@@ -41,17 +41,22 @@ class ACERunner(ABC):
         return self.pipeline.background_stats()
 
     @abstractmethod
+    def _item_fields(self, item: Any) -> dict[str, Any]:
+        """The context fields one input item fills, e.g. ``{"sample": item}``."""
+
     def _build_context(
-        self,
-        item: Any,
-        *,
-        epoch: int,
-        total_epochs: int,
-        index: int,
-        total: int | None,
-        global_sample_index: int,
+        self, item: Any, *, epoch: int, total_epochs: int, index: int, total: int | None
     ) -> ACEStepContext:
-        """Map one input item to a fully initialised context."""
+        """A fully initialised context: the item, the skillbook view and the run's counters."""
+        return ACEStepContext(
+            skillbook=SkillbookView(self.skillbook),
+            epoch=epoch,
+            total_epochs=total_epochs,
+            step_index=index,
+            total_steps=total,
+            global_sample_index=(epoch - 1) * total + index if total is not None else index,
+            **self._item_fields(item),
+        )
 
     def _run(
         self, items: Iterable[Any], *, epochs: int, wait: bool = True, workers: int = 1
@@ -82,11 +87,4 @@ class ACERunner(ABC):
         # A generator, so a long stream of inputs is never held in memory at once.
         total = len(items) if isinstance(items, Sequence) else None
         for index, item in enumerate(items, start=1):
-            yield self._build_context(
-                item,
-                epoch=epoch,
-                total_epochs=epochs,
-                index=index,
-                total=total,
-                global_sample_index=(epoch - 1) * total + index if total is not None else index,
-            )
+            yield self._build_context(item, epoch=epoch, total_epochs=epochs, index=index, total=total)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pipeline import Pipeline, SampleResult
 
-from ..core.context import ACEStepContext, SkillbookView
+from ..core.context import ACEStepContext
 from ..core.skillbook import Skillbook
-from ..protocols import DeduplicationManagerLike, ReflectorLike, SkillManagerLike
+from ..protocols import ReflectorLike, SkillManagerLike
 from ..steps import learning_tail
 from .base import ACERunner
 
@@ -30,21 +29,20 @@ class TraceAnalyser(ACERunner):
         reflector: ReflectorLike,
         skill_manager: SkillManagerLike,
         skillbook: Skillbook,
-        dedup_manager: DeduplicationManagerLike | None = None,
-        dedup_interval: int = 10,
-        checkpoint_dir: str | os.PathLike[str] | None = None,
-        checkpoint_interval: int = 10,
         extra_steps: Sequence[Any] | None = None,
+        **tail_options: Any,
     ) -> list[Any]:
-        """The steps ``from_roles`` would compose, to inspect or recompose."""
+        """The steps ``from_roles`` would compose, to inspect or recompose.
+
+        ``tail_options`` go to :func:`~ace_workers.steps.learning_tail`
+        (dedup_manager, dedup_interval, checkpoint_dir, checkpoint_interval);
+        ``extra_steps`` are appended last.
+        """
         steps: list[Any] = learning_tail(
             reflector,
             skill_manager,
             skillbook,
-            dedup_manager=dedup_manager,
-            dedup_interval=dedup_interval,
-            checkpoint_dir=checkpoint_dir,
-            checkpoint_interval=checkpoint_interval,
+            **tail_options,
         )
         return [*steps, *(extra_steps or [])]
 
@@ -70,22 +68,5 @@ class TraceAnalyser(ACERunner):
         """Learn from every trace, ``epochs`` times; one result per trace per epoch."""
         return self._run(traces, epochs=epochs, wait=wait, workers=workers)
 
-    def _build_context(
-        self,
-        item: Any,
-        *,
-        epoch: int,
-        total_epochs: int,
-        index: int,
-        total: int | None,
-        global_sample_index: int,
-    ) -> ACEStepContext:
-        return ACEStepContext(
-            skillbook=SkillbookView(self.skillbook),
-            trace=item,
-            epoch=epoch,
-            total_epochs=total_epochs,
-            step_index=index,
-            total_steps=total,
-            global_sample_index=global_sample_index,
-        )
+    def _item_fields(self, item: Any) -> dict[str, Any]:
+        return {"trace": item}
