@@ -54,6 +54,15 @@ def demo_command(
         raise typer.Exit(code=1)
 
 
+def _register_distributed_commands() -> None:
+    from .distributed.cli import register_commands
+
+    register_commands(app)
+
+
+_register_distributed_commands()
+
+
 def main() -> None:
     """Entry point of the ``ace-workers`` console script."""
     app()

@@ -1,0 +1,184 @@
+"""A Skillbook whose state lives in Redis: reads come from a snapshot, writes go to the store.
+
+Writer steps (TagStep, ApplyStep, CheckpointStep, ...) receive one of these in
+a worker instead of an in-memory Skillbook, so the same step classes write
+through the versioned, idempotent store without knowing it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ..core.skill import Skill
+from ..core.skillbook import ApplyReport, Skillbook
+from ..core.updates import UpdateBatch, UpdateOperation
+from ..errors import UnknownSkillError
+from .write_scope import current_write_scope
+
+if TYPE_CHECKING:
+    from .store import RedisSkillbookStore
+
+__all__ = ["StoreBackedSkillbook"]
+
+logger = logging.getLogger(__name__)
+
+
+class StoreBackedSkillbook(Skillbook):
+    """The Skillbook API over a :class:`RedisSkillbookStore`.
+
+    Every read first brings the local copy up to the store's current version
+    (one GET when nothing changed); every write is one store transaction whose
+    idempotency key comes from the current write scope.
+    """
+
+    def __init__(self, store: RedisSkillbookStore) -> None:
+        super().__init__()
+        self.store = store
+        self.version = -1
+        self.last_result: Any = None
+
+    @property
+    def name(self) -> str:
+        """The skillbook's name in Redis."""
+        return self.store.name
+
+    def refresh(self) -> int:
+        """Load the store's current version if it moved; return that version."""
+        version, snapshot = self.store.cached_snapshot()
+        if version != self.version:
+            with self._lock:
+                # The snapshot is shared through the cache and never mutated: writes go to Redis.
+                self._skills = snapshot._skills
+                self._next_id = snapshot._next_id
+                self._similarity = snapshot._similarity
+                self.version = version
+        return version
+
+    # -- writes: one store transaction each ------------------------------------------
+    def apply_update(self, batch: UpdateBatch) -> ApplyReport:
+        """Apply ``batch`` atomically in Redis, effectively once per write scope."""
+        scope = current_write_scope()
+        key = scope.next_key() if scope is not None else f"adhoc:{uuid.uuid4().hex}"
+        result = self.store.apply(
+            batch,
+            base_version=scope.base_version if scope is not None else None,
+            idempotency_key=key,
+            source=scope.source if scope is not None else None,
+        )
+        self.last_result = result
+        if result.duplicate_delivery:
+            logger.info("write %s to skillbook %s was already applied; skipped", key, self.name)
+        self.refresh()
+        report: ApplyReport = result.report
+        return report
+
+    def _apply_one_operation(self, operation: UpdateOperation) -> ApplyReport:
+        return self.apply_update(UpdateBatch(operations=[operation]))
+
+    def tag_skill(self, skill_id: str, tag: str, increment: int = 1) -> Skill:
+        """Add to a counter of a skill in Redis; UnknownSkillError if it does not exist."""
+        report = self._apply_one_operation(
+            UpdateOperation(type="TAG", skill_id=skill_id, metadata={tag: increment})
+        )
+        return self._written(skill_id, report)
+
+    def update_skill(
+        self, skill_id: str, content: str, *, justification: str = "", evidence: str = ""
+    ) -> Skill:
+        """Replace a skill's content in Redis; UnknownSkillError if it does not exist."""
+        report = self._apply_one_operation(
+            UpdateOperation(
+                type="UPDATE",
+                skill_id=skill_id,
+                content=content,
+                justification=justification,
+                evidence=evidence,
+            )
+        )
+        return self._written(skill_id, report)
+
+    def add_skill(
+        self,
+        section: str,
+        content: str,
+        skill_id: str | None = None,
+        *,
+        justification: str = "",
+        evidence: str = "",
+        sources: list[dict[str, Any]] | None = None,
+    ) -> Skill:
+        """Add a skill in Redis (or find the active skill of the section that already says it)."""
+        report = self._apply_one_operation(
+            UpdateOperation(
+                type="ADD",
+                section=section,
+                content=content,
+                skill_id=skill_id,
+                justification=justification,
+                evidence=evidence,
+                insight_source=sources[0] if sources else None,
+            )
+        )
+        new_id = report.added[0] if report.added else report.duplicates[0][1]
+        return self._written(new_id, report)
+
+    def remove_skill(self, skill_id: str, *, soft: bool = False) -> None:
+        """Delete a skill in Redis (soft removal is not offered by the store yet)."""
+        if soft:
+            raise NotImplementedError("soft removal through the Redis store is not supported yet")
+        report = self._apply_one_operation(UpdateOperation(type="REMOVE", skill_id=skill_id))
+        if report.skipped:
+            raise UnknownSkillError(skill_id)
+
+    def _written(self, skill_id: str, report: ApplyReport) -> Skill:
+        if report.skipped:
+            raise UnknownSkillError(skill_id)
+        skill = super().get_skill(skill_id)
+        if skill is None:  # removed by someone else right after our write
+            raise UnknownSkillError(skill_id)
+        return skill
+
+    # -- reads: from the current version ----------------------------------------------
+    def get_skill(self, skill_id: str) -> Skill | None:
+        """A copy of one skill at the store's current version."""
+        self.refresh()
+        return super().get_skill(skill_id)
+
+    def skills(self, include_invalid: bool = False) -> list[Skill]:
+        """Copies of the skills at the store's current version."""
+        self.refresh()
+        return super().skills(include_invalid)
+
+    def sections(self) -> list[str]:
+        """Sections at the store's current version."""
+        self.refresh()
+        return super().sections()
+
+    def stats(self) -> dict[str, Any]:
+        """Counts at the store's current version."""
+        self.refresh()
+        return super().stats()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file format of the store's current version."""
+        self.refresh()
+        return super().to_dict()
+
+    def as_prompt(self) -> str:
+        """The prompt table of the store's current version."""
+        self.refresh()
+        return super().as_prompt()
+
+    def as_markdown(self) -> str:
+        """Markdown of the store's current version."""
+        self.refresh()
+        return super().as_markdown()
+
+    def __len__(self) -> int:
+        self.refresh()
+        return super().__len__()
+
+    def __repr__(self) -> str:
+        return f"StoreBackedSkillbook({self.name!r}, version {self.version})"

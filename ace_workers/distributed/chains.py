@@ -1,0 +1,85 @@
+"""One Celery chain per sample: one task per step, each routed to the queue its step belongs on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from celery import Celery, chain
+from celery.result import AsyncResult
+
+from .runtime import WorkerRuntime
+
+__all__ = ["STEP_TASK", "enqueue_epoch", "sample_chain"]
+
+STEP_TASK = "ace.step"
+
+
+def sample_chain(
+    app: Celery,
+    runtime: WorkerRuntime,
+    payload: dict[str, Any],
+    *,
+    recipe: str,
+    skillbook: str,
+    batch_id: str,
+    epoch: int,
+    sample_index: int,
+    start: int = 0,
+) -> Any:
+    """The chain of step tasks for one sample from step ``start`` on.
+
+    The first task gets the payload, each next one the previous task's result.
+    """
+    _, routes = runtime.pipeline(recipe, skillbook)
+    signatures = []
+    for route in routes[start:]:
+        kwargs = {
+            "recipe": recipe,
+            "skillbook": skillbook,
+            "index": route.index,
+            "batch_id": batch_id,
+            "epoch": epoch,
+            "sample_index": sample_index,
+        }
+        args = (payload,) if route.index == start else ()
+        signatures.append(
+            app.signature(
+                STEP_TASK,
+                args=args,
+                kwargs=kwargs,
+                queue=runtime.queue(route.queue_role),
+                # Flower and the logs show the step's own name rather than the generic task.
+                shadow=f"ace.{route.name}",
+            )
+        )
+    return chain(*signatures)
+
+
+def enqueue_epoch(
+    app: Celery,
+    runtime: WorkerRuntime,
+    payloads: Iterable[dict[str, Any]],
+    *,
+    recipe: str,
+    skillbook: str,
+    batch_id: str,
+    epoch: int,
+) -> list[AsyncResult]:
+    """Send one chain per payload, counting them in the batch as they go; return the last-task results."""
+    results = []
+    for sample_index, payload in enumerate(payloads, start=1):
+        results.append(
+            sample_chain(
+                app,
+                runtime,
+                payload,
+                recipe=recipe,
+                skillbook=skillbook,
+                batch_id=batch_id,
+                epoch=epoch,
+                sample_index=sample_index,
+            ).apply_async()
+        )
+        runtime.batches.add_enqueued(batch_id, 1, epoch)
+    return results

@@ -1,0 +1,385 @@
+"""The distributed commands of ``ace-workers``: learn, worker, enqueue, status, skillbook, dead-letters."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import redis
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..core.environments import Sample
+from ..core.files import write_text_atomically
+from .batches import BatchState
+from .chains import sample_chain
+from .embedded import resolve_redis
+from .keys import dead_letters_key
+from .local import Service, build_service, local_workers
+from .producer import BatchHandle
+from .settings import WorkerSettings
+from .store import list_skillbooks
+
+__all__ = ["dead_letters_app", "read_jsonl", "register_commands", "skillbook_app"]
+
+logger = logging.getLogger(__name__)
+console = Console()
+skillbook_app = typer.Typer(help="Inspect and manage skillbooks stored in Redis.", no_args_is_help=True)
+dead_letters_app = typer.Typer(help="Samples whose step failed after its retries.", no_args_is_help=True)
+
+
+def read_jsonl(path: Path) -> tuple[list[Any], list[tuple[int, str]]]:
+    """The JSON values of a JSONL file, and (line number, reason) of every line that is not JSON."""
+    items: list[Any] = []
+    bad: list[tuple[int, str]] = []
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot read {path}: {exc.strerror or exc}") from exc
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            items.append(json.loads(raw))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            bad.append((number, str(exc)))
+    return items, bad
+
+
+def _samples(items: list[Any], path: Path) -> list[Sample]:
+    names = {f.name for f in dataclasses.fields(Sample)}
+    samples = []
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict) or "question" not in item or set(item) - names:
+            raise typer.BadParameter(
+                f"{path}: record {number} is not a sample (an object with 'question' and only "
+                f"{', '.join(sorted(names))})"
+            )
+        samples.append(Sample(**item))
+    return samples
+
+
+def _settings(model: str | None) -> WorkerSettings:
+    settings = WorkerSettings.from_env()
+    if model:
+        settings = dataclasses.replace(
+            settings, agent_model=model, reflector_model=model, skill_manager_model=model
+        )
+    return settings
+
+
+@contextmanager
+def _service(settings: WorkerSettings, *, run_workers: bool, learn_threads: int) -> Iterator[Service]:
+    with resolve_redis(settings) as (broker_url, redis_url):
+        service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
+        if run_workers:
+            with local_workers(service, learn_threads=learn_threads):
+                yield service
+        else:
+            yield service
+
+
+def _follow(handle: BatchHandle, label: str) -> None:
+    """Show a progress bar until the batch is done."""
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        status = handle.status()
+        task = progress.add_task(label, total=status.total or None, detail="")
+        while True:
+            status = handle.status()
+            detail = (
+                f"epoch {status.epoch}/{status.epochs}, failed {status.failed}, in flight {status.in_flight}"
+            )
+            progress.update(
+                task, completed=status.done + status.failed, total=status.total or None, detail=detail
+            )
+            if status.state is BatchState.DONE:
+                return
+            time.sleep(0.1)
+
+
+def _accuracy_table(handle: BatchHandle) -> Table | None:
+    results = [r for r in handle.results() if r.output is not None and r.output.agent_output is not None]
+    if not results:
+        return None
+    table = Table("epoch", "accuracy", "")
+    epochs = sorted({r.output.epoch for r in results if r.output is not None})
+    for epoch in epochs:
+        outs = [r.output for r in results if r.output is not None and r.output.epoch == epoch]
+        right = [
+            o
+            for o in outs
+            if o.agent_output is not None
+            and o.sample is not None
+            and o.agent_output.final_answer == o.sample.ground_truth
+        ]
+        value = len(right) / len(outs)
+        table.add_row(str(epoch), f"{value:6.1%}", "#" * round(value * 30))
+    return table
+
+
+def learn_command(
+    traces: Annotated[
+        Path, typer.Argument(help="JSONL file: one trace (or, with --recipe ace, one sample) per line.")
+    ],
+    skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
+    epochs: Annotated[int, typer.Option(min=1, help="Passes over the input.")] = 1,
+    model: Annotated[
+        str | None, typer.Option(help="Model for every role: 'sim' or a litellm model string.")
+    ] = None,
+    recipe: Annotated[
+        str, typer.Option(help="trace_analyser, ace, or package.module:function.")
+    ] = "trace_analyser",
+    out: Annotated[Path | None, typer.Option(help="Write the skillbook JSON here.")] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Write the skillbook as markdown here.")] = None,
+    learn_threads: Annotated[
+        int, typer.Option(min=1, help="Learn-queue threads of the in-process workers.")
+    ] = 4,
+) -> None:
+    """Learn a skillbook from a JSONL file through the distributed pipeline.
+
+    Without ACE_REDIS_URL it starts an embedded Redis and in-process workers for
+    all three queues; with it, it only enqueues and follows while your workers learn.
+    """
+    items, bad = read_jsonl(traces)
+    for number, reason in bad:
+        console.print(f"[yellow]{traces}:{number}: skipped, not JSON ({reason})[/]")
+    inputs: list[Any] = _samples(items, traces) if recipe == "ace" else items
+    if not inputs:
+        raise typer.BadParameter(f"{traces} holds no usable line")
+    settings = _settings(model)
+    where = settings.redis_url or "an embedded Redis with in-process workers"
+    console.print(f"learning [bold]{skillbook}[/] from {len(inputs)} input(s) x {epochs} epoch(s) on {where}")
+    with _service(settings, run_workers=settings.redis_url is None, learn_threads=learn_threads) as service:
+        producer = service.producer
+        enqueue = producer.enqueue_samples if recipe == "ace" else producer.enqueue_traces
+        handle = enqueue(inputs, skillbook, epochs, recipe=recipe)
+        _follow(handle, "learning")
+        status = handle.status()
+        store = service.runtime.store(skillbook)
+        book = store.export()
+        table = _accuracy_table(handle)
+        if table is not None:
+            console.print(table)
+        console.print(
+            f"batch {handle.batch_id}: {status.done} done, {status.failed} failed in "
+            f"{status.elapsed_seconds:.1f} s; skillbook {skillbook!r} at version {store.version()} "
+            f"with {len(book)} skill(s)"
+        )
+        for error in handle.errors()[:5]:
+            console.print(
+                f"[red]epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}[/]"
+            )
+        console.print(book.as_markdown(), markup=False)
+        if out is not None:
+            book.save_to_file(out)
+            console.print(f"skillbook written to {out}")
+        if markdown is not None:
+            write_text_atomically(markdown, book.as_markdown())
+            console.print(f"markdown written to {markdown}")
+        if status.failed:
+            raise typer.Exit(code=1)
+
+
+def worker_command(
+    queues: Annotated[
+        str, typer.Option(help="Comma-separated queue roles: execute, learn, write.")
+    ] = "execute,learn",
+    concurrency: Annotated[int, typer.Option(min=1, help="Threads (or processes with --pool prefork).")] = 4,
+    pool: Annotated[str, typer.Option(help="Celery pool: threads, prefork, solo.")] = "threads",
+    force: Annotated[bool, typer.Option(help="Allow concurrency > 1 on the write queue (unsafe).")] = False,
+    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+) -> None:
+    """Run a Celery worker for some queue roles, with the project's settings (needs ACE_REDIS_URL)."""
+    from .app import check_app_security, check_write_concurrency
+
+    settings = WorkerSettings.from_env()
+    if not settings.redis_url:
+        raise typer.BadParameter("a worker needs ACE_REDIS_URL: it serves queues other processes fill")
+    names = settings.queue_names()
+    roles = [role.strip() for role in queues.split(",") if role.strip()]
+    unknown = [role for role in roles if role not in names]
+    if unknown or not roles:
+        raise typer.BadParameter(f"unknown queue role(s) {unknown}: use {', '.join(names)}")
+    check_write_concurrency([names[r] for r in roles], concurrency, force=force, write_queue=names["write"])
+    with resolve_redis(settings) as (broker_url, redis_url):
+        service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
+        check_app_security(service.app)
+        service.app.worker_main(
+            [
+                "worker",
+                f"--queues={','.join(names[r] for r in roles)}",
+                f"--concurrency={concurrency}",
+                f"--pool={pool}",
+                f"--loglevel={loglevel}",
+            ]
+        )
+
+
+def enqueue_command(
+    traces: Annotated[Path, typer.Argument(help="JSONL file of traces (samples with --recipe ace).")],
+    skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
+    epochs: Annotated[int, typer.Option(min=1)] = 1,
+    recipe: Annotated[str, typer.Option()] = "trace_analyser",
+) -> None:
+    """Enqueue a JSONL file as one batch for running workers; print the batch id."""
+    items, bad = read_jsonl(traces)
+    for number, reason in bad:
+        console.print(f"[yellow]{traces}:{number}: skipped, not JSON ({reason})[/]")
+    settings = WorkerSettings.from_env()
+    if not settings.redis_url:
+        raise typer.BadParameter("enqueue needs ACE_REDIS_URL (use 'learn' to run everything in-process)")
+    with _service(settings, run_workers=False, learn_threads=1) as service:
+        enqueue = service.producer.enqueue_samples if recipe == "ace" else service.producer.enqueue_traces
+        inputs: list[Any] = _samples(items, traces) if recipe == "ace" else items
+        handle = enqueue(inputs, skillbook, epochs, recipe=recipe)
+        typer.echo(handle.batch_id)
+
+
+def status_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")]) -> None:
+    """Show a batch's progress and its errors."""
+    settings = WorkerSettings.from_env()
+    with _service(settings, run_workers=False, learn_threads=1) as service:
+        handle = BatchHandle(batch_id, service.runtime)
+        try:
+            status = handle.status()
+        except LookupError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        console.print(
+            f"batch {batch_id} on {status.skillbook!r} ({status.recipe}): {status.state.value}, "
+            f"{status.done} done, {status.failed} failed, {status.in_flight} in flight of {status.total}, "
+            f"epoch {status.epoch}/{status.epochs}, {status.elapsed_seconds:.1f} s"
+        )
+        for error in handle.errors():
+            console.print(
+                f"[red]epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}[/]"
+            )
+
+
+def _store_or_fail(service: Service, name: str) -> Any:
+    store = service.runtime.store(name)
+    if not store.exists():
+        known = (
+            ", ".join(list_skillbooks(service.runtime.redis, service.runtime.settings.queue_prefix)) or "none"
+        )
+        raise typer.BadParameter(f"no skillbook named {name!r} in Redis (known: {known})")
+    return store
+
+
+@skillbook_app.command("list")
+def skillbook_list() -> None:
+    """List the skillbooks in Redis."""
+    with _service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        for name in list_skillbooks(service.runtime.redis, service.runtime.settings.queue_prefix):
+            typer.echo(name)
+
+
+@skillbook_app.command("show")
+def skillbook_show(name: str) -> None:
+    """Print a skillbook as markdown, with its version."""
+    with _service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        store = _store_or_fail(service, name)
+        version, book = store.snapshot()
+        console.print(f"skillbook {name!r} at version {version}")
+        console.print(book.as_markdown(), markup=False)
+
+
+@skillbook_app.command("export")
+def skillbook_export(
+    name: str,
+    out: Annotated[Path, typer.Option(help="JSON file to write (atomically).")],
+    markdown: Annotated[Path | None, typer.Option(help="Also write markdown here.")] = None,
+) -> None:
+    """Write a skillbook from Redis to a JSON file in the reference format."""
+    with _service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        book = _store_or_fail(service, name).export()
+        book.save_to_file(out)
+        if markdown is not None:
+            write_text_atomically(markdown, book.as_markdown())
+        typer.echo(f"{len(book)} skill(s) written to {out}")
+
+
+@skillbook_app.command("history")
+def skillbook_history(name: str, limit: Annotated[int, typer.Option(min=1)] = 20) -> None:
+    """The latest versions of a skillbook: what changed, from which sample."""
+    with _service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        table = Table("version", "base", "operations", "source")
+        for change in _store_or_fail(service, name).history(limit=limit):
+            ops = ", ".join(f"{op.type} {op.skill_id or op.section}" for op in change.operations) or "-"
+            table.add_row(str(change.version), str(change.base_version), ops, json.dumps(change.source or {}))
+        console.print(table)
+
+
+@skillbook_app.command("rollback")
+def skillbook_rollback(name: str, to_version: Annotated[int, typer.Option("--to", min=0)]) -> None:
+    """Restore a skillbook to an earlier version, as a new version (history is kept)."""
+    with _service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        store = _store_or_fail(service, name)
+        try:
+            version = store.rollback(to_version)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        typer.echo(f"skillbook {name!r} rolled back to version {to_version}, now version {version}")
+
+
+@dead_letters_app.command("list")
+def dead_letters_list() -> None:
+    """Show the parked messages: step, error, sample."""
+    with _service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        key = dead_letters_key(service.runtime.settings.queue_prefix)
+        letters: list[bytes] = service.runtime.redis.lrange(key, 0, -1)  # type: ignore[assignment]
+        for position, raw in enumerate(letters):
+            letter = json.loads(raw)
+            typer.echo(
+                f"{position}: {letter['step']}: {letter['error']} (batch {letter['kwargs']['batch_id']})"
+            )
+
+
+@dead_letters_app.command("retry")
+def dead_letters_retry() -> None:
+    """Send every parked message back to its step's queue (needs running workers)."""
+    with _service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        key = dead_letters_key(service.runtime.settings.queue_prefix)
+        client: redis.Redis = service.runtime.redis
+        retried = 0
+        while isinstance(raw := client.lpop(key), bytes):
+            letter = json.loads(raw)
+            kwargs = letter["kwargs"]
+            # Resume the sample's chain at the failed step, so the steps after it run too.
+            sample_chain(
+                service.app,
+                service.runtime,
+                letter["payload"],
+                recipe=kwargs["recipe"],
+                skillbook=kwargs["skillbook"],
+                batch_id=kwargs["batch_id"],
+                epoch=kwargs["epoch"],
+                sample_index=kwargs["sample_index"],
+                start=kwargs["index"],
+            ).apply_async()
+            retried += 1
+        typer.echo(f"{retried} message(s) sent back")
+
+
+def register_commands(app: typer.Typer) -> None:
+    """Add the distributed commands to the root ``ace-workers`` app."""
+    app.command("learn")(learn_command)
+    app.command("worker")(worker_command)
+    app.command("enqueue")(enqueue_command)
+    app.command("status")(status_command)
+    app.add_typer(skillbook_app, name="skillbook")
+    app.add_typer(dead_letters_app, name="dead-letters")

@@ -1,0 +1,44 @@
+"""Errors of the Redis skillbook store, under ace-workers' root AceError."""
+
+from __future__ import annotations
+
+from ..errors import AceError
+
+__all__ = ["SkillbookExistsError", "StoreError", "UnknownSkillbookError", "VersionConflict"]
+
+
+class StoreError(AceError):
+    """The Redis skillbook store could not carry out an operation."""
+
+
+class VersionConflict(StoreError):
+    """Every compare-and-set attempt lost to another writer; nothing of this write was applied."""
+
+    def __init__(self, name: str, attempts: int, operation: str = "write") -> None:
+        self.name = name
+        self.attempts = attempts
+        self.operation = operation
+        super().__init__(
+            f"skillbook {name!r}: {operation} gave up after {attempts} attempt(s); each time another "
+            "writer changed the skillbook between the read and the commit. Nothing was applied; "
+            "retry later, or route writers through one queue."
+        )
+
+
+class UnknownSkillbookError(StoreError, LookupError):
+    """No skillbook of this name exists in Redis."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no skillbook named {name!r} in Redis")
+
+
+class SkillbookExistsError(StoreError):
+    """An import would overwrite an existing skillbook and replace=True was not given."""
+
+    def __init__(self, name: str, version: int) -> None:
+        self.name = name
+        self.version = version
+        super().__init__(
+            f"skillbook {name!r} already exists (version {version}); pass replace=True to replace it"
+        )

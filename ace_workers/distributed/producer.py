@@ -1,0 +1,217 @@
+"""Producers enqueue traces or samples as batches; a BatchHandle follows a batch to the end."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from celery import Celery
+
+from pipeline import SampleResult
+
+from ..core.context import ACEStepContext
+from ..errors import AceError
+from .batches import BatchState, BatchStatus
+from .chains import enqueue_epoch
+from .keys import validate_skillbook_name
+from .payload import check_trace, context_to_payload, payload_to_context
+from .runtime import WorkerRuntime
+
+__all__ = ["BatchHandle", "Producer", "RemoteStepError"]
+
+POLL_SECONDS = 0.05
+
+
+class RemoteStepError(AceError):
+    """A step failed in a worker; carries the step name and the worker's traceback summary."""
+
+    def __init__(self, step: str, error: str, traceback: str = "") -> None:
+        self.step = step
+        self.error = error
+        self.traceback = traceback
+        super().__init__(f"step {step} failed in a worker: {error}")
+
+
+@dataclass
+class BatchProgress:
+    """A batch status with the number of skills the batch added so far."""
+
+    status: BatchStatus
+    skills_added: int
+
+
+class BatchHandle:
+    """Follow one batch: status, wait, results, errors."""
+
+    def __init__(self, batch_id: str, runtime: WorkerRuntime) -> None:
+        self.batch_id = batch_id
+        self.runtime = runtime
+
+    def status(self) -> BatchStatus:
+        """Counts: total, enqueued, done, failed, in flight, epoch, elapsed."""
+        return self.runtime.batches.status(self.batch_id)
+
+    def progress(self) -> BatchProgress:
+        """The status plus how many skills the skillbook gained since the batch started."""
+        status = self.status()
+        skills = len(self.runtime.skillbook(status.skillbook))
+        return BatchProgress(status, skills - status.skills_at_start)
+
+    def wait(self, timeout: float | None = None) -> BatchStatus:
+        """Block until every sample of every epoch finished; TimeoutError after ``timeout`` s."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.status()
+            if status.state is BatchState.DONE:
+                return status
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"batch {self.batch_id}: {status.done + status.failed} of {status.total} samples "
+                    f"finished after {timeout} s"
+                )
+            time.sleep(POLL_SECONDS)
+
+    def results(self) -> list[SampleResult[ACEStepContext]]:
+        """One SampleResult per finished sample, in epoch then input order."""
+        records = self.runtime.batches.records(self.batch_id)
+
+        def order(key: str) -> tuple[int, int]:
+            epoch, index = key[1:].split(":")
+            return int(epoch), int(index)
+
+        results = []
+        for key in sorted(records, key=order):
+            record = records[key]
+            if record["outcome"] == "done":
+                ctx = payload_to_context(record["payload"], skillbook=None, claims=self.runtime.claims)
+                results.append(SampleResult(ctx.sample, ctx, None, None))
+            else:
+                error = RemoteStepError(record["step"], record["error"], record.get("traceback", ""))
+                results.append(SampleResult(record.get("sample"), None, error, record["step"]))
+        return results
+
+    def errors(self) -> list[dict[str, Any]]:
+        """The failed samples: epoch, index, step, error and traceback summary."""
+        return self.runtime.batches.errors(self.batch_id)
+
+
+class Producer:
+    """Turns inputs into sample chains on the queues, as one tracked batch."""
+
+    def __init__(self, app: Celery, runtime: WorkerRuntime) -> None:
+        self.app = app
+        self.runtime = runtime
+
+    def enqueue_traces(
+        self,
+        traces: Iterable[Any],
+        skillbook: str,
+        epochs: int = 1,
+        *,
+        recipe: str = "trace_analyser",
+        max_in_flight: int | None = None,
+    ) -> BatchHandle:
+        """Learn from recorded traces (TraceAnalyser's chain by default)."""
+        max_bytes = self.runtime.settings.max_trace_bytes
+
+        def contexts(items: Iterable[Any]) -> Iterable[ACEStepContext]:
+            for trace in items:
+                check_trace(trace, max_bytes=max_bytes)
+                yield ACEStepContext(trace=trace)
+
+        return self._enqueue(traces, contexts, skillbook, epochs, recipe, max_in_flight)
+
+    def enqueue_samples(
+        self,
+        samples: Iterable[Any],
+        skillbook: str,
+        epochs: int = 1,
+        *,
+        recipe: str = "ace",
+        max_in_flight: int | None = None,
+    ) -> BatchHandle:
+        """Answer and learn from samples (ACE's chain by default)."""
+        return self._enqueue(
+            samples,
+            lambda items: (ACEStepContext(sample=s) for s in items),
+            skillbook,
+            epochs,
+            recipe,
+            max_in_flight,
+        )
+
+    def _enqueue(
+        self,
+        items: Iterable[Any],
+        to_contexts: Any,
+        skillbook: str,
+        epochs: int,
+        recipe: str,
+        max_in_flight: int | None,
+    ) -> BatchHandle:
+        validate_skillbook_name(skillbook)
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+            raise ValueError(f"epochs must be an int of at least 1, got {epochs!r}")
+        if epochs > 1 and not isinstance(items, Sequence):
+            raise ValueError(f"{epochs} epochs need a Sequence of inputs; an iterator can be read only once")
+        limit = self.runtime.settings.max_batch_size
+        if isinstance(items, Sequence) and len(items) > limit:
+            raise ValueError(
+                f"batch of {len(items)} inputs is above max_batch_size={limit} (ACE_MAX_BATCH_SIZE)"
+            )
+        self.runtime.pipeline(recipe, skillbook)  # an unknown recipe fails here, before anything is sent
+        batch_id = uuid.uuid4().hex
+        per_epoch = len(items) if isinstance(items, Sequence) else 0
+        first = self._payloads(to_contexts(items), epochs, per_epoch)
+        stored = list(first) if epochs > 1 else None
+        self.runtime.batches.create(
+            batch_id,
+            skillbook=skillbook,
+            recipe=recipe,
+            per_epoch=per_epoch,
+            epochs=epochs,
+            skills_at_start=len(self.runtime.skillbook(skillbook)),
+            items=stored,
+        )
+        handle = BatchHandle(batch_id, self.runtime)
+        sent = enqueue_epoch(
+            self.app,
+            self.runtime,
+            self._throttled(stored if stored is not None else first, handle, max_in_flight),
+            recipe=recipe,
+            skillbook=skillbook,
+            batch_id=batch_id,
+            epoch=1,
+        )
+        if not per_epoch:
+            self.runtime.batches.seal(batch_id, len(sent))
+        return handle
+
+    def _payloads(
+        self, contexts: Iterable[ACEStepContext], epochs: int, total: int
+    ) -> Iterable[dict[str, Any]]:
+        for index, ctx in enumerate(contexts, start=1):
+            ctx = ctx.replace(
+                epoch=1,
+                total_epochs=epochs,
+                step_index=index,
+                total_steps=total or None,
+                global_sample_index=index,
+            )
+            yield context_to_payload(ctx, claims=self.runtime.claims)
+
+    @staticmethod
+    def _throttled(
+        payloads: Iterable[dict[str, Any]], handle: BatchHandle, max_in_flight: int | None
+    ) -> Iterable[dict[str, Any]]:
+        # Back-pressure: never more than max_in_flight samples of this batch on the queues.
+        for sent, payload in enumerate(payloads):
+            while max_in_flight is not None and sent >= max_in_flight:
+                status = handle.status()
+                if sent - status.done - status.failed < max_in_flight:
+                    break
+                time.sleep(POLL_SECONDS)
+            yield payload

@@ -1,0 +1,145 @@
+"""What a worker (or a producer) process builds once: clients, stores, pipelines, routes."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import redis
+
+from pipeline import Pipeline
+
+from ..core.context import ACEStepContext
+from ..protocols import LLMClientLike
+from ..roles import Agent, Reflector, SkillManager
+from .backed_skillbook import StoreBackedSkillbook
+from .batches import BatchStore
+from .keys import validate_skillbook_name
+from .payload import ClaimCheck
+from .recipes import RecipeInputs, import_object, resolve_recipe
+from .settings import WorkerSettings
+from .store import RedisSkillbookStore
+
+__all__ = ["Route", "WorkerRuntime", "build_llm", "routes_of"]
+
+SIMULATED = "sim"
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where one step of a recipe runs, and what it is called in monitoring."""
+
+    index: int
+    name: str
+    queue_role: str
+    writes_skillbook: bool
+
+
+def build_llm(model: str, settings: WorkerSettings) -> LLMClientLike:
+    """The client for ``model``: the settings' factory, the simulator ("sim"), or LiteLLM."""
+    if settings.llm_factory:
+        factory = import_object(settings.llm_factory)
+        return factory(model)  # type: ignore[no-any-return]
+    if model == SIMULATED:
+        from ..sim import SimulatedLLM
+
+        return SimulatedLLM(
+            latency=settings.sim_latency_seconds, trust_threshold=settings.sim_trust_threshold
+        )
+    from ..providers import LiteLLMClient, wrap_with_instructor
+
+    client = LiteLLMClient(model, timeout=settings.llm_timeout_seconds)
+    return wrap_with_instructor(client, max_retries=settings.llm_max_retries)
+
+
+def routes_of(pipeline: Pipeline[ACEStepContext]) -> list[Route]:
+    """Queue of each step: writers on "write", from the async boundary on "learn", else "execute"."""
+    steps = pipeline.steps
+    boundary = next((i for i, s in enumerate(steps) if getattr(s, "async_boundary", False)), len(steps))
+    routes = []
+    for index, step in enumerate(steps):
+        writes = bool(getattr(step, "writes_skillbook", False))
+        role = "write" if writes else ("learn" if index >= boundary else "execute")
+        routes.append(Route(index, type(step).__name__, role, writes))
+    return routes
+
+
+class WorkerRuntime:
+    """Per-process cache of Redis clients, skillbook stores and recipe pipelines."""
+
+    def __init__(self, settings: WorkerSettings, redis_url: str) -> None:
+        self.settings = settings
+        self.redis = redis.Redis.from_url(redis_url)
+        self.batches = BatchStore(
+            self.redis, prefix=settings.queue_prefix, ttl_seconds=settings.result_ttl_seconds
+        )
+        self.claims = ClaimCheck(
+            self.redis,
+            threshold_bytes=settings.claim_check_bytes,
+            ttl_seconds=settings.claim_check_ttl_seconds,
+            prefix=settings.queue_prefix,
+        )
+        self._lock = threading.Lock()
+        self._llms: dict[str, LLMClientLike] = {}
+        self._skillbooks: dict[str, StoreBackedSkillbook] = {}
+        self._pipelines: dict[tuple[str, str], tuple[Pipeline[ACEStepContext], list[Route]]] = {}
+        self._runners: dict[tuple[str, str, int], Pipeline[ACEStepContext]] = {}
+
+    def store(self, name: str) -> RedisSkillbookStore:
+        """The store of skillbook ``name``."""
+        return self.skillbook(name).store
+
+    def skillbook(self, name: str) -> StoreBackedSkillbook:
+        """The Redis-backed skillbook ``name`` (one object per process)."""
+        validate_skillbook_name(name)
+        with self._lock:
+            book = self._skillbooks.get(name)
+            if book is None:
+                store = RedisSkillbookStore(
+                    self.redis,
+                    name,
+                    prefix=self.settings.queue_prefix,
+                    changelog_maxlen=self.settings.changelog_maxlen,
+                )
+                book = self._skillbooks[name] = StoreBackedSkillbook(store)
+            return book
+
+    def llm(self, model: str) -> LLMClientLike:
+        """One client per model string per process."""
+        with self._lock:
+            if model not in self._llms:
+                self._llms[model] = build_llm(model, self.settings)
+            return self._llms[model]
+
+    def pipeline(self, recipe: str, skillbook: str) -> tuple[Pipeline[ACEStepContext], list[Route]]:
+        """The validated pipeline of ``recipe`` writing to ``skillbook``, and its routes."""
+        key = (recipe, skillbook)
+        cached = self._pipelines.get(key)
+        if cached is not None:
+            return cached
+        settings = self.settings
+        inputs = RecipeInputs(
+            agent=Agent(self.llm(settings.agent_model)),
+            reflector=Reflector(self.llm(settings.reflector_model)),
+            skill_manager=SkillManager(self.llm(settings.skill_manager_model)),
+            skillbook=self.skillbook(skillbook),
+            checkpoint_interval=settings.checkpoint_interval,
+        )
+        built: Pipeline[ACEStepContext] = Pipeline(resolve_recipe(recipe)(inputs))
+        entry = (built, routes_of(built))
+        with self._lock:
+            return self._pipelines.setdefault(key, entry)
+
+    def queue(self, role: str) -> str:
+        """The Celery queue name of a queue role."""
+        return self.settings.queue_names()[role]
+
+    def step_runner(self, recipe: str, skillbook: str, index: int) -> Pipeline[ACEStepContext]:
+        """Step ``index`` in a one-step Pipeline: called directly, it gets the engine's checks and limits."""
+        key = (recipe, skillbook, index)
+        runner = self._runners.get(key)
+        if runner is None:
+            pipeline, _ = self.pipeline(recipe, skillbook)
+            with self._lock:
+                runner = self._runners.setdefault(key, Pipeline([pipeline.steps[index]]))
+        return runner

@@ -1,0 +1,350 @@
+"""WorkerSettings: every option of the producers and workers, loaded from ``ACE_*`` variables.
+
+The environment is read in :meth:`WorkerSettings.from_env` and nowhere else,
+never at import time. A misspelled ``ACE_*`` variable fails loudly with the
+closest known name instead of being silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..errors import AceError
+from .keys import validate_key_prefix
+
+__all__ = [
+    # settings
+    "WorkerSettings",
+    "ENV_PREFIX",
+    "QUEUE_ROLES",
+    "SIM_MODEL",
+    "IGNORED_VARIABLES",
+    # Redis URLs
+    "broker_url_for",
+    "client_url_for",
+    "redact_url",
+    "env_name",
+    # errors
+    "SettingsError",
+    "InvalidSettingError",
+    "UnknownSettingError",
+]
+
+ENV_PREFIX = "ACE_"
+SIM_MODEL = "sim"
+QUEUE_ROLES = ("execute", "learn", "write")
+
+# ACE_* variables that belong to other parts of the project, not to the workers.
+IGNORED_VARIABLES = frozenset({"ACE_TEST_REDIS_URL"})
+
+# Names people reach for when they mean the simulator; a typo here would otherwise be
+# sent to litellm as a model name and fail only at the first call, on a worker.
+_SIM_LOOKALIKES = frozenset({"simulated", "simulator", "simulation", "fake", "mock", "offline"})
+_MODEL_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]*")
+_IMPORT_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*")
+_REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+socket")
+
+
+class SettingsError(AceError, ValueError):
+    """The worker settings are invalid."""
+
+
+class InvalidSettingError(SettingsError):
+    """A setting has a bad value; ``variable`` names its ``ACE_*`` environment variable."""
+
+    def __init__(self, variable: str, value: object, reason: str) -> None:
+        self.variable = variable
+        self.value = value
+        self.reason = reason
+        super().__init__(f"{variable}={value!r}: {reason}")
+
+
+class UnknownSettingError(SettingsError):
+    """An ``ACE_*`` environment variable names no setting (usually a typo)."""
+
+    def __init__(self, names: list[str], suggestions: dict[str, str | None]) -> None:
+        self.names = names
+        self.suggestions = suggestions
+        described = [
+            f"{name} (did you mean {suggestions[name]}?)" if suggestions.get(name) else name for name in names
+        ]
+        super().__init__(
+            f"unknown setting(s): {', '.join(described)}; every ACE_* variable must name a WorkerSettings "
+            "field (listed in its docstring)"
+        )
+
+
+def _setting(default: Any, *, minimum: float | None = 0, positive: bool = False) -> Any:
+    """A dataclass field with its bounds in the metadata that __post_init__ checks."""
+    return field(default=default, metadata={"minimum": minimum, "positive": positive})
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """Options of producers and workers; each is read from ``ACE_<FIELD NAME IN UPPER CASE>``.
+
+    Environment variables (defaults in brackets):
+
+    - ``ACE_REDIS_URL``: redis://, rediss://, unix:// or redis+socket:// URL of Redis [unset: embedded Redis]
+    - ``ACE_QUEUE_PREFIX``: prefix of the queue names and Redis keys [ace]
+    - ``ACE_AGENT_MODEL``: model of the Agent: "sim" (simulated LLM) or a litellm model string [sim]
+    - ``ACE_REFLECTOR_MODEL``: model of the Reflector, same forms [sim]
+    - ``ACE_SKILL_MANAGER_MODEL``: model of the SkillManager, same forms [sim]
+    - ``ACE_LLM_FACTORY``: "package.module:callable" returning an LLMClientLike for a model name [unset]
+    - ``ACE_LLM_MAX_RETRIES``: attempts per structured LLM call before RetriesExhausted [3]
+    - ``ACE_LLM_TIMEOUT_SECONDS``: timeout of one LLM request [60]
+    - ``ACE_TASK_MAX_RETRIES``: Celery retries of a step after an LLM rate limit or timeout [3]
+    - ``ACE_RETRY_BACKOFF_SECONDS``: first retry delay of a step; doubles on each retry [2]
+    - ``ACE_VISIBILITY_TIMEOUT_SECONDS``: seconds until an unacked task is redelivered; > slowest step [3600]
+    - ``ACE_CLAIM_CHECK_BYTES``: larger payloads go to Redis; the message carries a reference [262144]
+    - ``ACE_CLAIM_CHECK_TTL_SECONDS``: lifetime of a claim-checked payload in Redis [604800]
+    - ``ACE_MAX_TRACE_BYTES``: largest trace accepted at enqueue [16777216]
+    - ``ACE_MAX_BATCH_SIZE``: most inputs one batch may hold [1000000]
+    - ``ACE_MAX_SKILLBOOK_SKILLS``: most skills one skillbook may hold [100000]
+    - ``ACE_CHANGELOG_MAXLEN``: entries kept in a skillbook's change log (approximate cap) [10000]
+    - ``ACE_DEDUP_INTERVAL``: run deduplication every this many samples [10]
+    - ``ACE_CHECKPOINT_INTERVAL``: write a checkpoint every this many samples [10]
+    - ``ACE_RESULT_TTL_SECONDS``: lifetime of task results and batch records in Redis [86400]
+    - ``ACE_SIM_LATENCY_SECONDS``: seconds each simulated LLM call sleeps [0]
+    - ``ACE_SIM_TRUST_THRESHOLD``: net helpful votes before the simulated agent applies a skill [3]
+    - ``ACE_REDIS_CONNECT_TIMEOUT_SECONDS``: timeout of one connection attempt to Redis [3]
+    - ``ACE_REDIS_SOCKET_TIMEOUT_SECONDS``: timeout of one Redis command on an open connection [10]
+    - ``ACE_REDIS_CONNECT_RETRIES``: reconnection attempts (broker and result backend) before failing [3]
+
+    ``ACE_TEST_REDIS_URL`` belongs to the test suite and is ignored here.
+    """
+
+    redis_url: str | None = None
+    queue_prefix: str = "ace"
+    agent_model: str = SIM_MODEL
+    reflector_model: str = SIM_MODEL
+    skill_manager_model: str = SIM_MODEL
+    llm_factory: str | None = None
+    llm_max_retries: int = _setting(3, minimum=1)
+    llm_timeout_seconds: float = _setting(60.0, positive=True)
+    task_max_retries: int = _setting(3)
+    retry_backoff_seconds: float = _setting(2.0)
+    visibility_timeout_seconds: int = _setting(3600, minimum=1)
+    claim_check_bytes: int = _setting(256 * 1024, minimum=1)
+    claim_check_ttl_seconds: int = _setting(7 * 24 * 3600, minimum=1)
+    max_trace_bytes: int = _setting(16 * 1024 * 1024, minimum=1)
+    max_batch_size: int = _setting(1_000_000, minimum=1)
+    max_skillbook_skills: int = _setting(100_000, minimum=1)
+    changelog_maxlen: int = _setting(10_000, minimum=1)
+    dedup_interval: int = _setting(10, minimum=1)
+    checkpoint_interval: int = _setting(10, minimum=1)
+    result_ttl_seconds: int = _setting(24 * 3600, minimum=1)
+    sim_latency_seconds: float = _setting(0.0)
+    sim_trust_threshold: int = _setting(3)
+    redis_connect_timeout_seconds: float = _setting(3.0, positive=True)
+    redis_socket_timeout_seconds: float = _setting(10.0, positive=True)
+    redis_connect_retries: int = _setting(3)
+
+    def __post_init__(self) -> None:
+        for spec in dataclasses.fields(self):
+            if "minimum" in spec.metadata:
+                _check_number(spec, getattr(self, spec.name))
+        _check_redis_url(self.redis_url)
+        try:
+            validate_key_prefix(self.queue_prefix)
+        except ValueError as exc:
+            raise InvalidSettingError(env_name("queue_prefix"), self.queue_prefix, str(exc)) from None
+        for role in ("agent_model", "reflector_model", "skill_manager_model"):
+            _check_model(env_name(role), getattr(self, role))
+        if self.llm_factory is not None and not _IMPORT_PATH.fullmatch(self.llm_factory):
+            raise InvalidSettingError(
+                env_name("llm_factory"), self.llm_factory, "expected an import path 'package.module:callable'"
+            )
+        slowest = self.slowest_step_seconds()
+        if self.visibility_timeout_seconds <= slowest:
+            raise InvalidSettingError(
+                env_name("visibility_timeout_seconds"),
+                self.visibility_timeout_seconds,
+                f"must exceed the slowest step ({slowest:g} s: one LLM call's timeout or simulated latency "
+                "times ACE_LLM_MAX_RETRIES), or a task still running when it expires is delivered again",
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
+        """Settings from the ``ACE_*`` variables of ``environ`` (default: ``os.environ``), defaults elsewhere.
+
+        Raises:
+            UnknownSettingError: an ``ACE_*`` variable names no setting (the message suggests the closest).
+            SettingsError: a value does not parse or is out of range (the message names the variable).
+        """
+        env = os.environ if environ is None else environ
+        by_env_name = {env_name(spec.name): spec for spec in dataclasses.fields(cls)}
+        given = {
+            name: value
+            for name, value in env.items()
+            if name.startswith(ENV_PREFIX) and name not in IGNORED_VARIABLES
+        }
+        unknown = sorted(name for name in given if name not in by_env_name)
+        if unknown:
+            known = list(by_env_name)
+            suggestions = {
+                name: next(iter(difflib.get_close_matches(name, known, n=1)), None) for name in unknown
+            }
+            raise UnknownSettingError(unknown, suggestions)
+        values = {by_env_name[name].name: _parse(by_env_name[name], name, raw) for name, raw in given.items()}
+        return cls(**values)
+
+    def queue_names(self) -> dict[str, str]:
+        """The queue of each role: ``{"execute": "<prefix>.execute", "learn": ..., "write": ...}``."""
+        return {role: f"{self.queue_prefix}.{role}" for role in QUEUE_ROLES}
+
+    def models(self) -> dict[str, str]:
+        """The model of each LLM role."""
+        return {
+            "agent": self.agent_model,
+            "reflector": self.reflector_model,
+            "skill_manager": self.skill_manager_model,
+        }
+
+    def slowest_step_seconds(self) -> float:
+        """An upper estimate of one step's run time: its LLM call, every attempt timing out."""
+        per_call = max(
+            self.sim_latency_seconds if model == SIM_MODEL else self.llm_timeout_seconds
+            for model in self.models().values()
+        )
+        return per_call * self.llm_max_retries
+
+
+def env_name(field_name: str) -> str:
+    """The environment variable of a WorkerSettings field."""
+    return f"{ENV_PREFIX}{field_name.upper()}"
+
+
+# -- parsing and checking ------------------------------------------------------------
+
+
+def _parse_int(raw: str) -> int:
+    return int(raw.strip().replace("_", ""))
+
+
+def _parse_float(raw: str) -> float:
+    value = float(raw.strip())
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError("not a finite number")
+    return value
+
+
+def _parse_optional_str(raw: str) -> str | None:
+    return raw.strip() or None
+
+
+_PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
+    "int": (_parse_int, "an integer"),
+    "float": (_parse_float, "a number"),
+    "str": (str.strip, "a string"),
+    "str | None": (_parse_optional_str, "a string"),
+}
+
+
+def _parse(spec: dataclasses.Field[Any], variable: str, raw: str) -> Any:
+    # Annotations are strings under `from __future__ import annotations`; the field
+    # types are few and fixed, so a table keyed by their text is exact.
+    parse, expected = _PARSERS[str(spec.type)]
+    try:
+        return parse(raw)
+    except ValueError:
+        raise InvalidSettingError(variable, raw, f"expected {expected}") from None
+
+
+def _check_number(spec: dataclasses.Field[Any], value: object) -> None:
+    variable = env_name(spec.name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidSettingError(variable, value, "expected a number")
+    if str(spec.type) == "int" and not isinstance(value, int):
+        raise InvalidSettingError(variable, value, "expected an integer")
+    minimum = spec.metadata["minimum"]
+    if spec.metadata["positive"] and value <= 0:
+        raise InvalidSettingError(variable, value, "must be greater than 0")
+    if minimum is not None and value < minimum:
+        raise InvalidSettingError(variable, value, f"must be at least {minimum}")
+
+
+def _check_model(variable: str, model: object) -> None:
+    if not isinstance(model, str) or not _MODEL_SPEC.fullmatch(model):
+        raise InvalidSettingError(
+            variable,
+            model,
+            f"unknown model spec: use {SIM_MODEL!r} for the simulated LLM or a litellm model string "
+            "such as 'openai/gpt-4o-mini' (no spaces)",
+        )
+    if model != SIM_MODEL and (model.lower() == SIM_MODEL or model.lower() in _SIM_LOOKALIKES):
+        raise InvalidSettingError(
+            variable, model, f"unknown model spec; did you mean {SIM_MODEL!r} (the simulated LLM)?"
+        )
+
+
+def _check_redis_url(url: object) -> None:
+    if url is None:
+        return
+    variable = env_name("redis_url")
+    if not isinstance(url, str):
+        raise InvalidSettingError(variable, url, "expected a URL string")
+    scheme = urlsplit(url).scheme
+    if scheme not in _REDIS_SCHEMES:
+        raise InvalidSettingError(
+            variable,
+            redact_url(url),
+            f"unsupported scheme {scheme!r}: use one of {', '.join(_REDIS_SCHEMES)}",
+        )
+    if scheme in ("unix", "redis+socket") and not urlsplit(url).path:
+        raise InvalidSettingError(variable, redact_url(url), "a unix-socket URL needs the socket's path")
+
+
+# -- Redis URL forms ------------------------------------------------------------------
+#
+# redis-py and kombu spell a unix-socket URL differently: redis-py wants
+# unix:///path?db=N, kombu (broker) and Celery (result backend) want
+# redis+socket:///path?virtual_host=N. TCP URLs are the same for both.
+
+
+def client_url_for(url: str) -> str:
+    """The form of ``url`` redis-py's ``Redis.from_url`` accepts (redis+socket:// becomes unix://)."""
+    parts = urlsplit(url)
+    if parts.scheme != "redis+socket":
+        return url
+    query = dict(parse_qsl(parts.query))
+    if "virtual_host" in query:
+        query["db"] = query.pop("virtual_host")
+    return _join_url("unix", parts.netloc, parts.path, query)
+
+
+def broker_url_for(url: str) -> str:
+    """The form of ``url`` Celery accepts as broker and result backend (unix:// becomes redis+socket://)."""
+    parts = urlsplit(url)
+    if parts.scheme != "unix":
+        return url
+    query = dict(parse_qsl(parts.query))
+    if "db" in query:
+        query["virtual_host"] = query.pop("db")
+    return _join_url("redis+socket", parts.netloc, parts.path, query)
+
+
+def _join_url(scheme: str, netloc: str, path: str, query: dict[str, str]) -> str:
+    # urlunsplit drops the "//" of an empty authority ("unix:/path"), which neither
+    # redis-py nor kombu reads as a socket path.
+    return f"{scheme}://{netloc}{path}" + (f"?{urlencode(query)}" if query else "")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``, for messages and logs."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    credentials, _, location = parts.netloc.rpartition("@")
+    user, has_password, _ = credentials.partition(":")
+    if not has_password:
+        return url
+    netloc = f"{user}:***@{location}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

@@ -1,0 +1,113 @@
+"""Read-only skillbook snapshots and the per-process cache that shares them between callers."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any, NoReturn
+
+from ..core.skill import SimilarityDecision, Skill
+from ..core.skillbook import ApplyReport, Skillbook
+from ..core.updates import UpdateBatch
+
+__all__ = ["ReadOnlySkillbook", "SnapshotCache", "default_snapshot_cache"]
+
+
+class ReadOnlySkillbook(Skillbook):
+    """A skillbook snapshot shared between callers: every write method raises TypeError.
+
+    Reads work as on any Skillbook (and return copies). To change a snapshot,
+    copy it first: ``Skillbook.from_dict(snapshot.to_dict())``.
+    """
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise TypeError(
+            f"{what}: this skillbook is a cached read-only snapshot shared with other callers; "
+            "copy it with Skillbook.from_dict(snapshot.to_dict()) or write through the store"
+        )
+
+    def add_skill(
+        self,
+        section: str,
+        content: str,
+        skill_id: str | None = None,
+        *,
+        justification: str = "",
+        evidence: str = "",
+        sources: list[dict[str, Any]] | None = None,
+    ) -> Skill:
+        """Refused: snapshots are read-only."""
+        self._refuse("add_skill")
+
+    def update_skill(
+        self, skill_id: str, content: str, *, justification: str = "", evidence: str = ""
+    ) -> Skill:
+        """Refused: snapshots are read-only."""
+        self._refuse("update_skill")
+
+    def tag_skill(self, skill_id: str, tag: str, increment: int = 1) -> Skill:
+        """Refused: snapshots are read-only."""
+        self._refuse("tag_skill")
+
+    def remove_skill(self, skill_id: str, *, soft: bool = False) -> None:
+        """Refused: snapshots are read-only."""
+        self._refuse("remove_skill")
+
+    def apply_update(self, batch: UpdateBatch) -> ApplyReport:
+        """Refused: snapshots are read-only."""
+        self._refuse("apply_update")
+
+    def set_similarity_decision(self, id_a: str, id_b: str, decision: SimilarityDecision) -> None:
+        """Refused: snapshots are read-only."""
+        self._refuse("set_similarity_decision")
+
+
+class SnapshotCache:
+    """A small thread-safe LRU of read-only snapshots, keyed by skillbook identity and version.
+
+    Keys are whatever the store passes (it uses prefix, name, incarnation and
+    version, so a deleted and recreated skillbook never hits an old entry).
+    Values are shared: callers must treat them as read-only, which
+    ReadOnlySkillbook enforces.
+    """
+
+    def __init__(self, maxsize: int = 16) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize must be at least 1, got {maxsize}")
+        self.maxsize = maxsize
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, Skillbook] = OrderedDict()
+
+    def get(self, key: Hashable) -> Skillbook | None:
+        """The snapshot cached under ``key``, marked as recently used, or None."""
+        with self._lock:
+            book = self._entries.get(key)
+            if book is not None:
+                self._entries.move_to_end(key)
+            return book
+
+    def put(self, key: Hashable, book: Skillbook) -> None:
+        """Cache ``book`` under ``key``, evicting the least recently used entry when full."""
+        with self._lock:
+            self._entries[key] = book
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every snapshot."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+_DEFAULT_CACHE = SnapshotCache()
+
+
+def default_snapshot_cache() -> SnapshotCache:
+    """The cache every store of this process shares unless given its own."""
+    return _DEFAULT_CACHE

@@ -1,0 +1,181 @@
+"""The one Celery task every step runs as, and what happens around a step call.
+
+``ace.step`` rebuilds the step context from its JSON payload, gives the step a
+view of the skillbook at the store's current version, runs it inside a write
+scope (so its writes are idempotent), and returns the next payload. The task
+of the last step records the sample in its batch; the one that finishes an
+epoch starts the next epoch from the batch's stored items.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from celery import Celery, Task
+
+from ..core.context import SkillbookView
+from ..errors import LLMError, RetriesExhausted
+from .batches import sample_key
+from .chains import STEP_TASK, enqueue_epoch
+from .errors import VersionConflict
+from .keys import dead_letters_key
+from .payload import context_to_payload, payload_to_context
+from .runtime import WorkerRuntime
+from .write_scope import WriteScope, write_scope
+
+__all__ = ["epoch_payloads", "register_tasks", "run_step"]
+
+logger = logging.getLogger(__name__)
+
+# Worth another delivery: rate limits and timeouts the client gave up on, and lost CAS races.
+RETRYABLE = (LLMError, VersionConflict)
+NOT_RETRYABLE = (RetriesExhausted,)
+
+
+def epoch_payloads(
+    runtime: WorkerRuntime, items: list[dict[str, Any]], epoch: int, epochs: int
+) -> list[dict[str, Any]]:
+    """The payloads of ``epoch``: the stored items with that epoch's counters."""
+    total = len(items)
+    payloads = []
+    for index, item in enumerate(items, start=1):
+        ctx = payload_to_context(item, skillbook=None, claims=runtime.claims)
+        ctx = ctx.replace(
+            epoch=epoch,
+            total_epochs=epochs,
+            step_index=index,
+            total_steps=total,
+            global_sample_index=(epoch - 1) * total + index,
+        )
+        payloads.append(context_to_payload(ctx, claims=runtime.claims))
+    return payloads
+
+
+def run_step(
+    runtime: WorkerRuntime,
+    payload: dict[str, Any],
+    *,
+    recipe: str,
+    skillbook: str,
+    index: int,
+    batch_id: str,
+    epoch: int,
+    sample_index: int,
+) -> dict[str, Any]:
+    """Run step ``index`` of ``recipe`` on one sample's payload and return the next payload."""
+    _, routes = runtime.pipeline(recipe, skillbook)
+    route = routes[index]
+    book = runtime.skillbook(skillbook)
+    version = book.refresh()
+    ctx = payload_to_context(payload, skillbook=SkillbookView(book), claims=runtime.claims)
+    metadata = dict(ctx.metadata)
+    # A writer rebases on the version the steps before it read (the SkillManager's snapshot).
+    base_version = metadata.get("skillbook_version") if route.writes_skillbook else None
+    if not route.writes_skillbook:
+        ctx = ctx.replace(metadata={**metadata, "skillbook_version": version})
+    scope = WriteScope(
+        key_prefix=f"{batch_id}:{sample_key(epoch, sample_index)}:{index}",
+        base_version=base_version,
+        source={"batch": batch_id, "epoch": epoch, "sample": sample_index, "step": route.name},
+    )
+    with write_scope(scope):
+        out = runtime.step_runner(recipe, skillbook, index)(ctx)
+    result = context_to_payload(out, claims=runtime.claims)
+    if index == len(routes) - 1:
+        finished = runtime.batches.record_done(batch_id, epoch, sample_index, result)
+        _maybe_start_next_epoch(runtime, batch_id, epoch, finished)
+    return result
+
+
+def _maybe_start_next_epoch(runtime: WorkerRuntime, batch_id: str, epoch: int, finished: int | None) -> None:
+    if finished is None:
+        return
+    status = runtime.batches.status(batch_id)
+    if finished < status.per_epoch or epoch >= status.epochs:
+        return
+    # Exactly one task sees its epoch's count reach the total: that one starts the next epoch.
+    app = _current_app()
+    items = runtime.batches.items(batch_id)
+    logger.info("batch %s: epoch %d finished, starting epoch %d", batch_id, epoch, epoch + 1)
+    enqueue_epoch(
+        app,
+        runtime,
+        epoch_payloads(runtime, items, epoch + 1, status.epochs),
+        recipe=status.recipe,
+        skillbook=status.skillbook,
+        batch_id=batch_id,
+        epoch=epoch + 1,
+    )
+
+
+_app_holder: dict[str, Celery] = {}
+
+
+def _current_app() -> Celery:
+    return _app_holder["app"]
+
+
+def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
+    """Register ``ace.step`` on ``app``; ``get_runtime`` returns the process's runtime."""
+    _app_holder["app"] = app
+
+    def step_task(self: Task, payload: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        runtime = get_runtime()
+        try:
+            return run_step(runtime, payload, **kwargs)
+        except NOT_RETRYABLE as exc:
+            _give_up(runtime, self, payload, kwargs, exc)
+            raise
+        except RETRYABLE as exc:
+            if self.request.retries < runtime.settings.task_max_retries:
+                countdown = runtime.settings.retry_backoff_seconds * (2**self.request.retries)
+                logger.warning(
+                    "%s on %s; retry %d in %.1f s",
+                    type(exc).__name__,
+                    kwargs,
+                    self.request.retries + 1,
+                    countdown,
+                )
+                raise self.retry(exc=exc, countdown=countdown) from exc
+            _give_up(runtime, self, payload, kwargs, exc)
+            raise
+        except Exception as exc:
+            _give_up(runtime, self, payload, kwargs, exc)
+            raise
+
+    # shared=False: the task belongs to this app only, so several apps in one process never clash.
+    task: Task = app.task(name=STEP_TASK, bind=True, shared=False)(step_task)
+    return task
+
+
+def _give_up(
+    runtime: WorkerRuntime, task: Task, payload: dict[str, Any], kwargs: dict[str, Any], exc: BaseException
+) -> None:
+    """Record the failed sample in its batch and park the message in the dead-letter list."""
+    _, routes = runtime.pipeline(kwargs["recipe"], kwargs["skillbook"])
+    step = routes[kwargs["index"]].name
+    error = f"{type(exc).__name__}: {exc}"
+    # Park the message first: once the failure is counted, a waiting producer may look for it.
+    dead_letter = {
+        "task_id": task.request.id,
+        "step": step,
+        "kwargs": kwargs,
+        "payload": payload,
+        "error": error,
+    }
+    runtime.redis.rpush(dead_letters_key(runtime.settings.queue_prefix), json.dumps(dead_letter))
+    finished = runtime.batches.record_failure(
+        kwargs["batch_id"],
+        kwargs["epoch"],
+        kwargs["sample_index"],
+        step=step,
+        error=error,
+        traceback="".join(traceback.format_exception(exc, limit=-3)),
+        sample=payload.get("sample"),
+    )
+    # A failed sample still finishes its epoch.
+    _maybe_start_next_epoch(runtime, kwargs["batch_id"], kwargs["epoch"], finished)

@@ -1,0 +1,72 @@
+"""Fixtures of the distributed tests: a real Redis, database 15 only, flushed around every test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
+from ace_workers.distributed.local import reset_event_loop
+
+TEST_REDIS_URL_ENV = "ACE_TEST_REDIS_URL"
+DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
+TEST_DB = 15  # the only database the tests may flush
+
+
+def connect_test_redis(url: str, **options: Any) -> redis.Redis:
+    """A client of the test database; fails the test (never skips) if Redis is unreachable or not db 15."""
+    client = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=30, **options)
+    db = client.connection_pool.connection_kwargs.get("db", 0)
+    if int(db) != TEST_DB:
+        client.close()
+        pytest.fail(
+            f"{TEST_REDIS_URL_ENV}={url!r} names database {db}; the tests flush their database, "
+            f"so they only run against database {TEST_DB}",
+            pytrace=False,
+        )
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        client.close()
+        pytest.fail(
+            f"cannot reach the test Redis at {url!r} ({exc}); start redis-server or point "
+            f"{TEST_REDIS_URL_ENV} at one (database {TEST_DB} is flushed by every test)",
+            pytrace=False,
+        )
+    return client
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """Where the test Redis is: $ACE_TEST_REDIS_URL, else database 15 of the local server."""
+    return os.environ.get(TEST_REDIS_URL_ENV, DEFAULT_TEST_REDIS_URL)
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A client of the test database, flushed before and after the test."""
+    client = connect_test_redis(redis_url)
+    client.flushdb()
+    try:
+        yield client
+    finally:
+        client.flushdb()
+        client.close()
+
+
+@pytest.fixture
+def store(redis_client: redis.Redis) -> RedisSkillbookStore:
+    """An empty skillbook "book" with its own snapshot cache."""
+    return RedisSkillbookStore(redis_client, "book", snapshot_cache=SnapshotCache())
+
+
+@pytest.fixture(autouse=True)
+def _fresh_event_loop_hub() -> Iterator[None]:
+    """Each test's in-process Celery workers start with no leftover (closed) kombu hub."""
+    reset_event_loop()
+    yield
+    reset_event_loop()

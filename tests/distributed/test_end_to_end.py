@@ -1,0 +1,149 @@
+"""The distributed path end to end: real Redis (db 15), real in-process Celery workers."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from ace_workers.core import Skillbook
+from ace_workers.distributed.keys import dead_letters_key
+from ace_workers.distributed.local import Service, build_service, local_workers
+from ace_workers.distributed.payload import PayloadError
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.tasks import run_step
+from ace_workers.roles import Reflector, SkillManager
+from ace_workers.runners import TraceAnalyser
+from ace_workers.sim import SimulatedLLM, make_tasks
+
+
+def traces_for(n: int, topics: int = 5) -> list[dict[str, str]]:
+    """Recorded failures on synthetic tasks: each holds what the Reflector needs to learn the rule."""
+    return [
+        {
+            "question": t.question,
+            "answer": "no idea",
+            "ground_truth": t.ground_truth or "",
+            "feedback": "Incorrect.",
+        }
+        for t in make_tasks(n, seed=11, topics=topics)
+    ]
+
+
+@pytest.fixture
+def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
+    """In-process workers for all three queues on the test Redis (flushed around the test)."""
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    settings = WorkerSettings(redis_url=redis_url, queue_prefix=prefix, sim_trust_threshold=0)
+    built = build_service(settings, redis_url=redis_url)
+    with local_workers(built, learn_threads=4):
+        yield built
+
+
+def test_a_batch_of_traces_learns_every_rule_into_the_redis_skillbook(service: Service) -> None:
+    handle = service.producer.enqueue_traces(traces_for(20), "support")
+    status = handle.wait(timeout=60)
+    assert (status.done, status.failed, status.total) == (20, 0, 20)
+    book = service.runtime.store("support").export()
+    assert sorted(s.section for s in book.skills()) == ["flux", "mirp", "quill", "tarn", "zorb"]
+    assert handle.progress().skills_added == 5
+    assert all(r.ok for r in handle.results())
+
+
+def test_samples_go_through_the_ace_chain_and_accuracy_rises_across_epochs(service: Service) -> None:
+    samples = make_tasks(15, seed=5, topics=5)
+    handle = service.producer.enqueue_samples(samples, "live", epochs=3)
+    handle.wait(timeout=120)
+    results = handle.results()
+    assert len(results) == 45 and all(r.ok for r in results)
+
+    def accuracy(epoch: int) -> float:
+        outs = [r.output for r in results if r.output is not None and r.output.epoch == epoch]
+        right = [
+            o
+            for o in outs
+            if o.agent_output is not None and o.agent_output.final_answer == o.sample.ground_truth
+        ]
+        return len(right) / len(outs)
+
+    assert accuracy(3) == 1.0
+    assert accuracy(1) < accuracy(3)
+    assert [r.output.global_sample_index for r in results if r.output is not None] == list(range(1, 46))
+
+
+def test_the_redis_skillbook_equals_the_in_process_one_on_a_sequential_configuration(
+    service: Service,
+) -> None:
+    traces = traces_for(12)
+    local = TraceAnalyser.from_roles(
+        reflector=Reflector(SimulatedLLM()), skill_manager=SkillManager(SimulatedLLM())
+    )
+    for trace in traces:  # one sample at a time, like max_in_flight=1 below
+        local.run([trace])
+    handle = service.producer.enqueue_traces(traces, "same", max_in_flight=1)
+    handle.wait(timeout=60)
+    remote = service.runtime.store("same").export()
+
+    def shape(book: Skillbook) -> list[tuple[str, str, str, int, int, int]]:
+        return [(s.id, s.section, s.content, s.helpful, s.harmful, s.neutral) for s in book.skills()]
+
+    assert shape(remote) == shape(local.skillbook)
+
+
+def test_the_same_apply_delivered_twice_changes_the_skillbook_once(service: Service) -> None:
+    handle = service.producer.enqueue_traces(traces_for(1), "once")
+    handle.wait(timeout=60)
+    store = service.runtime.store("once")
+    version = store.version()
+    _, routes = service.runtime.pipeline("trace_analyser", "once")
+    apply_index = next(r.index for r in routes if r.name == "ApplyStep")
+    history = store.history(limit=10)
+    applied = next(c for c in history if c.source and c.source.get("step") == "ApplyStep")
+    # Rebuild the Apply task's input: the Update step's output of that same sample.
+    (result,) = handle.results()
+    from ace_workers.distributed.payload import context_to_payload
+
+    payload = context_to_payload(result.output, claims=service.runtime.claims)  # type: ignore[arg-type]
+    kwargs = {
+        "recipe": "trace_analyser",
+        "skillbook": "once",
+        "index": apply_index,
+        "batch_id": handle.batch_id,
+        "epoch": 1,
+        "sample_index": 1,
+    }
+    run_step(service.runtime, payload, **kwargs)
+    run_step(service.runtime, payload, **kwargs)
+    assert store.version() == version
+    assert applied.idempotency_key is not None and store.stats()["duplicate_deliveries"] >= 2
+
+
+def test_a_failing_step_is_recorded_in_the_batch_and_dead_lettered(service: Service) -> None:
+    traces = traces_for(3)
+    handle = service.producer.enqueue_traces(
+        traces, "broken", recipe="tests.distributed.recipes:failing_recipe"
+    )
+    status = handle.wait(timeout=60)
+    assert (status.done, status.failed) == (0, 3)
+    errors = handle.errors()
+    assert [e["step"] for e in errors] == ["Explode"] * 3
+    assert "boom on purpose" in errors[0]["error"]
+    key = dead_letters_key(service.runtime.settings.queue_prefix)
+    dead = [json.loads(x) for x in service.runtime.redis.lrange(key, 0, -1)]
+    assert len(dead) == 3 and {d["step"] for d in dead} == {"Explode"}
+    assert [r.failed_at for r in handle.results()] == ["Explode"] * 3
+
+
+def test_a_trace_that_is_not_json_is_rejected_at_enqueue(service: Service) -> None:
+    with pytest.raises(PayloadError, match="set"):
+        service.producer.enqueue_traces([{"question": "q", "tags": {"a", "b"}}], "bad")
+
+
+def test_an_unknown_recipe_or_bad_skillbook_name_is_rejected_before_sending(service: Service) -> None:
+    with pytest.raises(ValueError, match="unknown recipe"):
+        service.producer.enqueue_traces(traces_for(1), "ok", recipe="nope")
+    with pytest.raises(ValueError, match="a}:b"):
+        service.producer.enqueue_traces(traces_for(1), "a}:b")
