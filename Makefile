@@ -27,8 +27,9 @@ typecheck: install  ## mypy, strict
 bench: install  ## speed figures (not tests): engine overhead per step
 	$(BIN)/python benchmarks/engine_overhead.py
 
-demo: install  ## run the main job on embedded defaults
-	$(BIN)/ace-workers demo
+demo: install  ## run the main job on embedded defaults: embedded Redis, in-process workers, simulated LLM
+	$(BIN)/ace-workers learn ace_workers/sim/data/synthetic_samples.jsonl --recipe ace --model sim \
+		--skillbook demo --epochs 3
 
 all: lint typecheck test
 

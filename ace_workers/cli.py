@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from . import __version__
+from .errors import AceError
 
 app = typer.Typer(
     help="Agentic Context Engineering on distributed Celery workers.",
@@ -64,5 +65,9 @@ _register_distributed_commands()
 
 
 def main() -> None:
-    """Entry point of the ``ace-workers`` console script."""
-    app()
+    """Entry point of the ``ace-workers`` console script: project errors end as one clear line."""
+    try:
+        app()
+    except AceError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from ..core.environments import Sample
 from ..core.files import write_text_atomically
+from ..errors import AceError
 from .batches import BatchState
 from .chains import sample_chain
 from .embedded import resolve_redis
@@ -74,6 +75,22 @@ def _settings(model: str | None) -> WorkerSettings:
             settings, agent_model=model, reflector_model=model, skill_manager_model=model
         )
     return settings
+
+
+class NoWorkersError(AceError):
+    """Work was about to be enqueued on a Redis no worker serves."""
+
+
+def require_workers(service: Service, timeout: float = 3.0) -> None:
+    """Raise NoWorkersError unless some worker answers and consumes every queue of the settings."""
+    replies = service.app.control.inspect(timeout=timeout).active_queues() or {}
+    served = {queue["name"] for queues in replies.values() for queue in queues}
+    missing = sorted(set(service.runtime.settings.queue_names().values()) - served)
+    if missing:
+        raise NoWorkersError(
+            f"no worker serves {', '.join(missing)}; start them with 'ace-workers worker --queues ...' "
+            "(or unset ACE_REDIS_URL to run everything in-process)"
+        )
 
 
 @contextmanager
@@ -165,6 +182,8 @@ def learn_command(
     where = settings.redis_url or "an embedded Redis with in-process workers"
     console.print(f"learning [bold]{skillbook}[/] from {len(inputs)} input(s) x {epochs} epoch(s) on {where}")
     with _service(settings, run_workers=settings.redis_url is None, learn_threads=learn_threads) as service:
+        if settings.redis_url:
+            require_workers(service)
         producer = service.producer
         enqueue = producer.enqueue_samples if recipe == "ace" else producer.enqueue_traces
         handle = enqueue(inputs, skillbook, epochs, recipe=recipe)
@@ -244,6 +263,7 @@ def enqueue_command(
     if not settings.redis_url:
         raise typer.BadParameter("enqueue needs ACE_REDIS_URL (use 'learn' to run everything in-process)")
     with _service(settings, run_workers=False, learn_threads=1) as service:
+        require_workers(service)
         enqueue = service.producer.enqueue_samples if recipe == "ace" else service.producer.enqueue_traces
         inputs: list[Any] = _samples(items, traces) if recipe == "ace" else items
         handle = enqueue(inputs, skillbook, epochs, recipe=recipe)

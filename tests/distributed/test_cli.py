@@ -1,0 +1,130 @@
+"""The distributed commands of ace-workers, run as a user would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import redis
+from typer.testing import CliRunner
+
+from ace_workers.cli import app
+from ace_workers.core import Skillbook
+from ace_workers.sim import make_tasks
+
+ENV_PREFIX = "ACE_"
+
+
+def write_traces(path: Path, n: int, bad_line_at: int | None = None) -> Path:
+    lines = [
+        json.dumps(
+            {"question": t.question, "answer": "?", "ground_truth": t.ground_truth, "feedback": "Incorrect."}
+        )
+        for t in make_tasks(n, seed=2, topics=3)
+    ]
+    if bad_line_at is not None:
+        lines.insert(bad_line_at - 1, "{not json")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No ACE_* settings from the surrounding shell."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(ENV_PREFIX) and name != "ACE_TEST_REDIS_URL":
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+def test_learn_on_an_embedded_redis_skips_bad_lines_and_writes_the_skillbook(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    traces = write_traces(tmp_path / "traces.jsonl", 9, bad_line_at=2)
+    out, markdown = tmp_path / "book.json", tmp_path / "book.md"
+    result = CliRunner().invoke(
+        app,
+        [
+            "learn",
+            str(traces),
+            "--skillbook",
+            "cli",
+            "--model",
+            "sim",
+            "--out",
+            str(out),
+            "--markdown",
+            str(markdown),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())  # rich wraps long lines
+    assert f"{traces}:2: skipped, not JSON" in said
+    assert "9 done, 0 failed" in said
+    book = Skillbook.load_from_file(out)
+    assert sorted(s.section for s in book.skills()) == ["flux", "quill", "zorb"]
+    assert markdown.read_text() == book.as_markdown()
+
+
+def test_the_console_script_turns_a_redis_that_is_down_into_one_clear_line(tmp_path: Path) -> None:
+    traces = write_traces(tmp_path / "traces.jsonl", 2)
+    env = {"PATH": "/usr/bin:/bin", "ACE_REDIS_URL": "redis://127.0.0.1:1/0"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from ace_workers.cli import main; main()", "learn", str(traces)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: ") and "127.0.0.1:1" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_enqueue_without_workers_is_refused(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    traces = write_traces(tmp_path / "traces.jsonl", 2)
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "clinoworkers")
+    result = CliRunner().invoke(app, ["enqueue", str(traces), "--skillbook", "x"])
+    assert result.exit_code != 0
+    assert "no worker serves clinoworkers.execute" in str(result.exception)
+
+
+def test_skillbook_commands_show_history_rollback_and_unknown_names(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    from ace_workers.core import UpdateBatch, UpdateOperation
+    from ace_workers.distributed import RedisSkillbookStore
+
+    store = RedisSkillbookStore(redis_client, "shown", prefix="clitest")
+    for text in ("Check units.", "Estimate first."):
+        store.apply(UpdateBatch(operations=[UpdateOperation(type="ADD", section="math", content=text)]))
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "clitest")
+    runner = CliRunner()
+
+    shown = runner.invoke(app, ["skillbook", "show", "shown"])
+    assert shown.exit_code == 0 and "version 2" in shown.output and "Estimate first." in shown.output
+
+    history = runner.invoke(app, ["skillbook", "history", "shown"])
+    assert history.exit_code == 0 and "ADD math" in history.output
+
+    rolled = runner.invoke(app, ["skillbook", "rollback", "shown", "--to", "1"])
+    assert rolled.exit_code == 0 and "now version 3" in rolled.output
+    assert [s.content for s in store.export().skills()] == ["Check units."]
+
+    exported = runner.invoke(app, ["skillbook", "export", "shown", "--out", str(tmp_path / "x.json")])
+    assert exported.exit_code == 0
+    assert len(Skillbook.load_from_file(tmp_path / "x.json")) == 1
+
+    unknown = runner.invoke(app, ["skillbook", "show", "nope"])
+    assert unknown.exit_code != 0 and "no skillbook named 'nope'" in unknown.output
+    assert "shown" in unknown.output
