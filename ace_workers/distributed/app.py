@@ -170,6 +170,10 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
         # must exceed the slowest step (WorkerSettings checks it); the same value everywhere.
         "broker_transport_options": {
             "visibility_timeout": visibility,
+            # kombu sweeps for abandoned messages every interval x throttle seconds (100 s by
+            # default, whatever the timeout): sweep every quarter timeout, at most every 10 s.
+            "unacked_restore_interval": min(10, max(1, visibility // 4)),
+            "unacked_restore_throttle": 1,
             "socket_connect_timeout": connect_timeout,
             "socket_timeout": socket_timeout,
             "retry_on_timeout": True,

@@ -69,6 +69,18 @@ def test_the_visibility_timeout_is_the_same_for_broker_and_results(
     assert broker == results == settings.visibility_timeout_seconds == 120
 
 
+@pytest.mark.parametrize(("visibility", "interval"), [(4, 1), (60, 10), (3600, 10)])
+def test_abandoned_messages_are_swept_at_a_pace_set_by_the_visibility_timeout(
+    visibility: int, interval: int
+) -> None:
+    app = create_app(
+        WorkerSettings(visibility_timeout_seconds=visibility), broker_url="redis://127.0.0.1:6379/15"
+    )
+    options = app.conf.broker_transport_options
+    # kombu's default (10 s x 10) would leave a crashed worker's task unacknowledged for 100 s.
+    assert (options["unacked_restore_interval"], options["unacked_restore_throttle"]) == (interval, 1)
+
+
 def test_connection_failures_are_bounded(app: Celery, settings: WorkerSettings) -> None:
     conf = app.conf
     assert conf.broker_connection_retry_on_startup is True

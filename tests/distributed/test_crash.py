@@ -1,0 +1,100 @@
+"""Failure drill: a worker process killed with SIGKILL mid-batch loses nothing and applies nothing twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+
+from ace_workers.distributed.local import build_service
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.sim import make_tasks
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def start_worker_process(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """A real `ace-workers worker` process (prefork pool) serving all three queues, in its own session."""
+    command = [
+        sys.executable,
+        "-c",
+        "from ace_workers.cli import main; main()",
+        "worker",
+        "--queues=execute,learn,write",
+        "--pool=prefork",
+        "--concurrency=1",
+        "--loglevel=INFO",
+    ]
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_batch_is_replaced_and_every_sample_completes_once(
+    tmp_path: Path, redis_client: redis.Redis, redis_url: str
+) -> None:
+    prefix = f"crash{uuid.uuid4().hex[:6]}"
+    values = {
+        "ACE_REDIS_URL": redis_url,
+        "ACE_QUEUE_PREFIX": prefix,
+        "ACE_SIM_LATENCY_SECONDS": "0.5",
+        "ACE_SIM_TRUST_THRESHOLD": "0",
+        "ACE_VISIBILITY_TIMEOUT_SECONDS": "4",
+    }
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), **values}
+    settings = WorkerSettings.from_env(values)
+    service = build_service(settings, redis_url=redis_url)
+    log = tmp_path / "workers.log"
+    traces = [
+        {"question": t.question, "answer": "?", "ground_truth": t.ground_truth, "feedback": "Incorrect."}
+        for t in make_tasks(6, seed=4, topics=3)
+    ]
+
+    first = start_worker_process(env, log)
+    try:
+        handle = service.producer.enqueue_traces(traces, "crashbook")
+        # Kill the whole worker (parent and child) in the middle of the batch: some samples are done,
+        # others have tasks reserved and unacknowledged.
+        deadline = time.monotonic() + 60
+        while handle.status().done < 1:
+            assert time.monotonic() < deadline, f"no sample finished; worker log:\n{log.read_text()}"
+            time.sleep(0.05)
+        stop(first, signal.SIGKILL)
+        killed_at = handle.status()
+        assert killed_at.done < len(traces), "the batch finished before the kill: nothing was tested"
+
+        replacement = start_worker_process(env, log)
+        try:
+            # Redelivery of the killed task comes after the 4 s visibility timeout, not kombu's 100 s sweep.
+            status = handle.wait(timeout=60)
+        finally:
+            stop(replacement)
+    finally:
+        stop(first, signal.SIGKILL)
+
+    assert (status.done, status.failed) == (len(traces), 0), log.read_text()
+    book = service.runtime.store("crashbook").export()
+    contents = [s.content for s in book.skills()]
+    assert len(contents) == len(set(contents)) == 3, contents  # one rule per topic, none twice
+    assert sorted(s.section for s in book.skills()) == ["flux", "quill", "zorb"]
