@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from celery import Celery, chain
-from celery.result import AsyncResult
 
 from .runtime import WorkerRuntime
 
@@ -65,21 +64,24 @@ def enqueue_epoch(
     skillbook: str,
     batch_id: str,
     epoch: int,
-) -> list[AsyncResult]:
-    """Send one chain per payload, counting them in the batch as they go; return the last-task results."""
-    results = []
+) -> int:
+    """Send one chain per payload, counting them in the batch as they go; return how many were sent.
+
+    Nothing per sample is kept here, so a stream of any length costs constant memory;
+    outcomes are read from the batch record.
+    """
+    sent = 0
     for sample_index, payload in enumerate(payloads, start=1):
-        results.append(
-            sample_chain(
-                app,
-                runtime,
-                payload,
-                recipe=recipe,
-                skillbook=skillbook,
-                batch_id=batch_id,
-                epoch=epoch,
-                sample_index=sample_index,
-            ).apply_async()
-        )
+        sample_chain(
+            app,
+            runtime,
+            payload,
+            recipe=recipe,
+            skillbook=skillbook,
+            batch_id=batch_id,
+            epoch=epoch,
+            sample_index=sample_index,
+        ).apply_async()
         runtime.batches.add_enqueued(batch_id, 1, epoch)
-    return results
+        sent = sample_index
+    return sent

@@ -187,7 +187,7 @@ class Producer:
             epoch=1,
         )
         if not per_epoch:
-            self.runtime.batches.seal(batch_id, len(sent))
+            self.runtime.batches.seal(batch_id, sent)
         return handle
 
     def _payloads(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,39 @@ def test_skillbook_commands_show_history_rollback_and_unknown_names(
     unknown = runner.invoke(app, ["skillbook", "show", "nope"])
     assert unknown.exit_code != 0 and "no skillbook named 'nope'" in unknown.output
     assert "shown" in unknown.output
+
+
+def test_status_and_dead_letters_list_and_retry(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    from ace_workers.distributed.keys import dead_letters_key
+    from ace_workers.distributed.local import build_service, local_workers
+    from ace_workers.distributed.settings import WorkerSettings
+
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "clidead")
+    service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
+    traces = [{"question": f"q{i}"} for i in range(2)]
+    runner = CliRunner()
+    with local_workers(service, learn_threads=2):
+        handle = service.producer.enqueue_traces(
+            traces, "dead", recipe="tests.distributed.recipes:failing_recipe"
+        )
+        handle.wait(timeout=60)
+
+        status = runner.invoke(app, ["status", handle.batch_id])
+        said = " ".join(status.output.split())
+        assert status.exit_code == 0 and "0 done, 2 failed" in said and "Explode: RuntimeError: boom" in said
+
+        listed = runner.invoke(app, ["dead-letters", "list"])
+        assert listed.exit_code == 0 and listed.output.count("Explode: RuntimeError: boom on purpose") == 2
+
+        retried = runner.invoke(app, ["dead-letters", "retry"])
+        assert retried.exit_code == 0 and "2 message(s) sent back" in retried.output
+        key = dead_letters_key("clidead")
+        deadline = time.monotonic() + 30
+        while redis_client.llen(key) < 2:  # the retried steps ran again and failed again
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    unknown = runner.invoke(app, ["status", "nope"])
+    assert unknown.exit_code != 0 and "no batch 'nope'" in unknown.output

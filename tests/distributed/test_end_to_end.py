@@ -13,6 +13,7 @@ from ace_workers.core import Skillbook
 from ace_workers.distributed.keys import dead_letters_key
 from ace_workers.distributed.local import Service, build_service, local_workers
 from ace_workers.distributed.payload import PayloadError
+from ace_workers.distributed.runner import DistributedRunner
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.tasks import run_step
 from ace_workers.roles import Reflector, SkillManager
@@ -147,3 +148,30 @@ def test_an_unknown_recipe_or_bad_skillbook_name_is_rejected_before_sending(serv
         service.producer.enqueue_traces(traces_for(1), "ok", recipe="nope")
     with pytest.raises(ValueError, match="a}:b"):
         service.producer.enqueue_traces(traces_for(1), "a}:b")
+
+
+def test_the_distributed_runner_is_a_drop_in_for_the_in_process_runners(service: Service) -> None:
+    runner = DistributedRunner(service.producer, skillbook="runner", recipe="ace")
+    samples = make_tasks(6, seed=9, topics=3)
+    results = runner.run(samples, epochs=2, timeout=60)
+    assert len(results) == 12 and all(r.ok and r.done for r in results)
+    assert [r.sample.question for r in results[:6]] == [s.question for s in samples]
+    assert runner.learning_stats == {"active": 0, "completed": 12, "failed": 0}
+    assert runner.run(samples[:2], wait=False) == []
+    runner.wait_for_background(timeout=60)
+    assert len(runner.results()) == 2
+
+
+def test_a_stream_of_unknown_length_is_sent_lazily_and_sealed(service: Service) -> None:
+    pulled = 0
+    traces = traces_for(8)
+
+    def stream() -> Iterator[dict[str, str]]:
+        nonlocal pulled
+        for trace in traces:
+            pulled += 1
+            yield trace
+
+    handle = service.producer.enqueue_traces(stream(), "stream", max_in_flight=2)
+    status = handle.wait(timeout=60)
+    assert pulled == 8 and (status.total, status.done) == (8, 8)
