@@ -376,7 +376,11 @@ def dead_letters_retry() -> None:
         key = dead_letters_key(service.runtime.settings.queue_prefix)
         client: redis.Redis = service.runtime.redis
         retried = 0
-        while isinstance(raw := client.lpop(key), bytes):
+        # Only what is parked now: a retried step that fails again parks a new letter behind these.
+        for _ in range(int(client.llen(key))):
+            raw = client.lpop(key)
+            if not isinstance(raw, bytes):
+                break
             letter = json.loads(raw)
             kwargs = letter["kwargs"]
             # Resume the sample's chain at the failed step, so the steps after it run too.
