@@ -97,11 +97,14 @@ def require_workers(service: Service, timeout: float = 3.0) -> None:
 def _service(settings: WorkerSettings, *, run_workers: bool, learn_threads: int) -> Iterator[Service]:
     with resolve_redis(settings) as (broker_url, redis_url):
         service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
-        if run_workers:
-            with local_workers(service, learn_threads=learn_threads):
+        try:
+            if run_workers:
+                with local_workers(service, learn_threads=learn_threads):
+                    yield service
+            else:
                 yield service
-        else:
-            yield service
+        finally:
+            service.close()
 
 
 def _follow(handle: BatchHandle, label: str) -> None:

@@ -35,6 +35,11 @@ class Service:
     runtime: WorkerRuntime
     producer: Producer
 
+    def close(self) -> None:
+        """Release the Redis connections of the runtime and of the app's producer pool."""
+        self.runtime.close()
+        self.app.close()
+
 
 def build_service(settings: WorkerSettings, *, redis_url: str, broker_url: str | None = None) -> Service:
     """Create the app on ``broker_url`` (default: the Redis URL) and register ``ace.step``."""

@@ -85,6 +85,10 @@ class WorkerRuntime:
         self._pipelines: dict[tuple[str, str], tuple[Pipeline[ACEStepContext], list[Route]]] = {}
         self._runners: dict[tuple[str, str, int], Pipeline[ACEStepContext]] = {}
 
+    def close(self) -> None:
+        """Close this process's Redis connections."""
+        self.redis.close()
+
     def store(self, name: str) -> RedisSkillbookStore:
         """The store of skillbook ``name``."""
         return self.skillbook(name).store

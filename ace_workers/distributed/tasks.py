@@ -148,7 +148,10 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
             raise
 
     # shared=False: the task belongs to this app only, so several apps in one process never clash.
-    task: Task = app.task(name=STEP_TASK, bind=True, shared=False)(step_task)
+    # ignore_result: a chain hands each result to the next task in the message, and outcomes live
+    # in the batch record, so storing results would only cost a Redis write (and, on failures, a
+    # pubsub connection per worker thread that Celery never closes).
+    task: Task = app.task(name=STEP_TASK, bind=True, shared=False, ignore_result=True)(step_task)
     return task
 
 

@@ -26,3 +26,40 @@ def failing_recipe(inputs: RecipeInputs) -> list[Any]:
     for step in tail:
         step.async_boundary = False  # type: ignore[attr-defined]
     return [Explode(), *tail]
+
+
+class Flaky:
+    """A learning step whose LLM call fails with LLMError the first two times per sample."""
+
+    requires = frozenset({"trace"})
+    provides: frozenset[str] = frozenset()
+    async_boundary = True
+    fail_times = 2
+
+    def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
+        import redis
+
+        from ace_workers.errors import LLMError
+
+        client = redis.Redis.from_url(ctx.trace["redis_url"])  # type: ignore[index]
+        attempts = int(client.incr(f"flaky:{ctx.trace['id']}"))  # type: ignore[index]
+        client.close()
+        if attempts <= self.fail_times:
+            raise LLMError(f"rate limited (attempt {attempts})")
+        return ctx
+
+
+class AlwaysRateLimited(Flaky):
+    """Never gets through."""
+
+    fail_times = 1_000
+
+
+def flaky_recipe(inputs: RecipeInputs) -> list[Any]:
+    """Just the flaky step."""
+    return [Flaky()]
+
+
+def rate_limited_recipe(inputs: RecipeInputs) -> list[Any]:
+    """Just the step that never gets through."""
+    return [AlwaysRateLimited()]

@@ -163,5 +163,6 @@ def test_status_and_dead_letters_list_and_retry(
         while redis_client.llen(key) < 2:  # the retried steps ran again and failed again
             assert time.monotonic() < deadline
             time.sleep(0.05)
+    service.close()
     unknown = runner.invoke(app, ["status", "nope"])
     assert unknown.exit_code != 0 and "no batch 'nope'" in unknown.output

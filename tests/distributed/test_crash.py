@@ -92,6 +92,7 @@ def test_a_worker_killed_mid_batch_is_replaced_and_every_sample_completes_once(
             stop(replacement)
     finally:
         stop(first, signal.SIGKILL)
+        service.close()
 
     assert (status.done, status.failed) == (len(traces), 0), log.read_text()
     book = service.runtime.store("crashbook").export()

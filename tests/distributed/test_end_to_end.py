@@ -42,6 +42,7 @@ def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
     built = build_service(settings, redis_url=redis_url)
     with local_workers(built, learn_threads=4):
         yield built
+    built.close()
 
 
 def test_a_batch_of_traces_learns_every_rule_into_the_redis_skillbook(service: Service) -> None:
@@ -175,3 +176,40 @@ def test_a_stream_of_unknown_length_is_sent_lazily_and_sealed(service: Service) 
     handle = service.producer.enqueue_traces(stream(), "stream", max_in_flight=2)
     status = handle.wait(timeout=60)
     assert pulled == 8 and (status.total, status.done) == (8, 8)
+
+
+@pytest.fixture
+def quick_retry_service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
+    settings = WorkerSettings(
+        redis_url=redis_url, queue_prefix="retry", task_max_retries=3, retry_backoff_seconds=0.01
+    )
+    built = build_service(settings, redis_url=redis_url)
+    with local_workers(built, learn_threads=2):
+        yield built
+    built.close()
+
+
+def test_a_rate_limited_step_is_retried_with_backoff_and_then_succeeds(
+    quick_retry_service: Service, redis_url: str, redis_client: redis.Redis
+) -> None:
+    traces = [{"id": str(i), "redis_url": redis_url} for i in range(3)]
+    handle = quick_retry_service.producer.enqueue_traces(
+        traces, "retry", recipe="tests.distributed.recipes:flaky_recipe"
+    )
+    status = handle.wait(timeout=60)
+    assert (status.done, status.failed) == (3, 0)
+    assert [int(redis_client.get(f"flaky:{i}") or 0) for i in range(3)] == [3, 3, 3]
+
+
+def test_retries_are_bounded_then_the_sample_fails_and_is_dead_lettered(
+    quick_retry_service: Service, redis_url: str, redis_client: redis.Redis
+) -> None:
+    traces = [{"id": "x", "redis_url": redis_url}]
+    handle = quick_retry_service.producer.enqueue_traces(
+        traces, "retry", recipe="tests.distributed.recipes:rate_limited_recipe"
+    )
+    status = handle.wait(timeout=60)
+    assert (status.done, status.failed) == (0, 1)
+    assert int(redis_client.get("flaky:x") or 0) == 4  # the first call and 3 retries
+    assert "LLMError: rate limited (attempt 4)" in handle.errors()[0]["error"]
+    assert redis_client.llen(dead_letters_key("retry")) == 1
