@@ -58,7 +58,8 @@ def test_an_iterator_runs_one_epoch_with_indices_counted_from_one() -> None:
     ace = make_ace(extra_steps=[recorder])
     results = ace.run(iter(make_tasks(3)))
     assert len(results) == 3 and all(r.ok for r in results)
-    assert recorder.seen == [(1, 1, 1, None, 1), (1, 1, 2, None, 2), (1, 1, 3, None, 3)]
+    # The recorder runs in the background tail, where samples may finish out of order.
+    assert sorted(recorder.seen) == [(1, 1, 1, None, 1), (1, 1, 2, None, 2), (1, 1, 3, None, 3)]
 
 
 @pytest.mark.parametrize("epochs", [0, -1, 1.5, True])
@@ -71,7 +72,7 @@ def test_global_sample_index_counts_across_epochs() -> None:
     recorder = RecordIndices()
     ace = make_ace(extra_steps=[recorder])
     ace.run(make_tasks(3), epochs=2)
-    assert recorder.seen == [
+    assert sorted(recorder.seen) == [
         (1, 2, 1, 3, 1),
         (1, 2, 2, 3, 2),
         (1, 2, 3, 3, 3),
