@@ -24,8 +24,11 @@ lint: install  ## ruff: lint and formatting
 typecheck: install  ## mypy, strict
 	$(BIN)/mypy pipeline ace_workers
 
-bench: install  ## speed figures (not tests): engine overhead per step
+bench: install  ## speed figures (not tests); the distributed ones use database 14 of the local Redis
 	$(BIN)/python benchmarks/engine_overhead.py
+	$(BIN)/python benchmarks/write_path.py
+	$(BIN)/python benchmarks/learning_throughput.py
+	$(BIN)/python benchmarks/distributed_overhead.py
 
 demo: install  ## run the main job on embedded defaults: embedded Redis, in-process workers, simulated LLM
 	$(BIN)/ace-workers learn ace_workers/sim/data/synthetic_samples.jsonl --recipe ace --model sim \

