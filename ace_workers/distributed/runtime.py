@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import threading
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 import redis
@@ -33,6 +36,10 @@ class Route:
     name: str
     queue_role: str
     writes_skillbook: bool
+
+
+async def _awaited(value: Awaitable[ACEStepContext]) -> ACEStepContext:
+    return await value
 
 
 def build_llm(model: str, settings: WorkerSettings) -> LLMClientLike:
@@ -83,7 +90,6 @@ class WorkerRuntime:
         self._llms: dict[str, LLMClientLike] = {}
         self._skillbooks: dict[str, StoreBackedSkillbook] = {}
         self._pipelines: dict[tuple[str, str], tuple[Pipeline[ACEStepContext], list[Route]]] = {}
-        self._runners: dict[tuple[str, str, int], Pipeline[ACEStepContext]] = {}
 
     def close(self) -> None:
         """Close this process's Redis connections."""
@@ -138,12 +144,20 @@ class WorkerRuntime:
         """The Celery queue name of a queue role."""
         return self.settings.queue_names()[role]
 
-    def step_runner(self, recipe: str, skillbook: str, index: int) -> Pipeline[ACEStepContext]:
-        """Step ``index`` in a one-step Pipeline: called directly, it gets the engine's checks and limits."""
-        key = (recipe, skillbook, index)
-        runner = self._runners.get(key)
-        if runner is None:
-            pipeline, _ = self.pipeline(recipe, skillbook)
-            with self._lock:
-                runner = self._runners.setdefault(key, Pipeline([pipeline.steps[index]]))
-        return runner
+    def call_step(self, recipe: str, skillbook: str, index: int, ctx: ACEStepContext) -> ACEStepContext:
+        """Run step ``index`` on ``ctx`` directly.
+
+        Not through the engine's per-class ``max_workers`` lock: on workers the queue's
+        concurrency is the limit (SkillManager calls run in parallel on snapshots and the
+        store rebases their writes; writers run on the one-slot write queue).
+        """
+        pipeline, _ = self.pipeline(recipe, skillbook)
+        step = pipeline.steps[index]
+        out = step(ctx)
+        if inspect.isawaitable(out):
+            out = asyncio.run(_awaited(out))
+        if not isinstance(out, ACEStepContext):
+            raise TypeError(
+                f"step {type(step).__name__} returned {type(out).__name__}, not an ACEStepContext"
+            )
+        return out

@@ -83,7 +83,7 @@ def run_step(
         source={"batch": batch_id, "epoch": epoch, "sample": sample_index, "step": route.name},
     )
     with write_scope(scope):
-        out = runtime.step_runner(recipe, skillbook, index)(ctx)
+        out = runtime.call_step(recipe, skillbook, index, ctx)
     result = context_to_payload(out, claims=runtime.claims)
     if index == len(routes) - 1:
         finished = runtime.batches.record_done(batch_id, epoch, sample_index, result)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from ace_workers.core import ACEStepContext
@@ -63,3 +64,24 @@ def flaky_recipe(inputs: RecipeInputs) -> list[Any]:
 def rate_limited_recipe(inputs: RecipeInputs) -> list[Any]:
     """Just the step that never gets through."""
     return [AlwaysRateLimited()]
+
+
+MEETING = threading.Barrier(2, timeout=10)
+
+
+class Meet:
+    """A learning step declared max_workers=1 that completes only when two samples are in it at once."""
+
+    requires = frozenset({"trace"})
+    provides: frozenset[str] = frozenset()
+    async_boundary = True
+    max_workers = 1
+
+    def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
+        MEETING.wait()
+        return ctx
+
+
+def meeting_recipe(inputs: RecipeInputs) -> list[Any]:
+    """Just the meeting step."""
+    return [Meet()]

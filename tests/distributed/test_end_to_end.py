@@ -213,3 +213,14 @@ def test_retries_are_bounded_then_the_sample_fails_and_is_dead_lettered(
     assert int(redis_client.get("flaky:x") or 0) == 4  # the first call and 3 retries
     assert "LLMError: rate limited (attempt 4)" in handle.errors()[0]["error"]
     assert redis_client.llen(dead_letters_key("retry")) == 1
+
+
+def test_learn_workers_run_a_step_as_often_at_once_as_they_have_threads(service: Service) -> None:
+    # The engine's per-class max_workers limit is for in-process pipelines; on workers the queue's
+    # concurrency rules, so SkillManager calls (UpdateStep, max_workers=1) run in parallel.
+    traces = [{"id": "a"}, {"id": "b"}]
+    handle = service.producer.enqueue_traces(
+        traces, "meet", recipe="tests.distributed.recipes:meeting_recipe"
+    )
+    status = handle.wait(timeout=60)
+    assert (status.done, status.failed) == (2, 0), handle.errors()
