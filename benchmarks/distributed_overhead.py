@@ -43,13 +43,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import socket
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -57,23 +54,18 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.distributed_overhead` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import redis
+from bench_db import DEFAULT_REDIS_URL, bench_redis
 from celery import chain
 
 from ace_workers.core.context import ACEStepContext
 from ace_workers.distributed.batches import BatchState
-from ace_workers.distributed.embedded import EmbeddedRedis
 from ace_workers.distributed.local import Service, build_service, local_workers
 from ace_workers.distributed.payload import context_to_payload
 from ace_workers.distributed.recipes import RecipeInputs
-from ace_workers.distributed.settings import WorkerSettings, client_url_for
+from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim import make_tasks
 
 TARGET_RATIO = 1.3
-BENCH_DB = 14  # the only database of a shared Redis the benchmarks may flush
-DEFAULT_REDIS_URL = f"redis://127.0.0.1:6379/{BENCH_DB}"
-LOCK_KEY = "bench:lock"  # who is using db 14; flushed away at the end of the run
-LOCK_SECONDS = 600
 RECIPE = "benchmarks.distributed_overhead:noop_recipe"
 BARE_TASK = "bench.noop"
 BARE_LAST_TASK = "bench.noop_last"
@@ -230,64 +222,6 @@ def synthetic_traces(n: int) -> list[dict[str, str]]:
         {"question": t.question, "answer": "no idea", "ground_truth": t.ground_truth or "", "feedback": "x"}
         for t in make_tasks(n, seed=11, topics=5)
     ]
-
-
-@contextmanager
-def bench_redis(url: str | None) -> Iterator[str]:
-    """Yield the Redis URL to use: an embedded server (url None) or db 14 of a shared one.
-
-    Database 14 is claimed with a lock key first (another benchmark run using it
-    makes this one stop with a message, instead of both flushing each other's
-    keys), flushed with the claim in one transaction, and flushed at the end.
-    """
-    if url is None:
-        with EmbeddedRedis() as server:
-            yield server.redis_url
-        return
-    client = redis.Redis.from_url(client_url_for(url), socket_connect_timeout=3)
-    claim_bench_db(client, url)  # before the try: a run that could not claim db 14 must not flush it
-    try:
-        yield url
-    finally:
-        client.flushdb()  # also releases the claim
-        client.close()
-
-
-def claim_bench_db(client: redis.Redis, url: str) -> None:
-    """Check ``client`` is on db 14, claim it (SystemExit if another run holds it), and flush it."""
-    db = int(client.connection_pool.connection_kwargs.get("db", 0))
-    if db != BENCH_DB:
-        raise SystemExit(f"{url} names database {db}; the benchmarks flush theirs, so only db {BENCH_DB}")
-    owner = f"{socket.gethostname()}:{os.getpid()}:{Path(sys.argv[0]).name}"
-    if not client.set(LOCK_KEY, owner, nx=True, ex=LOCK_SECONDS):
-        raw = client.get(LOCK_KEY)
-        holder = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-        if holder is None or _stale_claim(holder):
-            client.delete(LOCK_KEY)  # its process is gone (killed before it could flush)
-            return claim_bench_db(client, url)
-        raise SystemExit(
-            f"db {BENCH_DB} is in use by another benchmark run ({holder!r}); wait for it to finish "
-            f"(the claim expires within {LOCK_SECONDS} s) or use --embedded where offered"
-        )
-    with client.pipeline(transaction=True) as pipe:
-        pipe.flushdb()
-        pipe.set(LOCK_KEY, owner, ex=LOCK_SECONDS)
-        pipe.execute()
-
-
-def _stale_claim(holder: str) -> bool:
-    """True if ``holder`` ("host:pid:script") names a process of this host that no longer runs."""
-    host, _, rest = holder.partition(":")
-    pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def main() -> None:

@@ -26,16 +26,13 @@ after; no other database is touched).
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import socket
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import redis
+from bench_db import DEFAULT_REDIS_URL, claim_bench_db
 
 from ace_workers.core import Skillbook
 from ace_workers.core.updates import UpdateBatch, UpdateOperation
@@ -46,48 +43,7 @@ TARGET_RATIO = 1.5
 TARGET_APPLIES_PER_S = 500.0
 SIZES = (100, 10_000)
 SECTIONS = 20
-BENCH_DB = 14  # the only database of a shared Redis the benchmarks may flush
-DEFAULT_REDIS_URL = f"redis://127.0.0.1:6379/{BENCH_DB}"
-LOCK_KEY = "bench:lock"  # who is using db 14; flushed away at the end of the run
-LOCK_SECONDS = 600
 PREFIX = "benchwp"
-
-
-def claim_bench_db(client: redis.Redis, url: str) -> None:
-    """Check ``client`` is on db 14, claim it (SystemExit if another run holds it), and flush it."""
-    db = int(client.connection_pool.connection_kwargs.get("db", 0))
-    if db != BENCH_DB:
-        raise SystemExit(f"{url} names database {db}; the benchmarks flush theirs, so only db {BENCH_DB}")
-    owner = f"{socket.gethostname()}:{os.getpid()}:{Path(sys.argv[0]).name}"
-    if not client.set(LOCK_KEY, owner, nx=True, ex=LOCK_SECONDS):
-        raw = client.get(LOCK_KEY)
-        holder = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-        if holder is None or _stale_claim(holder):
-            client.delete(LOCK_KEY)  # its process is gone (killed before it could flush)
-            return claim_bench_db(client, url)
-        raise SystemExit(
-            f"db {BENCH_DB} is in use by another benchmark run ({holder!r}); wait for it to finish "
-            f"(the claim expires within {LOCK_SECONDS} s) or use --embedded where offered"
-        )
-    with client.pipeline(transaction=True) as pipe:
-        pipe.flushdb()
-        pipe.set(LOCK_KEY, owner, ex=LOCK_SECONDS)
-        pipe.execute()
-
-
-def _stale_claim(holder: str) -> bool:
-    """True if ``holder`` ("host:pid:script") names a process of this host that no longer runs."""
-    host, _, rest = holder.partition(":")
-    pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 class CountingConnection(redis.Connection):
