@@ -9,10 +9,14 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ace-workers needs Python >= 3.11, found " + sys.version.split()[0] + " (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,embedded]'
+	@# Where a CPU build of torch lies in pip's find-links folder, take it first: a plain torch
+	@# requirement (from sentence-transformers) would otherwise download a multi-GB CUDA build.
+	@if ls $${PIP_FIND_LINKS:-/nonexistent}/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then \
+		$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0; fi
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,embedded,embeddings]'
 	@touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install the project with its dev and embedded extras
+install: $(STAMP)  ## create .venv and install the project with its dev, embedded and embeddings extras
 
 test: install  ## run the test suite
 	$(BIN)/pytest
@@ -29,6 +33,7 @@ bench: install  ## speed figures (not tests); the distributed ones use database 
 	$(BIN)/python benchmarks/write_path.py
 	$(BIN)/python benchmarks/learning_throughput.py
 	$(BIN)/python benchmarks/distributed_overhead.py
+	$(BIN)/python benchmarks/dedup.py
 
 demo: install  ## run the main job on embedded defaults: embedded Redis, in-process workers, simulated LLM
 	$(BIN)/ace-workers learn ace_workers/sim/data/synthetic_samples.jsonl --recipe ace --model sim \

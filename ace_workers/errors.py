@@ -10,6 +10,8 @@ from typing import Any
 
 __all__ = [
     "AceError",
+    "EmbeddingUnavailableError",
+    "InvalidConsolidationError",
     "InvalidUpdateError",
     "LLMError",
     "MissingFieldError",
@@ -49,6 +51,14 @@ class InvalidUpdateError(SkillbookError, ValueError):
         )
 
 
+class InvalidConsolidationError(InvalidUpdateError):
+    """A consolidation batch names a skill it cannot act on; nothing was applied."""
+
+    def __init__(self, index: int, operation_type: str, skill_id: str, reason: str) -> None:
+        self.skill_id = skill_id
+        super().__init__(index, operation_type, reason)
+
+
 class SkillbookFormatError(SkillbookError, ValueError):
     """A skillbook document (file or string) is not valid JSON of the expected shape."""
 
@@ -68,6 +78,17 @@ class MissingFieldError(AceError, ValueError):
             f"{step} needs ctx.{field}, but it is None: no earlier step provided {field!r} "
             "and the runner did not set it (check the pipeline's steps and how contexts are built)"
         )
+
+
+class EmbeddingUnavailableError(AceError):
+    """The embedding provider or model a deduplication setup names cannot be used here."""
+
+    def __init__(self, provider: str, reason: str, extra: str | None = None) -> None:
+        self.provider = provider
+        self.reason = reason
+        self.extra = extra
+        hint = f"; install it with: pip install 'ace-workers[{extra}]'" if extra else ""
+        super().__init__(f"embedding provider {provider!r}: {reason}{hint}")
 
 
 class LLMError(AceError):

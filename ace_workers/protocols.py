@@ -6,6 +6,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
+from .core.consolidation import ConsolidationBatch
 from .core.context import SkillbookView
 from .core.outputs import AgentOutput, ReflectorOutput, SkillManagerOutput
 from .core.skillbook import Skillbook
@@ -81,8 +82,17 @@ class SkillManagerLike(Protocol):
 
 @runtime_checkable
 class DeduplicationManagerLike(Protocol):
-    """Finds near-duplicate skills."""
+    """Finds near-duplicate skills and plans their consolidation.
+
+    The caller applies the plan with ``skillbook.apply_consolidation(batch)``,
+    the skillbook's one consolidation write path (a store-backed skillbook
+    routes it to its store).
+    """
 
     def get_similarity_report(self, skillbook: Skillbook) -> str | None:
         """A report of similar skill pairs, or None when there is nothing to report."""
+        ...
+
+    def plan(self, skillbook: Skillbook) -> ConsolidationBatch:
+        """The merge/delete/keep/update operations to apply now; an empty batch when none."""
         ...

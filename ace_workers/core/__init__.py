@@ -1,9 +1,20 @@
 """The ACE data model: skills, the skillbook, delta updates, role outputs, samples, context."""
 
+from .consolidation import (
+    CONSOLIDATION_TYPES,
+    ConsolidationBatch,
+    ConsolidationOp,
+    ConsolidationReport,
+    DeleteOp,
+    KeepOp,
+    MergeOp,
+    UpdateOp,
+)
 from .context import ACESample, ACEStepContext, SkillbookView
 from .environments import EnvironmentResult, Sample, SimpleEnvironment, TaskEnvironment
 from .files import write_text_atomically
 from .outputs import AgentOutput, ExtractedLearning, ReflectorOutput, SkillManagerOutput, SkillTag
+from .prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer, lexical_relevance
 from .skill import SimilarityDecision, Skill
 from .skill_ids import CITATION_PATTERN, extract_cited_skill_ids, format_skill_id, section_prefix
 from .skillbook import ApplyReport, Skillbook
@@ -21,6 +32,20 @@ __all__ = [
     "UpdateOperation",
     "UpdateBatch",
     "OPERATION_TYPES",
+    # consolidation (deduplication) operations
+    "MergeOp",
+    "DeleteOp",
+    "KeepOp",
+    "UpdateOp",
+    "ConsolidationOp",
+    "ConsolidationBatch",
+    "ConsolidationReport",
+    "CONSOLIDATION_TYPES",
+    # prompt budget
+    "PromptBudget",
+    "DEFAULT_PROMPT_BUDGET",
+    "RelevanceScorer",
+    "lexical_relevance",
     # role outputs
     "AgentOutput",
     "ReflectorOutput",

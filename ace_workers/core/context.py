@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 from pipeline import StepContext
 
 from .outputs import AgentOutput, ReflectorOutput, SkillManagerOutput
+from .prompt_budget import PromptBudget, RelevanceScorer
 from .skill import Skill
 from .skillbook import Skillbook
 
@@ -52,9 +53,14 @@ class SkillbookView:
     def __init__(self, skillbook: Skillbook) -> None:
         self._sb = skillbook
 
-    def as_prompt(self) -> str:
-        """The skills as a TOON table for prompts."""
-        return self._sb.as_prompt()
+    def as_prompt(
+        self,
+        budget: PromptBudget | None = None,
+        query: str = "",
+        scorer: RelevanceScorer | None = None,
+    ) -> str:
+        """The skills as a TOON table for prompts, cut to ``budget`` by relevance to ``query``."""
+        return self._sb.as_prompt(budget, query, scorer)
 
     def as_markdown(self) -> str:
         """The skills as markdown."""

@@ -40,6 +40,8 @@ class Skill:
     embedding: list[float] | None = None
     status: SkillStatus = "active"
     sources: list[dict[str, Any]] = field(default_factory=list)
+    # Content hash (model and text) the embedding was computed for: a mismatch means "recompute".
+    embedding_hash: str | None = None
 
     @property
     def is_active(self) -> bool:

@@ -8,13 +8,21 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import SkillbookFormatError, UnknownSkillError
+from .consolidation import (
+    ConsolidationBatch,
+    ConsolidationOp,
+    ConsolidationReport,
+    apply_consolidation_operations,
+    check_consolidation,
+)
 from .files import write_text_atomically
+from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
 from .skill import TAGS, SimilarityDecision, Skill, utc_now
 from .skill_ids import format_skill_id, is_skill_id
 from .toon import encode_table
@@ -170,6 +178,7 @@ class Skillbook:
         skill.justification = justification or skill.justification
         skill.evidence = evidence or skill.evidence
         skill.embedding = None  # the old embedding describes the old content
+        skill.embedding_hash = None
         skill.updated_at = utc_now()
         return skill
 
@@ -271,7 +280,43 @@ class Skillbook:
             self._remove(skill, soft=False)
             report.removed.append(skill_id)
 
+    def apply_consolidation(
+        self, operations: ConsolidationBatch | Iterable[ConsolidationOp]
+    ) -> ConsolidationReport:
+        """Apply deduplication operations (merge, delete, keep, update), all of them or none.
+
+        The whole batch is checked first: an operation naming an unknown or
+        already-deleted skill raises InvalidConsolidationError (its index and
+        the id) and nothing is applied. Only the named skills and the
+        similarity decisions of named pairs change. This is the one write
+        path of deduplication: a store-backed subclass overrides it.
+        """
+        ops = list(operations.operations if isinstance(operations, ConsolidationBatch) else operations)
+        with self._lock:
+            check_consolidation(ops, self._skills)
+            return apply_consolidation_operations(ops, self._skills, self._record_decision)
+
+    def set_embeddings(self, embeddings: Mapping[str, tuple[str, Sequence[float]]]) -> int:
+        """Store ``{skill_id: (content_hash, vector)}`` on the skills; return how many were stored.
+
+        Ids no longer present are ignored (the skill went away since the
+        embedding was computed). This is a cache, not a content change:
+        ``updated_at`` does not move.
+        """
+        stored = 0
+        with self._lock:
+            for skill_id, (content_hash, vector) in embeddings.items():
+                skill = self._skills.get(skill_id)
+                if skill is not None:
+                    skill.embedding = [float(x) for x in vector]
+                    skill.embedding_hash = content_hash
+                    stored += 1
+        return stored
+
     # -- similarity decisions ---------------------------------------------------------
+    def _record_decision(self, id_a: str, id_b: str, decision: SimilarityDecision) -> None:
+        self._similarity[_pair_key(id_a, id_b)] = decision
+
     def set_similarity_decision(self, id_a: str, id_b: str, decision: SimilarityDecision) -> None:
         """Record a decision about a pair of skills (order of the ids does not matter)."""
         with self._lock:
@@ -363,13 +408,34 @@ class Skillbook:
         return cls.loads(text, source=str(target))
 
     # -- presentation --------------------------------------------------------------------
-    def as_prompt(self) -> str:
-        """The active skills as a tab-delimited TOON table, the compact form LLM prompts use."""
+    def as_prompt(
+        self,
+        budget: PromptBudget | None = None,
+        query: str = "",
+        scorer: RelevanceScorer | None = None,
+    ) -> str:
+        """The active skills as a tab-delimited TOON table, the compact form LLM prompts use.
+
+        With a ``budget`` the table is cut to fit: the skills most relevant to
+        ``query`` by ``scorer`` (default: shared words) are kept, ties going to
+        more helpful-minus-harmful votes, and a last line says how many were
+        left out. Within the budget the table is exactly the unbudgeted one.
+        """
         with self._lock:
-            rows = [[getattr(s, column) for column in PROMPT_COLUMNS] for s in self._ordered(False)]
-        if not rows:
+            skills = [copy.copy(s) for s in self._ordered(False)]
+        if not skills:
             return "(no skills yet)"
-        return encode_table("skills", PROMPT_COLUMNS, rows)
+        rows = [[getattr(s, column) for column in PROMPT_COLUMNS] for s in skills]
+        table = encode_table("skills", PROMPT_COLUMNS, rows)
+        if budget is None or budget.fits(len(rows), len(table)):
+            return table
+        lines = table.split("\n")[1:]  # cells are escaped, so one line per row
+        # Sized for the largest counts the header and the note can show.
+        fixed = len(encode_table("skills", PROMPT_COLUMNS, [])) + len(str(len(rows)))
+        fixed += len(_omitted_note(len(rows), len(rows))) + 1
+        chosen = select_within_budget(skills, [len(line) + 1 for line in lines], budget, fixed, query, scorer)
+        kept = encode_table("skills", PROMPT_COLUMNS, [rows[i] for i in chosen])
+        return f"{kept}\n{_omitted_note(len(rows) - len(chosen), len(chosen))}"
 
     def as_markdown(self) -> str:
         """The active skills as markdown, grouped by section, for people."""
@@ -390,6 +456,10 @@ class Skillbook:
 
     def __repr__(self) -> str:
         return f"Skillbook({len(self)} skills)"
+
+
+def _omitted_note(omitted: int, shown: int) -> str:
+    return f"({omitted} more skills not shown: these {shown} are the most relevant to the task)"
 
 
 def _skill_from_file(raw: Any, key: str, source: str) -> Skill:

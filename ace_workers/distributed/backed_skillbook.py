@@ -166,10 +166,10 @@ class StoreBackedSkillbook(Skillbook):
         self.refresh()
         return super().to_dict()
 
-    def as_prompt(self) -> str:
+    def as_prompt(self, *args: Any, **kwargs: Any) -> str:
         """The prompt table of the store's current version."""
         self.refresh()
-        return super().as_prompt()
+        return super().as_prompt(*args, **kwargs)
 
     def as_markdown(self) -> str:
         """Markdown of the store's current version."""

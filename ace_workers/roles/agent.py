@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from ..core.outputs import AgentOutput, ReflectorOutput
+from ..core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer
 from ..protocols import LLMClientLike, SkillbookLike
 from .base import LLMRole
 from .helpers import current_date, extract_cited_skill_ids, format_optional
@@ -21,12 +22,25 @@ class Agent(LLMRole):
 
     Satisfies :class:`~ace_workers.protocols.AgentLike`. LLM errors propagate
     unchanged: the pipeline records a failed sample, the role does not hide it.
+
+    A skillbook over ``prompt_budget`` (None: no limit) is cut to the skills
+    most relevant to the question and context, by ``relevance`` (default:
+    shared words; :meth:`DeduplicationManager.relevance
+    <ace_workers.dedup.DeduplicationManager.relevance>` ranks by embeddings).
     """
 
     def __init__(
-        self, llm: LLMClientLike, prompt_template: str = AGENT_PROMPT, *, max_retries: int = 3
+        self,
+        llm: LLMClientLike,
+        prompt_template: str = AGENT_PROMPT,
+        *,
+        max_retries: int = 3,
+        prompt_budget: PromptBudget | None = DEFAULT_PROMPT_BUDGET,
+        relevance: RelevanceScorer | None = None,
     ) -> None:
-        super().__init__(llm, prompt_template, max_retries=max_retries)
+        super().__init__(
+            llm, prompt_template, max_retries=max_retries, prompt_budget=prompt_budget, relevance=relevance
+        )
 
     def build_prompt(
         self,
@@ -40,7 +54,7 @@ class Agent(LLMRole):
             reflection = reflection.model_dump_json()
         return self.prompt_template.format(
             current_date=current_date(),
-            skillbook=skillbook.as_prompt(),
+            skillbook=self._skillbook_prompt(skillbook, f"{question}\n{context}"),
             reflection=format_optional(reflection),
             question=question,
             context=format_optional(context),

@@ -6,7 +6,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ..protocols import LLMClientLike
+from ..core.prompt_budget import PromptBudget, RelevanceScorer
+from ..protocols import LLMClientLike, SkillbookLike
 
 __all__ = ["LLMRole"]
 
@@ -16,10 +17,26 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 class LLMRole:
     """Base of Agent, Reflector and SkillManager: formats a prompt, asks for a validated model."""
 
-    def __init__(self, llm: LLMClientLike, prompt_template: str, *, max_retries: int = 3) -> None:
+    def __init__(
+        self,
+        llm: LLMClientLike,
+        prompt_template: str,
+        *,
+        max_retries: int = 3,
+        prompt_budget: PromptBudget | None = None,
+        relevance: RelevanceScorer | None = None,
+    ) -> None:
         self.llm = llm
         self.prompt_template = prompt_template
         self.max_retries = max_retries
+        self.prompt_budget = prompt_budget
+        self.relevance = relevance
+
+    def _skillbook_prompt(self, skillbook: SkillbookLike, query: str) -> str:
+        """The skillbook table, within this role's budget by relevance to ``query``."""
+        if self.prompt_budget is None:
+            return skillbook.as_prompt()
+        return skillbook.as_prompt(self.prompt_budget, query, self.relevance)
 
     def _ask(self, prompt: str, response_model: type[ModelT], kwargs: dict[str, Any]) -> ModelT:
         # The role's retry budget applies unless the call names its own.

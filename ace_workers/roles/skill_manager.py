@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from ..core.outputs import ReflectorOutput, SkillManagerOutput
+from ..core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer
 from ..protocols import LLMClientLike, SkillbookLike
 from .base import LLMRole
 from .helpers import current_date, format_optional
@@ -23,12 +24,24 @@ class SkillManager(LLMRole):
     It only proposes an :class:`~ace_workers.core.UpdateBatch`; applying it (and
     deduplication) are separate steps. Satisfies
     :class:`~ace_workers.protocols.SkillManagerLike`; LLM errors propagate.
+
+    A skillbook over ``prompt_budget`` (None: no limit) is cut to the skills
+    most relevant to the reflection's learnings, by ``relevance`` (default:
+    shared words).
     """
 
     def __init__(
-        self, llm: LLMClientLike, prompt_template: str = SKILL_MANAGER_PROMPT, *, max_retries: int = 3
+        self,
+        llm: LLMClientLike,
+        prompt_template: str = SKILL_MANAGER_PROMPT,
+        *,
+        max_retries: int = 3,
+        prompt_budget: PromptBudget | None = DEFAULT_PROMPT_BUDGET,
+        relevance: RelevanceScorer | None = None,
     ) -> None:
-        super().__init__(llm, prompt_template, max_retries=max_retries)
+        super().__init__(
+            llm, prompt_template, max_retries=max_retries, prompt_budget=prompt_budget, relevance=relevance
+        )
 
     def build_prompt(
         self,
@@ -43,7 +56,7 @@ class SkillManager(LLMRole):
             progress=format_optional(progress),
             question_context=format_optional(question_context),
             stats=json.dumps(skillbook.stats(), ensure_ascii=False),
-            skillbook=skillbook.as_prompt(),
+            skillbook=self._skillbook_prompt(skillbook, _reflection_query(reflection, question_context)),
             # ``raw`` is excluded by the model: provider metadata is no input.
             # TagStep applies the reflection's skill_tags; showing them here would count them twice.
             reflection=reflection.model_dump_json(exclude={"skill_tags"}),
@@ -65,3 +78,15 @@ class SkillManager(LLMRole):
         output = self._ask(prompt, SkillManagerOutput, kwargs)
         logger.debug("skill manager proposed %d operation(s)", len(output.update.operations))
         return output
+
+
+def _reflection_query(reflection: ReflectorOutput, question_context: str) -> str:
+    # What the reflection teaches decides which existing skills the manager must see.
+    parts = [
+        reflection.key_insight,
+        reflection.correct_approach,
+        reflection.error_identification,
+        *(item.learning for item in reflection.extracted_learnings),
+        question_context,
+    ]
+    return "\n".join(part for part in parts if part)

@@ -16,6 +16,9 @@ business, not this module's.
 - The skill manager ADDs a learning no skill states yet (section = topic),
   and otherwise TAGs the skill that already states it helpful: a restated
   lesson is more evidence for it. The reflection's own tags are TagStep's job.
+- Asked to consolidate similar pairs, it MERGEs a pair into its first (older)
+  skill when both state the same topic rule or the same text, and KEEPs it
+  otherwise; pairs naming a skill it already merged away are left alone.
 """
 
 from __future__ import annotations
@@ -26,15 +29,29 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from ..core.consolidation import ConsolidationOp, KeepOp, MergeOp
 from ..core.outputs import AgentOutput, ExtractedLearning, ReflectorOutput, SkillManagerOutput, SkillTag
 from ..core.updates import UpdateBatch, UpdateOperation
+from ..dedup.prompts import ConsolidationResponse
 from .parsing import SkillRow, parse_sections, parse_skill_table, section_value
 from .tasks import TOPICS, Topic, find_task, find_topic
 
-__all__ = ["SimWorld", "simulate_agent", "simulate_reflector", "simulate_skill_manager"]
+__all__ = [
+    "SimWorld",
+    "simulate_agent",
+    "simulate_consolidation",
+    "simulate_reflector",
+    "simulate_skill_manager",
+]
 
 GENERAL_SECTION = "general"
 _EXCERPT_ID = re.compile(r"^\[([^\]\s]+)\]", re.MULTILINE)
+_PAIR = re.compile(
+    r"^### Pair \d+: similarity (?P<similarity>[\d.]+)\n"
+    r"- \[(?P<id_a>[^\]]+)\] \([^)]*\) (?P<content_a>.*)\n"
+    r"- \[(?P<id_b>[^\]]+)\] \([^)]*\) (?P<content_b>.*)$",
+    re.MULTILINE,
+)
 UNKNOWN_ANSWER = "unknown"
 
 
@@ -197,3 +214,45 @@ def simulate_skill_manager(prompt: str, world: SimWorld) -> SkillManagerOutput:
     tags = [UpdateOperation(type="TAG", skill_id=i, metadata=m) for i, m in votes.items()]
     summary = f"{len(additions)} new skill(s), {len(tags)} skill(s) tagged."
     return SkillManagerOutput(update=UpdateBatch(reasoning=summary, operations=[*tags, *additions]))
+
+
+# -- consolidation ----------------------------------------------------------------------------
+def _say_the_same(content_a: str, content_b: str, world: SimWorld) -> bool:
+    topic = find_topic(content_a, world.topics)
+    if topic is not None and topic.is_stated_by(content_a):
+        return topic.is_stated_by(content_b)
+    return _normalise(content_a).rstrip(".") == _normalise(content_b).rstrip(".")
+
+
+def simulate_consolidation(prompt: str, world: SimWorld) -> ConsolidationResponse:
+    """Decide the pairs of a consolidation prompt: MERGE restatements of one rule, KEEP the rest."""
+    pairs = section_value(parse_sections(prompt), "Similar pairs")
+    merged_away: set[str] = set()
+    operations: list[ConsolidationOp] = []
+    for match in _PAIR.finditer(pairs):
+        id_a, id_b = match.group("id_a"), match.group("id_b")
+        if {id_a, id_b} & merged_away:
+            continue
+        if _say_the_same(match.group("content_a"), match.group("content_b"), world):
+            operations.append(
+                MergeOp(
+                    keep_id=id_a,
+                    merge_ids=[id_b],
+                    merged_content=match.group("content_a"),
+                    reasoning="Both state the same rule.",
+                )
+            )
+            merged_away.add(id_b)
+        else:
+            operations.append(
+                KeepOp(
+                    skill_ids=[id_a, id_b],
+                    similarity=float(match.group("similarity")),
+                    reasoning="They state different rules.",
+                )
+            )
+    merges = sum(isinstance(op, MergeOp) for op in operations)
+    return ConsolidationResponse(
+        reasoning=f"{merges} merge(s), {len(operations) - merges} pair(s) kept.",
+        consolidation_operations=operations,
+    )

@@ -4,9 +4,9 @@
 It never reaches a network: it reads the real prompts the roles send and
 answers as :mod:`ace_workers.sim.behaviour` decides for the synthetic task
 family of :mod:`ace_workers.sim.tasks`. On top it injects, from one seeded
-RNG, the faults a real client shows: failed calls (``LLMError``), output
-that fails validation until the retries run out (``RetriesExhausted``), and
-latency.
+RNG, the faults a real client shows: failed calls (``LLMError``, as a generic
+provider error or as a rate limit), output that fails validation until the
+retries run out (``RetriesExhausted``), and latency.
 """
 
 from __future__ import annotations
@@ -21,11 +21,18 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..core.outputs import AgentOutput, ReflectorOutput, SkillManagerOutput
+from ..dedup.prompts import ConsolidationResponse
 from ..errors import LLMError, RetriesExhausted
-from .behaviour import SimWorld, simulate_agent, simulate_reflector, simulate_skill_manager
+from .behaviour import (
+    SimWorld,
+    simulate_agent,
+    simulate_consolidation,
+    simulate_reflector,
+    simulate_skill_manager,
+)
 from .tasks import TOPICS, Topic
 
-__all__ = ["SimulatedCompletion", "SimulatedLLM"]
+__all__ = ["FAILURE_MESSAGES", "SimulatedCompletion", "SimulatedLLM"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 Behaviour = Callable[[str, SimWorld], BaseModel]
@@ -35,14 +42,23 @@ BEHAVIOURS: dict[type[BaseModel], Behaviour] = {
     AgentOutput: simulate_agent,
     ReflectorOutput: simulate_reflector,
     SkillManagerOutput: simulate_skill_manager,
+    ConsolidationResponse: simulate_consolidation,
 }
 # The title line each role prompt opens with, so free-text completion can answer in kind.
 PROMPT_TITLES: dict[str, type[BaseModel]] = {
     "# Agent": AgentOutput,
     "# Reflector": ReflectorOutput,
     "# Skill manager": SkillManagerOutput,
+    "# Skill consolidation": ConsolidationResponse,
 }
 TEXT_KEY = "text"  # the call-record key of free-text completions
+# What a failed call says, by failure kind. Both are LLMError, the type LiteLLMClient raises
+# once its own retries of a provider error (a 429 among them) are spent, so workers treat a
+# simulated failure exactly as a real one.
+FAILURE_MESSAGES: dict[str, str] = {
+    "error": "simulated provider failure",
+    "rate_limit": "simulated rate limit: 429 Too Many Requests",
+}
 
 
 def _tokens(text: str) -> int:
@@ -64,6 +80,8 @@ class SimulatedLLM:
     Args:
         latency: Seconds each call sleeps, to model a slow provider.
         failure_rate: Chance that a call raises :class:`LLMError`.
+        failure: What a failed call reports: ``"error"`` (a generic provider
+            failure) or ``"rate_limit"`` (a 429); see FAILURE_MESSAGES.
         malformed_rate: Chance that one attempt's output fails validation;
             a structured call retries up to ``max_retries`` attempts, then
             raises :class:`RetriesExhausted`.
@@ -83,6 +101,7 @@ class SimulatedLLM:
         *,
         latency: float = 0.0,
         failure_rate: float = 0.0,
+        failure: str = "error",
         malformed_rate: float = 0.0,
         seed: int = 0,
         trust_threshold: int = 0,
@@ -91,12 +110,15 @@ class SimulatedLLM:
         for name, rate in (("failure_rate", failure_rate), ("malformed_rate", malformed_rate)):
             if not 0.0 <= rate <= 1.0:
                 raise ValueError(f"{name} must be between 0 and 1, got {rate}")
+        if failure not in FAILURE_MESSAGES:
+            raise ValueError(f"failure must be one of {', '.join(FAILURE_MESSAGES)}, got {failure!r}")
         if latency < 0:
             raise ValueError(f"latency must be >= 0, got {latency}")
         if trust_threshold < 0:
             raise ValueError(f"trust_threshold must be >= 0, got {trust_threshold}")
         self.latency = latency
         self.failure_rate = failure_rate
+        self.failure = failure
         self.malformed_rate = malformed_rate
         self.seed = seed
         self.world = SimWorld(topics=tuple(topics), trust_threshold=trust_threshold)
@@ -108,7 +130,8 @@ class SimulatedLLM:
 
     def __repr__(self) -> str:
         return (
-            f"SimulatedLLM(failure_rate={self.failure_rate}, malformed_rate={self.malformed_rate}, "
+            f"SimulatedLLM(failure_rate={self.failure_rate}, failure={self.failure!r}, "
+            f"malformed_rate={self.malformed_rate}, "
             f"latency={self.latency}, seed={self.seed}, trust_threshold={self.world.trust_threshold})"
         )
 
@@ -159,7 +182,7 @@ class SimulatedLLM:
         """A free-text reply: the JSON a role prompt asks for, or a fixed sentence otherwise."""
         self._pause()
         if self._begin(TEXT_KEY, prompt):
-            raise LLMError("simulated provider failure (failure_rate)")
+            raise LLMError(f"{FAILURE_MESSAGES[self.failure]} (failure_rate)")
         model = next((m for title, m in PROMPT_TITLES.items() if prompt.startswith(title + "\n")), None)
         if model is None:
             text = f"(simulated reply to a {len(prompt)}-character prompt)"
@@ -182,7 +205,7 @@ class SimulatedLLM:
         max_retries = max(1, int(kwargs.get("max_retries", 3)))
         self._pause()
         if self._begin(response_model.__name__, prompt):
-            raise LLMError(f"simulated provider failure for {response_model.__name__} (failure_rate)")
+            raise LLMError(f"{FAILURE_MESSAGES[self.failure]} for {response_model.__name__} (failure_rate)")
         result = behaviour(prompt, self.world)
         completion = result.model_dump_json()
         last_error: ValidationError | None = None
