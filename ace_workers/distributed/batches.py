@@ -1,7 +1,8 @@
 """Batches in Redis: how many samples are done or failed, their results and errors.
 
-Every count is guarded by a per-sample marker written with HSETNX, so a task
-delivered twice is counted once. A batch keeps its items when it has more
+Every count is guarded by a per-sample marker written with HSETNX in the same
+Lua script as the counters, so a task delivered twice is counted once, and a
+connection lost mid-record leaves either both or neither. A batch keeps its items when it has more
 epochs to run, so the task that finishes an epoch can start the next one even
 after the producer has gone.
 """
@@ -10,8 +11,12 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -20,6 +25,9 @@ from redis.typing import EncodableT, FieldT
 from .keys import batch_key
 
 __all__ = ["BatchState", "BatchStatus", "BatchStore", "sample_key"]
+
+# Marker, record and counters of a finished sample in one atomic step (see the script).
+_FINISH_SAMPLE_LUA = (Path(__file__).parent / "finish_sample.lua").read_text(encoding="utf-8")
 
 
 class BatchState(str, Enum):
@@ -51,11 +59,22 @@ class BatchStatus:
     skills_at_start: int
     elapsed_seconds: float
     sealed: bool = True
+    started: int = 0
 
     @property
     def in_flight(self) -> int:
         """Samples enqueued and not yet finished (queued or running)."""
         return self.enqueued - self.done - self.failed
+
+    @property
+    def queued(self) -> int:
+        """Samples enqueued whose first step has not started yet."""
+        return max(0, self.enqueued - self.started)
+
+    @property
+    def running(self) -> int:
+        """Samples whose first step started and which have not finished."""
+        return max(0, self.in_flight - self.queued)
 
     @property
     def state(self) -> BatchState:
@@ -71,6 +90,7 @@ class BatchStore:
         self.redis = client
         self.prefix = prefix
         self.ttl_seconds = ttl_seconds
+        self._finish_script = client.register_script(_FINISH_SAMPLE_LUA)
 
     def _key(self, batch_id: str, part: str = "") -> str:
         return batch_key(self.prefix, batch_id, part)
@@ -131,6 +151,13 @@ class BatchStore:
         pipe.hset(self._key(batch_id), "epoch", epoch)
         pipe.execute()
 
+    def record_started(self, batch_id: str, epoch: int, index: int) -> None:
+        """Mark a sample as started (once, however often its first step is delivered)."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hsetnx(self._key(batch_id, "started"), sample_key(epoch, index), 1)
+        pipe.expire(self._key(batch_id, "started"), self.ttl_seconds)
+        pipe.execute()
+
     def record_done(self, batch_id: str, epoch: int, index: int, payload: dict[str, Any]) -> int | None:
         """Record a finished sample; return how many of its epoch finished, None if already recorded."""
         return self._finish(batch_id, epoch, index, "done", {"payload": payload})
@@ -160,24 +187,47 @@ class BatchStore:
     def _finish(
         self, batch_id: str, epoch: int, index: int, outcome: str, record: dict[str, Any]
     ) -> int | None:
-        key = sample_key(epoch, index)
-        if not self.redis.hsetnx(self._key(batch_id, "outcomes"), key, outcome):
-            return None  # a redelivered final task: counted already
-        pipe = self.redis.pipeline()
-        pipe.hset(self._key(batch_id, "records"), key, json.dumps({"outcome": outcome, **record}))
-        pipe.hincrby(self._key(batch_id), outcome, 1)
-        pipe.hincrby(self._key(batch_id), f"finished:e{epoch}", 1)
-        for part in ("outcomes", "records"):
-            pipe.expire(self._key(batch_id, part), self.ttl_seconds)
-        _, _, finished_in_epoch, _, _ = pipe.execute()
-        return int(finished_in_epoch)
+        keys = [self._key(batch_id), self._key(batch_id, "outcomes"), self._key(batch_id, "records")]
+        args: list[EncodableT] = [
+            sample_key(epoch, index),
+            outcome,
+            json.dumps({"outcome": outcome, **record}),
+            f"finished:e{epoch}",
+            self.ttl_seconds,
+        ]
+        finished = int(self._finish_script(keys=keys, args=args))
+        return None if finished < 0 else finished  # None: a redelivered final task, counted already
+
+    def finished_in_epoch(self, batch_id: str, epoch: int) -> int:
+        """How many samples of ``epoch`` finished, one way or the other."""
+        return int(self.redis.hget(self._key(batch_id), f"finished:e{epoch}") or 0)
+
+    @contextmanager
+    def epoch_start_lock(self, batch_id: str, epoch: int, seconds: int) -> Iterator[bool]:
+        """Hold the right to send ``epoch``'s samples; yields False if another task holds it.
+
+        It expires after ``seconds``, so a worker killed while sending leaves the rest to
+        the redelivery of its task rather than to nobody.
+        """
+        key = self._key(batch_id, f"starting:e{epoch}")
+        token = uuid.uuid4().hex
+        held = bool(self.redis.set(key, token, nx=True, ex=seconds))
+        try:
+            yield held
+        finally:
+            if held and _text(self.redis.get(key) or b"") == token:
+                self.redis.delete(key)
 
     def status(self, batch_id: str) -> BatchStatus:
         """The batch's counters; LookupError naming the batch if it is unknown."""
-        meta = self.redis.hgetall(self._key(batch_id))
-        if not meta:
-            raise LookupError(f"no batch {batch_id!r} (unknown, or expired after {self.ttl_seconds} s)")
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hgetall(self._key(batch_id))
+        pipe.hlen(self._key(batch_id, "started"))
+        meta, started = pipe.execute()
         text = {_text(k): _text(v) for k, v in meta.items()}
+        # A counter bumped by a late task after the record expired leaves a hash without its fields.
+        if "skillbook" not in text:
+            raise LookupError(f"no batch {batch_id!r} (unknown, or expired after {self.ttl_seconds} s)")
         return BatchStatus(
             batch_id=batch_id,
             skillbook=text["skillbook"],
@@ -192,6 +242,7 @@ class BatchStore:
             skills_at_start=int(text["skills_at_start"]),
             elapsed_seconds=time.time() - float(text["created"]),
             sealed=text.get("sealed", "1") == "1",
+            started=int(started),
         )
 
     def records(self, batch_id: str) -> dict[str, dict[str, Any]]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from celery import Celery, chain
 
+from .app import WORKER_PUBLISH_RETRY_POLICY
 from .runtime import WorkerRuntime
 
 __all__ = ["STEP_TASK", "enqueue_epoch", "sample_chain"]
@@ -42,6 +43,10 @@ def sample_chain(
             "sample_index": sample_index,
         }
         args = (payload,) if route.index == start else ()
+        # Every step after the first is published by the worker that ran the one before it.
+        options: dict[str, Any] = (
+            {"retry_policy": dict(WORKER_PUBLISH_RETRY_POLICY)} if route.index > start else {}
+        )
         signatures.append(
             app.signature(
                 STEP_TASK,
@@ -50,6 +55,11 @@ def sample_chain(
                 queue=runtime.queue(route.queue_role),
                 # Flower and the logs show the step's own name rather than the generic task.
                 shadow=f"ace.{route.name}",
+                # No result is stored (the task ignores it), so nobody waits for one: without this
+                # the sender subscribes to every task's result channel, and a producer's memory
+                # grows with each sample it sends.
+                ignore_result=True,
+                **options,
             )
         )
     return chain(*signatures)
@@ -64,14 +74,17 @@ def enqueue_epoch(
     skillbook: str,
     batch_id: str,
     epoch: int,
+    first_index: int = 1,
 ) -> int:
     """Send one chain per payload, counting them in the batch as they go; return how many were sent.
+
+    Samples are numbered from ``first_index`` (above 1 when resuming an epoch half sent).
 
     Nothing per sample is kept here, so a stream of any length costs constant memory;
     outcomes are read from the batch record.
     """
     sent = 0
-    for sample_index, payload in enumerate(payloads, start=1):
+    for sample_index, payload in enumerate(payloads, start=first_index):
         sample_chain(
             app,
             runtime,
@@ -83,5 +96,5 @@ def enqueue_epoch(
             sample_index=sample_index,
         ).apply_async()
         runtime.batches.add_enqueued(batch_id, 1, epoch)
-        sent = sample_index
+        sent += 1
     return sent

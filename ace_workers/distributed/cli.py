@@ -20,11 +20,14 @@ from rich.table import Table
 from ..core.environments import Sample
 from ..core.files import write_text_atomically
 from ..errors import AceError
+from ..observability import LOG_FORMATS, start_metrics_server
+from ..observability.worker_logging import use_worker_logging
 from .batches import BatchState
 from .chains import sample_chain
 from .embedded import resolve_redis
 from .keys import dead_letters_key
 from .local import Service, build_service, local_workers
+from .monitor import flower_command
 from .producer import BatchHandle
 from .settings import WorkerSettings
 from .store import list_skillbooks
@@ -122,7 +125,8 @@ def _follow(handle: BatchHandle, label: str) -> None:
         while True:
             status = handle.status()
             detail = (
-                f"epoch {status.epoch}/{status.epochs}, failed {status.failed}, in flight {status.in_flight}"
+                f"epoch {status.epoch}/{status.epochs}, queued {status.queued}, "
+                f"running {status.running}, failed {status.failed}"
             )
             progress.update(
                 task, completed=status.done + status.failed, total=status.total or None, detail=detail
@@ -225,11 +229,21 @@ def worker_command(
     pool: Annotated[str, typer.Option(help="Celery pool: threads, prefork, solo.")] = "threads",
     force: Annotated[bool, typer.Option(help="Allow concurrency > 1 on the write queue (unsafe).")] = False,
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+    hostname: Annotated[
+        str | None, typer.Option(help="Node name (default: ROLES@HOST, e.g. learn@host1; %h is the host).")
+    ] = None,
+    metrics_port: Annotated[
+        int, typer.Option(min=0, help="Serve Prometheus metrics on this port (0: off; threads/solo pools).")
+    ] = 0,
+    log_format: Annotated[
+        str | None, typer.Option(help="text (Celery's) or json, one object per line [ACE_LOG_FORMAT].")
+    ] = None,
 ) -> None:
     """Run a Celery worker for some queue roles, with the project's settings (needs ACE_REDIS_URL)."""
     from .app import check_app_security, check_write_concurrency
 
     settings = WorkerSettings.from_env()
+    log_format = _worker_log_format(log_format, settings, metrics_port, pool)
     if not settings.redis_url:
         raise typer.BadParameter("a worker needs ACE_REDIS_URL: it serves queues other processes fill")
     names = settings.queue_names()
@@ -241,15 +255,41 @@ def worker_command(
     with resolve_redis(settings) as (broker_url, redis_url):
         service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
         check_app_security(service.app)
+        _start_observability(service, log_format, loglevel, metrics_port)
         service.app.worker_main(
             [
+                # json: no banner on stdout, so every line the worker writes is one JSON object.
+                *(["--quiet"] if log_format == "json" else []),
                 "worker",
                 f"--queues={','.join(names[r] for r in roles)}",
                 f"--concurrency={concurrency}",
                 f"--pool={pool}",
                 f"--loglevel={loglevel}",
+                # Distinct default names per role, so Flower and `celery inspect` tell the workers apart.
+                f"--hostname={hostname or '-'.join(roles) + '@%h'}",
             ]
         )
+
+
+def _worker_log_format(log_format: str | None, settings: WorkerSettings, metrics_port: int, pool: str) -> str:
+    """The worker's log format; refuses metrics on a pool whose children would each count alone."""
+    if metrics_port and pool == "prefork":
+        raise typer.BadParameter(
+            "--metrics-port needs --pool threads or solo: prefork children each count in a registry of "
+            "their own, which the parent's endpoint would not show. Run one threads worker per process."
+        )
+    chosen = log_format or settings.log_format
+    if chosen not in LOG_FORMATS:
+        raise typer.BadParameter(f"--log-format {chosen!r}: use {' or '.join(LOG_FORMATS)}")
+    return chosen
+
+
+def _start_observability(service: Service, log_format: str, loglevel: str, metrics_port: int) -> None:
+    """JSON logs (text leaves Celery's logging as it is) and the metrics endpoint, if asked for."""
+    if log_format == "json":
+        use_worker_logging("json", loglevel)
+    if metrics_port:
+        start_metrics_server(service.runtime.metrics, metrics_port)
 
 
 def enqueue_command(
@@ -284,7 +324,8 @@ def status_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue
             raise typer.BadParameter(str(exc)) from exc
         console.print(
             f"batch {batch_id} on {status.skillbook!r} ({status.recipe}): {status.state.value}, "
-            f"{status.done} done, {status.failed} failed, {status.in_flight} in flight of {status.total}, "
+            f"{status.done} done, {status.failed} failed, {status.running} running, "
+            f"{status.queued} queued of {status.total}, "
             f"epoch {status.epoch}/{status.epochs}, {status.elapsed_seconds:.1f} s"
         )
         for error in handle.errors():
@@ -408,5 +449,9 @@ def register_commands(app: typer.Typer) -> None:
     app.command("worker")(worker_command)
     app.command("enqueue")(enqueue_command)
     app.command("status")(status_command)
+    app.command("flower")(flower_command)
     app.add_typer(skillbook_app, name="skillbook")
     app.add_typer(dead_letters_app, name="dead-letters")
+    from .nightly_cli import register_nightly_commands  # it imports this module's helpers
+
+    register_nightly_commands(app)

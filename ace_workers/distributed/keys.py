@@ -10,6 +10,10 @@ Layout for a skillbook ``NAME`` under the default prefix ``ace``::
     ace:{sb:NAME}:changes      stream  one entry per version, entry id "<version>-0", capped (MAXLEN ~)
     ace:{sb:NAME}:stats        hash    applies, stale_applies, skipped_ops, duplicate_deliveries, conflicts
     ace:{sb:NAME}:idem:KEY     string  result of the apply that carried idempotency key KEY, with a TTL
+    ace:{sb:NAME}:inbox        stream  traces waiting for the nightly run, one JSON "trace" field each
+    ace:{sb:NAME}:nightly      hash    the nightly job's cursor and the state of its current run
+    ace:{sb:NAME}:nightly:lock string  held by the one nightly run of this skillbook in progress
+    ace:{sb:NAME}:nightly:reports list  the newest nightly run reports (JSON), newest first
     ace:skillbooks             set     names of the skillbooks under this prefix
 
 Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
@@ -185,6 +189,26 @@ class SkillbookKeys:
         """Hash: the store's counters (STATS_FIELDS)."""
         return f"{self.base}:stats"
 
+    @property
+    def inbox(self) -> str:
+        """Stream: traces appended for the nightly run."""
+        return f"{self.base}:inbox"
+
+    @property
+    def nightly(self) -> str:
+        """Hash: the nightly job's cursor (last inbox entry learned) and its current run."""
+        return f"{self.base}:nightly"
+
+    @property
+    def nightly_lock(self) -> str:
+        """String: the lock of the nightly run in progress."""
+        return f"{self.base}:nightly:lock"
+
+    @property
+    def nightly_reports(self) -> str:
+        """List: nightly run reports as JSON, newest first."""
+        return f"{self.base}:nightly:reports"
+
     def idempotency(self, key: str) -> str:
         """String with a TTL: the recorded result of the apply that carried ``key``."""
         return f"{self.base}:idem:{key}"
@@ -197,4 +221,16 @@ class SkillbookKeys:
 
     def fixed(self) -> tuple[str, ...]:
         """Every key of this skillbook except the idempotency keys."""
-        return (self.version, self.skills, self.meta, self.content, self.decisions, self.changes, self.stats)
+        return (
+            self.version,
+            self.skills,
+            self.meta,
+            self.content,
+            self.decisions,
+            self.changes,
+            self.stats,
+            self.inbox,
+            self.nightly,
+            self.nightly_lock,
+            self.nightly_reports,
+        )

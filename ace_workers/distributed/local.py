@@ -17,6 +17,7 @@ from celery.contrib.testing.worker import start_worker
 from kombu.asynchronous import set_event_loop
 
 from .app import create_app
+from .nightly import register_nightly_task
 from .producer import Producer
 from .runtime import WorkerRuntime
 from .settings import WorkerSettings
@@ -46,6 +47,7 @@ def build_service(settings: WorkerSettings, *, redis_url: str, broker_url: str |
     app = create_app(settings, broker_url=broker_url or redis_url)
     runtime = WorkerRuntime(settings, redis_url)
     register_tasks(app, lambda: runtime)
+    register_nightly_task(app, lambda: runtime)
     return Service(app, runtime, Producer(app, runtime))
 
 

@@ -16,7 +16,8 @@ from ..core.context import ACEStepContext
 from ..errors import AceError
 from .batches import BatchState, BatchStatus
 from .chains import enqueue_epoch
-from .keys import validate_skillbook_name
+from .inbox import append_to_inbox
+from .keys import SkillbookKeys, validate_skillbook_name
 from .payload import check_trace, context_to_payload, payload_to_context
 from .runtime import WorkerRuntime
 
@@ -113,8 +114,13 @@ class Producer:
         *,
         recipe: str = "trace_analyser",
         max_in_flight: int | None = None,
+        batch_id: str | None = None,
     ) -> BatchHandle:
-        """Learn from recorded traces (TraceAnalyser's chain by default)."""
+        """Learn from recorded traces (TraceAnalyser's chain by default).
+
+        ``batch_id`` (default: a new uuid) lets a caller that records the id
+        before sending, like the nightly job, find the batch again after a crash.
+        """
         max_bytes = self.runtime.settings.max_trace_bytes
 
         def contexts(items: Iterable[Any]) -> Iterable[ACEStepContext]:
@@ -122,7 +128,14 @@ class Producer:
                 check_trace(trace, max_bytes=max_bytes)
                 yield ACEStepContext(trace=trace)
 
-        return self._enqueue(traces, contexts, skillbook, epochs, recipe, max_in_flight)
+        return self._enqueue(traces, contexts, skillbook, epochs, recipe, max_in_flight, batch_id)
+
+    def append_to_inbox(self, traces: Iterable[Any], skillbook: str) -> int:
+        """Keep traces in the skillbook's inbox for its next nightly run; return how many were added."""
+        keys = SkillbookKeys(skillbook, self.runtime.settings.queue_prefix)
+        return append_to_inbox(
+            self.runtime.redis, keys, traces, max_trace_bytes=self.runtime.settings.max_trace_bytes
+        )
 
     def enqueue_samples(
         self,
@@ -151,6 +164,7 @@ class Producer:
         epochs: int,
         recipe: str,
         max_in_flight: int | None,
+        batch_id: str | None = None,
     ) -> BatchHandle:
         validate_skillbook_name(skillbook)
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
@@ -163,7 +177,9 @@ class Producer:
                 f"batch of {len(items)} inputs is above max_batch_size={limit} (ACE_MAX_BATCH_SIZE)"
             )
         self.runtime.pipeline(recipe, skillbook)  # an unknown recipe fails here, before anything is sent
-        batch_id = uuid.uuid4().hex
+        batch_id = batch_id or uuid.uuid4().hex
+        if self.runtime.batches.exists(batch_id):
+            raise ValueError(f"batch {batch_id!r} exists already; its samples are not sent twice")
         per_epoch = len(items) if isinstance(items, Sequence) else 0
         first = self._payloads(to_contexts(items), epochs, per_epoch)
         stored = list(first) if epochs > 1 else None

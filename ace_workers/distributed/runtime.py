@@ -13,6 +13,7 @@ import redis
 from pipeline import Pipeline
 
 from ..core.context import ACEStepContext
+from ..observability.metrics import WorkerMetrics
 from ..protocols import LLMClientLike
 from ..roles import Agent, Reflector, SkillManager
 from .backed_skillbook import StoreBackedSkillbook
@@ -51,7 +52,10 @@ def build_llm(model: str, settings: WorkerSettings) -> LLMClientLike:
         from ..sim import SimulatedLLM
 
         return SimulatedLLM(
-            latency=settings.sim_latency_seconds, trust_threshold=settings.sim_trust_threshold
+            latency=settings.sim_latency_seconds,
+            trust_threshold=settings.sim_trust_threshold,
+            failure_rate=settings.sim_failure_rate,
+            failure=settings.sim_failure,
         )
     from ..providers import LiteLLMClient, wrap_with_instructor
 
@@ -90,6 +94,8 @@ class WorkerRuntime:
         self._llms: dict[str, LLMClientLike] = {}
         self._skillbooks: dict[str, StoreBackedSkillbook] = {}
         self._pipelines: dict[tuple[str, str], tuple[Pipeline[ACEStepContext], list[Route]]] = {}
+        # This process's metrics, in a registry of their own; `worker --metrics-port` serves them.
+        self.metrics = WorkerMetrics()
 
     def close(self) -> None:
         """Close this process's Redis connections."""
@@ -110,6 +116,7 @@ class WorkerRuntime:
                     name,
                     prefix=self.settings.queue_prefix,
                     changelog_maxlen=self.settings.changelog_maxlen,
+                    observer=self.metrics,
                 )
                 book = self._skillbooks[name] = StoreBackedSkillbook(store)
             return book

@@ -17,7 +17,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import AceError
-from .keys import validate_key_prefix
+from ..observability.logs import LOG_FORMATS
+from .keys import validate_key_prefix, validate_skillbook_name
 
 __all__ = [
     # settings
@@ -114,9 +115,21 @@ class WorkerSettings:
     - ``ACE_RESULT_TTL_SECONDS``: lifetime of task results and batch records in Redis [86400]
     - ``ACE_SIM_LATENCY_SECONDS``: seconds each simulated LLM call sleeps [0]
     - ``ACE_SIM_TRUST_THRESHOLD``: net helpful votes before the simulated agent applies a skill [3]
+    - ``ACE_SIM_FAILURE_RATE``: share (0 to 1) of simulated LLM calls that fail, for failure drills [0]
+    - ``ACE_SIM_FAILURE``: how they fail: "rate_limit" (a 429) or "error" (a provider error) [rate_limit]
     - ``ACE_REDIS_CONNECT_TIMEOUT_SECONDS``: timeout of one connection attempt to Redis [3]
     - ``ACE_REDIS_SOCKET_TIMEOUT_SECONDS``: timeout of one Redis command on an open connection [10]
     - ``ACE_REDIS_CONNECT_RETRIES``: reconnection attempts (broker and result backend) before failing [3]
+    - ``ACE_LOG_FORMAT``: worker log lines: "text", or "json" (one object per line with batch id,
+      sample, skillbook and step); ``ace-workers worker --log-format`` overrides it [text]
+    - ``ACE_FLOWER_BASIC_AUTH``: "user:password" (comma-separated for several) ``ace-workers flower``
+      requires unless started with ``--no-auth`` [unset]
+    - ``ACE_NIGHTLY_SKILLBOOKS``: comma-separated skillbooks ``ace-workers beat`` learns nightly [unset]
+    - ``ACE_NIGHTLY_SCHEDULE``: when: a 5-field crontab in UTC, or a number of seconds [0 2 * * *]
+    - ``ACE_NIGHTLY_EPOCHS``: epochs of the nightly pass over the inbox [1]
+    - ``ACE_NIGHTLY_MAX_TRACES``: most inbox traces one nightly run takes; the rest wait [100000]
+    - ``ACE_NIGHTLY_DIR``: folder for the nightly checkpoint and markdown export [unset: none written]
+    - ``ACE_NIGHTLY_LOCK_SECONDS``: lifetime of the nightly lock, renewed while a run is alive [600]
 
     ``ACE_TEST_REDIS_URL`` belongs to the test suite and is ignored here.
     """
@@ -143,25 +156,42 @@ class WorkerSettings:
     result_ttl_seconds: int = _setting(24 * 3600, minimum=1)
     sim_latency_seconds: float = _setting(0.0)
     sim_trust_threshold: int = _setting(3)
+    sim_failure_rate: float = _setting(0.0)
+    sim_failure: str = "rate_limit"
     redis_connect_timeout_seconds: float = _setting(3.0, positive=True)
     redis_socket_timeout_seconds: float = _setting(10.0, positive=True)
     redis_connect_retries: int = _setting(3)
+    log_format: str = "text"
+    nightly_skillbooks: str = ""
+    nightly_schedule: str = "0 2 * * *"
+    nightly_epochs: int = _setting(1, minimum=1)
+    nightly_max_traces: int = _setting(100_000, minimum=1)
+    nightly_dir: str | None = None
+    nightly_lock_seconds: int = _setting(600, minimum=1)
+    # repr=False: a password must not reach logs through the settings' repr.
+    flower_basic_auth: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         for spec in dataclasses.fields(self):
             if "minimum" in spec.metadata:
                 _check_number(spec, getattr(self, spec.name))
         _check_redis_url(self.redis_url)
+        if self.log_format not in LOG_FORMATS:
+            formats = " or ".join(LOG_FORMATS)
+            raise InvalidSettingError(env_name("log_format"), self.log_format, f"use {formats}")
         try:
             validate_key_prefix(self.queue_prefix)
         except ValueError as exc:
             raise InvalidSettingError(env_name("queue_prefix"), self.queue_prefix, str(exc)) from None
         for role in ("agent_model", "reflector_model", "skill_manager_model"):
             _check_model(env_name(role), getattr(self, role))
+        _check_basic_auth(self.flower_basic_auth)
+        _check_nightly(self)
         if self.llm_factory is not None and not _IMPORT_PATH.fullmatch(self.llm_factory):
             raise InvalidSettingError(
                 env_name("llm_factory"), self.llm_factory, "expected an import path 'package.module:callable'"
             )
+        _check_sim_failure(self.sim_failure_rate, self.sim_failure)
         slowest = self.slowest_step_seconds()
         if self.visibility_timeout_seconds <= slowest:
             raise InvalidSettingError(
@@ -170,6 +200,10 @@ class WorkerSettings:
                 f"must exceed the slowest step ({slowest:g} s: one LLM call's timeout or simulated latency "
                 "times ACE_LLM_MAX_RETRIES), or a task still running when it expires is delivered again",
             )
+
+    def nightly_skillbook_names(self) -> list[str]:
+        """The skillbooks the nightly job learns, in the order given."""
+        return [name.strip() for name in self.nightly_skillbooks.split(",") if name.strip()]
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
@@ -282,6 +316,55 @@ def _check_model(variable: str, model: object) -> None:
     if model != SIM_MODEL and (model.lower() == SIM_MODEL or model.lower() in _SIM_LOOKALIKES):
         raise InvalidSettingError(
             variable, model, f"unknown model spec; did you mean {SIM_MODEL!r} (the simulated LLM)?"
+        )
+
+
+def _check_nightly(settings: WorkerSettings) -> None:
+    for name in settings.nightly_skillbook_names():
+        try:
+            validate_skillbook_name(name)
+        except ValueError as exc:
+            raise InvalidSettingError(env_name("nightly_skillbooks"), name, str(exc)) from None
+    schedule = settings.nightly_schedule.strip()
+    try:
+        is_interval = float(schedule) > 0
+    except ValueError:
+        is_interval = False
+    if not is_interval and len(schedule.split()) != 5:
+        raise InvalidSettingError(
+            env_name("nightly_schedule"),
+            settings.nightly_schedule,
+            'expected a crontab of 5 fields in UTC ("minute hour day month weekday", e.g. "0 2 * * *") '
+            "or a positive number of seconds",
+        )
+
+
+def _check_basic_auth(value: object) -> None:
+    if value is None:
+        return
+    # Flower splits its --basic-auth value on commas: one "user:password" per user.
+    pairs = value.split(",") if isinstance(value, str) else []
+    if not pairs or not all(_is_credential(pair) for pair in pairs):
+        raise InvalidSettingError(
+            env_name("flower_basic_auth"),
+            "***",  # never echo a password
+            'expected "user:password" (several separated by commas), each with a user and a password',
+        )
+
+
+def _is_credential(pair: str) -> bool:
+    user, colon, password = pair.partition(":")
+    return bool(user.strip() and colon and password)
+
+
+def _check_sim_failure(rate: float, kind: str) -> None:
+    from ..sim.llm import FAILURE_MESSAGES  # the simulator's own list of kinds; imports no Redis or Celery
+
+    if rate > 1:
+        raise InvalidSettingError(env_name("sim_failure_rate"), rate, "must be at most 1 (a share of calls)")
+    if kind not in FAILURE_MESSAGES:
+        raise InvalidSettingError(
+            env_name("sim_failure"), kind, f"expected one of {', '.join(FAILURE_MESSAGES)}"
         )
 
 

@@ -19,7 +19,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import redis
 from redis.client import Pipeline
@@ -27,7 +27,7 @@ from redis.client import Pipeline
 from ..core.skill import SimilarityDecision
 from ..core.skillbook import ApplyReport, Skillbook
 from ..core.updates import UpdateBatch
-from .changelog import ChangeRecord, SkillImage, aggregate_diff
+from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, stream_id
 from .errors import UnknownSkillbookError, VersionConflict
 from .keys import (
     DEFAULT_PREFIX,
@@ -39,8 +39,8 @@ from .keys import (
     decision_field,
     registry_key,
 )
-from .planning import SkillReads, log_report, skill_field, skill_order_key
-from .snapshots import ReadOnlySkillbook, SnapshotCache, default_snapshot_cache
+from .planning import SkillReads, decode_stored_skill, log_report, skill_field, skill_order_key
+from .snapshots import ReadOnlySkillbook, SnapshotCache, advance_snapshot, default_snapshot_cache
 from .transactions import (
     ImportPayload,
     SkillbookWrites,
@@ -54,7 +54,13 @@ from .transactions import (
     records_of,
 )
 
-__all__ = ["DEFAULT_IDEMPOTENCY_TTL", "RedisSkillbookStore", "StoreApplyResult", "list_skillbooks"]
+__all__ = [
+    "DEFAULT_IDEMPOTENCY_TTL",
+    "RedisSkillbookStore",
+    "StoreApplyResult",
+    "StoreObserver",
+    "list_skillbooks",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +69,9 @@ T = TypeVar("T")
 DEFAULT_IDEMPOTENCY_TTL = 7 * 24 * 3600  # seconds an idempotency key is remembered
 _BACKOFF_BASE = 0.005  # seconds; doubled per failed attempt, full jitter
 _BACKOFF_CAP = 0.2
+# A snapshot further behind than this many versions is read whole rather than brought forward.
+_MAX_INCREMENTAL_VERSIONS = 256
+_LAST = 2**62  # sorts a skill whose stored order is unknown after every known one
 
 
 def list_skillbooks(client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> list[str]:
@@ -70,12 +79,25 @@ def list_skillbooks(client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> list[s
     return sorted(decode_text(name) for name in client.smembers(registry_key(prefix)))
 
 
+class StoreObserver(Protocol):
+    """Told what the store's counters count, as it happens (the worker's metrics implement it)."""
+
+    def on_conflict(self, skillbook: str, operation: str) -> None:
+        """A write attempt lost a compare-and-set race."""
+        ...
+
+    def on_apply(self, skillbook: str, result: StoreApplyResult) -> None:
+        """An apply finished: applied (maybe stale, maybe with skipped operations) or a duplicate delivery."""
+        ...
+
+
 class RedisSkillbookStore:
     """One named skillbook in Redis: versioned, with a change log, written by compare-and-set.
 
     Safe to share between threads (each call uses its own pipeline). Many
     named skillbooks can share one Redis; all keys of one live in one
-    Redis Cluster hash slot (see keys.py).
+    Redis Cluster hash slot (see keys.py). An ``observer`` (a worker's
+    metrics) is told of every lost race and every finished apply.
     """
 
     def __init__(
@@ -88,6 +110,7 @@ class RedisSkillbookStore:
         changelog_maxlen: int = 10_000,
         idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL,
         snapshot_cache: SnapshotCache | None = None,
+        observer: StoreObserver | None = None,
     ) -> None:
         for option, value in (
             ("max_attempts", max_attempts),
@@ -102,6 +125,7 @@ class RedisSkillbookStore:
         self.idempotency_ttl = idempotency_ttl
         self._redis = client
         self._cache = snapshot_cache if snapshot_cache is not None else default_snapshot_cache()
+        self._observer = observer
         self._writes = SkillbookWrites(
             client, self.keys, changelog_maxlen=changelog_maxlen, idempotency_ttl=idempotency_ttl
         )
@@ -139,13 +163,66 @@ class RedisSkillbookStore:
             pipe.get(self.keys.version)
             pipe.hget(self.keys.meta, META_INCARNATION)
             raw_version, raw_incarnation = pipe.execute()
-        version = decode_int(raw_version)
-        cached = self._cache.get(self._cache_key(optional_text(raw_incarnation), version))
+        version, incarnation = decode_int(raw_version), optional_text(raw_incarnation)
+        cached = self._cache.get(self._cache_key(incarnation, version))
         if cached is not None:
             return version, cached
-        version, incarnation, book = self._read_snapshot(ReadOnlySkillbook)
-        self._cache.put(self._cache_key(incarnation, version), book)
+        advanced = self._advance_cached(incarnation, version)
+        if advanced is not None:
+            version, book = advanced
+        else:
+            version, incarnation, book = self._read_snapshot(ReadOnlySkillbook)
+        identity = self._cache_key(incarnation, 0)[:-1]
+        self._cache.put(self._cache_key(incarnation, version), book, identity=identity, version=version)
         return version, book
+
+    def _advance_cached(self, incarnation: str | None, version: int) -> tuple[int, Skillbook] | None:
+        """The newest cached snapshot brought forward through the change log, or None to read it all.
+
+        Reads only the log entries since that snapshot (in one MULTI with the
+        version, so they end exactly at the version returned), which keeps a
+        worker's refresh cheap however big the skillbook grows.
+        """
+        newest = self._cache.newest(self._cache_key(incarnation, 0)[:-1])
+        if newest is None or not 0 < version - newest[0] <= _MAX_INCREMENTAL_VERSIONS:
+            return None
+        base_version, base = newest
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.get(self.keys.version)
+            pipe.hmget(self.keys.meta, [META_NEXT_ID, META_INCARNATION])
+            pipe.xrange(self.keys.changes, min=stream_id(base_version + 1))
+            raw_version, (raw_next_id, raw_incarnation), entries = pipe.execute()
+        current = decode_int(raw_version)
+        records = records_of(entries)
+        contiguous = [r.version for r in records] == list(range(base_version + 1, current + 1))
+        # Rollbacks and imports may restore skills to earlier places, decisions change what an
+        # apply never does: those versions are read whole.
+        if (
+            optional_text(raw_incarnation) != incarnation
+            or not contiguous
+            or any(r.kind is not ChangeKind.APPLY for r in records)
+        ):
+            return None
+        new_ids = sorted({i for r in records for i, image in r.after.items() if image is not None})
+        orders = self._stored_orders(new_ids)
+        book = advance_snapshot(
+            base,
+            (r.after for r in records),
+            next_id=decode_int(raw_next_id) or 1,
+            new_order=lambda skill_id: (orders.get(skill_id, _LAST), *skill_order_key(skill_id)),
+        )
+        return current, book
+
+    def _stored_orders(self, skill_ids: list[str]) -> dict[str, int]:
+        """Insertion order numbers of skills as stored now (an order never changes once given)."""
+        if not skill_ids:
+            return {}
+        orders = {}
+        for skill_id, raw in zip(skill_ids, self._redis.hmget(self.keys.skills, skill_ids), strict=True):
+            order = decode_stored_skill(raw)[1] if raw is not None else None
+            if order is not None:
+                orders[skill_id] = order
+        return orders
 
     def export(self) -> Skillbook:
         """The current skillbook; UnknownSkillbookError if it was never written."""
@@ -248,6 +325,8 @@ class RedisSkillbookStore:
         )
         if not result.duplicate_delivery:
             log_report(self.name, result.version, batch, result.report)
+        if self._observer is not None:
+            self._observer.on_apply(self.name, result)
         return result
 
     def import_skillbook(
@@ -315,6 +394,8 @@ class RedisSkillbookStore:
             except redis.WatchError:
                 # Another writer committed between our read and our EXEC: nothing of ours was applied.
                 self._redis.hincrby(self.keys.stats, STAT_CONFLICTS, 1)
+                if self._observer is not None:
+                    self._observer.on_conflict(self.name, operation)
                 if number < self.max_attempts:
                     delay = random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2 ** (number - 1)))
                     logger.debug(

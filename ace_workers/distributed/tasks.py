@@ -15,24 +15,34 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+import redis
 from celery import Celery, Task
+from celery.exceptions import Reject
 
 from ..core.context import SkillbookView
 from ..errors import LLMError, RetriesExhausted
+from ..observability.logs import StepLogContext, step_log_context
+from .app import WORKER_PUBLISH_RETRY_POLICY
 from .batches import sample_key
 from .chains import STEP_TASK, enqueue_epoch
 from .errors import VersionConflict
 from .keys import dead_letters_key
 from .payload import context_to_payload, payload_to_context
-from .runtime import WorkerRuntime
+from .runtime import Route, WorkerRuntime
 from .write_scope import WriteScope, write_scope
 
-__all__ = ["epoch_payloads", "register_tasks", "run_step"]
+__all__ = ["epoch_payloads", "register_tasks", "run_step", "start_next_epoch"]
 
 logger = logging.getLogger(__name__)
 
 # Worth another delivery: rate limits and timeouts the client gave up on, and lost CAS races.
 RETRYABLE = (LLMError, VersionConflict)
+# Redis went away mid-step (a restart, a failover). Not a failure of the sample, and not for
+# self.retry either: publishing the retry goes through the broker connection that just broke,
+# and a retry that cannot be sent is rejected for good. The message is requeued instead, or,
+# if even that cannot reach Redis, left unacknowledged for redelivery after the visibility
+# timeout. The step's writes are idempotent, so running it again changes nothing twice.
+REDIS_OUTAGE = (redis.ConnectionError, redis.TimeoutError)
 NOT_RETRYABLE = (RetriesExhausted,)
 
 
@@ -69,47 +79,71 @@ def run_step(
     """Run step ``index`` of ``recipe`` on one sample's payload and return the next payload."""
     _, routes = runtime.pipeline(recipe, skillbook)
     route = routes[index]
-    book = runtime.skillbook(skillbook)
-    version = book.refresh()
-    ctx = payload_to_context(payload, skillbook=SkillbookView(book), claims=runtime.claims)
-    metadata = dict(ctx.metadata)
-    # A writer rebases on the version the steps before it read (the SkillManager's snapshot).
-    base_version = metadata.get("skillbook_version") if route.writes_skillbook else None
-    if not route.writes_skillbook:
-        ctx = ctx.replace(metadata={**metadata, "skillbook_version": version})
-    scope = WriteScope(
-        key_prefix=f"{batch_id}:{sample_key(epoch, sample_index)}:{index}",
-        base_version=base_version,
-        source={"batch": batch_id, "epoch": epoch, "sample": sample_index, "step": route.name},
-    )
-    with write_scope(scope):
-        out = runtime.call_step(recipe, skillbook, index, ctx)
-    result = context_to_payload(out, claims=runtime.claims)
-    if index == len(routes) - 1:
-        finished = runtime.batches.record_done(batch_id, epoch, sample_index, result)
-        _maybe_start_next_epoch(runtime, batch_id, epoch, finished)
-    return result
+    # Every line logged while the step runs (roles and store included) names the step, and
+    # the step is counted in the worker's metrics: a finished sample, or a failure by type.
+    log_context = StepLogContext(batch_id, sample_key(epoch, sample_index), skillbook, route.name)
+    with step_log_context(log_context), runtime.metrics.timed_step(route.name, skillbook):
+        if index == 0:
+            runtime.batches.record_started(batch_id, epoch, sample_index)
+        book = runtime.skillbook(skillbook)
+        version = book.refresh()
+        ctx = payload_to_context(payload, skillbook=SkillbookView(book), claims=runtime.claims)
+        metadata = dict(ctx.metadata)
+        # A writer rebases on the version the steps before it read (the SkillManager's snapshot).
+        base_version = metadata.get("skillbook_version") if route.writes_skillbook else None
+        if not route.writes_skillbook:
+            ctx = ctx.replace(metadata={**metadata, "skillbook_version": version})
+        scope = WriteScope(
+            key_prefix=f"{batch_id}:{sample_key(epoch, sample_index)}:{index}",
+            base_version=base_version,
+            source={"batch": batch_id, "epoch": epoch, "sample": sample_index, "step": route.name},
+        )
+        with write_scope(scope):
+            out = runtime.call_step(recipe, skillbook, index, ctx)
+        runtime.metrics.observe_llm_outputs(ctx, out)
+        result = context_to_payload(out, claims=runtime.claims)
+        if index == len(routes) - 1:
+            finished = runtime.batches.record_done(batch_id, epoch, sample_index, result)
+            start_next_epoch(runtime, batch_id, epoch, finished)
+        return result
 
 
-def _maybe_start_next_epoch(runtime: WorkerRuntime, batch_id: str, epoch: int, finished: int | None) -> None:
-    if finished is None:
-        return
+def start_next_epoch(runtime: WorkerRuntime, batch_id: str, epoch: int, finished: int | None) -> None:
+    """Start epoch ``epoch + 1`` once every sample of ``epoch`` finished, or finish starting it.
+
+    The task whose count completes the epoch starts the next one. A final task delivered
+    again (its sample counted already, ``finished`` None) checks too: if the worker that
+    completed the epoch died while sending the next one, the rest is sent from where it
+    stopped. A short lock keeps two tasks from sending the same epoch at once.
+    """
     status = runtime.batches.status(batch_id)
-    if finished < status.per_epoch or epoch >= status.epochs:
+    if epoch >= status.epochs:
         return
-    # Exactly one task sees its epoch's count reach the total: that one starts the next epoch.
-    app = _current_app()
-    items = runtime.batches.items(batch_id)
-    logger.info("batch %s: epoch %d finished, starting epoch %d", batch_id, epoch, epoch + 1)
-    enqueue_epoch(
-        app,
-        runtime,
-        epoch_payloads(runtime, items, epoch + 1, status.epochs),
-        recipe=status.recipe,
-        skillbook=status.skillbook,
-        batch_id=batch_id,
-        epoch=epoch + 1,
-    )
+    if finished is None:
+        finished = runtime.batches.finished_in_epoch(batch_id, epoch)
+    already_sent = status.enqueued - status.per_epoch * epoch
+    if finished < status.per_epoch or already_sent >= status.per_epoch:
+        return
+    lock_seconds = max(1, min(60, runtime.settings.visibility_timeout_seconds // 2))
+    with runtime.batches.epoch_start_lock(batch_id, epoch + 1, lock_seconds) as held:
+        if not held:
+            return  # another task is sending it
+        # Counted again under the lock: the holder before us may have sent some or all of it.
+        already_sent = runtime.batches.status(batch_id).enqueued - status.per_epoch * epoch
+        if already_sent >= status.per_epoch:
+            return
+        items = runtime.batches.items(batch_id)
+        logger.info("batch %s: epoch %d finished, starting epoch %d", batch_id, epoch, epoch + 1)
+        enqueue_epoch(
+            _current_app(),
+            runtime,
+            epoch_payloads(runtime, items, epoch + 1, status.epochs)[max(0, already_sent) :],
+            recipe=status.recipe,
+            skillbook=status.skillbook,
+            batch_id=batch_id,
+            epoch=epoch + 1,
+            first_index=max(0, already_sent) + 1,
+        )
 
 
 _app_holder: dict[str, Celery] = {}
@@ -130,6 +164,11 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
         except NOT_RETRYABLE as exc:
             _give_up(runtime, self, payload, kwargs, exc)
             raise
+        except REDIS_OUTAGE as exc:
+            logger.warning(
+                "%s on %s: Redis unreachable; the step goes back to its queue", type(exc).__name__, kwargs
+            )
+            raise Reject(exc, requeue=True) from exc
         except RETRYABLE as exc:
             if self.request.retries < runtime.settings.task_max_retries:
                 countdown = runtime.settings.retry_backoff_seconds * (2**self.request.retries)
@@ -140,7 +179,10 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
                     self.request.retries + 1,
                     countdown,
                 )
-                raise self.retry(exc=exc, countdown=countdown) from exc
+                runtime.metrics.observe_retry(_step_name(runtime, kwargs))
+                raise self.retry(
+                    exc=exc, countdown=countdown, retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY)
+                ) from exc
             _give_up(runtime, self, payload, kwargs, exc)
             raise
         except Exception as exc:
@@ -159,8 +201,7 @@ def _give_up(
     runtime: WorkerRuntime, task: Task, payload: dict[str, Any], kwargs: dict[str, Any], exc: BaseException
 ) -> None:
     """Record the failed sample in its batch and park the message in the dead-letter list."""
-    _, routes = runtime.pipeline(kwargs["recipe"], kwargs["skillbook"])
-    step = routes[kwargs["index"]].name
+    step = _step_name(runtime, kwargs)
     error = f"{type(exc).__name__}: {exc}"
     # Park the message first: once the failure is counted, a waiting producer may look for it.
     dead_letter = {
@@ -171,6 +212,7 @@ def _give_up(
         "error": error,
     }
     runtime.redis.rpush(dead_letters_key(runtime.settings.queue_prefix), json.dumps(dead_letter))
+    runtime.metrics.observe_dead_letter(step)
     finished = runtime.batches.record_failure(
         kwargs["batch_id"],
         kwargs["epoch"],
@@ -181,4 +223,10 @@ def _give_up(
         sample=payload.get("sample"),
     )
     # A failed sample still finishes its epoch.
-    _maybe_start_next_epoch(runtime, kwargs["batch_id"], kwargs["epoch"], finished)
+    start_next_epoch(runtime, kwargs["batch_id"], kwargs["epoch"], finished)
+
+
+def _step_name(runtime: WorkerRuntime, kwargs: dict[str, Any]) -> str:
+    _, routes = runtime.pipeline(kwargs["recipe"], kwargs["skillbook"])
+    route: Route = routes[kwargs["index"]]
+    return route.name

@@ -1,0 +1,118 @@
+"""Structured logs: which batch, sample, skillbook and step a log line comes from.
+
+While a worker runs a step, :func:`step_log_context` holds the step's identity
+in a context variable. :class:`StepContextFilter`, installed on a handler,
+copies it onto every record that handler emits, whichever logger logged it
+(a role, the store, Celery), so :class:`JsonFormatter` can write it as fields.
+A context variable, not a thread-local: it follows the step into the event
+loop of an async step and never leaks into the next task a thread runs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+__all__ = [
+    "LOG_FORMATS",
+    "JsonFormatter",
+    "StepContextFilter",
+    "StepLogContext",
+    "configure_logging",
+    "current_step",
+    "step_log_context",
+]
+
+LOG_FORMATS = ("text", "json")
+# The record attributes StepContextFilter sets (None outside a step).
+CONTEXT_FIELDS = ("batch_id", "sample", "skillbook", "step")
+_TEXT_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(name)s: %(message)s"
+
+_current: ContextVar[StepLogContext | None] = ContextVar("ace_step_log_context", default=None)
+
+
+@dataclass(frozen=True)
+class StepLogContext:
+    """The step a worker is running: its batch, sample (``"epoch:index"``), skillbook and step name."""
+
+    batch_id: str
+    sample: str
+    skillbook: str
+    step: str
+
+
+def current_step() -> StepLogContext | None:
+    """The step running in this context, or None."""
+    return _current.get()
+
+
+@contextmanager
+def step_log_context(context: StepLogContext) -> Iterator[StepLogContext]:
+    """Tag every record logged inside the block with ``context`` (via StepContextFilter)."""
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
+
+
+class StepContextFilter(logging.Filter):
+    """Copies the running step's identity onto each record (batch_id, sample, skillbook, step)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        context = _current.get()
+        for name in CONTEXT_FIELDS:
+            # A record logged inside a step and handled later (e.g. queued) keeps the step it came from.
+            if getattr(record, name, None) is None:
+                setattr(record, name, getattr(context, name) if context is not None else None)
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, the step fields, and any exception."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in CONTEXT_FIELDS:
+            value = getattr(record, name, None)
+            if value is not None:
+                entry[name] = value
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        # default=str: an argument that is not JSON must never cost the log line.
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def configure_logging(log_format: str, level: int | str = logging.INFO, stream: TextIO | None = None) -> None:
+    """Replace the root logger's handlers with one writing ``log_format`` ("text" or "json") to ``stream``.
+
+    Both formats get the step fields on their records; "text" is the human
+    form, "json" one object per line for log shippers. Default stream: stderr.
+    Python warnings are logged too (``logging.captureWarnings``).
+    """
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"unknown log format {log_format!r}: use {' or '.join(LOG_FORMATS)}")
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.addFilter(StepContextFilter())
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(_TEXT_FORMAT))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper() if isinstance(level, str) else level)
+    # Warnings (e.g. Celery's at worker start) become records too, instead of raw lines on stderr.
+    logging.captureWarnings(True)

@@ -1,0 +1,375 @@
+"""docker-compose.yml, .env.example and deploy/k8s: what can be checked with no Docker engine or cluster.
+
+Every file parses; every container command line (commands, health checks, probes) is
+accepted by ``--help`` of the real ``ace-workers`` or ``celery`` command installed here, so
+a misspelled option or subcommand fails; image and variable names agree across the three;
+every ``ACE_*`` name is a WorkerSettings field; the writer and beat run exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ace_workers.distributed.settings import ENV_PREFIX, WorkerSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "docker-compose.yml"
+ENV_EXAMPLE = ROOT / ".env.example"
+K8S = ROOT / "deploy" / "k8s"
+DOCKERFILE = ROOT / "deploy" / "Dockerfile"
+BIN = Path(sys.executable).parent
+CLI_APP = "ace_workers.distributed.celery_app"
+# Stand-ins for what the example files leave for the operator to fill in.
+SECRET_STAND_IN = "example-secret"
+HOSTNAME = "pod-1"
+
+_VARIABLE = re.compile(r"\$\{(?P<name>\w+)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}")
+
+
+# -- loading ---------------------------------------------------------------------------
+
+
+def read_env_example() -> dict[str, str]:
+    """The variables of .env.example, quotes removed."""
+    values = {}
+    for line in ENV_EXAMPLE.read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, sep, value = line.partition("=")
+        assert sep, f".env.example: not NAME=value: {line!r}"
+        values[name.strip()] = value.strip().strip('"').strip("'")
+    return values
+
+
+def compose_environment() -> dict[str, str]:
+    """What `docker compose` interpolates with: .env.example, its required (``:?``) blanks filled in."""
+    required = {m["name"] for m in _VARIABLE.finditer(COMPOSE.read_text()) if m["op"] == ":?"}
+    example = read_env_example()
+    return {name: value or (SECRET_STAND_IN if name in required else "") for name, value in example.items()}
+
+
+def interpolate(text: str, env: dict[str, str]) -> str:
+    """Compose's ``${VAR}``, ``${VAR:-default}`` and ``${VAR:?error}`` forms, and ``$$`` for ``$``."""
+
+    def substitute(match: re.Match[str]) -> str:
+        name, op, arg = match["name"], match["op"], match["arg"]
+        value = env.get(name)
+        if op in (":-", "-") and (value is None or (op == ":-" and not value)):
+            return arg or ""
+        if op in (":?", "?") and (value is None or (op == ":?" and not value)):
+            raise AssertionError(f"compose would refuse: {name}: {arg}")
+        return value or ""
+
+    return _VARIABLE.sub(substitute, text).replace("$$", "$")
+
+
+def load_compose() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+    return data
+
+
+def compose_services() -> dict[str, dict[str, Any]]:
+    services: dict[str, dict[str, Any]] = load_compose()["services"]
+    return services
+
+
+def k8s_documents() -> list[tuple[str, dict[str, Any]]]:
+    """(file name, document) of every manifest in deploy/k8s."""
+    docs = []
+    for path in sorted(K8S.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc is not None:
+                docs.append((path.name, doc))
+    return docs
+
+
+def k8s_kind(kind: str) -> dict[str, dict[str, Any]]:
+    return {doc["metadata"]["name"]: doc for _, doc in k8s_documents() if doc["kind"] == kind}
+
+
+def k8s_containers() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (name, container)
+        for name, deployment in k8s_kind("Deployment").items()
+        for container in deployment["spec"]["template"]["spec"]["containers"]
+    ]
+
+
+def service_env(service: dict[str, Any]) -> dict[str, str]:
+    """A compose service's container environment, interpolated."""
+    env = service.get("environment") or {}
+    assert isinstance(env, dict), "use the mapping form of environment:"
+    values = compose_environment()
+    return {name: interpolate(str(value), values) for name, value in env.items()}
+
+
+def container_env(container: dict[str, Any]) -> dict[str, str]:
+    """A k8s container's environment: its ConfigMaps, and stand-ins for its Secrets."""
+    config_maps = k8s_kind("ConfigMap")
+    env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        env.update(config_maps[source["configMapRef"]["name"]]["data"])
+    for entry in container.get("env", []):
+        secret = entry.get("valueFrom", {}).get("secretKeyRef")
+        assert secret is None or secret["name"] in k8s_kind("Secret"), entry
+        if entry["name"] == "ACE_REDIS_URL":
+            env[entry["name"]] = "redis://:pw@redis:6379/0"
+        elif entry["name"] == "ACE_FLOWER_BASIC_AUTH":
+            env[entry["name"]] = "ops:pw"
+        else:
+            env[entry["name"]] = entry.get("value", SECRET_STAND_IN)
+    return env
+
+
+# -- command lines ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """A command line found in the deployment files, with the environment it runs in."""
+
+    where: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+
+
+def _shell(command: str) -> list[str]:
+    return shlex.split(command.replace("$HOSTNAME", HOSTNAME))
+
+
+def _compose_command_lines() -> list[CommandLine]:
+    values = compose_environment()
+    found = []
+    for name, service in compose_services().items():
+        env = tuple(sorted(service_env(service).items()))
+        if "command" in service:
+            argv = [interpolate(str(part), values) for part in service["command"]]
+            found.append(CommandLine(f"compose:{name}", tuple(argv), env))
+        test = service.get("healthcheck", {}).get("test")
+        if test:
+            if test[0] == "CMD-SHELL":
+                argv = _shell(interpolate(test[1], values))
+            else:
+                assert test[0] == "CMD", test
+                argv = [interpolate(str(part), values) for part in test[1:]]
+            found.append(CommandLine(f"compose:{name}:healthcheck", tuple(argv), env))
+    return found
+
+
+def _k8s_command_lines() -> list[CommandLine]:
+    found = []
+    for name, container in k8s_containers():
+        env = tuple(sorted(container_env(container).items()))
+        argv = [*container.get("command", []), *container.get("args", [])]
+        found.append(CommandLine(f"k8s:{name}", tuple(argv), env))
+        for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+            command = container.get(probe, {}).get("exec", {}).get("command")
+            if command:
+                argv = _shell(command[2]) if command[:2] == ["sh", "-c"] else list(command)
+                found.append(CommandLine(f"k8s:{name}:{probe}", tuple(argv), env))
+    return found
+
+
+ALL_COMMAND_LINES = _compose_command_lines() + _k8s_command_lines()
+OURS = [c for c in ALL_COMMAND_LINES if c.argv[0] in ("ace-workers", "celery")]
+
+
+def test_every_command_line_is_one_of_ours_or_the_redis_images() -> None:
+    programs = {c.argv[0] for c in ALL_COMMAND_LINES}
+    assert programs == {"ace-workers", "celery", "python", "redis-server", "redis-cli"}
+    for c in ALL_COMMAND_LINES:
+        if c.argv[0].startswith("redis"):
+            assert c.where.startswith("compose:redis"), c.where
+        if c.argv[0] == "python":
+            assert c.argv[1] == "-c"
+            compile(c.argv[2], c.where, "exec")
+        if c.argv[0] == "celery":
+            assert c.argv[1:3] == ("-A", CLI_APP), c.where
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", OURS, ids=[c.where for c in OURS])
+def test_every_command_line_is_accepted_by_the_real_commands_help(line: CommandLine) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    environ.update(dict(line.env))
+    result = subprocess.run(
+        [str(BIN / line.argv[0]), *line.argv[1:], "--help"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, (
+        f"{line.where}: {shlex.join(line.argv)} --help exited {result.returncode}:\n"
+        f"{result.stdout[-2000:]}{result.stderr[-2000:]}"
+    )
+    assert "Usage:" in result.stdout
+
+
+# -- files -----------------------------------------------------------------------------
+
+
+def test_every_yaml_file_parses_into_named_objects() -> None:
+    compose = load_compose()
+    assert set(compose["services"]) == {
+        "redis",
+        "worker-execute",
+        "worker-learn",
+        "worker-write",
+        "beat",
+        "flower",
+        "producer",
+    }
+    docs = k8s_documents()
+    assert {name for name, _ in docs} == {
+        "config.yaml",
+        "workers.yaml",
+        "beat.yaml",
+        "flower.yaml",
+        "learn-autoscaling.yaml",
+    }
+    for name, doc in docs:
+        assert {"apiVersion", "kind", "metadata"} <= set(doc), name
+    assert set(k8s_kind("Deployment")) == {"worker-execute", "worker-learn", "worker-write", "beat", "flower"}
+    assert set(k8s_kind("Service")) == {"flower"}
+
+
+def test_one_image_everywhere_built_from_the_dockerfile() -> None:
+    image = read_env_example()["FLEET_IMAGE"]
+    values = compose_environment()
+    for name, service in compose_services().items():
+        if name == "redis":
+            continue
+        assert interpolate(service["image"], values) == image, name
+        assert interpolate(service["image"], {}) == image, f"{name}: the default differs from .env.example"
+        assert service["build"] == {"context": ".", "dockerfile": "deploy/Dockerfile"}, name
+    for name, container in k8s_containers():
+        assert container["image"] == image, name
+    dockerfile = DOCKERFILE.read_text()
+    assert re.search(r"^FROM python:3\.11-slim$", dockerfile, re.M)
+    assert "--index-url https://download.pytorch.org/whl/cpu torch" in dockerfile
+    assert 'pip install ".[embeddings]"' in dockerfile
+
+
+def test_compose_uses_exactly_the_variables_env_example_documents() -> None:
+    used = set(_VARIABLE.findall(COMPOSE.read_text()))
+    used_names = {name for name, _, _ in used}
+    assert used_names == set(read_env_example())
+
+
+def _ace_names(env: dict[str, str]) -> set[str]:
+    return {name for name in env if name.startswith(ENV_PREFIX)}
+
+
+def test_settings_names_agree_across_compose_env_example_and_k8s() -> None:
+    compose_names = set().union(*(_ace_names(service_env(s)) for s in compose_services().values()))
+    k8s_names = set().union(*(_ace_names(container_env(c)) for _, c in k8s_containers()))
+    assert compose_names == k8s_names
+    # .env.example sets every ACE_* variable directly but the Redis URL, built from REDIS_PASSWORD.
+    assert _ace_names(read_env_example()) == compose_names - {"ACE_REDIS_URL"}
+    # The k8s defaults are the .env.example defaults.
+    (config,) = k8s_kind("ConfigMap").values()
+    example = read_env_example()
+    assert {name: example[name] for name in config["data"]} == config["data"]
+
+
+def test_every_container_environment_is_valid_settings() -> None:
+    environments = [(f"compose:{n}", service_env(s)) for n, s in compose_services().items() if n != "redis"]
+    environments += [(f"k8s:{n}", container_env(c)) for n, c in k8s_containers()]
+    for where, env in environments:
+        settings = WorkerSettings.from_env(env)  # raises UnknownSettingError on a misspelled name
+        assert settings.redis_url, where
+
+
+# -- topology --------------------------------------------------------------------------
+
+
+def _option(argv: list[str] | tuple[str, ...], name: str) -> str:
+    assert argv.count(name) == 1, (argv, name)
+    return argv[argv.index(name) + 1]
+
+
+def _queue_roles(argv: list[str]) -> set[str]:
+    return set(_option(argv, "--queues").split(","))
+
+
+def test_exactly_one_writer_with_one_slot_and_one_beat() -> None:
+    services = compose_services()
+    writers = [n for n, s in services.items() if s["command"][:2] == ["ace-workers", "worker"]]
+    writers = [n for n in writers if "write" in _queue_roles(services[n]["command"])]
+    assert writers == ["worker-write"]
+    assert services["worker-write"]["deploy"]["replicas"] == 1
+    assert _option(services["worker-write"]["command"], "--concurrency") == "1"
+    assert services["beat"]["command"] == ["ace-workers", "beat"]
+    assert services["beat"]["deploy"]["replicas"] == 1
+    assert [n for n, s in services.items() if s.get("command", [None])[1:2] == ["beat"]] == ["beat"]
+
+    deployments = k8s_kind("Deployment")
+    k8s_writers = [
+        n
+        for n, c in k8s_containers()
+        if c["command"][:2] == ["ace-workers", "worker"] and "write" in _queue_roles(c["command"])
+    ]
+    assert k8s_writers == ["worker-write"]
+    for name in ("worker-write", "beat"):
+        assert deployments[name]["spec"]["replicas"] == 1, name
+        assert deployments[name]["spec"]["strategy"] == {"type": "Recreate"}, name
+    (writer,) = deployments["worker-write"]["spec"]["template"]["spec"]["containers"]
+    assert _option(writer["command"], "--concurrency") == "1"
+    assert not any(s["spec"]["scaleTargetRef"]["name"] in ("worker-write", "beat") for s in _scaled())
+
+
+def _scaled() -> list[dict[str, Any]]:
+    return list(k8s_kind("ScaledObject").values()) + list(k8s_kind("HorizontalPodAutoscaler").values())
+
+
+def test_learn_workers_scale_on_the_redis_list_of_the_learn_queue() -> None:
+    (scaled,) = k8s_kind("ScaledObject").values()
+    assert scaled["spec"]["scaleTargetRef"]["name"] == "worker-learn"
+    (trigger,) = scaled["spec"]["triggers"]
+    (config,) = k8s_kind("ConfigMap").values()
+    prefix = config["data"]["ACE_QUEUE_PREFIX"]
+    assert trigger["type"] == "redis"
+    assert trigger["metadata"]["listName"] == WorkerSettings(queue_prefix=prefix).queue_names()["learn"]
+    assert trigger["authenticationRef"]["name"] in k8s_kind("TriggerAuthentication")
+    # `docker compose up --scale worker-learn=N` needs no fixed container name or host port.
+    assert not {"container_name", "ports"} & set(compose_services()["worker-learn"])
+
+
+def test_every_worker_is_health_checked_by_its_own_node_name() -> None:
+    for name, service in compose_services().items():
+        command = service.get("command", [])
+        if command[:2] != ["ace-workers", "worker"]:
+            continue
+        node = _option(command, "--hostname").replace("%h", HOSTNAME)
+        check = _shell(interpolate(service["healthcheck"]["test"][1], compose_environment()))
+        assert check[3:5] == ["inspect", "ping"] and _option(check, "-d") == node, name
+    for name, container in k8s_containers():
+        if container["command"][:2] != ["ace-workers", "worker"]:
+            continue
+        node = _option(container["command"], "--hostname").replace("%h", HOSTNAME)
+        check = _shell(container["livenessProbe"]["exec"]["command"][2])
+        assert check[3:5] == ["inspect", "ping"] and _option(check, "-d") == node, name
+
+
+def test_flower_gets_its_credentials_and_is_never_started_without_auth() -> None:
+    flower = compose_services()["flower"]
+    assert "--no-auth" not in flower["command"]
+    assert "ACE_FLOWER_BASIC_AUTH" in flower["environment"]
+    (container,) = k8s_kind("Deployment")["flower"]["spec"]["template"]["spec"]["containers"]
+    assert "--no-auth" not in container["command"]
+    (auth,) = [e for e in container["env"] if e["name"] == "ACE_FLOWER_BASIC_AUTH"]
+    assert auth["valueFrom"]["secretKeyRef"]["name"] == "ace-flower"
+    # No default credentials: .env.example leaves them (and the Redis password) to the operator.
+    example = read_env_example()
+    assert example["ACE_FLOWER_BASIC_AUTH"] == "" and example["REDIS_PASSWORD"] == ""

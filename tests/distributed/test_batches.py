@@ -1,0 +1,128 @@
+"""Batch records in the real Redis: queued, running and finished counts, each sample counted once."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+
+from ace_workers.distributed.batches import BatchStore
+from ace_workers.distributed.chains import enqueue_epoch
+from ace_workers.distributed.keys import batch_key
+from ace_workers.distributed.local import build_service, local_workers
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.tasks import epoch_payloads, start_next_epoch
+
+from .test_end_to_end import traces_for
+
+
+def test_queued_running_and_finished_add_up(redis_client: redis.Redis) -> None:
+    batches = BatchStore(redis_client, prefix="tb")
+    batches.create("b1", skillbook="book", recipe="trace_analyser", per_epoch=4, epochs=1, skills_at_start=0)
+    batches.add_enqueued("b1", 4, epoch=1)
+    batches.record_started("b1", 1, 1)
+    batches.record_started("b1", 1, 1)  # a redelivered first step starts nothing new
+    batches.record_started("b1", 1, 2)
+    batches.record_done("b1", 1, 1, {"trace": {}})
+    status = batches.status("b1")
+    assert (status.queued, status.running, status.done, status.failed) == (2, 1, 1, 0)
+    assert status.in_flight == status.queued + status.running
+
+
+def test_a_batch_whose_record_vanished_is_a_lookup_error(redis_client: redis.Redis) -> None:
+    batches = BatchStore(redis_client, prefix="tb")
+    # A late counter increment after the record expired recreates the hash with that field only.
+    redis_client.hincrby(batch_key("tb", "gone"), "done", 1)
+    with pytest.raises(LookupError, match="no batch 'gone'"):
+        batches.status("gone")
+
+
+def test_a_batch_without_workers_is_all_queued_then_all_finished(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    settings = WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}")
+    service = build_service(settings, redis_url=redis_url)
+    try:
+        handle = service.producer.enqueue_traces(traces_for(6), "book", epochs=2)
+        waiting = handle.status()
+        assert (waiting.enqueued, waiting.queued, waiting.running) == (6, 6, 0)
+        with local_workers(service, learn_threads=2):
+            status = handle.wait(timeout=60)
+        assert (status.done, status.started, status.queued, status.running) == (12, 12, 0, 0)
+    finally:
+        service.close()
+
+
+def test_a_sample_recorded_again_is_counted_once_and_says_so(redis_client: redis.Redis) -> None:
+    batches = BatchStore(redis_client, prefix="tb")
+    batches.create("b1", skillbook="book", recipe="trace_analyser", per_epoch=2, epochs=1, skills_at_start=0)
+    assert batches.record_done("b1", 1, 1, {"trace": {}}) == 1
+    assert batches.record_done("b1", 1, 1, {"trace": {}}) is None
+    assert batches.record_failure("b1", 1, 1, step="ApplyStep", error="late") is None
+    assert batches.record_failure("b1", 1, 2, step="ApplyStep", error="boom") == 2
+    status = batches.status("b1")
+    assert (status.done, status.failed, batches.finished_in_epoch("b1", 1)) == (1, 1, 2)
+    assert batches.records("b1")["e1:1"]["outcome"] == "done"
+
+
+def test_a_redelivered_final_task_sends_the_rest_of_an_epoch_a_dead_worker_half_sent(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    settings = WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}")
+    service = build_service(settings, redis_url=redis_url)
+    runtime = service.runtime
+    try:
+        handle = service.producer.enqueue_traces(traces_for(4), "book", epochs=2)
+        batch_id = handle.batch_id
+        # Epoch 1 ran: its samples are counted, but the worker that counted the last one died
+        # after sending two of epoch 2's four samples.
+        service.app.control.purge()
+        for index in range(1, 5):
+            runtime.batches.record_done(batch_id, 1, index, {"trace": {}})
+        payloads = epoch_payloads(runtime, runtime.batches.items(batch_id), 2, 2)
+        enqueue_epoch(
+            service.app,
+            runtime,
+            payloads[:2],
+            recipe="trace_analyser",
+            skillbook="book",
+            batch_id=batch_id,
+            epoch=2,
+        )
+        # Its task comes back (acks_late): counted already, it finishes sending epoch 2.
+        start_next_epoch(runtime, batch_id, 1, runtime.batches.record_done(batch_id, 1, 4, {}))
+        start_next_epoch(runtime, batch_id, 1, None)  # and a third delivery sends nothing more
+        assert runtime.batches.status(batch_id).enqueued == 8
+        with local_workers(service, learn_threads=2):
+            status = handle.wait(timeout=60)
+        assert (status.done, status.failed, status.enqueued) == (8, 0, 8)
+        assert sorted(k for k in runtime.batches.records(batch_id) if k.startswith("e2:")) == [
+            "e2:1",
+            "e2:2",
+            "e2:3",
+            "e2:4",
+        ]
+    finally:
+        service.close()
+
+
+def test_an_epoch_being_sent_by_another_task_is_not_sent_again(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    settings = WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}")
+    service = build_service(settings, redis_url=redis_url)
+    runtime = service.runtime
+    try:
+        handle = service.producer.enqueue_traces(traces_for(2), "book", epochs=2)
+        for index in (1, 2):
+            runtime.batches.record_done(handle.batch_id, 1, index, {"trace": {}})
+        with runtime.batches.epoch_start_lock(handle.batch_id, 2, 30) as held:
+            assert held
+            start_next_epoch(runtime, handle.batch_id, 1, None)
+            assert runtime.batches.status(handle.batch_id).enqueued == 2
+        start_next_epoch(runtime, handle.batch_id, 1, None)
+        assert runtime.batches.status(handle.batch_id).enqueued == 4
+    finally:
+        service.app.control.purge()
+        service.close()

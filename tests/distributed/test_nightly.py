@@ -1,0 +1,167 @@
+"""Nightly learning against the real Redis: inbox, cursor, lock, resume after a crash, and real beats."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from celery.schedules import crontab
+
+from ace_workers.distributed.local import Service, build_service, local_workers
+from ace_workers.distributed.nightly import NightlyBusy, NightlyRunner, parse_schedule
+from ace_workers.distributed.payload import PayloadError
+from ace_workers.distributed.settings import InvalidSettingError, WorkerSettings
+
+from .test_end_to_end import traces_for
+
+ACE_WORKERS = str(Path(sys.executable).with_name("ace-workers"))
+
+
+@pytest.fixture
+def settings(redis_client: redis.Redis, redis_url: str, tmp_path: Path) -> WorkerSettings:
+    return WorkerSettings(
+        redis_url=redis_url,
+        queue_prefix=f"t{uuid.uuid4().hex[:8]}",
+        sim_trust_threshold=0,
+        nightly_dir=str(tmp_path / "nightly"),
+    )
+
+
+@pytest.fixture
+def service(settings: WorkerSettings) -> Iterator[Service]:
+    built = build_service(settings, redis_url=settings.redis_url or "")
+    with local_workers(built, learn_threads=4):
+        yield built
+    built.close()
+
+
+def test_a_run_learns_the_inbox_moves_the_cursor_and_reports(service: Service, tmp_path: Path) -> None:
+    producer = service.producer
+    assert producer.append_to_inbox(traces_for(10), "book") == 10
+    runner = NightlyRunner(producer, batch_timeout=60)
+    assert runner.pending("book") == 10
+    report = runner.run("book", night="2026-11-22")
+    assert report is not None
+    assert (report.traces, report.done, report.failed, report.resumed) == (10, 10, 0, False)
+    assert report.skills_before == 0 and report.skills_after == 5  # one rule per topic
+    assert report.checkpoint_version == service.runtime.store("book").version()
+    saved = json.loads(Path(report.files[0]).read_text())
+    assert len(saved["skills"]) == 5 and Path(report.files[1]).read_text().startswith("#")
+    assert runner.pending("book") == 0
+    assert service.runtime.redis.xlen(runner.keys("book").inbox) <= 1  # learned entries are trimmed
+    assert [r.run_id for r in runner.reports("book")] == [report.run_id]
+
+
+def test_a_night_runs_once_when_scheduled_but_a_manual_run_takes_new_traces(service: Service) -> None:
+    runner = NightlyRunner(service.producer, batch_timeout=60)
+    service.producer.append_to_inbox(traces_for(4), "book")
+    assert runner.run("book", night="2026-11-22") is not None
+    service.producer.append_to_inbox(traces_for(3), "book")
+    assert runner.run("book", night="2026-11-22") is None  # the second beat of the night
+    manual = runner.run("book", night="2026-11-22", scheduled=False)
+    assert manual is not None and manual.traces == 3
+    nextnight = runner.run("book", night="2026-11-23")
+    assert nextnight is not None and nextnight.traces == 0
+
+
+def test_a_run_holding_the_lock_keeps_every_other_run_out(service: Service) -> None:
+    runner = NightlyRunner(service.producer, batch_timeout=60)
+    lock = service.runtime.redis.lock(runner.keys("book").nightly_lock, timeout=30)
+    assert lock.acquire(blocking=False)
+    with pytest.raises(NightlyBusy, match="'book' is in progress"):
+        runner.run("book", scheduled=False)
+    lock.release()
+    assert runner.run("book", scheduled=False) is not None
+
+
+def test_a_crashed_run_resumes_its_batch_instead_of_sending_the_traces_again(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service.producer.append_to_inbox(traces_for(6), "book")
+    runner = NightlyRunner(service.producer, batch_timeout=60)
+    finish = NightlyRunner._finish
+
+    def crash(*args: Any) -> None:
+        raise RuntimeError("worker lost mid-run")
+
+    monkeypatch.setattr(NightlyRunner, "_finish", crash)
+    with pytest.raises(RuntimeError, match="worker lost"):
+        runner.run("book", night="2026-11-22")
+    assert runner.pending("book") == 6  # the cursor did not move
+    monkeypatch.setattr(NightlyRunner, "_finish", finish)
+    report = runner.run("book", night="2026-11-22")
+    assert report is not None and report.resumed and report.traces == 6
+    status = service.runtime.batches.status(report.batch_id)
+    assert (status.enqueued, status.done) == (6, 6)  # one batch, sent once
+    assert runner.pending("book") == 0 and len(runner.reports("book")) == 1
+
+
+def test_a_bad_trace_appends_nothing_and_names_its_position(service: Service) -> None:
+    runner = NightlyRunner(service.producer)
+    with pytest.raises(PayloadError, match="trace 3"):
+        service.producer.append_to_inbox([{"a": 1}, {"b": 2}, {"c": object()}], "book")
+    assert runner.pending("book") == 0
+
+
+def test_schedules_are_a_utc_crontab_or_seconds() -> None:
+    assert parse_schedule("2.5").total_seconds() == 2.5  # type: ignore[union-attr]
+    nightly = parse_schedule("0 2 * * *")
+    assert isinstance(nightly, crontab) and nightly.hour == {2} and nightly.minute == {0}
+    with pytest.raises(InvalidSettingError, match="ACE_NIGHTLY_SCHEDULE"):
+        WorkerSettings(nightly_schedule="at two")
+    with pytest.raises(InvalidSettingError, match="ACE_NIGHTLY_SKILLBOOKS"):
+        WorkerSettings(nightly_skillbooks="good,bad}name")
+
+
+@pytest.mark.slow
+def test_two_beats_firing_every_second_make_one_run_a_night(
+    service: Service, settings: WorkerSettings
+) -> None:
+    service.producer.append_to_inbox(traces_for(5), "book")
+    env = {
+        **os.environ,
+        "ACE_REDIS_URL": settings.redis_url or "",
+        "ACE_QUEUE_PREFIX": settings.queue_prefix,
+        "ACE_NIGHTLY_SKILLBOOKS": "book",
+        "ACE_NIGHTLY_SCHEDULE": "1",
+    }
+    beats = [
+        subprocess.Popen(
+            [ACE_WORKERS, "beat", "--schedule-file", str(Path(settings.nightly_dir or "") / f"beat{n}")],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for n in range(2)
+    ]
+    runner = NightlyRunner(service.producer)
+    try:
+        deadline = time.monotonic() + 45
+        while not runner.reports("book") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(4)  # both beats keep firing: the night has its run
+    finally:
+        for beat in beats:
+            beat.terminate()
+        errors = [beat.communicate(timeout=20)[1].decode() for beat in beats]
+    reports = runner.reports("book")
+    assert len(reports) == 1, errors
+    assert reports[0].traces == 5 and reports[0].done == 5
+
+
+def test_settings_carry_the_nightly_options_from_the_environment() -> None:
+    settings = WorkerSettings.from_env(
+        {"ACE_NIGHTLY_SKILLBOOKS": "a, b", "ACE_NIGHTLY_EPOCHS": "2", "ACE_NIGHTLY_SCHEDULE": "30 1 * * *"}
+    )
+    assert settings.nightly_skillbook_names() == ["a", "b"]
+    assert dataclasses.replace(settings).nightly_epochs == 2

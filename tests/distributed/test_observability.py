@@ -1,0 +1,403 @@
+"""Metrics and structured logs of workers: real Redis (db 15), real in-process and subprocess workers."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from prometheus_client.parser import text_string_to_metric_families
+from typer.testing import CliRunner
+
+from ace_workers.cli import app as cli_app
+from ace_workers.core import UpdateBatch, UpdateOperation
+from ace_workers.distributed import RedisSkillbookStore
+from ace_workers.distributed.keys import dead_letters_key
+from ace_workers.distributed.local import Service, build_service, local_workers
+from ace_workers.distributed.payload import context_to_payload
+from ace_workers.distributed.settings import InvalidSettingError, WorkerSettings
+from ace_workers.distributed.tasks import run_step
+from ace_workers.observability import (
+    JsonFormatter,
+    StepContextFilter,
+    StepLogContext,
+    WorkerMetrics,
+    configure_logging,
+    start_metrics_server,
+    step_log_context,
+)
+
+from .conftest import connect_test_redis
+from .test_end_to_end import traces_for
+from .test_store_concurrency import HookedRedis
+
+REPO = Path(__file__).resolve().parents[2]
+CHATTY = "tests.distributed.observability_recipes:chatty_recipe"
+
+
+def _service(redis_url: str, **options: object) -> Service:
+    settings = WorkerSettings(
+        redis_url=redis_url, queue_prefix=f"o{uuid.uuid4().hex[:8]}", sim_trust_threshold=0, **options
+    )
+    return build_service(settings, redis_url=redis_url)
+
+
+@pytest.fixture
+def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
+    """In-process workers for the three queues; the runtime's metrics are the workers' metrics."""
+    built = _service(redis_url)
+    with local_workers(built, learn_threads=4):
+        yield built
+    built.close()
+
+
+@pytest.fixture
+def quick_retry_service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
+    built = _service(redis_url, task_max_retries=3, retry_backoff_seconds=0.01)
+    with local_workers(built, learn_threads=2):
+        yield built
+    built.close()
+
+
+def fetch_metrics(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """GET /metrics over real HTTP: sample name and sorted labels -> value."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+# -- metrics ------------------------------------------------------------------------------------------
+def test_a_batch_counts_each_step_once_per_sample_with_latency_and_llm_tokens(service: Service) -> None:
+    handle = service.producer.enqueue_traces(traces_for(8), "metered")
+    status = handle.wait(timeout=60)
+    assert (status.done, status.failed) == (8, 0)
+    metrics = service.runtime.metrics
+    _, routes = service.runtime.pipeline("trace_analyser", "metered")
+    assert [r.name for r in routes] == ["ReflectStep", "TagStep", "UpdateStep", "ApplyStep"]
+    for route in routes:
+        labels = {"step": route.name, "skillbook": "metered"}
+        assert metrics.value("ace_step_samples_total", **labels) == 8, route.name
+        assert metrics.value("ace_step_duration_seconds_count", step=route.name) == 8
+        assert metrics.value("ace_step_duration_seconds_sum", step=route.name) > 0
+    # The simulator reports token usage on each role output's raw, as the real clients do.
+    for role in ("reflector", "skill_manager"):
+        assert metrics.value("ace_llm_attempts_total", role=role, model="simulated") == 8
+        for kind in ("prompt", "completion"):
+            assert metrics.value("ace_llm_tokens_total", role=role, model="simulated", kind=kind) > 0
+    assert metrics.value("ace_llm_attempts_total", role="agent", model="simulated") == 0
+    # The store's metrics agree with its own counters in Redis.
+    stats = service.runtime.store("metered").stats()
+    assert stats["applies"] > 0
+    assert metrics.value("ace_store_applies_total", skillbook="metered") == stats["applies"]
+    assert metrics.value("ace_store_stale_applies_total", skillbook="metered") == stats["stale_applies"]
+    assert metrics.value("ace_store_skipped_ops_total", skillbook="metered") == stats["skipped_ops"]
+    assert metrics.value("ace_dead_letters_total", step="ApplyStep") == 0
+
+
+def test_a_failing_step_counts_failures_by_exception_type_and_dead_letters(service: Service) -> None:
+    handle = service.producer.enqueue_traces(
+        traces_for(3), "broken", recipe="tests.distributed.recipes:failing_recipe"
+    )
+    status = handle.wait(timeout=60)
+    assert (status.done, status.failed) == (0, 3)
+    metrics = service.runtime.metrics
+    assert metrics.value("ace_step_failures_total", step="Explode", exception="RuntimeError") == 3
+    assert metrics.value("ace_dead_letters_total", step="Explode") == 3
+    assert metrics.value("ace_step_samples_total", step="Explode", skillbook="broken") == 0
+    assert metrics.value("ace_step_duration_seconds_count", step="Explode") == 3
+    assert service.runtime.redis.llen(dead_letters_key(service.runtime.settings.queue_prefix)) == 3
+
+
+def test_retried_steps_count_as_failures_and_retries_then_as_samples(
+    quick_retry_service: Service, redis_url: str
+) -> None:
+    traces = [{"id": f"m{i}", "redis_url": redis_url} for i in range(3)]
+    handle = quick_retry_service.producer.enqueue_traces(
+        traces, "retry", recipe="tests.distributed.recipes:flaky_recipe"
+    )
+    assert handle.wait(timeout=60).done == 3
+    metrics = quick_retry_service.runtime.metrics
+    # Flaky fails twice per sample, then succeeds.
+    assert metrics.value("ace_step_failures_total", step="Flaky", exception="LLMError") == 6
+    assert metrics.value("ace_step_retries_total", step="Flaky") == 6
+    assert metrics.value("ace_step_samples_total", step="Flaky", skillbook="retry") == 3
+    assert metrics.value("ace_dead_letters_total", step="Flaky") == 0
+
+
+def test_a_duplicate_apply_delivery_is_counted(service: Service) -> None:
+    handle = service.producer.enqueue_traces(traces_for(1), "once")
+    handle.wait(timeout=60)
+    metrics = service.runtime.metrics
+    store = service.runtime.store("once")
+    applies = metrics.value("ace_store_applies_total", skillbook="once")
+    assert applies == store.stats()["applies"] > 0
+    assert metrics.value("ace_store_duplicate_deliveries_total", skillbook="once") == 0
+    _, routes = service.runtime.pipeline("trace_analyser", "once")
+    apply_index = next(r.index for r in routes if r.name == "ApplyStep")
+    (result,) = handle.results()
+    assert result.output is not None
+    payload = context_to_payload(result.output, claims=service.runtime.claims)
+    kwargs = {
+        "recipe": "trace_analyser",
+        "skillbook": "once",
+        "index": apply_index,
+        "batch_id": handle.batch_id,
+        "epoch": 1,
+        "sample_index": 1,
+    }
+    run_step(service.runtime, payload, **kwargs)  # type: ignore[arg-type]
+    run_step(service.runtime, payload, **kwargs)  # type: ignore[arg-type]
+    assert metrics.value("ace_store_duplicate_deliveries_total", skillbook="once") == 2
+    assert store.stats()["duplicate_deliveries"] == 2
+    assert metrics.value("ace_store_applies_total", skillbook="once") == applies
+
+
+def test_the_store_reports_conflicts_stale_applies_and_skipped_ops(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    metrics = WorkerMetrics()
+    rival = RedisSkillbookStore(redis_client, "race")
+    interfered: list[int] = []
+
+    def rival_commits_first() -> None:
+        if not interfered:
+            interfered.append(rival.apply(UpdateBatch(operations=[add("Rival lesson")])).version)
+
+    client = HookedRedis(connection_pool=connect_test_redis(redis_url).connection_pool)
+    client.before_multi = rival_commits_first
+    store = RedisSkillbookStore(client, "race", observer=metrics)
+    try:
+        store.apply(UpdateBatch(operations=[add("Our lesson")]), base_version=0)  # loses one race
+        store.apply(
+            UpdateBatch(
+                operations=[UpdateOperation(type="TAG", skill_id="nope-00009", metadata={"helpful": 1})]
+            ),
+            base_version=1,
+        )
+    finally:
+        client.connection_pool.disconnect()
+    labels = {"skillbook": "race"}
+    assert metrics.value("ace_store_conflicts_total", operation="apply", **labels) == 1
+    assert metrics.value("ace_store_applies_total", **labels) == 2
+    assert metrics.value("ace_store_stale_applies_total", **labels) == 2
+    assert metrics.value("ace_store_skipped_ops_total", **labels) == 1
+    # The rival store had no observer: only what this store did is counted, as in Redis minus the rival.
+    stats = store.stats()
+    assert (stats["conflicts"], stats["applies"], stats["stale_applies"], stats["skipped_ops"]) == (
+        1,
+        3,
+        2,
+        1,
+    )
+
+
+def add(content: str) -> UpdateOperation:
+    return UpdateOperation(type="ADD", section="lessons", content=content)
+
+
+def test_the_metrics_endpoint_serves_the_workers_registry_over_http(service: Service) -> None:
+    handle = service.producer.enqueue_traces(traces_for(4), "served")
+    handle.wait(timeout=60)
+    server = start_metrics_server(service.runtime.metrics, 0, host="127.0.0.1")
+    try:
+        served = fetch_metrics(server.port)
+    finally:
+        server.close()
+    assert served[("ace_step_samples_total", (("skillbook", "served"), ("step", "ApplyStep")))] == 4
+    assert served[("ace_step_duration_seconds_count", (("step", "ReflectStep"),))] == 4
+    # A registry of its own: none of prometheus-client's default process collectors.
+    assert not any(name.startswith("process_") or name.startswith("python_") for name, _ in served)
+
+
+def test_two_runtimes_in_one_process_keep_separate_registries(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    first, second = _service(redis_url), _service(redis_url)
+    try:
+        assert first.runtime.metrics.registry is not second.runtime.metrics.registry
+        first.runtime.metrics.observe_dead_letter("X")
+        assert second.runtime.metrics.value("ace_dead_letters_total", step="X") == 0
+    finally:
+        first.close()
+        second.close()
+
+
+# -- logs ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def json_log() -> Iterator[io.StringIO]:
+    """A JSON handler on the root logger, as `--log-format json` installs it, capturing into a buffer."""
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    handler.addFilter(StepContextFilter())
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield buffer
+    finally:
+        root.removeHandler(handler)
+
+
+def test_a_line_logged_inside_a_step_carries_batch_sample_skillbook_and_step(
+    service: Service, json_log: io.StringIO
+) -> None:
+    handle = service.producer.enqueue_traces([{"id": "a"}, {"id": "b"}], "chat", recipe=CHATTY)
+    assert handle.wait(timeout=60).done == 2
+    logging.getLogger("tests.observability.chatty").info("outside any step")
+    lines = [json.loads(line) for line in json_log.getvalue().splitlines()]
+    chatty = sorted(
+        (line for line in lines if line["logger"] == "tests.observability.chatty"), key=lambda x: x["message"]
+    )
+    assert [line["message"] for line in chatty] == [
+        "looked at trace a",
+        "looked at trace b",
+        "outside any step",
+    ]
+    for line, sample in zip(chatty, ("e1:1", "e1:2"), strict=False):
+        assert line["batch_id"] == handle.batch_id
+        assert line["sample"] == sample
+        assert line["skillbook"] == "chat"
+        assert line["step"] == "Chatty"
+        assert line["level"] == "INFO" and line["time"].endswith("+00:00")
+    assert not {"batch_id", "sample", "skillbook", "step"} & chatty[-1].keys()
+
+
+@pytest.fixture
+def root_logging() -> Iterator[None]:
+    """Puts back the root logger's handlers and level (pytest's capture among them) after the test."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        logging.captureWarnings(False)
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+
+
+@pytest.mark.usefixtures("root_logging")
+def test_the_json_formatter_writes_one_object_per_line_with_the_exception() -> None:
+    buffer = io.StringIO()
+    configure_logging("json", "DEBUG", stream=buffer)
+    log = logging.getLogger("ace_workers.somewhere")
+    with step_log_context(StepLogContext("b1", "e2:7", "book", "ReflectStep")):
+        try:
+            raise ValueError("bad\nvalue")
+        except ValueError:
+            log.exception("failed on %s", {"x": 1})
+    (line,) = buffer.getvalue().splitlines()
+    entry = json.loads(line)
+    assert entry["message"] == "failed on {'x': 1}" and entry["level"] == "ERROR"
+    assert (entry["batch_id"], entry["sample"], entry["skillbook"], entry["step"]) == (
+        "b1",
+        "e2:7",
+        "book",
+        "ReflectStep",
+    )
+    assert "ValueError: bad" in entry["exception"]
+
+
+def test_log_format_is_a_setting_and_unknown_formats_fail() -> None:
+    assert WorkerSettings.from_env({"ACE_LOG_FORMAT": "json"}).log_format == "json"
+    assert WorkerSettings.from_env({}).log_format == "text"
+    with pytest.raises(InvalidSettingError, match="ACE_LOG_FORMAT"):
+        WorkerSettings.from_env({"ACE_LOG_FORMAT": "xml"})
+    with pytest.raises(ValueError, match="unknown log format"):
+        configure_logging("xml")
+
+
+def test_the_worker_refuses_metrics_on_a_prefork_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACE_REDIS_URL", "redis://127.0.0.1:1/15")  # never reached: refused before
+    result = CliRunner().invoke(cli_app, ["worker", "--pool", "prefork", "--metrics-port", "9999"])
+    assert result.exit_code == 2
+    assert "--metrics-port needs --pool threads or solo" in said(result.output)
+    result = CliRunner().invoke(cli_app, ["worker", "--log-format", "xml"])
+    assert result.exit_code == 2 and "use text or json" in said(result.output)
+
+
+def said(output: str) -> str:
+    """CLI output without rich's error-panel borders and line wrapping."""
+    return " ".join(output.replace("│", " ").split())
+
+
+# -- a real worker process --------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_a_worker_process_serves_metrics_and_writes_json_logs(
+    tmp_path: Path, redis_client: redis.Redis, redis_url: str
+) -> None:
+    prefix = f"ow{uuid.uuid4().hex[:6]}"
+    port = free_port()
+    values = {"ACE_REDIS_URL": redis_url, "ACE_QUEUE_PREFIX": prefix, "ACE_LOG_FORMAT": "json"}
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), **values}
+    command = [
+        sys.executable,
+        "-c",
+        "from ace_workers.cli import main; main()",
+        "worker",
+        "--queues=execute,learn,write",
+        "--concurrency=1",
+        f"--metrics-port={port}",
+    ]
+    stdout, stderr = tmp_path / "stdout.log", tmp_path / "stderr.log"
+    with stdout.open("wb") as out, stderr.open("wb") as err:
+        worker = subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=err, start_new_session=True)
+    service = build_service(WorkerSettings.from_env(values), redis_url=redis_url)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                fetch_metrics(port)
+                break
+            except OSError:
+                assert worker.poll() is None and time.monotonic() < deadline, stderr.read_text()
+                time.sleep(0.1)
+        handle = service.producer.enqueue_traces([{"id": "p1"}, {"id": "p2"}], "proc", recipe=CHATTY)
+        assert handle.wait(timeout=60).done == 2
+        served = fetch_metrics(port)
+    finally:
+        service.close()
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=30)
+    assert served[("ace_step_samples_total", (("skillbook", "proc"), ("step", "Chatty")))] == 2
+    assert served[("ace_step_duration_seconds_count", (("step", "Chatty"),))] == 2
+    # Celery's own logging did not replace ours: every line on stderr is a JSON object.
+    lines = [json.loads(line) for line in stderr.read_text().splitlines() if line.strip()]
+    assert any(line["logger"].startswith("celery") for line in lines)
+    chatty = sorted(
+        (x for x in lines if x["logger"] == "tests.observability.chatty"), key=lambda x: x["sample"]
+    )
+    assert [(x["message"], x["sample"]) for x in chatty] == [
+        ("looked at trace p1", "e1:1"),
+        ("looked at trace p2", "e1:2"),
+    ]
+    assert all(
+        x["batch_id"] == handle.batch_id and x["skillbook"] == "proc" and x["step"] == "Chatty"
+        for x in chatty
+    )
+    # No banner on stdout: Celery prints only its shutdown notice there, past any logging.
+    assert stdout.read_text().split() in ([], ["worker:", "Warm", "shutdown", "(MainProcess)"])

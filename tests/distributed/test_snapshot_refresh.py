@@ -1,0 +1,95 @@
+"""A cached snapshot is brought forward through the change log, and equals a full read every time."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+import redis
+
+from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
+from ace_workers.distributed import ReadOnlySkillbook, RedisSkillbookStore, SnapshotCache
+
+
+def op(type_: str, **fields: Any) -> UpdateOperation:
+    return UpdateOperation(type=type_, **fields)
+
+
+def same_as_full_read(store: RedisSkillbookStore, book: Skillbook) -> None:
+    _, full = store.snapshot()
+    assert book.to_dict() == full.to_dict()
+    # Dict order is the prompt's order: the cheap path must keep it exactly.
+    assert [s.id for s in book.skills(include_invalid=True)] == [
+        s.id for s in full.skills(include_invalid=True)
+    ]
+    assert book.as_prompt() == full.as_prompt()
+
+
+def no_full_reads(store: RedisSkillbookStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the full reads cached_snapshot makes from now on (snapshot() reads whole by design)."""
+    calls: list[int] = []
+    original = store._read_snapshot
+
+    def counting(cls: type[Skillbook]) -> Any:
+        if cls is ReadOnlySkillbook:
+            calls.append(1)
+        return original(cls)
+
+    monkeypatch.setattr(store, "_read_snapshot", counting)
+    return calls
+
+
+def random_batch(rng: random.Random, ids: list[str], step: int) -> UpdateBatch:
+    ops = []
+    for _ in range(rng.randint(1, 4)):
+        kind = rng.choice(["ADD", "ADD", "TAG", "UPDATE", "REMOVE"]) if ids else "ADD"
+        if kind == "ADD":
+            section = rng.choice(["math", "reading", "general"])
+            custom = {"skill_id": f"{section}-{90000 + step}"} if rng.random() < 0.1 else {}
+            ops.append(op("ADD", section=section, content=f"skill {step}-{len(ops)}", **custom))
+        elif kind == "TAG":
+            ops.append(op("TAG", skill_id=rng.choice(ids), metadata={"helpful": 1}))
+        elif kind == "UPDATE":
+            ops.append(op("UPDATE", skill_id=rng.choice(ids), content=f"updated at {step}"))
+        else:
+            ops.append(op("REMOVE", skill_id=rng.choice(ids)))
+    return UpdateBatch(operations=ops)
+
+
+def test_refresh_after_applies_reads_only_the_log_and_matches_a_full_read(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RedisSkillbookStore(redis_client, "book", snapshot_cache=SnapshotCache())
+    store.apply(UpdateBatch(operations=[op("ADD", section="math", content="Check units.")]))
+    store.cached_snapshot()  # the starting point, read whole
+    full_reads = no_full_reads(store, monkeypatch)
+    rng = random.Random(7)
+    for step in range(60):
+        ids = [s.id for s in store.cached_snapshot()[1].skills()]
+        store.apply(random_batch(rng, ids, step))
+        if step % 3 == 0:  # also bring it forward across several versions at once
+            version, book = store.cached_snapshot()
+            assert version == store.version()
+            same_as_full_read(store, book)
+    assert full_reads == []
+
+
+def test_rollbacks_and_trimmed_logs_fall_back_to_a_full_read(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RedisSkillbookStore(redis_client, "book", snapshot_cache=SnapshotCache(), changelog_maxlen=1)
+    for n in range(3):
+        store.apply(UpdateBatch(operations=[op("ADD", section="math", content=f"skill {n}")]))
+    store.cached_snapshot()
+    full_reads = no_full_reads(store, monkeypatch)
+    store.rollback(1)
+    version, book = store.cached_snapshot()
+    assert full_reads == [1] and version == 4
+    same_as_full_read(store, book)
+    # The log keeps about one entry: a snapshot several versions behind cannot be brought forward.
+    for n in range(200):
+        store.apply(UpdateBatch(operations=[op("ADD", section="math", content=f"more {n}")]))
+    version, book = store.cached_snapshot()
+    assert full_reads == [1, 1] and version == store.version()
+    same_as_full_read(store, book)

@@ -1,0 +1,358 @@
+"""What the failure drills share: a private redis-server, worker processes, and the checks of an outcome.
+
+Every drill runs against its own ``redis-server`` on a free port (never the shared
+one: a drill restarts it), with real ``ace-workers worker`` processes. The drills'
+scenarios (scenarios.py) use these helpers; the tests assert on their outcomes and
+``benchmarks/drills.py`` prints them as a table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from ace_workers.distributed.batches import BatchStatus
+from ace_workers.distributed.keys import dead_letters_key
+from ace_workers.distributed.local import Service, build_service
+from ace_workers.distributed.producer import BatchHandle
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.sim import make_tasks
+from tests.distributed.test_crash import stop
+
+__all__ = [
+    "REPO",
+    "BookCheck",
+    "Fleet",
+    "Outcome",
+    "PrivateRedis",
+    "check_book",
+    "count_dead_letters",
+    "drill_env",
+    "start_worker",
+    "stop",
+    "traces_for",
+    "wait_for_batch",
+]
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = "from ace_workers.cli import main; main()"
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PrivateRedis:
+    """A redis-server of this drill only, on a free port; ``persistent`` keeps data (AOF) over restarts."""
+
+    def __init__(self, directory: Path, *, persistent: bool = True) -> None:
+        self.directory = directory
+        self.persistent = persistent
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        directory.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def url(self) -> str:
+        """The URL of database 0."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Start the server (on the same port and files as before) and wait until it answers."""
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed; the failure drills run a private one")
+        persistence = (
+            ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
+        )
+        command = [
+            binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--dir",
+            str(self.directory),
+        ]
+        with (self.directory / "redis.log").open("ab") as log:
+            self.process = subprocess.Popen([*command, *persistence], stdout=log, stderr=subprocess.STDOUT)
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    if client.ping():
+                        return
+                except redis.BusyLoadingError:
+                    pass  # still loading the AOF
+                except redis.ConnectionError as exc:
+                    if self.process.poll() is not None:
+                        raise RuntimeError(
+                            f"redis-server exited: {(self.directory / 'redis.log').read_text()}"
+                        ) from exc
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"redis-server on port {self.port} did not answer in {timeout} s")
+                time.sleep(0.05)
+        finally:
+            client.close()
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """Stop the server: SIGTERM is a clean shutdown (the AOF is flushed), SIGKILL a crash."""
+        if self.process is None:
+            return
+        self.process.send_signal(sig)
+        self.process.wait(timeout=30)
+        self.process = None
+
+    def restart(self, down_seconds: float = 1.0) -> None:
+        """Stop, stay down ``down_seconds``, start again on the same port with the same data."""
+        self.stop()
+        time.sleep(down_seconds)
+        self.start()
+
+    def __enter__(self) -> PrivateRedis:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+            self.process = None
+
+
+def drill_env(redis_url: str, home: Path, **values: str) -> tuple[dict[str, str], WorkerSettings]:
+    """The environment of worker and CLI processes (only PATH, HOME and ``ACE_*``), and its settings."""
+    ace = {"ACE_REDIS_URL": redis_url, "ACE_SIM_TRUST_THRESHOLD": "0", **values}
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), **ace}
+    return env, WorkerSettings.from_env(ace)
+
+
+def start_worker(
+    env: dict[str, str],
+    log: Path,
+    *,
+    queues: str,
+    name: str,
+    concurrency: int = 1,
+    pool: str = "threads",
+) -> subprocess.Popen[bytes]:
+    """A real ``ace-workers worker`` process named ``name@drill``, in a session of its own."""
+    command = [
+        sys.executable,
+        "-c",
+        CLI,
+        "worker",
+        f"--queues={queues}",
+        f"--pool={pool}",
+        f"--concurrency={concurrency}",
+        "--loglevel=INFO",
+        f"--hostname={name}@drill",
+    ]
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+@dataclass
+class Fleet:
+    """The worker processes of a drill: by default one execute+learn worker and the single writer."""
+
+    env: dict[str, str]
+    directory: Path
+    learn_threads: int = 4
+    learn_pool: str = "threads"
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def log(self) -> Path:
+        """Where every worker of the fleet logs."""
+        return self.directory / "workers.log"
+
+    def start(
+        self, service: Service, names: tuple[str, ...] = ("learn", "write"), timeout: float = 60
+    ) -> None:
+        """Start the named workers ("learn", "write") and wait until each answers a ping."""
+        for name in names:
+            self.start_one(name)
+        self.wait_ready(service, names, timeout)
+
+    def start_one(self, name: str) -> subprocess.Popen[bytes]:
+        """Start (or replace) worker ``name``: "learn" serves execute and learn, "write" the write queue."""
+        if name == "write":
+            process = start_worker(self.env, self.log, queues="write", name="write", concurrency=1)
+        else:
+            process = start_worker(
+                self.env,
+                self.log,
+                queues="execute,learn",
+                name=name,
+                concurrency=self.learn_threads,
+                pool=self.learn_pool,
+            )
+        self.processes[name] = process
+        return process
+
+    def wait_ready(self, service: Service, names: tuple[str, ...], timeout: float = 60) -> None:
+        """Block until every named worker answers ``celery inspect ping``."""
+        wanted = {f"{name}@drill" for name in names}
+        deadline = time.monotonic() + timeout
+        while True:
+            answered = ping(service, wanted)
+            if answered >= wanted:
+                return
+            for name in names:
+                if self.processes[name].poll() is not None:
+                    raise RuntimeError(f"worker {name} exited; log:\n{self.log.read_text()[-4000:]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"workers {sorted(wanted - answered)} not ready; log:\n{self.log.read_text()[-4000:]}"
+                )
+            time.sleep(0.2)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the worker ``name`` and its pool children."""
+        stop(self.processes[name], signal.SIGKILL)
+
+    def alive(self) -> dict[str, bool]:
+        """Whether each worker process is still running."""
+        return {name: process.poll() is None for name, process in self.processes.items()}
+
+    def stop_all(self) -> None:
+        """Stop every worker (SIGTERM, then SIGKILL after 30 s)."""
+        for process in self.processes.values():
+            stop(process)
+
+    def log_count(self, text: str) -> int:
+        """How many lines of the fleet's log contain ``text``."""
+        if not self.log.exists():
+            return 0
+        return sum(text in line for line in self.log.read_text(errors="replace").splitlines())
+
+
+def ping(service: Service, destinations: set[str], timeout: float = 1.0) -> set[str]:
+    """The workers among ``destinations`` that answer ``celery inspect ping`` within ``timeout``."""
+    try:
+        replies = service.app.control.ping(destination=sorted(destinations), timeout=timeout) or []
+    except (redis.ConnectionError, OSError):
+        return set()
+    return {name for reply in replies for name in reply}
+
+
+@contextmanager
+def drill_service(settings: WorkerSettings, redis_url: str) -> Iterator[Service]:
+    """The producer side of a drill: an app, a runtime and a producer on the private Redis."""
+    service = build_service(settings, redis_url=redis_url)
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+def traces_for(n: int, *, seed: int = 4, topics: int = 3) -> list[dict[str, str | None]]:
+    """Recorded failures on synthetic tasks; the simulated Reflector learns one rule per topic from them."""
+    return [
+        {"question": t.question, "answer": "?", "ground_truth": t.ground_truth, "feedback": "Incorrect."}
+        for t in make_tasks(n, seed=seed, topics=topics)
+    ]
+
+
+def wait_for_batch(handle: BatchHandle, timeout: float) -> tuple[BatchStatus, int]:
+    """Wait for the batch like BatchHandle.wait, riding out a Redis that is down; (status, failed polls)."""
+    deadline = time.monotonic() + timeout
+    failed_polls = 0
+    while True:
+        try:
+            return handle.wait(timeout=max(0.0, deadline - time.monotonic())), failed_polls
+        except (redis.ConnectionError, redis.BusyLoadingError):
+            failed_polls += 1
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+@dataclass
+class BookCheck:
+    """What a skillbook looks like after a drill: duplicates and change-log integrity."""
+
+    skills: int
+    duplicate_skills: int
+    version: int
+    versions_contiguous: bool
+    steps_applied_twice: int
+
+
+def check_book(service: Service, skillbook: str) -> BookCheck:
+    """Count duplicate skills, check the change log's versions run to now with no gap and no write twice."""
+    store = service.runtime.store(skillbook)
+    if not store.exists():  # nothing was ever applied (every sample failed)
+        return BookCheck(
+            skills=0, duplicate_skills=0, version=0, versions_contiguous=True, steps_applied_twice=0
+        )
+    book = store.export()
+    contents = Counter(skill.content for skill in book.skills())
+    version = store.version()
+    history = store.history(limit=max(1, version + 10))
+    # The log keeps about ACE_CHANGELOG_MAXLEN entries: what is left must run without a gap to now.
+    versions = sorted(change.version for change in history)
+    first = versions[0] if versions else 1
+    # A redelivered step makes the same writes under the same idempotency keys: a key twice in the
+    # log is a write applied twice.
+    writes = Counter(change.idempotency_key for change in history if change.idempotency_key)
+    return BookCheck(
+        skills=len(book),
+        duplicate_skills=sum(count - 1 for count in contents.values()),
+        version=version,
+        versions_contiguous=versions == list(range(first, version + 1)),
+        steps_applied_twice=sum(count - 1 for count in writes.values() if count > 1),
+    )
+
+
+def count_dead_letters(service: Service, batch_id: str | None = None) -> list[dict[str, Any]]:
+    """The parked messages (of ``batch_id`` only, when given)."""
+    key = dead_letters_key(service.runtime.settings.queue_prefix)
+    letters = [json.loads(raw) for raw in service.runtime.redis.lrange(key, 0, -1)]
+    return [letter for letter in letters if batch_id is None or letter["kwargs"]["batch_id"] == batch_id]
+
+
+@dataclass
+class Outcome:
+    """One drill's result, as the benchmark table shows it."""
+
+    drill: str
+    load: str
+    faults: str
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    dead_lettered: int = 0
+    duplicate_skills: int = 0
+    steps_applied_twice: int = 0
+    versions_contiguous: bool = True
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def accounted(self) -> bool:
+        """Every sample finished one way or the other, and every failure is parked as a dead letter."""
+        return self.done + self.failed == self.total and self.failed == self.dead_lettered

@@ -1,0 +1,255 @@
+"""The failure drills of issue 6, each a function returning its Outcome.
+
+tests/drills/test_drills.py asserts on the outcomes; benchmarks/drills.py prints them.
+Each scenario starts its own redis-server and worker processes under ``directory``
+and stops them before it returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import redis
+
+from ace_workers.distributed.batches import BatchStatus
+from ace_workers.distributed.local import Service
+from ace_workers.distributed.producer import BatchHandle
+
+from .harness import (
+    CLI,
+    REPO,
+    Fleet,
+    Outcome,
+    PrivateRedis,
+    check_book,
+    count_dead_letters,
+    drill_env,
+    drill_service,
+    ping,
+    traces_for,
+    wait_for_batch,
+)
+from .recipes import arm_key, holding_key
+
+__all__ = [
+    "cli_enqueue",
+    "llm_rate_limited",
+    "redis_restarted",
+    "worker_killed",
+    "write_traces",
+]
+
+SKILLBOOK = "drillbook"
+RESTART_DOWN_SECONDS = 2.0
+
+
+def _outcome(outcome: Outcome, service: Service, handle: BatchHandle, status: BatchStatus) -> Outcome:
+    book = check_book(service, SKILLBOOK)
+    outcome.total, outcome.done, outcome.failed = status.total, status.done, status.failed
+    outcome.dead_lettered = len(count_dead_letters(service, handle.batch_id))
+    outcome.duplicate_skills = book.duplicate_skills
+    outcome.steps_applied_twice = book.steps_applied_twice
+    outcome.versions_contiguous = book.versions_contiguous
+    outcome.notes.append(f"{book.skills} skills at version {book.version}")
+    return outcome
+
+
+def redis_restarted(directory: Path, *, during_batch: bool, samples: int = 24) -> Outcome:
+    """Restart Redis (clean shutdown, AOF on, down 2 s) with workers idle, or in the middle of a batch."""
+    with PrivateRedis(directory / "redis", persistent=True) as server:
+        env, settings = drill_env(
+            server.url,
+            directory,
+            ACE_QUEUE_PREFIX="drill",
+            ACE_SIM_LATENCY_SECONDS="0.1",
+            # A task cancelled by the lost connection comes back after this, not after an hour.
+            ACE_VISIBILITY_TIMEOUT_SECONDS="8",
+        )
+        with drill_service(settings, server.url) as service:
+            fleet = Fleet(env, directory)
+            try:
+                fleet.start(service)
+                started = time.monotonic()
+                traces = traces_for(samples)
+                if during_batch:
+                    handle = service.producer.enqueue_traces(traces, SKILLBOOK)
+                    while handle.status().done < 3:
+                        time.sleep(0.05)
+                    server.restart(RESTART_DOWN_SECONDS)
+                else:
+                    server.restart(RESTART_DOWN_SECONDS)
+                    fleet.wait_ready(service, ("learn", "write"), timeout=30)
+                    handle = service.producer.enqueue_traces(traces, SKILLBOOK)
+                status, failed_polls = wait_for_batch(handle, timeout=60)
+                outcome = Outcome(
+                    drill="redis restarted " + ("mid-batch" if during_batch else "while idle"),
+                    load=f"{samples} traces, 4 learn threads + 1 writer, 0.1 s/LLM call",
+                    faults=f"redis-server SIGTERM, down {RESTART_DOWN_SECONDS:g} s, restarted (AOF)",
+                    seconds=time.monotonic() - started,
+                )
+                outcome.notes.append(f"workers alive: {all(fleet.alive().values())}")
+                outcome.notes.append(f"producer polls refused while down: {failed_polls}")
+                return _outcome(outcome, service, handle, status)
+            finally:
+                fleet.stop_all()
+
+
+def worker_killed(directory: Path, *, step: str, samples: int = 12) -> Outcome:
+    """SIGKILL the worker running ``step`` ("ReflectStep" or "ApplyStep") while it holds, then replace it."""
+    victim = "write" if step == "ApplyStep" else "learn"
+    with PrivateRedis(directory / "redis", persistent=False) as server:
+        env, settings = drill_env(
+            server.url,
+            directory,
+            ACE_QUEUE_PREFIX="drill",
+            ACE_SIM_LATENCY_SECONDS="0.05",
+            # The killed worker's unacknowledged task comes back after 4 s.
+            ACE_VISIBILITY_TIMEOUT_SECONDS="4",
+        )
+        client = redis.Redis.from_url(server.url)
+        with drill_service(settings, server.url) as service:
+            fleet = Fleet(env, directory)
+            try:
+                fleet.start(service)
+                started = time.monotonic()
+                client.set(arm_key(step), 1)
+                handle = service.producer.enqueue_traces(
+                    traces_for(samples), SKILLBOOK, recipe="tests.drills.recipes:held_trace_analyser"
+                )
+                deadline = time.monotonic() + 30
+                while not client.exists(holding_key(step)):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{step} never held; log:\n{fleet.log.read_text()[-4000:]}")
+                    time.sleep(0.02)
+                fleet.kill(victim)
+                at_kill = handle.status()
+                fleet.start_one(victim)
+                status, _ = wait_for_batch(handle, timeout=60)
+                outcome = Outcome(
+                    drill=f"worker killed during {step.removesuffix('Step')}",
+                    load=f"{samples} traces, 4 learn threads + 1 writer",
+                    faults=f"SIGKILL of the {victim} worker mid-{step}, replacement started",
+                    seconds=time.monotonic() - started,
+                )
+                outcome.notes.append(f"done at the kill: {at_kill.done}/{at_kill.total}")
+                return _outcome(outcome, service, handle, status)
+            finally:
+                fleet.stop_all()
+                client.close()
+
+
+def llm_rate_limited(directory: Path, *, rate: float, samples: int = 12, max_retries: int = 12) -> Outcome:
+    """Every simulated LLM call fails with a rate limit with probability ``rate``; then a healthy batch."""
+    with PrivateRedis(directory / "redis", persistent=False) as server:
+        env, settings = drill_env(
+            server.url,
+            directory,
+            ACE_QUEUE_PREFIX="drill",
+            ACE_SIM_FAILURE_RATE=str(rate),
+            ACE_SIM_FAILURE="rate_limit",
+            ACE_TASK_MAX_RETRIES=str(max_retries),
+            # Doubling from 5 ms: even 12 failures in a row wait 41 s in all.
+            ACE_RETRY_BACKOFF_SECONDS="0.005",
+        )
+        with drill_service(settings, server.url) as service:
+            fleet = Fleet(env, directory)
+            try:
+                fleet.start(service)
+                started = time.monotonic()
+                handle = service.producer.enqueue_traces(traces_for(samples), SKILLBOOK)
+                status, _ = wait_for_batch(handle, timeout=60)
+                seconds = time.monotonic() - started
+                outcome = Outcome(
+                    drill=f"LLM rate-limited {rate:.0%}",
+                    load=f"{samples} traces, 4 learn threads + 1 writer, {max_retries} retries from 5 ms",
+                    faults=f"{rate:.0%} of LLM calls raise LLMError (429)",
+                    seconds=seconds,
+                )
+                outcome = _outcome(outcome, service, handle, status)
+                outcome.notes.append(f"task retries: {fleet.log_count('LLMError on ')}")
+                errors = handle.errors()
+                outcome.notes.append(f"errors reported: {len(errors)}")
+                if errors:
+                    outcome.notes.append(f"first error: {errors[0]['step']}: {errors[0]['error']}")
+                # Health: the same processes answer a ping and run a batch that needs no LLM.
+                outcome.notes.append(
+                    f"workers answering ping: {len(ping(service, {'learn@drill', 'write@drill'}))}/2"
+                )
+                later = service.producer.enqueue_traces(
+                    traces_for(4), "echobook", recipe="tests.drills.recipes:echo_recipe"
+                )
+                after, _ = wait_for_batch(later, timeout=30)
+                outcome.notes.append(f"later batch: {after.done}/{after.total} done")
+                outcome.notes.append(f"workers alive: {all(fleet.alive().values())}")
+                return outcome
+            finally:
+                fleet.stop_all()
+
+
+def write_traces(path: Path, count: int) -> Path:
+    """A JSONL file of ``count`` traces (the synthetic ones, repeated)."""
+    base = traces_for(60, topics=3)
+    with path.open("w") as out:
+        for index in range(count):
+            trace = dict(base[index % len(base)], id=str(index))
+            out.write(json.dumps(trace) + "\n")
+    return path
+
+
+def run_cli_enqueue(env: dict[str, str], path: Path, skillbook: str) -> tuple[str, int, float]:
+    """Run ``ace-workers enqueue`` as a process; its batch id, peak RSS in KiB (VmHWM), and seconds."""
+    started = time.monotonic()
+    out, err = path.with_suffix(".out"), path.with_suffix(".err")
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-c", CLI, "enqueue", str(path), "--skillbook", skillbook],
+            env=env,
+            cwd=REPO,
+            stdout=stdout,
+            stderr=stderr,
+        )
+        # wait4 reports the peak resident set (VmHWM) of exactly this child, whatever else we ran.
+        _, code, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(code)
+    seconds = time.monotonic() - started
+    if process.returncode != 0:
+        raise RuntimeError(f"enqueue exited {process.returncode}: {err.read_text()[-4000:]}")
+    return out.read_text().strip().splitlines()[-1], int(usage.ru_maxrss), seconds
+
+
+def cli_enqueue(
+    directory: Path, *, counts: tuple[int, ...] = (1_000, 10_000), learn_threads: int = 8
+) -> list[Outcome]:
+    """Enqueue each count of traces through the CLI, workers running, and follow each batch to the end."""
+    outcomes = []
+    with PrivateRedis(directory / "redis", persistent=False) as server:
+        env, settings = drill_env(server.url, directory, ACE_QUEUE_PREFIX="drill")
+        with drill_service(settings, server.url) as service:
+            fleet = Fleet(env, directory, learn_threads=learn_threads)
+            try:
+                fleet.start(service)
+                for count in counts:
+                    path = write_traces(directory / f"traces-{count}.jsonl", count)
+                    started = time.monotonic()
+                    batch_id, peak_kib, enqueue_seconds = run_cli_enqueue(env, path, SKILLBOOK)
+                    handle = BatchHandle(batch_id, service.runtime)
+                    status, _ = wait_for_batch(handle, timeout=600)
+                    outcome = Outcome(
+                        drill=f"{count:,} traces through the CLI",
+                        load=f"{count:,} traces, {learn_threads} learn threads + 1 writer, 0 s/LLM call",
+                        faults="none (memory and accounting)",
+                        seconds=time.monotonic() - started,
+                    )
+                    outcome = _outcome(outcome, service, handle, status)
+                    outcome.notes.insert(0, f"producer peak RSS {peak_kib / 1024:.1f} MiB")
+                    outcome.notes.insert(1, f"enqueue {enqueue_seconds:.1f} s")
+                    outcome.notes.append(f"peak_kib={peak_kib}")
+                    outcomes.append(outcome)
+            finally:
+                fleet.stop_all()
+    return outcomes
