@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..core.consolidation import ConsolidationBatch, ConsolidationOp, ConsolidationReport
 from ..core.skill import Skill
 from ..core.skillbook import ApplyReport, Skillbook
 from ..core.updates import UpdateBatch, UpdateOperation
@@ -73,6 +75,32 @@ class StoreBackedSkillbook(Skillbook):
         self.refresh()
         report: ApplyReport = result.report
         return report
+
+    def apply_consolidation(
+        self, operations: ConsolidationBatch | Iterable[ConsolidationOp]
+    ) -> ConsolidationReport:
+        """Apply a deduplication batch atomically in Redis, effectively once per write scope."""
+        batch = (
+            operations
+            if isinstance(operations, ConsolidationBatch)
+            else ConsolidationBatch(operations=list(operations))
+        )
+        scope = current_write_scope()
+        key = scope.next_key() if scope is not None else f"adhoc:{uuid.uuid4().hex}"
+        result = self.store.apply_consolidation(
+            batch, idempotency_key=key, source=scope.source if scope is not None else None
+        )
+        self.last_result = result
+        self.refresh()
+        return result.report
+
+    def set_embeddings(self, embeddings: Mapping[str, tuple[str, Sequence[float]]]) -> int:
+        """Keep nothing here: the skills are a snapshot shared through the cache, never mutated.
+
+        The distributed skillbook keeps embeddings in its Redis embedding cache
+        (give the detector a RedisEmbeddingCache), keyed by content hash.
+        """
+        return 0
 
     def _apply_one_operation(self, operation: UpdateOperation) -> ApplyReport:
         return self.apply_update(UpdateBatch(operations=[operation]))

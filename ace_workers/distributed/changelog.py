@@ -37,6 +37,7 @@ class ChangeKind(str, Enum):
     ROLLBACK = "rollback"
     IMPORT = "import"
     DECISION = "decision"
+    CONSOLIDATE = "consolidate"
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class ChangeRecord:
     reasoning: str = ""
     before: dict[str, SkillImage] = field(default_factory=dict)
     after: dict[str, SkillImage] = field(default_factory=dict)
+    consolidation: list[dict[str, Any]] = field(default_factory=list)  # a CONSOLIDATE version's operations
 
 
 def stream_id(version: int) -> str:
@@ -93,7 +95,15 @@ def _text(value: bytes | str) -> str:
 def decode_change(fields: Mapping[Any, Any]) -> ChangeRecord:
     """Build a ChangeRecord from a stream entry's fields (bytes or str)."""
     raw = {_text(key): _text(value) for key, value in fields.items()}
-    batch = UpdateBatch.model_validate_json(raw["batch"]) if raw.get("batch") else UpdateBatch()
+    kind = ChangeKind(raw.get("kind", ChangeKind.APPLY.value))
+    consolidation: list[dict[str, Any]] = []
+    if kind is ChangeKind.CONSOLIDATE:
+        # Merge/delete/keep/update operations: kept as JSON; their effect is in before/after.
+        data = json.loads(raw.get("batch") or "{}")
+        batch = UpdateBatch(reasoning=data.get("reasoning", ""))
+        consolidation = list(data.get("operations", []))
+    else:
+        batch = UpdateBatch.model_validate_json(raw["batch"]) if raw.get("batch") else UpdateBatch()
     base = raw.get("base_version", "")
     return ChangeRecord(
         version=int(raw["version"]),
@@ -102,8 +112,9 @@ def decode_change(fields: Mapping[Any, Any]) -> ChangeRecord:
         operations=list(batch.operations),
         source=json.loads(raw.get("source") or "null"),
         idempotency_key=raw.get("idempotency_key") or None,
-        kind=ChangeKind(raw.get("kind", ChangeKind.APPLY.value)),
+        kind=kind,
         reasoning=batch.reasoning,
+        consolidation=consolidation,
         before=json.loads(raw.get("before") or "{}"),
         after=json.loads(raw.get("after") or "{}"),
     )

@@ -29,7 +29,7 @@ from .keys import dead_letters_key
 from .local import Service, build_service, local_workers
 from .monitor import flower_command
 from .producer import BatchHandle
-from .settings import WorkerSettings
+from .settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
 from .store import list_skillbooks
 
 __all__ = ["dead_letters_app", "read_jsonl", "register_commands", "skillbook_app"]
@@ -383,9 +383,53 @@ def skillbook_history(name: str, limit: Annotated[int, typer.Option(min=1)] = 20
     with _service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
         table = Table("version", "base", "operations", "source")
         for change in _store_or_fail(service, name).history(limit=limit):
-            ops = ", ".join(f"{op.type} {op.skill_id or op.section}" for op in change.operations) or "-"
+            ops = ", ".join(
+                [f"{op.type} {op.skill_id or op.section}" for op in change.operations]
+                + [_consolidation_label(op) for op in change.consolidation]
+            )
+            ops = ops or f"({change.kind.value})"
             table.add_row(str(change.version), str(change.base_version), ops, json.dumps(change.source or {}))
         console.print(table)
+
+
+@skillbook_app.command("dedup")
+def skillbook_dedup(
+    name: str,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            help="sentence_transformers or litellm [ACE_DEDUP_PROVIDER, else sentence_transformers]."
+        ),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option(help="Print the planned operations; change nothing.")] = False,
+) -> None:
+    """Consolidate near-duplicate skills (merge, delete, keep, update) as one new version."""
+    settings = WorkerSettings.from_env()
+    chosen = provider or (settings.dedup_provider if settings.dedup_provider != DEDUP_OFF else None)
+    chosen = chosen or "sentence_transformers"
+    if chosen not in DEDUP_PROVIDERS or chosen == DEDUP_OFF:
+        raise typer.BadParameter(f"--provider {chosen!r}: use sentence_transformers or litellm")
+    with _service(settings, run_workers=False, learn_threads=1) as service:
+        store = _store_or_fail(service, name)
+        try:
+            manager = service.runtime.deduplicator(name, provider=chosen)
+        except AceError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        book = service.runtime.skillbook(name)
+        plan = manager.plan(book)
+        for op in plan.operations:
+            console.print(_consolidation_label(op.to_dict()), markup=False)
+        if dry_run or not plan.operations:
+            typer.echo(f"{len(plan.operations)} operation(s) planned; nothing changed")
+            return
+        result = store.apply_consolidation(plan, source={"command": "skillbook dedup"})
+        typer.echo(f"skillbook {name!r} version {result.version}: {result.report.summary()}")
+
+
+def _consolidation_label(op: dict[str, Any]) -> str:
+    ids = op.get("merge_ids") or op.get("skill_ids") or [op.get("skill_id")]
+    target = f"{op['keep_id']} <- " if op.get("keep_id") else ""
+    return f"{op.get('type')} {target}{','.join(str(i) for i in ids)}"
 
 
 @skillbook_app.command("rollback")

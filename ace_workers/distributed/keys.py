@@ -10,6 +10,7 @@ Layout for a skillbook ``NAME`` under the default prefix ``ace``::
     ace:{sb:NAME}:changes      stream  one entry per version, entry id "<version>-0", capped (MAXLEN ~)
     ace:{sb:NAME}:stats        hash    applies, stale_applies, skipped_ops, duplicate_deliveries, conflicts
     ace:{sb:NAME}:idem:KEY     string  result of the apply that carried idempotency key KEY, with a TTL
+    ace:{sb:NAME}:embeddings   hash    embedding cache: content hash -> float32 vector bytes
     ace:{sb:NAME}:inbox        stream  traces waiting for the nightly run, one JSON "trace" field each
     ace:{sb:NAME}:nightly      hash    the nightly job's cursor and the state of its current run
     ace:{sb:NAME}:nightly:lock string  held by the one nightly run of this skillbook in progress
@@ -190,6 +191,11 @@ class SkillbookKeys:
         return f"{self.base}:stats"
 
     @property
+    def embeddings(self) -> str:
+        """Hash: cached embeddings of skill texts, by content hash (model and text)."""
+        return f"{self.base}:embeddings"
+
+    @property
     def inbox(self) -> str:
         """Stream: traces appended for the nightly run."""
         return f"{self.base}:inbox"
@@ -229,6 +235,7 @@ class SkillbookKeys:
             self.decisions,
             self.changes,
             self.stats,
+            self.embeddings,
             self.inbox,
             self.nightly,
             self.nightly_lock,

@@ -36,7 +36,7 @@ from .batches import BatchState, BatchStatus
 from .keys import SkillbookKeys
 from .producer import BatchHandle, Producer
 from .runtime import WorkerRuntime
-from .settings import WorkerSettings
+from .settings import DEDUP_OFF, WorkerSettings
 
 __all__ = [
     "NIGHTLY_TASK",
@@ -105,6 +105,27 @@ class NightlyReport:
         return cls(**{key: value for key, value in data.items() if key in names})
 
 
+def dedup_from_settings(runtime: WorkerRuntime) -> Deduplicate | None:
+    """The dedup hook the settings ask for: consolidate through the store, or None when off."""
+    if runtime.settings.dedup_provider == DEDUP_OFF:
+        return None
+
+    def deduplicate(skillbook: str) -> dict[str, int]:
+        plan = runtime.deduplicator(skillbook).plan(runtime.skillbook(skillbook))
+        if not plan.operations:
+            return {"merged": 0, "removed": 0, "kept": 0, "updated": 0}
+        report = runtime.store(skillbook).apply_consolidation(plan, source={"nightly": skillbook}).report
+        merged = sum(len(ids) for ids in report.merged.values())
+        return {
+            "merged": merged,
+            "removed": len(report.removed),
+            "kept": len(report.kept),
+            "updated": len(report.updated),
+        }
+
+    return deduplicate
+
+
 def night_of(moment: datetime | None = None) -> str:
     """The night a run at ``moment`` (default now) belongs to: its UTC date."""
     return (moment or datetime.now(UTC)).astimezone(UTC).date().isoformat()
@@ -124,7 +145,8 @@ class NightlyRunner:
         self.runtime = producer.runtime
         self.settings = producer.runtime.settings
         self.redis: redis.Redis = producer.runtime.redis
-        self.deduplicate = deduplicate
+        # With ACE_DEDUP_PROVIDER on, the night ends with a consolidation of its skillbook.
+        self.deduplicate = deduplicate if deduplicate is not None else dedup_from_settings(self.runtime)
         self.batch_timeout = batch_timeout
 
     def keys(self, skillbook: str) -> SkillbookKeys:
@@ -334,7 +356,7 @@ def _expiry_seconds(schedule: crontab | timedelta) -> float:
 def register_nightly_task(
     app: Celery,
     get_runtime: Callable[[], WorkerRuntime],
-    deduplicate: Callable[[WorkerRuntime], Deduplicate | None] = lambda runtime: None,
+    deduplicate: Callable[[WorkerRuntime], Deduplicate | None] = dedup_from_settings,
 ) -> Task:
     """Register ``ace.nightly`` (what beat sends) on ``app``."""
 

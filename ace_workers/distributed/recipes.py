@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.environments import SimpleEnvironment
 from ..core.skillbook import Skillbook
-from ..protocols import AgentLike, ReflectorLike, SkillManagerLike
+from ..protocols import AgentLike, DeduplicationManagerLike, ReflectorLike, SkillManagerLike
 from ..steps import AgentStep, EvaluateStep, learning_tail
 
 __all__ = ["BUILT_IN_RECIPES", "Recipe", "RecipeInputs", "import_object", "resolve_recipe"]
@@ -30,23 +30,31 @@ class RecipeInputs:
     skill_manager: SkillManagerLike
     skillbook: Skillbook
     checkpoint_interval: int = 10
+    deduplicator: DeduplicationManagerLike | None = None  # ends the tail with a DeduplicateStep
+    dedup_interval: int = 10
 
 
 Recipe = Callable[[RecipeInputs], list[Any]]
 
 
 def trace_analyser_recipe(inputs: RecipeInputs) -> list[Any]:
-    """Reflect -> Tag -> Update -> Apply over recorded traces."""
-    return learning_tail(inputs.reflector, inputs.skill_manager, inputs.skillbook)
+    """Reflect -> Tag -> Update -> Apply [-> Deduplicate] over recorded traces."""
+    return _tail(inputs)
 
 
 def ace_recipe(inputs: RecipeInputs) -> list[Any]:
-    """Agent -> Evaluate (exact-match environment) -> Reflect -> Tag -> Update -> Apply."""
-    return [
-        AgentStep(inputs.agent),
-        EvaluateStep(SimpleEnvironment()),
-        *learning_tail(inputs.reflector, inputs.skill_manager, inputs.skillbook),
-    ]
+    """Agent -> Evaluate (exact-match environment) -> Reflect -> Tag -> Update -> Apply [-> Deduplicate]."""
+    return [AgentStep(inputs.agent), EvaluateStep(SimpleEnvironment()), *_tail(inputs)]
+
+
+def _tail(inputs: RecipeInputs) -> list[Any]:
+    return learning_tail(
+        inputs.reflector,
+        inputs.skill_manager,
+        inputs.skillbook,
+        dedup_manager=inputs.deduplicator,
+        dedup_interval=inputs.dedup_interval,
+    )
 
 
 BUILT_IN_RECIPES: dict[str, Recipe] = {"trace_analyser": trace_analyser_recipe, "ace": ace_recipe}

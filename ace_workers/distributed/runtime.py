@@ -13,15 +13,23 @@ import redis
 from pipeline import Pipeline
 
 from ..core.context import ACEStepContext
+from ..dedup import (
+    DeduplicationConfig,
+    DeduplicationManager,
+    Embedder,
+    SimilarityDetector,
+    make_embedder,
+)
 from ..observability.metrics import WorkerMetrics
 from ..protocols import LLMClientLike
 from ..roles import Agent, Reflector, SkillManager
 from .backed_skillbook import StoreBackedSkillbook
 from .batches import BatchStore
-from .keys import validate_skillbook_name
+from .embedding_cache import RedisEmbeddingCache
+from .keys import SkillbookKeys, validate_skillbook_name
 from .payload import ClaimCheck
 from .recipes import RecipeInputs, import_object, resolve_recipe
-from .settings import WorkerSettings
+from .settings import DEDUP_OFF, WorkerSettings
 from .store import RedisSkillbookStore
 
 __all__ = ["Route", "WorkerRuntime", "build_llm", "routes_of"]
@@ -94,6 +102,7 @@ class WorkerRuntime:
         self._llms: dict[str, LLMClientLike] = {}
         self._skillbooks: dict[str, StoreBackedSkillbook] = {}
         self._pipelines: dict[tuple[str, str], tuple[Pipeline[ACEStepContext], list[Route]]] = {}
+        self._embedders: dict[tuple[str, str], Embedder] = {}
         # This process's metrics, in a registry of their own; `worker --metrics-port` serves them.
         self.metrics = WorkerMetrics()
 
@@ -141,11 +150,36 @@ class WorkerRuntime:
             skill_manager=SkillManager(self.llm(settings.skill_manager_model)),
             skillbook=self.skillbook(skillbook),
             checkpoint_interval=settings.checkpoint_interval,
+            deduplicator=self.deduplicator(skillbook) if settings.dedup_provider != DEDUP_OFF else None,
+            dedup_interval=settings.dedup_interval,
         )
         built: Pipeline[ACEStepContext] = Pipeline(resolve_recipe(recipe)(inputs))
         entry = (built, routes_of(built))
         with self._lock:
             return self._pipelines.setdefault(key, entry)
+
+    def deduplicator(self, skillbook: str, provider: str | None = None) -> DeduplicationManager:
+        """A deduplication manager for ``skillbook``: the settings' embeddings, cached in its Redis.
+
+        Decisions come from the SkillManager's model. The embedding model is
+        loaded once per process; a missing extra fails here, before any sample.
+        """
+        settings = self.settings
+        provider = provider or settings.dedup_provider
+        with self._lock:
+            embedder = self._embedders.get((provider, settings.dedup_model))
+        if embedder is None:
+            embedder = make_embedder(provider, settings.dedup_model)
+            with self._lock:
+                embedder = self._embedders.setdefault((provider, settings.dedup_model), embedder)
+        config = DeduplicationConfig(
+            embedding_provider=embedder,
+            embedding_model=settings.dedup_model,
+            similarity_threshold=settings.dedup_threshold,
+        )
+        cache = RedisEmbeddingCache(self.redis, SkillbookKeys(skillbook, settings.queue_prefix))
+        detector = SimilarityDetector(embedder, model_name=settings.dedup_model, cache=cache)
+        return DeduplicationManager(config, llm=self.llm(settings.skill_manager_model), detector=detector)
 
     def queue(self, role: str) -> str:
         """The Celery queue name of a queue role."""

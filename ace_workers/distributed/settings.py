@@ -41,6 +41,8 @@ __all__ = [
 ENV_PREFIX = "ACE_"
 SIM_MODEL = "sim"
 QUEUE_ROLES = ("execute", "learn", "write")
+DEDUP_OFF = "off"
+DEDUP_PROVIDERS = (DEDUP_OFF, "sentence_transformers", "litellm")
 
 # ACE_* variables that belong to other parts of the project, not to the workers.
 IGNORED_VARIABLES = frozenset({"ACE_TEST_REDIS_URL"})
@@ -111,6 +113,11 @@ class WorkerSettings:
     - ``ACE_MAX_SKILLBOOK_SKILLS``: most skills one skillbook may hold [100000]
     - ``ACE_CHANGELOG_MAXLEN``: entries kept in a skillbook's change log (approximate cap) [10000]
     - ``ACE_DEDUP_INTERVAL``: run deduplication every this many samples [10]
+    - ``ACE_DEDUP_PROVIDER``: embeddings for deduplication: "sentence_transformers" (local),
+      "litellm" (remote), or "off"; when on, learning chains end with a DeduplicateStep and the
+      nightly job deduplicates [off]
+    - ``ACE_DEDUP_MODEL``: the embedding model [all-MiniLM-L6-v2]
+    - ``ACE_DEDUP_THRESHOLD``: cosine similarity from which two skills are a pair to consolidate [0.85]
     - ``ACE_CHECKPOINT_INTERVAL``: write a checkpoint every this many samples [10]
     - ``ACE_RESULT_TTL_SECONDS``: lifetime of task results and batch records in Redis [86400]
     - ``ACE_SIM_LATENCY_SECONDS``: seconds each simulated LLM call sleeps [0]
@@ -152,6 +159,9 @@ class WorkerSettings:
     max_skillbook_skills: int = _setting(100_000, minimum=1)
     changelog_maxlen: int = _setting(10_000, minimum=1)
     dedup_interval: int = _setting(10, minimum=1)
+    dedup_provider: str = "off"
+    dedup_model: str = "all-MiniLM-L6-v2"
+    dedup_threshold: float = _setting(0.85, positive=True)
     checkpoint_interval: int = _setting(10, minimum=1)
     result_ttl_seconds: int = _setting(24 * 3600, minimum=1)
     sim_latency_seconds: float = _setting(0.0)
@@ -192,6 +202,12 @@ class WorkerSettings:
                 env_name("llm_factory"), self.llm_factory, "expected an import path 'package.module:callable'"
             )
         _check_sim_failure(self.sim_failure_rate, self.sim_failure)
+        if self.dedup_provider not in DEDUP_PROVIDERS:
+            raise InvalidSettingError(
+                env_name("dedup_provider"), self.dedup_provider, f"use one of {', '.join(DEDUP_PROVIDERS)}"
+            )
+        if self.dedup_threshold > 1:
+            raise InvalidSettingError(env_name("dedup_threshold"), self.dedup_threshold, "must be at most 1")
         slowest = self.slowest_step_seconds()
         if self.visibility_timeout_seconds <= slowest:
             raise InvalidSettingError(

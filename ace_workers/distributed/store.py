@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 import redis
 from redis.client import Pipeline
 
+from ..core.consolidation import ConsolidationBatch, ConsolidationReport
 from ..core.skill import SimilarityDecision
 from ..core.skillbook import ApplyReport, Skillbook
 from ..core.updates import UpdateBatch
@@ -45,6 +46,7 @@ from .transactions import (
     ImportPayload,
     SkillbookWrites,
     StoreApplyResult,
+    StoreConsolidationResult,
     decode_int,
     decode_text,
     dump_json,
@@ -327,6 +329,39 @@ class RedisSkillbookStore:
             log_report(self.name, result.version, batch, result.report)
         if self._observer is not None:
             self._observer.on_apply(self.name, result)
+        return result
+
+    def apply_consolidation(
+        self,
+        batch: ConsolidationBatch,
+        *,
+        idempotency_key: str | None = None,
+        source: dict[str, Any] | None = None,
+    ) -> StoreConsolidationResult:
+        """Apply a deduplication batch (merge, delete, keep, update) as one new version, or none of it.
+
+        An operation naming an unknown or already-deleted skill raises
+        InvalidConsolidationError (its index and the id) before anything is
+        written. KEEP decisions are stored with the skillbook. An
+        ``idempotency_key`` already applied returns the recorded result.
+        """
+        if idempotency_key is not None and (not isinstance(idempotency_key, str) or not idempotency_key):
+            raise ValueError(f"idempotency_key must be a non-empty string, got {idempotency_key!r}")
+        source_json = dump_json(source, "source")
+        if not batch.operations:
+            return StoreConsolidationResult(self.version(), ConsolidationReport(), False)
+        batch_json = batch.to_json()
+        result = self._cas(
+            "consolidate",
+            lambda pipe: self._writes.consolidate(pipe, batch, idempotency_key, batch_json, source_json),
+        )
+        if not result.duplicate_delivery:
+            logger.info(
+                "skillbook %r version %d: consolidated: %s",
+                self.name,
+                result.version,
+                result.report.summary(),
+            )
         return result
 
     def import_skillbook(

@@ -19,7 +19,13 @@ import redis
 from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT
 
-from ..core.skill import utc_now
+from ..core.consolidation import (
+    ConsolidationBatch,
+    ConsolidationReport,
+    apply_consolidation_operations,
+    check_consolidation,
+)
+from ..core.skill import SimilarityDecision, Skill, utc_now
 from ..core.skillbook import ApplyReport
 from ..core.updates import UpdateBatch
 from .changelog import (
@@ -44,6 +50,7 @@ from .keys import (
     STAT_STALE_APPLIES,
     SkillbookKeys,
     content_field,
+    decision_field,
     registry_key,
 )
 from .planning import (
@@ -56,11 +63,37 @@ from .planning import (
     skill_order_key,
 )
 
-__all__ = ["ImportPayload", "SkillbookWrites", "StoreApplyResult", "read_changes"]
+__all__ = [
+    "ImportPayload",
+    "SkillbookWrites",
+    "StoreApplyResult",
+    "StoreConsolidationResult",
+    "consolidation_report",
+    "read_changes",
+]
 
 logger = logging.getLogger(__name__)
 
 _MAX_PLAN_ROUNDS = 6  # read rounds of one apply attempt; two in practice
+
+
+@dataclass(frozen=True)
+class StoreConsolidationResult:
+    """What one consolidation did: the version it produced (or found) and its report."""
+
+    version: int
+    report: ConsolidationReport
+    duplicate_delivery: bool
+
+
+def consolidation_report(data: Mapping[str, Any]) -> ConsolidationReport:
+    """A ConsolidationReport from its ``to_dict`` form."""
+    return ConsolidationReport(
+        merged={str(k): [str(i) for i in ids] for k, ids in data["merged"].items()},
+        deleted=[str(i) for i in data["deleted"]],
+        kept=[(str(a), str(b)) for a, b in data["kept"]],
+        updated=[str(i) for i in data["updated"]],
+    )
 
 
 @dataclass(frozen=True)
@@ -194,6 +227,71 @@ class SkillbookWrites:
             # The ids it allocated kept turning up taken: other writers are committing. Retry afresh.
             raise redis.WatchError(f"skillbook {self.name!r} changed while the batch was planned")
         raise StoreError(f"skillbook {self.name!r}: could not plan the batch in {_MAX_PLAN_ROUNDS} reads")
+
+    def consolidate(
+        self,
+        pipe: Pipeline,
+        batch: ConsolidationBatch,
+        idempotency_key: str | None,
+        batch_json: str,
+        source_json: str,
+    ) -> StoreConsolidationResult:
+        """One attempt at applying a deduplication batch: all of it as one new version, or nothing.
+
+        Reads only the skills the batch names (and the index fields their
+        changes move), checks the batch against them with the core's rules,
+        and runs the core's arithmetic on just those skills.
+        """
+        keys = self.keys
+        idem_key = keys.idempotency(idempotency_key) if idempotency_key is not None else None
+        watched = [keys.version, *([idem_key] if idem_key else [])]
+        watch_keys(pipe, *watched)
+        raw_version, *recorded = pipe.mget(watched)
+        if recorded and recorded[0] is not None:
+            pipe.unwatch()
+            self._redis.hincrby(keys.stats, STAT_DUPLICATE_DELIVERIES, 1)
+            data = json.loads(recorded[0])
+            return StoreConsolidationResult(int(data["version"]), consolidation_report(data["report"]), True)
+        version = decode_int(raw_version)
+        if version == 0:
+            raise UnknownSkillbookError(self.name)
+        reads = SkillReads()
+        self._read_into(pipe, reads, batch.named_ids(), ())
+        skills = {i: Skill.from_dict(image) for i, image in reads.skills.items() if image is not None}
+        check_consolidation(batch.operations, skills)
+        decisions: dict[str, str] = {}
+
+        def record_decision(id_a: str, id_b: str, decision: SimilarityDecision) -> None:
+            decisions[decision_field(id_a, id_b)] = json.dumps(decision.to_dict())
+
+        report = apply_consolidation_operations(batch.operations, skills, record_decision)
+        # A JSON round trip, so that images compare equal to what Redis returns.
+        after = {i: json.loads(json.dumps(skill.to_dict())) for i, skill in skills.items()}
+        changes = {i: (reads.skills[i], image) for i, image in after.items() if image != reads.skills[i]}
+        index_writes, missing = plan_index(changes, reads.fields)
+        if missing:
+            self._read_into(pipe, reads, (), missing)
+            index_writes, _ = plan_index(changes, reads.fields)
+        new_version = version + 1
+        self._begin_write(pipe, version)
+        self._write_skills(pipe, changes, reads.order, index_writes)
+        if decisions:
+            pipe.hset(keys.decisions, mapping=as_fields(decisions))
+        self._end_write(
+            pipe,
+            new_version,
+            ChangeKind.CONSOLIDATE,
+            base_version=version,
+            batch_json=batch_json,
+            changes=changes,
+            source_json=source_json,
+            idempotency_key=idempotency_key,
+        )
+        if idem_key is not None:
+            recorded_json = json.dumps({"version": new_version, "report": report.to_dict()})
+            pipe.set(idem_key, recorded_json, ex=self.idempotency_ttl)
+        pipe.execute()
+        return StoreConsolidationResult(new_version, report, duplicate_delivery=False)
 
     def rollback(self, pipe: Pipeline, to_version: int, source_json: str) -> int:
         """One attempt at restoring every skill touched after ``to_version``, as a new version."""

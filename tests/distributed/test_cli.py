@@ -166,3 +166,52 @@ def test_status_and_dead_letters_list_and_retry(
     service.close()
     unknown = runner.invoke(app, ["status", "nope"])
     assert unknown.exit_code != 0 and "no batch 'nope'" in unknown.output
+
+
+PARAPHRASES = {
+    "units": [
+        "Convert all quantities to the same unit before adding them.",
+        "Before adding quantities, convert them all to the same unit.",
+    ],
+    "strings": [
+        "Reverse the string by reading its characters from last to first.",
+        "Count the vowels of the word before answering.",
+    ],
+}
+
+
+def test_skillbook_dedup_finds_paraphrases_with_the_packaged_model_and_remembers_keep(
+    redis_client: redis.Redis, redis_url: str, clean_env: pytest.MonkeyPatch
+) -> None:
+    from ace_workers.distributed import RedisSkillbookStore
+    from ace_workers.distributed.embedding_cache import RedisEmbeddingCache
+
+    clean_env.setenv("HF_HUB_OFFLINE", "1")
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_DEDUP_THRESHOLD", "0.85")
+    book = Skillbook()
+    for section, contents in PARAPHRASES.items():
+        for content in contents:
+            book.add_skill(section, content)
+    store = RedisSkillbookStore(redis_client, "tenant")
+    store.import_skillbook(book)
+    runner = CliRunner()
+    planned = runner.invoke(app, ["skillbook", "dedup", "tenant", "--dry-run"])
+    assert planned.exit_code == 0, planned.output
+    # Only the paraphrase pair is similar; the simulated SkillManager judges it distinct (KEEP).
+    assert "KEEP units-00001,units-00002" in planned.output
+    assert "strings" not in planned.output
+    assert store.version() == 1  # a dry run changes nothing
+    cached = len(RedisEmbeddingCache(redis_client, store.keys))
+    assert cached == 4
+    result = runner.invoke(app, ["skillbook", "dedup", "tenant"])
+    assert result.exit_code == 0, result.output
+    assert "1 pair(s) kept" in result.output
+    assert store.version() == 2
+    assert store.export().has_keep_decision("units-00001", "units-00002")
+    # The decision is remembered in Redis: the pair is not flagged again, nothing is embedded again.
+    again = runner.invoke(app, ["skillbook", "dedup", "tenant"])
+    assert again.exit_code == 0 and "0 operation(s) planned" in again.output, again.output
+    assert len(RedisEmbeddingCache(redis_client, store.keys)) == cached
+    unknown = runner.invoke(app, ["skillbook", "dedup", "nobody"])
+    assert unknown.exit_code != 0 and "no skillbook named 'nobody'" in unknown.output
