@@ -180,8 +180,13 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
                     countdown,
                 )
                 runtime.metrics.observe_retry(_step_name(runtime, kwargs))
+                # max_retries: Celery's own cap (3 by default) would otherwise re-raise the error
+                # from inside retry() on the 4th retry, past our give-up path: a lost sample.
                 raise self.retry(
-                    exc=exc, countdown=countdown, retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY)
+                    exc=exc,
+                    countdown=countdown,
+                    max_retries=runtime.settings.task_max_retries,
+                    retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
                 ) from exc
             _give_up(runtime, self, payload, kwargs, exc)
             raise

@@ -215,6 +215,30 @@ def test_retries_are_bounded_then_the_sample_fails_and_is_dead_lettered(
     assert redis_client.llen(dead_letters_key("retry")) == 1
 
 
+def test_more_retries_than_celerys_default_cap_still_end_in_a_recorded_failure(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    # Celery caps a task at 3 retries unless told otherwise; the setting must win, and the
+    # sample must still be recorded and dead-lettered when it runs out (never silently lost).
+    settings = WorkerSettings(
+        redis_url=redis_url, queue_prefix="retry5", task_max_retries=5, retry_backoff_seconds=0.005
+    )
+    built = build_service(settings, redis_url=redis_url)
+    try:
+        with local_workers(built, learn_threads=2):
+            handle = built.producer.enqueue_traces(
+                [{"id": "y", "redis_url": redis_url}],
+                "retry",
+                recipe="tests.distributed.recipes:rate_limited_recipe",
+            )
+            status = handle.wait(timeout=60)
+    finally:
+        built.close()
+    assert (status.done, status.failed) == (0, 1)
+    assert int(redis_client.get("flaky:y") or 0) == 6  # the first call and 5 retries
+    assert redis_client.llen(dead_letters_key("retry5")) == 1
+
+
 def test_learn_workers_run_a_step_as_often_at_once_as_they_have_threads(service: Service) -> None:
     # The engine's per-class max_workers limit is for in-process pipelines; on workers the queue's
     # concurrency rules, so SkillManager calls (UpdateStep, max_workers=1) run in parallel.
