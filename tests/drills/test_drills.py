@@ -21,6 +21,12 @@ from .scenarios import cli_enqueue, llm_rate_limited, redis_restarted, worker_ki
 # the producer grew by ~12 KiB per trace (73 -> 178 MiB from 1,000 to 10,000 traces).
 RSS_MARGIN_KIB = 16 * 1024
 
+# Each drill starts Redis and worker processes and waits on real time: far over the suite's
+# 120 s default on a slow 2-CPU machine. A hung drill still fails, after this many seconds.
+DRILL_TIMEOUT = 600
+# The CLI drill learns from 1,500 traces end to end; about 10 minutes per 10,000 here.
+CLI_DRILL_TIMEOUT = 900
+
 
 def assert_nothing_lost_or_twice(outcome: Outcome) -> None:
     assert outcome.done + outcome.failed == outcome.total, outcome
@@ -31,6 +37,7 @@ def assert_nothing_lost_or_twice(outcome: Outcome) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(DRILL_TIMEOUT)
 @pytest.mark.parametrize("during_batch", [False, True], ids=["idle", "mid-batch"])
 def test_redis_restart_workers_reconnect_and_the_batch_completes_once(
     tmp_path: Path, during_batch: bool
@@ -42,6 +49,7 @@ def test_redis_restart_workers_reconnect_and_the_batch_completes_once(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(DRILL_TIMEOUT)
 @pytest.mark.parametrize("step", ["ReflectStep", "ApplyStep"])
 def test_worker_killed_mid_step_is_replaced_and_every_sample_completes_once(
     tmp_path: Path, step: str
@@ -55,6 +63,7 @@ def test_worker_killed_mid_step_is_replaced_and_every_sample_completes_once(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(DRILL_TIMEOUT)
 def test_llm_rate_limited_half_the_time_retries_with_backoff_and_completes(tmp_path: Path) -> None:
     outcome = llm_rate_limited(tmp_path, rate=0.5, max_retries=12)
     assert_nothing_lost_or_twice(outcome)
@@ -64,6 +73,7 @@ def test_llm_rate_limited_half_the_time_retries_with_backoff_and_completes(tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(DRILL_TIMEOUT)
 def test_llm_always_rate_limited_dead_letters_every_sample_and_workers_stay_healthy(tmp_path: Path) -> None:
     outcome = llm_rate_limited(tmp_path, rate=1.0, max_retries=2)
     assert_nothing_lost_or_twice(outcome)
@@ -77,6 +87,7 @@ def test_llm_always_rate_limited_dead_letters_every_sample_and_workers_stay_heal
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(DRILL_TIMEOUT)
 def test_dead_letters_list_shows_the_parked_samples_with_their_errors(tmp_path: Path) -> None:
     from .harness import PrivateRedis, drill_service, traces_for
 
@@ -111,6 +122,7 @@ def test_dead_letters_list_shows_the_parked_samples_with_their_errors(tmp_path: 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(CLI_DRILL_TIMEOUT)
 def test_traces_through_the_cli_flat_producer_memory_and_all_accounted_for(tmp_path: Path) -> None:
     # 10,000 traces take this 2-CPU machine about 10 minutes end to end (benchmarks/drills.py
     # runs them); the test holds 250 against 1,250, which before the fix already showed the
