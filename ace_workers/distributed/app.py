@@ -9,8 +9,10 @@ into a clear error within a few seconds instead of a hang.
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import redis
 from celery import Celery
@@ -33,6 +35,7 @@ __all__ = [
     "create_app",
     "celery_config",
     "declare_queues",
+    "tls_config",
     "WORKER_PUBLISH_RETRY_POLICY",
     # checks at worker start
     "check_app_security",
@@ -131,7 +134,23 @@ def create_app(settings: WorkerSettings, *, broker_url: str | None = None) -> Ce
     # Not the current/default app: a library should not change Celery's process-wide state.
     app = Celery("ace_workers", broker=url, backend=url, set_as_current=False)
     app.conf.update(celery_config(settings))
+    app.conf.update(tls_config(url))
     return app
+
+
+def tls_config(url: str) -> dict[str, Any]:
+    """TLS settings of broker and result backend for a rediss:// ``url``: verify certificates.
+
+    Celery's result backend refuses a rediss:// URL without ``ssl_cert_reqs``, and
+    kombu's broker then connects without checking the server's certificate. Both get
+    CERT_REQUIRED, as redis-py's own clients of the same URL do; an ``ssl_cert_reqs``
+    in the URL is the user's choice and wins (both read it from the URL).
+    """
+    parts = urlsplit(url)
+    if parts.scheme != "rediss" or "ssl_cert_reqs" in dict(parse_qsl(parts.query)):
+        return {}
+    verify = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
+    return {"broker_use_ssl": dict(verify), "redis_backend_use_ssl": dict(verify)}
 
 
 def declare_queues(settings: WorkerSettings) -> tuple[Queue, ...]:
