@@ -332,6 +332,15 @@ class Skillbook:
         decision = self.get_similarity_decision(id_a, id_b)
         return decision is not None and decision.decision.upper() == "KEEP"
 
+    def keep_pairs(self) -> list[tuple[str, str]]:
+        """Every pair judged distinct (KEEP), each once, in no set order."""
+        with self._lock:
+            return [
+                (min(pair), max(pair))
+                for pair, decision in self._similarity.items()
+                if len(pair) == 2 and decision.decision.upper() == "KEEP"
+            ]
+
     # -- serialisation -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The reference file format: skills, sections, next_id, similarity_decisions."""

@@ -100,6 +100,21 @@ def find_similar_pairs(
     )
 
 
+def _kept_mask(
+    rows: IndexArray, cols: IndexArray, skills: Sequence[Skill], keep_pairs: Sequence[tuple[str, str]]
+) -> npt.NDArray[np.bool_]:
+    """True for each found pair ``(rows[k], cols[k])`` that a KEEP decision covers (vectorised)."""
+    position = {skill.id: i for i, skill in enumerate(skills)}
+    known = [(position[a], position[b]) for a, b in keep_pairs if a in position and b in position]
+    if not known or not len(rows):
+        return np.zeros(len(rows), dtype=bool)
+    n = len(skills)
+    # One code per unordered pair: the smaller index times n plus the larger.
+    kept_codes = np.array([min(i, j) * n + max(i, j) for i, j in known], dtype=np.int64)
+    found_codes = np.minimum(rows, cols).astype(np.int64) * n + np.maximum(rows, cols)
+    return np.isin(found_codes, kept_codes)
+
+
 class SimilarityDetector:
     """Embeds skills (only new or changed ones) and finds similar pairs among the active ones.
 
@@ -213,12 +228,7 @@ class SimilarityDetector:
             skillbook.set_embeddings(fresh)
         groups = [skill.section for skill in skills] if within_section_only else None
         rows, cols, sims = find_similar_pairs(matrix, threshold, groups=groups, block_size=self.block_size)
-        pairs: list[SimilarPair] = []
-        for k in np.argsort(-sims, kind="stable"):
-            id_a, id_b = skills[rows[k]].id, skills[cols[k]].id
-            if skillbook.has_keep_decision(id_a, id_b):
-                continue
-            pairs.append(SimilarPair(id_a, id_b, float(sims[k])))
-            if max_pairs is not None and len(pairs) >= max_pairs:
-                break
-        return pairs
+        kept = _kept_mask(rows, cols, skills, skillbook.keep_pairs())
+        rows, cols, sims = rows[~kept], cols[~kept], sims[~kept]
+        order = np.argsort(-sims, kind="stable")[:max_pairs]
+        return [SimilarPair(skills[rows[k]].id, skills[cols[k]].id, float(sims[k])) for k in order]

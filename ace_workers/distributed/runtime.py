@@ -17,6 +17,7 @@ from ..dedup import (
     DeduplicationConfig,
     DeduplicationManager,
     Embedder,
+    InMemoryEmbeddingCache,
     SimilarityDetector,
     make_embedder,
 )
@@ -103,6 +104,9 @@ class WorkerRuntime:
         self._skillbooks: dict[str, StoreBackedSkillbook] = {}
         self._pipelines: dict[tuple[str, str], tuple[Pipeline[ACEStepContext], list[Route]]] = {}
         self._embedders: dict[tuple[str, str], Embedder] = {}
+        # Embeddings already read from Redis, by content hash (model and text): they never go
+        # stale, and prompt relevance reads every skill's embedding on each budgeted call.
+        self.embedding_memo = InMemoryEmbeddingCache()
         # This process's metrics, in a registry of their own; `worker --metrics-port` serves them.
         self.metrics = WorkerMetrics()
 
@@ -125,6 +129,7 @@ class WorkerRuntime:
                     name,
                     prefix=self.settings.queue_prefix,
                     changelog_maxlen=self.settings.changelog_maxlen,
+                    max_skills=self.settings.max_skillbook_skills,
                     observer=self.metrics,
                 )
                 book = self._skillbooks[name] = StoreBackedSkillbook(store)
@@ -144,13 +149,20 @@ class WorkerRuntime:
         if cached is not None:
             return cached
         settings = self.settings
+        deduplicator = self.deduplicator(skillbook) if settings.dedup_provider != DEDUP_OFF else None
+        # With embeddings at hand, a skillbook over the budget is cut by embedding
+        # similarity to the task; without, by shared words.
+        budget = settings.prompt_budget()
+        relevance = deduplicator.relevance() if deduplicator is not None else None
         inputs = RecipeInputs(
-            agent=Agent(self.llm(settings.agent_model)),
+            agent=Agent(self.llm(settings.agent_model), prompt_budget=budget, relevance=relevance),
             reflector=Reflector(self.llm(settings.reflector_model)),
-            skill_manager=SkillManager(self.llm(settings.skill_manager_model)),
+            skill_manager=SkillManager(
+                self.llm(settings.skill_manager_model), prompt_budget=budget, relevance=relevance
+            ),
             skillbook=self.skillbook(skillbook),
             checkpoint_interval=settings.checkpoint_interval,
-            deduplicator=self.deduplicator(skillbook) if settings.dedup_provider != DEDUP_OFF else None,
+            deduplicator=deduplicator,
             dedup_interval=settings.dedup_interval,
         )
         built: Pipeline[ACEStepContext] = Pipeline(resolve_recipe(recipe)(inputs))
@@ -176,8 +188,13 @@ class WorkerRuntime:
             embedding_provider=embedder,
             embedding_model=settings.dedup_model,
             similarity_threshold=settings.dedup_threshold,
+            within_section_only=not settings.dedup_across_sections,
+            auto_merge_threshold=settings.dedup_auto_merge_threshold,
+            prune=settings.prune_rule(),
         )
-        cache = RedisEmbeddingCache(self.redis, SkillbookKeys(skillbook, settings.queue_prefix))
+        cache = RedisEmbeddingCache(
+            self.redis, SkillbookKeys(skillbook, settings.queue_prefix), memo=self.embedding_memo
+        )
         detector = SimilarityDetector(embedder, model_name=settings.dedup_model, cache=cache)
         return DeduplicationManager(config, llm=self.llm(settings.skill_manager_model), detector=detector)
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ..core.prompt_budget import PromptBudget
+from ..dedup.pruning import PruneRule
 from ..errors import AceError
 from ..observability.logs import LOG_FORMATS
 from .keys import validate_key_prefix, validate_skillbook_name
@@ -118,6 +120,17 @@ class WorkerSettings:
       nightly job deduplicates [off]
     - ``ACE_DEDUP_MODEL``: the embedding model [all-MiniLM-L6-v2]
     - ``ACE_DEDUP_THRESHOLD``: cosine similarity from which two skills are a pair to consolidate [0.85]
+    - ``ACE_DEDUP_AUTO_MERGE_THRESHOLD``: pairs at least this similar that the LLM leaves undecided
+      are merged into the older skill [0.97]
+    - ``ACE_DEDUP_ACROSS_SECTIONS``: 1 compares skills of different sections too; 0 compares a
+      section with itself only [0]
+    - ``ACE_PRUNE_HARMFUL_MARGIN``: deduplication also soft-deletes skills whose harmful votes
+      exceed their helpful ones by this many; 0 is off [0]
+    - ``ACE_PRUNE_MIN_TAGS``: votes a skill needs before it can be pruned [5]
+    - ``ACE_PROMPT_MAX_SKILLS``: most skills an Agent or SkillManager prompt shows; a bigger
+      skillbook shows the ones most relevant to the task (by embeddings when ACE_DEDUP_PROVIDER
+      is on, else by shared words); 0 lifts the bound [200]
+    - ``ACE_PROMPT_MAX_CHARS``: most characters of the skills table in one prompt; 0 lifts it [40000]
     - ``ACE_CHECKPOINT_INTERVAL``: write a checkpoint every this many samples [10]
     - ``ACE_RESULT_TTL_SECONDS``: lifetime of task results and batch records in Redis [86400]
     - ``ACE_SIM_LATENCY_SECONDS``: seconds each simulated LLM call sleeps [0]
@@ -162,6 +175,12 @@ class WorkerSettings:
     dedup_provider: str = "off"
     dedup_model: str = "all-MiniLM-L6-v2"
     dedup_threshold: float = _setting(0.85, positive=True)
+    dedup_auto_merge_threshold: float = _setting(0.97, positive=True)
+    dedup_across_sections: int = _setting(0)
+    prune_harmful_margin: int = _setting(0)
+    prune_min_tags: int = _setting(5, minimum=1)
+    prompt_max_skills: int = _setting(200)
+    prompt_max_chars: int = _setting(40_000)
     checkpoint_interval: int = _setting(10, minimum=1)
     result_ttl_seconds: int = _setting(24 * 3600, minimum=1)
     sim_latency_seconds: float = _setting(0.0)
@@ -206,8 +225,7 @@ class WorkerSettings:
             raise InvalidSettingError(
                 env_name("dedup_provider"), self.dedup_provider, f"use one of {', '.join(DEDUP_PROVIDERS)}"
             )
-        if self.dedup_threshold > 1:
-            raise InvalidSettingError(env_name("dedup_threshold"), self.dedup_threshold, "must be at most 1")
+        _check_dedup(self)
         slowest = self.slowest_step_seconds()
         if self.visibility_timeout_seconds <= slowest:
             raise InvalidSettingError(
@@ -216,6 +234,20 @@ class WorkerSettings:
                 f"must exceed the slowest step ({slowest:g} s: one LLM call's timeout or simulated latency "
                 "times ACE_LLM_MAX_RETRIES), or a task still running when it expires is delivered again",
             )
+
+    def prompt_budget(self) -> PromptBudget | None:
+        """The roles' prompt budget; None when both bounds are lifted (0)."""
+        if not self.prompt_max_skills and not self.prompt_max_chars:
+            return None
+        return PromptBudget(
+            max_skills=self.prompt_max_skills or None, max_chars=self.prompt_max_chars or None
+        )
+
+    def prune_rule(self) -> PruneRule | None:
+        """The prune rule deduplication applies; None when ACE_PRUNE_HARMFUL_MARGIN is 0."""
+        if not self.prune_harmful_margin:
+            return None
+        return PruneRule(min_tags=self.prune_min_tags, harmful_margin=self.prune_harmful_margin)
 
     def nightly_skillbook_names(self) -> list[str]:
         """The skillbooks the nightly job learns, in the order given."""
@@ -352,6 +384,22 @@ def _check_nightly(settings: WorkerSettings) -> None:
             settings.nightly_schedule,
             'expected a crontab of 5 fields in UTC ("minute hour day month weekday", e.g. "0 2 * * *") '
             "or a positive number of seconds",
+        )
+
+
+def _check_dedup(settings: WorkerSettings) -> None:
+    for name in ("dedup_threshold", "dedup_auto_merge_threshold"):
+        if getattr(settings, name) > 1:
+            raise InvalidSettingError(env_name(name), getattr(settings, name), "must be at most 1")
+    if settings.dedup_auto_merge_threshold < settings.dedup_threshold:
+        raise InvalidSettingError(
+            env_name("dedup_auto_merge_threshold"),
+            settings.dedup_auto_merge_threshold,
+            f"must be at least ACE_DEDUP_THRESHOLD ({settings.dedup_threshold})",
+        )
+    if settings.dedup_across_sections not in (0, 1):
+        raise InvalidSettingError(
+            env_name("dedup_across_sections"), settings.dedup_across_sections, "use 0 or 1"
         )
 
 

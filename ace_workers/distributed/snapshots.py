@@ -7,6 +7,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, NoReturn
 
+from ..core.consolidation import ConsolidationBatch, ConsolidationOp, ConsolidationReport
 from ..core.skill import SimilarityDecision, Skill
 from ..core.skillbook import ApplyReport, Skillbook
 from ..core.updates import UpdateBatch
@@ -62,6 +63,15 @@ class ReadOnlySkillbook(Skillbook):
     def set_similarity_decision(self, id_a: str, id_b: str, decision: SimilarityDecision) -> None:
         """Refused: snapshots are read-only."""
         self._refuse("set_similarity_decision")
+
+    def apply_consolidation(
+        self, operations: ConsolidationBatch | Iterable[ConsolidationOp]
+    ) -> ConsolidationReport:
+        """Refused: snapshots are read-only."""
+        self._refuse("apply_consolidation")
+
+    # set_embeddings stays allowed: an embedding is a cache of the skill's text (keyed by its
+    # content hash), not a change to the skillbook, and every caller of the snapshot gains by it.
 
 
 class SnapshotCache:

@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
-# Before anything imports huggingface_hub: no test may reach the network.
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np

@@ -240,6 +240,17 @@ def test_a_missing_model_folder_fails_when_the_manager_is_built(tmp_path: Any) -
         DeduplicationManager(DeduplicationConfig(embedding_model=str(tmp_path / "absent")))
 
 
+@pytest.mark.parametrize("model", ["no-such-model-xyz", "folder-without-a-model"])
+def test_a_model_that_cannot_be_loaded_fails_when_the_manager_is_built(model: str, tmp_path: Any) -> None:
+    # An unknown name (the hub is offline in tests) and a folder holding no model both
+    # fail here, naming the model and the extra, not at the first skill embedded.
+    name = str(tmp_path) if model == "folder-without-a-model" else model
+    with pytest.raises(EmbeddingUnavailableError, match=r"ace-workers\[embeddings\]") as caught:
+        DeduplicationManager(DeduplicationConfig(embedding_model=name))
+    assert name in str(caught.value)
+    assert "cannot load model" in caught.value.reason
+
+
 def test_the_default_manager_uses_the_packaged_minilm_offline() -> None:
     manager = DeduplicationManager()
     embedder = manager.detector.embedder

@@ -97,6 +97,11 @@ def test_a_misspelled_variable_fails_naming_it_and_the_closest_known_name() -> N
         ("ACE_MAX_BATCH_SIZE", "0", "must be at least 1"),
         ("ACE_LLM_TIMEOUT_SECONDS", "0", "must be greater than 0"),
         ("ACE_RETRY_BACKOFF_SECONDS", "-0.5", "must be at least 0"),
+        ("ACE_DEDUP_AUTO_MERGE_THRESHOLD", "0.8", "must be at least ACE_DEDUP_THRESHOLD"),
+        ("ACE_DEDUP_AUTO_MERGE_THRESHOLD", "1.2", "must be at most 1"),
+        ("ACE_DEDUP_ACROSS_SECTIONS", "2", "use 0 or 1"),
+        ("ACE_PRUNE_MIN_TAGS", "0", "must be at least 1"),
+        ("ACE_PROMPT_MAX_SKILLS", "-5", "must be at least 0"),
     ],
 )
 def test_a_bad_value_fails_naming_the_variable(variable: str, raw: str, reason: str) -> None:

@@ -8,7 +8,12 @@ import redis
 
 from ace_workers.core import DeleteOp, KeepOp, MergeOp, Skillbook, UpdateOp
 from ace_workers.core.consolidation import ConsolidationBatch
-from ace_workers.dedup import DeduplicationConfig, DeduplicationManager, SimilarityDetector
+from ace_workers.dedup import (
+    DeduplicationConfig,
+    DeduplicationManager,
+    InMemoryEmbeddingCache,
+    SimilarityDetector,
+)
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
 from ace_workers.distributed.backed_skillbook import StoreBackedSkillbook
 from ace_workers.distributed.changelog import ChangeKind
@@ -153,3 +158,30 @@ def test_the_manager_consolidates_a_redis_skillbook_and_caches_embeddings_in_red
     assert manager(again).plan(book).operations == []
     assert again.texts == 0
     assert len(RedisEmbeddingCache(redis_client, store.keys)) >= 4
+
+
+def test_the_memo_spares_redis_the_vectors_this_process_already_read(
+    store: RedisSkillbookStore, redis_client: redis.Redis
+) -> None:
+    seeded(store)
+    book = StoreBackedSkillbook(store)
+    memo = InMemoryEmbeddingCache()
+    first = SimilarityDetector(
+        Counting(), model_name="keywords", cache=RedisEmbeddingCache(redis_client, store.keys)
+    )
+    first.ensure_embeddings(book)  # computed and written to Redis, by another worker say
+    cache = RedisEmbeddingCache(redis_client, store.keys, memo=memo)
+    hashes = [first.hash_of(skill.content) for skill in book.skills()]
+    from_redis = cache.get_many(hashes)
+    assert len(from_redis) == 5 and len(memo) == 5
+    redis_client.delete(store.keys.embeddings)  # from here on, only the memo can answer
+    assert cache.get_many(hashes) == from_redis
+
+
+def test_a_cached_snapshot_refuses_a_consolidation(store: RedisSkillbookStore) -> None:
+    first, second, *_ = seeded(store)
+    _, snapshot = store.cached_snapshot()
+    with pytest.raises(TypeError, match="read-only snapshot"):
+        snapshot.apply_consolidation([MergeOp(keep_id=first, merge_ids=[second])])
+    kept = snapshot.get_skill(second)
+    assert kept is not None and kept.is_active
