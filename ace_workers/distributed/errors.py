@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from ..errors import AceError
 
-__all__ = ["SkillbookExistsError", "StoreError", "UnknownSkillbookError", "VersionConflict"]
+__all__ = [
+    "SkillbookExistsError",
+    "SkillbookFullError",
+    "StoreError",
+    "UnknownSkillbookError",
+    "VersionConflict",
+]
 
 
 class StoreError(AceError):
@@ -41,4 +47,21 @@ class SkillbookExistsError(StoreError):
         self.version = version
         super().__init__(
             f"skillbook {name!r} already exists (version {version}); pass replace=True to replace it"
+        )
+
+
+class SkillbookFullError(StoreError):
+    """An apply would take a skillbook above its most active skills; nothing of it was applied."""
+
+    def __init__(self, name: str, limit: int, current: int, adds: int, would_hold: int) -> None:
+        self.name = name
+        self.limit = limit
+        self.current = current
+        self.adds = adds
+        self.would_hold = would_hold
+        super().__init__(
+            f"skillbook {name!r} is full: it holds {current} active skill(s) and the batch adds {adds}, "
+            f"which would make {would_hold}, above the limit of {limit} (ACE_MAX_SKILLBOOK_SKILLS). "
+            "Nothing of the batch was applied; consolidate or remove skills (ace-workers skillbook "
+            "dedup), or raise the limit."
         )

@@ -26,7 +26,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,8 +40,11 @@ __all__ = [
     "ORDER_KEY",
     "ApplyPlan",
     "SkillReads",
+    "active_growth",
+    "count_active",
     "decode_stored_skill",
     "encode_stored_skill",
+    "is_active",
     "plan_batch",
     "plan_index",
     "skill_field",
@@ -125,6 +128,21 @@ def skill_field(image: SkillImage) -> str | None:
     if image is None or image.get("status", "active") != "active":
         return None
     return content_field(str(image["section"]), str(image["content"]))
+
+
+def is_active(image: SkillImage) -> bool:
+    """True for a skill state that exists and is active (not soft-deleted)."""
+    return image is not None and image.get("status", "active") == "active"
+
+
+def active_growth(changes: Mapping[str, tuple[SkillImage, SkillImage]]) -> int:
+    """How many active skills ``changes`` add, net of those they remove or deactivate."""
+    return sum(is_active(new) - is_active(old) for old, new in changes.values())
+
+
+def count_active(raw_values: Iterable[bytes | str]) -> int:
+    """The active skills among values of the skills hash."""
+    return sum(is_active(decode_stored_skill(raw)[0]) for raw in raw_values)
 
 
 def plan_batch(batch: UpdateBatch, reads: SkillReads, next_id: int, next_order: int) -> ApplyPlan:

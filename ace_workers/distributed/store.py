@@ -40,9 +40,17 @@ from .keys import (
     decision_field,
     registry_key,
 )
-from .planning import SkillReads, decode_stored_skill, log_report, skill_field, skill_order_key
+from .planning import (
+    SkillReads,
+    count_active,
+    decode_stored_skill,
+    log_report,
+    skill_field,
+    skill_order_key,
+)
 from .snapshots import ReadOnlySkillbook, SnapshotCache, advance_snapshot, default_snapshot_cache
 from .transactions import (
+    META_ACTIVE_SKILLS,
     ImportPayload,
     SkillbookWrites,
     StoreApplyResult,
@@ -58,6 +66,7 @@ from .transactions import (
 
 __all__ = [
     "DEFAULT_IDEMPOTENCY_TTL",
+    "DEFAULT_MAX_SKILLS",
     "RedisSkillbookStore",
     "StoreApplyResult",
     "StoreObserver",
@@ -69,6 +78,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_IDEMPOTENCY_TTL = 7 * 24 * 3600  # seconds an idempotency key is remembered
+DEFAULT_MAX_SKILLS = 100_000  # active skills an apply may grow a skillbook to (ACE_MAX_SKILLBOOK_SKILLS)
 _BACKOFF_BASE = 0.005  # seconds; doubled per failed attempt, full jitter
 _BACKOFF_CAP = 0.2
 # A snapshot further behind than this many versions is read whole rather than brought forward.
@@ -111,6 +121,7 @@ class RedisSkillbookStore:
         max_attempts: int = 10,
         changelog_maxlen: int = 10_000,
         idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL,
+        max_skills: int = DEFAULT_MAX_SKILLS,
         snapshot_cache: SnapshotCache | None = None,
         observer: StoreObserver | None = None,
     ) -> None:
@@ -118,6 +129,7 @@ class RedisSkillbookStore:
             ("max_attempts", max_attempts),
             ("changelog_maxlen", changelog_maxlen),
             ("idempotency_ttl", idempotency_ttl),
+            ("max_skills", max_skills),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{option} must be a positive int, got {value!r}")
@@ -125,11 +137,16 @@ class RedisSkillbookStore:
         self.max_attempts = max_attempts
         self.changelog_maxlen = changelog_maxlen
         self.idempotency_ttl = idempotency_ttl
+        self.max_skills = max_skills
         self._redis = client
         self._cache = snapshot_cache if snapshot_cache is not None else default_snapshot_cache()
         self._observer = observer
         self._writes = SkillbookWrites(
-            client, self.keys, changelog_maxlen=changelog_maxlen, idempotency_ttl=idempotency_ttl
+            client,
+            self.keys,
+            changelog_maxlen=changelog_maxlen,
+            idempotency_ttl=idempotency_ttl,
+            max_skills=max_skills,
         )
 
     @property
@@ -233,6 +250,17 @@ class RedisSkillbookStore:
             raise UnknownSkillbookError(self.name)
         return book
 
+    def active_skills(self) -> int:
+        """How many active skills the skillbook holds (the count its writes keep; O(1))."""
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.get(self.keys.version)
+            pipe.hget(self.keys.meta, META_ACTIVE_SKILLS)
+            raw_version, raw_active = pipe.execute()
+        if raw_active is not None or not decode_int(raw_version):
+            return decode_int(raw_active)
+        # Last written before the count was kept: count now; its next write stores the count.
+        return count_active(self._redis.hvals(self.keys.skills))
+
     def stats(self) -> dict[str, int]:
         """The store's counters: applies, stale_applies, skipped_ops, duplicate_deliveries, conflicts."""
         counts = dict.fromkeys(STATS_FIELDS, 0)
@@ -305,7 +333,9 @@ class RedisSkillbookStore:
         The batch is validated before Redis is touched (InvalidUpdateError).
         Semantics are Skillbook.apply_update's: unknown ids skipped and
         counted, an ADD restating an active skill of its section skipped,
-        ids allocated inside the transaction. ``base_version`` is the version
+        ids allocated inside the transaction. A batch that would take the
+        skillbook above ``max_skills`` active skills raises SkillbookFullError
+        and nothing is written. ``base_version`` is the version
         the batch was computed on (stale when older than the current one);
         an ``idempotency_key`` already applied returns the recorded result
         without changing anything. An empty batch changes nothing and makes

@@ -25,7 +25,7 @@ from ..observability.logs import StepLogContext, step_log_context
 from .app import WORKER_PUBLISH_RETRY_POLICY
 from .batches import sample_key
 from .chains import STEP_TASK, enqueue_epoch
-from .errors import VersionConflict
+from .errors import SkillbookFullError, VersionConflict
 from .keys import dead_letters_key
 from .payload import context_to_payload, payload_to_context
 from .runtime import Route, WorkerRuntime
@@ -43,7 +43,10 @@ RETRYABLE = (LLMError, VersionConflict)
 # if even that cannot reach Redis, left unacknowledged for redelivery after the visibility
 # timeout. The step's writes are idempotent, so running it again changes nothing twice.
 REDIS_OUTAGE = (redis.ConnectionError, redis.TimeoutError)
-NOT_RETRYABLE = (RetriesExhausted,)
+# Failing for good: another delivery would meet the same answer. A full skillbook stays full
+# until someone consolidates it or raises the limit, so the sample fails and its message is
+# dead-lettered; `dead-letters retry` sends it again once there is room.
+NOT_RETRYABLE = (RetriesExhausted, SkillbookFullError)
 
 
 def epoch_payloads(

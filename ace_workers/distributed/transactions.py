@@ -38,7 +38,7 @@ from .changelog import (
     require_contiguous,
     stream_id,
 )
-from .errors import SkillbookExistsError, StoreError, UnknownSkillbookError
+from .errors import SkillbookExistsError, SkillbookFullError, StoreError, UnknownSkillbookError
 from .keys import (
     META_CREATED_AT,
     META_INCARNATION,
@@ -56,14 +56,18 @@ from .keys import (
 from .planning import (
     ApplyPlan,
     SkillReads,
+    active_growth,
+    count_active,
     decode_stored_skill,
     encode_stored_skill,
+    is_active,
     plan_batch,
     plan_index,
     skill_order_key,
 )
 
 __all__ = [
+    "META_ACTIVE_SKILLS",
     "ImportPayload",
     "SkillbookWrites",
     "StoreApplyResult",
@@ -75,6 +79,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _MAX_PLAN_ROUNDS = 6  # read rounds of one apply attempt; two in practice
+# Field of the meta hash: how many active skills the skillbook holds, kept by every write in
+# its own MULTI, so an apply checks the size limit without counting the skills.
+META_ACTIVE_SKILLS = "active_skills"
 
 
 @dataclass(frozen=True)
@@ -120,12 +127,19 @@ class SkillbookWrites:
     """The attempts of every write to one skillbook, run by the store inside its retry loop."""
 
     def __init__(
-        self, client: redis.Redis, keys: SkillbookKeys, *, changelog_maxlen: int, idempotency_ttl: int
+        self,
+        client: redis.Redis,
+        keys: SkillbookKeys,
+        *,
+        changelog_maxlen: int,
+        idempotency_ttl: int,
+        max_skills: int,
     ) -> None:
         self._redis = client
         self.keys = keys
         self.changelog_maxlen = changelog_maxlen
         self.idempotency_ttl = idempotency_ttl
+        self.max_skills = max_skills
 
     @property
     def name(self) -> str:
@@ -151,16 +165,29 @@ class SkillbookWrites:
         if recorded and recorded[0] is not None:
             pipe.unwatch()
             return self._duplicate_delivery(idempotency_key, recorded[0])
-        raw_next_id, raw_next_order = pipe.hmget(keys.meta, [META_NEXT_ID, META_NEXT_ORDER])
+        raw_next_id, raw_next_order, raw_active = pipe.hmget(
+            keys.meta, [META_NEXT_ID, META_NEXT_ORDER, META_ACTIVE_SKILLS]
+        )
         next_id, next_order = decode_int(raw_next_id) or 1, decode_int(raw_next_order)
         plan = self._plan(pipe, batch, version, next_id, next_order)
+        active = self._active_skills(pipe, version, raw_active)
+        growth = active_growth(plan.changes)
+        if growth > 0 and active + growth > self.max_skills:
+            raise SkillbookFullError(
+                self.name, self.max_skills, active, len(plan.report.added), active + growth
+            )
         stale = self._is_stale(base_version, version)
         new_version = version + 1
         report = plan.report
         self._begin_write(pipe, version)
         self._write_skills(pipe, plan.changes, plan.orders, plan.index_writes)
+        meta: dict[FieldT, EncodableT] = {}
         if (plan.next_id, plan.next_order) != (next_id, next_order):
-            pipe.hset(keys.meta, mapping={META_NEXT_ID: plan.next_id, META_NEXT_ORDER: plan.next_order})
+            meta.update({META_NEXT_ID: plan.next_id, META_NEXT_ORDER: plan.next_order})
+        if growth or raw_active is None:
+            meta[META_ACTIVE_SKILLS] = active + growth
+        if meta:
+            pipe.hset(keys.meta, mapping=meta)
         self._end_write(
             pipe,
             new_version,
@@ -180,6 +207,29 @@ class SkillbookWrites:
             pipe.hincrby(keys.stats, STAT_SKIPPED_OPS, report.skipped_ops)
         pipe.execute()
         return StoreApplyResult(new_version, report, duplicate_delivery=False, stale=stale)
+
+    def _active_skills(self, pipe: Pipeline, version: int, raw: bytes | str | None) -> int:
+        """The active-skill count the meta hash holds (``raw``), or counted once if it holds none."""
+        if raw is not None:
+            return int(raw)
+        if version == 0:
+            return 0
+        # Written before the count was kept: count it once (O(skills)); this write stores it.
+        logger.info("skillbook %r: counting its active skills once, to keep the count", self.name)
+        return count_active(pipe.hvals(self.keys.skills))
+
+    def _read_active_skills(self, pipe: Pipeline, version: int) -> tuple[int, bool]:
+        """The active-skill count under the current WATCH, and whether the meta hash holds it."""
+        raw = pipe.hget(self.keys.meta, META_ACTIVE_SKILLS)
+        return self._active_skills(pipe, version, raw), raw is not None
+
+    def _queue_active_skills(
+        self, pipe: Pipeline, active: int, stored: bool, changes: Mapping[str, tuple[SkillImage, SkillImage]]
+    ) -> None:
+        """Inside MULTI: store the count as ``changes`` leave it (unless unchanged and stored)."""
+        growth = active_growth(changes)
+        if growth or not stored:
+            pipe.hset(self.keys.meta, META_ACTIVE_SKILLS, active + growth)
 
     def _is_stale(self, base_version: int | None, version: int) -> bool:
         if base_version is not None and base_version > version:
@@ -255,6 +305,7 @@ class SkillbookWrites:
         version = decode_int(raw_version)
         if version == 0:
             raise UnknownSkillbookError(self.name)
+        active, stored = self._read_active_skills(pipe, version)
         reads = SkillReads()
         self._read_into(pipe, reads, batch.named_ids(), ())
         skills = {i: Skill.from_dict(image) for i, image in reads.skills.items() if image is not None}
@@ -275,6 +326,7 @@ class SkillbookWrites:
         new_version = version + 1
         self._begin_write(pipe, version)
         self._write_skills(pipe, changes, reads.order, index_writes)
+        self._queue_active_skills(pipe, active, stored, changes)
         if decisions:
             pipe.hset(keys.decisions, mapping=as_fields(decisions))
         self._end_write(
@@ -309,6 +361,8 @@ class SkillbookWrites:
             return version
         targets = images_at_start(read_changes(pipe, self.keys, to_version, version))
         next_order = decode_int(pipe.hget(self.keys.meta, META_NEXT_ORDER))
+        # Not held to the size limit: a rollback restores a state the skillbook had.
+        active, stored = self._read_active_skills(pipe, version)
         reads = SkillReads()
         self._read_into(pipe, reads, targets, ())
         changes = {
@@ -331,6 +385,7 @@ class SkillbookWrites:
             index_writes, _ = plan_index(changes, reads.fields)
         self._begin_write(pipe, version)
         self._write_skills(pipe, changes, orders, index_writes)
+        self._queue_active_skills(pipe, active, stored, changes)
         pipe.hset(self.keys.meta, META_NEXT_ORDER, next_order)
         self._end_write(
             pipe,
@@ -371,7 +426,11 @@ class SkillbookWrites:
             )
         if payload.decisions:
             pipe.hset(keys.decisions, mapping=as_fields(payload.decisions))
-        pipe.hset(keys.meta, mapping={META_NEXT_ID: next_id, META_NEXT_ORDER: len(payload.skills)})
+        active = sum(is_active(image) for image in payload.skills.values())
+        pipe.hset(
+            keys.meta,
+            mapping={META_NEXT_ID: next_id, META_NEXT_ORDER: len(payload.skills), META_ACTIVE_SKILLS: active},
+        )
         self._end_write(pipe, version + 1, ChangeKind.IMPORT, changes=changes, source_json=source_json)
         pipe.execute()
         return version + 1
