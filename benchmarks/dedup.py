@@ -6,7 +6,9 @@
    skills. Targets: 2,000 in < 0.58 s (100x the reference's 58 s), 10,000 in
    <= 3 s, peak < 1 GiB.
 2. The same through SimilarityDetector on a skillbook whose skills carry
-   those embeddings; then the embeddings computed by a second run (target 0).
+   those embeddings (copying the skills, hashing, KEEP filter, sorting: what
+   a deduplication run pays), target <= 3 s for 10,000; then the embeddings
+   computed by a second run (target 0).
 3. Agent prompt characters (the skillbook table) for 50, 500 and 5,000
    skills with the default prompt budget: flat above the budget.
 
@@ -159,6 +161,9 @@ def main() -> None:
     targets = {
         f"2,000 skills < {REFERENCE_2000_S / 100:.2f} s": small["seconds"] < REFERENCE_2000_S / 100,
         f"10,000 skills <= {TARGET_10000_S:.0f} s": large["seconds"] <= TARGET_10000_S,
+        f"10,000 skills through SimilarityDetector <= {TARGET_10000_S:.0f} s": (
+            large["detector_seconds"] <= TARGET_10000_S
+        ),
         "10,000 skills peak < 1 GiB": large["peak"] < TARGET_PEAK_BYTES,
         "second run computes 0 embeddings": second == 0 and large["second_run_embeddings"] == 0,
     }
