@@ -25,14 +25,24 @@ from ..observability.worker_logging import use_worker_logging
 from .batches import BatchState
 from .chains import sample_chain
 from .embedded import resolve_redis
+from .errors import BatchSizeError
 from .keys import dead_letters_key
 from .local import Service, build_service, local_workers
 from .monitor import flower_command
+from .payload import PayloadError, check_trace
 from .producer import BatchHandle
 from .settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
 from .store import list_skillbooks
 
-__all__ = ["dead_letters_app", "read_jsonl", "register_commands", "skillbook_app"]
+__all__ = [
+    "dead_letters_app",
+    "iter_jsonl",
+    "read_jsonl",
+    "register_commands",
+    "scan_inputs",
+    "skillbook_app",
+    "stream_inputs",
+]
 
 logger = logging.getLogger(__name__)
 console = Console()
@@ -40,35 +50,97 @@ skillbook_app = typer.Typer(help="Inspect and manage skillbooks stored in Redis.
 dead_letters_app = typer.Typer(help="Samples whose step failed after its retries.", no_args_is_help=True)
 
 
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any, str | None]]:
+    """(line number, value, None) per JSON line of a JSONL file, (line number, None, reason) per other line.
+
+    Blank lines are skipped. Reads one line at a time: memory does not grow with the file.
+    """
+    try:
+        with path.open("rb") as lines:
+            for number, raw in enumerate(lines, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    yield number, json.loads(raw), None
+                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                    yield number, None, str(exc)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
 def read_jsonl(path: Path) -> tuple[list[Any], list[tuple[int, str]]]:
     """The JSON values of a JSONL file, and (line number, reason) of every line that is not JSON."""
     items: list[Any] = []
     bad: list[tuple[int, str]] = []
-    try:
-        lines = path.read_bytes().split(b"\n")
-    except OSError as exc:
-        raise typer.BadParameter(f"cannot read {path}: {exc.strerror or exc}") from exc
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            items.append(json.loads(raw))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            bad.append((number, str(exc)))
+    for number, value, error in iter_jsonl(path):
+        if error is None:
+            items.append(value)
+        else:
+            bad.append((number, error))
     return items, bad
 
 
-def _samples(items: list[Any], path: Path) -> list[Sample]:
+def _sample(item: Any, path: Path, number: int) -> Sample:
     names = {f.name for f in dataclasses.fields(Sample)}
-    samples = []
-    for number, item in enumerate(items, start=1):
-        if not isinstance(item, dict) or "question" not in item or set(item) - names:
-            raise typer.BadParameter(
-                f"{path}: record {number} is not a sample (an object with 'question' and only "
-                f"{', '.join(sorted(names))})"
-            )
-        samples.append(Sample(**item))
-    return samples
+    if not isinstance(item, dict) or "question" not in item or set(item) - names:
+        raise typer.BadParameter(
+            f"{path}:{number}: not a sample (an object with 'question' and only {', '.join(sorted(names))})"
+        )
+    return Sample(**item)
+
+
+def scan_inputs(path: Path, recipe: str, settings: WorkerSettings) -> int:
+    """The first pass over a JSONL input: check every line, warn of lines that are not JSON; count inputs.
+
+    Nothing is sent yet. A trace too large or not JSON all the way down, a record that is
+    not a sample (``recipe`` ace), no usable line, or more inputs than ACE_MAX_BATCH_SIZE
+    is an error naming the file (and the line).
+    """
+    count = 0
+    for number, value, error in iter_jsonl(path):
+        if error is not None:
+            console.print(f"[yellow]{path}:{number}: skipped, not JSON ({error})[/]")
+            continue
+        if recipe == "ace":
+            _sample(value, path, number)
+        else:
+            try:
+                check_trace(value, max_bytes=settings.max_trace_bytes)
+            except PayloadError as exc:
+                raise typer.BadParameter(f"{path}:{number}: {exc}") from exc
+        count += 1
+    if not count:
+        raise typer.BadParameter(f"{path} holds no usable line")
+    if count > settings.max_batch_size:
+        raise typer.BadParameter(
+            f"{path} holds {count} inputs, above ACE_MAX_BATCH_SIZE={settings.max_batch_size}; nothing "
+            "was sent (split the file, or raise the limit)"
+        )
+    return count
+
+
+def stream_inputs(path: Path, recipe: str) -> Iterator[Any]:
+    """The second pass: the inputs of a JSONL file checked by scan_inputs, one line at a time."""
+    for number, value, error in iter_jsonl(path):
+        if error is None:
+            yield _sample(value, path, number) if recipe == "ace" else value
+
+
+def _enqueue_file(
+    service: Service, path: Path, count: int, skillbook: str, epochs: int, recipe: str
+) -> BatchHandle:
+    """Send a scanned JSONL file as one batch of ``count`` inputs."""
+    producer = service.producer
+    enqueue = producer.enqueue_samples if recipe == "ace" else producer.enqueue_traces
+    inputs = stream_inputs(path, recipe)
+    try:
+        if epochs > 1:
+            # Later epochs are sent by workers from the batch's stored items: the producer needs them all.
+            return enqueue(list(inputs), skillbook, epochs, recipe=recipe)
+        return enqueue(inputs, skillbook, epochs, recipe=recipe, count=count)
+    except BatchSizeError as exc:
+        # The file changed between the two passes.
+        raise typer.BadParameter(f"{path}: {exc}") from exc
 
 
 def _settings(model: str | None) -> WorkerSettings:
@@ -179,21 +251,14 @@ def learn_command(
     Without ACE_REDIS_URL it starts an embedded Redis and in-process workers for
     all three queues; with it, it only enqueues and follows while your workers learn.
     """
-    items, bad = read_jsonl(traces)
-    for number, reason in bad:
-        console.print(f"[yellow]{traces}:{number}: skipped, not JSON ({reason})[/]")
-    inputs: list[Any] = _samples(items, traces) if recipe == "ace" else items
-    if not inputs:
-        raise typer.BadParameter(f"{traces} holds no usable line")
     settings = _settings(model)
+    count = scan_inputs(traces, recipe, settings)
     where = settings.redis_url or "an embedded Redis with in-process workers"
-    console.print(f"learning [bold]{skillbook}[/] from {len(inputs)} input(s) x {epochs} epoch(s) on {where}")
+    console.print(f"learning [bold]{skillbook}[/] from {count} input(s) x {epochs} epoch(s) on {where}")
     with _service(settings, run_workers=settings.redis_url is None, learn_threads=learn_threads) as service:
         if settings.redis_url:
             require_workers(service)
-        producer = service.producer
-        enqueue = producer.enqueue_samples if recipe == "ace" else producer.enqueue_traces
-        handle = enqueue(inputs, skillbook, epochs, recipe=recipe)
+        handle = _enqueue_file(service, traces, count, skillbook, epochs, recipe)
         _follow(handle, "learning")
         status = handle.status()
         store = service.runtime.store(skillbook)
@@ -298,18 +363,18 @@ def enqueue_command(
     epochs: Annotated[int, typer.Option(min=1)] = 1,
     recipe: Annotated[str, typer.Option()] = "trace_analyser",
 ) -> None:
-    """Enqueue a JSONL file as one batch for running workers; print the batch id."""
-    items, bad = read_jsonl(traces)
-    for number, reason in bad:
-        console.print(f"[yellow]{traces}:{number}: skipped, not JSON ({reason})[/]")
+    """Enqueue a JSONL file as one batch for running workers; print the batch id.
+
+    The file is read twice, a line at a time: first every line is checked and counted,
+    then the inputs are sent. The producer's memory does not grow with the file.
+    """
     settings = WorkerSettings.from_env()
     if not settings.redis_url:
         raise typer.BadParameter("enqueue needs ACE_REDIS_URL (use 'learn' to run everything in-process)")
+    count = scan_inputs(traces, recipe, settings)
     with _service(settings, run_workers=False, learn_threads=1) as service:
         require_workers(service)
-        enqueue = service.producer.enqueue_samples if recipe == "ace" else service.producer.enqueue_traces
-        inputs: list[Any] = _samples(items, traces) if recipe == "ace" else items
-        handle = enqueue(inputs, skillbook, epochs, recipe=recipe)
+        handle = _enqueue_file(service, traces, count, skillbook, epochs, recipe)
         typer.echo(handle.batch_id)
 
 

@@ -1,10 +1,11 @@
-"""Errors of the Redis skillbook store, under ace-workers' root AceError."""
+"""Errors of the Redis skillbook store and of producers, under ace-workers' root AceError."""
 
 from __future__ import annotations
 
 from ..errors import AceError
 
 __all__ = [
+    "BatchSizeError",
     "SkillbookExistsError",
     "SkillbookFullError",
     "StoreError",
@@ -65,3 +66,16 @@ class SkillbookFullError(StoreError):
             "Nothing of the batch was applied; consolidate or remove skills (ace-workers skillbook "
             "dedup), or raise the limit."
         )
+
+
+class BatchSizeError(AceError, ValueError):
+    """An input held more items than a batch may (ACE_MAX_BATCH_SIZE), or than its declared count.
+
+    ``sent`` items went out as batch ``batch_id`` (0 and None when refused before sending).
+    """
+
+    def __init__(self, message: str, *, limit: int, sent: int = 0, batch_id: str | None = None) -> None:
+        self.limit = limit
+        self.sent = sent
+        self.batch_id = batch_id
+        super().__init__(message)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ from ..core.context import ACEStepContext
 from ..errors import AceError
 from .batches import BatchState, BatchStatus
 from .chains import enqueue_epoch
+from .errors import BatchSizeError
 from .inbox import append_to_inbox
 from .keys import SkillbookKeys, validate_skillbook_name
 from .payload import check_trace, context_to_payload, payload_to_context
@@ -115,11 +116,13 @@ class Producer:
         recipe: str = "trace_analyser",
         max_in_flight: int | None = None,
         batch_id: str | None = None,
+        count: int | None = None,
     ) -> BatchHandle:
         """Learn from recorded traces (TraceAnalyser's chain by default).
 
         ``batch_id`` (default: a new uuid) lets a caller that records the id
         before sending, like the nightly job, find the batch again after a crash.
+        ``count`` declares how many items an iterator will yield (see ``_enqueue``).
         """
         max_bytes = self.runtime.settings.max_trace_bytes
 
@@ -128,7 +131,7 @@ class Producer:
                 check_trace(trace, max_bytes=max_bytes)
                 yield ACEStepContext(trace=trace)
 
-        return self._enqueue(traces, contexts, skillbook, epochs, recipe, max_in_flight, batch_id)
+        return self._enqueue(traces, contexts, skillbook, epochs, recipe, max_in_flight, batch_id, count)
 
     def append_to_inbox(self, traces: Iterable[Any], skillbook: str) -> int:
         """Keep traces in the skillbook's inbox for its next nightly run; return how many were added."""
@@ -145,8 +148,9 @@ class Producer:
         *,
         recipe: str = "ace",
         max_in_flight: int | None = None,
+        count: int | None = None,
     ) -> BatchHandle:
-        """Answer and learn from samples (ACE's chain by default)."""
+        """Answer and learn from samples (ACE's chain by default); ``count`` as in enqueue_traces."""
         return self._enqueue(
             samples,
             lambda items: (ACEStepContext(sample=s) for s in items),
@@ -154,6 +158,7 @@ class Producer:
             epochs,
             recipe,
             max_in_flight,
+            count=count,
         )
 
     def _enqueue(
@@ -165,23 +170,37 @@ class Producer:
         recipe: str,
         max_in_flight: int | None,
         batch_id: str | None = None,
+        count: int | None = None,
     ) -> BatchHandle:
+        """Send ``items`` as one batch, at most ACE_MAX_BATCH_SIZE of them.
+
+        A Sequence is checked against the limit before anything is sent. An
+        iterator may declare its ``count``: it is checked up front and the
+        batch's total is known from the start. Either way an iterator that
+        yields more (than its count, or the limit) raises BatchSizeError once
+        that many were sent, saying so; the rest are never sent.
+        """
         validate_skillbook_name(skillbook)
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be an int of at least 1, got {epochs!r}")
         if epochs > 1 and not isinstance(items, Sequence):
             raise ValueError(f"{epochs} epochs need a Sequence of inputs; an iterator can be read only once")
         limit = self.runtime.settings.max_batch_size
-        if isinstance(items, Sequence) and len(items) > limit:
-            raise ValueError(
-                f"batch of {len(items)} inputs is above max_batch_size={limit} (ACE_MAX_BATCH_SIZE)"
+        count = _declared_count(items, count)
+        if count is not None and count > limit:
+            raise BatchSizeError(
+                f"batch of {count} inputs is above max_batch_size={limit} (ACE_MAX_BATCH_SIZE); "
+                "nothing was sent",
+                limit=limit,
             )
         self.runtime.pipeline(recipe, skillbook)  # an unknown recipe fails here, before anything is sent
         batch_id = batch_id or uuid.uuid4().hex
         if self.runtime.batches.exists(batch_id):
             raise ValueError(f"batch {batch_id!r} exists already; its samples are not sent twice")
-        per_epoch = len(items) if isinstance(items, Sequence) else 0
-        first = self._payloads(to_contexts(items), epochs, per_epoch)
+        per_epoch = count or 0
+        most = limit if count is None else count
+        bounded = items if isinstance(items, Sequence) else _at_most(items, most)
+        first = self._payloads(to_contexts(bounded), epochs, per_epoch)
         stored = list(first) if epochs > 1 else None
         self.runtime.batches.create(
             batch_id,
@@ -193,17 +212,38 @@ class Producer:
             items=stored,
         )
         handle = BatchHandle(batch_id, self.runtime)
-        sent = enqueue_epoch(
-            self.app,
-            self.runtime,
-            self._throttled(stored if stored is not None else first, handle, max_in_flight),
-            recipe=recipe,
-            skillbook=skillbook,
-            batch_id=batch_id,
-            epoch=1,
-        )
-        if not per_epoch:
+        try:
+            sent = enqueue_epoch(
+                self.app,
+                self.runtime,
+                self._throttled(stored if stored is not None else first, handle, max_in_flight),
+                recipe=recipe,
+                skillbook=skillbook,
+                batch_id=batch_id,
+                epoch=1,
+            )
+        except _TooManyItems:
+            # The batch stays what was sent, so it finishes; the caller learns what was left out.
+            self.runtime.batches.seal(batch_id, most)
+            bound = f"max_batch_size={limit} (ACE_MAX_BATCH_SIZE)" if count is None else f"its count {count}"
+            raise BatchSizeError(
+                f"batch {batch_id}: the input yielded more than {bound}; the first {most} inputs were "
+                "sent as this batch, the rest were not sent",
+                limit=most,
+                sent=most,
+                batch_id=batch_id,
+            ) from None
+        if sent != per_epoch:
+            # Unknown length (or fewer than declared, which would leave the batch waiting forever).
             self.runtime.batches.seal(batch_id, sent)
+        if count is not None and sent < count:
+            raise BatchSizeError(
+                f"batch {batch_id}: the input declared {count} inputs but yielded {sent}; those {sent} "
+                "were sent as this batch",
+                limit=count,
+                sent=sent,
+                batch_id=batch_id,
+            )
         return handle
 
     def _payloads(
@@ -231,3 +271,26 @@ class Producer:
                     break
                 time.sleep(POLL_SECONDS)
             yield payload
+
+
+class _TooManyItems(Exception):
+    """An iterator yielded one item more than its batch may hold (turned into BatchSizeError)."""
+
+
+def _at_most(items: Iterable[Any], most: int) -> Iterator[Any]:
+    """``items``, raising _TooManyItems when item ``most + 1`` arrives, before it is sent."""
+    for number, item in enumerate(items, start=1):
+        if number > most:
+            raise _TooManyItems
+        yield item
+
+
+def _declared_count(items: Iterable[Any], count: int | None) -> int | None:
+    """How many items the batch will hold: a Sequence's length, else the declared count (or None)."""
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+        raise ValueError(f"count must be a non-negative int, got {count!r}")
+    if not isinstance(items, Sequence):
+        return count
+    if count is not None and count != len(items):
+        raise ValueError(f"count={count} but the Sequence holds {len(items)} inputs")
+    return len(items)
