@@ -10,8 +10,10 @@ alive, so two beat instances or a manual ``ace-workers nightly run`` at the
 same moment start one run between them. Only one run per night: the night a
 run finished is recorded, and the scheduled runs of that night skip. A run
 that crashed resumes: its batch id and the inbox range it took are recorded
-before anything is sent, so the next attempt waits for that batch instead of
-sending the traces again, and the cursor moves only when the run completes.
+before anything is sent, so the next attempt sends only what the crash left
+unsent and waits for that batch, and the cursor moves only when the run
+completes. A batch that stops making progress ends the wait with
+NightlyStalled (the next run resumes it), so no run waits forever.
 """
 
 from __future__ import annotations
@@ -31,22 +33,28 @@ from celery import Celery, Task
 from celery.schedules import crontab
 from redis.lock import Lock
 
+from ..core.context import ACEStepContext
 from ..core.files import write_text_atomically
 from .batches import BatchState, BatchStatus
+from .chains import enqueue_epoch
 from .keys import SkillbookKeys
+from .payload import context_to_payload
 from .producer import BatchHandle, Producer
 from .runtime import WorkerRuntime
 from .settings import DEDUP_OFF, WorkerSettings
+from .tasks import epoch_payloads
 
 __all__ = [
     "NIGHTLY_TASK",
     "NightlyBusy",
     "NightlyReport",
     "NightlyRunner",
+    "NightlyStalled",
     "beat_schedule",
     "night_of",
     "parse_schedule",
     "register_nightly_task",
+    "stall_seconds",
 ]
 
 logger = logging.getLogger(__name__)
@@ -67,6 +75,36 @@ class NightlyBusy(RuntimeError):
         self.skillbook = skillbook
 
 
+class NightlyStalled(TimeoutError):
+    """A nightly run's batch made no progress for too long; the next run resumes it."""
+
+    def __init__(self, skillbook: str, status: BatchStatus, seconds: float) -> None:
+        super().__init__(
+            f"nightly {skillbook}: batch {status.batch_id} made no progress for {seconds:g} s "
+            f"({status.done} done, {status.failed} failed, {status.enqueued} sent of {status.total}); "
+            "are the learn and write workers running? The next run resumes it"
+        )
+        self.skillbook = skillbook
+        self.status = status
+        self.seconds = seconds
+
+
+def stall_seconds(settings: WorkerSettings) -> float:
+    """How long a nightly batch may go without a sample starting or finishing before its run gives up.
+
+    A task lost with its worker is delivered again within one visibility timeout,
+    and no step runs longer than one (the settings check that); retries wait their
+    backoff on top.
+    """
+    backoff = settings.retry_backoff_seconds * (2**settings.task_max_retries - 1)
+    return float(2 * settings.visibility_timeout_seconds + backoff)
+
+
+def _epoch_lock_seconds(settings: WorkerSettings) -> int:
+    # The lifetime tasks.start_next_epoch gives the same lock.
+    return max(1, min(60, settings.visibility_timeout_seconds // 2))
+
+
 @dataclass
 class NightlyReport:
     """What one nightly run did."""
@@ -77,6 +115,7 @@ class NightlyReport:
     started_at: str
     finished_at: str = ""
     traces: int = 0
+    epochs: int = 1
     done: int = 0
     failed: int = 0
     batch_id: str = ""
@@ -140,6 +179,7 @@ class NightlyRunner:
         *,
         deduplicate: Deduplicate | None = None,
         batch_timeout: float | None = None,
+        stall_after: float | None = None,
     ) -> None:
         self.producer = producer
         self.runtime = producer.runtime
@@ -148,6 +188,7 @@ class NightlyRunner:
         # With ACE_DEDUP_PROVIDER on, the night ends with a consolidation of its skillbook.
         self.deduplicate = deduplicate if deduplicate is not None else dedup_from_settings(self.runtime)
         self.batch_timeout = batch_timeout
+        self.stall_seconds = stall_seconds(self.settings) if stall_after is None else stall_after
 
     def keys(self, skillbook: str) -> SkillbookKeys:
         """The Redis keys of ``skillbook``."""
@@ -213,7 +254,7 @@ class NightlyRunner:
         started = time.monotonic()
         if report.traces:
             status = self._learn(skillbook, keys, state, lock)
-            report.done, report.failed = status.done, status.failed
+            report.done, report.failed, report.epochs = status.done, status.failed, status.epochs
             report.errors = [
                 f"{e['step']}: {e['error']}" for e in self.producer.runtime.batches.errors(report.batch_id)
             ][:20]
@@ -239,23 +280,79 @@ class NightlyRunner:
 
     def _learn(self, skillbook: str, keys: SkillbookKeys, state: dict[str, str], lock: Lock) -> BatchStatus:
         batch_id = state["batch_id"]
-        batches = self.runtime.batches
-        if not batches.exists(batch_id):
-            cursor = self._state(keys).get("cursor") or "0-0"
-            entries = self._inbox_after(keys, cursor, until=state["range_end"])
-            traces = [json.loads(line) for _, line in entries]
+        if not self.runtime.batches.exists(batch_id):
+            traces = self._traces(keys, state)
             self.producer.enqueue_traces(
                 traces, skillbook, epochs=self.settings.nightly_epochs, batch_id=batch_id
             )
+        else:
+            self._send_rest_of_first_epoch(keys, state)
+        return self._wait(skillbook, batch_id, lock)
+
+    def _traces(self, keys: SkillbookKeys, state: dict[str, str]) -> list[Any]:
+        """The traces of the run: the inbox range it recorded, after the cursor."""
+        cursor = self._state(keys).get("cursor") or "0-0"
+        return [json.loads(line) for _, line in self._inbox_after(keys, cursor, until=state["range_end"])]
+
+    def _send_rest_of_first_epoch(self, keys: SkillbookKeys, state: dict[str, str]) -> None:
+        """Send the samples of epoch 1 a crashed run created its batch for but never sent.
+
+        As a worker finishing a half-sent later epoch does (``tasks.start_next_epoch``):
+        under the batch's short epoch lock, from the batch's ``enqueued`` count on.
+        A sample sent just before the crash but not yet counted goes again; its
+        second delivery is recorded once and writes nothing twice (write scopes).
+        """
+        batches, batch_id = self.runtime.batches, state["batch_id"]
+        status = batches.status(batch_id)
+        if status.enqueued >= status.per_epoch:
+            return  # epoch 1 went out whole; later epochs are the workers' to start
+        with batches.epoch_start_lock(batch_id, 1, _epoch_lock_seconds(self.settings)) as held:
+            if not held:
+                return  # someone is sending it right now; waiting is all that is left
+            sent = batches.status(batch_id).enqueued  # again, under the lock
+            if sent >= status.per_epoch:
+                return
+            items = batches.items(batch_id) or [
+                context_to_payload(ACEStepContext(trace=trace), claims=self.runtime.claims)
+                for trace in self._traces(keys, state)
+            ]
+            if len(items) != status.per_epoch:
+                raise RuntimeError(
+                    f"nightly batch {batch_id}: {len(items)} traces found for {status.per_epoch} samples; "
+                    "the inbox range of the run changed"
+                )
+            logger.warning(
+                "nightly batch %s: sending samples %d to %d after a crash", batch_id, sent + 1, len(items)
+            )
+            enqueue_epoch(
+                self.producer.app,
+                self.runtime,
+                epoch_payloads(self.runtime, items, 1, status.epochs)[sent:],
+                recipe=status.recipe,
+                skillbook=status.skillbook,
+                batch_id=batch_id,
+                epoch=1,
+                first_index=sent + 1,
+            )
+
+    def _wait(self, skillbook: str, batch_id: str, lock: Lock) -> BatchStatus:
+        """Wait for the batch, renewing the lock; NightlyStalled once it stops making progress."""
         handle = BatchHandle(batch_id, self.runtime)
-        deadline = None if self.batch_timeout is None else time.monotonic() + self.batch_timeout
-        renew_at = time.monotonic() + self.settings.nightly_lock_seconds / 3
+        now = time.monotonic()
+        deadline = None if self.batch_timeout is None else now + self.batch_timeout
+        renew_at = now + self.settings.nightly_lock_seconds / 3
+        progress, progressed_at = None, now
         while (status := handle.status()).state is not BatchState.DONE:
-            if deadline is not None and time.monotonic() > deadline:
+            now = time.monotonic()
+            if (status.enqueued, status.started, status.done, status.failed) != progress:
+                progress, progressed_at = (status.enqueued, status.started, status.done, status.failed), now
+            if now - progressed_at > self.stall_seconds:
+                raise NightlyStalled(skillbook, status, self.stall_seconds)
+            if deadline is not None and now > deadline:
                 raise TimeoutError(f"nightly {skillbook}: batch {batch_id} did not finish in time")
-            if time.monotonic() > renew_at:
+            if now > renew_at:
                 lock.extend(self.settings.nightly_lock_seconds, replace_ttl=True)  # still alive
-                renew_at = time.monotonic() + self.settings.nightly_lock_seconds / 3
+                renew_at = now + self.settings.nightly_lock_seconds / 3
             time.sleep(POLL_SECONDS)
         return status
 

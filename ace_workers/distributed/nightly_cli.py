@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from .cli import _service, console, read_jsonl, require_workers
-from .nightly import NightlyBusy, NightlyReport, NightlyRunner, beat_schedule
+from .nightly import NightlyBusy, NightlyReport, NightlyRunner, NightlyStalled, beat_schedule
 from .settings import WorkerSettings, env_name
 
 __all__ = ["beat_command", "nightly_app", "register_nightly_commands"]
@@ -76,7 +76,7 @@ def run_command(name: Annotated[str, typer.Argument(help="Skillbook name.")]) ->
         require_workers(service)
         try:
             report = NightlyRunner(service.producer).run(name, scheduled=False)
-        except NightlyBusy as exc:
+        except (NightlyBusy, NightlyStalled) as exc:
             console.print(f"[red]{exc}[/]")
             raise typer.Exit(code=1) from exc
     assert report is not None  # a manual run never skips

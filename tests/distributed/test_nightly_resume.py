@@ -1,0 +1,133 @@
+"""Nightly runs that crash or stall part-way, against the real Redis and real in-process workers."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import redis
+
+from ace_workers.distributed import producer as producer_module
+from ace_workers.distributed.chains import enqueue_epoch
+from ace_workers.distributed.changelog import ChangeKind
+from ace_workers.distributed.local import Service, build_service, local_workers
+from ace_workers.distributed.nightly import NightlyRunner, NightlyStalled, stall_seconds
+from ace_workers.distributed.settings import WorkerSettings
+
+from .test_end_to_end import traces_for
+
+TRACES = 8
+SENT_BEFORE_CRASH = 3
+
+
+@contextmanager
+def service_for(redis_url: str, *, workers: bool = True, **settings: Any) -> Iterator[Service]:
+    """A service on the test Redis under a fresh prefix, with in-process workers unless told otherwise."""
+    options = WorkerSettings(
+        redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}", sim_trust_threshold=0, **settings
+    )
+    built = build_service(options, redis_url=redis_url)
+    try:
+        if workers:
+            with local_workers(built, learn_threads=4):
+                yield built
+        else:
+            yield built
+    finally:
+        built.close()
+
+
+def crash_after_sending(monkeypatch: pytest.MonkeyPatch, service: Service, counted: bool) -> None:
+    """Make the producer die after sending ``SENT_BEFORE_CRASH`` samples of the first epoch.
+
+    ``counted``: the batch counted all of them. Otherwise one more sample reached the
+    queue but died before it was counted, so resuming delivers that one twice.
+    """
+    if counted:
+
+        def send_some(app: Any, runtime: Any, payloads: Any, **kwargs: Any) -> int:
+            enqueue_epoch(app, runtime, itertools.islice(payloads, SENT_BEFORE_CRASH), **kwargs)
+            raise RuntimeError("producer died mid-send")
+
+        monkeypatch.setattr(producer_module, "enqueue_epoch", send_some)
+        return
+    batches = service.runtime.batches
+    count = batches.add_enqueued
+    calls = itertools.count(1)
+
+    def count_until_crash(batch_id: str, n: int, epoch: int) -> None:
+        if next(calls) == SENT_BEFORE_CRASH + 1:
+            raise RuntimeError("producer died mid-send")
+        count(batch_id, n, epoch)
+
+    monkeypatch.setattr(batches, "add_enqueued", count_until_crash)
+
+
+@pytest.mark.parametrize(("epochs", "counted"), [(1, True), (1, False), (2, True)])
+def test_a_run_that_crashed_mid_send_sends_the_rest_and_learns_every_sample_once(
+    redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch, epochs: int, counted: bool
+) -> None:
+    with service_for(redis_url, nightly_epochs=epochs) as service:
+        service.producer.append_to_inbox(traces_for(TRACES), "book")
+        runner = NightlyRunner(service.producer, batch_timeout=60)
+        crash_after_sending(monkeypatch, service, counted)
+        with pytest.raises(RuntimeError, match="died mid-send"):
+            runner.run("book", night="2026-11-22")
+        monkeypatch.undo()
+        assert runner.pending("book") == TRACES  # the cursor did not move
+        batch_id = runner._state(runner.keys("book"))["batch_id"]
+        assert service.runtime.batches.status(batch_id).enqueued == SENT_BEFORE_CRASH
+
+        report = runner.run("book", night="2026-11-22")
+
+        assert report is not None and report.resumed and report.batch_id == batch_id
+        assert (report.traces, report.epochs, report.done, report.failed) == (
+            TRACES,
+            epochs,
+            TRACES * epochs,
+            0,
+        )
+        status = service.runtime.batches.status(batch_id)
+        assert (status.total, status.done, status.failed) == (TRACES * epochs, TRACES * epochs, 0)
+        expected = {f"e{e}:{i}" for e in range(1, epochs + 1) for i in range(1, TRACES + 1)}
+        assert set(service.runtime.batches.records(batch_id)) == expected
+        # Learned once: no (sample, step) wrote the skillbook twice, a redelivered one included.
+        writes = Counter(
+            record.idempotency_key
+            for record in service.runtime.store("book").history(limit=1000)
+            if record.kind is ChangeKind.APPLY and (record.source or {}).get("batch") == batch_id
+        )
+        assert len(writes) == TRACES * epochs and max(writes.values()) == 1
+        duplicates = service.runtime.store("book").stats()["duplicate_deliveries"]
+        assert duplicates == (0 if counted else 1)  # the uncounted sample came twice, applied once
+        assert report.skills_after == 5  # one rule per topic, no restatement
+        # The cursor moved once, past every trace of the run.
+        assert runner.pending("book") == 0 and [r.run_id for r in runner.reports("book")] == [report.run_id]
+
+
+def test_a_stalled_batch_ends_the_run_with_a_clear_error_and_the_next_run_finishes_it(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    with service_for(redis_url, workers=False) as service:
+        service.producer.append_to_inbox(traces_for(4), "book")
+        runner = NightlyRunner(service.producer, stall_after=1.0)
+        with pytest.raises(NightlyStalled, match=r"no progress for 1 s \(0 done, 0 failed, 4 sent of 4\)"):
+            runner.run("book", night="2026-11-22")
+        assert runner.pending("book") == 4 and runner.reports("book") == []
+        lock = service.runtime.redis.lock(runner.keys("book").nightly_lock, timeout=5)
+        assert lock.acquire(blocking=False)  # the stalled run let go of the lock
+        lock.release()
+        with local_workers(service, learn_threads=2):
+            report = runner.run("book", night="2026-11-22")
+        assert report is not None and report.resumed and (report.done, report.failed) == (4, 0)
+        assert runner.pending("book") == 0
+
+
+def test_the_stall_bound_comes_from_the_visibility_timeout_and_the_retry_backoff() -> None:
+    settings = WorkerSettings(visibility_timeout_seconds=600, retry_backoff_seconds=2, task_max_retries=3)
+    assert stall_seconds(settings) == 2 * 600 + 2 + 4 + 8
