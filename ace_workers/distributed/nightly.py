@@ -121,6 +121,7 @@ class NightlyReport:
     batch_id: str = ""
     resumed: bool = False
     skills_before: int = 0
+    skills_after_learning: int = 0
     skills_after: int = 0
     dedup: dict[str, int] = field(default_factory=dict)
     checkpoint_version: int = 0
@@ -130,12 +131,23 @@ class NightlyReport:
 
     @property
     def skills_added(self) -> int:
-        """Net growth of the skillbook over the run."""
-        return self.skills_after - self.skills_before
+        """Net growth of the skillbook while learning, before deduplication."""
+        return self.skills_after_learning - self.skills_before
+
+    @property
+    def skills_merged(self) -> int:
+        """Skills deduplication merged into others."""
+        return self.dedup.get("merged", 0)
+
+    @property
+    def skills_removed(self) -> int:
+        """Skills deduplication removed."""
+        return self.dedup.get("removed", 0)
 
     def to_dict(self) -> dict[str, Any]:
         """The report as stored in Redis (JSON)."""
-        return {**asdict(self), "skills_added": self.skills_added}
+        counts = {"added": self.skills_added, "merged": self.skills_merged, "removed": self.skills_removed}
+        return {**asdict(self), **{f"skills_{name}": count for name, count in counts.items()}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NightlyReport:
@@ -157,7 +169,8 @@ def dedup_from_settings(runtime: WorkerRuntime) -> Deduplicate | None:
         merged = sum(len(ids) for ids in report.merged.values())
         return {
             "merged": merged,
-            "removed": len(report.removed),
+            # Not report.removed: that counts the merged-away skills again.
+            "removed": len(report.deleted),
             "kept": len(report.kept),
             "updated": len(report.updated),
         }
@@ -259,6 +272,7 @@ class NightlyRunner:
                 f"{e['step']}: {e['error']}" for e in self.producer.runtime.batches.errors(report.batch_id)
             ][:20]
         report.durations["learn"] = round(time.monotonic() - started, 3)
+        report.skills_after_learning = len(self.runtime.skillbook(skillbook))
         lock.extend(self.settings.nightly_lock_seconds, replace_ttl=True)
         self._finish(skillbook, keys, night, state, report)
         return report

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from .cli import _service, console, read_jsonl, require_workers
 from .nightly import NightlyBusy, NightlyReport, NightlyRunner, NightlyStalled, beat_schedule
@@ -102,28 +102,24 @@ def report_command(
 
 
 def _print_reports(reports: list[NightlyReport]) -> None:
-    if not reports:
-        return
-    table = Table("night", "finished", "traces", "done", "failed", "skills", "dedup", "checkpoint", "seconds")
     for r in reports:
-        dedup = ", ".join(f"{k} {v}" for k, v in r.dedup.items()) or "-"
-        table.add_row(
-            r.night + (" (resumed)" if r.resumed else ""),
-            r.finished_at[:19],
-            str(r.traces),
-            str(r.done),
-            str(r.failed),
-            f"{r.skills_before} -> {r.skills_after}",
-            dedup,
-            f"v{r.checkpoint_version}",
-            f"{sum(r.durations.values()):.1f}",
+        console.print(
+            f"[bold]night {r.night}[/]{' (resumed)' if r.resumed else ''}, finished {r.finished_at[:19]}"
         )
-    console.print(table)
+        epochs = f" x {r.epochs} epochs" if r.epochs > 1 else ""
+        console.print(f"  traces {r.traces}{epochs}: {r.done} done, {r.failed} failed")
+        console.print(
+            f"  skills {r.skills_before} -> {r.skills_after}: {r.skills_added} added, "
+            f"{r.skills_merged} merged, {r.skills_removed} removed"
+        )
+        console.print(f"  checkpoint v{r.checkpoint_version}")
+        phases = ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in r.durations.items())
+        console.print(f"  seconds: {phases} (total {sum(r.durations.values()):.1f})")
     for r in reports[:1]:
         for error in r.errors:
-            console.print(f"[red]{error}[/]")
+            console.print(f"[red]{escape(error)}[/]")  # an error text may hold brackets
         for path in r.files:
-            console.print(f"written: {path}")
+            console.print(f"written: {escape(path)}")
 
 
 def register_nightly_commands(app: typer.Typer) -> None:

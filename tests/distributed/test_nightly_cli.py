@@ -1,0 +1,192 @@
+"""``ace-workers nightly add / run / report`` as a user runs them: real Redis, real in-process workers."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import celery.contrib.testing.worker
+import pytest
+import redis
+from typer.testing import CliRunner
+
+from ace_workers.cli import app
+from ace_workers.core import UpdateBatch, UpdateOperation
+from ace_workers.distributed import RedisSkillbookStore
+from ace_workers.distributed.keys import SkillbookKeys
+from ace_workers.distributed.local import Service, build_service, local_workers
+from ace_workers.distributed.settings import WorkerSettings
+
+from .test_end_to_end import traces_for
+
+PHASES = re.compile(r"seconds: learn (\d+\.\d), dedup (\d+\.\d), checkpoint (\d+\.\d) \(total (\d+\.\d)\)")
+
+
+@pytest.fixture
+def env(
+    monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str, tmp_path: Path
+) -> pytest.MonkeyPatch:
+    """No ACE_* settings from the shell; the test Redis under a fresh prefix; checkpoints in tmp_path."""
+    for name in list(os.environ):
+        if name.startswith("ACE_") and name != "ACE_TEST_REDIS_URL":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("ACE_REDIS_URL", redis_url)
+    monkeypatch.setenv("ACE_QUEUE_PREFIX", f"t{uuid.uuid4().hex[:8]}")
+    monkeypatch.setenv("ACE_SIM_TRUST_THRESHOLD", "0")
+    monkeypatch.setenv("ACE_NIGHTLY_DIR", str(tmp_path / "nightly"))
+    return monkeypatch
+
+
+@pytest.fixture
+def workers(env: pytest.MonkeyPatch, redis_url: str) -> Callable[[], AbstractContextManager[Service]]:
+    """Starts in-process workers configured from the environment the commands read (as set by then)."""
+    # Celery names every in-process worker gen<pid>@host, and `nightly run` asks the workers
+    # which queues they serve: under one name the replies overwrite each other. Real worker
+    # processes have names of their own; so do these.
+    numbers = itertools.count(1)
+    env.setattr(celery.contrib.testing.worker, "anon_nodename", lambda: f"nightly{next(numbers)}@localhost")
+
+    @contextmanager
+    def start() -> Iterator[Service]:
+        service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
+        try:
+            with local_workers(service, learn_threads=2):
+                yield service
+        finally:
+            service.close()
+
+    return start
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    """Run ``ace-workers ARGS``; the exit code and the output with rich's line wrapping undone."""
+    result = CliRunner().invoke(app, list(args))
+    said = " ".join(result.output.split())
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        said += f" [raised {type(result.exception).__name__}: {result.exception}]"
+    return result.exit_code, said
+
+
+def write_traces(path: Path, n: int) -> Path:
+    """``n`` traces as JSONL, with one broken line the command must skip."""
+    lines = [json.dumps(trace) for trace in traces_for(n)]
+    path.write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n")
+    return path
+
+
+def test_add_run_and_report_a_two_epoch_night(
+    env: pytest.MonkeyPatch, workers: Callable[[], AbstractContextManager[Service]], tmp_path: Path
+) -> None:
+    env.setenv("ACE_NIGHTLY_EPOCHS", "2")
+    code, said = invoke("nightly", "report", "book")
+    assert code == 0 and "no nightly run of 'book' yet" in said and "0 traces wait" in said
+
+    code, said = invoke("nightly", "add", str(write_traces(tmp_path / "t.jsonl", 6)), "--skillbook", "book")
+    assert code == 0, said
+    assert "t.jsonl:2: skipped, not JSON" in said and "6 traces added to the inbox of 'book'" in said
+    assert "6 traces wait in the inbox of 'book'" in invoke("nightly", "report", "book")[1]
+
+    with workers():
+        code, ran = invoke("nightly", "run", "book")
+    assert code == 0, ran
+    store = RedisSkillbookStore(
+        redis.Redis.from_url(os.environ["ACE_REDIS_URL"]), "book", prefix=os.environ["ACE_QUEUE_PREFIX"]
+    )
+    version, book = store.snapshot()
+    assert len(book) == 5, ran
+    code, reported = invoke("nightly", "report", "book")
+    assert code == 0
+    for said in (ran, reported):
+        # Both epochs ran: every trace twice.
+        assert "traces 6 x 2 epochs: 12 done, 0 failed" in said
+        assert "skills 0 -> 5: 5 added, 0 merged, 0 removed" in said
+        assert f"checkpoint v{version}" in said
+        phases = PHASES.search(said)
+        assert phases is not None, said
+        learn, dedup, checkpoint, total = (float(x) for x in phases.groups())
+        assert learn > 0 and total == pytest.approx(learn + dedup + checkpoint, abs=0.15)
+        assert said.count("written: ") == 2
+    stem = f"book-{date_of(ran)}-v{version}"
+    assert sorted(p.name for p in (tmp_path / "nightly").iterdir()) == [f"{stem}.json", f"{stem}.md"]
+    assert "0 traces wait in the inbox of 'book'" in reported
+
+
+def date_of(said: str) -> str:
+    found = re.search(r"night (\d{4}-\d\d-\d\d)", said)
+    assert found is not None, said
+    return found.group(1)
+
+
+def test_a_run_while_another_holds_the_lock_is_refused(
+    env: pytest.MonkeyPatch, workers: Callable[[], AbstractContextManager[Service]]
+) -> None:
+    client = redis.Redis.from_url(os.environ["ACE_REDIS_URL"])
+    lock = client.lock(SkillbookKeys("book", os.environ["ACE_QUEUE_PREFIX"]).nightly_lock, timeout=30)
+    assert lock.acquire(blocking=False)
+    with workers():
+        try:
+            code, said = invoke("nightly", "run", "book")
+        finally:
+            lock.release()
+        assert code == 1 and "a nightly run of skillbook 'book' is in progress" in said
+        assert invoke("nightly", "run", "book")[0] == 0
+
+
+MIRP = [
+    "For mirp questions, sum the digits of the input.",
+    "When a mirp question comes, sum the digits of the number you are given.",
+]
+
+
+def test_a_night_with_deduplication_merges_two_statements_of_one_rule(
+    env: pytest.MonkeyPatch,
+    workers: Callable[[], AbstractContextManager[Service]],
+    redis_url: str,
+    tmp_path: Path,
+) -> None:
+    env.setenv("HF_HUB_OFFLINE", "1")
+    env.setenv("ACE_DEDUP_PROVIDER", "sentence_transformers")
+    env.setenv("ACE_DEDUP_INTERVAL", "1000")  # the nightly pass deduplicates, not the learning chain
+    store = RedisSkillbookStore(
+        redis.Redis.from_url(redis_url), "book", prefix=os.environ["ACE_QUEUE_PREFIX"]
+    )
+    store.apply(
+        UpdateBatch(operations=[UpdateOperation(type="ADD", section="mirp", content=c) for c in MIRP])
+    )
+    traces = tmp_path / "t.jsonl"
+    traces.write_text("".join(json.dumps(t) + "\n" for t in traces_for(3, topics=3)))
+    assert invoke("nightly", "add", str(traces), "--skillbook", "book")[0] == 0
+    with workers():
+        code, said = invoke("nightly", "run", "book")
+    assert code == 0, said
+    # The three rules learned, and the two mirp statements merged into one.
+    assert "skills 2 -> 4: 3 added, 1 merged, 0 removed" in said
+    mirp = [s for s in store.export().skills() if s.section == "mirp"]
+    assert [s.content for s in mirp] == [MIRP[0]]
+    assert "1 merged" in invoke("nightly", "report", "book")[1]
+
+
+def test_a_night_whose_samples_fail_exits_1_and_shows_the_errors(
+    env: pytest.MonkeyPatch, workers: Callable[[], AbstractContextManager[Service]], tmp_path: Path
+) -> None:
+    env.setenv("ACE_SIM_FAILURE_RATE", "1")
+    env.setenv("ACE_SIM_FAILURE", "error")
+    env.setenv("ACE_LLM_MAX_RETRIES", "1")
+    env.setenv("ACE_TASK_MAX_RETRIES", "0")  # fail at once rather than after the retries' backoff
+    traces = tmp_path / "t.jsonl"
+    traces.write_text("".join(json.dumps(t) + "\n" for t in traces_for(2)))
+    assert invoke("nightly", "add", str(traces), "--skillbook", "book")[0] == 0
+    with workers():
+        code, ran = invoke("nightly", "run", "book")
+    assert code == 1, ran
+    code, reported = invoke("nightly", "report", "book")
+    assert code == 0
+    for said in (ran, reported):
+        assert "traces 2: 0 done, 2 failed" in said
+        assert said.count("ReflectStep: LLMError: simulated provider failure") == 2, said
