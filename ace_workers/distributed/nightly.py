@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ __all__ = [
     "NightlyReport",
     "NightlyRunner",
     "NightlyStalled",
+    "UtcCrontab",
     "beat_schedule",
     "night_of",
     "parse_schedule",
@@ -425,13 +426,26 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+class UtcCrontab(crontab):  # type: ignore[misc]  # Celery ships no types
+    """A crontab read in UTC whatever timezone the Celery app is configured with.
+
+    A plain crontab takes the app's timezone, so an app set to another one would
+    move the nightly run away from the UTC time ACE_NIGHTLY_SCHEDULE documents.
+    """
+
+    @property
+    def tz(self) -> tzinfo:
+        """Always UTC."""
+        return UTC
+
+
 def parse_schedule(text: str) -> crontab | timedelta:
     """A nightly schedule: a 5-field crontab in UTC, or a number of seconds (for tests and demos)."""
     try:
         return timedelta(seconds=float(text))
     except ValueError:
         minute, hour, day_of_month, month_of_year, day_of_week = text.split()
-        return crontab(
+        return UtcCrontab(
             minute=minute,
             hour=hour,
             day_of_month=day_of_month,

@@ -10,15 +10,18 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+from celery import Celery
+from celery.beat import ScheduleEntry
 from celery.schedules import crontab
 
 from ace_workers.distributed.local import Service, build_service, local_workers
-from ace_workers.distributed.nightly import NightlyBusy, NightlyRunner, parse_schedule
+from ace_workers.distributed.nightly import NightlyBusy, NightlyRunner, beat_schedule, parse_schedule
 from ace_workers.distributed.payload import PayloadError
 from ace_workers.distributed.settings import InvalidSettingError, WorkerSettings
 
@@ -121,6 +124,33 @@ def test_schedules_are_a_utc_crontab_or_seconds() -> None:
         WorkerSettings(nightly_schedule="at two")
     with pytest.raises(InvalidSettingError, match="ACE_NIGHTLY_SKILLBOOKS"):
         WorkerSettings(nightly_skillbooks="good,bad}name")
+
+
+def due_at(entry: ScheduleEntry, now: datetime) -> tuple[bool, float]:
+    """Whether ``entry`` is due at ``now``, and the seconds until its next run."""
+    entry.schedule.nowfun = lambda: now
+    due, next_in = entry.is_due()
+    return bool(due), float(next_in)
+
+
+@pytest.mark.parametrize("app_timezone", ["UTC", "Asia/Tokyo"])
+def test_the_nightly_crontab_is_due_at_its_utc_minute_whatever_the_app_timezone(app_timezone: str) -> None:
+    settings = WorkerSettings(nightly_skillbooks="book", nightly_schedule="30 2 * * *")
+    app = Celery(set_as_current=False)
+    app.conf.timezone = app_timezone
+    # As beat builds it: the entry binds the schedule to the app.
+    entry = ScheduleEntry(
+        name="nightly:book",
+        app=app,
+        last_run_at=datetime(2026, 11, 21, 2, 30, 5, tzinfo=UTC),
+        **beat_schedule(settings)["nightly:book"],
+    )
+    assert isinstance(entry.schedule, crontab)
+    # 17:30 UTC is 02:30 in Tokyo: a crontab in the app's timezone would fire here.
+    assert due_at(entry, datetime(2026, 11, 21, 17, 30, 1, tzinfo=UTC)) == (False, 9 * 3600 - 1)
+    assert due_at(entry, datetime(2026, 11, 22, 2, 29, tzinfo=UTC)) == (False, 60.0)
+    due, next_in = due_at(entry, datetime(2026, 11, 22, 2, 30, 1, tzinfo=UTC))
+    assert due and next_in == pytest.approx(24 * 3600 - 1)
 
 
 @pytest.mark.slow
