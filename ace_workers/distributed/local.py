@@ -8,6 +8,9 @@ own worker with exactly one thread: skillbook writers never run concurrently.
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -69,6 +72,12 @@ def _own_hub() -> Iterator[None]:
         reset_event_loop()
 
 
+def _node_name(role: str) -> str:
+    # Celery's test workers are all named gen<pid>@host; answers to `inspect` from two
+    # workers of one name overwrite each other, so each gets a name of its own.
+    return f"{role}-{os.getpid()}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
+
+
 @contextmanager
 def local_workers(service: Service, *, learn_threads: int = 4) -> Iterator[Service]:
     """Run thread-pool workers for the execute and learn queues and a one-thread write worker."""
@@ -81,6 +90,7 @@ def local_workers(service: Service, *, learn_threads: int = 4) -> Iterator[Servi
                 pool="threads",
                 concurrency=learn_threads,
                 queues=[queues["execute"], queues["learn"]],
+                hostname=_node_name("learn"),
                 perform_ping_check=False,
                 loglevel="WARNING",
                 shutdown_timeout=30.0,
@@ -93,6 +103,7 @@ def local_workers(service: Service, *, learn_threads: int = 4) -> Iterator[Servi
                 pool="threads",
                 concurrency=1,
                 queues=[queues["write"]],
+                hostname=_node_name("write"),
                 perform_ping_check=False,
                 loglevel="WARNING",
                 shutdown_timeout=30.0,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -11,7 +10,6 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-import celery.contrib.testing.worker
 import pytest
 import redis
 from typer.testing import CliRunner
@@ -46,11 +44,6 @@ def env(
 @pytest.fixture
 def workers(env: pytest.MonkeyPatch, redis_url: str) -> Callable[[], AbstractContextManager[Service]]:
     """Starts in-process workers configured from the environment the commands read (as set by then)."""
-    # Celery names every in-process worker gen<pid>@host, and `nightly run` asks the workers
-    # which queues they serve: under one name the replies overwrite each other. Real worker
-    # processes have names of their own; so do these.
-    numbers = itertools.count(1)
-    env.setattr(celery.contrib.testing.worker, "anon_nodename", lambda: f"nightly{next(numbers)}@localhost")
 
     @contextmanager
     def start() -> Iterator[Service]:
