@@ -92,8 +92,6 @@ def test_enqueue_streams_a_file_to_running_workers_as_one_batch_of_its_count(
         more.write("\n\n")  # blank lines count for nothing
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", "clistream")
-    # In-process test workers do not answer Celery's remote control, which require_workers asks.
-    clean_env.setattr(cli, "require_workers", lambda service: None)
     service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
     try:
         with local_workers(service, learn_threads=2):
