@@ -128,6 +128,9 @@ class ConsolidationBatch(BaseModel):
 
     reasoning: str = Field(default="", description="Why these operations, in a sentence or two.")
     operations: list[ConsolidationOp] = Field(default_factory=list)
+    # The text of each named skill when the batch was planned: a skill rewritten since is
+    # refused at apply time (the plan judged the old text), and the batch is planned again.
+    planned_contents: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -142,7 +145,13 @@ class ConsolidationBatch(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         """The batch as a JSON object."""
-        return {"reasoning": self.reasoning, "operations": [op.to_dict() for op in self.operations]}
+        data: dict[str, Any] = {
+            "reasoning": self.reasoning,
+            "operations": [op.to_dict() for op in self.operations],
+        }
+        if self.planned_contents:
+            data["planned_contents"] = self.planned_contents
+        return data
 
     def to_json(self) -> str:
         """The batch as a JSON string."""
@@ -219,15 +228,28 @@ def _check_named(index: int, op: _Op, skills: Mapping[str, Skill], gone: set[str
         raise InvalidConsolidationError(index, op_type, duplicate, f"names {duplicate!r} twice")
 
 
-def check_consolidation(operations: Iterable[_Op], skills: Mapping[str, Skill]) -> None:
+def check_consolidation(
+    operations: Iterable[_Op], skills: Mapping[str, Skill], planned_contents: Mapping[str, str] | None = None
+) -> None:
     """Raise InvalidConsolidationError for the first operation naming an unknown or deleted skill.
 
     Operations are checked in order against the state the earlier ones leave,
     so a batch that merges a skill away and then names it is rejected too.
+    With ``planned_contents`` (a batch's), a named skill whose text changed
+    since the plan is rejected as well: the plan judged the old text.
     """
     gone: set[str] = set()
+    planned = planned_contents or {}
     for index, op in enumerate(operations):
         _check_named(index, op, skills, gone)
+        for skill_id in op.named_ids():
+            if skill_id in planned and skills[skill_id].content != planned[skill_id]:
+                raise InvalidConsolidationError(
+                    index,
+                    str(getattr(op, "type", "")),
+                    skill_id,
+                    f"skill {skill_id!r} was rewritten after the plan was made",
+                )
         if isinstance(op, MergeOp):
             gone.update(op.merge_ids)
         elif isinstance(op, DeleteOp):

@@ -291,9 +291,11 @@ class Skillbook:
         similarity decisions of named pairs change. This is the one write
         path of deduplication: a store-backed subclass overrides it.
         """
-        ops = list(operations.operations if isinstance(operations, ConsolidationBatch) else operations)
+        if not isinstance(operations, ConsolidationBatch):
+            operations = ConsolidationBatch(operations=list(operations))
+        ops = operations.operations
         with self._lock:
-            check_consolidation(ops, self._skills)
+            check_consolidation(ops, self._skills, operations.planned_contents)
             return apply_consolidation_operations(ops, self._skills, self._record_decision)
 
     def set_embeddings(self, embeddings: Mapping[str, tuple[str, Sequence[float]]]) -> int:

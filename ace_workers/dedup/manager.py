@@ -29,7 +29,7 @@ from ..core.consolidation import (
 )
 from ..core.skill import Skill
 from ..core.skillbook import Skillbook
-from ..errors import InvalidUpdateError, LLMError
+from ..errors import InvalidConsolidationError, InvalidUpdateError, LLMError
 from ..protocols import LLMClientLike
 from .cache import EmbeddingCache
 from .config import DeduplicationConfig
@@ -162,7 +162,12 @@ class DeduplicationManager:
             named = {skill_id for op in ops for skill_id in op.named_ids()}
             ops.extend(plan_pruning(skills.values(), self.config.prune, exclude=named))
         check_consolidation(ops, skills)  # each part is valid; this guards their combination
-        batch = ConsolidationBatch(reasoning=f"{len(pairs)} similar pair(s) considered", operations=ops)
+        named = {skill_id for op in ops for skill_id in op.named_ids()}
+        batch = ConsolidationBatch(
+            reasoning=f"{len(pairs)} similar pair(s) considered",
+            operations=ops,
+            planned_contents={skill_id: skills[skill_id].content for skill_id in sorted(named)},
+        )
         logger.info("deduplication planned %d operation(s) for %d similar pair(s)", len(ops), len(pairs))
         return batch
 
@@ -228,8 +233,20 @@ class DeduplicationManager:
         """Apply operations through ``skillbook.apply_consolidation`` (all or nothing)."""
         return skillbook.apply_consolidation(operations)
 
-    def deduplicate(self, skillbook: Skillbook) -> ConsolidationReport:
-        """Plan and apply one consolidation run; returns what changed."""
+    def deduplicate(self, skillbook: Skillbook, attempts: int = 2) -> ConsolidationReport:
+        """Plan and apply one consolidation run; returns what changed.
+
+        A plan that went stale before it applied (a skill it names was removed
+        or rewritten meanwhile) is planned again, up to ``attempts`` times.
+        """
+        for _ in range(attempts - 1):
+            try:
+                return self._plan_and_apply(skillbook)
+            except InvalidConsolidationError as exc:
+                logger.info("deduplication plan went stale (%s); planning again", exc)
+        return self._plan_and_apply(skillbook)
+
+    def _plan_and_apply(self, skillbook: Skillbook) -> ConsolidationReport:
         batch = self.plan(skillbook)
         if not batch.operations:
             return ConsolidationReport()

@@ -33,6 +33,7 @@ from .payload import PayloadError, check_trace
 from .producer import BatchHandle
 from .settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
 from .store import list_skillbooks
+from .write_scope import dedup_write_scope, write_scope
 
 __all__ = [
     "dead_letters_app",
@@ -481,14 +482,20 @@ def skillbook_dedup(
         except AceError as exc:
             raise typer.BadParameter(str(exc)) from exc
         book = service.runtime.skillbook(name)
-        plan = manager.plan(book)
-        for op in plan.operations:
-            console.print(_consolidation_label(op.to_dict()), markup=False)
-        if dry_run or not plan.operations:
+        if dry_run:
+            plan = manager.plan(book)
+            for op in plan.operations:
+                console.print(_consolidation_label(op.to_dict()), markup=False)
             typer.echo(f"{len(plan.operations)} operation(s) planned; nothing changed")
             return
-        result = store.apply_consolidation(plan, source={"command": "skillbook dedup"})
-        typer.echo(f"skillbook {name!r} version {result.version}: {result.report.summary()}")
+        before = store.version()
+        # Planned again if a worker removes or rewrites a named skill before it applies.
+        with write_scope(dedup_write_scope({"command": "skillbook dedup"})):
+            report = manager.deduplicate(book)
+        if not report.changed:
+            typer.echo(f"0 operation(s) planned; nothing changed (skillbook {name!r}, version {before})")
+            return
+        typer.echo(f"skillbook {name!r} version {book.refresh()}: {report.summary()}")
 
 
 def _consolidation_label(op: dict[str, Any]) -> str:

@@ -43,6 +43,7 @@ from .producer import BatchHandle, Producer
 from .runtime import WorkerRuntime
 from .settings import DEDUP_OFF, WorkerSettings
 from .tasks import epoch_payloads
+from .write_scope import dedup_write_scope, write_scope
 
 __all__ = [
     "NIGHTLY_TASK",
@@ -163,10 +164,9 @@ def dedup_from_settings(runtime: WorkerRuntime) -> Deduplicate | None:
         return None
 
     def deduplicate(skillbook: str) -> dict[str, int]:
-        plan = runtime.deduplicator(skillbook).plan(runtime.skillbook(skillbook))
-        if not plan.operations:
-            return {"merged": 0, "removed": 0, "kept": 0, "updated": 0}
-        report = runtime.store(skillbook).apply_consolidation(plan, source={"nightly": skillbook}).report
+        # Planned again if a worker removes or rewrites a named skill before it applies.
+        with write_scope(dedup_write_scope({"nightly": skillbook})):
+            report = runtime.deduplicator(skillbook).deduplicate(runtime.skillbook(skillbook))
         merged = sum(len(ids) for ids in report.merged.values())
         return {
             "merged": merged,

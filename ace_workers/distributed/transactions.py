@@ -309,7 +309,7 @@ class SkillbookWrites:
         reads = SkillReads()
         self._read_into(pipe, reads, batch.named_ids(), ())
         skills = {i: Skill.from_dict(image) for i, image in reads.skills.items() if image is not None}
-        check_consolidation(batch.operations, skills)
+        check_consolidation(batch.operations, skills, batch.planned_contents)
         decisions: dict[str, str] = {}
 
         def record_decision(id_a: str, id_b: str, decision: SimilarityDecision) -> None:

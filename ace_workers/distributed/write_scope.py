@@ -8,13 +8,14 @@ same keys, and the store turns the second delivery into a no-op.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["WriteScope", "current_write_scope", "write_scope"]
+__all__ = ["WriteScope", "current_write_scope", "dedup_write_scope", "write_scope"]
 
 
 @dataclass
@@ -48,3 +49,8 @@ def write_scope(scope: WriteScope) -> Iterator[WriteScope]:
         yield scope
     finally:
         _scope.reset(token)
+
+
+def dedup_write_scope(source: dict[str, Any]) -> WriteScope:
+    """A scope for a deduplication run outside a step (a command, the nightly job), naming ``source``."""
+    return WriteScope(key_prefix=f"dedup:{uuid.uuid4().hex}", source=source)

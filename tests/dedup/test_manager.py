@@ -294,3 +294,42 @@ def test_bad_settings_fail_when_declared(options: dict[str, Any]) -> None:
 def test_an_unknown_provider_name_fails_when_the_manager_is_built() -> None:
     with pytest.raises(ValueError, match="unknown embedding provider"):
         DeduplicationManager(DeduplicationConfig(embedding_provider="word2vec"))
+
+
+class RewrittenMidway(Skillbook):
+    """A skillbook another writer changes once, between the first plan and its apply."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.applies = 0
+
+    def apply_consolidation(self, operations: Any) -> Any:
+        self.applies += 1
+        if self.applies == 1:
+            kept = operations.operations[0].keep_id
+            self.update_skill(kept, "base skill, rewritten by a worker meanwhile")
+        return super().apply_consolidation(operations)
+
+
+def test_a_plan_made_stale_by_a_rewrite_is_refused_whole_and_planned_again() -> None:
+    book = RewrittenMidway()
+    base = book.add_skill("s", "base skill 0").id
+    dup = book.add_skill("s", "dup skill 1").id
+    book.tag_skill(dup, "helpful", 2)
+    report = _manager().deduplicate(book)
+    # The first plan judged the old text and was refused; the second saw the rewrite.
+    assert book.applies == 2
+    assert report.merged == {base: [dup]}
+    kept = book.get_skill(base)
+    assert kept is not None and kept.content == "base skill, rewritten by a worker meanwhile"
+    assert kept.helpful == 2
+
+
+def test_a_batch_naming_a_rewritten_skill_changes_nothing() -> None:
+    book, (base, dup, _) = _book("base", "dup", "far")
+    plan = _manager().plan(book)
+    assert plan.planned_contents == {base: "base skill 0", dup: "dup skill 1"}
+    book.update_skill(dup, "dup skill, said anew")
+    with pytest.raises(InvalidUpdateError, match="rewritten after the plan"):
+        book.apply_consolidation(plan)
+    assert len(book.skills()) == 3 and book.get_skill(dup).is_active  # type: ignore[union-attr]

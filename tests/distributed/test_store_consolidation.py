@@ -20,7 +20,7 @@ from ace_workers.distributed.changelog import ChangeKind
 from ace_workers.distributed.embedding_cache import RedisEmbeddingCache
 from ace_workers.errors import InvalidConsolidationError
 
-from .test_store import add, batch, tag
+from .test_store import add, batch, tag, update
 
 
 def seeded(store: RedisSkillbookStore) -> list[str]:
@@ -185,3 +185,21 @@ def test_a_cached_snapshot_refuses_a_consolidation(store: RedisSkillbookStore) -
         snapshot.apply_consolidation([MergeOp(keep_id=first, merge_ids=[second])])
     kept = snapshot.get_skill(second)
     assert kept is not None and kept.is_active
+
+
+def test_a_consolidation_planned_on_text_since_rewritten_is_refused_with_nothing_written(
+    store: RedisSkillbookStore,
+) -> None:
+    first, second, *_ = seeded(store)
+    planned = ConsolidationBatch(
+        operations=[MergeOp(keep_id=first, merge_ids=[second], merged_content="Convert units first.")],
+        planned_contents={first: "Convert units before adding.", second: "Convert all units before you add."},
+    )
+    store.apply(batch(update(first, "Convert units, then check the magnitudes.")))
+    before = store.version()
+    with pytest.raises(InvalidConsolidationError, match="rewritten after the plan") as caught:
+        store.apply_consolidation(planned)
+    assert caught.value.skill_id == first
+    assert store.version() == before
+    kept = store.export().get_skill(first)
+    assert kept is not None and kept.content == "Convert units, then check the magnitudes."
