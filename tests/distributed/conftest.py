@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 import redis
 
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
-from ace_workers.distributed.local import reset_event_loop
+from ace_workers.distributed.local import Service, build_service, local_workers, reset_event_loop
+from ace_workers.distributed.settings import WorkerSettings
 
 TEST_REDIS_URL_ENV = "ACE_TEST_REDIS_URL"
 DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
@@ -70,3 +73,15 @@ def _fresh_event_loop_hub() -> Iterator[None]:
     reset_event_loop()
     yield
     reset_event_loop()
+
+
+@contextmanager
+def running_service(redis_url: str, *, learn_threads: int = 4, **settings: Any) -> Iterator[Service]:
+    """In-process workers for the three queues on the test Redis, with a queue prefix of their own."""
+    options = {"queue_prefix": f"t{uuid.uuid4().hex[:8]}", "sim_trust_threshold": 0, **settings}
+    built = build_service(WorkerSettings(redis_url=redis_url, **options), redis_url=redis_url)
+    try:
+        with local_workers(built, learn_threads=learn_threads):
+            yield built
+    finally:
+        built.close()

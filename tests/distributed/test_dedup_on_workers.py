@@ -16,11 +16,12 @@ from ace_workers.core import PromptBudget
 from ace_workers.dedup import EmbeddingRelevance
 from ace_workers.distributed.changelog import ChangeKind
 from ace_workers.distributed.embedding_cache import RedisEmbeddingCache
-from ace_workers.distributed.local import Service, build_service, local_workers
+from ace_workers.distributed.local import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim.tasks import TOPICS
 from ace_workers.steps import AgentStep, DeduplicateStep, UpdateStep
 
+from .conftest import running_service
 from .test_end_to_end import traces_for
 from .test_store import add, batch
 
@@ -36,17 +37,10 @@ def paraphrase(rule: str, topic: str) -> str:
 @pytest.fixture
 def dedup_service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
     """Workers whose learning chains end with a DeduplicateStep every 5 samples."""
-    settings = WorkerSettings(
-        redis_url=redis_url,
-        queue_prefix=f"t{uuid.uuid4().hex[:8]}",
-        sim_trust_threshold=0,
-        dedup_provider="sentence_transformers",
-        dedup_interval=5,
-    )
-    built = build_service(settings, redis_url=redis_url)
-    with local_workers(built, learn_threads=2):
+    with running_service(
+        redis_url, learn_threads=2, dedup_provider="sentence_transformers", dedup_interval=5
+    ) as built:
         yield built
-    built.close()
 
 
 def test_learning_chains_consolidate_paraphrases_on_the_write_queue(dedup_service: Service) -> None:

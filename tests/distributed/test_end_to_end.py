@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +18,8 @@ from ace_workers.distributed.tasks import run_step
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.runners import TraceAnalyser
 from ace_workers.sim import SimulatedLLM, make_tasks
+
+from .conftest import running_service
 
 
 def traces_for(n: int, topics: int = 5) -> list[dict[str, str]]:
@@ -37,12 +38,8 @@ def traces_for(n: int, topics: int = 5) -> list[dict[str, str]]:
 @pytest.fixture
 def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
     """In-process workers for all three queues on the test Redis (flushed around the test)."""
-    prefix = f"t{uuid.uuid4().hex[:8]}"
-    settings = WorkerSettings(redis_url=redis_url, queue_prefix=prefix, sim_trust_threshold=0)
-    built = build_service(settings, redis_url=redis_url)
-    with local_workers(built, learn_threads=4):
+    with running_service(redis_url) as built:
         yield built
-    built.close()
 
 
 def test_a_batch_of_traces_learns_every_rule_into_the_redis_skillbook(service: Service) -> None:

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 
 import pytest
 import redis
 
 from ace_workers.distributed.keys import dead_letters_key
-from ace_workers.distributed.local import Service, build_service, local_workers
-from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.local import Service
 
+from .conftest import running_service
 from .test_end_to_end import traces_for
 
 LIMIT = 2
@@ -21,18 +20,10 @@ LIMIT = 2
 @pytest.fixture
 def small_service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
     """Workers whose skillbooks hold at most LIMIT skills; retries would be quick, so they would show."""
-    settings = WorkerSettings(
-        redis_url=redis_url,
-        queue_prefix=f"t{uuid.uuid4().hex[:8]}",
-        sim_trust_threshold=0,
-        max_skillbook_skills=LIMIT,
-        task_max_retries=3,
-        retry_backoff_seconds=0.01,
-    )
-    built = build_service(settings, redis_url=redis_url)
-    with local_workers(built, learn_threads=4):
+    with running_service(
+        redis_url, max_skillbook_skills=LIMIT, task_max_retries=3, retry_backoff_seconds=0.01
+    ) as built:
         yield built
-    built.close()
 
 
 def test_a_batch_against_a_full_skillbook_ends_with_failures_naming_the_limit(small_service: Service) -> None:
