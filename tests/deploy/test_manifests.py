@@ -373,3 +373,24 @@ def test_flower_gets_its_credentials_and_is_never_started_without_auth() -> None
     # No default credentials: .env.example leaves them (and the Redis password) to the operator.
     example = read_env_example()
     assert example["ACE_FLOWER_BASIC_AUTH"] == "" and example["REDIS_PASSWORD"] == ""
+
+
+def test_every_worker_serves_its_metrics_where_prometheus_is_told_to_scrape() -> None:
+    compose_workers = {
+        n: s for n, s in compose_services().items() if s["command"][:2] == ["ace-workers", "worker"]
+    }
+    assert set(compose_workers) == {"worker-execute", "worker-learn", "worker-write"}
+    for name, service in compose_workers.items():
+        assert _option(service["command"], "--metrics-port") == "9100", name
+        # A prefork worker refuses --metrics-port: its children would each count alone.
+        assert "prefork" not in service["command"], name
+
+    deployments = k8s_kind("Deployment")
+    workers = [(n, c) for n, c in k8s_containers() if c["command"][:2] == ["ace-workers", "worker"]]
+    assert {n for n, _ in workers} == set(compose_workers)
+    for name, container in workers:
+        port = _option(container["command"], "--metrics-port")
+        assert {"name": "metrics", "containerPort": int(port)} in container["ports"], name
+        annotations = deployments[name]["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true", name
+        assert annotations["prometheus.io/port"] == port, name
