@@ -1,7 +1,14 @@
 """Distributed learning on Redis: the versioned skillbook store every worker writes through."""
 
 from .changelog import ChangeKind, ChangeRecord
-from .errors import SkillbookExistsError, StoreError, UnknownSkillbookError, VersionConflict
+from .errors import (
+    BatchSizeError,
+    SkillbookExistsError,
+    SkillbookFullError,
+    StoreError,
+    UnknownSkillbookError,
+    VersionConflict,
+)
 from .keys import SkillbookKeys, registry_key, validate_skillbook_name
 from .snapshots import ReadOnlySkillbook, SnapshotCache
 from .store import RedisSkillbookStore, StoreApplyResult, list_skillbooks
@@ -22,4 +29,6 @@ __all__ = [
     "VersionConflict",
     "UnknownSkillbookError",
     "SkillbookExistsError",
+    "SkillbookFullError",
+    "BatchSizeError",
 ]
