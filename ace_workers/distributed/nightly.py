@@ -35,6 +35,7 @@ from redis.lock import Lock
 
 from ..core.context import ACEStepContext
 from ..core.files import write_text_atomically
+from ..errors import AceError
 from .batches import BatchState, BatchStatus
 from .chains import enqueue_epoch
 from .keys import SkillbookKeys
@@ -69,7 +70,7 @@ NIGHTLY_TASK = "ace.nightly"
 Deduplicate = Callable[[str], dict[str, int]]
 
 
-class NightlyBusy(RuntimeError):
+class NightlyBusy(AceError, RuntimeError):
     """Another nightly run of the skillbook holds the lock."""
 
     def __init__(self, skillbook: str) -> None:
@@ -77,7 +78,7 @@ class NightlyBusy(RuntimeError):
         self.skillbook = skillbook
 
 
-class NightlyStalled(TimeoutError):
+class NightlyStalled(AceError, TimeoutError):
     """A nightly run's batch made no progress for too long; the next run resumes it."""
 
     def __init__(self, skillbook: str, status: BatchStatus, seconds: float) -> None:
