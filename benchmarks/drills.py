@@ -8,7 +8,7 @@ whether the change log's versions run without a gap, and the duration.
 
     python benchmarks/drills.py [--only restart,kill,llm,cli] [--cli-counts 1000,10000]
 
-The CLI drill at 10,000 traces takes about 10 minutes on a 2-CPU machine.
+The CLI drill at 10,000 traces takes about 15 minutes on a 2-CPU machine.
 """
 
 from __future__ import annotations

@@ -238,7 +238,8 @@ def cli_enqueue(
                     started = time.monotonic()
                     batch_id, peak_kib, enqueue_seconds = run_cli_enqueue(env, path, SKILLBOOK)
                     handle = BatchHandle(batch_id, service.runtime)
-                    status, _ = wait_for_batch(handle, timeout=600)
+                    # About 11 samples/s on a 2-CPU machine: 10,000 traces need ~15 minutes.
+                    status, _ = wait_for_batch(handle, timeout=max(600.0, count * 0.2))
                     outcome = Outcome(
                         drill=f"{count:,} traces through the CLI",
                         load=f"{count:,} traces, {learn_threads} learn threads + 1 writer, 0 s/LLM call",
