@@ -17,6 +17,7 @@ import argparse
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,6 +63,7 @@ def run(only: set[str], cli_counts: tuple[int, ...], root: Path) -> list[Outcome
         except Exception as exc:  # the table reports it; the other drills still run
             failed = Outcome(drill=name, load="-", faults="-", seconds=time.monotonic() - started)
             failed.notes.append(f"DRILL FAILED: {type(exc).__name__}: {exc}")
+            traceback.print_exc()  # where it failed, on stderr: the table keeps one line
             result = failed
         outcomes.extend(result if isinstance(result, list) else [result])
     return outcomes
