@@ -103,6 +103,9 @@ class StoreObserver(Protocol):
         ...
 
 
+_HISTORY_PAGE = 500  # change-log entries per XREVRANGE
+
+
 class RedisSkillbookStore:
     """One named skillbook in Redis: versioned, with a change log, written by compare-and-set.
 
@@ -281,7 +284,18 @@ class RedisSkillbookStore:
         """The last ``limit`` changes, newest first."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        entries = self._redis.xrevrange(self.keys.changes, count=limit)
+        # In pages: one XREVRANGE of 10,000 entries with their skill images blocks Redis (and
+        # outlasts a client's socket timeout); pages of 500 leave room for other commands.
+        entries: list[Any] = []
+        newest = "+"
+        while len(entries) < limit:
+            wanted = min(_HISTORY_PAGE, limit - len(entries))
+            page = self._redis.xrevrange(self.keys.changes, max=newest, count=wanted) or []
+            entries.extend(page)
+            if len(page) < wanted:
+                break
+            last_id = page[-1][0]
+            newest = "(" + (last_id.decode() if isinstance(last_id, bytes) else str(last_id))
         return records_of(entries)
 
     def diff(self, from_version: int, to_version: int) -> dict[str, tuple[SkillImage, SkillImage]]:

@@ -10,6 +10,8 @@ import redis
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import ChangeKind, RedisSkillbookStore, UnknownSkillbookError
 
+from .test_store import add, batch
+
 
 def ops(*operations: dict[str, Any]) -> UpdateBatch:
     return UpdateBatch(operations=[UpdateOperation(**op) for op in operations])
@@ -134,3 +136,12 @@ def test_a_trimmed_change_log_refuses_diff_and_rollback_beyond_it(redis_client: 
         store.rollback(10)
     assert store.version() == 150  # the refused rollback changed nothing
     assert set(store.diff(145, 150)) == {f"math-{n:05d}" for n in range(146, 151)}  # recent ones are kept
+
+
+def test_a_long_history_is_read_in_pages_and_loses_no_change(store: RedisSkillbookStore) -> None:
+    # More changes than one page of XREVRANGE: every version comes back, newest first, once.
+    for n in range(1_203):
+        store.apply(batch(add(f"Skill number {n} of a long history.")))
+    versions = [change.version for change in store.history(limit=2_000)]
+    assert versions == list(range(1_203, 0, -1))
+    assert [c.version for c in store.history(limit=501)] == list(range(1_203, 702, -1))
