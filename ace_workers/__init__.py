@@ -66,7 +66,7 @@ from .errors import (
     UnknownSkillError,
 )
 from .protocols import AgentLike, DeduplicationManagerLike, LLMClientLike, ReflectorLike, SkillManagerLike
-from .providers import InstructorClient, LiteLLMClient, LLMResponse, wrap_with_instructor
+from .providers import InstructorClient, LiteLLMClient, LiteLLMConfig, LLMResponse, wrap_with_instructor
 from .roles import (
     AGENT_PROMPT,
     REFLECTOR_PROMPT,
@@ -168,6 +168,7 @@ __all__ = [
     # LLM providers
     "LLMResponse",
     "LiteLLMClient",
+    "LiteLLMConfig",
     "InstructorClient",
     "wrap_with_instructor",
     # steps

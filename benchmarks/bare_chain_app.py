@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ace_workers.distributed.app import create_app
 from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.worker.app import create_app
 
 __all__ = ["BARE_LAST", "BARE_LLM", "BARE_NOOP"]  # and `app`, made on first access
 

@@ -58,15 +58,17 @@ from bench_db import DEFAULT_REDIS_URL, bench_redis
 from celery import chain
 
 from ace_workers.core.context import ACEStepContext
-from ace_workers.distributed.batches import BatchState
-from ace_workers.distributed.local import Service, build_service, local_workers
-from ace_workers.distributed.payload import context_to_payload
-from ace_workers.distributed.recipes import RecipeInputs
+from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.store.batches import BatchState
+from ace_workers.distributed.worker.payload import context_to_payload
+from ace_workers.distributed.worker.recipes import RecipeInputs
 from ace_workers.sim import make_tasks
 
 TARGET_RATIO = 1.3
-RECIPE = "benchmarks.distributed_overhead:noop_recipe"
+# Configured on the benchmark's workers by name, as every recipe of one's own is (ACE_RECIPES).
+RECIPE = "noop"
+RECIPES = "noop=benchmarks.distributed_overhead:noop_recipe"
 BARE_TASK = "bench.noop"
 BARE_LAST_TASK = "bench.noop_last"
 POLL_SECONDS = 0.01
@@ -242,7 +244,7 @@ def main() -> None:
 
     traces = synthetic_traces(args.samples)
     with bench_redis(None if args.embedded else args.redis_url) as url:
-        settings = WorkerSettings(redis_url=url, queue_prefix="benchov")
+        settings = WorkerSettings(redis_url=url, queue_prefix="benchov", recipes=RECIPES)
         service = build_service(settings, redis_url=url)
         claims = service.runtime.claims
         payloads = [context_to_payload(ACEStepContext(trace=t), claims=claims) for t in traces]

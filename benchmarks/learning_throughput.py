@@ -54,12 +54,12 @@ from bench_db import DEFAULT_REDIS_URL, bench_redis
 from celery import chain
 
 from ace_workers.core.context import ACEStepContext
-from ace_workers.distributed.local import Service, build_service, local_workers
-from ace_workers.distributed.payload import context_to_payload
+from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.runners import TraceAnalyser
-from ace_workers.sim import SimulatedLLM, make_tasks
+from ace_workers.sim import SimulatedLLM, failure_traces
 
 TARGET_SAMPLES_PER_S = 32.0
 TARGET_SLOTS = 16
@@ -71,19 +71,6 @@ POLL_KEYS = 16
 BENCH_DIR = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
 WORKER_START_SECONDS = 60.0
-
-
-def traces_for(n: int, topics: int = 5) -> list[dict[str, str]]:
-    """Recorded failures on synthetic tasks: each holds what the Reflector needs to learn the rule."""
-    return [
-        {
-            "question": t.question,
-            "answer": "no idea",
-            "ground_truth": t.ground_truth or "",
-            "feedback": "Incorrect.",
-        }
-        for t in make_tasks(n, seed=11, topics=topics)
-    ]
 
 
 def run_ours(service: Service, slots: int, traces: list[dict[str, str]], timeout: float) -> float:
@@ -188,7 +175,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     levels = [int(s) for s in args.slots.split(",")]
 
-    reference = run_reference(traces_for(args.reference_samples), args.latency)
+    reference = run_reference(failure_traces(args.reference_samples), args.latency)
     with bench_redis(None if args.embedded else args.redis_url) as url:
         settings = WorkerSettings(redis_url=url, queue_prefix="benchlt", sim_latency_seconds=args.latency)
         service = build_service(settings, redis_url=url)
@@ -207,7 +194,7 @@ def run_levels(
     """Each level with fresh workers; the bare ceiling at the largest slot count."""
     rows = []
     for slots in levels:
-        traces = traces_for(args.per_slot * slots)
+        traces = failure_traces(args.per_slot * slots)
         with workers_for(service, args.workers, slots, bare=False):
             elapsed = run_ours(service, slots, traces, args.timeout)
         bare = None

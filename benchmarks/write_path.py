@@ -37,7 +37,7 @@ from bench_db import DEFAULT_REDIS_URL, claim_bench_db
 from ace_workers.core import Skillbook
 from ace_workers.core.updates import UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
-from ace_workers.distributed.backed_skillbook import StoreBackedSkillbook
+from ace_workers.distributed.store.backed_skillbook import StoreBackedSkillbook
 
 TARGET_RATIO = 1.5
 TARGET_APPLIES_PER_S = 500.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import warnings
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, cast
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import Any, Generic, cast
 
 from .background import BackgroundTail
 from .cancellation import CancellationToken
@@ -17,9 +17,6 @@ from .hooks import PipelineHook
 from .pools import WorkerPool
 from .protocol import CtxT, SampleResult
 from .stepinfo import StepInfo
-
-if TYPE_CHECKING:
-    from .branch import MergeStrategy
 
 __all__ = ["Pipeline"]
 
@@ -106,16 +103,6 @@ class Pipeline(Generic[CtxT]):
         """Append ``step`` (validated at once) and return this pipeline."""
         self._set_steps([*self._steps, StepInfo.of(step)])
         return self
-
-    def branch(
-        self, *pipelines: Any, merge: MergeStrategy | Callable[..., Any] | None = None
-    ) -> Pipeline[CtxT]:
-        """Append a :class:`Branch` of ``pipelines`` run in parallel; return this pipeline."""
-        from .branch import Branch, MergeStrategy
-
-        return self.then(
-            Branch(*pipelines, merge=MergeStrategy.RAISE_ON_CONFLICT if merge is None else merge)
-        )
 
     @property
     def steps(self) -> tuple[Any, ...]:

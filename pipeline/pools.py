@@ -1,4 +1,4 @@
-"""Worker threads, per-class concurrency limits, and running coroutines from sync code.
+"""Worker threads, per-class pools and locks, and running coroutines from sync code.
 
 The engine uses its own small pool instead of ``ThreadPoolExecutor`` because
 executors refuse new work once interpreter shutdown starts, and a background
@@ -15,17 +15,17 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from queue import SimpleQueue
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from .errors import PipelineConfigError
 
-__all__ = ["WorkerPool", "limiter_for", "pool_for", "run_awaitable"]
+__all__ = ["WorkerPool", "check_class_limit", "exclusive_lock", "pool_for", "run_awaitable"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-# threading.Lock is a factory function, so the union is spelled with the lock type.
-Limiter = Union["_thread.LockType", threading.BoundedSemaphore]
+# threading.Lock is a factory function, so the type is spelled with _thread's.
+Limiter = _thread.LockType
 _WorkItem = tuple["Future[Any]", Callable[..., Any], tuple[Any, ...]]
 
 
@@ -81,27 +81,26 @@ class WorkerPool:
 
 _registry_lock = threading.Lock()
 _step_pools: dict[type, WorkerPool] = {}
-_limiters: dict[type, tuple[int, Limiter]] = {}
+_class_limits: dict[type, int] = {}
+_exclusive_locks: dict[type, Limiter] = {}
 
 
-def limiter_for(cls: type, max_workers: int) -> Limiter:
-    """The process-wide lock (or semaphore) that caps concurrent calls of ``cls``."""
+def check_class_limit(cls: type, max_workers: int) -> None:
+    """Refuse a ``max_workers`` that differs from an earlier instance's: the pool is per class."""
     with _registry_lock:
-        known = _limiters.get(cls)
-        if known is None:
-            limiter: Limiter = (
-                threading.Lock() if max_workers == 1 else threading.BoundedSemaphore(max_workers)
-            )
-            _limiters[cls] = (max_workers, limiter)
-            return limiter
-    size, limiter = known
+        size = _class_limits.setdefault(cls, max_workers)
     if size != max_workers:
         raise PipelineConfigError(
             f"step class {cls.__qualname__} is used with max_workers={max_workers}, but an "
-            f"earlier instance declared max_workers={size}; max_workers is a per-class "
-            "limit shared process-wide, so set it on the class"
+            f"earlier instance declared max_workers={size}; max_workers sizes one background "
+            "pool per class, so set it on the class"
         )
-    return limiter
+
+
+def exclusive_lock(cls: type) -> Limiter:
+    """The process-wide lock that keeps calls of an ``exclusive`` step class from overlapping."""
+    with _registry_lock:
+        return _exclusive_locks.setdefault(cls, threading.Lock())
 
 
 def pool_for(cls: type, max_workers: int) -> WorkerPool:

@@ -18,10 +18,13 @@ CtxT = TypeVar("CtxT", bound=StepContext)
 class StepProtocol(Protocol[CtxT]):
     """One unit of work: reads ``requires`` fields, returns a context with ``provides``.
 
-    ``__call__`` may be a plain function or ``async def``. Two optional class
+    ``__call__`` may be a plain function or ``async def``. Three optional class
     attributes steer scheduling: ``async_boundary = True`` marks the step where
-    background execution starts, and ``max_workers`` (default 1) caps how many
-    calls of the step's class run at once, process-wide.
+    background execution starts; ``max_workers`` (default 1) sizes the step
+    class's background pool, so it caps that class's calls in the background
+    and not in the foreground, where ``run(workers=...)`` alone decides; and
+    ``exclusive = True`` means calls of the class never overlap anywhere, for
+    steps that write shared state (a skillbook, a file).
     """
 
     @property

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .context import StepContext
-from .pools import Limiter, limiter_for, run_awaitable
+from .errors import PipelineConfigError
+from .pools import Limiter, check_class_limit, exclusive_lock, run_awaitable
 
 __all__ = ["StepInfo", "normalise_fields"]
 
@@ -37,6 +38,18 @@ def _max_workers(step: object) -> int:
     return value
 
 
+def _exclusive(step: object, max_workers: int) -> bool:
+    value = getattr(step, "exclusive", False)
+    if not isinstance(value, bool):
+        raise TypeError(f"exclusive of step {step!r} must be a bool, got {value!r}")
+    if value and max_workers != 1:
+        raise PipelineConfigError(
+            f"step {step!r} is exclusive (its calls never overlap) but declares "
+            f"max_workers={max_workers}; an exclusive step has max_workers = 1"
+        )
+    return value
+
+
 def _is_async(step: object) -> bool:
     return inspect.iscoroutinefunction(step) or inspect.iscoroutinefunction(type(step).__call__)
 
@@ -51,6 +64,7 @@ class StepInfo:
     provides: frozenset[str]
     async_boundary: bool
     max_workers: int
+    exclusive: bool
     is_async: bool
     is_container: bool
     limiter: Limiter | None
@@ -68,8 +82,11 @@ class StepInfo:
         if not callable(step):
             raise TypeError(f"{step!r} is not a pipeline step: it is not callable")
         max_workers = _max_workers(step)
+        exclusive = _exclusive(step, max_workers)
         # Pipeline and Branch are containers: their inner steps carry the limits.
         is_container = bool(getattr(step, "_engine_container", False))
+        if not is_container:
+            check_class_limit(type(step), max_workers)
         is_async = _is_async(step)
         return cls(
             step=step,
@@ -78,15 +95,18 @@ class StepInfo:
             provides=normalise_fields(step.provides, "provides", step),
             async_boundary=bool(getattr(step, "async_boundary", False)),
             max_workers=max_workers,
+            exclusive=exclusive,
             is_async=is_async,
             is_container=is_container,
-            limiter=None if is_container else limiter_for(type(step), max_workers),
+            # max_workers sizes the background pool only; the one limit that holds
+            # everywhere, foreground threads included, is an exclusive step's lock.
+            limiter=exclusive_lock(type(step)) if exclusive and not is_container else None,
             # An async step called from sync code runs to completion inside its limit.
             invoke=(lambda ctx: run_awaitable(step(ctx))) if is_async else step,
         )
 
     def call(self, ctx: StepContext) -> StepContext:
-        """Run the step synchronously under its class's concurrency limit."""
+        """Run the step synchronously (holding its class's lock if it is exclusive)."""
         limiter = self.limiter
         if limiter is None:
             out = self.invoke(ctx)

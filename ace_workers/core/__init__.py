@@ -20,6 +20,7 @@ from .skill_ids import CITATION_PATTERN, extract_cited_skill_ids, format_skill_i
 from .skillbook import ApplyReport, Skillbook
 from .toon import encode_table
 from .updates import OPERATION_TYPES, UpdateBatch, UpdateOperation
+from .writable import WritableSkillbook
 
 __all__ = [
     # skills and the skillbook
@@ -28,6 +29,7 @@ __all__ = [
     "Skillbook",
     "ApplyReport",
     "SkillbookView",
+    "WritableSkillbook",
     # delta updates
     "UpdateOperation",
     "UpdateBatch",

@@ -10,7 +10,7 @@ from pipeline import StepContext
 
 from .outputs import AgentOutput, ReflectorOutput, SkillManagerOutput
 from .prompt_budget import PromptBudget, RelevanceScorer
-from .skill import Skill
+from .skill import SimilarityDecision, Skill
 from .skillbook import Skillbook
 
 __all__ = ["ACESample", "ACEStepContext", "SkillbookView"]
@@ -45,7 +45,8 @@ class SkillbookView:
     """Read-only projection of a Skillbook, safe to put on a frozen context.
 
     It has no write methods at all: steps that write get the real Skillbook
-    through their constructor.
+    through their constructor. The Redis store hands out its shared, cached
+    snapshots as views too, so nobody can change a snapshot others read.
     """
 
     __slots__ = ("_sb",)
@@ -81,6 +82,29 @@ class SkillbookView:
     def stats(self) -> dict[str, Any]:
         """Skill and tag counts."""
         return self._sb.stats()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file format (a copy): ``Skillbook.from_dict(view.to_dict())`` gives one to change."""
+        return self._sb.to_dict()
+
+    def dumps(self) -> str:
+        """The skillbook as a JSON string."""
+        return self._sb.dumps()
+
+    def keep_pairs(self) -> list[tuple[str, str]]:
+        """Every pair judged distinct (KEEP)."""
+        return self._sb.keep_pairs()
+
+    def get_similarity_decision(self, id_a: str, id_b: str) -> SimilarityDecision | None:
+        """The decision recorded for the pair, if any."""
+        return self._sb.get_similarity_decision(id_a, id_b)
+
+    def has_keep_decision(self, id_a: str, id_b: str) -> bool:
+        """True if the pair was judged distinct (KEEP)."""
+        return self._sb.has_keep_decision(id_a, id_b)
+
+    def __contains__(self, skill_id: object) -> bool:
+        return skill_id in self._sb
 
     def __len__(self) -> int:
         return len(self._sb)

@@ -8,7 +8,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ PROMPT_COLUMNS = ("id", "section", "content", "helpful", "harmful", "neutral")
 
 @dataclass
 class ApplyReport:
-    """What one apply_update did: ids touched, and operations skipped for naming unknown skills."""
+    """What one apply_update did: ids touched, and operations skipped, with why."""
 
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
@@ -46,11 +46,14 @@ class ApplyReport:
     removed: list[str] = field(default_factory=list)
     skipped: list[tuple[int, str, str]] = field(default_factory=list)  # (index, type, skill_id)
     duplicates: list[tuple[int, str]] = field(default_factory=list)  # (index, id of the existing skill)
+    # Indices of ADDs left out because the skillbook was at its size limit (a store's
+    # ACE_MAX_SKILLBOOK_SKILLS); the in-process Skillbook has no limit.
+    full: list[int] = field(default_factory=list)
 
     @property
     def skipped_ops(self) -> int:
-        """Operations not applied: naming an unknown skill, or adding a skill that exists."""
-        return len(self.skipped) + len(self.duplicates)
+        """Operations not applied: naming an unknown skill, adding a skill that exists, or no room."""
+        return len(self.skipped) + len(self.duplicates) + len(self.full)
 
 
 def normalise_content(text: str) -> str:
@@ -289,7 +292,7 @@ class Skillbook:
         already-deleted skill raises InvalidConsolidationError (its index and
         the id) and nothing is applied. Only the named skills and the
         similarity decisions of named pairs change. This is the one write
-        path of deduplication: a store-backed subclass overrides it.
+        path of deduplication (a store-backed skillbook sends it to Redis).
         """
         if not isinstance(operations, ConsolidationBatch):
             operations = ConsolidationBatch(operations=list(operations))
@@ -314,6 +317,41 @@ class Skillbook:
                     skill.embedding_hash = content_hash
                     stored += 1
         return stored
+
+    def with_changes(
+        self,
+        changes: Iterable[Mapping[str, dict[str, Any] | None]],
+        *,
+        next_id: int,
+        order_of_new: Callable[[str], Any],
+    ) -> Skillbook:
+        """A new skillbook: this one with each mapping's skills replaced (None: removed), in turn.
+
+        Unchanged skills are shared with this skillbook rather than copied, so
+        neither may be changed afterwards: this builds read-only snapshots (the
+        Redis store's) for the cost of the touched skills only. Skills already
+        present keep their place; new ones go last, ordered by ``order_of_new``.
+        ``next_id`` is the next id number to issue. Similarity decisions are kept.
+        """
+        with self._lock:
+            skills = dict(self._skills)
+            similarity = self._similarity
+        added: list[str] = []
+        for images in changes:
+            for skill_id, image in images.items():
+                if image is None:
+                    skills.pop(skill_id, None)
+                    continue
+                if skill_id not in skills:
+                    added.append(skill_id)
+                skills[skill_id] = Skill.from_dict(image)
+        for skill_id in sorted((i for i in added if i in skills), key=order_of_new):
+            skills[skill_id] = skills.pop(skill_id)  # move to the end, in insertion order
+        book = Skillbook()
+        book._skills = skills
+        book._next_id = next_id
+        book._similarity = similarity
+        return book
 
     # -- similarity decisions ---------------------------------------------------------
     def _record_decision(self, id_a: str, id_b: str, decision: SimilarityDecision) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.skill import Skill
-from ..core.skillbook import Skillbook
+from ..core.writable import WritableSkillbook
 from .cache import EmbeddingCache, InMemoryEmbeddingCache, content_hash
 from .embedders import Embedder, FloatMatrix, as_matrix, describe
 
@@ -201,11 +201,11 @@ class SimilarityDetector:
         return np.asarray([vectors[h] for h in hashes], dtype=np.float32), fresh
 
     @staticmethod
-    def candidates(skillbook: Skillbook) -> list[Skill]:
+    def candidates(skillbook: WritableSkillbook) -> list[Skill]:
         """The skills deduplication considers: active, with non-empty content."""
         return [skill for skill in skillbook.skills() if skill.content.strip()]
 
-    def ensure_embeddings(self, skillbook: Skillbook) -> int:
+    def ensure_embeddings(self, skillbook: WritableSkillbook) -> int:
         """Give every candidate skill a current embedding; return how many were computed."""
         before = self.embeddings_computed
         _, fresh = self.embeddings_for(self.candidates(skillbook))
@@ -215,7 +215,7 @@ class SimilarityDetector:
 
     def detect_similar_pairs(
         self,
-        skillbook: Skillbook,
+        skillbook: WritableSkillbook,
         threshold: float = 0.85,
         *,
         within_section_only: bool = True,

@@ -28,7 +28,7 @@ from ..core.consolidation import (
     check_consolidation,
 )
 from ..core.skill import Skill
-from ..core.skillbook import Skillbook
+from ..core.writable import WritableSkillbook
 from ..errors import InvalidConsolidationError, InvalidUpdateError, LLMError
 from ..protocols import LLMClientLike
 from .cache import EmbeddingCache
@@ -128,7 +128,7 @@ class DeduplicationManager:
         return EmbeddingRelevance(self.detector)
 
     # -- detection ---------------------------------------------------------------------
-    def find_similar_pairs(self, skillbook: Skillbook) -> list[SimilarPair]:
+    def find_similar_pairs(self, skillbook: WritableSkillbook) -> list[SimilarPair]:
         """Similar pairs by the config, most similar first (at most ``max_pairs_per_run``)."""
         if not self.config.enabled:
             return []
@@ -139,7 +139,7 @@ class DeduplicationManager:
             max_pairs=self.config.max_pairs_per_run,
         )
 
-    def get_similarity_report(self, skillbook: Skillbook) -> str | None:
+    def get_similarity_report(self, skillbook: WritableSkillbook) -> str | None:
         """The similar pairs as the consolidation prompt shows them, or None if too few."""
         pairs = self.find_similar_pairs(skillbook)
         if len(pairs) < self.config.min_pairs_to_report:
@@ -147,7 +147,7 @@ class DeduplicationManager:
         return format_similarity_report(pairs, {s.id: s for s in skillbook.skills()})
 
     # -- planning ----------------------------------------------------------------------
-    def plan(self, skillbook: Skillbook) -> ConsolidationBatch:
+    def plan(self, skillbook: WritableSkillbook) -> ConsolidationBatch:
         """The consolidation operations for the skillbook as it is now (nothing is applied)."""
         if not self.config.enabled:
             return ConsolidationBatch()
@@ -228,12 +228,12 @@ class DeduplicationManager:
 
     @staticmethod
     def apply_operations(
-        operations: ConsolidationBatch | Iterable[ConsolidationOp], skillbook: Skillbook
+        operations: ConsolidationBatch | Iterable[ConsolidationOp], skillbook: WritableSkillbook
     ) -> ConsolidationReport:
         """Apply operations through ``skillbook.apply_consolidation`` (all or nothing)."""
         return skillbook.apply_consolidation(operations)
 
-    def deduplicate(self, skillbook: Skillbook, attempts: int = 2) -> ConsolidationReport:
+    def deduplicate(self, skillbook: WritableSkillbook, attempts: int = 2) -> ConsolidationReport:
         """Plan and apply one consolidation run; returns what changed.
 
         A plan that went stale before it applied (a skill it names was removed
@@ -246,7 +246,7 @@ class DeduplicationManager:
                 logger.info("deduplication plan went stale (%s); planning again", exc)
         return self._plan_and_apply(skillbook)
 
-    def _plan_and_apply(self, skillbook: Skillbook) -> ConsolidationReport:
+    def _plan_and_apply(self, skillbook: WritableSkillbook) -> ConsolidationReport:
         batch = self.plan(skillbook)
         if not batch.operations:
             return ConsolidationReport()

@@ -1,34 +1,144 @@
-"""Distributed learning on Redis: the versioned skillbook store every worker writes through."""
+"""Distributed learning: ACE's steps as Celery workers on Redis, in four layers.
 
-from .changelog import ChangeKind, ChangeRecord
-from .errors import (
-    BatchSizeError,
-    SkillbookExistsError,
-    SkillbookFullError,
-    StoreError,
-    UnknownSkillbookError,
-    VersionConflict,
-)
-from .keys import SkillbookKeys, registry_key, validate_skillbook_name
-from .snapshots import ReadOnlySkillbook, SnapshotCache
-from .store import RedisSkillbookStore, StoreApplyResult, list_skillbooks
+- ``store``: what lives in Redis (versioned skillbooks, batch ledgers, caches); no Celery.
+- ``worker``: the Celery app, the step task, sample chains, recipes, the worker runtime.
+- ``producer``: sending inputs as batches and following them.
+- ``ops``: nightly learning, Flower, the app of Celery's own tools, an embedded Redis.
+
+``cli`` holds the commands, ``settings`` the one settings object, ``service`` the
+composition of app, runtime and producer. Names are re-exported here lazily, so
+``import ace_workers.distributed.store`` imports no Celery.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .errors import InvalidSettingError, SettingsError, UnknownSettingError
+    from .ops import (
+        EmbeddedRedisError,
+        NightlyBusy,
+        NightlyInboxChanged,
+        NightlyReport,
+        NightlyRunner,
+        NightlyStalled,
+        NotAWorkerApp,
+        OpsError,
+    )
+    from .producer import (
+        BatchHandle,
+        BatchSizeError,
+        DistributedRunner,
+        NoWorkersError,
+        Producer,
+        ProducerConfigError,
+        ProducerError,
+        RemoteStepError,
+    )
+    from .service import Service, build_service, local_workers
+    from .settings import WorkerSettings
+    from .store import (
+        BatchState,
+        BatchStatus,
+        ChangeKind,
+        ChangeRecord,
+        RedisSkillbookStore,
+        SkillbookExistsError,
+        SkillbookFullError,
+        SkillbookKeys,
+        SnapshotCache,
+        StoreApplyResult,
+        StoreError,
+        UnknownSkillbookError,
+        VersionConflict,
+        list_skillbooks,
+        registry_key,
+        validate_skillbook_name,
+    )
+    from .worker import (
+        ClaimMissing,
+        PayloadError,
+        PayloadTooLarge,
+        RedisUnavailable,
+        UnsafeSerializerError,
+        WorkerConfigError,
+        WorkerError,
+        WorkerRuntime,
+        WriteConcurrencyError,
+        create_app,
+    )
 
 __all__ = [
+    # settings and the composed service
+    "WorkerSettings",
+    "Service",
+    "build_service",
+    "local_workers",
     # store
     "RedisSkillbookStore",
     "StoreApplyResult",
     "ChangeRecord",
     "ChangeKind",
     "SnapshotCache",
-    "ReadOnlySkillbook",
     "SkillbookKeys",
     "validate_skillbook_name",
     "registry_key",
     "list_skillbooks",
+    "BatchStatus",
+    "BatchState",
+    # worker
+    "create_app",
+    "WorkerRuntime",
+    # producer
+    "Producer",
+    "BatchHandle",
+    "DistributedRunner",
+    # ops
+    "NightlyRunner",
+    "NightlyReport",
+    # errors, by layer
+    "SettingsError",
+    "InvalidSettingError",
+    "UnknownSettingError",
     "StoreError",
     "VersionConflict",
     "UnknownSkillbookError",
     "SkillbookExistsError",
     "SkillbookFullError",
+    "WorkerError",
+    "WorkerConfigError",
+    "UnsafeSerializerError",
+    "WriteConcurrencyError",
+    "RedisUnavailable",
+    "PayloadError",
+    "PayloadTooLarge",
+    "ClaimMissing",
+    "ProducerError",
     "BatchSizeError",
+    "NoWorkersError",
+    "ProducerConfigError",
+    "RemoteStepError",
+    "OpsError",
+    "NightlyBusy",
+    "NightlyStalled",
+    "NightlyInboxChanged",
+    "EmbeddedRedisError",
+    "NotAWorkerApp",
 ]
+
+# Where names are looked up, in order: the store before anything that imports Celery.
+_SOURCES = ("settings", "errors", "store", "worker", "producer", "ops", "service")
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: import the defining subpackage on first use, so the store needs no Celery.
+    if name in __all__:
+        for source in _SOURCES:
+            module = importlib.import_module(f".{source}", __name__)
+            if name in getattr(module, "__all__", ()):
+                value = getattr(module, name)
+                globals()[name] = value
+                return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,9 +18,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..core.prompt_budget import PromptBudget
 from ..dedup.pruning import PruneRule
-from ..errors import AceError
 from ..observability.logs import LOG_FORMATS
-from .keys import validate_key_prefix, validate_skillbook_name
+from .errors import InvalidSettingError, UnknownSettingError
+from .store.keys import validate_key_prefix, validate_skillbook_name
 
 __all__ = [
     # settings
@@ -29,15 +29,12 @@ __all__ = [
     "QUEUE_ROLES",
     "SIM_MODEL",
     "IGNORED_VARIABLES",
+    "BUILT_IN_RECIPE_NAMES",
     # Redis URLs
     "broker_url_for",
     "client_url_for",
     "redact_url",
     "env_name",
-    # errors
-    "SettingsError",
-    "InvalidSettingError",
-    "UnknownSettingError",
 ]
 
 ENV_PREFIX = "ACE_"
@@ -54,36 +51,10 @@ IGNORED_VARIABLES = frozenset({"ACE_TEST_REDIS_URL"})
 _SIM_LOOKALIKES = frozenset({"simulated", "simulator", "simulation", "fake", "mock", "offline"})
 _MODEL_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]*")
 _IMPORT_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*")
+_RECIPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+# The recipes every worker has; ACE_RECIPES adds names of its own beside them.
+BUILT_IN_RECIPE_NAMES = ("ace", "trace_analyser")
 _REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+socket")
-
-
-class SettingsError(AceError, ValueError):
-    """The worker settings are invalid."""
-
-
-class InvalidSettingError(SettingsError):
-    """A setting has a bad value; ``variable`` names its ``ACE_*`` environment variable."""
-
-    def __init__(self, variable: str, value: object, reason: str) -> None:
-        self.variable = variable
-        self.value = value
-        self.reason = reason
-        super().__init__(f"{variable}={value!r}: {reason}")
-
-
-class UnknownSettingError(SettingsError):
-    """An ``ACE_*`` environment variable names no setting (usually a typo)."""
-
-    def __init__(self, names: list[str], suggestions: dict[str, str | None]) -> None:
-        self.names = names
-        self.suggestions = suggestions
-        described = [
-            f"{name} (did you mean {suggestions[name]}?)" if suggestions.get(name) else name for name in names
-        ]
-        super().__init__(
-            f"unknown setting(s): {', '.join(described)}; every ACE_* variable must name a WorkerSettings "
-            "field (listed in its docstring)"
-        )
 
 
 def _setting(default: Any, *, minimum: float | None = 0, positive: bool = False) -> Any:
@@ -122,8 +93,8 @@ class WorkerSettings:
     - ``ACE_DEDUP_THRESHOLD``: cosine similarity from which two skills are a pair to consolidate [0.85]
     - ``ACE_DEDUP_AUTO_MERGE_THRESHOLD``: pairs at least this similar that the LLM leaves undecided
       are merged into the older skill [0.97]
-    - ``ACE_DEDUP_ACROSS_SECTIONS``: 1 compares skills of different sections too; 0 compares a
-      section with itself only [0]
+    - ``ACE_DEDUP_ACROSS_SECTIONS``: true (1, yes, on) compares skills of different sections too;
+      false compares a section with itself only [false]
     - ``ACE_PRUNE_HARMFUL_MARGIN``: deduplication also soft-deletes skills whose harmful votes
       exceed their helpful ones by this many; 0 is off [0]
     - ``ACE_PRUNE_MIN_TAGS``: votes a skill needs before it can be pruned [5]
@@ -142,6 +113,9 @@ class WorkerSettings:
     - ``ACE_REDIS_CONNECT_RETRIES``: reconnection attempts (broker and result backend) before failing [3]
     - ``ACE_LOG_FORMAT``: worker log lines: "text", or "json" (one object per line with batch id,
       sample, skillbook and step); ``ace-workers worker --log-format`` overrides it [text]
+    - ``ACE_RECIPES``: recipes of your own a worker may run, besides the built-in ``ace`` and
+      ``trace_analyser``: ``name=package.module:function,...``. A task names its recipe; a name
+      configured nowhere is refused, never imported [unset]
     - ``ACE_FLOWER_BASIC_AUTH``: "user:password" (comma-separated for several) ``ace-workers flower``
       requires unless started with ``--no-auth`` [unset]
     - ``ACE_NIGHTLY_SKILLBOOKS``: comma-separated skillbooks ``ace-workers beat`` learns nightly [unset]
@@ -160,6 +134,7 @@ class WorkerSettings:
     reflector_model: str = SIM_MODEL
     skill_manager_model: str = SIM_MODEL
     llm_factory: str | None = None
+    recipes: str = ""
     llm_max_retries: int = _setting(3, minimum=1)
     llm_timeout_seconds: float = _setting(60.0, positive=True)
     task_max_retries: int = _setting(3)
@@ -176,7 +151,7 @@ class WorkerSettings:
     dedup_model: str = "all-MiniLM-L6-v2"
     dedup_threshold: float = _setting(0.85, positive=True)
     dedup_auto_merge_threshold: float = _setting(0.97, positive=True)
-    dedup_across_sections: int = _setting(0)
+    dedup_across_sections: bool = False
     prune_harmful_margin: int = _setting(0)
     prune_min_tags: int = _setting(5, minimum=1)
     prompt_max_skills: int = _setting(200)
@@ -221,6 +196,7 @@ class WorkerSettings:
                 env_name("llm_factory"), self.llm_factory, "expected an import path 'package.module:callable'"
             )
         _check_sim_failure(self.sim_failure_rate, self.sim_failure)
+        self.recipe_paths()  # a malformed ACE_RECIPES fails here, at start
         if self.dedup_provider not in DEDUP_PROVIDERS:
             raise InvalidSettingError(
                 env_name("dedup_provider"), self.dedup_provider, f"use one of {', '.join(DEDUP_PROVIDERS)}"
@@ -248,6 +224,28 @@ class WorkerSettings:
         if not self.prune_harmful_margin:
             return None
         return PruneRule(min_tags=self.prune_min_tags, harmful_margin=self.prune_harmful_margin)
+
+    def recipe_paths(self) -> dict[str, str]:
+        """The recipes of ``ACE_RECIPES``: name -> import path ``package.module:function``.
+
+        Raises:
+            InvalidSettingError: an entry is not ``name=package.module:function``, a name
+                repeats, or a name is a built-in recipe's.
+        """
+        variable = env_name("recipes")
+        paths: dict[str, str] = {}
+        for entry in (part.strip() for part in self.recipes.split(",")):
+            if not entry:
+                continue
+            name, equals, path = (piece.strip() for piece in entry.partition("="))
+            if not equals or not _RECIPE_NAME.fullmatch(name) or not _IMPORT_PATH.fullmatch(path):
+                raise InvalidSettingError(
+                    variable, self.recipes, f"{entry!r} is not 'name=package.module:function'"
+                )
+            if name in BUILT_IN_RECIPE_NAMES or name in paths:
+                raise InvalidSettingError(variable, self.recipes, f"recipe name {name!r} is taken")
+            paths[name] = path
+        return paths
 
     def nightly_skillbook_names(self) -> list[str]:
         """The skillbooks the nightly job learns, in the order given."""
@@ -318,11 +316,23 @@ def _parse_float(raw: str) -> float:
     return value
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _parse_bool(raw: str) -> bool:
+    word = raw.strip().lower()
+    if word not in _TRUE | _FALSE:
+        raise ValueError(raw)
+    return word in _TRUE
+
+
 def _parse_optional_str(raw: str) -> str | None:
     return raw.strip() or None
 
 
 _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
+    "bool": (_parse_bool, "true or false (1/0, yes/no, on/off)"),
     "int": (_parse_int, "an integer"),
     "float": (_parse_float, "a number"),
     "str": (str.strip, "a string"),
@@ -397,9 +407,9 @@ def _check_dedup(settings: WorkerSettings) -> None:
             settings.dedup_auto_merge_threshold,
             f"must be at least ACE_DEDUP_THRESHOLD ({settings.dedup_threshold})",
         )
-    if settings.dedup_across_sections not in (0, 1):
+    if not isinstance(settings.dedup_across_sections, bool):
         raise InvalidSettingError(
-            env_name("dedup_across_sections"), settings.dedup_across_sections, "use 0 or 1"
+            env_name("dedup_across_sections"), settings.dedup_across_sections, "expected true or false"
         )
 
 

@@ -77,7 +77,7 @@ class AppliedBatch(Protocol):
 
     @property
     def report(self) -> Any:
-        """The ApplyReport; its ``skipped_ops`` is read."""
+        """The ApplyReport; its ``skipped_ops`` and ``full`` are read."""
         ...
 
 
@@ -149,6 +149,12 @@ class WorkerMetrics:
         self.store_skipped_ops = Counter(
             "ace_store_skipped_ops",
             "Operations an apply skipped (unknown ids, restated skills).",
+            ["skillbook"],
+            registry=r,
+        )
+        self.store_adds_skipped_full = Counter(
+            "ace_store_adds_skipped_full",
+            "ADD operations left out because the skillbook was at ACE_MAX_SKILLBOOK_SKILLS.",
             ["skillbook"],
             registry=r,
         )
@@ -238,6 +244,9 @@ class WorkerMetrics:
         skipped = result.report.skipped_ops
         if skipped:
             self.store_skipped_ops.labels(skillbook).inc(skipped)
+        full = len(result.report.full)
+        if full:
+            self.store_adds_skipped_full.labels(skillbook).inc(full)
 
     def value(self, name: str, **labels: str) -> float:
         """The current value of one sample (e.g. ``"ace_step_samples_total"``), 0.0 if never set."""

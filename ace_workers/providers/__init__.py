@@ -5,13 +5,14 @@ first call, so processes that never call a model do not pay for them.
 """
 
 from .instructor_client import InstructorClient, wrap_with_instructor
-from .litellm_client import LiteLLMClient
+from .litellm_client import LiteLLMClient, LiteLLMConfig
 from .response import LLMResponse
 
 __all__ = [
     # free text
     "LLMResponse",
     "LiteLLMClient",
+    "LiteLLMConfig",
     # structured output
     "InstructorClient",
     "wrap_with_instructor",

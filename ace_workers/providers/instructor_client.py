@@ -10,12 +10,11 @@ from pydantic import BaseModel
 
 from ..errors import LLMError, RetriesExhausted
 from ._lazy_imports import import_instructor
-from .response import USAGE_KEYS, LLMResponse
+from .response import USAGE_KEYS, ChatClient, LLMResponse
 
 if TYPE_CHECKING:
     from instructor import Mode
 
-    from .litellm_client import LiteLLMClient
 
 __all__ = ["InstructorClient", "wrap_with_instructor"]
 
@@ -45,7 +44,7 @@ class InstructorClient:
             call that passes tools.
     """
 
-    def __init__(self, llm: LiteLLMClient, *, max_retries: int = 3, mode: Mode | None = None) -> None:
+    def __init__(self, llm: ChatClient, *, max_retries: int = 3, mode: Mode | None = None) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         self.llm = llm
@@ -100,7 +99,7 @@ class InstructorClient:
 
 
 def wrap_with_instructor(
-    client: LiteLLMClient, *, max_retries: int = 3, mode: Mode | None = None
+    client: ChatClient, *, max_retries: int = 3, mode: Mode | None = None
 ) -> InstructorClient:
     """Return ``client`` wrapped for structured output."""
     return InstructorClient(client, max_retries=max_retries, mode=mode)

@@ -6,6 +6,7 @@ import functools
 import importlib
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -23,7 +24,7 @@ from ._lazy_imports import import_litellm
 from .instructor_client import InstructorClient
 from .response import LLMResponse, usage_from
 
-__all__ = ["LiteLLMClient"]
+__all__ = ["LiteLLMClient", "LiteLLMConfig"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,27 @@ def log_retry(state: RetryCallState) -> None:
     )
 
 
+@dataclass(frozen=True)
+class LiteLLMConfig:
+    """A LiteLLMClient's settings as one value, to keep in configuration or share between clients.
+
+    The fields are LiteLLMClient's arguments; ``extra`` holds further litellm
+    options. ``api_key`` is left out of the repr.
+    """
+
+    model: str
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    timeout: float = 60.0
+    fallbacks: tuple[str, ...] = ()
+    num_retries: int = 3
+    retry_wait_seconds: float = 1.0
+    retry_max_wait_seconds: float = 30.0
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+
 class LiteLLMClient:
     """Calls a model through litellm: retries transient failures, then tries the fallback models in order.
 
@@ -123,6 +145,40 @@ class LiteLLMClient:
         self.api_key = api_key
         self.extra = dict(extra)
         self._structured: InstructorClient | None = None
+
+    @classmethod
+    def from_config(cls, config: LiteLLMConfig) -> LiteLLMClient:
+        """A client with the settings of ``config``."""
+        return cls(
+            config.model,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            timeout=config.timeout,
+            fallbacks=config.fallbacks,
+            num_retries=config.num_retries,
+            retry_wait_seconds=config.retry_wait_seconds,
+            retry_max_wait_seconds=config.retry_max_wait_seconds,
+            api_base=config.api_base,
+            api_key=config.api_key,
+            **config.extra,
+        )
+
+    @property
+    def config(self) -> LiteLLMConfig:
+        """This client's settings, as a LiteLLMConfig."""
+        return LiteLLMConfig(
+            model=self.model,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            timeout=self.timeout,
+            fallbacks=self.fallbacks,
+            num_retries=self.num_retries,
+            retry_wait_seconds=self.retry_wait_seconds,
+            retry_max_wait_seconds=self.retry_max_wait_seconds,
+            api_base=self.api_base,
+            api_key=self.api_key,
+            extra=dict(self.extra),
+        )
 
     def __repr__(self) -> str:
         # Deliberately leaves out api_key and extra, which may hold secrets.

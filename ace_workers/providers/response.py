@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["LLMResponse", "usage_from"]
+__all__ = ["ChatClient", "LLMResponse", "usage_from"]
 
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
@@ -24,3 +24,15 @@ class LLMResponse:
 def usage_from(usage: Any) -> dict[str, int]:
     """Token counts from a provider usage object (or None) as a plain dict with every key present."""
     return {key: int(getattr(usage, key, None) or 0) for key in USAGE_KEYS}
+
+
+class ChatClient(Protocol):
+    """A free-text client that structured output wraps: one prompt, or a chat conversation."""
+
+    def complete(self, prompt: str, **kwargs: Any) -> LLMResponse:
+        """The reply to one prompt."""
+        ...
+
+    def complete_messages(self, messages: list[dict[str, Any]], **kwargs: Any) -> LLMResponse:
+        """The reply to a chat conversation."""
+        ...

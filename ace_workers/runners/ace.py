@@ -11,7 +11,7 @@ from ..core.context import ACEStepContext
 from ..core.environments import Sample, TaskEnvironment
 from ..core.skillbook import Skillbook
 from ..protocols import AgentLike, ReflectorLike, SkillManagerLike
-from ..steps import AgentStep, EvaluateStep, learning_tail
+from ..steps import AgentStep, EvaluateStep, check_tail_options, learning_tail
 from .base import ACERunner
 
 __all__ = ["ACE"]
@@ -42,6 +42,7 @@ class ACE(ACERunner):
         (dedup_manager, dedup_interval, checkpoint_dir, checkpoint_interval);
         ``extra_steps`` are appended last.
         """
+        check_tail_options(tail_options, "ACE.from_roles")
         tail: list[Any] = learning_tail(
             reflector,
             skill_manager,

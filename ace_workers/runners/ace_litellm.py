@@ -16,7 +16,7 @@ from ..core.outputs import AgentOutput
 from ..core.skillbook import Skillbook
 from ..protocols import AgentLike, LLMClientLike, ReflectorLike, SkillManagerLike
 from ..roles import Agent, Reflector, SkillManager
-from ..steps import learning_tail
+from ..steps import check_tail_options, learning_tail
 from .ace import ACE
 from .trace_analyser import TraceAnalyser
 
@@ -51,6 +51,8 @@ class ACELiteLLM:
         skill_manager: SkillManagerLike | None = None,
         **runner_options: Any,
     ) -> None:
+        # Checked now, not at the first learn(): they go to both runners' learning tails.
+        check_tail_options(runner_options, "ACELiteLLM", also=["extra_steps"])
         self.llm = llm
         self.agent: AgentLike = agent or Agent(llm)
         self.reflector: ReflectorLike = reflector or Reflector(llm)

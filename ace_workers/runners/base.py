@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -15,12 +14,16 @@ from ..core.skillbook import Skillbook
 __all__ = ["ACERunner"]
 
 
-class ACERunner(ABC):
+class ACERunner:
     """Runs a pipeline of ACE steps over inputs, epoch after epoch, learning into one skillbook.
 
-    Subclasses choose the steps (``from_roles``) and say which context field
-    an input item fills (``_item_fields``); iteration, error isolation, the
-    foreground/background split and concurrency belong to the pipeline.
+    Usable as it is, ``ACERunner(Pipeline(steps), skillbook).run(items)``: each
+    item goes onto the context as ``trace`` when the pipeline needs one from
+    outside (a learning tail), else as ``sample`` (an execute step reads it).
+    Subclasses choose the steps (``from_roles``) and may map items themselves
+    by overriding ``_item_fields`` or ``_build_context``; iteration, error
+    isolation, the foreground/background split and concurrency belong to the
+    pipeline.
     """
 
     def __init__(self, pipeline: Pipeline[ACEStepContext], skillbook: Skillbook) -> None:
@@ -40,12 +43,25 @@ class ACERunner(ABC):
         """Background learning progress: active, completed, failed."""
         return self.pipeline.background_stats()
 
-    @abstractmethod
+    def run(
+        self, items: Iterable[Any], epochs: int = 1, *, wait: bool = True, workers: int = 1
+    ) -> list[SampleResult[ACEStepContext]]:
+        """Run the pipeline over every item, ``epochs`` times; one result per item per epoch."""
+        return self._run(items, epochs=epochs, wait=wait, workers=workers)
+
     def _item_fields(self, item: Any) -> dict[str, Any]:
-        """The context fields one input item fills, e.g. ``{"sample": item}``."""
+        """The context fields one input item fills: ``trace`` if the pipeline needs one, else ``sample``."""
+        return {"trace": item} if "trace" in self.pipeline.requires else {"sample": item}
 
     def _build_context(
-        self, item: Any, *, epoch: int, total_epochs: int, index: int, total: int | None
+        self,
+        item: Any,
+        *,
+        epoch: int,
+        total_epochs: int,
+        index: int,
+        total: int | None,
+        global_sample_index: int,
     ) -> ACEStepContext:
         """A fully initialised context: the item, the skillbook view and the run's counters."""
         return ACEStepContext(
@@ -54,7 +70,7 @@ class ACERunner(ABC):
             total_epochs=total_epochs,
             step_index=index,
             total_steps=total,
-            global_sample_index=(epoch - 1) * total + index if total is not None else index,
+            global_sample_index=global_sample_index,
             **self._item_fields(item),
         )
 
@@ -87,4 +103,11 @@ class ACERunner(ABC):
         # A generator, so a long stream of inputs is never held in memory at once.
         total = len(items) if isinstance(items, Sequence) else None
         for index, item in enumerate(items, start=1):
-            yield self._build_context(item, epoch=epoch, total_epochs=epochs, index=index, total=total)
+            yield self._build_context(
+                item,
+                epoch=epoch,
+                total_epochs=epochs,
+                index=index,
+                total=total,
+                global_sample_index=(epoch - 1) * total + index if total is not None else index,
+            )

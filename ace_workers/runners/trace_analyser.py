@@ -10,7 +10,7 @@ from pipeline import Pipeline, SampleResult
 from ..core.context import ACEStepContext
 from ..core.skillbook import Skillbook
 from ..protocols import ReflectorLike, SkillManagerLike
-from ..steps import learning_tail
+from ..steps import check_tail_options, learning_tail
 from .base import ACERunner
 
 __all__ = ["TraceAnalyser"]
@@ -38,6 +38,7 @@ class TraceAnalyser(ACERunner):
         (dedup_manager, dedup_interval, checkpoint_dir, checkpoint_interval);
         ``extra_steps`` are appended last.
         """
+        check_tail_options(tail_options, "TraceAnalyser.from_roles")
         steps: list[Any] = learning_tail(
             reflector,
             skill_manager,

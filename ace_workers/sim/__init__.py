@@ -7,7 +7,7 @@ that learns the hidden rules of :data:`TOPICS` from the skillbook would.
 
 from .behaviour import SimWorld
 from .llm import SimulatedCompletion, SimulatedLLM
-from .tasks import TOPICS, Topic, find_task, find_topic, make_tasks
+from .tasks import TOPICS, Topic, failure_traces, find_task, find_topic, make_tasks
 
 __all__ = [
     # the simulated client
@@ -18,6 +18,7 @@ __all__ = [
     "Topic",
     "TOPICS",
     "make_tasks",
+    "failure_traces",
     "find_task",
     "find_topic",
 ]

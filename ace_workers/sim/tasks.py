@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..core.environments import Sample
 
-__all__ = ["TOPICS", "Topic", "find_task", "find_topic", "make_tasks"]
+__all__ = ["TOPICS", "Topic", "failure_traces", "find_task", "find_topic", "make_tasks"]
 
 QUESTION_TEMPLATE = "Solve the {topic} puzzle. Input: {value}"
 _INPUT = re.compile(r"\bInput:\s*([A-Za-z0-9]+)")
@@ -180,3 +180,16 @@ def find_task(text: str, topics: Sequence[Topic] = TOPICS) -> tuple[Topic, str] 
     if topic is None or match is None:
         return None
     return topic, match.group(1)
+
+
+def failure_traces(n: int, *, seed: int = 11, topics: int = 5) -> list[dict[str, str]]:
+    """``n`` recorded failures on synthetic tasks: the simulated Reflector learns the rules from them."""
+    return [
+        {
+            "question": t.question,
+            "answer": "no idea",
+            "ground_truth": t.ground_truth or "",
+            "feedback": "Incorrect.",
+        }
+        for t in make_tasks(n, seed=seed, topics=topics)
+    ]

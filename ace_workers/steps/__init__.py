@@ -9,12 +9,16 @@ context's read-only SkillbookView.
 
 from __future__ import annotations
 
+import inspect
 import os
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pipeline import StepProtocol
 
 from ..core.context import ACEStepContext
-from ..core.skillbook import Skillbook
+from ..core.writable import WritableSkillbook
+from ..errors import UnknownOptionError
 from ..protocols import DeduplicationManagerLike, ReflectorLike, SkillManagerLike
 from ._checks import MissingFieldError, check_interval
 from .agent import AgentStep
@@ -43,6 +47,7 @@ __all__ = [
     "DeduplicateStep",
     "CheckpointStep",
     "learning_tail",
+    "check_tail_options",
     # output and observation
     "PersistStep",
     "ExportSkillbookMarkdownStep",
@@ -55,7 +60,7 @@ __all__ = [
 def learning_tail(
     reflector: ReflectorLike,
     skill_manager: SkillManagerLike,
-    skillbook: Skillbook,
+    skillbook: WritableSkillbook,
     *,
     dedup_manager: DeduplicationManagerLike | None = None,
     dedup_interval: int = 10,
@@ -81,3 +86,20 @@ def learning_tail(
     if checkpoint_dir is not None:
         steps.append(CheckpointStep(checkpoint_dir, skillbook, interval=checkpoint_interval))
     return steps
+
+
+def check_tail_options(options: Mapping[str, Any], where: str, also: Iterable[str] = ()) -> None:
+    """Refuse, naming them, ``options`` that neither :func:`learning_tail` nor ``also`` takes.
+
+    Runners pass their extra keyword arguments on to ``learning_tail``; checking them
+    when the runner is built turns a typo (or an option not available yet, such as
+    ``opik``) into an error at construction instead of at the first run.
+
+    Raises:
+        UnknownOptionError: some option is not taken.
+    """
+    parameters = inspect.signature(learning_tail).parameters.values()
+    accepted = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY] + list(also)
+    unknown = sorted(name for name in options if name not in accepted)
+    if unknown:
+        raise UnknownOptionError(where, unknown, accepted)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..core.context import ACEStepContext
 from ..core.files import write_text_atomically
-from ..core.skillbook import Skillbook
+from ..core.writable import WritableSkillbook
 from ._checks import check_interval, is_due
 
 __all__ = ["CheckpointStep"]
@@ -26,10 +26,11 @@ class CheckpointStep:
     requires = frozenset({"global_sample_index"})
     provides: frozenset[str] = frozenset()
     max_workers = 1
+    exclusive = True  # writes a file: calls never overlap
     writes_skillbook = True
 
     def __init__(
-        self, directory: str | os.PathLike[str], skillbook: Skillbook, *, interval: int = 10
+        self, directory: str | os.PathLike[str], skillbook: WritableSkillbook, *, interval: int = 10
     ) -> None:
         if not os.fspath(directory):
             raise ValueError("CheckpointStep needs a directory, got an empty path")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from ..core.context import ACEStepContext
-from ..core.skillbook import Skillbook
+from ..core.writable import WritableSkillbook
 from ..errors import InvalidUpdateError
 from ..protocols import DeduplicationManagerLike
 from ._checks import check_interval, is_due
@@ -28,10 +28,11 @@ class DeduplicateStep:
     requires = frozenset({"global_sample_index"})
     provides: frozenset[str] = frozenset()
     max_workers = 1
+    exclusive = True  # writes the skillbook: calls never overlap
     writes_skillbook = True
 
     def __init__(
-        self, manager: DeduplicationManagerLike, skillbook: Skillbook, *, interval: int = 10
+        self, manager: DeduplicationManagerLike, skillbook: WritableSkillbook, *, interval: int = 10
     ) -> None:
         self.manager = manager
         self.skillbook = skillbook

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..core.context import ACEStepContext
 from ..core.files import write_text_atomically
-from ..core.skillbook import Skillbook
+from ..core.writable import WritableSkillbook
 
 __all__ = ["ExportSkillbookMarkdownStep"]
 
@@ -18,9 +18,10 @@ class ExportSkillbookMarkdownStep:
     requires = frozenset({"skillbook"})
     provides: frozenset[str] = frozenset()
     max_workers = 1
+    exclusive = True  # writes a file: calls never overlap
     writes_skillbook = True
 
-    def __init__(self, path: str | os.PathLike[str], skillbook: Skillbook) -> None:
+    def __init__(self, path: str | os.PathLike[str], skillbook: WritableSkillbook) -> None:
         self.path = Path(path)
         self.skillbook = skillbook
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..core.context import ACEStepContext
 from ..core.files import write_text_atomically
-from ..core.skillbook import Skillbook
+from ..core.writable import WritableSkillbook
 
 __all__ = ["PersistStep"]
 
@@ -23,14 +23,15 @@ class PersistStep:
     requires = frozenset({"skillbook"})
     provides: frozenset[str] = frozenset()
     max_workers = 1
+    exclusive = True  # writes a file: calls never overlap
     writes_skillbook = True
 
     def __init__(
         self,
         target_path: str | os.PathLike[str],
-        skillbook: Skillbook,
+        skillbook: WritableSkillbook,
         *,
-        render: Callable[[Skillbook], str] | None = None,
+        render: Callable[[WritableSkillbook], str] | None = None,
     ) -> None:
         if render is not None and not callable(render):
             raise TypeError(f"render must be a callable taking the skillbook, got {render!r}")

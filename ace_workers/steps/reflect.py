@@ -8,6 +8,7 @@ from ..core.context import ACEStepContext, SkillbookView
 from ..core.outputs import AgentOutput, ReflectorOutput
 from ..protocols import ReflectorLike
 from ._checks import require_field
+from .trace_fields import read_trace
 
 __all__ = ["ReflectStep"]
 
@@ -15,9 +16,12 @@ __all__ = ["ReflectStep"]
 class ReflectStep:
     """Provide ``reflection`` from ``ctx.trace``; pure, and the pipeline's async boundary.
 
-    A dict trace (from EvaluateStep or a ToTrace converter) is unpacked into
-    the Reflector's typed arguments; any other trace object is passed as-is
-    through the ``trace`` keyword for the Reflector to make sense of.
+    A dict trace (from EvaluateStep, a ToTrace converter, a recorded log) is
+    unpacked into the Reflector's typed arguments under their common names
+    (``task`` or ``input`` for the question, ``output`` for the answer, ...:
+    see :data:`~ace_workers.steps.trace_fields.TRACE_ALIASES`), and its other
+    fields go through the ``trace`` keyword into the prompt's Trace section.
+    Any other trace object is passed as-is through ``trace``.
     """
 
     requires = frozenset({"trace", "skillbook"})
@@ -43,18 +47,19 @@ class ReflectStep:
         return ctx.replace(reflection=reflection)
 
     def _reflect_on_dict(self, trace: dict[str, Any], skillbook: SkillbookView) -> ReflectorOutput:
-        # ToTrace converters may leave a key as None; the typed output wants strings.
+        fields = read_trace(trace)
         agent_output = AgentOutput(
-            reasoning=trace.get("reasoning") or "",
-            final_answer=trace.get("answer") or "",
-            skill_ids=list(trace.get("skill_ids") or []),
+            reasoning=fields.reasoning, final_answer=fields.answer, skill_ids=fields.skill_ids
         )
+        # Fields with no typed argument go to the prompt's Trace section (cut to its budget).
+        extra: dict[str, Any] = {"trace": fields.extra} if fields.extra else {}
         return self.reflector.reflect(
-            question=trace.get("question") or "",
+            question=fields.question,
             agent_output=agent_output,
             skillbook=skillbook,
-            ground_truth=trace.get("ground_truth"),
-            feedback=trace.get("feedback"),
+            ground_truth=fields.ground_truth,
+            feedback=fields.feedback,
+            **extra,
         )
 
     def __repr__(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from ..core.context import ACEStepContext
-from ..core.skillbook import Skillbook
+from ..core.writable import WritableSkillbook
 from ..errors import UnknownSkillError
 from ._checks import require_field
 
@@ -24,9 +24,10 @@ class TagStep:
     requires = frozenset({"reflection"})
     provides: frozenset[str] = frozenset()
     max_workers = 1
+    exclusive = True  # writes the skillbook: calls never overlap
     writes_skillbook = True
 
-    def __init__(self, skillbook: Skillbook) -> None:
+    def __init__(self, skillbook: WritableSkillbook) -> None:
         self.skillbook = skillbook
 
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:

@@ -28,6 +28,7 @@ class UpdateStep:
     requires = frozenset({"reflection", "skillbook"})
     provides = frozenset({"skill_manager_output"})
     max_workers = 1
+    exclusive = True  # decides against the current skillbook: calls never overlap
 
     def __init__(self, skill_manager: SkillManagerLike) -> None:
         self.skill_manager = skill_manager

@@ -185,5 +185,6 @@ def test_an_add_restating_an_active_skill_of_its_section_is_skipped_and_counted(
     )
     assert report.duplicates == [(0, "general-00001")]
     assert report.skipped_ops == 1
-    assert len(report.added) == 1 and book.get_skill(report.added[0]).section == "other"
+    assert len(report.added) == 1
+    assert book.get_skill(report.added[0]).section == "other"
     assert before["skills"]["general-00001"] == book.to_dict()["skills"]["general-00001"]

@@ -212,8 +212,10 @@ def test_skill_copies_share_the_embedding_but_not_what_can_change_in_place() -> 
     book.set_embeddings({skill.id: ("hash", [0.5, 0.25])})
     first, second = book.skills(), book.skills()
     # The embedding is only ever replaced, so copies share it (copying it cost seconds per 10k skills).
-    assert first[0].embedding is second[0].embedding and first[0].embedding == [0.5, 0.25]
+    assert first[0].embedding is second[0].embedding
+    assert first[0].embedding == [0.5, 0.25]
     first[0].sources[0]["trace"] = "changed"
     assert book.skills()[0].sources == [{"trace": "t1"}]
     book.set_embeddings({skill.id: ("hash2", [1.0, 0.0])})
-    assert first[0].embedding == [0.5, 0.25] and book.skills()[0].embedding == [1.0, 0.0]
+    assert first[0].embedding == [0.5, 0.25]
+    assert book.skills()[0].embedding == [1.0, 0.0]

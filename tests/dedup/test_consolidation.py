@@ -32,11 +32,13 @@ def test_merge_adds_the_counters_into_the_kept_skill_and_soft_deletes_the_others
     kept = book.get_skill(keep)
     assert kept is not None
     assert (kept.helpful, kept.harmful, kept.neutral) == (3 + 2 + 1, 1 + 0 + 4, 0 + 5 + 1)
-    assert kept.content == "Merged." and kept.is_active
+    assert kept.content == "Merged."
+    assert kept.is_active
     assert [s["sample_id"] for s in kept.sources] == ["s0", "s1", "s2"]
     for merged_id in (first, second):
         merged = book.get_skill(merged_id)
-        assert merged is not None and merged.status == "invalid"
+        assert merged is not None
+        assert merged.status == "invalid"
     assert len(book) == 2
     assert book.stats()["tags"] == {"helpful": 6, "harmful": 5, "neutral": 6}
 
@@ -46,10 +48,14 @@ def test_a_merge_with_new_content_clears_the_kept_embedding_and_without_keeps_it
     book.set_embeddings({keep: ("h1", [1.0, 0.0]), second: ("h2", [0.0, 1.0])})
     book.apply_consolidation([MergeOp(keep_id=keep, merge_ids=[first])])
     kept = book.get_skill(keep)
-    assert kept is not None and kept.embedding == [1.0, 0.0] and kept.content == "Skill text number 0."
+    assert kept is not None
+    assert kept.embedding == [1.0, 0.0]
+    assert kept.content == "Skill text number 0."
     book.apply_consolidation([MergeOp(keep_id=second, merge_ids=[last], merged_content="New words.")])
     rewritten = book.get_skill(second)
-    assert rewritten is not None and rewritten.embedding is None and rewritten.embedding_hash is None
+    assert rewritten is not None
+    assert rewritten.embedding is None
+    assert rewritten.embedding_hash is None
 
 
 def test_delete_update_and_keep(book: Skillbook) -> None:
@@ -64,13 +70,19 @@ def test_delete_update_and_keep(book: Skillbook) -> None:
             ]
         )
     )
-    assert report.deleted == [a] and report.updated == [b] and report.kept == [(c, d)]
+    assert report.deleted == [a]
+    assert report.updated == [b]
+    assert report.kept == [(c, d)]
     deleted, updated = book.get_skill(a), book.get_skill(b)
-    assert deleted is not None and deleted.status == "invalid"
-    assert updated is not None and updated.content == "Distinct now." and updated.embedding is None
+    assert deleted is not None
+    assert deleted.status == "invalid"
+    assert updated is not None
+    assert updated.content == "Distinct now."
+    assert updated.embedding is None
     assert book.has_keep_decision(d, c)
     decision = book.get_similarity_decision(c, d)
-    assert decision is not None and decision.similarity_at_decision == 0.9
+    assert decision is not None
+    assert decision.similarity_at_decision == 0.9
 
 
 @pytest.mark.parametrize(
@@ -91,8 +103,10 @@ def test_a_bad_operation_rejects_the_whole_batch(book: Skillbook, bad_op: object
     ]
     with pytest.raises(InvalidConsolidationError) as caught:
         book.apply_consolidation(ops)  # type: ignore[arg-type]
-    assert caught.value.index == 2 and caught.value.skill_id == bad_id
-    assert "#2" in str(caught.value) and repr(bad_id) in str(caught.value)
+    assert caught.value.index == 2
+    assert caught.value.skill_id == bad_id
+    assert "#2" in str(caught.value)
+    assert repr(bad_id) in str(caught.value)
     assert isinstance(caught.value, InvalidUpdateError)
     assert book.dumps() == before  # nothing half-applied
 
@@ -101,7 +115,8 @@ def test_naming_an_already_deleted_skill_is_rejected(book: Skillbook) -> None:
     book.remove_skill("math-00003", soft=True)
     with pytest.raises(InvalidConsolidationError, match="already deleted") as caught:
         book.apply_consolidation([MergeOp(keep_id="math-00001", merge_ids=["math-00003"])])
-    assert caught.value.skill_id == "math-00003" and caught.value.index == 0
+    assert caught.value.skill_id == "math-00003"
+    assert caught.value.index == 0
 
 
 def test_a_merge_naming_its_kept_skill_twice_is_rejected(book: Skillbook) -> None:
@@ -113,7 +128,8 @@ def test_only_named_skills_change(book: Skillbook) -> None:
     before = {s.id: s.to_dict() for s in book.skills()}
     book.apply_consolidation([MergeOp(keep_id="math-00001", merge_ids=["math-00002"])])
     after = {s.id: s.to_dict() for s in book.skills(include_invalid=True)}
-    assert after["math-00003"] == before["math-00003"] and after["math-00004"] == before["math-00004"]
+    assert after["math-00003"] == before["math-00003"]
+    assert after["math-00004"] == before["math-00004"]
 
 
 def test_operations_travel_as_json_and_come_back_equal() -> None:
@@ -158,7 +174,9 @@ def test_keep_decisions_persist_across_save_and_load(book: Skillbook, tmp_path: 
     loaded = Skillbook.load_from_file(path)
     assert loaded.has_keep_decision("math-00002", "math-00001")
     decision = loaded.get_similarity_decision("math-00001", "math-00002")
-    assert decision is not None and decision.reasoning == "r" and decision.similarity_at_decision == 0.88
+    assert decision is not None
+    assert decision.reasoning == "r"
+    assert decision.similarity_at_decision == 0.88
 
 
 def test_files_without_embedding_hashes_still_load() -> None:
@@ -169,4 +187,6 @@ def test_files_without_embedding_hashes_still_load() -> None:
         "next_id": 1,
     }
     skill = Skillbook.from_dict(legacy).get_skill("math-00001")
-    assert skill is not None and skill.embedding == [0.1, 0.2] and skill.embedding_hash is None
+    assert skill is not None
+    assert skill.embedding == [0.1, 0.2]
+    assert skill.embedding_hash is None

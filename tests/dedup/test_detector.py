@@ -65,7 +65,8 @@ def test_a_second_run_over_an_unchanged_skillbook_computes_no_embedding(
     first = _pairs(detector, clustered_book)
     assert detector.embeddings_computed == 12
     second = _pairs(detector, clustered_book)
-    assert detector.embeddings_computed == 12 and len(counting.batches) == 1
+    assert detector.embeddings_computed == 12
+    assert len(counting.batches) == 1
     assert first == second
     # A fresh detector (new process, empty cache) finds them stored in the skills.
     fresh = SimilarityDetector(CountingEmbedder(minilm), model_name="all-MiniLM-L6-v2")
@@ -103,7 +104,8 @@ def test_the_cache_answers_before_the_embedder(clustered_book: Skillbook) -> Non
         other_book.set_embeddings({skill.id: ("stale", [0.0])})
     second = SimilarityDetector(embed, cache=cache)
     assert second.ensure_embeddings(other_book) == 0
-    assert len(cache) == 12 and len(embed.batches) == 1
+    assert len(cache) == 12
+    assert len(embed.batches) == 1
 
 
 def test_empty_inactive_and_kept_skills_are_skipped() -> None:

@@ -81,8 +81,11 @@ def test_without_an_llm_only_pairs_above_the_auto_merge_threshold_merge_keeping_
     report = _manager().deduplicate(book)
     assert report.merged == {base: [dup]}
     kept = book.get_skill(base)
-    assert kept is not None and kept.helpful == 2 and kept.content == "base skill 0"
-    assert book.get_skill(near) is not None and book.get_skill(near).is_active  # type: ignore[union-attr]
+    assert kept is not None
+    assert kept.helpful == 2
+    assert kept.content == "base skill 0"
+    assert book.get_skill(near) is not None  # type: ignore[union-attr]
+    assert book.get_skill(near).is_active  # type: ignore[union-attr]
     assert [s.id for s in book.skills()] == [base, near]
 
 
@@ -110,9 +113,9 @@ def test_the_llm_decides_the_reported_pairs_and_keep_decisions_stop_them_being_r
     manager = _manager(llm)
     report = manager.deduplicate(book)
     assert report.kept == [(base, near)]
-    assert (
-        f"[{base}]" in llm.prompts[0] and f"[{near}]" in llm.prompts[0] and f"[{far}]" not in llm.prompts[0]
-    )
+    assert f"[{base}]" in llm.prompts[0]
+    assert f"[{near}]" in llm.prompts[0]
+    assert f"[{far}]" not in llm.prompts[0]
     assert "similarity 0.900" in llm.prompts[0]
     assert manager.get_similarity_report(book) is None
     assert manager.plan(book).operations == []
@@ -130,9 +133,11 @@ def test_an_answer_naming_unknown_ids_is_fed_back_and_retried() -> None:
     report = _manager(llm).deduplicate(book)
     assert report.merged == {base: [near]}
     assert "Previous answer rejected" not in llm.prompts[0]
-    assert "Previous answer rejected" in llm.prompts[1] and "'s-99999'" in llm.prompts[1]
+    assert "Previous answer rejected" in llm.prompts[1]
+    assert "'s-99999'" in llm.prompts[1]
     merged = book.get_skill(base)
-    assert merged is not None and merged.content == "Both."
+    assert merged is not None
+    assert merged.content == "Both."
 
 
 @pytest.mark.parametrize(
@@ -146,7 +151,9 @@ def test_an_answer_naming_unknown_ids_is_fed_back_and_retried() -> None:
 def test_when_the_llm_fails_the_auto_merge_rule_still_applies(answers: list[Any]) -> None:
     book, (base, dup, near) = _book("base", "dup", "near")
     report = _manager(ScriptedLLM(*answers)).deduplicate(book)
-    assert report.merged == {base: [dup]} and not report.kept and not report.deleted
+    assert report.merged == {base: [dup]}
+    assert not report.kept
+    assert not report.deleted
     assert book.get_skill(near) is not None
 
 
@@ -158,7 +165,8 @@ def test_pairs_the_llm_left_open_above_the_auto_threshold_are_merged() -> None:
     near = book.add_skill("b", "near b").id
     llm = ScriptedLLM(ConsolidationResponse(consolidation_operations=[KeepOp(skill_ids=[other, near])]))
     report = _manager(llm).deduplicate(book)
-    assert report.merged == {base: [dup]} and report.kept == [(other, near)]
+    assert report.merged == {base: [dup]}
+    assert report.kept == [(other, near)]
 
 
 def test_the_simulated_llm_merges_restatements_of_one_rule_and_keeps_the_rest() -> None:
@@ -255,7 +263,8 @@ def test_the_default_manager_uses_the_packaged_minilm_offline() -> None:
     manager = DeduplicationManager()
     embedder = manager.detector.embedder
     assert isinstance(embedder, embedders.SentenceTransformerEmbedder)
-    assert embedder.offline and embedder.location == embedders.packaged_model_path()
+    assert embedder.offline
+    assert embedder.location == embedders.packaged_model_path()
     assert manager.detector.model_name == "all-MiniLM-L6-v2"
 
 
@@ -321,7 +330,8 @@ def test_a_plan_made_stale_by_a_rewrite_is_refused_whole_and_planned_again() -> 
     assert book.applies == 2
     assert report.merged == {base: [dup]}
     kept = book.get_skill(base)
-    assert kept is not None and kept.content == "base skill, rewritten by a worker meanwhile"
+    assert kept is not None
+    assert kept.content == "base skill, rewritten by a worker meanwhile"
     assert kept.helpful == 2
 
 
@@ -332,4 +342,5 @@ def test_a_batch_naming_a_rewritten_skill_changes_nothing() -> None:
     book.update_skill(dup, "dup skill, said anew")
     with pytest.raises(InvalidUpdateError, match="rewritten after the plan"):
         book.apply_consolidation(plan)
-    assert len(book.skills()) == 3 and book.get_skill(dup).is_active  # type: ignore[union-attr]
+    assert len(book.skills()) == 3  # type: ignore[union-attr]
+    assert book.get_skill(dup).is_active  # type: ignore[union-attr]

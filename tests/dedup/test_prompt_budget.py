@@ -41,7 +41,8 @@ def test_a_2000_skill_agent_prompt_stays_within_the_default_budget_and_holds_the
     prompt = agent.build_prompt(QUESTION, "", SkillbookView(book))
     table = prompt.split("## Skillbook\n", 1)[1].split("\n\n## Skillbook usage", 1)[0]
     assert len(full) > 150_000
-    assert DEFAULT_PROMPT_BUDGET.max_chars is not None and len(table) <= DEFAULT_PROMPT_BUDGET.max_chars
+    assert DEFAULT_PROMPT_BUDGET.max_chars is not None
+    assert len(table) <= DEFAULT_PROMPT_BUDGET.max_chars
     assert DEFAULT_PROMPT_BUDGET.max_skills is not None
     assert len(_skill_lines(table)) <= DEFAULT_PROMPT_BUDGET.max_skills
     assert f"  {needle_id}\t" in table
@@ -64,7 +65,8 @@ def test_max_chars_is_a_hard_limit_and_rows_keep_skillbook_order() -> None:
     book = _big_book(300)
     budget = PromptBudget(max_skills=None, max_chars=5_000)
     table = book.as_prompt(budget, QUESTION)
-    assert len(table) <= 5_000 and f"{NEEDLE}" in table
+    assert len(table) <= 5_000
+    assert f"{NEEDLE}" in table
     order = [s.id for s in book.skills()]
     shown = [line.split("\t")[0].strip() for line in _skill_lines(table)]
     assert shown == sorted(shown, key=order.index)
@@ -90,7 +92,8 @@ def test_the_skill_manager_sees_skills_relevant_to_the_reflection() -> None:
     )
     manager = SkillManager(SimulatedLLM(), prompt_budget=PromptBudget(max_skills=10))
     prompt = manager.build_prompt(reflection, book)
-    assert NEEDLE in prompt and "(491 more skills not shown" in prompt
+    assert NEEDLE in prompt
+    assert "(491 more skills not shown" in prompt
 
 
 def test_embedding_relevance_picks_the_paraphrase_of_the_question(
@@ -103,10 +106,12 @@ def test_embedding_relevance_picks_the_paraphrase_of_the_question(
     table = book.as_prompt(
         PromptBudget(max_skills=1), "How many decimals should my final figure have?", relevance
     )
-    assert CLUSTERS["rounding"][0] in table and len(_skill_lines(table)) == 1
+    assert CLUSTERS["rounding"][0] in table
+    assert len(_skill_lines(table)) == 1
     agent = Agent(SimulatedLLM(), prompt_budget=PromptBudget(max_skills=1), relevance=relevance)
     prompt = agent.build_prompt("Should I flip the text back to front? Input: abc", "", book)
-    assert CLUSTERS["reverse"][0] in prompt and CLUSTERS["rounding"][0] not in prompt
+    assert CLUSTERS["reverse"][0] in prompt
+    assert CLUSTERS["rounding"][0] not in prompt
 
 
 @pytest.mark.parametrize("bad", [{"max_skills": 0}, {"max_chars": -1}, {"max_skills": True}])

@@ -76,9 +76,11 @@ def test_the_step_applies_the_plan_through_the_skillbooks_consolidation_path() -
     manager = DeduplicationManager(detector=SimilarityDetector(keyword_embedder(["alpha"])))
     step = DeduplicateStep(manager, book, interval=2)
     step(_ctx(book, 1))
-    assert len(book) == 2 and book.routed == []
+    assert len(book) == 2
+    assert book.routed == []
     step(_ctx(book, 2))
-    assert len(book.routed) == 1 and book.routed[0].named_ids() == {first, second}
+    assert len(book.routed) == 1
+    assert book.routed[0].named_ids() == {first, second}
     assert [s.id for s in book.skills()] == [first]
 
 
@@ -128,7 +130,9 @@ def test_a_trace_analyser_run_with_the_simulated_llm_merges_restated_rules(
     assert llm.call_count("ConsolidationResponse") == 1  # sample 2 merged; sample 4 found nothing
     assert [s.id for s in book.skills()] == [rule, other]
     kept, gone = book.get_skill(rule), book.get_skill(restated)
-    assert kept is not None and gone is not None and gone.status == "invalid"
+    assert kept is not None
+    assert gone is not None
+    assert gone.status == "invalid"
     # Each sample's restated lesson tags the rule helpful (4), and the merge added the restated votes.
     assert (kept.helpful, kept.harmful) == (4 + 2, 1)
     assert (gone.helpful, gone.harmful) == (2, 1)  # left as they were, for the record

@@ -28,7 +28,7 @@ ENV_EXAMPLE = ROOT / ".env.example"
 K8S = ROOT / "deploy" / "k8s"
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 BIN = Path(sys.executable).parent
-CLI_APP = "ace_workers.distributed.celery_app"
+CLI_APP = "ace_workers.distributed.ops.inspect_app"
 # Stand-ins for what the example files leave for the operator to fill in.
 SECRET_STAND_IN = "example-secret"
 HOSTNAME = "pod-1"
@@ -353,13 +353,15 @@ def test_every_worker_is_health_checked_by_its_own_node_name() -> None:
             continue
         node = _option(command, "--hostname").replace("%h", HOSTNAME)
         check = _shell(interpolate(service["healthcheck"]["test"][1], compose_environment()))
-        assert check[3:5] == ["inspect", "ping"] and _option(check, "-d") == node, name
+        assert check[3:5] == ["inspect", "ping"], name
+        assert _option(check, "-d") == node, name
     for name, container in k8s_containers():
         if container["command"][:2] != ["ace-workers", "worker"]:
             continue
         node = _option(container["command"], "--hostname").replace("%h", HOSTNAME)
         check = _shell(container["livenessProbe"]["exec"]["command"][2])
-        assert check[3:5] == ["inspect", "ping"] and _option(check, "-d") == node, name
+        assert check[3:5] == ["inspect", "ping"], name
+        assert _option(check, "-d") == node, name
 
 
 def test_flower_gets_its_credentials_and_is_never_started_without_auth() -> None:
@@ -372,7 +374,15 @@ def test_flower_gets_its_credentials_and_is_never_started_without_auth() -> None
     assert auth["valueFrom"]["secretKeyRef"]["name"] == "ace-flower"
     # No default credentials: .env.example leaves them (and the Redis password) to the operator.
     example = read_env_example()
-    assert example["ACE_FLOWER_BASIC_AUTH"] == "" and example["REDIS_PASSWORD"] == ""
+    assert example["ACE_FLOWER_BASIC_AUTH"] == ""
+    assert example["REDIS_PASSWORD"] == ""
+
+
+def test_deployed_flower_listens_on_every_interface_explicitly() -> None:
+    # The command's default is loopback; the deployments serve Flower to other hosts, behind auth.
+    assert _option(compose_services()["flower"]["command"], "--address") == "0.0.0.0"
+    (container,) = k8s_kind("Deployment")["flower"]["spec"]["template"]["spec"]["containers"]
+    assert _option(container["command"], "--address") == "0.0.0.0"
 
 
 def test_every_worker_serves_its_metrics_where_prometheus_is_told_to_scrape() -> None:
@@ -394,3 +404,15 @@ def test_every_worker_serves_its_metrics_where_prometheus_is_told_to_scrape() ->
         annotations = deployments[name]["spec"]["template"]["metadata"]["annotations"]
         assert annotations["prometheus.io/scrape"] == "true", name
         assert annotations["prometheus.io/port"] == port, name
+
+
+def test_ci_runs_exactly_the_readmes_test_command() -> None:
+    # Whatever a fresh machine needs (the venv, chromium) is installed by `make test` itself.
+    commands = [
+        line.strip()
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert commands[-1] == "make test"
+    assert all(c.startswith(("set ", "cd ")) for c in commands[:-1])
+    assert "make test" in (ROOT / "README.md").read_text()

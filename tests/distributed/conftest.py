@@ -12,8 +12,10 @@ import pytest
 import redis
 
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
-from ace_workers.distributed.local import Service, build_service, local_workers, reset_event_loop
+from ace_workers.distributed.service import Service, build_service, local_workers, reset_event_loop
 from ace_workers.distributed.settings import WorkerSettings
+
+from .recipes import TEST_RECIPES
 
 TEST_REDIS_URL_ENV = "ACE_TEST_REDIS_URL"
 DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
@@ -78,7 +80,12 @@ def _fresh_event_loop_hub() -> Iterator[None]:
 @contextmanager
 def running_service(redis_url: str, *, learn_threads: int = 4, **settings: Any) -> Iterator[Service]:
     """In-process workers for the three queues on the test Redis, with a queue prefix of their own."""
-    options = {"queue_prefix": f"t{uuid.uuid4().hex[:8]}", "sim_trust_threshold": 0, **settings}
+    options = {
+        "queue_prefix": f"t{uuid.uuid4().hex[:8]}",
+        "sim_trust_threshold": 0,
+        "recipes": TEST_RECIPES,
+        **settings,
+    }
     built = build_service(WorkerSettings(redis_url=redis_url, **options), redis_url=redis_url)
     try:
         with local_workers(built, learn_threads=learn_threads):

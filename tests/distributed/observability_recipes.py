@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from ace_workers.core import ACEStepContext
-from ace_workers.distributed.recipes import RecipeInputs
+from ace_workers.distributed.worker.recipes import RecipeInputs
 
 # A logger of its own, as a role's or the store's would be: the step fields must reach it too.
 logger = logging.getLogger("tests.observability.chatty")

@@ -1,12 +1,13 @@
-"""Custom recipes used by the distributed tests (imported by workers by path)."""
+"""Custom recipes used by the distributed tests, configured on the test workers by name (ACE_RECIPES)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
 from ace_workers.core import ACEStepContext
-from ace_workers.distributed.recipes import RecipeInputs
+from ace_workers.distributed.worker.recipes import RecipeInputs
 from ace_workers.steps import learning_tail
 
 
@@ -85,3 +86,35 @@ class Meet:
 def meeting_recipe(inputs: RecipeInputs) -> list[Any]:
     """Just the meeting step."""
     return [Meet()]
+
+
+class ExitProcess:
+    """A learning step that calls sys.exit, as a hostile or broken recipe might."""
+
+    requires = frozenset({"trace"})
+    provides: frozenset[str] = frozenset()
+    async_boundary = True
+
+    def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
+        sys.exit("a step asked the process to exit")
+
+
+def system_exit_recipe(inputs: RecipeInputs) -> list[Any]:
+    """ExitProcess, then the usual learning tail (never reached)."""
+    tail = learning_tail(inputs.reflector, inputs.skill_manager, inputs.skillbook)
+    for step in tail:
+        step.async_boundary = False  # type: ignore[attr-defined]
+    return [ExitProcess(), *tail]
+
+
+# ACE_RECIPES of the tests' workers and producers: a message names a recipe, never an import path.
+TEST_RECIPES = ",".join(
+    [
+        "failing=tests.distributed.recipes:failing_recipe",
+        "flaky=tests.distributed.recipes:flaky_recipe",
+        "rate_limited=tests.distributed.recipes:rate_limited_recipe",
+        "meeting=tests.distributed.recipes:meeting_recipe",
+        "system_exit=tests.distributed.recipes:system_exit_recipe",
+        "chatty=tests.distributed.observability_recipes:chatty_recipe",
+    ]
+)

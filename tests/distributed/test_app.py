@@ -15,17 +15,20 @@ from celery.contrib.testing.worker import start_worker
 from celery.exceptions import QueueNotFound
 from kombu.exceptions import OperationalError
 
-from ace_workers.distributed.app import (
-    RedisUnavailable,
-    UnsafeSerializerError,
-    WorkerConfigError,
-    WriteConcurrencyError,
+from ace_workers.distributed.errors import InvalidSettingError
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.worker.app import (
     check_app_security,
     check_write_concurrency,
     create_app,
     ping_redis,
 )
-from ace_workers.distributed.settings import InvalidSettingError, WorkerSettings
+from ace_workers.distributed.worker.errors import (
+    RedisUnavailable,
+    UnsafeSerializerError,
+    WorkerConfigError,
+    WriteConcurrencyError,
+)
 from ace_workers.errors import AceError
 
 
@@ -153,7 +156,8 @@ def test_a_worker_configured_for_pickle_refuses_to_start(app: Celery, setting: s
     with pytest.raises(UnsafeSerializerError) as caught:
         check_app_security(app)
     assert setting in caught.value.settings
-    assert "pickle" in str(caught.value) and isinstance(caught.value, WorkerConfigError)
+    assert "pickle" in str(caught.value)
+    assert isinstance(caught.value, WorkerConfigError)
 
 
 def test_the_write_queue_refuses_concurrency_above_one_unless_forced() -> None:
@@ -188,9 +192,11 @@ def test_ping_redis_on_a_closed_port_fails_fast_with_a_clear_error_and_no_passwo
         ping_redis(url, timeout=3.0)
     assert time.monotonic() - started < 10  # generous: a refused connection fails at once
     error = caught.value
-    assert isinstance(error, AceError) and isinstance(error, ConnectionError)
+    assert isinstance(error, AceError)
+    assert isinstance(error, ConnectionError)
     assert error.url == "redis://:***@127.0.0.1:1/0"
-    assert "127.0.0.1:1" in str(error) and "ACE_REDIS_URL" in str(error)
+    assert "127.0.0.1:1" in str(error)
+    assert "ACE_REDIS_URL" in str(error)
     assert "hunter2" not in str(error)
 
 

@@ -7,18 +7,18 @@ import uuid
 import pytest
 import redis
 
-from ace_workers.distributed.batches import BatchStore
-from ace_workers.distributed.chains import enqueue_epoch
-from ace_workers.distributed.keys import batch_key
-from ace_workers.distributed.local import build_service, local_workers
+from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
-from ace_workers.distributed.tasks import epoch_payloads, start_next_epoch
-
-from .test_end_to_end import traces_for
+from ace_workers.distributed.store.batches import BatchStore
+from ace_workers.distributed.store.keys import batch_key
+from ace_workers.distributed.worker.chains import enqueue_epoch
+from ace_workers.distributed.worker.epochs import epoch_payloads
+from ace_workers.distributed.worker.tasks import start_next_epoch
+from ace_workers.sim import failure_traces
 
 
 def test_queued_running_and_finished_add_up(redis_client: redis.Redis) -> None:
-    batches = BatchStore(redis_client, prefix="tb")
+    batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
     batches.create("b1", skillbook="book", recipe="trace_analyser", per_epoch=4, epochs=1, skills_at_start=0)
     batches.add_enqueued("b1", 4, epoch=1)
     batches.record_started("b1", 1, 1)
@@ -31,7 +31,7 @@ def test_queued_running_and_finished_add_up(redis_client: redis.Redis) -> None:
 
 
 def test_a_batch_whose_record_vanished_is_a_lookup_error(redis_client: redis.Redis) -> None:
-    batches = BatchStore(redis_client, prefix="tb")
+    batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
     # A late counter increment after the record expired recreates the hash with that field only.
     redis_client.hincrby(batch_key("tb", "gone"), "done", 1)
     with pytest.raises(LookupError, match="no batch 'gone'"):
@@ -44,7 +44,7 @@ def test_a_batch_without_workers_is_all_queued_then_all_finished(
     settings = WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}")
     service = build_service(settings, redis_url=redis_url)
     try:
-        handle = service.producer.enqueue_traces(traces_for(6), "book", epochs=2)
+        handle = service.producer.enqueue_traces(failure_traces(6), "book", epochs=2)
         waiting = handle.status()
         assert (waiting.enqueued, waiting.queued, waiting.running) == (6, 6, 0)
         with local_workers(service, learn_threads=2):
@@ -55,7 +55,7 @@ def test_a_batch_without_workers_is_all_queued_then_all_finished(
 
 
 def test_a_sample_recorded_again_is_counted_once_and_says_so(redis_client: redis.Redis) -> None:
-    batches = BatchStore(redis_client, prefix="tb")
+    batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
     batches.create("b1", skillbook="book", recipe="trace_analyser", per_epoch=2, epochs=1, skills_at_start=0)
     assert batches.record_done("b1", 1, 1, {"trace": {}}) == 1
     assert batches.record_done("b1", 1, 1, {"trace": {}}) is None
@@ -73,7 +73,7 @@ def test_a_redelivered_final_task_sends_the_rest_of_an_epoch_a_dead_worker_half_
     service = build_service(settings, redis_url=redis_url)
     runtime = service.runtime
     try:
-        handle = service.producer.enqueue_traces(traces_for(4), "book", epochs=2)
+        handle = service.producer.enqueue_traces(failure_traces(4), "book", epochs=2)
         batch_id = handle.batch_id
         # Epoch 1 ran: its samples are counted, but the worker that counted the last one died
         # after sending two of epoch 2's four samples.
@@ -91,8 +91,8 @@ def test_a_redelivered_final_task_sends_the_rest_of_an_epoch_a_dead_worker_half_
             epoch=2,
         )
         # Its task comes back (acks_late): counted already, it finishes sending epoch 2.
-        start_next_epoch(runtime, batch_id, 1, runtime.batches.record_done(batch_id, 1, 4, {}))
-        start_next_epoch(runtime, batch_id, 1, None)  # and a third delivery sends nothing more
+        start_next_epoch(service.app, runtime, batch_id, 1, runtime.batches.record_done(batch_id, 1, 4, {}))
+        start_next_epoch(service.app, runtime, batch_id, 1, None)  # and a third delivery sends nothing more
         assert runtime.batches.status(batch_id).enqueued == 8
         with local_workers(service, learn_threads=2):
             status = handle.wait(timeout=60)
@@ -114,15 +114,30 @@ def test_an_epoch_being_sent_by_another_task_is_not_sent_again(
     service = build_service(settings, redis_url=redis_url)
     runtime = service.runtime
     try:
-        handle = service.producer.enqueue_traces(traces_for(2), "book", epochs=2)
+        handle = service.producer.enqueue_traces(failure_traces(2), "book", epochs=2)
         for index in (1, 2):
             runtime.batches.record_done(handle.batch_id, 1, index, {"trace": {}})
         with runtime.batches.epoch_start_lock(handle.batch_id, 2, 30) as held:
             assert held
-            start_next_epoch(runtime, handle.batch_id, 1, None)
+            start_next_epoch(service.app, runtime, handle.batch_id, 1, None)
             assert runtime.batches.status(handle.batch_id).enqueued == 2
-        start_next_epoch(runtime, handle.batch_id, 1, None)
+        start_next_epoch(service.app, runtime, handle.batch_id, 1, None)
         assert runtime.batches.status(handle.batch_id).enqueued == 4
     finally:
         service.app.control.purge()
         service.close()
+
+
+def test_each_app_in_a_process_sends_its_own_next_epochs(redis_client: redis.Redis, redis_url: str) -> None:
+    # Two services in one process, registered one after the other: a batch's second epoch
+    # must go out through the app its tasks run on, to its own queues, not the last registered.
+    first = build_service(WorkerSettings(redis_url=redis_url, queue_prefix="appone"), redis_url=redis_url)
+    second = build_service(WorkerSettings(redis_url=redis_url, queue_prefix="apptwo"), redis_url=redis_url)
+    try:
+        for service in (first, second):
+            with local_workers(service, learn_threads=2):
+                status = service.producer.enqueue_traces(failure_traces(3), "book", epochs=2).wait(timeout=60)
+            assert (status.done, status.failed) == (6, 0)
+    finally:
+        first.close()
+        second.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -14,22 +13,9 @@ from typer.testing import CliRunner
 
 from ace_workers.cli import app
 from ace_workers.core import Skillbook
-from ace_workers.sim import make_tasks
 
-ENV_PREFIX = "ACE_"
-
-
-def write_traces(path: Path, n: int, bad_line_at: int | None = None) -> Path:
-    lines = [
-        json.dumps(
-            {"question": t.question, "answer": "?", "ground_truth": t.ground_truth, "feedback": "Incorrect."}
-        )
-        for t in make_tasks(n, seed=2, topics=3)
-    ]
-    if bad_line_at is not None:
-        lines.insert(bad_line_at - 1, "{not json")
-    path.write_text("\n".join(lines) + "\n")
-    return path
+from .helpers import ENV_PREFIX, write_traces
+from .recipes import TEST_RECIPES
 
 
 @pytest.fixture
@@ -67,6 +53,7 @@ def test_learn_on_an_embedded_redis_skips_bad_lines_and_writes_the_skillbook(
     said = " ".join(result.output.split())  # rich wraps long lines
     assert f"{traces}:2: skipped, not JSON" in said
     assert "9 done, 0 failed" in said
+    assert "deduplication is off: set ACE_DEDUP_PROVIDER=sentence_transformers" in said
     book = Skillbook.load_from_file(out)
     assert sorted(s.section for s in book.skills()) == ["flux", "quill", "zorb"]
     assert markdown.read_text() == book.as_markdown()
@@ -84,7 +71,8 @@ def test_the_console_script_turns_a_redis_that_is_down_into_one_clear_line(tmp_p
         check=False,
     )
     assert done.returncode == 1
-    assert done.stderr.startswith("error: ") and "127.0.0.1:1" in done.stderr
+    assert done.stderr.startswith("error: ")
+    assert "127.0.0.1:1" in done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -113,13 +101,17 @@ def test_skillbook_commands_show_history_rollback_and_unknown_names(
     runner = CliRunner()
 
     shown = runner.invoke(app, ["skillbook", "show", "shown"])
-    assert shown.exit_code == 0 and "version 2" in shown.output and "Estimate first." in shown.output
+    assert shown.exit_code == 0
+    assert "version 2" in shown.output
+    assert "Estimate first." in shown.output
 
     history = runner.invoke(app, ["skillbook", "history", "shown"])
-    assert history.exit_code == 0 and "ADD math" in history.output
+    assert history.exit_code == 0
+    assert "ADD math" in history.output
 
     rolled = runner.invoke(app, ["skillbook", "rollback", "shown", "--to", "1"])
-    assert rolled.exit_code == 0 and "now version 3" in rolled.output
+    assert rolled.exit_code == 0
+    assert "now version 3" in rolled.output
     assert [s.content for s in store.export().skills()] == ["Check units."]
 
     exported = runner.invoke(app, ["skillbook", "export", "shown", "--out", str(tmp_path / "x.json")])
@@ -127,37 +119,41 @@ def test_skillbook_commands_show_history_rollback_and_unknown_names(
     assert len(Skillbook.load_from_file(tmp_path / "x.json")) == 1
 
     unknown = runner.invoke(app, ["skillbook", "show", "nope"])
-    assert unknown.exit_code != 0 and "no skillbook named 'nope'" in unknown.output
+    assert unknown.exit_code != 0
+    assert "no skillbook named 'nope'" in unknown.output
     assert "shown" in unknown.output
 
 
 def test_status_and_dead_letters_list_and_retry(
     tmp_path: Path, clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
 ) -> None:
-    from ace_workers.distributed.keys import dead_letters_key
-    from ace_workers.distributed.local import build_service, local_workers
+    from ace_workers.distributed.service import build_service, local_workers
     from ace_workers.distributed.settings import WorkerSettings
+    from ace_workers.distributed.store.keys import dead_letters_key
 
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", "clidead")
+    clean_env.setenv("ACE_RECIPES", TEST_RECIPES)
     service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
     traces = [{"question": f"q{i}"} for i in range(2)]
     runner = CliRunner()
     with local_workers(service, learn_threads=2):
-        handle = service.producer.enqueue_traces(
-            traces, "dead", recipe="tests.distributed.recipes:failing_recipe"
-        )
+        handle = service.producer.enqueue_traces(traces, "dead", recipe="failing")
         handle.wait(timeout=60)
 
         status = runner.invoke(app, ["status", handle.batch_id])
         said = " ".join(status.output.split())
-        assert status.exit_code == 0 and "0 done, 2 failed" in said and "Explode: RuntimeError: boom" in said
+        assert status.exit_code == 0
+        assert "0 done, 2 failed" in said
+        assert "Explode: RuntimeError: boom" in said
 
         listed = runner.invoke(app, ["dead-letters", "list"])
-        assert listed.exit_code == 0 and listed.output.count("Explode: RuntimeError: boom on purpose") == 2
+        assert listed.exit_code == 0
+        assert listed.output.count("Explode: RuntimeError: boom on purpose") == 2
 
         retried = runner.invoke(app, ["dead-letters", "retry"])
-        assert retried.exit_code == 0 and "2 message(s) sent back" in retried.output
+        assert retried.exit_code == 0
+        assert "2 message(s) sent back" in retried.output
         key = dead_letters_key("clidead")
         deadline = time.monotonic() + 30
         while redis_client.llen(key) < 2:  # the retried steps ran again and failed again
@@ -165,7 +161,8 @@ def test_status_and_dead_letters_list_and_retry(
             time.sleep(0.05)
     service.close()
     unknown = runner.invoke(app, ["status", "nope"])
-    assert unknown.exit_code != 0 and "no batch 'nope'" in unknown.output
+    assert unknown.exit_code != 0
+    assert "no batch 'nope'" in unknown.output
 
 
 PARAPHRASES = {
@@ -184,7 +181,7 @@ def test_skillbook_dedup_finds_paraphrases_with_the_packaged_model_and_remembers
     redis_client: redis.Redis, redis_url: str, clean_env: pytest.MonkeyPatch
 ) -> None:
     from ace_workers.distributed import RedisSkillbookStore
-    from ace_workers.distributed.embedding_cache import RedisEmbeddingCache
+    from ace_workers.distributed.store.embedding_cache import RedisEmbeddingCache
 
     clean_env.setenv("HF_HUB_OFFLINE", "1")
     clean_env.setenv("ACE_REDIS_URL", redis_url)
@@ -211,7 +208,17 @@ def test_skillbook_dedup_finds_paraphrases_with_the_packaged_model_and_remembers
     assert store.export().has_keep_decision("units-00001", "units-00002")
     # The decision is remembered in Redis: the pair is not flagged again, nothing is embedded again.
     again = runner.invoke(app, ["skillbook", "dedup", "tenant"])
-    assert again.exit_code == 0 and "0 operation(s) planned" in again.output, again.output
+    assert again.exit_code == 0, again.output
+    assert "0 operation(s) planned" in again.output, again.output
     assert len(RedisEmbeddingCache(redis_client, store.keys)) == cached
     unknown = runner.invoke(app, ["skillbook", "dedup", "nobody"])
-    assert unknown.exit_code != 0 and "no skillbook named 'nobody'" in unknown.output
+    assert unknown.exit_code != 0
+    assert "no skillbook named 'nobody'" in unknown.output
+
+
+def test_the_dedup_hint_is_given_only_while_deduplication_is_off() -> None:
+    from ace_workers.distributed.cli.batch import dedup_hint
+    from ace_workers.distributed.settings import WorkerSettings
+
+    assert dedup_hint(WorkerSettings()) is not None
+    assert dedup_hint(WorkerSettings(dedup_provider="sentence_transformers")) is None

@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 
 from ace_workers.cli import app
 from ace_workers.distributed import cli
-from ace_workers.distributed.local import build_service, local_workers
-from ace_workers.distributed.producer import BatchHandle
+from ace_workers.distributed.producer.producer import BatchHandle
+from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 
-from .test_cli import ENV_PREFIX, write_traces
+from .helpers import ENV_PREFIX, write_traces
 
 
 @pytest.fixture
@@ -69,7 +69,8 @@ def test_enqueue_names_the_file_and_line_of_a_trace_too_large_and_sends_nothing(
     result = CliRunner().invoke(app, ["enqueue", str(traces), "--skillbook", "x"])
     assert result.exit_code != 0
     message = said(result.output)
-    assert f"{traces}:3: trace is" in message and "above the limit of 300 bytes" in message
+    assert f"{traces}:3: trace is" in message
+    assert "above the limit of 300 bytes" in message
     assert keys_of(redis_client, "clibig") == []
 
 
@@ -130,4 +131,5 @@ def test_learn_over_several_epochs_sends_every_input_each_epoch(clean_env: pytes
     result = CliRunner().invoke(app, ["learn", str(traces), "--epochs", "2", "--skillbook", "twice"])
     assert result.exit_code == 0, result.output
     message = said(result.output)
-    assert "from 3 input(s) x 2 epoch(s)" in message and "6 done, 0 failed" in message
+    assert "from 3 input(s) x 2 epoch(s)" in message
+    assert "6 done, 0 failed" in message

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 import redis
 
-from ace_workers.distributed.local import build_service
+from ace_workers.distributed.service import build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim import make_tasks
+
+from .helpers import stop
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,18 +38,6 @@ def start_worker_process(env: dict[str, str], log: Path) -> subprocess.Popen[byt
         return subprocess.Popen(
             command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
-
-
-def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        return
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
 
 
 @pytest.mark.slow

@@ -14,16 +14,16 @@ import redis
 
 from ace_workers.core import PromptBudget
 from ace_workers.dedup import EmbeddingRelevance
-from ace_workers.distributed.changelog import ChangeKind
-from ace_workers.distributed.embedding_cache import RedisEmbeddingCache
-from ace_workers.distributed.local import Service, build_service
+from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.store.changelog import ChangeKind
+from ace_workers.distributed.store.embedding_cache import RedisEmbeddingCache
+from ace_workers.sim import failure_traces
 from ace_workers.sim.tasks import TOPICS
 from ace_workers.steps import AgentStep, DeduplicateStep, UpdateStep
 
 from .conftest import running_service
-from .test_end_to_end import traces_for
-from .test_store import add, batch
+from .helpers import add, batch
 
 TOPIC_COUNT = 5
 
@@ -50,7 +50,7 @@ def test_learning_chains_consolidate_paraphrases_on_the_write_queue(dedup_servic
     twice = [add(text, t.name) for t in topics for text in (t.rule, paraphrase(t.rule, t.name))]
     seeded = store.apply(batch(*twice)).report.added
 
-    handle = dedup_service.producer.enqueue_traces(traces_for(20, topics=TOPIC_COUNT), "support")
+    handle = dedup_service.producer.enqueue_traces(failure_traces(20, topics=TOPIC_COUNT), "support")
     status = handle.wait(timeout=120)
     assert (status.done, status.failed) == (20, 0)
 
@@ -103,6 +103,7 @@ def test_the_prompt_budget_and_embedding_relevance_come_from_the_settings(redis_
     try:
         pipeline, _ = service.runtime.pipeline("ace", "support")
         agent = next(step for step in pipeline.steps if isinstance(step, AgentStep)).agent
-        assert agent.prompt_budget is None and agent.relevance is None
+        assert agent.prompt_budget is None
+        assert agent.relevance is None
     finally:
         service.close()

@@ -10,9 +10,11 @@ import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
 
-from ace_workers.distributed.app import RedisUnavailable, create_app, ping_redis
-from ace_workers.distributed.embedded import EmbeddedRedis, EmbeddedRedisError, resolve_redis
+from ace_workers.distributed.ops.embedded_redis import EmbeddedRedis, resolve_redis
+from ace_workers.distributed.ops.errors import EmbeddedRedisError
 from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.worker.app import create_app, ping_redis
+from ace_workers.distributed.worker.errors import RedisUnavailable
 
 
 @pytest.fixture
@@ -24,7 +26,8 @@ def server() -> Iterator[EmbeddedRedis]:
 
 def test_redis_py_can_set_and_get_through_the_unix_socket(server: EmbeddedRedis) -> None:
     assert server.url == server.redis_url
-    assert server.redis_url.startswith("unix://") and server.broker_url.startswith("redis+socket://")
+    assert server.redis_url.startswith("unix://")
+    assert server.broker_url.startswith("redis+socket://")
     client = redis.Redis.from_url(server.redis_url)
     try:
         client.set("greeting", "hello")
@@ -39,7 +42,8 @@ def test_the_server_stops_and_its_files_are_removed_on_exit() -> None:
     with EmbeddedRedis() as embedded:
         pid = embedded.pid
         directory = embedded.socket_path.parent
-        assert pid is not None and directory.is_dir()
+        assert pid is not None
+        assert directory.is_dir()
     assert embedded.pid is None
     assert not directory.exists()
     with pytest.raises(ProcessLookupError):
@@ -82,7 +86,8 @@ def test_create_app_takes_the_redis_py_form_of_the_embedded_url(server: Embedded
 
 def test_resolve_redis_starts_an_embedded_redis_when_no_url_is_set() -> None:
     with resolve_redis(WorkerSettings()) as (broker_url, redis_url):
-        assert broker_url.startswith("redis+socket://") and redis_url.startswith("unix://")
+        assert broker_url.startswith("redis+socket://")
+        assert redis_url.startswith("unix://")
         client: Any = redis.Redis.from_url(redis_url)
         assert client.ping() is True
         client.close()

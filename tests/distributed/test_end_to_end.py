@@ -9,30 +9,18 @@ import pytest
 import redis
 
 from ace_workers.core import Skillbook
-from ace_workers.distributed.keys import dead_letters_key
-from ace_workers.distributed.local import Service, build_service, local_workers
-from ace_workers.distributed.payload import PayloadError
-from ace_workers.distributed.runner import DistributedRunner
+from ace_workers.distributed.producer.distributed_runner import DistributedRunner
+from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
-from ace_workers.distributed.tasks import run_step
+from ace_workers.distributed.store.keys import dead_letters_key
+from ace_workers.distributed.worker.errors import PayloadError
+from ace_workers.distributed.worker.tasks import run_step
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.runners import TraceAnalyser
-from ace_workers.sim import SimulatedLLM, make_tasks
+from ace_workers.sim import SimulatedLLM, failure_traces, make_tasks
 
 from .conftest import running_service
-
-
-def traces_for(n: int, topics: int = 5) -> list[dict[str, str]]:
-    """Recorded failures on synthetic tasks: each holds what the Reflector needs to learn the rule."""
-    return [
-        {
-            "question": t.question,
-            "answer": "no idea",
-            "ground_truth": t.ground_truth or "",
-            "feedback": "Incorrect.",
-        }
-        for t in make_tasks(n, seed=11, topics=topics)
-    ]
+from .recipes import TEST_RECIPES
 
 
 @pytest.fixture
@@ -43,7 +31,7 @@ def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
 
 
 def test_a_batch_of_traces_learns_every_rule_into_the_redis_skillbook(service: Service) -> None:
-    handle = service.producer.enqueue_traces(traces_for(20), "support")
+    handle = service.producer.enqueue_traces(failure_traces(20), "support")
     status = handle.wait(timeout=60)
     assert (status.done, status.failed, status.total) == (20, 0, 20)
     book = service.runtime.store("support").export()
@@ -57,7 +45,8 @@ def test_samples_go_through_the_ace_chain_and_accuracy_rises_across_epochs(servi
     handle = service.producer.enqueue_samples(samples, "live", epochs=3)
     handle.wait(timeout=120)
     results = handle.results()
-    assert len(results) == 45 and all(r.ok for r in results)
+    assert len(results) == 45
+    assert all(r.ok for r in results)
 
     def accuracy(epoch: int) -> float:
         outs = [r.output for r in results if r.output is not None and r.output.epoch == epoch]
@@ -76,7 +65,7 @@ def test_samples_go_through_the_ace_chain_and_accuracy_rises_across_epochs(servi
 def test_the_redis_skillbook_equals_the_in_process_one_on_a_sequential_configuration(
     service: Service,
 ) -> None:
-    traces = traces_for(12)
+    traces = failure_traces(12)
     local = TraceAnalyser.from_roles(
         reflector=Reflector(SimulatedLLM()), skill_manager=SkillManager(SimulatedLLM())
     )
@@ -93,7 +82,7 @@ def test_the_redis_skillbook_equals_the_in_process_one_on_a_sequential_configura
 
 
 def test_the_same_apply_delivered_twice_changes_the_skillbook_once(service: Service) -> None:
-    handle = service.producer.enqueue_traces(traces_for(1), "once")
+    handle = service.producer.enqueue_traces(failure_traces(1), "once")
     handle.wait(timeout=60)
     store = service.runtime.store("once")
     version = store.version()
@@ -103,7 +92,7 @@ def test_the_same_apply_delivered_twice_changes_the_skillbook_once(service: Serv
     applied = next(c for c in history if c.source and c.source.get("step") == "ApplyStep")
     # Rebuild the Apply task's input: the Update step's output of that same sample.
     (result,) = handle.results()
-    from ace_workers.distributed.payload import context_to_payload
+    from ace_workers.distributed.worker.payload import context_to_payload
 
     payload = context_to_payload(result.output, claims=service.runtime.claims)  # type: ignore[arg-type]
     kwargs = {
@@ -114,17 +103,16 @@ def test_the_same_apply_delivered_twice_changes_the_skillbook_once(service: Serv
         "epoch": 1,
         "sample_index": 1,
     }
-    run_step(service.runtime, payload, **kwargs)
-    run_step(service.runtime, payload, **kwargs)
+    run_step(service.app, service.runtime, payload, **kwargs)
+    run_step(service.app, service.runtime, payload, **kwargs)
     assert store.version() == version
-    assert applied.idempotency_key is not None and store.stats()["duplicate_deliveries"] >= 2
+    assert applied.idempotency_key is not None
+    assert store.stats()["duplicate_deliveries"] >= 2
 
 
 def test_a_failing_step_is_recorded_in_the_batch_and_dead_lettered(service: Service) -> None:
-    traces = traces_for(3)
-    handle = service.producer.enqueue_traces(
-        traces, "broken", recipe="tests.distributed.recipes:failing_recipe"
-    )
+    traces = failure_traces(3)
+    handle = service.producer.enqueue_traces(traces, "broken", recipe="failing")
     status = handle.wait(timeout=60)
     assert (status.done, status.failed) == (0, 3)
     errors = handle.errors()
@@ -132,7 +120,8 @@ def test_a_failing_step_is_recorded_in_the_batch_and_dead_lettered(service: Serv
     assert "boom on purpose" in errors[0]["error"]
     key = dead_letters_key(service.runtime.settings.queue_prefix)
     dead = [json.loads(x) for x in service.runtime.redis.lrange(key, 0, -1)]
-    assert len(dead) == 3 and {d["step"] for d in dead} == {"Explode"}
+    assert len(dead) == 3
+    assert {d["step"] for d in dead} == {"Explode"}
     assert [r.failed_at for r in handle.results()] == ["Explode"] * 3
 
 
@@ -143,16 +132,17 @@ def test_a_trace_that_is_not_json_is_rejected_at_enqueue(service: Service) -> No
 
 def test_an_unknown_recipe_or_bad_skillbook_name_is_rejected_before_sending(service: Service) -> None:
     with pytest.raises(ValueError, match="unknown recipe"):
-        service.producer.enqueue_traces(traces_for(1), "ok", recipe="nope")
+        service.producer.enqueue_traces(failure_traces(1), "ok", recipe="nope")
     with pytest.raises(ValueError, match="a}:b"):
-        service.producer.enqueue_traces(traces_for(1), "a}:b")
+        service.producer.enqueue_traces(failure_traces(1), "a}:b")
 
 
 def test_the_distributed_runner_is_a_drop_in_for_the_in_process_runners(service: Service) -> None:
     runner = DistributedRunner(service.producer, skillbook="runner", recipe="ace")
     samples = make_tasks(6, seed=9, topics=3)
     results = runner.run(samples, epochs=2, timeout=60)
-    assert len(results) == 12 and all(r.ok and r.done for r in results)
+    assert len(results) == 12
+    assert all(r.ok and r.done for r in results)
     assert [r.sample.question for r in results[:6]] == [s.question for s in samples]
     assert runner.learning_stats == {"active": 0, "completed": 12, "failed": 0}
     assert runner.run(samples[:2], wait=False) == []
@@ -162,7 +152,7 @@ def test_the_distributed_runner_is_a_drop_in_for_the_in_process_runners(service:
 
 def test_a_stream_of_unknown_length_is_sent_lazily_and_sealed(service: Service) -> None:
     pulled = 0
-    traces = traces_for(8)
+    traces = failure_traces(8)
 
     def stream() -> Iterator[dict[str, str]]:
         nonlocal pulled
@@ -172,13 +162,18 @@ def test_a_stream_of_unknown_length_is_sent_lazily_and_sealed(service: Service) 
 
     handle = service.producer.enqueue_traces(stream(), "stream", max_in_flight=2)
     status = handle.wait(timeout=60)
-    assert pulled == 8 and (status.total, status.done) == (8, 8)
+    assert pulled == 8
+    assert (status.total, status.done) == (8, 8)
 
 
 @pytest.fixture
 def quick_retry_service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
     settings = WorkerSettings(
-        redis_url=redis_url, queue_prefix="retry", task_max_retries=3, retry_backoff_seconds=0.01
+        redis_url=redis_url,
+        queue_prefix="retry",
+        task_max_retries=3,
+        retry_backoff_seconds=0.01,
+        recipes=TEST_RECIPES,
     )
     built = build_service(settings, redis_url=redis_url)
     with local_workers(built, learn_threads=2):
@@ -190,9 +185,7 @@ def test_a_rate_limited_step_is_retried_with_backoff_and_then_succeeds(
     quick_retry_service: Service, redis_url: str, redis_client: redis.Redis
 ) -> None:
     traces = [{"id": str(i), "redis_url": redis_url} for i in range(3)]
-    handle = quick_retry_service.producer.enqueue_traces(
-        traces, "retry", recipe="tests.distributed.recipes:flaky_recipe"
-    )
+    handle = quick_retry_service.producer.enqueue_traces(traces, "retry", recipe="flaky")
     status = handle.wait(timeout=60)
     assert (status.done, status.failed) == (3, 0)
     assert [int(redis_client.get(f"flaky:{i}") or 0) for i in range(3)] == [3, 3, 3]
@@ -202,9 +195,7 @@ def test_retries_are_bounded_then_the_sample_fails_and_is_dead_lettered(
     quick_retry_service: Service, redis_url: str, redis_client: redis.Redis
 ) -> None:
     traces = [{"id": "x", "redis_url": redis_url}]
-    handle = quick_retry_service.producer.enqueue_traces(
-        traces, "retry", recipe="tests.distributed.recipes:rate_limited_recipe"
-    )
+    handle = quick_retry_service.producer.enqueue_traces(traces, "retry", recipe="rate_limited")
     status = handle.wait(timeout=60)
     assert (status.done, status.failed) == (0, 1)
     assert int(redis_client.get("flaky:x") or 0) == 4  # the first call and 3 retries
@@ -218,7 +209,11 @@ def test_more_retries_than_celerys_default_cap_still_end_in_a_recorded_failure(
     # Celery caps a task at 3 retries unless told otherwise; the setting must win, and the
     # sample must still be recorded and dead-lettered when it runs out (never silently lost).
     settings = WorkerSettings(
-        redis_url=redis_url, queue_prefix="retry5", task_max_retries=5, retry_backoff_seconds=0.005
+        redis_url=redis_url,
+        queue_prefix="retry5",
+        task_max_retries=5,
+        retry_backoff_seconds=0.005,
+        recipes=TEST_RECIPES,
     )
     built = build_service(settings, redis_url=redis_url)
     try:
@@ -226,7 +221,7 @@ def test_more_retries_than_celerys_default_cap_still_end_in_a_recorded_failure(
             handle = built.producer.enqueue_traces(
                 [{"id": "y", "redis_url": redis_url}],
                 "retry",
-                recipe="tests.distributed.recipes:rate_limited_recipe",
+                recipe="rate_limited",
             )
             status = handle.wait(timeout=60)
     finally:
@@ -240,8 +235,6 @@ def test_learn_workers_run_a_step_as_often_at_once_as_they_have_threads(service:
     # The engine's per-class max_workers limit is for in-process pipelines; on workers the queue's
     # concurrency rules, so SkillManager calls (UpdateStep, max_workers=1) run in parallel.
     traces = [{"id": "a"}, {"id": "b"}]
-    handle = service.producer.enqueue_traces(
-        traces, "meet", recipe="tests.distributed.recipes:meeting_recipe"
-    )
+    handle = service.producer.enqueue_traces(traces, "meet", recipe="meeting")
     status = handle.wait(timeout=60)
     assert (status.done, status.failed) == (2, 0), handle.errors()

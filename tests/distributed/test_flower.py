@@ -1,4 +1,4 @@
-"""``ace-workers flower`` and ``celery -A ace_workers.distributed.celery_app`` against the real Redis.
+"""``ace-workers flower`` and ``celery -A ace_workers.distributed.ops.inspect_app`` against the real Redis.
 
 Flower runs as a subprocess, the way an operator starts it; the workers run in this
 process with heartbeats on and per-role node names, as ``ace-workers worker`` names them.
@@ -30,10 +30,10 @@ import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
 
-from ace_workers.distributed.local import Service, build_service, reset_event_loop
-from ace_workers.distributed.settings import InvalidSettingError, UnknownSettingError, WorkerSettings
-
-from .test_end_to_end import traces_for
+from ace_workers.distributed.errors import InvalidSettingError, UnknownSettingError
+from ace_workers.distributed.service import Service, build_service, reset_event_loop
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.sim import failure_traces
 
 BIN = Path(sys.executable).parent
 USER, PASSWORD = "ops", "s3cret-flower"
@@ -134,7 +134,8 @@ def flower(fleet: Service, redis_url: str, tmp_path: Path) -> Iterator[Flower]:
     )
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [str(BIN / "ace-workers"), "flower", "--port", str(port), "--address", "127.0.0.1"],
+            # No --address: the default must be loopback (test_flower_listens_on_loopback_by_default).
+            [str(BIN / "ace-workers"), "flower", "--port", str(port)],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -176,7 +177,7 @@ def run_batch_seen_by_flower(fleet: Service, flower: Flower) -> dict[str, Any]:
 
     # The worker answering inspect also means Flower's event receiver has been up for a while.
     wait_for(both_workers, 30, f"Flower to list the workers {NODES}")
-    handle = fleet.producer.enqueue_traces(traces_for(5), "support")
+    handle = fleet.producer.enqueue_traces(failure_traces(5), "support")
     status = handle.wait(timeout=60)
     assert (status.done, status.failed) == (5, 0)
     expected = step_task_names(fleet)
@@ -203,7 +204,7 @@ def test_the_flower_credentials_setting_is_checked_and_kept_out_of_the_repr() ->
 
 def test_importing_the_command_line_app_module_reads_no_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACE_NOT_A_SETTING", "1")  # from_env would raise on it
-    module = importlib.import_module("ace_workers.distributed.celery_app")
+    module = importlib.import_module("ace_workers.distributed.ops.inspect_app")
     with pytest.raises(UnknownSettingError, match="ACE_NOT_A_SETTING"):
         module.app  # noqa: B018 - the lookup is what builds the app
 
@@ -211,7 +212,7 @@ def test_importing_the_command_line_app_module_reads_no_environment(monkeypatch:
 @pytest.mark.slow
 def test_celery_inspect_ping_on_the_command_line_app_reaches_a_worker(fleet: Service, redis_url: str) -> None:
     env = flower_env(redis_url, fleet.runtime.settings.queue_prefix)
-    celery = [str(BIN / "celery"), "-A", "ace_workers.distributed.celery_app"]
+    celery = [str(BIN / "celery"), "-A", "ace_workers.distributed.ops.inspect_app"]
     ping = subprocess.run(
         [*celery, "inspect", "ping", "-d", NODES[1], "--timeout", "5"],
         env=env,
@@ -220,7 +221,8 @@ def test_celery_inspect_ping_on_the_command_line_app_reaches_a_worker(fleet: Ser
         timeout=60,
     )
     assert ping.returncode == 0, ping.stdout + ping.stderr
-    assert f"{NODES[1]}: OK" in ping.stdout and "pong" in ping.stdout
+    assert f"{NODES[1]}: OK" in ping.stdout
+    assert "pong" in ping.stdout
     absent = subprocess.run(
         [*celery, "inspect", "ping", "-d", "nobody@nowhere", "--timeout", "1"],
         env=env,
@@ -237,7 +239,8 @@ def test_celery_inspect_ping_on_the_command_line_app_reaches_a_worker(fleet: Ser
         text=True,
         timeout=60,
     )
-    assert worker.returncode != 0 and "ace-workers worker" in worker.stdout + worker.stderr
+    assert worker.returncode != 0
+    assert "ace-workers worker" in worker.stdout + worker.stderr
 
 
 @pytest.mark.slow
@@ -251,7 +254,8 @@ def test_flower_refuses_to_start_without_auth_unless_told_explicitly(redis_url: 
         timeout=60,
     )
     assert result.returncode == 2
-    assert "Flower needs basic auth" in result.stderr and "ACE_FLOWER_BASIC_AUTH" in result.stderr
+    assert "Flower needs basic auth" in result.stderr
+    assert "ACE_FLOWER_BASIC_AUTH" in result.stderr
     contradictory = subprocess.run(
         [str(BIN / "ace-workers"), "flower", "--no-auth", "--basic-auth", "a:b"],
         env=env,
@@ -259,7 +263,8 @@ def test_flower_refuses_to_start_without_auth_unless_told_explicitly(redis_url: 
         text=True,
         timeout=60,
     )
-    assert contradictory.returncode == 2 and "contradict" in contradictory.stderr
+    assert contradictory.returncode == 2
+    assert "contradict" in contradictory.stderr
 
 
 @pytest.mark.slow
@@ -298,6 +303,23 @@ def test_flower_lists_the_workers_and_the_step_tasks_and_exports_metrics(
         wait_for(lambda node=node: online(node), 15, f"flower_worker_online of {node}")
 
 
+def listening_addresses(port: int) -> set[str]:
+    """The IPv4 addresses (dotted) on which some socket of this machine listens on ``port``."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, _, hex_port = local.partition(":")
+        if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+            found.add(socket.inet_ntoa(bytes.fromhex(address)[::-1]))
+    return found
+
+
+@pytest.mark.slow
+def test_flower_listens_on_loopback_by_default(flower: Flower) -> None:
+    port = int(flower.url.rsplit(":", 1)[1])
+    assert listening_addresses(port) == {"127.0.0.1"}
+
+
 @pytest.mark.slow
 def test_flower_refuses_unauthenticated_and_wrong_credentials(flower: Flower) -> None:
     for path in ("/api/workers", "/api/tasks", "/tasks", "/"):
@@ -315,7 +337,8 @@ def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
         pytest.fail(
-            "chromium is not installed: 'apt-get install -y chromium' (.ci/run installs it)", pytrace=False
+            "chromium is not installed: 'apt-get install -y chromium' (`make test` installs it)",
+            pytrace=False,
         )
     return found
 

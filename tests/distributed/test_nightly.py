@@ -20,12 +20,13 @@ from celery import Celery
 from celery.beat import ScheduleEntry
 from celery.schedules import crontab
 
-from ace_workers.distributed.local import Service, build_service, local_workers
-from ace_workers.distributed.nightly import NightlyBusy, NightlyRunner, beat_schedule, parse_schedule
-from ace_workers.distributed.payload import PayloadError
-from ace_workers.distributed.settings import InvalidSettingError, WorkerSettings
-
-from .test_end_to_end import traces_for
+from ace_workers.distributed.errors import InvalidSettingError
+from ace_workers.distributed.ops.errors import NightlyBusy
+from ace_workers.distributed.ops.nightly import NightlyRunner, beat_schedule, parse_schedule
+from ace_workers.distributed.service import Service, build_service, local_workers
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.worker.errors import PayloadError
+from ace_workers.sim import failure_traces
 
 ACE_WORKERS = str(Path(sys.executable).with_name("ace-workers"))
 
@@ -50,16 +51,18 @@ def service(settings: WorkerSettings) -> Iterator[Service]:
 
 def test_a_run_learns_the_inbox_moves_the_cursor_and_reports(service: Service, tmp_path: Path) -> None:
     producer = service.producer
-    assert producer.append_to_inbox(traces_for(10), "book") == 10
+    assert producer.append_to_inbox(failure_traces(10), "book") == 10
     runner = NightlyRunner(producer, batch_timeout=60)
     assert runner.pending("book") == 10
     report = runner.run("book", night="2026-11-22")
     assert report is not None
     assert (report.traces, report.done, report.failed, report.resumed) == (10, 10, 0, False)
-    assert report.skills_before == 0 and report.skills_after == 5  # one rule per topic
+    assert report.skills_before == 0
+    assert report.skills_after == 5  # one rule per topic
     assert report.checkpoint_version == service.runtime.store("book").version()
     saved = json.loads(Path(report.files[0]).read_text())
-    assert len(saved["skills"]) == 5 and Path(report.files[1]).read_text().startswith("#")
+    assert len(saved["skills"]) == 5
+    assert Path(report.files[1]).read_text().startswith("#")
     assert runner.pending("book") == 0
     assert service.runtime.redis.xlen(runner.keys("book").inbox) <= 1  # learned entries are trimmed
     assert [r.run_id for r in runner.reports("book")] == [report.run_id]
@@ -67,14 +70,16 @@ def test_a_run_learns_the_inbox_moves_the_cursor_and_reports(service: Service, t
 
 def test_a_night_runs_once_when_scheduled_but_a_manual_run_takes_new_traces(service: Service) -> None:
     runner = NightlyRunner(service.producer, batch_timeout=60)
-    service.producer.append_to_inbox(traces_for(4), "book")
+    service.producer.append_to_inbox(failure_traces(4), "book")
     assert runner.run("book", night="2026-11-22") is not None
-    service.producer.append_to_inbox(traces_for(3), "book")
+    service.producer.append_to_inbox(failure_traces(3), "book")
     assert runner.run("book", night="2026-11-22") is None  # the second beat of the night
     manual = runner.run("book", night="2026-11-22", scheduled=False)
-    assert manual is not None and manual.traces == 3
+    assert manual is not None
+    assert manual.traces == 3
     nextnight = runner.run("book", night="2026-11-23")
-    assert nextnight is not None and nextnight.traces == 0
+    assert nextnight is not None
+    assert nextnight.traces == 0
 
 
 def test_a_run_holding_the_lock_keeps_every_other_run_out(service: Service) -> None:
@@ -90,7 +95,7 @@ def test_a_run_holding_the_lock_keeps_every_other_run_out(service: Service) -> N
 def test_a_crashed_run_resumes_its_batch_instead_of_sending_the_traces_again(
     service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    service.producer.append_to_inbox(traces_for(6), "book")
+    service.producer.append_to_inbox(failure_traces(6), "book")
     runner = NightlyRunner(service.producer, batch_timeout=60)
     finish = NightlyRunner._finish
 
@@ -103,10 +108,13 @@ def test_a_crashed_run_resumes_its_batch_instead_of_sending_the_traces_again(
     assert runner.pending("book") == 6  # the cursor did not move
     monkeypatch.setattr(NightlyRunner, "_finish", finish)
     report = runner.run("book", night="2026-11-22")
-    assert report is not None and report.resumed and report.traces == 6
+    assert report is not None
+    assert report.resumed
+    assert report.traces == 6
     status = service.runtime.batches.status(report.batch_id)
     assert (status.enqueued, status.done) == (6, 6)  # one batch, sent once
-    assert runner.pending("book") == 0 and len(runner.reports("book")) == 1
+    assert runner.pending("book") == 0
+    assert len(runner.reports("book")) == 1
 
 
 def test_a_bad_trace_appends_nothing_and_names_its_position(service: Service) -> None:
@@ -119,7 +127,9 @@ def test_a_bad_trace_appends_nothing_and_names_its_position(service: Service) ->
 def test_schedules_are_a_utc_crontab_or_seconds() -> None:
     assert parse_schedule("2.5").total_seconds() == 2.5  # type: ignore[union-attr]
     nightly = parse_schedule("0 2 * * *")
-    assert isinstance(nightly, crontab) and nightly.hour == {2} and nightly.minute == {0}
+    assert isinstance(nightly, crontab)
+    assert nightly.hour == {2}
+    assert nightly.minute == {0}
     with pytest.raises(InvalidSettingError, match="ACE_NIGHTLY_SCHEDULE"):
         WorkerSettings(nightly_schedule="at two")
     with pytest.raises(InvalidSettingError, match="ACE_NIGHTLY_SKILLBOOKS"):
@@ -150,14 +160,15 @@ def test_the_nightly_crontab_is_due_at_its_utc_minute_whatever_the_app_timezone(
     assert due_at(entry, datetime(2026, 11, 21, 17, 30, 1, tzinfo=UTC)) == (False, 9 * 3600 - 1)
     assert due_at(entry, datetime(2026, 11, 22, 2, 29, tzinfo=UTC)) == (False, 60.0)
     due, next_in = due_at(entry, datetime(2026, 11, 22, 2, 30, 1, tzinfo=UTC))
-    assert due and next_in == pytest.approx(24 * 3600 - 1)
+    assert due
+    assert next_in == pytest.approx(24 * 3600 - 1)
 
 
 @pytest.mark.slow
 def test_two_beats_firing_every_second_make_one_run_a_night(
     service: Service, settings: WorkerSettings
 ) -> None:
-    service.producer.append_to_inbox(traces_for(5), "book")
+    service.producer.append_to_inbox(failure_traces(5), "book")
     env = {
         **os.environ,
         "ACE_REDIS_URL": settings.redis_url or "",
@@ -186,7 +197,8 @@ def test_two_beats_firing_every_second_make_one_run_a_night(
         errors = [beat.communicate(timeout=20)[1].decode() for beat in beats]
     reports = runner.reports("book")
     assert len(reports) == 1, errors
-    assert reports[0].traces == 5 and reports[0].done == 5
+    assert reports[0].traces == 5
+    assert reports[0].done == 5
 
 
 def test_settings_carry_the_nightly_options_from_the_environment() -> None:

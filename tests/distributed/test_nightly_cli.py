@@ -17,11 +17,10 @@ from typer.testing import CliRunner
 from ace_workers.cli import app
 from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore
-from ace_workers.distributed.keys import SkillbookKeys
-from ace_workers.distributed.local import Service, build_service, local_workers
+from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
-
-from .test_end_to_end import traces_for
+from ace_workers.distributed.store.keys import SkillbookKeys
+from ace_workers.sim import failure_traces
 
 PHASES = re.compile(r"seconds: learn (\d+\.\d), dedup (\d+\.\d), checkpoint (\d+\.\d) \(total (\d+\.\d)\)")
 
@@ -68,7 +67,7 @@ def invoke(*args: str) -> tuple[int, str]:
 
 def write_traces(path: Path, n: int) -> Path:
     """``n`` traces as JSONL, with one broken line the command must skip."""
-    lines = [json.dumps(trace) for trace in traces_for(n)]
+    lines = [json.dumps(trace) for trace in failure_traces(n)]
     path.write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n")
     return path
 
@@ -78,11 +77,14 @@ def test_add_run_and_report_a_two_epoch_night(
 ) -> None:
     env.setenv("ACE_NIGHTLY_EPOCHS", "2")
     code, said = invoke("nightly", "report", "book")
-    assert code == 0 and "no nightly run of 'book' yet" in said and "0 traces wait" in said
+    assert code == 0
+    assert "no nightly run of 'book' yet" in said
+    assert "0 traces wait" in said
 
     code, said = invoke("nightly", "add", str(write_traces(tmp_path / "t.jsonl", 6)), "--skillbook", "book")
     assert code == 0, said
-    assert "t.jsonl:2: skipped, not JSON" in said and "6 traces added to the inbox of 'book'" in said
+    assert "t.jsonl:2: skipped, not JSON" in said
+    assert "6 traces added to the inbox of 'book'" in said
     assert "6 traces wait in the inbox of 'book'" in invoke("nightly", "report", "book")[1]
 
     with workers():
@@ -103,7 +105,8 @@ def test_add_run_and_report_a_two_epoch_night(
         phases = PHASES.search(said)
         assert phases is not None, said
         learn, dedup, checkpoint, total = (float(x) for x in phases.groups())
-        assert learn > 0 and total == pytest.approx(learn + dedup + checkpoint, abs=0.15)
+        assert learn > 0
+        assert total == pytest.approx(learn + dedup + checkpoint, abs=0.15)
         assert said.count("written: ") == 2
     stem = f"book-{date_of(ran)}-v{version}"
     assert sorted(p.name for p in (tmp_path / "nightly").iterdir()) == [f"{stem}.json", f"{stem}.md"]
@@ -127,7 +130,8 @@ def test_a_run_while_another_holds_the_lock_is_refused(
             code, said = invoke("nightly", "run", "book")
         finally:
             lock.release()
-        assert code == 1 and "a nightly run of skillbook 'book' is in progress" in said
+        assert code == 1
+        assert "a nightly run of skillbook 'book' is in progress" in said
         assert invoke("nightly", "run", "book")[0] == 0
 
 
@@ -153,7 +157,7 @@ def test_a_night_with_deduplication_merges_two_statements_of_one_rule(
         UpdateBatch(operations=[UpdateOperation(type="ADD", section="mirp", content=c) for c in MIRP])
     )
     traces = tmp_path / "t.jsonl"
-    traces.write_text("".join(json.dumps(t) + "\n" for t in traces_for(3, topics=3)))
+    traces.write_text("".join(json.dumps(t) + "\n" for t in failure_traces(3, topics=3)))
     assert invoke("nightly", "add", str(traces), "--skillbook", "book")[0] == 0
     with workers():
         code, said = invoke("nightly", "run", "book")
@@ -173,7 +177,7 @@ def test_a_night_whose_samples_fail_exits_1_and_shows_the_errors(
     env.setenv("ACE_LLM_MAX_RETRIES", "1")
     env.setenv("ACE_TASK_MAX_RETRIES", "0")  # fail at once rather than after the retries' backoff
     traces = tmp_path / "t.jsonl"
-    traces.write_text("".join(json.dumps(t) + "\n" for t in traces_for(2)))
+    traces.write_text("".join(json.dumps(t) + "\n" for t in failure_traces(2)))
     assert invoke("nightly", "add", str(traces), "--skillbook", "book")[0] == 0
     with workers():
         code, ran = invoke("nightly", "run", "book")

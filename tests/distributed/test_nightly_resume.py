@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 import redis
 
-from ace_workers.distributed import producer as producer_module
-from ace_workers.distributed.chains import enqueue_epoch
-from ace_workers.distributed.changelog import ChangeKind
-from ace_workers.distributed.local import Service, build_service, local_workers
-from ace_workers.distributed.nightly import NightlyRunner, NightlyStalled, stall_seconds
+from ace_workers.distributed.ops.errors import NightlyStalled
+from ace_workers.distributed.ops.nightly import NightlyRunner, stall_seconds
+from ace_workers.distributed.producer import producer as producer_module
+from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
-
-from .test_end_to_end import traces_for
+from ace_workers.distributed.store.changelog import ChangeKind
+from ace_workers.distributed.worker.chains import enqueue_epoch
+from ace_workers.sim import failure_traces
 
 TRACES = 8
 SENT_BEFORE_CRASH = 3
@@ -73,7 +73,7 @@ def test_a_run_that_crashed_mid_send_sends_the_rest_and_learns_every_sample_once
     redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch, epochs: int, counted: bool
 ) -> None:
     with service_for(redis_url, nightly_epochs=epochs) as service:
-        service.producer.append_to_inbox(traces_for(TRACES), "book")
+        service.producer.append_to_inbox(failure_traces(TRACES), "book")
         runner = NightlyRunner(service.producer, batch_timeout=60)
         crash_after_sending(monkeypatch, service, counted)
         with pytest.raises(RuntimeError, match="died mid-send"):
@@ -85,7 +85,9 @@ def test_a_run_that_crashed_mid_send_sends_the_rest_and_learns_every_sample_once
 
         report = runner.run("book", night="2026-11-22")
 
-        assert report is not None and report.resumed and report.batch_id == batch_id
+        assert report is not None
+        assert report.resumed
+        assert report.batch_id == batch_id
         assert (report.traces, report.epochs, report.done, report.failed) == (
             TRACES,
             epochs,
@@ -102,32 +104,38 @@ def test_a_run_that_crashed_mid_send_sends_the_rest_and_learns_every_sample_once
             for record in service.runtime.store("book").history(limit=1000)
             if record.kind is ChangeKind.APPLY and (record.source or {}).get("batch") == batch_id
         )
-        assert len(writes) == TRACES * epochs and max(writes.values()) == 1
+        assert len(writes) == TRACES * epochs
+        assert max(writes.values()) == 1
         duplicates = service.runtime.store("book").stats()["duplicate_deliveries"]
         assert duplicates == (0 if counted else 1)  # the uncounted sample came twice, applied once
         assert report.skills_after == 5  # one rule per topic, no restatement
         # The cursor moved once, past every trace of the run.
-        assert runner.pending("book") == 0 and [r.run_id for r in runner.reports("book")] == [report.run_id]
+        assert runner.pending("book") == 0
+        assert [r.run_id for r in runner.reports("book")] == [report.run_id]
 
 
 def test_a_stalled_batch_ends_the_run_with_a_clear_error_and_the_next_run_finishes_it(
     redis_client: redis.Redis, redis_url: str
 ) -> None:
     with service_for(redis_url, workers=False) as service:
-        service.producer.append_to_inbox(traces_for(4), "book")
+        service.producer.append_to_inbox(failure_traces(4), "book")
         runner = NightlyRunner(service.producer, stall_after=1.0)
         with pytest.raises(NightlyStalled, match=r"no progress for 1 s \(0 done, 0 failed, 4 sent of 4\)"):
             runner.run("book", night="2026-11-22")
-        assert runner.pending("book") == 4 and runner.reports("book") == []
+        assert runner.pending("book") == 4
+        assert runner.reports("book") == []
         lock = service.runtime.redis.lock(runner.keys("book").nightly_lock, timeout=5)
         assert lock.acquire(blocking=False)  # the stalled run let go of the lock
         lock.release()
         with local_workers(service, learn_threads=2):
             report = runner.run("book", night="2026-11-22")
-        assert report is not None and report.resumed and (report.done, report.failed) == (4, 0)
+        assert report is not None
+        assert report.resumed
+        assert (report.done, report.failed) == (4, 0)
         assert runner.pending("book") == 0
 
 
 def test_the_stall_bound_comes_from_the_visibility_timeout_and_the_retry_backoff() -> None:
     settings = WorkerSettings(visibility_timeout_seconds=600, retry_backoff_seconds=2, task_max_retries=3)
-    assert stall_seconds(settings) == 2 * 600 + 2 + 4 + 8
+    # three retries wait 2, 4 and 8 s nominally; jitter stretches each by at most 1.5x
+    assert stall_seconds(settings) == 2 * 600 + 1.5 * (2 + 4 + 8)

@@ -24,11 +24,12 @@ from typer.testing import CliRunner
 from ace_workers.cli import app as cli_app
 from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore
-from ace_workers.distributed.keys import dead_letters_key
-from ace_workers.distributed.local import Service, build_service, local_workers
-from ace_workers.distributed.payload import context_to_payload
-from ace_workers.distributed.settings import InvalidSettingError, WorkerSettings
-from ace_workers.distributed.tasks import run_step
+from ace_workers.distributed.errors import InvalidSettingError
+from ace_workers.distributed.service import Service, build_service, local_workers
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.store.keys import dead_letters_key
+from ace_workers.distributed.worker.payload import context_to_payload
+from ace_workers.distributed.worker.tasks import run_step
 from ace_workers.observability import (
     JsonFormatter,
     StepContextFilter,
@@ -38,18 +39,23 @@ from ace_workers.observability import (
     start_metrics_server,
     step_log_context,
 )
+from ace_workers.sim import failure_traces
 
 from .conftest import connect_test_redis
-from .test_end_to_end import traces_for
-from .test_store_concurrency import HookedRedis
+from .helpers import HookedRedis
+from .recipes import TEST_RECIPES
 
 REPO = Path(__file__).resolve().parents[2]
-CHATTY = "tests.distributed.observability_recipes:chatty_recipe"
+CHATTY = "chatty"
 
 
 def _service(redis_url: str, **options: object) -> Service:
     settings = WorkerSettings(
-        redis_url=redis_url, queue_prefix=f"o{uuid.uuid4().hex[:8]}", sim_trust_threshold=0, **options
+        redis_url=redis_url,
+        queue_prefix=f"o{uuid.uuid4().hex[:8]}",
+        sim_trust_threshold=0,
+        recipes=TEST_RECIPES,
+        **options,
     )
     return build_service(settings, redis_url=redis_url)
 
@@ -84,7 +90,7 @@ def fetch_metrics(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], fl
 
 # -- metrics ------------------------------------------------------------------------------------------
 def test_a_batch_counts_each_step_once_per_sample_with_latency_and_llm_tokens(service: Service) -> None:
-    handle = service.producer.enqueue_traces(traces_for(8), "metered")
+    handle = service.producer.enqueue_traces(failure_traces(8), "metered")
     status = handle.wait(timeout=60)
     assert (status.done, status.failed) == (8, 0)
     metrics = service.runtime.metrics
@@ -111,9 +117,7 @@ def test_a_batch_counts_each_step_once_per_sample_with_latency_and_llm_tokens(se
 
 
 def test_a_failing_step_counts_failures_by_exception_type_and_dead_letters(service: Service) -> None:
-    handle = service.producer.enqueue_traces(
-        traces_for(3), "broken", recipe="tests.distributed.recipes:failing_recipe"
-    )
+    handle = service.producer.enqueue_traces(failure_traces(3), "broken", recipe="failing")
     status = handle.wait(timeout=60)
     assert (status.done, status.failed) == (0, 3)
     metrics = service.runtime.metrics
@@ -128,9 +132,7 @@ def test_retried_steps_count_as_failures_and_retries_then_as_samples(
     quick_retry_service: Service, redis_url: str
 ) -> None:
     traces = [{"id": f"m{i}", "redis_url": redis_url} for i in range(3)]
-    handle = quick_retry_service.producer.enqueue_traces(
-        traces, "retry", recipe="tests.distributed.recipes:flaky_recipe"
-    )
+    handle = quick_retry_service.producer.enqueue_traces(traces, "retry", recipe="flaky")
     assert handle.wait(timeout=60).done == 3
     metrics = quick_retry_service.runtime.metrics
     # Flaky fails twice per sample, then succeeds.
@@ -141,7 +143,7 @@ def test_retried_steps_count_as_failures_and_retries_then_as_samples(
 
 
 def test_a_duplicate_apply_delivery_is_counted(service: Service) -> None:
-    handle = service.producer.enqueue_traces(traces_for(1), "once")
+    handle = service.producer.enqueue_traces(failure_traces(1), "once")
     handle.wait(timeout=60)
     metrics = service.runtime.metrics
     store = service.runtime.store("once")
@@ -161,8 +163,8 @@ def test_a_duplicate_apply_delivery_is_counted(service: Service) -> None:
         "epoch": 1,
         "sample_index": 1,
     }
-    run_step(service.runtime, payload, **kwargs)  # type: ignore[arg-type]
-    run_step(service.runtime, payload, **kwargs)  # type: ignore[arg-type]
+    run_step(service.app, service.runtime, payload, **kwargs)  # type: ignore[arg-type]
+    run_step(service.app, service.runtime, payload, **kwargs)  # type: ignore[arg-type]
     assert metrics.value("ace_store_duplicate_deliveries_total", skillbook="once") == 2
     assert store.stats()["duplicate_deliveries"] == 2
     assert metrics.value("ace_store_applies_total", skillbook="once") == applies
@@ -212,7 +214,7 @@ def add(content: str) -> UpdateOperation:
 
 
 def test_the_metrics_endpoint_serves_the_workers_registry_over_http(service: Service) -> None:
-    handle = service.producer.enqueue_traces(traces_for(4), "served")
+    handle = service.producer.enqueue_traces(failure_traces(4), "served")
     handle.wait(timeout=60)
     server = start_metrics_server(service.runtime.metrics, 0, host="127.0.0.1")
     try:
@@ -274,7 +276,8 @@ def test_a_line_logged_inside_a_step_carries_batch_sample_skillbook_and_step(
         assert line["sample"] == sample
         assert line["skillbook"] == "chat"
         assert line["step"] == "Chatty"
-        assert line["level"] == "INFO" and line["time"].endswith("+00:00")
+        assert line["level"] == "INFO"
+        assert line["time"].endswith("+00:00")
     assert not {"batch_id", "sample", "skillbook", "step"} & chatty[-1].keys()
 
 
@@ -306,7 +309,8 @@ def test_the_json_formatter_writes_one_object_per_line_with_the_exception() -> N
             log.exception("failed on %s", {"x": 1})
     (line,) = buffer.getvalue().splitlines()
     entry = json.loads(line)
-    assert entry["message"] == "failed on {'x': 1}" and entry["level"] == "ERROR"
+    assert entry["message"] == "failed on {'x': 1}"
+    assert entry["level"] == "ERROR"
     assert (entry["batch_id"], entry["sample"], entry["skillbook"], entry["step"]) == (
         "b1",
         "e2:7",
@@ -331,7 +335,8 @@ def test_the_worker_refuses_metrics_on_a_prefork_pool(monkeypatch: pytest.Monkey
     assert result.exit_code == 2
     assert "--metrics-port needs --pool threads or solo" in said(result.output)
     result = CliRunner().invoke(cli_app, ["worker", "--log-format", "xml"])
-    assert result.exit_code == 2 and "use text or json" in said(result.output)
+    assert result.exit_code == 2
+    assert "use text or json" in said(result.output)
 
 
 def said(output: str) -> str:
@@ -352,7 +357,12 @@ def test_a_worker_process_serves_metrics_and_writes_json_logs(
 ) -> None:
     prefix = f"ow{uuid.uuid4().hex[:6]}"
     port = free_port()
-    values = {"ACE_REDIS_URL": redis_url, "ACE_QUEUE_PREFIX": prefix, "ACE_LOG_FORMAT": "json"}
+    values = {
+        "ACE_REDIS_URL": redis_url,
+        "ACE_QUEUE_PREFIX": prefix,
+        "ACE_LOG_FORMAT": "json",
+        "ACE_RECIPES": TEST_RECIPES,
+    }
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), **values}
     command = [
         sys.executable,
@@ -374,7 +384,8 @@ def test_a_worker_process_serves_metrics_and_writes_json_logs(
                 fetch_metrics(port)
                 break
             except OSError:
-                assert worker.poll() is None and time.monotonic() < deadline, stderr.read_text()
+                assert worker.poll() is None, stderr.read_text()
+                assert time.monotonic() < deadline, stderr.read_text()
                 time.sleep(0.1)
         handle = service.producer.enqueue_traces([{"id": "p1"}, {"id": "p2"}], "proc", recipe=CHATTY)
         assert handle.wait(timeout=60).done == 2

@@ -24,12 +24,11 @@ from ace_workers.core.outputs import (
     SkillTag,
 )
 from ace_workers.core.updates import UpdateBatch, UpdateOperation
-from ace_workers.distributed.payload import (
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.worker.errors import ClaimMissing, PayloadError, PayloadTooLarge
+from ace_workers.distributed.worker.payload import (
     FORMAT_VERSION,
     ClaimCheck,
-    ClaimMissing,
-    PayloadError,
-    PayloadTooLarge,
     check_trace,
     context_to_payload,
     find_non_json,
@@ -175,7 +174,8 @@ def test_a_raw_trace_of_event_dicts_round_trips() -> None:
 def test_path_samples_come_back_as_the_same_type(sample: object) -> None:
     payload, back = round_trip(with_sample(sample))
     assert payload["sample"]["type"] == "path"
-    assert back.sample == sample and type(back.sample) is type(sample)
+    assert back.sample == sample
+    assert type(back.sample) is type(sample)
 
 
 def test_a_dict_sample_round_trips() -> None:
@@ -203,7 +203,8 @@ def test_the_payload_is_plain_json_without_the_skillbook() -> None:
     ctx = STAGES["skill_manager_output"].replace(skillbook=SkillbookView(Skillbook()))
     payload = context_to_payload(ctx)
     text = json.dumps(payload, allow_nan=False)
-    assert "skillbook" not in payload and '"skillbook"' not in text
+    assert "skillbook" not in payload
+    assert '"skillbook"' not in text
     assert payload["v"] == FORMAT_VERSION
     # Celery's own JSON serializer gives the same payload back.
     assert kombu_round_trip(payload) == json.loads(text)
@@ -221,7 +222,8 @@ def test_the_raw_llm_response_does_not_travel() -> None:
     output = AgentOutput(reasoning="r", final_answer="a", raw={"usage": {"total_tokens": 12}})
     payload, back = round_trip(ACEStepContext(agent_output=output))
     assert "raw" not in payload["agent_output"]
-    assert back.agent_output is not None and back.agent_output.raw == {}
+    assert back.agent_output is not None
+    assert back.agent_output.raw == {}
     assert back.agent_output.final_answer == "a"
 
 
@@ -336,7 +338,13 @@ def test_check_trace_refuses_a_trace_that_is_not_json() -> None:
 
 
 def test_a_one_mib_trace_travels_as_a_claim(claims: ClaimCheck, redis_client: redis.Redis) -> None:
-    default = ClaimCheck(redis_client, prefix=claims.prefix)  # 256 KiB threshold, 24 h TTL
+    defaults = WorkerSettings()  # 256 KiB threshold
+    default = ClaimCheck(
+        redis_client,
+        threshold_bytes=defaults.claim_check_bytes,
+        ttl_seconds=defaults.claim_check_ttl_seconds,
+        prefix=claims.prefix,
+    )
     trace = {"events": [{"i": i, "log": "y" * 1024} for i in range(1024)]}
     ctx = STAGES["reflection"].replace(trace=trace)
     payload, back = round_trip(ctx, default)
@@ -346,12 +354,13 @@ def test_a_one_mib_trace_travels_as_a_claim(claims: ClaimCheck, redis_client: re
     assert payload["trace"]["bytes"] > 1024 * 1024
     assert len(json.dumps(payload)) < 4096
     assert back == ctx
-    assert 0 < redis_client.ttl(key) <= 24 * 3600
+    assert 0 < redis_client.ttl(key) <= defaults.claim_check_ttl_seconds
 
 
 def test_a_small_trace_stays_in_the_message(claims: ClaimCheck) -> None:
     payload, back = round_trip(STAGES["trace"], claims)
-    assert payload["claimed"] == [] and payload["trace"] == TRACE
+    assert payload["claimed"] == []
+    assert payload["trace"] == TRACE
     assert back == STAGES["trace"]
 
 
@@ -359,7 +368,8 @@ def test_a_large_sample_is_claimed_too(claims: ClaimCheck) -> None:
     sample = Sample(question="q" * 5000, context="c")
     payload, back = round_trip(ACEStepContext(sample=sample, trace={"small": True}), claims)
     assert payload["claimed"] == ["sample"]
-    assert back.sample == sample and back.trace == {"small": True}
+    assert back.sample == sample
+    assert back.trace == {"small": True}
 
 
 def test_a_claim_is_still_there_after_it_was_read_and_is_reused(
@@ -404,7 +414,8 @@ def test_a_claimed_payload_needs_a_claim_check(claims: ClaimCheck) -> None:
 def test_without_a_claim_check_large_values_stay_inline() -> None:
     trace = ["z" * 300_000]
     payload = context_to_payload(ACEStepContext(trace=trace))
-    assert payload["claimed"] == [] and payload["trace"] == trace
+    assert payload["claimed"] == []
+    assert payload["trace"] == trace
 
 
 @pytest.mark.parametrize(
@@ -419,4 +430,4 @@ def test_claim_check_settings_are_checked(
     redis_client: redis.Redis, options: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        ClaimCheck(redis_client, **options)
+        ClaimCheck(redis_client, **{"threshold_bytes": 1024, "ttl_seconds": 60, **options})

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import redis
 
-from ace_workers.distributed.errors import BatchSizeError
-from ace_workers.distributed.local import Service, build_service, local_workers
-from ace_workers.distributed.producer import BatchHandle
+from ace_workers.distributed.producer.errors import BatchSizeError
+from ace_workers.distributed.producer.producer import BatchHandle
+from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 
 LIMIT = 3
@@ -54,7 +54,8 @@ def test_an_iterator_longer_than_the_limit_sends_the_limit_and_says_the_rest_wer
     with pytest.raises(BatchSizeError) as caught:
         service.producer.enqueue_traces(traces, "big")
     error = caught.value
-    assert (error.sent, error.limit) == (LIMIT, LIMIT) and error.batch_id is not None
+    assert (error.sent, error.limit) == (LIMIT, LIMIT)
+    assert error.batch_id is not None
     message = str(error)
     assert f"more than max_batch_size={LIMIT} (ACE_MAX_BATCH_SIZE)" in message
     assert f"the first {LIMIT} inputs were sent as this batch, the rest were not sent" in message
@@ -73,7 +74,8 @@ def test_a_declared_count_above_the_limit_is_refused_before_anything_is_read_or_
     ) as caught:
         service.producer.enqueue_traces(traces, "big", count=LIMIT + 1)
     assert (caught.value.sent, caught.value.batch_id) == (0, None)
-    assert traces.pulled == 0 and batch_keys(redis_client, service) == []
+    assert traces.pulled == 0
+    assert batch_keys(redis_client, service) == []
 
 
 def test_a_sequence_above_the_limit_is_refused_before_anything_is_sent(
@@ -109,7 +111,8 @@ def test_an_iterator_longer_than_its_count_sends_the_count(service: Service) -> 
     traces = Counted(3)
     with pytest.raises(BatchSizeError, match="more than its count 2; the first 2 inputs were sent") as caught:
         service.producer.enqueue_traces(traces, "counted", count=2)
-    assert caught.value.sent == 2 and caught.value.batch_id is not None
+    assert caught.value.sent == 2
+    assert caught.value.batch_id is not None
     status = BatchHandle(caught.value.batch_id, service.runtime).wait(timeout=TIMEOUT)
     assert (status.total, status.done) == (2, 2)
 

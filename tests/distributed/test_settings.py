@@ -6,10 +6,8 @@ import dataclasses
 
 import pytest
 
+from ace_workers.distributed.errors import InvalidSettingError, SettingsError, UnknownSettingError
 from ace_workers.distributed.settings import (
-    InvalidSettingError,
-    SettingsError,
-    UnknownSettingError,
     WorkerSettings,
     broker_url_for,
     client_url_for,
@@ -83,7 +81,8 @@ def test_a_misspelled_variable_fails_naming_it_and_the_closest_known_name() -> N
         "ACE_ZZZ": None,
     }
     assert "ACE_REDIS_ULR (did you mean ACE_REDIS_URL?)" in str(error)
-    assert isinstance(error, SettingsError) and isinstance(error, AceError)
+    assert isinstance(error, SettingsError)
+    assert isinstance(error, AceError)
 
 
 @pytest.mark.parametrize(
@@ -99,7 +98,8 @@ def test_a_misspelled_variable_fails_naming_it_and_the_closest_known_name() -> N
         ("ACE_RETRY_BACKOFF_SECONDS", "-0.5", "must be at least 0"),
         ("ACE_DEDUP_AUTO_MERGE_THRESHOLD", "0.8", "must be at least ACE_DEDUP_THRESHOLD"),
         ("ACE_DEDUP_AUTO_MERGE_THRESHOLD", "1.2", "must be at most 1"),
-        ("ACE_DEDUP_ACROSS_SECTIONS", "2", "use 0 or 1"),
+        ("ACE_DEDUP_ACROSS_SECTIONS", "2", "expected true or false"),
+        ("ACE_DEDUP_ACROSS_SECTIONS", "maybe", "expected true or false"),
         ("ACE_PRUNE_MIN_TAGS", "0", "must be at least 1"),
         ("ACE_PROMPT_MAX_SKILLS", "-5", "must be at least 0"),
     ],
@@ -198,7 +198,8 @@ def test_unix_socket_urls_translate_between_the_redis_py_and_kombu_forms() -> No
     assert client_url_for("redis+socket:///tmp/r.sock?virtual_host=3") == "unix:///tmp/r.sock?db=3"
     assert client_url_for(broker_url_for("unix:///tmp/r.sock")) == "unix:///tmp/r.sock"
     tcp = "redis://:pw@127.0.0.1:6379/15"
-    assert broker_url_for(tcp) == tcp and client_url_for(tcp) == tcp
+    assert broker_url_for(tcp) == tcp
+    assert client_url_for(tcp) == tcp
 
 
 def test_redact_url_masks_only_the_password() -> None:
@@ -206,3 +207,24 @@ def test_redact_url_masks_only_the_password() -> None:
     assert redact_url("rediss://alice:s3cret@[::1]:6380/1") == "rediss://alice:***@[::1]:6380/1"
     assert redact_url("redis://alice@host/0") == "redis://alice@host/0"
     assert redact_url("unix:///tmp/r.sock?db=0") == "unix:///tmp/r.sock?db=0"
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        ("1", True),
+        ("true", True),
+        ("Yes", True),
+        ("ON", True),
+        ("0", False),
+        ("false", False),
+        ("off", False),
+    ],
+)
+def test_a_switch_reads_the_usual_words_for_true_and_false(raw: str, value: bool) -> None:
+    assert WorkerSettings.from_env({"ACE_DEDUP_ACROSS_SECTIONS": raw}).dedup_across_sections is value
+
+
+def test_a_switch_given_as_a_number_in_code_is_refused() -> None:
+    with pytest.raises(InvalidSettingError, match="ACE_DEDUP_ACROSS_SECTIONS"):
+        WorkerSettings(dedup_across_sections=1)  # type: ignore[arg-type]

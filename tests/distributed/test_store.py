@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 import redis
 
-from ace_workers.core import SimilarityDecision, Skillbook, UpdateBatch, UpdateOperation
+from ace_workers.core import SimilarityDecision, Skillbook, SkillbookView, UpdateBatch
 from ace_workers.distributed import (
-    ReadOnlySkillbook,
     RedisSkillbookStore,
     SkillbookExistsError,
     SkillbookKeys,
@@ -23,27 +22,7 @@ from ace_workers.distributed import (
 from ace_workers.errors import InvalidUpdateError
 
 from .conftest import connect_test_redis
-
-
-def add(content: str, section: str = "general", **fields: Any) -> UpdateOperation:
-    return UpdateOperation(type="ADD", section=section, content=content, **fields)
-
-
-def tag(skill_id: str, **counts: int) -> UpdateOperation:
-    return UpdateOperation(type="TAG", skill_id=skill_id, metadata=counts)
-
-
-def update(skill_id: str, content: str) -> UpdateOperation:
-    return UpdateOperation(type="UPDATE", skill_id=skill_id, content=content)
-
-
-def remove(skill_id: str) -> UpdateOperation:
-    return UpdateOperation(type="REMOVE", skill_id=skill_id)
-
-
-def batch(*operations: UpdateOperation) -> UpdateBatch:
-    return UpdateBatch(operations=list(operations))
-
+from .helpers import add, batch, remove, tag, update
 
 # --- apply ---------------------------------------------------------------------------------------
 
@@ -66,7 +45,8 @@ def test_apply_allocates_ids_bumps_the_version_and_records_the_change(store: Red
     assert (result.version, result.duplicate_delivery, result.stale) == (1, False, False)
     assert result.report.added == ["math-00001", "reading-00002"]
     version, book = store.snapshot()
-    assert version == 1 and store.exists()
+    assert version == 1
+    assert store.exists()
     assert [s.id for s in book.skills()] == ["math-00001", "reading-00002"]
     assert book.get_skill("reading-00002").sources == [{"sample": 1}]  # type: ignore[union-attr]
     [record] = store.history()
@@ -93,8 +73,11 @@ def test_update_tag_remove_follow_the_core_semantics(store: RedisSkillbookStore)
     )
     _, book = store.snapshot()
     first, second = book.get_skill("math-00001"), book.get_skill("math-00002")
-    assert first is not None and (first.helpful, first.harmful) == (2, 1)
-    assert second is not None and second.content == "Estimate, then compute" and second.embedding is None
+    assert first is not None
+    assert (first.helpful, first.harmful) == (2, 1)
+    assert second is not None
+    assert second.content == "Estimate, then compute"
+    assert second.embedding is None
     store.apply(batch(remove("math-00001")))
     assert "math-00001" not in store.snapshot()[1]
     # The removed skill's content is free again; the updated skill's old content too.
@@ -163,8 +146,10 @@ def test_the_same_batch_with_the_same_key_changes_the_skillbook_once(store: Redi
     assert second.report == first.report
     assert store.version() == 2
     _, book = store.snapshot()
-    assert len(book) == 2 and book.get_skill("general-00001").helpful == 1  # type: ignore[union-attr]
-    assert store.stats()["duplicate_deliveries"] == 1 and store.stats()["applies"] == 2
+    assert len(book) == 2  # type: ignore[union-attr]
+    assert book.get_skill("general-00001").helpful == 1  # type: ignore[union-attr]
+    assert store.stats()["duplicate_deliveries"] == 1
+    assert store.stats()["applies"] == 2
     # A different key is a different write.
     assert store.apply(work, idempotency_key="batch-7:sample-4:epoch-1:apply").version == 3
 
@@ -205,7 +190,8 @@ def test_a_batch_computed_on_an_old_version_is_rebased_and_counted(
     assert result.report.skipped == [(0, "UPDATE", "math-00002")]
     assert result.report.duplicates == [(1, "math-00001")]
     assert result.report.added == ["math-00003"]
-    assert "math-00002" in caplog.text and "skipped UPDATE" in caplog.text
+    assert "math-00002" in caplog.text
+    assert "skipped UPDATE" in caplog.text
     stats = store.stats()
     assert (stats["stale_applies"], stats["skipped_ops"]) == (1, 2)
     assert not store.apply(batch(tag("math-00001", helpful=1)), base_version=store.version()).stale
@@ -255,7 +241,8 @@ def test_two_skillbooks_in_one_redis_are_independent(redis_client: redis.Redis) 
     assert list_skillbooks(redis_client) == ["tenant-a", "tenant-b"]
     assert first.delete()
     assert list_skillbooks(redis_client) == ["tenant-b"]
-    assert second.version() == 2 and not first.exists()
+    assert second.version() == 2
+    assert not first.exists()
 
 
 def test_a_prefix_separates_deployments(redis_client: redis.Redis) -> None:
@@ -284,19 +271,26 @@ def test_keep_decisions_persist_in_redis_and_appear_in_snapshots(
     assert store.history(limit=1)[0].kind == "decision"
 
 
-def test_the_snapshot_cache_reuses_a_version_and_refreshes_after_a_write(redis_client: redis.Redis) -> None:
+def test_the_snapshot_cache_reuses_a_version_and_refreshes_after_a_write(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = SnapshotCache(maxsize=4)
     store = RedisSkillbookStore(redis_client, "book", snapshot_cache=cache)
     store.apply(batch(add("Check units.")))
+    whole_reads = []
+    read_whole = store._read_whole_for_cache
+    monkeypatch.setattr(store, "_read_whole_for_cache", lambda: whole_reads.append(1) or read_whole())
     version, first = store.cached_snapshot()
     again_version, again = store.cached_snapshot()
-    assert again is first and version == again_version == 1
-    assert isinstance(first, ReadOnlySkillbook)
-    with pytest.raises(TypeError, match="read-only"):
-        first.apply_update(batch(add("Not allowed")))
+    assert version == again_version == 1
+    assert len(whole_reads) == 1  # the second call found the version in the cache
+    assert again.to_dict() == first.to_dict()
+    assert isinstance(first, SkillbookView)  # shared, so handed out without write methods
     store.apply(batch(add("Estimate first")))
     newer_version, newer = store.cached_snapshot()
-    assert newer is not first and newer_version == 2 and len(newer) == 2
+    assert newer_version == 2
+    assert len(newer) == 2
+    assert len(first) == 1  # the older snapshot is unchanged
     # A fresh snapshot() is the caller's own, mutable copy.
     _, own = store.snapshot()
     own.add_skill("general", "Local only")
@@ -311,7 +305,8 @@ def test_a_recreated_skillbook_never_hits_the_old_cache(redis_client: redis.Redi
     store.delete()
     store.apply(batch(add("New skill")))  # version 1 again
     version, new = store.cached_snapshot()
-    assert version == 1 and new is not old
+    assert version == 1
+    assert new is not old
     assert [s.content for s in new.skills()] == ["New skill"]
 
 
@@ -329,7 +324,8 @@ def test_import_and_export_round_trip_a_file_skillbook(store: RedisSkillbookStor
     assert exported.to_dict() == book.to_dict()
     # The next id continues after the file's, and the soft-removed skill is not a duplicate target.
     result = store.apply(batch(add("Old idea", "math"), add("Check units", "math")))
-    assert result.report.added == ["math-00008"] and result.report.duplicates == [(1, "math-00001")]
+    assert result.report.added == ["math-00008"]
+    assert result.report.duplicates == [(1, "math-00001")]
     with pytest.raises(SkillbookExistsError):
         store.import_skillbook(book)
     assert store.import_skillbook(book, replace=True) == 3
@@ -353,7 +349,8 @@ def test_a_client_that_decodes_responses_works_the_same(redis_url: str, redis_cl
         assert store.cached_snapshot()[1].has_keep_decision("a-00001", "b-00002")
         assert store.history()[1].source == {"s": 1}
         assert store.diff(0, 2)["math-00001"][0] is None
-        assert store.rollback(0) == 3 and len(store.snapshot()[1]) == 0
+        assert store.rollback(0) == 3
+        assert len(store.snapshot()[1]) == 0
         assert store.stats()["duplicate_deliveries"] == 1
         assert list_skillbooks(client) == ["decoded"]
     finally:

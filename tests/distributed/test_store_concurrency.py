@@ -5,38 +5,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pytest
 import redis
-from redis.client import Pipeline
 
 from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore, VersionConflict
 
 from .conftest import connect_test_redis
-
-
-class _HookedPipeline(Pipeline):
-    """A pipeline that calls a hook just before MULTI: after the store's reads, before its writes."""
-
-    before_multi: Callable[[], None] = staticmethod(lambda: None)
-
-    def multi(self) -> None:
-        self.before_multi()
-        super().multi()
-
-
-class HookedRedis(redis.Redis):
-    """A client whose transactions pause at ``before_multi``, to force a race at a chosen moment."""
-
-    before_multi: Callable[[], None] = staticmethod(lambda: None)
-
-    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
-        pipe = _HookedPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
-        pipe.before_multi = self.before_multi
-        return pipe
-
+from .helpers import HookedRedis
 
 HookedClients = Callable[[Callable[[], None]], HookedRedis]
 
@@ -83,7 +60,8 @@ def test_eight_threads_apply_every_operation_exactly_once(redis_client: redis.Re
                 ]
             )
             result = store.apply(work, idempotency_key=f"w{number}:{i}")
-            assert result.report.added and not result.report.skipped_ops
+            assert result.report.added
+            assert not result.report.skipped_ops
             versions.append(result.version)
         return versions
 
@@ -94,12 +72,14 @@ def test_eight_threads_apply_every_operation_exactly_once(redis_client: redis.Re
     assert sorted(versions) == list(range(2, total + 2))  # one version per batch, none shared
     _, book = store.snapshot()
     lessons = [s for s in book.skills() if s.section == "lessons"]
-    assert len(lessons) == total and len({s.id for s in lessons}) == total
+    assert len(lessons) == total
+    assert len({s.id for s in lessons}) == total
     assert len({s.content for s in lessons}) == total
     assert book.get_skill(shared_id).helpful == total  # type: ignore[union-attr]
     assert [r.version for r in reversed(store.history(limit=total + 1))] == list(range(1, total + 2))
     stats = store.stats()
-    assert stats["applies"] == total + 1 and stats["duplicate_deliveries"] == 0  # conflicts > 0 is fine
+    assert stats["applies"] == total + 1
+    assert stats["duplicate_deliveries"] == 0  # conflicts > 0 is fine
 
 
 def test_a_writer_that_loses_the_race_retries_and_is_not_lost(
@@ -116,7 +96,8 @@ def test_a_writer_that_loses_the_race_retries_and_is_not_lost(
     store = RedisSkillbookStore(hooked_clients(rival_commits_first), "race")
     result = store.apply(UpdateBatch(operations=[add("Our lesson")]))
     assert interfered == [1]
-    assert result.version == 2 and result.report.added == ["lessons-00002"]
+    assert result.version == 2
+    assert result.report.added == ["lessons-00002"]
     _, book = store.snapshot()
     assert {s.id: s.content for s in book.skills()} == {
         "lessons-00001": "Rival lesson",
@@ -147,9 +128,11 @@ def test_of_n_writers_racing_on_one_version_exactly_one_wins(hooked_clients: Hoo
 
     wins = [o for o in outcomes if isinstance(o, int)]
     conflicts = [o for o in outcomes if isinstance(o, VersionConflict)]
-    assert wins == [1] and len(conflicts) == writers - 1
+    assert wins == [1]
+    assert len(conflicts) == writers - 1
     assert all(c.attempts == 1 and c.name == "race" for c in conflicts)
-    assert stores[0].version() == 1 and len(stores[0].snapshot()[1]) == 1
+    assert stores[0].version() == 1
+    assert len(stores[0].snapshot()[1]) == 1
     assert stores[0].stats()["conflicts"] == writers - 1
 
 
@@ -171,5 +154,6 @@ def test_racing_writers_with_retries_all_land(hooked_clients: HookedClients) -> 
         )
     assert sorted(r.version for r in results) == list(range(1, writers + 1))
     _, book = stores[0].snapshot()
-    assert len(book) == writers and len({s.id for s in book.skills()}) == writers
+    assert len(book) == writers
+    assert len({s.id for s in book.skills()}) == writers
     assert stores[0].stats()["conflicts"] >= writers - 1

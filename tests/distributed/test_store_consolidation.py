@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 import redis
 
-from ace_workers.core import DeleteOp, KeepOp, MergeOp, Skillbook, UpdateOp
+from ace_workers.core import (
+    DeleteOp,
+    KeepOp,
+    MergeOp,
+    SimilarityDecision,
+    Skillbook,
+    UpdateOp,
+    WritableSkillbook,
+)
 from ace_workers.core.consolidation import ConsolidationBatch
 from ace_workers.dedup import (
     DeduplicationConfig,
@@ -14,13 +22,13 @@ from ace_workers.dedup import (
     InMemoryEmbeddingCache,
     SimilarityDetector,
 )
-from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
-from ace_workers.distributed.backed_skillbook import StoreBackedSkillbook
-from ace_workers.distributed.changelog import ChangeKind
-from ace_workers.distributed.embedding_cache import RedisEmbeddingCache
+from ace_workers.distributed import RedisSkillbookStore, SkillbookFullError, SnapshotCache
+from ace_workers.distributed.store.backed_skillbook import StoreBackedSkillbook
+from ace_workers.distributed.store.changelog import ChangeKind
+from ace_workers.distributed.store.embedding_cache import RedisEmbeddingCache
 from ace_workers.errors import InvalidConsolidationError
 
-from .test_store import add, batch, tag, update
+from .helpers import add, batch, tag, update
 
 
 def seeded(store: RedisSkillbookStore) -> list[str]:
@@ -54,7 +62,8 @@ def test_a_merge_adds_the_counters_soft_deletes_the_others_and_is_one_version(
     assert (result.version, result.report.merged) == (before + 1, {first: [second]})
     _, book = store.snapshot()
     kept, merged = book.get_skill(first), book.get_skill(second)
-    assert kept is not None and merged is not None
+    assert kept is not None
+    assert merged is not None
     assert (kept.helpful, kept.harmful, kept.neutral) == (5, 1, 4)
     assert kept.content == "Convert every unit first."
     assert merged.status == "invalid"
@@ -63,7 +72,8 @@ def test_a_merge_adds_the_counters_soft_deletes_the_others_and_is_one_version(
     assert record.consolidation[0]["type"] == "MERGE"
     # The merged-away text left the content index: restating it is a new skill again.
     again = store.apply(batch(add("Convert all units before you add.", "units")))
-    assert again.report.added and not again.report.duplicates
+    assert again.report.added
+    assert not again.report.duplicates
 
 
 def test_a_batch_naming_an_unknown_or_deleted_skill_is_rejected_whole(store: RedisSkillbookStore) -> None:
@@ -100,11 +110,13 @@ def test_the_same_consolidation_delivered_twice_changes_the_skillbook_once(
     op = consolidation(MergeOp(keep_id=first, merge_ids=[second]))
     applied = store.apply_consolidation(op, idempotency_key="b:e1:3:4:w0")
     again = store.apply_consolidation(op, idempotency_key="b:e1:3:4:w0")
-    assert again.duplicate_delivery and not applied.duplicate_delivery
+    assert again.duplicate_delivery
+    assert not applied.duplicate_delivery
     assert (again.version, again.report.merged) == (applied.version, {first: [second]})
     assert store.version() == applied.version
     kept = store.export().get_skill(first)
-    assert kept is not None and kept.helpful == 5
+    assert kept is not None
+    assert kept.helpful == 5
 
 
 def test_a_consolidation_rolls_back_like_any_version(store: RedisSkillbookStore) -> None:
@@ -114,8 +126,10 @@ def test_a_consolidation_rolls_back_like_any_version(store: RedisSkillbookStore)
     store.rollback(version)
     book = store.export()
     restored, kept = book.get_skill(second), book.get_skill(first)
-    assert restored is not None and restored.status == "active"
-    assert kept is not None and kept.helpful == 3
+    assert restored is not None
+    assert restored.status == "active"
+    assert kept is not None
+    assert kept.helpful == 3
 
 
 KEYWORDS = ("onvert", "Round", "unit of the answer", "Cite")
@@ -173,18 +187,68 @@ def test_the_memo_spares_redis_the_vectors_this_process_already_read(
     cache = RedisEmbeddingCache(redis_client, store.keys, memo=memo)
     hashes = [first.hash_of(skill.content) for skill in book.skills()]
     from_redis = cache.get_many(hashes)
-    assert len(from_redis) == 5 and len(memo) == 5
+    assert len(from_redis) == 5
+    assert len(memo) == 5
     redis_client.delete(store.keys.embeddings)  # from here on, only the memo can answer
     assert cache.get_many(hashes) == from_redis
 
 
-def test_a_cached_snapshot_refuses_a_consolidation(store: RedisSkillbookStore) -> None:
-    first, second, *_ = seeded(store)
+WRITE_METHODS = (
+    "apply_update",
+    "apply_consolidation",
+    "add_skill",
+    "update_skill",
+    "tag_skill",
+    "remove_skill",
+    "set_embeddings",
+    "set_similarity_decision",
+)
+
+
+def test_a_cached_snapshot_has_no_way_to_write(store: RedisSkillbookStore) -> None:
+    _, second, *_ = seeded(store)
     _, snapshot = store.cached_snapshot()
-    with pytest.raises(TypeError, match="read-only snapshot"):
-        snapshot.apply_consolidation([MergeOp(keep_id=first, merge_ids=[second])])
+    assert [name for name in WRITE_METHODS if hasattr(snapshot, name)] == []
     kept = snapshot.get_skill(second)
-    assert kept is not None and kept.is_active
+    assert kept is not None
+    assert kept.is_active
+
+
+def test_the_store_backed_skillbook_is_a_writer_over_the_store_not_a_skillbook(
+    store: RedisSkillbookStore,
+) -> None:
+    seeded(store)
+    book = StoreBackedSkillbook(store)
+    assert not isinstance(book, Skillbook)
+    assert isinstance(book, WritableSkillbook)
+    assert [name for name in WRITE_METHODS if not callable(getattr(book, name, None))] == []
+    assert book.to_dict() == store.export().to_dict()
+
+
+def test_a_similarity_decision_through_the_store_backed_skillbook_reaches_redis(
+    store: RedisSkillbookStore, redis_client: redis.Redis
+) -> None:
+    first, second, *_ = seeded(store)
+    before = store.version()
+    StoreBackedSkillbook(store).set_similarity_decision(
+        first, second, SimilarityDecision(decision="KEEP", reasoning="different units")
+    )
+    assert store.version() == before + 1
+    # Another process (its own store object and snapshot cache) sees the decision.
+    elsewhere = StoreBackedSkillbook(
+        RedisSkillbookStore(redis_client, store.name, snapshot_cache=SnapshotCache())
+    )
+    assert elsewhere.has_keep_decision(second, first)
+    assert store.similarity_decisions()[tuple(sorted((first, second)))].reasoning == "different units"
+
+
+def test_adding_one_skill_to_a_full_skillbook_raises_naming_the_limit(redis_client: redis.Redis) -> None:
+    store = RedisSkillbookStore(redis_client, "tiny", max_skills=1, snapshot_cache=SnapshotCache())
+    book = StoreBackedSkillbook(store)
+    book.add_skill("general", "Check units.")
+    with pytest.raises(SkillbookFullError, match=r"'tiny' is full.*limit of 1 active skills"):
+        book.add_skill("general", "Cite sources.")
+    assert len(book) == 1
 
 
 def test_a_consolidation_planned_on_text_since_rewritten_is_refused_with_nothing_written(
@@ -202,4 +266,5 @@ def test_a_consolidation_planned_on_text_since_rewritten_is_refused_with_nothing
     assert caught.value.skill_id == first
     assert store.version() == before
     kept = store.export().get_skill(first)
-    assert kept is not None and kept.content == "Convert units, then check the magnitudes."
+    assert kept is not None
+    assert kept.content == "Convert units, then check the magnitudes."

@@ -120,7 +120,8 @@ def test_an_apply_costs_the_same_commands_on_2000_skills_as_on_20(
     for store in (small, large):
         recorder.clear()
         result = store.apply(BATCHES[kind], idempotency_key="batch-1:sample-1:epoch-1:apply")
-        assert result.version == 2 and not result.report.skipped
+        assert result.version == 2
+        assert not result.report.skipped
         observed[store.name] = (recorder.names(), recorder.reply_bytes, list(recorder.commands))
     (small_names, small_bytes, _), (large_names, large_bytes, large_commands) = (
         observed["small"],
@@ -130,7 +131,8 @@ def test_an_apply_costs_the_same_commands_on_2000_skills_as_on_20(
     assert not WHOLE_READS & set(large_names)
     assert len(large_names) <= 20
     # Replies are the touched skills and a few counters, never the 2,000 skills (~250 KB).
-    assert large_bytes < 4_000 and abs(large_bytes - small_bytes) < 200
+    assert large_bytes < 4_000
+    assert abs(large_bytes - small_bytes) < 200
     skills_key = large.keys.skills
     for command in large_commands:
         if command[0].upper() == "HMGET" and command[1] == skills_key:
@@ -147,5 +149,6 @@ def test_a_snapshot_reads_everything_once_and_the_cache_then_reads_one_version(
     assert recorder.names().count("HGETALL") == 2  # skills and decisions, in one MULTI
     recorder.clear()
     version, book = store.cached_snapshot()
-    assert "HGETALL" not in recorder.names() and recorder.reply_bytes < 200
+    assert "HGETALL" not in recorder.names()
+    assert recorder.reply_bytes < 200
     assert (version, len(book)) == (1, 2000)

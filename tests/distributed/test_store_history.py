@@ -10,7 +10,7 @@ import redis
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import ChangeKind, RedisSkillbookStore, UnknownSkillbookError
 
-from .test_store import add, batch
+from .helpers import add, batch
 
 
 def ops(*operations: dict[str, Any]) -> UpdateBatch:
@@ -44,8 +44,10 @@ def test_history_lists_the_changes_newest_first(store: RedisSkillbookStore) -> N
     _five_versions(store)
     history = store.history(limit=3)
     assert [record.version for record in history] == [5, 4, 3]
-    assert history[0].source == {"sample_id": "s5"} and history[0].idempotency_key == "k5"
-    assert history[1].operations[0].type == "REMOVE" and history[1].after == {"math-00001": None}
+    assert history[0].source == {"sample_id": "s5"}
+    assert history[0].idempotency_key == "k5"
+    assert history[1].operations[0].type == "REMOVE"
+    assert history[1].after == {"math-00001": None}
     assert [record.version for record in store.history()] == [5, 4, 3, 2, 1]
 
 
@@ -71,7 +73,8 @@ def test_rollback_restores_a_version_as_a_new_one(store: RedisSkillbookStore) ->
     assert store.version() == 6
     assert store.snapshot()[1].to_dict()["skills"] == states[2]
     [latest] = store.history(limit=1)
-    assert latest.kind == ChangeKind.ROLLBACK and latest.version == 6
+    assert latest.kind == ChangeKind.ROLLBACK
+    assert latest.version == 6
     assert latest.source == {"by": "ops", "rollback_to": 2}
     assert [record.version for record in store.history()] == [6, 5, 4, 3, 2, 1]  # nothing rewritten
     # The content index follows: the restored skill is a duplicate target again, the dropped one is not.

@@ -1,7 +1,8 @@
-"""The skillbook-size limit against a real Redis: a batch that would overfill is refused whole."""
+"""The skillbook-size limit against a real Redis: ADDs beyond it are left out, the rest applies."""
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -10,10 +11,9 @@ import redis
 from ace_workers.core import DeleteOp, Skillbook
 from ace_workers.core.consolidation import ConsolidationBatch
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
-from ace_workers.distributed.errors import SkillbookFullError
-from ace_workers.distributed.transactions import META_ACTIVE_SKILLS
+from ace_workers.distributed.store.transactions import META_ACTIVE_SKILLS
 
-from .test_store import add, batch, remove, tag
+from .helpers import add, batch, remove, tag
 
 
 def limited(client: redis.Redis, limit: int, name: str = "book") -> RedisSkillbookStore:
@@ -24,35 +24,73 @@ def active_in_snapshot(store: RedisSkillbookStore) -> int:
     return len(store.snapshot()[1].skills())
 
 
-def test_a_batch_whose_adds_pass_the_limit_is_refused_whole_and_nothing_is_written(
-    redis_client: redis.Redis,
+def test_adds_beyond_the_limit_are_left_out_and_the_rest_of_the_batch_applies(
+    redis_client: redis.Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = limited(redis_client, 3)
     first, _ = store.apply(batch(add("Check units."), add("Cite sources."))).report.added
-    before = (store.version(), store.snapshot()[1].to_dict(), store.history(), store.stats())
-    with pytest.raises(SkillbookFullError) as caught:
-        store.apply(batch(tag(first, helpful=1), add("Round late."), add("Show your work.")))
-    error = caught.value
-    assert (error.name, error.limit, error.current, error.adds, error.would_hold) == ("book", 3, 2, 2, 4)
-    message = str(error)
-    assert "'book'" in message and "limit of 3" in message and "ACE_MAX_SKILLBOOK_SKILLS" in message
-    assert "Nothing of the batch was applied" in message
-    # Not even the TAG: the version, skills, change log and counters are as they were.
-    assert (store.version(), store.snapshot()[1].to_dict(), store.history(), store.stats()) == before
-    assert store.active_skills() == 2
+    with caplog.at_level(logging.WARNING, logger="ace_workers.distributed.store.planning"):
+        result = store.apply(batch(tag(first, helpful=1), add("Round late."), add("Show your work.")))
+
+    assert result.report.full == [2]  # the second ADD found no room
+    assert len(result.report.added) == 1
+    assert result.report.tagged == [first]  # the vote still counts
+    assert result.version == 2
+    skill = store.snapshot()[1].get_skill(first)
+    assert skill is not None
+    assert skill.helpful == 1
+    assert store.active_skills() == active_in_snapshot(store) == 3
+    assert store.stats()["adds_skipped_full"] == 1
+    assert store.stats()["skipped_ops"] == 1
+    warnings = [r.getMessage() for r in caplog.records if "is full" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "'book' version 2" in warnings[0]
+    assert "skipped 1 ADD operation(s) (#2)" in warnings[0]
 
 
-def test_a_batch_up_to_the_limit_applies_and_removals_make_room(redis_client: redis.Redis) -> None:
+def test_at_the_limit_votes_restatements_and_removals_apply_and_a_lone_add_is_left_out(
+    redis_client: redis.Redis,
+) -> None:
     store = limited(redis_client, 3)
     added = store.apply(batch(add("Check units."), add("Cite sources."), add("Round late."))).report.added
     assert store.active_skills() == 3
     # At the limit: votes, restating an existing skill, and a removal paired with an ADD still apply.
-    store.apply(batch(tag(added[0], helpful=2), add("check units")))
+    assert store.apply(batch(tag(added[0], helpful=2), add("check units"))).report.full == []
     result = store.apply(batch(remove(added[1]), add("Show your work.")))
-    assert result.report.removed == [added[1]] and len(result.report.added) == 1
+    assert result.report.removed == [added[1]]
+    assert len(result.report.added) == 1
+    assert result.report.full == []
     assert store.active_skills() == active_in_snapshot(store) == 3
-    with pytest.raises(SkillbookFullError):
-        store.apply(batch(add("One too many.")))
+    lone = store.apply(batch(add("One too many.")))
+    assert (lone.report.full, lone.report.added) == ([0], [])
+    assert store.active_skills() == 3
+
+
+def test_an_add_restated_later_in_the_batch_is_left_out_with_its_restatement(
+    redis_client: redis.Redis,
+) -> None:
+    store = limited(redis_client, 3)
+    store.apply(batch(add("Check units."), add("Cite sources.")))
+    # Room for one: leaving out "Round late." alone would let its restatement (#2) add it after all.
+    result = store.apply(batch(add("Show your work."), add("Round late."), add("round late")))
+    assert result.report.full == [1, 2]
+    book = store.snapshot()[1]
+    assert sorted(skill.content for skill in book.skills()) == [
+        "Check units.",
+        "Cite sources.",
+        "Show your work.",
+    ]
+    assert store.active_skills() == active_in_snapshot(store) == 3
+
+
+def test_a_second_delivery_answers_with_the_adds_the_first_left_out(redis_client: redis.Redis) -> None:
+    store = limited(redis_client, 1)
+    operations = batch(add("Check units."), add("Cite sources."))
+    first = store.apply(operations, idempotency_key="sample-1")
+    again = store.apply(operations, idempotency_key="sample-1")
+    assert again.duplicate_delivery
+    assert first.report.full == again.report.full == [1]
+    assert store.stats()["adds_skipped_full"] == 1
 
 
 def test_the_count_follows_every_kind_of_write(redis_client: redis.Redis) -> None:
@@ -80,14 +118,12 @@ def test_a_skillbook_written_before_the_count_was_kept_is_counted_once(redis_cli
     added = store.apply(batch(add("Check units."), add("Cite sources."), add("Round late."))).report.added
     redis_client.hdel(store.keys.meta, META_ACTIVE_SKILLS)  # as an older version left it
     assert store.active_skills() == 3
-    with pytest.raises(SkillbookFullError) as caught:
-        store.apply(batch(add("One too many.")))
-    assert caught.value.current == 3
+    assert store.apply(batch(add("One too many."))).report.full == [0]
     store.apply(batch(tag(added[0], helpful=1)))
     assert int(redis_client.hget(store.keys.meta, META_ACTIVE_SKILLS) or -1) == 3
 
 
-def test_writers_racing_for_the_last_place_one_wins_the_others_are_refused(
+def test_writers_racing_for_the_last_place_one_adds_the_others_are_left_out(
     redis_client: redis.Redis,
 ) -> None:
     seed = limited(redis_client, 5)
@@ -100,21 +136,20 @@ def test_writers_racing_for_the_last_place_one_wins_the_others_are_refused(
     def write(number: int) -> None:
         store = RedisSkillbookStore(redis_client, "book", max_skills=5, max_attempts=50)
         barrier.wait()
-        try:
-            store.apply(batch(add(f"Racer {number}.")))
-            outcome = "applied"
-        except SkillbookFullError:
-            outcome = "full"
+        report = store.apply(batch(add(f"Racer {number}."), tag("general-00001", helpful=1))).report
         with lock:
-            outcomes.append(outcome)
+            outcomes.append("full" if report.full else "added")
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
-    assert sorted(outcomes) == ["applied"] + ["full"] * (writers - 1)
+    assert sorted(outcomes) == ["added"] + ["full"] * (writers - 1)
     assert seed.active_skills() == active_in_snapshot(seed) == 5
+    first = seed.snapshot()[1].get_skill("general-00001")
+    assert first is not None
+    assert first.helpful == writers  # every writer's vote applied, room or not
 
 
 def test_max_skills_must_be_a_positive_int(redis_client: redis.Redis) -> None:

@@ -13,8 +13,8 @@ import pytest
 import redis
 from celery import Celery
 
-from ace_workers.distributed.app import create_app, tls_config
 from ace_workers.distributed.settings import WorkerSettings, client_url_for
+from ace_workers.distributed.worker.app import create_app, tls_config
 
 TLS_URL = "rediss://:s3cret@redis.example.com:6380/0"
 
@@ -80,6 +80,7 @@ def test_plain_redis_urls_get_no_tls_settings() -> None:
     assert tls_config("redis+socket:///tmp/redis.sock") == {}
     app = create_app(WorkerSettings(redis_url="redis://127.0.0.1:6379/15"))
     try:
-        assert not app.conf.broker_use_ssl and not app.conf.redis_backend_use_ssl
+        assert not app.conf.broker_use_ssl
+        assert not app.conf.redis_backend_use_ssl
     finally:
         app.close()

@@ -25,13 +25,13 @@ from typing import Any
 
 import redis
 
-from ace_workers.distributed.batches import BatchStatus
-from ace_workers.distributed.keys import dead_letters_key
-from ace_workers.distributed.local import Service, build_service
-from ace_workers.distributed.producer import BatchHandle
+from ace_workers import sim
+from ace_workers.distributed.producer.producer import BatchHandle
+from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
-from ace_workers.sim import make_tasks
-from tests.distributed.test_crash import stop
+from ace_workers.distributed.store.batches import BatchStatus
+from ace_workers.distributed.store.keys import dead_letters_key
+from tests.distributed.helpers import stop
 
 __all__ = [
     "REPO",
@@ -44,7 +44,7 @@ __all__ = [
     "drill_env",
     "start_worker",
     "stop",
-    "traces_for",
+    "failure_traces",
     "wait_for_batch",
 ]
 
@@ -140,9 +140,18 @@ class PrivateRedis:
             self.process = None
 
 
+DRILL_RECIPES = "held=tests.drills.recipes:held_trace_analyser,echo=tests.drills.recipes:echo_recipe"
+
+
 def drill_env(redis_url: str, home: Path, **values: str) -> tuple[dict[str, str], WorkerSettings]:
     """The environment of worker and CLI processes (only PATH, HOME and ``ACE_*``), and its settings."""
-    ace = {"ACE_REDIS_URL": redis_url, "ACE_SIM_TRUST_THRESHOLD": "0", **values}
+    ace = {
+        "ACE_REDIS_URL": redis_url,
+        "ACE_SIM_TRUST_THRESHOLD": "0",
+        # Workers run the drills' recipes by name, like any configured recipe.
+        "ACE_RECIPES": DRILL_RECIPES,
+        **values,
+    }
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), **ace}
     return env, WorkerSettings.from_env(ace)
 
@@ -269,12 +278,9 @@ def drill_service(settings: WorkerSettings, redis_url: str) -> Iterator[Service]
         service.close()
 
 
-def traces_for(n: int, *, seed: int = 4, topics: int = 3) -> list[dict[str, str | None]]:
-    """Recorded failures on synthetic tasks; the simulated Reflector learns one rule per topic from them."""
-    return [
-        {"question": t.question, "answer": "?", "ground_truth": t.ground_truth, "feedback": "Incorrect."}
-        for t in make_tasks(n, seed=seed, topics=topics)
-    ]
+def failure_traces(n: int, *, topics: int = 3) -> list[dict[str, str]]:
+    """The drills' traces: three topics by default, so a drill's skillbook ends with three rules."""
+    return sim.failure_traces(n, seed=4, topics=topics)
 
 
 def wait_for_batch(handle: BatchHandle, timeout: float) -> tuple[BatchStatus, int]:

@@ -1,4 +1,4 @@
-"""Recipes the drills' worker processes import by path (``tests.drills.recipes:...``).
+"""Recipes of the drills' worker processes, configured by name (``harness.DRILL_RECIPES``).
 
 ``held_trace_analyser`` is TraceAnalyser's recipe whose Reflect and Apply steps can be
 made to hold still once, so a drill kills a worker at a known point instead of racing a
@@ -17,7 +17,7 @@ from typing import Any
 import redis
 
 from ace_workers.core import ACEStepContext
-from ace_workers.distributed.recipes import RecipeInputs
+from ace_workers.distributed.worker.recipes import RecipeInputs
 from ace_workers.steps import ApplyStep, ReflectStep, learning_tail
 
 HOLD_SECONDS = 60.0  # longer than any drill waits: the held worker is killed, never released

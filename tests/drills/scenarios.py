@@ -16,9 +16,9 @@ from pathlib import Path
 
 import redis
 
-from ace_workers.distributed.batches import BatchStatus
-from ace_workers.distributed.local import Service
-from ace_workers.distributed.producer import BatchHandle
+from ace_workers.distributed.producer.producer import BatchHandle
+from ace_workers.distributed.service import Service
+from ace_workers.distributed.store.batches import BatchStatus
 
 from .harness import (
     CLI,
@@ -30,8 +30,8 @@ from .harness import (
     count_dead_letters,
     drill_env,
     drill_service,
+    failure_traces,
     ping,
-    traces_for,
     wait_for_batch,
 )
 from .recipes import arm_key, holding_key
@@ -75,7 +75,7 @@ def redis_restarted(directory: Path, *, during_batch: bool, samples: int = 24) -
             try:
                 fleet.start(service)
                 started = time.monotonic()
-                traces = traces_for(samples)
+                traces = failure_traces(samples)
                 if during_batch:
                     handle = service.producer.enqueue_traces(traces, SKILLBOOK)
                     while handle.status().done < 3:
@@ -118,9 +118,7 @@ def worker_killed(directory: Path, *, step: str, samples: int = 12) -> Outcome:
                 fleet.start(service)
                 started = time.monotonic()
                 client.set(arm_key(step), 1)
-                handle = service.producer.enqueue_traces(
-                    traces_for(samples), SKILLBOOK, recipe="tests.drills.recipes:held_trace_analyser"
-                )
+                handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK, recipe="held")
                 deadline = time.monotonic() + 30
                 while not client.exists(holding_key(step)):
                     if time.monotonic() > deadline:
@@ -161,7 +159,7 @@ def llm_rate_limited(directory: Path, *, rate: float, samples: int = 12, max_ret
             try:
                 fleet.start(service)
                 started = time.monotonic()
-                handle = service.producer.enqueue_traces(traces_for(samples), SKILLBOOK)
+                handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK)
                 status, _ = wait_for_batch(handle, timeout=60)
                 seconds = time.monotonic() - started
                 outcome = Outcome(
@@ -180,9 +178,7 @@ def llm_rate_limited(directory: Path, *, rate: float, samples: int = 12, max_ret
                 outcome.notes.append(
                     f"workers answering ping: {len(ping(service, {'learn@drill', 'write@drill'}))}/2"
                 )
-                later = service.producer.enqueue_traces(
-                    traces_for(4), "echobook", recipe="tests.drills.recipes:echo_recipe"
-                )
+                later = service.producer.enqueue_traces(failure_traces(4), "echobook", recipe="echo")
                 after, _ = wait_for_batch(later, timeout=30)
                 outcome.notes.append(f"later batch: {after.done}/{after.total} done")
                 outcome.notes.append(f"workers alive: {all(fleet.alive().values())}")
@@ -193,7 +189,7 @@ def llm_rate_limited(directory: Path, *, rate: float, samples: int = 12, max_ret
 
 def write_traces(path: Path, count: int) -> Path:
     """A JSONL file of ``count`` traces (the synthetic ones, repeated)."""
-    base = traces_for(60, topics=3)
+    base = failure_traces(60, topics=3)
     with path.open("w") as out:
         for index in range(count):
             trace = dict(base[index % len(base)], id=str(index))

@@ -89,7 +89,7 @@ def test_llm_always_rate_limited_dead_letters_every_sample_and_workers_stay_heal
 @pytest.mark.slow
 @pytest.mark.timeout(DRILL_TIMEOUT)
 def test_dead_letters_list_shows_the_parked_samples_with_their_errors(tmp_path: Path) -> None:
-    from .harness import PrivateRedis, drill_service, traces_for
+    from .harness import PrivateRedis, drill_service, failure_traces
 
     with PrivateRedis(tmp_path / "redis", persistent=False) as server:
         env, settings = drill_env(server.url, tmp_path, ACE_QUEUE_PREFIX="drill")
@@ -101,7 +101,7 @@ def test_dead_letters_list_shows_the_parked_samples_with_their_errors(tmp_path: 
             fleet = Fleet(failing_env, tmp_path)
             try:
                 fleet.start(service)
-                handle = service.producer.enqueue_traces(traces_for(2), "drillbook")
+                handle = service.producer.enqueue_traces(failure_traces(2), "drillbook")
                 handle.wait(timeout=30)
             finally:
                 fleet.stop_all()

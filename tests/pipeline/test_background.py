@@ -116,8 +116,10 @@ def test_foreground_runs_in_calling_thread_and_tail_in_background() -> None:
     assert all(r.ok for r in results), [r.error for r in results]
     assert [r.output.trail for r in results] == [("Fg1", "Fg2", "Boundary", "After")] * 3
     assert [r.output.x for r in results] == [0, 1, 2]
-    assert threads["Boundary"] and me not in threads["Boundary"]
-    assert threads["After"] and me not in threads["After"]
+    assert threads["Boundary"]
+    assert me not in threads["Boundary"]
+    assert threads["After"]
+    assert me not in threads["After"]
 
 
 def test_foreground_failure_never_starts_the_tail() -> None:
@@ -256,7 +258,23 @@ def test_background_step_with_max_workers_three_runs_three_at_once() -> None:
     assert len(threads) == 3
 
 
-def test_max_workers_is_enforced_in_the_foreground() -> None:
+def test_foreground_concurrency_is_workers_whatever_max_workers_says() -> None:
+    workers = 4
+    gate = threading.Barrier(workers, timeout=TIMEOUT)
+
+    def meet(ctx: Ctx) -> Ctx:
+        gate.wait()  # only passes when all four foreground workers are inside at once
+        return ctx
+
+    # max_workers = 1 (the default) sizes a background pool; it does not cap the foreground.
+    pipeline = Pipeline([make_step("Gate", fn=meet, max_workers=1)])
+
+    results = pipeline.run([Ctx(x=i) for i in range(2 * workers)], workers=workers)
+
+    assert all(r.ok for r in results), [r.error for r in results]
+
+
+def test_an_exclusive_step_never_overlaps_in_the_foreground() -> None:
     workers = 4
     gate = threading.Barrier(workers, timeout=TIMEOUT)
     probe = ConcurrencyProbe()
@@ -267,9 +285,9 @@ def test_max_workers_is_enforced_in_the_foreground() -> None:
 
     pipeline = Pipeline(
         [
-            make_step("Gate", fn=meet, max_workers=workers),
-            # ...and still only one of them at a time gets into Serial.
-            make_step("Serial", fn=probe.wrap(append("Serial"), pause=0.005), max_workers=1),
+            make_step("Gate", fn=meet),
+            # ...and still only one of them at a time gets into the exclusive writer.
+            make_step("Writer", fn=probe.wrap(append("Writer"), pause=0.005), exclusive=True),
         ]
     )
 
@@ -491,7 +509,8 @@ def test_pending_background_work_is_drained_at_interpreter_exit(tmp_path: Path) 
     )
 
     assert proc.returncode == 0, proc.stderr
-    assert "pending" in proc.stdout and "pending 0" not in proc.stdout  # exit came with work pending
+    assert "pending" in proc.stdout
+    assert "pending 0" not in proc.stdout  # exit came with work pending
     lines = sorted(out_file.read_text().splitlines())
     assert lines == sorted(f"sample {i}" for i in range(8))
     assert "waiting for" in proc.stderr

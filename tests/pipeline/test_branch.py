@@ -92,9 +92,11 @@ def test_async_children_run_concurrently_through_run_async() -> None:
             await asyncio.wait_for(y_started.wait(), TIMEOUT)
             return ctx.replace(z=ctx.x + 2)
 
-        pipe: Pipeline[Ctx] = Pipeline().branch(
-            Pipeline([async_step("WaitsForZ", set_y, {"x"}, {"y"})]),
-            Pipeline([async_step("WaitsForY", set_z, {"x"}, {"z"})]),
+        pipe: Pipeline[Ctx] = Pipeline().then(
+            Branch(
+                Pipeline([async_step("WaitsForZ", set_y, {"x"}, {"y"})]),
+                Pipeline([async_step("WaitsForY", set_z, {"x"}, {"z"})]),
+            )
         )
         return await pipe.run_async([Ctx(x=10), Ctx(x=20)])
 
@@ -214,9 +216,8 @@ def test_run_reports_branch_failure_with_first_inner_exception_as_cause() -> Non
         second_failed.set()
         raise second_error
 
-    pipe: Pipeline[Ctx] = Pipeline([make_step("Before")]).branch(
-        Pipeline([make_step("First", fn=first)]),
-        Pipeline([make_step("Second", fn=second)]),
+    pipe: Pipeline[Ctx] = Pipeline([make_step("Before")]).then(
+        Branch(Pipeline([make_step("First", fn=first)]), Pipeline([make_step("Second", fn=second)]))
     )
 
     [result] = pipe.run([Ctx(x=1)])
@@ -246,10 +247,7 @@ def test_raise_on_conflict_takes_every_changed_field_and_unions_metadata() -> No
 
 
 def test_raise_on_conflict_fails_the_sample_on_different_values() -> None:
-    pipe: Pipeline[Ctx] = Pipeline().branch(
-        setter("YIsOne", "y", 1),
-        setter("YIsTwo", "y", 2),
-    )
+    pipe: Pipeline[Ctx] = Pipeline().then(Branch(setter("YIsOne", "y", 1), setter("YIsTwo", "y", 2)))
 
     [result] = pipe.run([Ctx()])
 
@@ -309,10 +307,8 @@ def test_callable_merge_gets_outputs_in_child_order_and_its_return_is_the_output
         calls.append(list(outputs))
         return merged
 
-    pipe: Pipeline[Ctx] = Pipeline().branch(
-        setter("CallY", "y", 1),
-        setter("CallZ", "z", 2),
-        merge=merge,
+    pipe: Pipeline[Ctx] = Pipeline().then(
+        Branch(setter("CallY", "y", 1), setter("CallZ", "z", 2), merge=merge)
     )
 
     [result] = pipe.run([Ctx(x=5)])
@@ -329,9 +325,11 @@ def test_then_branch_runs_end_to_end() -> None:
     pipe: Pipeline[Ctx] = (
         Pipeline()
         .then(make_step("Double", {"x"}, {"x"}, lambda ctx: ctx.replace(x=ctx.x * 2)))
-        .branch(
-            Pipeline([make_step("PlusOne", {"x"}, {"y"}, lambda ctx: ctx.replace(y=ctx.x + 1))]),
-            Pipeline([make_step("TimesTen", {"x"}, {"z"}, lambda ctx: ctx.replace(z=ctx.x * 10))]),
+        .then(
+            Branch(
+                Pipeline([make_step("PlusOne", {"x"}, {"y"}, lambda ctx: ctx.replace(y=ctx.x + 1))]),
+                Pipeline([make_step("TimesTen", {"x"}, {"z"}, lambda ctx: ctx.replace(z=ctx.x * 10))]),
+            )
         )
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -208,12 +209,12 @@ def test_fluent_then_returns_same_pipeline_and_matches_list_form():
     assert (from_fluent.output.y, from_fluent.output.z, from_fluent.output.trail) == (4, 8, ("A", "B"))
 
 
-def test_branch_method_appends_a_branch_with_the_given_merge():
+def test_then_appends_a_branch_with_the_given_merge():
     start = make_step("Start", provides={"x"}, fn=lambda c: c.replace(x=1))
     left = Pipeline([make_step("Left", requires={"x"}, provides={"y"}, fn=lambda c: c.replace(y=10))])
     right = Pipeline([make_step("Right", requires={"x"}, provides={"y"}, fn=lambda c: c.replace(y=20))])
     pipe = Pipeline([start])
-    assert pipe.branch(left, right, merge=MergeStrategy.LAST_WRITE_WINS) is pipe
+    assert pipe.then(Branch(left, right, merge=MergeStrategy.LAST_WRITE_WINS)) is pipe
     assert len(pipe.steps) == 2
     assert pipe.steps[0] is start
     branch = pipe.steps[-1]
@@ -296,6 +297,17 @@ def test_max_in_flight_smaller_than_workers_is_rejected():
 def test_zero_max_background_is_rejected():
     with pytest.raises(ValueError, match="max_background"):
         Pipeline([make_step("A")], max_background=0)
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_a_non_bool_exclusive_is_rejected(value: Any) -> None:
+    with pytest.raises(TypeError, match=r"exclusive of step .* must be a bool"):
+        Pipeline([make_step("Odd", exclusive=value)])
+
+
+def test_an_exclusive_step_with_several_workers_is_a_config_error() -> None:
+    with pytest.raises(PipelineConfigError, match=r"exclusive .* max_workers=2"):
+        Pipeline([make_step("Writer", exclusive=True, max_workers=2)])
 
 
 def test_instance_max_workers_differing_within_a_class_raises_config_error():

@@ -154,7 +154,8 @@ def test_hooks_fire_for_background_tail_steps() -> None:
     [result] = pipe.run([Ctx()])
     pipe.wait_for_background(timeout=TIMEOUT)
 
-    assert result.done and result.ok
+    assert result.done
+    assert result.ok
     assert result.output.trail == ("Front", "Boundary", "Tail")
     assert [c[:2] for c in hook.calls] == [
         ("before", "Front"),
@@ -276,7 +277,8 @@ def test_cancel_inside_a_step_stops_the_rest_of_the_run() -> None:
     for result in results[2:]:
         assert isinstance(result.error, PipelineCancelled)
         assert result.failed_at == "Start"
-    assert token.cancelled and token.reason == "found it"
+    assert token.cancelled
+    assert token.reason == "found it"
 
 
 def test_cancel_stops_background_tail_steps() -> None:

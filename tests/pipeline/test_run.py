@@ -84,8 +84,10 @@ def test_run_returns_one_result_per_input_in_order_with_final_context() -> None:
     assert len(results) == len(inputs)
     for i, result in enumerate(results):
         assert isinstance(result, SampleResult)
-        assert result.ok and result.done
-        assert result.error is None and result.failed_at is None
+        assert result.ok
+        assert result.done
+        assert result.error is None
+        assert result.failed_at is None
         assert result.sample == f"s{i}"
         assert result.output == Ctx(sample=f"s{i}", x=i, y=i + 1, z=2 * (i + 1))
 

@@ -88,7 +88,8 @@ def test_validation_error_is_fed_back_and_the_model_reasked(script: Script) -> N
     assert output.raw["usage"] == usage_times(2)
     reask = scripted.calls[1]["messages"]
     assert reask[-2] == {"role": "assistant", "content": MISSING_FIELD}
-    assert "final_answer" in reask[-1]["content"] and "Field required" in reask[-1]["content"]
+    assert "final_answer" in reask[-1]["content"]
+    assert "Field required" in reask[-1]["content"]
 
 
 @pytest.mark.parametrize("reply", [NOT_JSON, MISSING_FIELD])

@@ -30,7 +30,8 @@ def test_complete_returns_the_text_usage_and_cost() -> None:
     assert response.text == "Hello there."
     assert response.model == MODEL
     assert response.usage == MOCK_USAGE
-    assert response.cost is not None and response.cost > 0
+    assert response.cost is not None
+    assert response.cost > 0
     assert response.raw.choices[0].message.content == "Hello there."
 
 
@@ -114,7 +115,8 @@ def test_backoff_grows_exponentially_with_jitter_up_to_the_cap(
     waits = []
     for record in caplog.records:
         if "retrying in" in record.msg:
-            assert isinstance(record.args, tuple) and isinstance(record.args[-1], float)
+            assert isinstance(record.args, tuple)
+            assert isinstance(record.args[-1], float)
             waits.append(record.args[-1])
     assert len(waits) == 3
     # retry_wait_seconds * 2**n, capped, plus up to retry_wait_seconds of jitter

@@ -78,7 +78,8 @@ def test_template_sections_come_in_a_stable_order(name: str) -> None:
 
 
 def test_usage_instructions_hold_no_format_braces() -> None:
-    assert "{" not in SKILLBOOK_USAGE_INSTRUCTIONS and "}" not in SKILLBOOK_USAGE_INSTRUCTIONS
+    assert "{" not in SKILLBOOK_USAGE_INSTRUCTIONS
+    assert "}" not in SKILLBOOK_USAGE_INSTRUCTIONS
     assert SKILLBOOK_USAGE_INSTRUCTIONS in AGENT_PROMPT
 
 

@@ -56,7 +56,8 @@ def test_prompt_holds_progress_stats_skillbook_and_reflection(skillbook: Skillbo
     assert "## Question context\nUnit sums\n" in prompt
     assert f"## Skillbook\n{skillbook.as_prompt()}\n" in prompt
     stats = re.search(r"^## Skillbook stats\n(.+)$", prompt, re.MULTILINE)
-    assert stats is not None and json.loads(stats.group(1)) == skillbook.stats()
+    assert stats is not None
+    assert json.loads(stats.group(1)) == skillbook.stats()
     reflection = re.search(r"^## Reflection\n(.+)$", prompt, re.MULTILINE)
     assert reflection is not None
     data = json.loads(reflection.group(1))

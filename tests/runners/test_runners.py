@@ -57,7 +57,8 @@ def test_an_iterator_runs_one_epoch_with_indices_counted_from_one() -> None:
     recorder = RecordIndices()
     ace = make_ace(extra_steps=[recorder])
     results = ace.run(iter(make_tasks(3)))
-    assert len(results) == 3 and all(r.ok for r in results)
+    assert len(results) == 3
+    assert all(r.ok for r in results)
     # The recorder runs in the background tail, where samples may finish out of order.
     assert sorted(recorder.seen) == [(1, 1, 1, None, 1), (1, 1, 2, None, 2), (1, 1, 3, None, 3)]
 
@@ -148,7 +149,8 @@ def test_ace_learning_curve_rises_across_epochs() -> None:
     samples = make_tasks(30, seed=7, topics=5)
     ace = make_ace(SimulatedLLM(trust_threshold=3, seed=7))
     results = ace.run(samples, epochs=3)
-    assert len(results) == 90 and all(r.ok for r in results)
+    assert len(results) == 90
+    assert all(r.ok for r in results)
     assert accuracy(results, 1) < 0.5
     assert accuracy(results, 3) > 0.9
 
@@ -223,4 +225,5 @@ def test_a_stream_of_samples_is_consumed_lazily() -> None:
     stream = counted()
     first_ten = (next(stream) for _ in range(10))
     results = ace.run(first_ten)
-    assert len(results) == 10 and pulled == 10
+    assert len(results) == 10
+    assert pulled == 10

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ace_workers.core.outputs import ReflectorOutput
-from ace_workers.distributed.runtime import build_llm
-from ace_workers.distributed.settings import InvalidSettingError, WorkerSettings
+from ace_workers.distributed.errors import InvalidSettingError
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.worker.runtime import build_llm
 from ace_workers.errors import LLMError
 from ace_workers.sim import SimulatedLLM
 
@@ -48,7 +49,8 @@ def test_workers_build_the_simulator_with_the_failure_settings() -> None:
     llm = build_llm("sim", settings)
     assert isinstance(llm, SimulatedLLM)
     assert (llm.failure_rate, llm.failure) == (0.5, "error")
-    assert WorkerSettings().sim_failure_rate == 0 and WorkerSettings().sim_failure == "rate_limit"
+    assert WorkerSettings().sim_failure_rate == 0
+    assert WorkerSettings().sim_failure == "rate_limit"
 
 
 @pytest.mark.parametrize(

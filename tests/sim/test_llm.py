@@ -258,7 +258,8 @@ def test_calls_prompts_and_token_usage_are_recorded(sample: Sample) -> None:
     assert llm.call_count(SkillManagerOutput) == 0
     assert llm.call_count() == 3
     prompt = llm.last_prompt(AgentOutput)
-    assert prompt is not None and sample.question in prompt
+    assert prompt is not None
+    assert sample.question in prompt
     assert llm.last_prompt(SkillManagerOutput) is None
     usage = output.raw["usage"]
     assert usage["prompt_tokens"] == len(prompt) // 4

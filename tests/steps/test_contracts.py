@@ -91,8 +91,10 @@ def test_step_contract_matches_the_spec_table(name: str, skillbook: Skillbook, t
     step = build(skillbook, tmp_path)
     assert type(step).__name__ == name
     assert isinstance(step, StepProtocol)
-    assert step.requires == frozenset(requires) and isinstance(step.requires, frozenset)
-    assert step.provides == frozenset(provides) and isinstance(step.provides, frozenset)
+    assert step.requires == frozenset(requires)
+    assert isinstance(step.requires, frozenset)
+    assert step.provides == frozenset(provides)
+    assert isinstance(step.provides, frozenset)
     assert getattr(step, "async_boundary", False) is boundary
     assert getattr(step, "max_workers", 1) == max_workers
     assert getattr(step, "writes_skillbook", False) is writes
@@ -141,10 +143,14 @@ def test_learning_tail_without_options_is_reflect_tag_update_apply(skillbook: Sk
     tail = learning_tail(reflector, manager, skillbook)
     assert [type(step).__name__ for step in tail] == ["ReflectStep", "TagStep", "UpdateStep", "ApplyStep"]
     reflect, tag, update, apply = tail
-    assert isinstance(reflect, ReflectStep) and reflect.reflector is reflector
-    assert isinstance(update, UpdateStep) and update.skill_manager is manager
-    assert isinstance(tag, TagStep) and tag.skillbook is skillbook
-    assert isinstance(apply, ApplyStep) and apply.skillbook is skillbook
+    assert isinstance(reflect, ReflectStep)
+    assert reflect.reflector is reflector
+    assert isinstance(update, UpdateStep)
+    assert update.skill_manager is manager
+    assert isinstance(tag, TagStep)
+    assert tag.skillbook is skillbook
+    assert isinstance(apply, ApplyStep)
+    assert apply.skillbook is skillbook
 
 
 def test_learning_tail_appends_deduplicate_then_checkpoint(skillbook: Skillbook, tmp_path: Path) -> None:

@@ -95,7 +95,8 @@ def test_ace_pipeline_answers_in_the_foreground_and_learns_in_background_threads
     assert [
         r.output.trace["answer"] for r in results if r.output is not None and isinstance(r.output.trace, dict)
     ] == ["4"] * 4
-    assert len(skillbook) == 1 and not checkpoints.exists()
+    assert len(skillbook) == 1
+    assert not checkpoints.exists()
 
     gate.set()
     pipeline.wait_for_background(timeout=TIMEOUT)
@@ -105,7 +106,8 @@ def test_ace_pipeline_answers_in_the_foreground_and_learns_in_background_threads
     # The skillbook changed: one lesson per sample, and the cited skill tagged helpful four times.
     assert len(skillbook) == 5
     cited = skillbook.get_skill("math-00001")
-    assert cited is not None and cited.helpful == 4
+    assert cited is not None
+    assert cited.helpful == 4
     lessons = [s for s in skillbook.skills() if s.section == "checks"]
     assert sorted(s.sources[0]["sample_id"] for s in lessons) == ["s-1", "s-2", "s-3", "s-4"]
     assert {s.content for s in lessons} == {f"Check the answer to What is {i}+{i}?." for i in range(1, 5)}
@@ -127,7 +129,8 @@ def test_ace_pipeline_answers_in_the_foreground_and_learns_in_background_threads
 
     # Head in the caller's thread; every tail step on its own class's background pool.
     main = threading.current_thread().name
-    assert recorder.threads["AgentStep"] == {main} and recorder.threads["EvaluateStep"] == {main}
+    assert recorder.threads["AgentStep"] == {main}
+    assert recorder.threads["EvaluateStep"] == {main}
     assert {c["thread"] for c in agent.calls} == {main}
     for name in TAIL:
         threads = recorder.threads[name]
@@ -164,7 +167,8 @@ def test_trace_files_feed_the_learning_tail_and_a_missing_file_fails_only_its_sa
     results = pipeline.run(contexts)
     pipeline.wait_for_background(timeout=TIMEOUT)
     assert results[0].ok, results[0].error
-    assert results[1].failed_at == "LoadTracesStep" and isinstance(results[1].error, FileNotFoundError)
+    assert results[1].failed_at == "LoadTracesStep"
+    assert isinstance(results[1].error, FileNotFoundError)
     assert str(tmp_path / "missing.jsonl") in str(results[1].error)
     (call,) = reflector.calls
     assert call["trace"] == [{"role": "user", "text": "hi"}]

@@ -44,7 +44,8 @@ def test_agent_step_without_skillbook_names_step_and_field(make_ctx: MakeCtx) ->
     with pytest.raises(MissingFieldError, match=r"AgentStep needs ctx\.skillbook") as info:
         AgentStep(FakeAgent())(make_ctx(skillbook=None))
     assert (info.value.step, info.value.field) == ("AgentStep", "skillbook")
-    assert isinstance(info.value, AceError) and isinstance(info.value, ValueError)
+    assert isinstance(info.value, AceError)
+    assert isinstance(info.value, ValueError)
 
 
 def test_agent_step_without_sample_names_step_and_field(make_ctx: MakeCtx) -> None:
@@ -101,7 +102,8 @@ def test_evaluate_step_passes_sample_and_agent_output_to_the_environment(
     out = EvaluateStep(Recording())(ctx)
     assert seen == [(sample, ctx.agent_output)]
     # Empty feedback is still feedback: the key is there whenever an environment is.
-    assert isinstance(out.trace, dict) and out.trace["feedback"] == ""
+    assert isinstance(out.trace, dict)
+    assert out.trace["feedback"] == ""
 
 
 def test_evaluate_step_trace_does_not_share_the_agent_outputs_list(make_ctx: MakeCtx) -> None:
@@ -109,7 +111,8 @@ def test_evaluate_step_trace_does_not_share_the_agent_outputs_list(make_ctx: Mak
     out = EvaluateStep()(ctx)
     assert isinstance(out.trace, dict)
     out.trace["skill_ids"].append("x")
-    assert ctx.agent_output is not None and ctx.agent_output.skill_ids == ["math-00001"]
+    assert ctx.agent_output is not None
+    assert ctx.agent_output.skill_ids == ["math-00001"]
 
 
 def test_evaluate_step_without_agent_output_names_step_and_field(make_ctx: MakeCtx) -> None:

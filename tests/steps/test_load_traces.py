@@ -70,7 +70,8 @@ def test_bad_lines_are_skipped_counted_and_located(
         assert f"line {number} (" in message
     assert "line 3 (a JSON list, not an object)" in message
     assert "line 2 (not JSON" in message
-    assert "line 1 " not in message and "line 7 " not in message
+    assert "line 1 " not in message
+    assert "line 7 " not in message
 
 
 def test_a_long_run_of_bad_lines_is_summarised(
@@ -80,8 +81,10 @@ def test_a_long_run_of_bad_lines_is_summarised(
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         assert LoadTracesStep()(make_ctx(sample=path)).trace == []
     message = caplog.records[-1].getMessage()
-    assert "skipped 50 line(s)" in message and "line 20 (" in message
-    assert "line 21 (" not in message and message.endswith("and 30 more")
+    assert "skipped 50 line(s)" in message
+    assert "line 20 (" in message
+    assert "line 21 (" not in message
+    assert message.endswith("and 30 more")
 
 
 def test_a_line_separator_inside_a_json_string_does_not_split_the_line(

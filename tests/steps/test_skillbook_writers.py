@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from ace_workers.core import ACEStepContext, Skillbook, UpdateOperation
 from ace_workers.errors import InvalidUpdateError
 from ace_workers.steps import ApplyStep, DeduplicateStep, MissingFieldError, TagStep
+from pipeline import Pipeline
 
 from .conftest import FakeDedupManager, manager_output, reflection
 
@@ -41,7 +45,8 @@ def test_tag_step_skips_a_hallucinated_id_with_a_warning_naming_it(
     assert _counts(skillbook, "math-00001") == (1, 0, 0)
     (record,) = [r for r in caplog.records if r.name == "ace_workers.steps.tag"]
     assert record.levelno == logging.WARNING
-    assert "'math-99999'" in record.getMessage() and "not found" in record.getMessage()
+    assert "'math-99999'" in record.getMessage()
+    assert "not found" in record.getMessage()
 
 
 def test_tag_step_skips_an_unknown_tag_name_with_a_warning(
@@ -50,7 +55,8 @@ def test_tag_step_skips_an_unknown_tag_name_with_a_warning(
     with caplog.at_level(logging.WARNING, logger="ace_workers.steps.tag"):
         TagStep(skillbook)(make_ctx(reflection=reflection(("math-00001", "useful"))))
     assert _counts(skillbook, "math-00001") == (0, 0, 0)
-    assert "'useful'" in caplog.text and "'math-00001'" in caplog.text
+    assert "'useful'" in caplog.text
+    assert "'math-00001'" in caplog.text
 
 
 def test_tag_step_without_reflection_names_step_and_field(make_ctx: MakeCtx, skillbook: Skillbook) -> None:
@@ -72,9 +78,11 @@ def test_apply_step_applies_the_batch_to_the_real_skillbook(make_ctx: MakeCtx, s
     assert vars(step) == state  # the report is logged, not kept
     assert len(skillbook) == 2
     (added,) = [s for s in skillbook.skills() if s.section == "checks"]
-    assert added.content == "Re-add the digits." and added.sources == [{"epoch": 1}]
+    assert added.content == "Re-add the digits."
+    assert added.sources == [{"epoch": 1}]
     updated = skillbook.get_skill("math-00001")
-    assert updated is not None and updated.content == "Add units first, then carry."
+    assert updated is not None
+    assert updated.content == "Add units first, then carry."
 
 
 def test_apply_step_logs_the_operations_it_skipped(
@@ -90,8 +98,10 @@ def test_apply_step_logs_the_operations_it_skipped(
     assert len(skillbook) == 2
     (record,) = [r for r in caplog.records if r.name == "ace_workers.steps.apply"]
     message = record.getMessage()
-    assert "sample 12" in message and "skipped 2 operation(s)" in message
-    assert "#0 TAG 'ghost-00007'" in message and "#2 REMOVE 'ghost-00008'" in message
+    assert "sample 12" in message
+    assert "skipped 2 operation(s)" in message
+    assert "#0 TAG 'ghost-00007'" in message
+    assert "#2 REMOVE 'ghost-00008'" in message
 
 
 def test_apply_step_applies_nothing_from_a_malformed_batch(make_ctx: MakeCtx, skillbook: Skillbook) -> None:
@@ -130,8 +140,55 @@ def test_deduplicate_step_logs_the_report_at_info(
         DeduplicateStep(FakeDedupManager(None), skillbook, interval=2)(make_ctx(global_sample_index=6))
     (record,) = caplog.records
     assert record.levelno == logging.INFO
-    assert "sample 4" in record.getMessage() and "a ~ b (0.91)" in record.getMessage()
+    assert "sample 4" in record.getMessage()
+    assert "a ~ b (0.91)" in record.getMessage()
 
 
 def test_deduplicate_step_default_interval_is_ten(skillbook: Skillbook) -> None:
     assert DeduplicateStep(FakeDedupManager(), skillbook).interval == 10
+
+
+def test_apply_steps_never_overlap_when_the_foreground_runs_four_samples_at_once(
+    make_ctx: MakeCtx,
+) -> None:
+    """Foreground concurrency is run(workers=...); the exclusive lock keeps skillbook writes serial."""
+    workers = 4
+    everyone_in = threading.Barrier(workers, timeout=10)
+    inside = 0
+    max_inside = 0
+    count_lock = threading.Lock()
+
+    class ProbedSkillbook(Skillbook):
+        def apply_update(self, update: Any) -> Any:
+            nonlocal inside, max_inside
+            with count_lock:
+                inside += 1
+                max_inside = max(max_inside, inside)
+            time.sleep(0.005)  # long enough for an unguarded second call to arrive
+            with count_lock:
+                inside -= 1
+            return super().apply_update(update)
+
+    class Gate:
+        requires: frozenset[str] = frozenset()
+        provides: frozenset[str] = frozenset()
+
+        def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
+            everyone_in.wait()  # proves the four samples really are in the foreground at once
+            return ctx
+
+    skillbook = ProbedSkillbook()
+    contexts = [
+        make_ctx(
+            skill_manager_output=manager_output(
+                UpdateOperation(type="ADD", section="math", content=f"check units, case {i}")
+            )
+        )
+        for i in range(4 * workers)
+    ]
+
+    results = Pipeline([Gate(), ApplyStep(skillbook)]).run(contexts, workers=workers)
+
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert max_inside == 1
+    assert len(skillbook.skills()) == 4 * workers

@@ -1,0 +1,43 @@
+"""The distributed commands: learn, worker, enqueue, status, flower, skillbook, dead-letters, nightly."""
+
+from __future__ import annotations
+
+import typer
+
+from ..ops.flower import flower_command
+from ..producer.errors import NoWorkersError
+from .batch import enqueue_command, learn_command, status_command, worker_command
+from .common import iter_jsonl, read_jsonl, require_workers, scan_inputs, stream_inputs
+from .dead_letters import dead_letters_app
+from .nightly import beat_command, nightly_app
+from .skillbook import skillbook_app
+
+__all__ = [
+    # wiring into the root command
+    "register_commands",
+    # command groups
+    "skillbook_app",
+    "dead_letters_app",
+    "nightly_app",
+    # reading inputs
+    "iter_jsonl",
+    "read_jsonl",
+    "scan_inputs",
+    "stream_inputs",
+    # checks
+    "NoWorkersError",
+    "require_workers",
+]
+
+
+def register_commands(app: typer.Typer) -> None:
+    """Add the distributed commands to the root ``ace-workers`` app."""
+    app.command("learn")(learn_command)
+    app.command("worker")(worker_command)
+    app.command("enqueue")(enqueue_command)
+    app.command("status")(status_command)
+    app.command("flower")(flower_command)
+    app.command("beat")(beat_command)
+    app.add_typer(skillbook_app, name="skillbook")
+    app.add_typer(dead_letters_app, name="dead-letters")
+    app.add_typer(nightly_app, name="nightly")

@@ -1,0 +1,304 @@
+"""Commands that run learning: learn, worker, enqueue, status."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ...core.files import write_text_atomically
+from ...observability import LOG_FORMATS, start_metrics_server
+from ...observability.worker_logging import use_worker_logging
+from ..ops.embedded_redis import resolve_redis
+from ..producer.producer import BatchHandle
+from ..service import Service, build_service
+from ..settings import DEDUP_OFF, WorkerSettings
+from ..store.batches import BatchState
+from .common import (
+    check_output_path,
+    check_recipe,
+    check_skillbook_name,
+    console,
+    describe_fill,
+    enqueue_file,
+    open_service,
+    print_json,
+    require_workers,
+    scan_inputs,
+    settings_for_model,
+    skillbook_fill,
+)
+
+__all__ = ["enqueue_command", "learn_command", "status_command", "worker_command"]
+
+
+def follow_batch(handle: BatchHandle, label: str) -> None:
+    """Show a progress bar until the batch is done."""
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        status = handle.status()
+        task = progress.add_task(label, total=status.total or None, detail="")
+        while True:
+            status = handle.status()
+            detail = (
+                f"epoch {status.epoch}/{status.epochs}, queued {status.queued}, "
+                f"running {status.running}, failed {status.failed}"
+            )
+            progress.update(
+                task, completed=status.done + status.failed, total=status.total or None, detail=detail
+            )
+            if status.state is BatchState.DONE:
+                return
+            time.sleep(0.1)
+
+
+def _accuracy_table(handle: BatchHandle) -> Table | None:
+    results = [r for r in handle.results() if r.output is not None and r.output.agent_output is not None]
+    if not results:
+        return None
+    table = Table("epoch", "accuracy", "")
+    epochs = sorted({r.output.epoch for r in results if r.output is not None})
+    for epoch in epochs:
+        outs = [r.output for r in results if r.output is not None and r.output.epoch == epoch]
+        right = [
+            o
+            for o in outs
+            if o.agent_output is not None
+            and o.sample is not None
+            and o.agent_output.final_answer == o.sample.ground_truth
+        ]
+        value = len(right) / len(outs)
+        table.add_row(str(epoch), f"{value:6.1%}", "#" * round(value * 30))
+    return table
+
+
+def dedup_hint(settings: WorkerSettings) -> str | None:
+    """One line on how to turn deduplication on, when it is off; None when it is on."""
+    if settings.dedup_provider != DEDUP_OFF:
+        return None
+    return (
+        "deduplication is off: set ACE_DEDUP_PROVIDER=sentence_transformers (the embeddings extra) "
+        "to consolidate near-duplicate skills"
+    )
+
+
+def learn_command(
+    traces: Annotated[
+        Path, typer.Argument(help="JSONL file: one trace (or, with --recipe ace, one sample) per line.")
+    ],
+    skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
+    epochs: Annotated[int, typer.Option(min=1, help="Passes over the input.")] = 1,
+    model: Annotated[
+        str | None, typer.Option(help="Model for every role: 'sim' or a litellm model string.")
+    ] = None,
+    recipe: Annotated[
+        str, typer.Option(help="trace_analyser, ace, or a name configured in ACE_RECIPES.")
+    ] = "trace_analyser",
+    out: Annotated[Path | None, typer.Option(help="Write the skillbook JSON here.")] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Write the skillbook as markdown here.")] = None,
+    learn_threads: Annotated[
+        int, typer.Option(min=1, help="Learn-queue threads of the in-process workers.")
+    ] = 4,
+) -> None:
+    """Learn a skillbook from a JSONL file through the distributed pipeline.
+
+    Without ACE_REDIS_URL it starts an embedded Redis and in-process workers for
+    all three queues; with it, it only enqueues and follows while your workers learn.
+    """
+    settings = settings_for_model(model)
+    check_skillbook_name(skillbook, "--skillbook")
+    check_recipe(recipe, settings)
+    check_output_path(out, "--out")
+    check_output_path(markdown, "--markdown")
+    count = scan_inputs(traces, recipe, settings)
+    where = settings.redis_url or "an embedded Redis with in-process workers"
+    console.print(f"learning [bold]{skillbook}[/] from {count} input(s) x {epochs} epoch(s) on {where}")
+    hint = dedup_hint(settings)
+    if hint:
+        console.print(hint)
+    with open_service(
+        settings, run_workers=settings.redis_url is None, learn_threads=learn_threads
+    ) as service:
+        if settings.redis_url:
+            require_workers(service)
+        handle = enqueue_file(service, traces, count, skillbook, epochs, recipe)
+        follow_batch(handle, "learning")
+        status = handle.status()
+        store = service.runtime.store(skillbook)
+        book = store.export()
+        table = _accuracy_table(handle)
+        if table is not None:
+            console.print(table)
+        console.print(
+            f"batch {handle.batch_id}: {status.done} done, {status.failed} failed in "
+            f"{status.elapsed_seconds:.1f} s; skillbook {skillbook!r} at version {store.version()} "
+            f"with {len(book)} skill(s)"
+        )
+        for error in handle.errors()[:5]:
+            console.print(
+                f"[red]epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}[/]"
+            )
+        console.print(book.as_markdown(), markup=False)
+        if out is not None:
+            book.save_to_file(out)
+            console.print(f"skillbook written to {out}")
+        if markdown is not None:
+            write_text_atomically(markdown, book.as_markdown())
+            console.print(f"markdown written to {markdown}")
+        if status.failed:
+            raise typer.Exit(code=1)
+
+
+def worker_command(
+    queues: Annotated[
+        str, typer.Option(help="Comma-separated queue roles: execute, learn, write.")
+    ] = "execute,learn",
+    concurrency: Annotated[int, typer.Option(min=1, help="Threads (or processes with --pool prefork).")] = 4,
+    pool: Annotated[str, typer.Option(help="Celery pool: threads, prefork, solo.")] = "threads",
+    force: Annotated[bool, typer.Option(help="Allow concurrency > 1 on the write queue (unsafe).")] = False,
+    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+    hostname: Annotated[
+        str | None, typer.Option(help="Node name (default: ROLES@HOST, e.g. learn@host1; %h is the host).")
+    ] = None,
+    metrics_port: Annotated[
+        int, typer.Option(min=0, help="Serve Prometheus metrics on this port (0: off; threads/solo pools).")
+    ] = 0,
+    log_format: Annotated[
+        str | None, typer.Option(help="text (Celery's) or json, one object per line [ACE_LOG_FORMAT].")
+    ] = None,
+) -> None:
+    """Run a Celery worker for some queue roles, with the project's settings (needs ACE_REDIS_URL)."""
+    from ..worker.app import check_app_security, check_write_concurrency
+
+    settings = WorkerSettings.from_env()
+    log_format = _worker_log_format(log_format, settings, metrics_port, pool)
+    if not settings.redis_url:
+        raise typer.BadParameter("a worker needs ACE_REDIS_URL: it serves queues other processes fill")
+    names = settings.queue_names()
+    roles = [role.strip() for role in queues.split(",") if role.strip()]
+    unknown = [role for role in roles if role not in names]
+    if unknown or not roles:
+        raise typer.BadParameter(f"unknown queue role(s) {unknown}: use {', '.join(names)}")
+    check_write_concurrency([names[r] for r in roles], concurrency, force=force, write_queue=names["write"])
+    with resolve_redis(settings) as (broker_url, redis_url):
+        service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
+        check_app_security(service.app)
+        _start_observability(service, log_format, loglevel, metrics_port)
+        service.app.worker_main(
+            [
+                # json: no banner on stdout, so every line the worker writes is one JSON object.
+                *(["--quiet"] if log_format == "json" else []),
+                "worker",
+                f"--queues={','.join(names[r] for r in roles)}",
+                f"--concurrency={concurrency}",
+                f"--pool={pool}",
+                f"--loglevel={loglevel}",
+                # Distinct default names per role, so Flower and `celery inspect` tell the workers apart.
+                f"--hostname={hostname or '-'.join(roles) + '@%h'}",
+            ]
+        )
+
+
+def _worker_log_format(log_format: str | None, settings: WorkerSettings, metrics_port: int, pool: str) -> str:
+    """The worker's log format; refuses metrics on a pool whose children would each count alone."""
+    if metrics_port and pool == "prefork":
+        raise typer.BadParameter(
+            "--metrics-port needs --pool threads or solo: prefork children each count in a registry of "
+            "their own, which the parent's endpoint would not show. Run one threads worker per process."
+        )
+    chosen = log_format or settings.log_format
+    if chosen not in LOG_FORMATS:
+        raise typer.BadParameter(f"--log-format {chosen!r}: use {' or '.join(LOG_FORMATS)}")
+    return chosen
+
+
+def _start_observability(service: Service, log_format: str, loglevel: str, metrics_port: int) -> None:
+    """JSON logs (text leaves Celery's logging as it is) and the metrics endpoint, if asked for."""
+    if log_format == "json":
+        use_worker_logging("json", loglevel)
+    if metrics_port:
+        start_metrics_server(service.runtime.metrics, metrics_port)
+
+
+def enqueue_command(
+    traces: Annotated[Path, typer.Argument(help="JSONL file of traces (samples with --recipe ace).")],
+    skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
+    epochs: Annotated[int, typer.Option(min=1)] = 1,
+    recipe: Annotated[
+        str, typer.Option(help="trace_analyser, ace, or a name configured in ACE_RECIPES.")
+    ] = "trace_analyser",
+) -> None:
+    """Enqueue a JSONL file as one batch for running workers; print the batch id.
+
+    Every argument is checked first, then the file is read twice, a line at a time:
+    every line is checked and counted, then the inputs are sent. The producer's
+    memory does not grow with the file.
+    """
+    settings = WorkerSettings.from_env()
+    check_skillbook_name(skillbook, "--skillbook")
+    check_recipe(recipe, settings)
+    if not settings.redis_url:
+        raise typer.BadParameter("enqueue needs ACE_REDIS_URL (use 'learn' to run everything in-process)")
+    count = scan_inputs(traces, recipe, settings)
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        require_workers(service)
+        handle = enqueue_file(service, traces, count, skillbook, epochs, recipe)
+        typer.echo(handle.batch_id)
+
+
+def status_command(
+    batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts.")] = False,
+) -> None:
+    """Show a batch's progress and its errors, and whether its skillbook is full."""
+    settings = WorkerSettings.from_env()
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        handle = BatchHandle(batch_id, service.runtime)
+        try:
+            status = handle.status()
+        except LookupError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        fill = skillbook_fill(service.runtime.store(status.skillbook))
+        if as_json:
+            print_json(
+                {
+                    "batch_id": batch_id,
+                    "skillbook": status.skillbook,
+                    "recipe": status.recipe,
+                    "state": status.state.value,
+                    "total": status.total,
+                    "done": status.done,
+                    "failed": status.failed,
+                    "running": status.running,
+                    "queued": status.queued,
+                    "epoch": status.epoch,
+                    "epochs": status.epochs,
+                    "elapsed_seconds": round(status.elapsed_seconds, 3),
+                    "skillbook_fill": fill,
+                    "errors": handle.errors(),
+                }
+            )
+            return
+        console.print(
+            f"batch {batch_id} on {status.skillbook!r} ({status.recipe}): {status.state.value}, "
+            f"{status.done} done, {status.failed} failed, {status.running} running, "
+            f"{status.queued} queued of {status.total}, "
+            f"epoch {status.epoch}/{status.epochs}, {status.elapsed_seconds:.1f} s"
+        )
+        full = describe_fill(status.skillbook, fill)
+        if full:
+            console.print(f"[yellow]{full}[/]")
+        for error in handle.errors():
+            console.print(
+                f"[red]epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}[/]"
+            )

@@ -1,0 +1,238 @@
+"""What the distributed commands share: reading JSONL inputs, the service, the check for workers."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from ...core.environments import Sample
+from ..ops.embedded_redis import resolve_redis
+from ..producer.errors import BatchSizeError, NoWorkersError
+from ..producer.producer import BatchHandle
+from ..service import Service, build_service, local_workers
+from ..settings import BUILT_IN_RECIPE_NAMES, WorkerSettings
+from ..store.keys import STAT_ADDS_SKIPPED_FULL, validate_skillbook_name
+from ..store.store import RedisSkillbookStore, list_skillbooks
+from ..worker.errors import PayloadError
+from ..worker.payload import check_trace
+
+__all__ = [
+    "check_output_path",
+    "check_recipe",
+    "check_skillbook_name",
+    "console",
+    "describe_fill",
+    "enqueue_file",
+    "iter_jsonl",
+    "open_service",
+    "print_json",
+    "read_jsonl",
+    "require_workers",
+    "scan_inputs",
+    "settings_for_model",
+    "skillbook_fill",
+    "store_or_fail",
+    "stream_inputs",
+]
+
+console = Console()
+
+
+# -- arguments: checked before anything connects ------------------------------------------
+
+
+def check_skillbook_name(name: str, param: str = "NAME") -> str:
+    """``name`` if it can name a skillbook, else a usage error naming the argument."""
+    try:
+        return validate_skillbook_name(name)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=param) from None
+
+
+def check_recipe(recipe: str, settings: WorkerSettings) -> str:
+    """``recipe`` if workers configured like this process know it (built-in or ACE_RECIPES)."""
+    known = [*BUILT_IN_RECIPE_NAMES, *settings.recipe_paths()]
+    if recipe not in known:
+        raise typer.BadParameter(
+            f"unknown recipe {recipe!r}: use {', '.join(known)} "
+            "(add your own with ACE_RECIPES=name=module:function)",
+            param_hint="--recipe",
+        )
+    return recipe
+
+
+def check_output_path(path: Path | None, param: str) -> None:
+    """Refuse an output file whose folder does not exist, before any work is done."""
+    if path is not None and not path.parent.is_dir():
+        raise typer.BadParameter(f"{path}: the folder {path.parent} does not exist", param_hint=param)
+
+
+def print_json(value: Any) -> None:
+    """One JSON document on stdout, for scripts (``--json``)."""
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any, str | None]]:
+    """(line number, value, None) per JSON line of a JSONL file, (line number, None, reason) per other line.
+
+    Blank lines are skipped. Reads one line at a time: memory does not grow with the file.
+    """
+    try:
+        with path.open("rb") as lines:
+            for number, raw in enumerate(lines, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    yield number, json.loads(raw), None
+                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                    yield number, None, str(exc)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def read_jsonl(path: Path) -> tuple[list[Any], list[tuple[int, str]]]:
+    """The JSON values of a JSONL file, and (line number, reason) of every line that is not JSON."""
+    items: list[Any] = []
+    bad: list[tuple[int, str]] = []
+    for number, value, error in iter_jsonl(path):
+        if error is None:
+            items.append(value)
+        else:
+            bad.append((number, error))
+    return items, bad
+
+
+def sample_from_line(item: Any, path: Path, number: int) -> Sample:
+    names = {f.name for f in dataclasses.fields(Sample)}
+    if not isinstance(item, dict) or "question" not in item or set(item) - names:
+        raise typer.BadParameter(
+            f"{path}:{number}: not a sample (an object with 'question' and only {', '.join(sorted(names))})"
+        )
+    return Sample(**item)
+
+
+def scan_inputs(path: Path, recipe: str, settings: WorkerSettings) -> int:
+    """The first pass over a JSONL input: check every line, warn of lines that are not JSON; count inputs.
+
+    Nothing is sent yet. A trace too large or not JSON all the way down, a record that is
+    not a sample (``recipe`` ace), no usable line, or more inputs than ACE_MAX_BATCH_SIZE
+    is an error naming the file (and the line).
+    """
+    count = 0
+    for number, value, error in iter_jsonl(path):
+        if error is not None:
+            console.print(f"[yellow]{path}:{number}: skipped, not JSON ({error})[/]")
+            continue
+        if recipe == "ace":
+            sample_from_line(value, path, number)
+        else:
+            try:
+                check_trace(value, max_bytes=settings.max_trace_bytes)
+            except PayloadError as exc:
+                raise typer.BadParameter(f"{path}:{number}: {exc}") from exc
+        count += 1
+    if not count:
+        raise typer.BadParameter(f"{path} holds no usable line")
+    if count > settings.max_batch_size:
+        raise typer.BadParameter(
+            f"{path} holds {count} inputs, above ACE_MAX_BATCH_SIZE={settings.max_batch_size}; nothing "
+            "was sent (split the file, or raise the limit)"
+        )
+    return count
+
+
+def stream_inputs(path: Path, recipe: str) -> Iterator[Any]:
+    """The second pass: the inputs of a JSONL file checked by scan_inputs, one line at a time."""
+    for number, value, error in iter_jsonl(path):
+        if error is None:
+            yield sample_from_line(value, path, number) if recipe == "ace" else value
+
+
+def enqueue_file(
+    service: Service, path: Path, count: int, skillbook: str, epochs: int, recipe: str
+) -> BatchHandle:
+    """Send a scanned JSONL file as one batch of ``count`` inputs."""
+    producer = service.producer
+    enqueue = producer.enqueue_samples if recipe == "ace" else producer.enqueue_traces
+    inputs = stream_inputs(path, recipe)
+    try:
+        if epochs > 1:
+            # Later epochs are sent by workers from the batch's stored items: the producer needs them all.
+            return enqueue(list(inputs), skillbook, epochs, recipe=recipe)
+        return enqueue(inputs, skillbook, epochs, recipe=recipe, count=count)
+    except BatchSizeError as exc:
+        # The file changed between the two passes.
+        raise typer.BadParameter(f"{path}: {exc}") from exc
+
+
+def settings_for_model(model: str | None) -> WorkerSettings:
+    settings = WorkerSettings.from_env()
+    if model:
+        settings = dataclasses.replace(
+            settings, agent_model=model, reflector_model=model, skill_manager_model=model
+        )
+    return settings
+
+
+def require_workers(service: Service, timeout: float = 3.0) -> None:
+    """Raise NoWorkersError unless some worker answers and consumes every queue of the settings."""
+    replies = service.app.control.inspect(timeout=timeout).active_queues() or {}
+    served = {queue["name"] for queues in replies.values() for queue in queues}
+    missing = sorted(set(service.runtime.settings.queue_names().values()) - served)
+    if missing:
+        raise NoWorkersError(
+            f"no worker serves {', '.join(missing)}; start them with 'ace-workers worker --queues ...' "
+            "(or unset ACE_REDIS_URL to run everything in-process)"
+        )
+
+
+@contextmanager
+def open_service(settings: WorkerSettings, *, run_workers: bool, learn_threads: int) -> Iterator[Service]:
+    with resolve_redis(settings) as (broker_url, redis_url):
+        service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
+        try:
+            if run_workers:
+                with local_workers(service, learn_threads=learn_threads):
+                    yield service
+            else:
+                yield service
+        finally:
+            service.close()
+
+
+def store_or_fail(service: Service, name: str) -> Any:
+    store = service.runtime.store(name)
+    if not store.exists():
+        known = (
+            ", ".join(list_skillbooks(service.runtime.redis, service.runtime.settings.queue_prefix)) or "none"
+        )
+        raise typer.BadParameter(f"no skillbook named {name!r} in Redis (known: {known})")
+    return store
+
+
+def skillbook_fill(store: RedisSkillbookStore) -> dict[str, int]:
+    """How full a skillbook is: active skills, the limit, and ADDs left out for lack of room."""
+    return {
+        "active_skills": store.active_skills(),
+        "max_skills": store.max_skills,
+        "adds_skipped_full": store.stats()[STAT_ADDS_SKIPPED_FULL],
+    }
+
+
+def describe_fill(name: str, fill: dict[str, int]) -> str | None:
+    """One line when a skillbook is full or has left ADDs out; None otherwise."""
+    active, limit, skipped = fill["active_skills"], fill["max_skills"], fill["adds_skipped_full"]
+    if active < limit and not skipped:
+        return None
+    state = "full" if active >= limit else "below its limit now"
+    return (
+        f"skillbook {name!r} is {state}: {active} of {limit} active skills (ACE_MAX_SKILLBOOK_SKILLS); "
+        f"{skipped} ADD(s) left out for lack of room, the rest of their batches applied"
+    )

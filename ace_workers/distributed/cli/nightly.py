@@ -1,0 +1,126 @@
+"""The nightly commands of ``ace-workers``: beat, and nightly add / run / report."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from ..ops.errors import NightlyBusy, NightlyStalled
+from ..ops.nightly import NightlyReport, NightlyRunner, beat_schedule
+from ..settings import WorkerSettings, env_name
+from .common import check_skillbook_name, console, open_service, read_jsonl, require_workers
+
+__all__ = ["beat_command", "nightly_app"]
+
+nightly_app = typer.Typer(
+    help="Nightly learning: traces wait in a skillbook's inbox until its nightly run.", no_args_is_help=True
+)
+
+
+def _redis_settings(command: str) -> WorkerSettings:
+    settings = WorkerSettings.from_env()
+    if not settings.redis_url:
+        raise typer.BadParameter(
+            f"{command} needs {env_name('redis_url')}: the inbox lives in a shared Redis"
+        )
+    return settings
+
+
+def beat_command(
+    schedule_file: Annotated[
+        Path | None, typer.Option(help="Where beat keeps its last-run times [a file in the temp folder].")
+    ] = None,
+    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+) -> None:
+    """Run celery beat: one nightly run per skillbook of ACE_NIGHTLY_SKILLBOOKS at ACE_NIGHTLY_SCHEDULE."""
+    settings = _redis_settings("beat")
+    schedule = beat_schedule(settings)
+    if not schedule:
+        raise typer.BadParameter(
+            f"nothing to schedule: set {env_name('nightly_skillbooks')} to the skillbooks to learn nightly"
+        )
+    path = schedule_file or Path(tempfile.gettempdir()) / f"ace-workers-beat-{settings.queue_prefix}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        service.app.conf.beat_schedule = schedule
+        console.print(
+            f"beat: nightly runs of {', '.join(settings.nightly_skillbook_names())} "
+            f"at {settings.nightly_schedule!r} (UTC)"
+        )
+        service.app.Beat(schedule=str(path), loglevel=loglevel).run()
+
+
+@nightly_app.command("add")
+def add_command(
+    traces: Annotated[Path, typer.Argument(help="JSONL file of traces.")],
+    skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
+) -> None:
+    """Append traces to a skillbook's inbox for its next nightly run (nothing is learned now)."""
+    check_skillbook_name(skillbook, "--skillbook")
+    items, bad = read_jsonl(traces)
+    for number, reason in bad:
+        console.print(f"[yellow]{traces}:{number}: skipped, not JSON ({reason})[/]")
+    settings = _redis_settings("nightly add")
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        added = service.producer.append_to_inbox(items, skillbook)
+    console.print(f"{added} traces added to the inbox of {skillbook!r}")
+
+
+@nightly_app.command("run")
+def run_command(name: Annotated[str, typer.Argument(help="Skillbook name.")]) -> None:
+    """Run the nightly job of one skillbook now, through the running workers, and print its report."""
+    check_skillbook_name(name)
+    settings = _redis_settings("nightly run")
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        require_workers(service)
+        try:
+            report = NightlyRunner(service.producer).run(name, scheduled=False)
+        except (NightlyBusy, NightlyStalled) as exc:
+            console.print(f"[red]{exc}[/]")
+            raise typer.Exit(code=1) from exc
+    assert report is not None  # a manual run never skips
+    _print_reports([report])
+    if report.failed:
+        raise typer.Exit(code=1)
+
+
+@nightly_app.command("report")
+def report_command(
+    name: Annotated[str, typer.Argument(help="Skillbook name.")],
+    limit: Annotated[int, typer.Option(min=1, help="How many runs, newest first.")] = 5,
+) -> None:
+    """Show the newest nightly run reports of a skillbook and what waits in its inbox."""
+    check_skillbook_name(name)
+    settings = _redis_settings("nightly report")
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        runner = NightlyRunner(service.producer)
+        reports, pending = runner.reports(name, limit), runner.pending(name)
+    if not reports:
+        console.print(f"no nightly run of {name!r} yet")
+    _print_reports(reports)
+    console.print(f"{pending} traces wait in the inbox of {name!r}")
+
+
+def _print_reports(reports: list[NightlyReport]) -> None:
+    for r in reports:
+        console.print(
+            f"[bold]night {r.night}[/]{' (resumed)' if r.resumed else ''}, finished {r.finished_at[:19]}"
+        )
+        epochs = f" x {r.epochs} epochs" if r.epochs > 1 else ""
+        console.print(f"  traces {r.traces}{epochs}: {r.done} done, {r.failed} failed")
+        console.print(
+            f"  skills {r.skills_before} -> {r.skills_after}: {r.skills_added} added, "
+            f"{r.skills_merged} merged, {r.skills_removed} removed"
+        )
+        console.print(f"  checkpoint v{r.checkpoint_version}")
+        phases = ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in r.durations.items())
+        console.print(f"  seconds: {phases} (total {sum(r.durations.values()):.1f})")
+    for r in reports[:1]:
+        for error in r.errors:
+            console.print(f"[red]{escape(error)}[/]")  # an error text may hold brackets
+        for path in r.files:
+            console.print(f"written: {escape(path)}")

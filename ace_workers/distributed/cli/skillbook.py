@@ -1,0 +1,276 @@
+"""``ace-workers skillbook ...``: inspect and manage the skillbooks stored in Redis."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ...core.files import write_text_atomically
+from ...core.skillbook import Skillbook
+from ...errors import AceError, SkillbookFormatError
+from ..settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
+from ..store.changelog import ChangeRecord, SkillImage
+from ..store.errors import SkillbookExistsError
+from ..store.planning import skill_order_key
+from ..store.store import list_skillbooks
+from ..store.write_scope import dedup_write_scope, write_scope
+from .common import (
+    check_output_path,
+    check_skillbook_name,
+    console,
+    describe_fill,
+    open_service,
+    print_json,
+    skillbook_fill,
+    store_or_fail,
+)
+
+__all__ = ["skillbook_app"]
+
+skillbook_app = typer.Typer(help="Inspect and manage skillbooks stored in Redis.", no_args_is_help=True)
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts.")]
+
+
+@skillbook_app.command("list")
+def skillbook_list(as_json: JsonOption = False) -> None:
+    """List the skillbooks in Redis (with --json: each with its version and active skills)."""
+    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        names = list_skillbooks(service.runtime.redis, service.runtime.settings.queue_prefix)
+        if not as_json:
+            for name in names:
+                typer.echo(name)
+            return
+        stores = [service.runtime.store(name) for name in names]
+        print_json(
+            [
+                {"name": store.name, "version": store.version(), "active_skills": store.active_skills()}
+                for store in stores
+            ]
+        )
+
+
+@skillbook_app.command("show")
+def skillbook_show(name: str, as_json: JsonOption = False) -> None:
+    """Print a skillbook as markdown, with its version and how full it is."""
+    check_skillbook_name(name)
+    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        store = store_or_fail(service, name)
+        version, book = store.snapshot()
+        fill = skillbook_fill(store)
+        if as_json:
+            print_json({"name": name, "version": version, **fill, "skillbook": book.to_dict()})
+            return
+        console.print(
+            f"skillbook {name!r} at version {version}: {fill['active_skills']} of {fill['max_skills']} "
+            "active skills"
+        )
+        full = describe_fill(name, fill)
+        if full:
+            console.print(f"[yellow]{full}[/]")
+        console.print(book.as_markdown(), markup=False)
+
+
+@skillbook_app.command("import")
+def skillbook_import(
+    file: Annotated[Path, typer.Argument(help="A skillbook JSON file: ours or the reference framework's.")],
+    name: Annotated[str, typer.Argument(help="The skillbook in Redis to load it into.")],
+    replace: Annotated[
+        bool, typer.Option(help="Replace an existing skillbook (as a new version; rollback undoes it).")
+    ] = False,
+) -> None:
+    """Load a skillbook file into Redis as one new version."""
+    check_skillbook_name(name)
+    try:
+        book = Skillbook.load_from_file(file)
+    except SkillbookFormatError as exc:
+        raise typer.BadParameter(str(exc), param_hint="FILE") from None
+    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        store = service.runtime.store(name)
+        try:
+            version = store.import_skillbook(
+                book, replace=replace, source={"command": "skillbook import", "file": str(file)}
+            )
+        except SkillbookExistsError as exc:
+            raise typer.BadParameter(
+                f"skillbook {name!r} exists (version {exc.version}); pass --replace to replace it",
+                param_hint="NAME",
+            ) from None
+        typer.echo(f"{len(book)} skill(s) from {file} imported into {name!r} as version {version}")
+
+
+@skillbook_app.command("diff")
+def skillbook_diff(
+    name: str,
+    from_version: Annotated[int, typer.Argument(min=0, help="The older version.")],
+    to_version: Annotated[int, typer.Argument(min=0, help="The newer version.")],
+    as_json: JsonOption = False,
+) -> None:
+    """What changed in a skillbook between two versions: skills added, removed and changed."""
+    check_skillbook_name(name)
+    if from_version > to_version:
+        raise typer.BadParameter(
+            f"V1 ({from_version}) is after V2 ({to_version}): give the older version first"
+        )
+    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        store = store_or_fail(service, name)
+        try:
+            changes = describe_changes(store.diff(from_version, to_version))
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    if as_json:
+        print_json({"name": name, "from_version": from_version, "to_version": to_version, **changes})
+        return
+    typer.echo(
+        f"skillbook {name!r} from version {from_version} to {to_version}: {len(changes['added'])} added, "
+        f"{len(changes['removed'])} removed, {len(changes['changed'])} changed"
+    )
+    for skill in changes["added"]:
+        typer.echo(f"+ {skill['id']} [{skill['section']}] {skill['content']}")
+    for skill in changes["removed"]:
+        typer.echo(f"- {skill['id']} [{skill['section']}] {skill['content']}")
+    for change in changes["changed"]:
+        for field_name, (old, new) in change["fields"].items():
+            typer.echo(f"~ {change['id']} {field_name}: {old!r} -> {new!r}")
+
+
+@skillbook_app.command("export")
+def skillbook_export(
+    name: str,
+    out: Annotated[Path, typer.Option(help="JSON file to write (atomically).")],
+    markdown: Annotated[Path | None, typer.Option(help="Also write markdown here.")] = None,
+) -> None:
+    """Write a skillbook from Redis to a JSON file in the reference format."""
+    check_skillbook_name(name)
+    check_output_path(out, "--out")
+    check_output_path(markdown, "--markdown")
+    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        book = store_or_fail(service, name).export()
+        book.save_to_file(out)
+        if markdown is not None:
+            write_text_atomically(markdown, book.as_markdown())
+        typer.echo(f"{len(book)} skill(s) written to {out}")
+
+
+@skillbook_app.command("history")
+def skillbook_history(
+    name: str, limit: Annotated[int, typer.Option(min=1)] = 20, as_json: JsonOption = False
+) -> None:
+    """The latest versions of a skillbook: what changed, from which sample."""
+    check_skillbook_name(name)
+    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        history = store_or_fail(service, name).history(limit=limit)
+        if as_json:
+            print_json([change_to_json(change) for change in history])
+            return
+        table = Table("version", "base", "operations", "source")
+        for change in history:
+            ops = ", ".join(
+                [f"{op.type} {op.skill_id or op.section}" for op in change.operations]
+                + [_consolidation_label(op) for op in change.consolidation]
+            )
+            ops = ops or f"({change.kind.value})"
+            table.add_row(str(change.version), str(change.base_version), ops, json.dumps(change.source or {}))
+        console.print(table)
+
+
+@skillbook_app.command("dedup")
+def skillbook_dedup(
+    name: str,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            help="sentence_transformers or litellm [ACE_DEDUP_PROVIDER, else sentence_transformers]."
+        ),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option(help="Print the planned operations; change nothing.")] = False,
+) -> None:
+    """Consolidate near-duplicate skills (merge, delete, keep, update) as one new version."""
+    check_skillbook_name(name)
+    settings = WorkerSettings.from_env()
+    chosen = provider or (settings.dedup_provider if settings.dedup_provider != DEDUP_OFF else None)
+    chosen = chosen or "sentence_transformers"
+    if chosen not in DEDUP_PROVIDERS or chosen == DEDUP_OFF:
+        raise typer.BadParameter(f"--provider {chosen!r}: use sentence_transformers or litellm")
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        store = store_or_fail(service, name)
+        try:
+            manager = service.runtime.deduplicator(name, provider=chosen)
+        except AceError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        book = service.runtime.skillbook(name)
+        if dry_run:
+            plan = manager.plan(book)
+            for op in plan.operations:
+                console.print(_consolidation_label(op.to_dict()), markup=False)
+            typer.echo(f"{len(plan.operations)} operation(s) planned; nothing changed")
+            return
+        before = store.version()
+        # Planned again if a worker removes or rewrites a named skill before it applies.
+        with write_scope(dedup_write_scope({"command": "skillbook dedup"})):
+            report = manager.deduplicate(book)
+        if not report.changed:
+            typer.echo(f"0 operation(s) planned; nothing changed (skillbook {name!r}, version {before})")
+            return
+        typer.echo(f"skillbook {name!r} version {book.refresh()}: {report.summary()}")
+
+
+def _consolidation_label(op: dict[str, Any]) -> str:
+    ids = op.get("merge_ids") or op.get("skill_ids") or [op.get("skill_id")]
+    target = f"{op['keep_id']} <- " if op.get("keep_id") else ""
+    return f"{op.get('type')} {target}{','.join(str(i) for i in ids)}"
+
+
+@skillbook_app.command("rollback")
+def skillbook_rollback(name: str, to_version: Annotated[int, typer.Option("--to", min=0)]) -> None:
+    """Restore a skillbook to an earlier version, as a new version (history is kept)."""
+    check_skillbook_name(name)
+    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+        store = store_or_fail(service, name)
+        try:
+            version = store.rollback(to_version)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        typer.echo(f"skillbook {name!r} rolled back to version {to_version}, now version {version}")
+
+
+# Fields that change on every write and say nothing a reader of a diff wants.
+_UNTOLD_FIELDS = ("updated_at", "embedding", "embedding_hash")
+
+
+def describe_changes(diff: dict[str, tuple[SkillImage, SkillImage]]) -> dict[str, list[Any]]:
+    """A store diff as added and removed skills, and changed skills with their changed fields."""
+    added, removed, changed = [], [], []
+    for skill_id, (before, after) in sorted(diff.items(), key=lambda item: skill_order_key(item[0])):
+        if before is None and after is not None:
+            added.append(after)
+        elif after is None and before is not None:
+            removed.append(before)
+        elif before is not None and after is not None:
+            fields = {
+                key: (before.get(key), after.get(key))
+                for key in sorted({*before, *after} - set(_UNTOLD_FIELDS))
+                if before.get(key) != after.get(key)
+            }
+            if fields:
+                changed.append({"id": skill_id, "fields": fields})
+    return {"added": added, "removed": removed, "changed": changed}
+
+
+def change_to_json(change: ChangeRecord) -> dict[str, Any]:
+    """One change-log entry as plain JSON."""
+    return {
+        "version": change.version,
+        "base_version": change.base_version,
+        "kind": change.kind.value,
+        "time": change.time,
+        "operations": [op.model_dump(exclude_none=True) for op in change.operations],
+        "consolidation": change.consolidation,
+        "source": change.source,
+        "reasoning": change.reasoning,
+    }

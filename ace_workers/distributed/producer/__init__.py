@@ -1,0 +1,20 @@
+"""Producers: send inputs as tracked batches, follow them, keep traces for the nightly run."""
+
+from .distributed_runner import DistributedRunner
+from .errors import BatchSizeError, NoWorkersError, ProducerConfigError, ProducerError, RemoteStepError
+from .inbox import append_to_inbox
+from .producer import BatchHandle, Producer
+
+__all__ = [
+    # sending and following batches
+    "Producer",
+    "BatchHandle",
+    "DistributedRunner",
+    "append_to_inbox",
+    # errors
+    "ProducerError",
+    "BatchSizeError",
+    "NoWorkersError",
+    "ProducerConfigError",
+    "RemoteStepError",
+]

@@ -1,0 +1,64 @@
+"""DistributedRunner: the in-process runners' run() interface, with the work done by Celery workers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pipeline import SampleResult
+
+from ...core.context import ACEStepContext
+from .producer import BatchHandle, Producer
+
+__all__ = ["DistributedRunner"]
+
+
+class DistributedRunner:
+    """Run a recipe over inputs on the workers, returning SampleResults like TraceAnalyser and ACE.
+
+    ``DistributedRunner(producer, skillbook="support", recipe="ace")`` stands in
+    for ``ACE.from_roles(...)``: the same ``run(items, epochs, wait)`` call, but
+    every step is a task on the queues and the skillbook lives in Redis.
+    """
+
+    def __init__(self, producer: Producer, *, skillbook: str, recipe: str = "trace_analyser") -> None:
+        self.producer = producer
+        self.skillbook_name = skillbook
+        self.recipe = recipe
+        self.last_batch: BatchHandle | None = None
+
+    def run(
+        self, items: Iterable[Any], epochs: int = 1, *, wait: bool = True, timeout: float | None = None
+    ) -> list[SampleResult[ACEStepContext]]:
+        """Enqueue ``items`` as one batch; with ``wait`` return every sample's result.
+
+        With ``wait=False`` it returns [] at once; follow ``last_batch`` and call
+        ``wait_for_background()`` then ``results()``.
+        """
+        enqueue = self.producer.enqueue_samples if self.recipe == "ace" else self.producer.enqueue_traces
+        self.last_batch = enqueue(items, self.skillbook_name, epochs, recipe=self.recipe)
+        if not wait:
+            return []
+        self.last_batch.wait(timeout)
+        return self.last_batch.results()
+
+    def wait_for_background(self, timeout: float | None = None) -> None:
+        """Block until the last batch has finished; TimeoutError after ``timeout`` s."""
+        if self.last_batch is not None:
+            self.last_batch.wait(timeout)
+
+    def results(self) -> list[SampleResult[ACEStepContext]]:
+        """The results of the last batch so far."""
+        return self.last_batch.results() if self.last_batch is not None else []
+
+    @property
+    def learning_stats(self) -> dict[str, int]:
+        """Progress of the last batch: done, failed, in flight."""
+        if self.last_batch is None:
+            return {"active": 0, "completed": 0, "failed": 0}
+        status = self.last_batch.status()
+        return {
+            "active": status.total - status.done - status.failed,
+            "completed": status.done,
+            "failed": status.failed,
+        }

@@ -1,0 +1,48 @@
+"""Errors of producers: batches refused, steps that failed on a worker, no worker to send to."""
+
+from __future__ import annotations
+
+from ...errors import AceError
+
+__all__ = [
+    "ProducerError",
+    "BatchSizeError",
+    "NoWorkersError",
+    "ProducerConfigError",
+    "RemoteStepError",
+]
+
+
+class ProducerError(AceError):
+    """A producer could not send or follow a batch."""
+
+
+class BatchSizeError(ProducerError, ValueError):
+    """An input held more items than a batch may (ACE_MAX_BATCH_SIZE), or than its declared count.
+
+    ``sent`` items went out as batch ``batch_id`` (0 and None when refused before sending).
+    """
+
+    def __init__(self, message: str, *, limit: int, sent: int = 0, batch_id: str | None = None) -> None:
+        self.limit = limit
+        self.sent = sent
+        self.batch_id = batch_id
+        super().__init__(message)
+
+
+class RemoteStepError(ProducerError):
+    """A step failed in a worker; carries the step name and the worker's traceback summary."""
+
+    def __init__(self, step: str, error: str, traceback: str = "") -> None:
+        self.step = step
+        self.error = error
+        self.traceback = traceback
+        super().__init__(f"step {step} failed in a worker: {error}")
+
+
+class NoWorkersError(ProducerError):
+    """Work was about to be enqueued on a Redis no worker serves."""
+
+
+class ProducerConfigError(ProducerError, ValueError):
+    """A producer was built without what it needs (a Redis URL)."""

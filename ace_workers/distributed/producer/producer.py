@@ -1,0 +1,330 @@
+"""Producers enqueue traces or samples as batches; a BatchHandle follows a batch to the end."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from celery import Celery
+
+from pipeline import SampleResult
+
+from ...core.context import ACEStepContext
+from ..settings import WorkerSettings, broker_url_for, client_url_for, env_name
+from ..store.batches import BatchState, BatchStatus
+from ..store.keys import SkillbookKeys, validate_skillbook_name
+from ..worker.app import create_app
+from ..worker.chains import enqueue_epoch
+from ..worker.payload import check_trace, context_to_payload, payload_to_context
+from ..worker.runtime import WorkerRuntime
+from .errors import BatchSizeError, ProducerConfigError, RemoteStepError
+from .inbox import append_to_inbox
+
+__all__ = ["BatchHandle", "Producer"]
+
+POLL_SECONDS = 0.05
+
+
+@dataclass
+class BatchProgress:
+    """A batch status with the number of skills the batch added so far."""
+
+    status: BatchStatus
+    skills_added: int
+
+
+class BatchHandle:
+    """Follow one batch: status, wait, results, errors."""
+
+    def __init__(self, batch_id: str, runtime: WorkerRuntime) -> None:
+        self.batch_id = batch_id
+        self.runtime = runtime
+
+    def status(self) -> BatchStatus:
+        """Counts: total, enqueued, done, failed, in flight, epoch, elapsed."""
+        return self.runtime.batches.status(self.batch_id)
+
+    def progress(self) -> BatchProgress:
+        """The status plus how many skills the skillbook gained since the batch started."""
+        status = self.status()
+        skills = len(self.runtime.skillbook(status.skillbook))
+        return BatchProgress(status, skills - status.skills_at_start)
+
+    def wait(self, timeout: float | None = None) -> BatchStatus:
+        """Block until every sample of every epoch finished; TimeoutError after ``timeout`` s."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.status()
+            if status.state is BatchState.DONE:
+                return status
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"batch {self.batch_id}: {status.done + status.failed} of {status.total} samples "
+                    f"finished after {timeout} s"
+                )
+            time.sleep(POLL_SECONDS)
+
+    def results(self) -> list[SampleResult[ACEStepContext]]:
+        """One SampleResult per finished sample, in epoch then input order."""
+        records = self.runtime.batches.records(self.batch_id)
+
+        def order(key: str) -> tuple[int, int]:
+            epoch, index = key[1:].split(":")
+            return int(epoch), int(index)
+
+        results = []
+        for key in sorted(records, key=order):
+            record = records[key]
+            if record["outcome"] == "done":
+                ctx = payload_to_context(record["payload"], skillbook=None, claims=self.runtime.claims)
+                results.append(SampleResult(ctx.sample, ctx, None, None))
+            else:
+                error = RemoteStepError(record["step"], record["error"], record.get("traceback", ""))
+                results.append(SampleResult(record.get("sample"), None, error, record["step"]))
+        return results
+
+    def errors(self) -> list[dict[str, Any]]:
+        """The failed samples: epoch, index, step, error and traceback summary."""
+        return self.runtime.batches.errors(self.batch_id)
+
+
+class Producer:
+    """Turns inputs into sample chains on the queues, as one tracked batch.
+
+    ``Producer(settings)`` (or ``Producer.from_env()``) connects to
+    ``settings.redis_url`` (ACE_REDIS_URL) and needs nothing else: no worker
+    runtime of the caller's, no task registration. A service that already has
+    a Celery app and runtime passes them in, and the producer then leaves their
+    connections to their owner. Use it as a context manager, or call close().
+    """
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        *,
+        app: Celery | None = None,
+        runtime: WorkerRuntime | None = None,
+    ) -> None:
+        if (app is None) != (runtime is None):
+            raise ValueError("Producer takes both app and runtime, or neither (it then builds its own)")
+        self._owns_connections = app is None
+        if app is None or runtime is None:
+            redis_url = settings.redis_url
+            if not redis_url:
+                raise ProducerConfigError(
+                    f"a Producer needs a Redis URL: set {env_name('redis_url')} "
+                    "(or pass redis_url= in WorkerSettings)"
+                )
+            app = create_app(settings, broker_url=broker_url_for(redis_url))
+            runtime = WorkerRuntime(settings, client_url_for(redis_url))
+        self.settings = settings
+        self.app = app
+        self.runtime = runtime
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Producer:
+        """A producer configured by the ACE_* environment variables (ACE_REDIS_URL required)."""
+        return cls(WorkerSettings.from_env(environ))
+
+    def close(self) -> None:
+        """Release the Redis connections this producer opened (none when it was given an app)."""
+        if self._owns_connections:
+            self.runtime.close()
+            self.app.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def enqueue_traces(
+        self,
+        traces: Iterable[Any],
+        skillbook: str,
+        epochs: int = 1,
+        *,
+        recipe: str = "trace_analyser",
+        max_in_flight: int | None = None,
+        batch_id: str | None = None,
+        count: int | None = None,
+    ) -> BatchHandle:
+        """Learn from recorded traces (TraceAnalyser's chain by default).
+
+        ``batch_id`` (default: a new uuid) lets a caller that records the id
+        before sending, like the nightly job, find the batch again after a crash.
+        ``count`` declares how many items an iterator will yield (see ``_enqueue``).
+        """
+        max_bytes = self.runtime.settings.max_trace_bytes
+
+        def contexts(items: Iterable[Any]) -> Iterable[ACEStepContext]:
+            for trace in items:
+                check_trace(trace, max_bytes=max_bytes)
+                yield ACEStepContext(trace=trace)
+
+        return self._enqueue(traces, contexts, skillbook, epochs, recipe, max_in_flight, batch_id, count)
+
+    def append_to_inbox(self, traces: Iterable[Any], skillbook: str) -> int:
+        """Keep traces in the skillbook's inbox for its next nightly run; return how many were added."""
+        keys = SkillbookKeys(skillbook, self.runtime.settings.queue_prefix)
+        return append_to_inbox(
+            self.runtime.redis, keys, traces, max_trace_bytes=self.runtime.settings.max_trace_bytes
+        )
+
+    def enqueue_samples(
+        self,
+        samples: Iterable[Any],
+        skillbook: str,
+        epochs: int = 1,
+        *,
+        recipe: str = "ace",
+        max_in_flight: int | None = None,
+        count: int | None = None,
+    ) -> BatchHandle:
+        """Answer and learn from samples (ACE's chain by default); ``count`` as in enqueue_traces."""
+        return self._enqueue(
+            samples,
+            lambda items: (ACEStepContext(sample=s) for s in items),
+            skillbook,
+            epochs,
+            recipe,
+            max_in_flight,
+            count=count,
+        )
+
+    def _enqueue(
+        self,
+        items: Iterable[Any],
+        to_contexts: Any,
+        skillbook: str,
+        epochs: int,
+        recipe: str,
+        max_in_flight: int | None,
+        batch_id: str | None = None,
+        count: int | None = None,
+    ) -> BatchHandle:
+        """Send ``items`` as one batch, at most ACE_MAX_BATCH_SIZE of them.
+
+        A Sequence is checked against the limit before anything is sent. An
+        iterator may declare its ``count``: it is checked up front and the
+        batch's total is known from the start. Either way an iterator that
+        yields more (than its count, or the limit) raises BatchSizeError once
+        that many were sent, saying so; the rest are never sent.
+        """
+        validate_skillbook_name(skillbook)
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+            raise ValueError(f"epochs must be an int of at least 1, got {epochs!r}")
+        if epochs > 1 and not isinstance(items, Sequence):
+            raise ValueError(f"{epochs} epochs need a Sequence of inputs; an iterator can be read only once")
+        limit = self.runtime.settings.max_batch_size
+        count = _declared_count(items, count)
+        if count is not None and count > limit:
+            raise BatchSizeError(
+                f"batch of {count} inputs is above max_batch_size={limit} (ACE_MAX_BATCH_SIZE); "
+                "nothing was sent",
+                limit=limit,
+            )
+        self.runtime.pipeline(recipe, skillbook)  # an unknown recipe fails here, before anything is sent
+        batch_id = batch_id or uuid.uuid4().hex
+        if self.runtime.batches.exists(batch_id):
+            raise ValueError(f"batch {batch_id!r} exists already; its samples are not sent twice")
+        per_epoch = count or 0
+        most = limit if count is None else count
+        bounded = items if isinstance(items, Sequence) else _at_most(items, most)
+        first = self._payloads(to_contexts(bounded), epochs, per_epoch)
+        stored = list(first) if epochs > 1 else None
+        self.runtime.batches.create(
+            batch_id,
+            skillbook=skillbook,
+            recipe=recipe,
+            per_epoch=per_epoch,
+            epochs=epochs,
+            skills_at_start=len(self.runtime.skillbook(skillbook)),
+            items=stored,
+        )
+        handle = BatchHandle(batch_id, self.runtime)
+        try:
+            sent = enqueue_epoch(
+                self.app,
+                self.runtime,
+                self._throttled(stored if stored is not None else first, handle, max_in_flight),
+                recipe=recipe,
+                skillbook=skillbook,
+                batch_id=batch_id,
+                epoch=1,
+            )
+        except _TooManyItems:
+            # The batch stays what was sent, so it finishes; the caller learns what was left out.
+            self.runtime.batches.seal(batch_id, most)
+            bound = f"max_batch_size={limit} (ACE_MAX_BATCH_SIZE)" if count is None else f"its count {count}"
+            raise BatchSizeError(
+                f"batch {batch_id}: the input yielded more than {bound}; the first {most} inputs were "
+                "sent as this batch, the rest were not sent",
+                limit=most,
+                sent=most,
+                batch_id=batch_id,
+            ) from None
+        if sent != per_epoch:
+            # Unknown length (or fewer than declared, which would leave the batch waiting forever).
+            self.runtime.batches.seal(batch_id, sent)
+        if count is not None and sent < count:
+            raise BatchSizeError(
+                f"batch {batch_id}: the input declared {count} inputs but yielded {sent}; those {sent} "
+                "were sent as this batch",
+                limit=count,
+                sent=sent,
+                batch_id=batch_id,
+            )
+        return handle
+
+    def _payloads(
+        self, contexts: Iterable[ACEStepContext], epochs: int, total: int
+    ) -> Iterable[dict[str, Any]]:
+        for index, ctx in enumerate(contexts, start=1):
+            ctx = ctx.replace(
+                epoch=1,
+                total_epochs=epochs,
+                step_index=index,
+                total_steps=total or None,
+                global_sample_index=index,
+            )
+            yield context_to_payload(ctx, claims=self.runtime.claims)
+
+    @staticmethod
+    def _throttled(
+        payloads: Iterable[dict[str, Any]], handle: BatchHandle, max_in_flight: int | None
+    ) -> Iterable[dict[str, Any]]:
+        # Back-pressure: never more than max_in_flight samples of this batch on the queues.
+        for sent, payload in enumerate(payloads):
+            while max_in_flight is not None and sent >= max_in_flight:
+                status = handle.status()
+                if sent - status.done - status.failed < max_in_flight:
+                    break
+                time.sleep(POLL_SECONDS)
+            yield payload
+
+
+class _TooManyItems(Exception):
+    """An iterator yielded one item more than its batch may hold (turned into BatchSizeError)."""
+
+
+def _at_most(items: Iterable[Any], most: int) -> Iterator[Any]:
+    """``items``, raising _TooManyItems when item ``most + 1`` arrives, before it is sent."""
+    for number, item in enumerate(items, start=1):
+        if number > most:
+            raise _TooManyItems
+        yield item
+
+
+def _declared_count(items: Iterable[Any], count: int | None) -> int | None:
+    """How many items the batch will hold: a Sequence's length, else the declared count (or None)."""
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+        raise ValueError(f"count must be a non-negative int, got {count!r}")
+    if not isinstance(items, Sequence):
+        return count
+    if count is not None and count != len(items):
+        raise ValueError(f"count={count} but the Sequence holds {len(items)} inputs")
+    return len(items)

@@ -1,0 +1,112 @@
+"""Everything in one process: the app, the runtime and in-process workers for the three queues.
+
+Used by ``ace-workers learn`` when no Redis URL is configured (with an embedded
+Redis), by the tests and by the benchmarks. The write queue always gets its
+own worker with exactly one thread: skillbook writers never run concurrently.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+
+from celery import Celery
+from celery.contrib.testing.worker import start_worker
+from kombu.asynchronous import set_event_loop
+
+from .ops.nightly import register_nightly_task
+from .producer.producer import Producer
+from .settings import WorkerSettings
+from .worker.app import create_app
+from .worker.runtime import WorkerRuntime
+from .worker.tasks import register_tasks
+
+__all__ = ["Service", "build_service", "local_workers", "reset_event_loop"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Service:
+    """A configured Celery app with the step task, its runtime, and a producer."""
+
+    app: Celery
+    runtime: WorkerRuntime
+    producer: Producer
+
+    def close(self) -> None:
+        """Release the Redis connections of the runtime and of the app's producer pool."""
+        self.runtime.close()
+        self.app.close()
+
+
+def build_service(settings: WorkerSettings, *, redis_url: str, broker_url: str | None = None) -> Service:
+    """Create the app on ``broker_url`` (default: the Redis URL) and register ``ace.step``."""
+    app = create_app(settings, broker_url=broker_url or redis_url)
+    runtime = WorkerRuntime(settings, redis_url)
+    register_tasks(app, lambda: runtime)
+    register_nightly_task(app, lambda: runtime)
+    return Service(app, runtime, Producer(settings, app=app, runtime=runtime))
+
+
+def reset_event_loop() -> None:
+    """Forget kombu's process-wide event-loop hub.
+
+    A worker adopts the global hub if one is set and closes it when it stops;
+    clearing it makes every in-process worker create (and close) its own.
+    """
+    set_event_loop(None)
+
+
+@contextmanager
+def _own_hub() -> Iterator[None]:
+    reset_event_loop()
+    try:
+        yield
+    finally:
+        reset_event_loop()
+
+
+def _node_name(role: str) -> str:
+    # Celery's test workers are all named gen<pid>@host; answers to `inspect` from two
+    # workers of one name overwrite each other, so each gets a name of its own.
+    return f"{role}-{os.getpid()}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
+
+
+@contextmanager
+def local_workers(service: Service, *, learn_threads: int = 4) -> Iterator[Service]:
+    """Run thread-pool workers for the execute and learn queues and a one-thread write worker."""
+    queues = service.runtime.settings.queue_names()
+    with ExitStack() as stack:
+        stack.enter_context(_own_hub())
+        stack.enter_context(
+            start_worker(
+                service.app,
+                pool="threads",
+                concurrency=learn_threads,
+                queues=[queues["execute"], queues["learn"]],
+                hostname=_node_name("learn"),
+                perform_ping_check=False,
+                loglevel="WARNING",
+                shutdown_timeout=30.0,
+            )
+        )
+        reset_event_loop()  # the write worker gets a hub of its own
+        stack.enter_context(
+            start_worker(
+                service.app,
+                pool="threads",
+                concurrency=1,
+                queues=[queues["write"]],
+                hostname=_node_name("write"),
+                perform_ping_check=False,
+                loglevel="WARNING",
+                shutdown_timeout=30.0,
+            )
+        )
+        yield service

@@ -1,0 +1,51 @@
+"""Everything ace-workers keeps in Redis: skillbooks, their change log, batch ledgers, caches.
+
+No Celery here: the store is used and tested with a Redis client alone.
+"""
+
+from .backed_skillbook import StoreBackedSkillbook
+from .batches import BatchState, BatchStatus, BatchStore
+from .changelog import ChangeKind, ChangeRecord
+from .embedding_cache import RedisEmbeddingCache
+from .errors import (
+    SkillbookExistsError,
+    SkillbookFullError,
+    StoreError,
+    UnknownSkillbookError,
+    VersionConflict,
+)
+from .keys import SkillbookKeys, dead_letters_key, registry_key, validate_skillbook_name
+from .snapshots import SnapshotCache
+from .store import RedisSkillbookStore, StoreApplyResult, list_skillbooks
+from .write_scope import WriteScope, dedup_write_scope, write_scope
+
+__all__ = [
+    # the skillbook store
+    "RedisSkillbookStore",
+    "StoreApplyResult",
+    "list_skillbooks",
+    "ChangeRecord",
+    "ChangeKind",
+    # reading and writing a stored skillbook
+    "SnapshotCache",
+    "StoreBackedSkillbook",
+    "WriteScope",
+    "write_scope",
+    "dedup_write_scope",
+    # batch ledger and caches
+    "BatchStore",
+    "BatchStatus",
+    "BatchState",
+    "RedisEmbeddingCache",
+    # key names
+    "SkillbookKeys",
+    "validate_skillbook_name",
+    "registry_key",
+    "dead_letters_key",
+    # errors
+    "StoreError",
+    "VersionConflict",
+    "UnknownSkillbookError",
+    "SkillbookExistsError",
+    "SkillbookFullError",
+]

@@ -1,0 +1,252 @@
+"""Every Redis key (and hash field) name the skillbook store uses, in one place.
+
+Layout for a skillbook ``NAME`` under the default prefix ``ace``::
+
+    ace:{sb:NAME}:version      string  the version: 0 (absent) for a new skillbook, +1 per write
+    ace:{sb:NAME}:skills       hash    skill id -> skill JSON (the file format's object + "_order")
+    ace:{sb:NAME}:meta         hash    next_id, next_order (next numbers to issue), created_at, incarnation
+    ace:{sb:NAME}:content      hash    "section<US>normalised content" -> JSON list of active skill ids
+    ace:{sb:NAME}:decisions    hash    "id_a,id_b" (sorted) -> similarity decision JSON
+    ace:{sb:NAME}:changes      stream  one entry per version, entry id "<version>-0", capped (MAXLEN ~)
+    ace:{sb:NAME}:stats        hash    applies, stale_applies, skipped_ops, duplicate_deliveries, conflicts
+    ace:{sb:NAME}:idem:KEY     string  result of the apply that carried idempotency key KEY, with a TTL
+    ace:{sb:NAME}:embeddings   hash    embedding cache: content hash -> float32 vector bytes
+    ace:{sb:NAME}:inbox        stream  traces waiting for the nightly run, one JSON "trace" field each
+    ace:{sb:NAME}:nightly      hash    the nightly job's cursor and the state of its current run
+    ace:{sb:NAME}:nightly:lock string  held by the one nightly run of this skillbook in progress
+    ace:{sb:NAME}:nightly:reports list  the newest nightly run reports (JSON), newest first
+    ace:skillbooks             set     names of the skillbooks under this prefix
+
+Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
+they all live in one hash slot and one MULTI/EXEC can span them. The registry
+``ace:skillbooks`` is the one global, cross-slot key: it is never written inside
+a skillbook's transaction.
+
+Idempotency keys get one string key each, written with ``SET ... EX`` in the
+apply transaction: Redis expires them by itself (default after 7 days), so the
+record of applied keys stays bounded without a trimming job, and a WATCH on the
+key is exact. The retention must outlast the longest redelivery delay (the
+broker's visibility timeout plus task retries); a key delivered again after it
+expired is applied again.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ...core.skillbook import normalise_content
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "META_CREATED_AT",
+    "META_INCARNATION",
+    "META_NEXT_ID",
+    "META_NEXT_ORDER",
+    "STATS_FIELDS",
+    "STAT_APPLIES",
+    "STAT_CONFLICTS",
+    "STAT_DUPLICATE_DELIVERIES",
+    "STAT_SKIPPED_OPS",
+    "STAT_ADDS_SKIPPED_FULL",
+    "STAT_STALE_APPLIES",
+    "SkillbookKeys",
+    "batch_key",
+    "content_field",
+    "dead_letters_key",
+    "decision_field",
+    "registry_key",
+    "validate_key_prefix",
+    "validate_skillbook_name",
+]
+
+DEFAULT_PREFIX = "ace"
+
+# Names are used verbatim inside key names: no braces (hash tags), colons,
+# spaces or glob characters can get in.
+_SKILLBOOK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_KEY_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+
+# Fields of the meta hash.
+META_NEXT_ID = "next_id"  # the number the next allocated skill id gets
+META_NEXT_ORDER = "next_order"  # the insertion sequence number the next added skill gets
+META_CREATED_AT = "created_at"
+META_INCARNATION = "incarnation"
+
+# Fields of the stats hash; stats() reports each, 0 when never counted.
+STAT_APPLIES = "applies"
+STAT_STALE_APPLIES = "stale_applies"
+STAT_SKIPPED_OPS = "skipped_ops"
+STAT_ADDS_SKIPPED_FULL = "adds_skipped_full"
+STAT_DUPLICATE_DELIVERIES = "duplicate_deliveries"
+STAT_CONFLICTS = "conflicts"
+STATS_FIELDS = (
+    STAT_APPLIES,
+    STAT_STALE_APPLIES,
+    STAT_SKIPPED_OPS,
+    STAT_ADDS_SKIPPED_FULL,
+    STAT_DUPLICATE_DELIVERIES,
+    STAT_CONFLICTS,
+)
+
+# Unit separator. Python's str.split() treats it as whitespace, so a
+# normalised content never holds one: the last separator in a field ends the section.
+_FIELD_SEPARATOR = "\x1f"
+
+
+def validate_skillbook_name(name: object) -> str:
+    """Return ``name`` if it can name a skillbook, else raise ValueError naming it.
+
+    A name is 1 to 128 characters of ``A-Z a-z 0-9 _ . -``, starting with a
+    letter or digit, so it can never break out of its key's hash tag.
+    """
+    if not isinstance(name, str) or _SKILLBOOK_NAME.fullmatch(name) is None:
+        raise ValueError(
+            f"invalid skillbook name {name!r}: use 1 to 128 characters of letters, digits, "
+            "'_', '.' and '-', starting with a letter or digit"
+        )
+    return name
+
+
+def validate_key_prefix(prefix: object) -> str:
+    """Return ``prefix`` if it can start key names, else raise ValueError naming it."""
+    if not isinstance(prefix, str) or _KEY_PREFIX.fullmatch(prefix) is None:
+        raise ValueError(
+            f"invalid key prefix {prefix!r}: use 1 to 64 characters of letters, digits, "
+            "'_', '.', ':' and '-', starting with a letter or digit"
+        )
+    return prefix
+
+
+def registry_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """The set of skillbook names under ``prefix``: the one key outside every skillbook's hash slot."""
+    return f"{validate_key_prefix(prefix)}:skillbooks"
+
+
+def dead_letters_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """The list of step messages that failed after their retries, kept for inspection and retry."""
+    return f"{validate_key_prefix(prefix)}:dead_letters"
+
+
+def batch_key(prefix: str, batch_id: str, part: str = "") -> str:
+    """A key of one batch; every key of a batch shares the ``{batch:ID}`` hash tag."""
+    return f"{validate_key_prefix(prefix)}:{{batch:{batch_id}}}{':' + part if part else ''}"
+
+
+def content_field(section: str, content: str) -> str:
+    """The content-index field of a skill: its section as stored, then its normalised content."""
+    return f"{section}{_FIELD_SEPARATOR}{normalise_content(content)}"
+
+
+def decision_field(id_a: str, id_b: str) -> str:
+    """The decisions-hash field of a pair of skills, the same whichever id comes first."""
+    return ",".join(sorted((id_a, id_b)))
+
+
+@dataclass(frozen=True)
+class SkillbookKeys:
+    """The key names of one skillbook; all share the hash tag ``{sb:NAME}``."""
+
+    name: str
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        validate_skillbook_name(self.name)
+        validate_key_prefix(self.prefix)
+
+    @property
+    def hash_tag(self) -> str:
+        """The Redis Cluster hash tag every key of this skillbook contains."""
+        return f"{{sb:{self.name}}}"
+
+    @property
+    def base(self) -> str:
+        """The common start of every key of this skillbook."""
+        return f"{self.prefix}:{self.hash_tag}"
+
+    @property
+    def version(self) -> str:
+        """String: the current version (absent means 0)."""
+        return f"{self.base}:version"
+
+    @property
+    def skills(self) -> str:
+        """Hash: skill id -> skill JSON, with its insertion order under "_order"."""
+        return f"{self.base}:skills"
+
+    @property
+    def meta(self) -> str:
+        """Hash: next_id, next_order, created_at, incarnation."""
+        return f"{self.base}:meta"
+
+    @property
+    def content(self) -> str:
+        """Hash: content field -> JSON list of the active skills saying it (duplicate-ADD detection)."""
+        return f"{self.base}:content"
+
+    @property
+    def decisions(self) -> str:
+        """Hash: "id_a,id_b" -> similarity decision JSON."""
+        return f"{self.base}:decisions"
+
+    @property
+    def changes(self) -> str:
+        """Stream: the change log, one entry per version."""
+        return f"{self.base}:changes"
+
+    @property
+    def stats(self) -> str:
+        """Hash: the store's counters (STATS_FIELDS)."""
+        return f"{self.base}:stats"
+
+    @property
+    def embeddings(self) -> str:
+        """Hash: cached embeddings of skill texts, by content hash (model and text)."""
+        return f"{self.base}:embeddings"
+
+    @property
+    def inbox(self) -> str:
+        """Stream: traces appended for the nightly run."""
+        return f"{self.base}:inbox"
+
+    @property
+    def nightly(self) -> str:
+        """Hash: the nightly job's cursor (last inbox entry learned) and its current run."""
+        return f"{self.base}:nightly"
+
+    @property
+    def nightly_lock(self) -> str:
+        """String: the lock of the nightly run in progress."""
+        return f"{self.base}:nightly:lock"
+
+    @property
+    def nightly_reports(self) -> str:
+        """List: nightly run reports as JSON, newest first."""
+        return f"{self.base}:nightly:reports"
+
+    def idempotency(self, key: str) -> str:
+        """String with a TTL: the recorded result of the apply that carried ``key``."""
+        return f"{self.base}:idem:{key}"
+
+    @property
+    def idempotency_pattern(self) -> str:
+        """SCAN pattern matching every idempotency key of this skillbook."""
+        # Names and prefixes exclude the glob characters * ? [ ] \, so no escaping is needed.
+        return f"{self.base}:idem:*"
+
+    def fixed(self) -> tuple[str, ...]:
+        """Every key of this skillbook except the idempotency keys."""
+        return (
+            self.version,
+            self.skills,
+            self.meta,
+            self.content,
+            self.decisions,
+            self.changes,
+            self.stats,
+            self.embeddings,
+            self.inbox,
+            self.nightly,
+            self.nightly_lock,
+            self.nightly_reports,
+        )

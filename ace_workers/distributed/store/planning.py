@@ -1,0 +1,339 @@
+"""What an apply changes, computed in Python from only the skills and index entries it touches.
+
+The store reads the few skills and content-index fields a batch can depend
+on, loads them into a small core Skillbook and lets ``Skillbook.apply_update``
+do the work, so the semantics are the core's by construction. The plan is
+final once everything it depends on was read from Redis:
+
+* every skill id the batch names (present or not);
+* every content-index field an ADD looks up, and every skill those fields
+  list (a duplicate-ADD check must see the active skills saying the same);
+* every id the plan allocates (to skip ids that exist, as the core does);
+* the index fields whose membership the changes move.
+
+Anything missing is reported, the store fetches it under the same WATCH and
+plans again; usually two rounds.
+
+Each stored skill carries its insertion sequence number (``"_order"`` in its
+JSON), so the small skillbook holds its skills in the core's dict order:
+where two active skills of a section say the same thing, a duplicate ADD
+names the same one the core would, and snapshots list skills as the core does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ...core.skillbook import ApplyReport, Skillbook
+from ...core.updates import UpdateBatch
+from .changelog import SkillImage
+from .keys import content_field
+
+__all__ = [
+    "ORDER_KEY",
+    "ApplyPlan",
+    "SkillReads",
+    "active_growth",
+    "adds_beyond_room",
+    "count_active",
+    "decode_stored_skill",
+    "encode_stored_skill",
+    "is_active",
+    "plan_batch",
+    "plan_index",
+    "report_in_batch_indices",
+    "skill_field",
+    "skill_order_key",
+    "without_operations",
+]
+
+logger = logging.getLogger(__name__)
+
+_ID_NUMBER = re.compile(r"-(\d+)$")
+
+ORDER_KEY = "_order"  # the insertion sequence number, stored beside the skill's fields
+
+
+def encode_stored_skill(image: Mapping[str, Any], order: int) -> str:
+    """A skill's value in the skills hash: its file-format dict plus its insertion order."""
+    return json.dumps({**image, ORDER_KEY: order}, ensure_ascii=False)
+
+
+def decode_stored_skill(raw: bytes | str) -> tuple[dict[str, Any], int | None]:
+    """A skills-hash value as (file-format dict, insertion order or None if it has none)."""
+    image = json.loads(raw)
+    order = image.pop(ORDER_KEY, None)
+    return image, order if isinstance(order, int) else None
+
+
+@dataclass
+class SkillReads:
+    """What was read from Redis under the current WATCH: skills by id, index fields."""
+
+    skills: dict[str, SkillImage] = field(default_factory=dict)  # None: the id does not exist
+    order: dict[str, int] = field(default_factory=dict)  # insertion order of the present skills
+    fields: dict[str, list[str]] = field(default_factory=dict)  # []: no active skill says it
+
+    def add_skill(self, skill_id: str, raw: bytes | str | None) -> None:
+        """Record the skills-hash value read for ``skill_id`` (None: no such skill)."""
+        if raw is None:
+            self.skills[skill_id] = None
+            return
+        image, order = decode_stored_skill(raw)
+        self.skills[skill_id] = image
+        if order is not None:
+            self.order[skill_id] = order
+
+    def sort_key(self, skill_id: str) -> tuple[int, tuple[int, str]]:
+        """Insertion order, for skills stored with one; id order after them otherwise."""
+        order = self.order.get(skill_id)
+        return (0, (order, skill_id)) if order is not None else (1, skill_order_key(skill_id))
+
+
+@dataclass
+class ApplyPlan:
+    """The outcome of an apply: report, changed skills and index entries, next id and order numbers."""
+
+    report: ApplyReport
+    next_id: int
+    next_order: int
+    changes: dict[str, tuple[SkillImage, SkillImage]]
+    orders: dict[str, int]  # insertion order of every changed skill that still exists
+    index_writes: dict[str, list[str]]
+    missing_ids: set[str]
+    missing_fields: set[str]
+
+    @property
+    def complete(self) -> bool:
+        """True when every skill and field the plan depends on was read."""
+        return not self.missing_ids and not self.missing_fields
+
+    def with_index(self, index_writes: dict[str, list[str]], missing_fields: set[str]) -> ApplyPlan:
+        """This plan once the ids it missed turned out absent: same outcome, index writes redone."""
+        return replace(self, index_writes=index_writes, missing_ids=set(), missing_fields=missing_fields)
+
+
+def skill_order_key(skill_id: str) -> tuple[int, str]:
+    """Approximate insertion order: ids are numbered as they are issued."""
+    match = _ID_NUMBER.search(skill_id)
+    return (int(match.group(1)) if match else -1, skill_id)
+
+
+def skill_field(image: SkillImage) -> str | None:
+    """The content-index field of a skill state, or None if it is absent or inactive."""
+    if image is None or image.get("status", "active") != "active":
+        return None
+    return content_field(str(image["section"]), str(image["content"]))
+
+
+def is_active(image: SkillImage) -> bool:
+    """True for a skill state that exists and is active (not soft-deleted)."""
+    return image is not None and image.get("status", "active") == "active"
+
+
+def active_growth(changes: Mapping[str, tuple[SkillImage, SkillImage]]) -> int:
+    """How many active skills ``changes`` add, net of those they remove or deactivate."""
+    return sum(is_active(new) - is_active(old) for old, new in changes.values())
+
+
+def count_active(raw_values: Iterable[bytes | str]) -> int:
+    """The active skills among values of the skills hash."""
+    return sum(is_active(decode_stored_skill(raw)[0]) for raw in raw_values)
+
+
+def plan_batch(batch: UpdateBatch, reads: SkillReads, next_id: int, next_order: int) -> ApplyPlan:
+    """Plan ``batch`` against ``reads``; ``next_id`` and ``next_order`` are the next numbers to issue."""
+    named = {op.skill_id for op in batch.operations if op.skill_id}
+    lookups = {content_field(op.section.strip(), op.content) for op in batch.operations if op.type == "ADD"}
+    missing_ids = {skill_id for skill_id in named if skill_id not in reads.skills}
+    missing_fields = {f for f in lookups if f not in reads.fields}
+    for lookup in lookups & reads.fields.keys():
+        missing_ids.update(i for i in reads.fields[lookup] if i not in reads.skills)
+
+    present = {i: image for i, image in reads.skills.items() if image is not None}
+    book = Skillbook.from_dict(
+        {
+            "skills": dict(sorted(present.items(), key=lambda item: reads.sort_key(item[0]))),
+            "next_id": next_id - 1,
+        },
+        source="redis skillbook",
+    )
+    with _core_log_muted():
+        # Logged once, after the commit, by the store: a plan may be recomputed or retried.
+        report = book.apply_update(batch)
+    after_book = book.to_dict()
+    after = after_book["skills"]
+    missing_ids.update(i for i in report.added if i not in reads.skills)
+
+    # The core appends an added skill at the end of its dict: give it the next order number.
+    orders: dict[str, int] = {}
+    for skill_id in report.added:
+        orders[skill_id], next_order = next_order, next_order + 1
+    changes: dict[str, tuple[SkillImage, SkillImage]] = {}
+    for skill_id in sorted(named | set(report.added), key=skill_order_key):
+        old, new = present.get(skill_id), after.get(skill_id)
+        if old != new:
+            changes[skill_id] = (old, new)
+        if new is not None and skill_id not in orders:
+            if skill_id in reads.order:
+                orders[skill_id] = reads.order[skill_id]
+            else:  # stored without an order (written by something else): it goes last
+                orders[skill_id], next_order = next_order, next_order + 1
+    index_writes, missing_index = plan_index(changes, reads.fields)
+    return ApplyPlan(
+        report=report,
+        next_id=int(after_book["next_id"]) + 1,
+        next_order=next_order,
+        changes=changes,
+        orders={skill_id: orders[skill_id] for skill_id, (_, new) in changes.items() if new is not None},
+        index_writes=index_writes,
+        missing_ids=missing_ids,
+        missing_fields=missing_fields | missing_index,
+    )
+
+
+def plan_index(
+    changes: Mapping[str, tuple[SkillImage, SkillImage]], fields: Mapping[str, list[str]]
+) -> tuple[dict[str, list[str]], set[str]]:
+    """The content-index fields ``changes`` rewrite (field -> new id list, [] to delete).
+
+    Returns the rewrites and the fields that must be read first (then the
+    rewrites are empty): only fields whose membership changes are needed.
+    """
+    moves: list[tuple[str, str, bool]] = []  # (field, skill id, joins)
+    for skill_id, (old, new) in changes.items():
+        old_field, new_field = skill_field(old), skill_field(new)
+        if old_field == new_field:
+            continue
+        if old_field is not None:
+            moves.append((old_field, skill_id, False))
+        if new_field is not None:
+            moves.append((new_field, skill_id, True))
+    missing = {f for f, _, _ in moves if f not in fields}
+    if missing:
+        return {}, missing
+    members = {f: set(fields[f]) for f, _, _ in moves}
+    for f, skill_id, joins in moves:
+        if joins:
+            members[f].add(skill_id)
+        else:
+            members[f].discard(skill_id)
+    return (
+        {f: sorted(ids, key=skill_order_key) for f, ids in members.items() if ids != set(fields[f])},
+        set(),
+    )
+
+
+def adds_beyond_room(batch: UpdateBatch, report: ApplyReport, excess: int) -> list[int]:
+    """Indices of the last ``excess`` ADDs of ``batch`` that add a skill (all of them if fewer).
+
+    ``report`` is the batch's planned outcome: an ADD restating a skill adds
+    nothing, so leaving it out would make no room.
+    """
+    restating = {index for index, _ in report.duplicates}
+    adding = [i for i, op in enumerate(batch.operations) if op.type == "ADD" and i not in restating]
+    return adding[max(0, len(adding) - excess) :]
+
+
+def without_operations(batch: UpdateBatch, kept: list[int]) -> UpdateBatch:
+    """``batch`` holding only the operations at indices ``kept``."""
+    return batch.model_copy(update={"operations": [batch.operations[i] for i in kept]})
+
+
+def report_in_batch_indices(report: ApplyReport, kept: list[int], full: list[int]) -> ApplyReport:
+    """A report planned on the ``kept`` operations, with indices of the whole batch and ``full`` set."""
+    return replace(
+        report,
+        skipped=[(kept[i], op_type, skill_id) for i, op_type, skill_id in report.skipped],
+        duplicates=[(kept[i], existing) for i, existing in report.duplicates],
+        full=sorted(full),
+    )
+
+
+def log_report(name: str, version: int, batch: UpdateBatch, report: ApplyReport) -> None:
+    """Log what an applied batch skipped or changed, once, after its commit."""
+    if report.full:
+        logger.warning(
+            "skillbook %r version %d: the skillbook is full; skipped %d ADD operation(s) (#%s) and "
+            "applied the rest of the batch (raise ACE_MAX_SKILLBOOK_SKILLS, or consolidate: "
+            "ace-workers skillbook dedup)",
+            name,
+            version,
+            len(report.full),
+            ", #".join(str(index) for index in report.full),
+        )
+    for index, op_type, skill_id in report.skipped:
+        logger.warning(
+            "skillbook %r version %d: skipped %s operation #%d: no skill with id %r",
+            name,
+            version,
+            op_type,
+            index,
+            skill_id,
+        )
+    for index, existing in report.duplicates:
+        logger.info(
+            "skillbook %r version %d: skipped ADD operation #%d: skill %s already says it",
+            name,
+            version,
+            index,
+            existing,
+        )
+    not_added = {index for index, _ in report.duplicates} | set(report.full)
+    adds = [
+        (index, op.skill_id)
+        for index, op in enumerate(batch.operations)
+        if op.type == "ADD" and index not in not_added
+    ]
+    for (index, asked), given in zip(adds, report.added, strict=True):
+        if asked and asked != given:
+            logger.warning(
+                "skillbook %r version %d: ADD operation #%d asked for skill id %r, which exists or is "
+                "not a valid id; it got %s",
+                name,
+                version,
+                index,
+                asked,
+                given,
+            )
+
+
+class _ThreadMute(logging.Filter):
+    """Drops records emitted by the thread that set it; other threads log as usual."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._state = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self._state, "muted", False)
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        previous = getattr(self._state, "muted", False)
+        self._state.muted = True
+        try:
+            yield
+        finally:
+            self._state.muted = previous
+
+
+_CORE_LOG_MUTE = _ThreadMute()
+_INSTALL_LOCK = threading.Lock()
+
+
+@contextmanager
+def _core_log_muted() -> Iterator[None]:
+    core_logger = logging.getLogger(Skillbook.__module__)
+    with _INSTALL_LOCK:
+        if _CORE_LOG_MUTE not in core_logger.filters:
+            core_logger.addFilter(_CORE_LOG_MUTE)
+    with _CORE_LOG_MUTE.active():
+        yield

@@ -1,0 +1,97 @@
+"""The per-process cache of skillbook snapshots, shared between callers as read-only views."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping
+
+from ...core.skillbook import Skillbook
+from .changelog import SkillImage
+
+__all__ = ["SnapshotCache", "advance_snapshot", "default_snapshot_cache"]
+
+
+class SnapshotCache:
+    """A small thread-safe LRU of read-only snapshots, keyed by skillbook identity and version.
+
+    Keys are whatever the store passes (it uses prefix, name, incarnation and
+    version, so a deleted and recreated skillbook never hits an old entry).
+    Values are shared and never changed: the store hands them out only
+    wrapped in a SkillbookView, which has no write methods.
+    """
+
+    def __init__(self, maxsize: int = 16) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize must be at least 1, got {maxsize}")
+        self.maxsize = maxsize
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, Skillbook] = OrderedDict()
+        # identity -> (version, key) of the newest snapshot put, while it is still cached.
+        self._newest: dict[Hashable, tuple[int, Hashable]] = {}
+
+    def get(self, key: Hashable) -> Skillbook | None:
+        """The snapshot cached under ``key``, marked as recently used, or None."""
+        with self._lock:
+            book = self._entries.get(key)
+            if book is not None:
+                self._entries.move_to_end(key)
+            return book
+
+    def put(self, key: Hashable, book: Skillbook, *, identity: Hashable = None, version: int = -1) -> None:
+        """Cache ``book`` under ``key``, evicting the least recently used entry when full.
+
+        With ``identity`` (which skillbook) and ``version``, :meth:`newest` can
+        later find it as the starting point of an incremental refresh.
+        """
+        with self._lock:
+            self._entries[key] = book
+            self._entries.move_to_end(key)
+            if identity is not None and version > self._newest.get(identity, (-1, None))[0]:
+                self._newest[identity] = (version, key)
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+
+    def newest(self, identity: Hashable) -> tuple[int, Skillbook] | None:
+        """The newest cached (version, snapshot) put for ``identity``, or None."""
+        with self._lock:
+            version, key = self._newest.get(identity, (-1, None))
+            book = self._entries.get(key) if key is not None else None
+            if book is None:
+                self._newest.pop(identity, None)
+                return None
+            return version, book
+
+    def clear(self) -> None:
+        """Forget every snapshot."""
+        with self._lock:
+            self._entries.clear()
+            self._newest.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+def advance_snapshot(
+    base: Skillbook,
+    after_images: Iterable[Mapping[str, SkillImage]],
+    *,
+    next_id: int,
+    new_order: Callable[[str], tuple[int, int, str]],
+) -> Skillbook:
+    """A snapshot: ``base`` with each version's after-images applied, oldest first.
+
+    Costs a shallow copy of the skill dict plus the touched skills, instead of
+    decoding the whole skillbook again (see Skillbook.with_changes); new skills
+    are ordered by ``new_order``, their insertion order in the store.
+    """
+    return base.with_changes(after_images, next_id=next_id, order_of_new=new_order)
+
+
+_DEFAULT_CACHE = SnapshotCache()
+
+
+def default_snapshot_cache() -> SnapshotCache:
+    """The cache every store of this process shares unless given its own."""
+    return _DEFAULT_CACHE

@@ -1,0 +1,527 @@
+"""The versioned Redis skillbook store: compare-and-set applies costing O(touched skills).
+
+Every write follows one shape (STYLE "Redis writes"): WATCH the version key,
+read what the write depends on, MULTI, write and bump the version, append
+the change to the change log, EXEC. A WatchError means another writer
+committed in between: the attempt is thrown away and retried with jittered
+backoff, up to ``max_attempts``, then VersionConflict.
+
+An apply reads only the skills its batch names, the content-index fields its
+ADDs look up, the skills those fields list and the ids it allocates (see
+planning.py), so its cost does not grow with the skillbook. Snapshots read
+everything, in one MULTI, and are cached per version.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+import redis
+from redis.client import Pipeline
+
+from ...core.consolidation import ConsolidationBatch, ConsolidationReport
+from ...core.context import SkillbookView
+from ...core.skill import SimilarityDecision
+from ...core.skillbook import ApplyReport, Skillbook
+from ...core.updates import UpdateBatch
+from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, stream_id
+from .errors import UnknownSkillbookError, VersionConflict
+from .keys import (
+    DEFAULT_PREFIX,
+    META_INCARNATION,
+    META_NEXT_ID,
+    STAT_CONFLICTS,
+    STATS_FIELDS,
+    SkillbookKeys,
+    decision_field,
+    registry_key,
+)
+from .planning import (
+    SkillReads,
+    count_active,
+    decode_stored_skill,
+    log_report,
+    skill_field,
+    skill_order_key,
+)
+from .replies import decode_int, decode_text, optional_text
+from .snapshots import SnapshotCache, advance_snapshot, default_snapshot_cache
+from .transactions import (
+    META_ACTIVE_SKILLS,
+    ImportPayload,
+    SkillbookWrites,
+    StoreApplyResult,
+    StoreConsolidationResult,
+    dump_json,
+    is_stale,
+    read_changes,
+    records_of,
+)
+
+__all__ = [
+    "DEFAULT_IDEMPOTENCY_TTL",
+    "DEFAULT_MAX_SKILLS",
+    "RedisSkillbookStore",
+    "StoreApplyResult",
+    "StoreObserver",
+    "list_skillbooks",
+]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_IDEMPOTENCY_TTL = 7 * 24 * 3600  # seconds an idempotency key is remembered
+DEFAULT_MAX_SKILLS = 100_000  # active skills an apply may grow a skillbook to (ACE_MAX_SKILLBOOK_SKILLS)
+_BACKOFF_BASE = 0.005  # seconds; doubled per failed attempt, full jitter
+_BACKOFF_CAP = 0.2
+# A snapshot further behind than this many versions is read whole rather than brought forward.
+_MAX_INCREMENTAL_VERSIONS = 256
+_LAST = 2**62  # sorts a skill whose stored order is unknown after every known one
+
+
+def list_skillbooks(client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Names of the skillbooks stored under ``prefix``, sorted."""
+    return sorted(decode_text(name) for name in client.smembers(registry_key(prefix)))
+
+
+class StoreObserver(Protocol):
+    """Told what the store's counters count, as it happens (the worker's metrics implement it)."""
+
+    def on_conflict(self, skillbook: str, operation: str) -> None:
+        """A write attempt lost a compare-and-set race."""
+        ...
+
+    def on_apply(self, skillbook: str, result: StoreApplyResult) -> None:
+        """An apply finished: applied (maybe stale, maybe with skipped operations) or a duplicate delivery."""
+        ...
+
+
+_HISTORY_PAGE = 500  # change-log entries per XREVRANGE
+
+
+class RedisSkillbookStore:
+    """One named skillbook in Redis: versioned, with a change log, written by compare-and-set.
+
+    Safe to share between threads (each call uses its own pipeline). Many
+    named skillbooks can share one Redis; all keys of one live in one
+    Redis Cluster hash slot (see keys.py). An ``observer`` (a worker's
+    metrics) is told of every lost race and every finished apply.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        name: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        max_attempts: int = 10,
+        changelog_maxlen: int = 10_000,
+        idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL,
+        max_skills: int = DEFAULT_MAX_SKILLS,
+        snapshot_cache: SnapshotCache | None = None,
+        observer: StoreObserver | None = None,
+    ) -> None:
+        for option, value in (
+            ("max_attempts", max_attempts),
+            ("changelog_maxlen", changelog_maxlen),
+            ("idempotency_ttl", idempotency_ttl),
+            ("max_skills", max_skills),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{option} must be a positive int, got {value!r}")
+        self.keys = SkillbookKeys(name, prefix)
+        self.max_attempts = max_attempts
+        self.changelog_maxlen = changelog_maxlen
+        self.idempotency_ttl = idempotency_ttl
+        self.max_skills = max_skills
+        self._redis = client
+        self._cache = snapshot_cache if snapshot_cache is not None else default_snapshot_cache()
+        self._observer = observer
+        self._writes = SkillbookWrites(
+            client,
+            self.keys,
+            changelog_maxlen=changelog_maxlen,
+            idempotency_ttl=idempotency_ttl,
+            max_skills=max_skills,
+        )
+
+    @property
+    def name(self) -> str:
+        """The skillbook's name."""
+        return self.keys.name
+
+    def __repr__(self) -> str:
+        return f"RedisSkillbookStore({self.name!r}, prefix={self.keys.prefix!r})"
+
+    # -- reads ---------------------------------------------------------------------------
+    def version(self) -> int:
+        """The current version; 0 for a skillbook never written."""
+        return decode_int(self._redis.get(self.keys.version))
+
+    def exists(self) -> bool:
+        """True once the skillbook has been written at least once (and not deleted)."""
+        return bool(self._redis.exists(self.keys.version))
+
+    def snapshot(self) -> tuple[int, Skillbook]:
+        """The version and a fresh, mutable Skillbook read consistently in one transaction."""
+        version, _, book = self._read_snapshot()
+        return version, book
+
+    def cached_snapshot(self) -> tuple[int, SkillbookView]:
+        """Like snapshot(), but shared per version through the process's SnapshotCache.
+
+        Reads only the version (and the skillbook's incarnation) when the
+        cache holds that version. The snapshot is shared with other callers,
+        so it comes as a read-only SkillbookView: to change a copy, use
+        ``Skillbook.from_dict(view.to_dict())``.
+        """
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.get(self.keys.version)
+            pipe.hget(self.keys.meta, META_INCARNATION)
+            raw_version, raw_incarnation = pipe.execute()
+        version, incarnation = decode_int(raw_version), optional_text(raw_incarnation)
+        cached = self._cache.get(self._cache_key(incarnation, version))
+        if cached is not None:
+            return version, SkillbookView(cached)
+        advanced = self._advance_cached(incarnation, version)
+        if advanced is not None:
+            version, book = advanced
+        else:
+            version, incarnation, book = self._read_whole_for_cache()
+        self._cache.put(
+            self._cache_key(incarnation, version), book, identity=self._identity(incarnation), version=version
+        )
+        return version, SkillbookView(book)
+
+    def _advance_cached(self, incarnation: str | None, version: int) -> tuple[int, Skillbook] | None:
+        """The newest cached snapshot brought forward through the change log, or None to read it all.
+
+        Reads only the log entries since that snapshot (in one MULTI with the
+        version, so they end exactly at the version returned), which keeps a
+        worker's refresh cheap however big the skillbook grows.
+        """
+        newest = self._cache.newest(self._identity(incarnation))
+        if newest is None or not 0 < version - newest[0] <= _MAX_INCREMENTAL_VERSIONS:
+            return None
+        base_version, base = newest
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.get(self.keys.version)
+            pipe.hmget(self.keys.meta, [META_NEXT_ID, META_INCARNATION])
+            pipe.xrange(self.keys.changes, min=stream_id(base_version + 1))
+            raw_version, (raw_next_id, raw_incarnation), entries = pipe.execute()
+        current = decode_int(raw_version)
+        records = records_of(entries)
+        contiguous = [r.version for r in records] == list(range(base_version + 1, current + 1))
+        # Rollbacks and imports may restore skills to earlier places, decisions change what an
+        # apply never does: those versions are read whole.
+        if (
+            optional_text(raw_incarnation) != incarnation
+            or not contiguous
+            or any(r.kind is not ChangeKind.APPLY for r in records)
+        ):
+            return None
+        new_ids = sorted({i for r in records for i, image in r.after.items() if image is not None})
+        orders = self._stored_orders(new_ids)
+        book = advance_snapshot(
+            base,
+            (r.after for r in records),
+            next_id=decode_int(raw_next_id) or 1,
+            new_order=lambda skill_id: (orders.get(skill_id, _LAST), *skill_order_key(skill_id)),
+        )
+        return current, book
+
+    def _stored_orders(self, skill_ids: list[str]) -> dict[str, int]:
+        """Insertion order numbers of skills as stored now (an order never changes once given)."""
+        if not skill_ids:
+            return {}
+        orders = {}
+        for skill_id, raw in zip(skill_ids, self._redis.hmget(self.keys.skills, skill_ids), strict=True):
+            order = decode_stored_skill(raw)[1] if raw is not None else None
+            if order is not None:
+                orders[skill_id] = order
+        return orders
+
+    def export(self) -> Skillbook:
+        """The current skillbook; UnknownSkillbookError if it was never written."""
+        version, book = self.snapshot()
+        if version == 0:
+            raise UnknownSkillbookError(self.name)
+        return book
+
+    def active_skills(self) -> int:
+        """How many active skills the skillbook holds (the count its writes keep; O(1))."""
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.get(self.keys.version)
+            pipe.hget(self.keys.meta, META_ACTIVE_SKILLS)
+            raw_version, raw_active = pipe.execute()
+        if raw_active is not None or not decode_int(raw_version):
+            return decode_int(raw_active)
+        # Last written before the count was kept: count now; its next write stores the count.
+        return count_active(self._redis.hvals(self.keys.skills))
+
+    def stats(self) -> dict[str, int]:
+        """The store's counters: applies, stale_applies, skipped_ops (of them adds_skipped_full: ADDs
+        left out because the skillbook was full), duplicate_deliveries, conflicts."""
+        counts = dict.fromkeys(STATS_FIELDS, 0)
+        for key, value in self._redis.hgetall(self.keys.stats).items():
+            counts[decode_text(key)] = int(value)
+        return counts
+
+    def similarity_decisions(self) -> dict[tuple[str, str], SimilarityDecision]:
+        """Every recorded similarity decision, keyed by the sorted pair of skill ids."""
+        decisions: dict[tuple[str, str], SimilarityDecision] = {}
+        for key, value in self._redis.hgetall(self.keys.decisions).items():
+            id_a, _, id_b = decode_text(key).partition(",")
+            decisions[(id_a, id_b)] = SimilarityDecision.from_dict(json.loads(value))
+        return decisions
+
+    # -- change log ------------------------------------------------------------------------
+    def history(self, limit: int = 50) -> list[ChangeRecord]:
+        """The last ``limit`` changes, newest first."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        # In pages: one XREVRANGE of 10,000 entries with their skill images blocks Redis (and
+        # outlasts a client's socket timeout); pages of 500 leave room for other commands.
+        entries: list[Any] = []
+        newest = "+"
+        while len(entries) < limit:
+            wanted = min(_HISTORY_PAGE, limit - len(entries))
+            page = self._redis.xrevrange(self.keys.changes, max=newest, count=wanted) or []
+            entries.extend(page)
+            if len(page) < wanted:
+                break
+            last_id = page[-1][0]
+            newest = "(" + str(optional_text(last_id))
+        return records_of(entries)
+
+    def diff(self, from_version: int, to_version: int) -> dict[str, tuple[SkillImage, SkillImage]]:
+        """Skill id -> (state at ``from_version``, state at ``to_version``) for every skill changed between.
+
+        A state is the skill's file-format dict, None where the skill did not
+        exist. Raises ValueError for versions out of range, or when the
+        change log was trimmed and no longer reaches back to ``from_version``.
+        """
+        current = self.version()
+        if not 0 <= from_version <= to_version <= current:
+            raise ValueError(
+                f"skillbook {self.name!r}: need 0 <= from_version <= to_version <= {current} "
+                f"(the current version), got {from_version} and {to_version}"
+            )
+        if from_version == to_version:
+            return {}
+        return aggregate_diff(read_changes(self._redis, self.keys, from_version, to_version))
+
+    def rollback(self, to_version: int, *, source: dict[str, Any] | None = None) -> int:
+        """Restore every skill to its state at ``to_version`` as one new version; return that version.
+
+        History is never rewritten: the rollback is recorded in the change log
+        (source ``{"rollback_to": to_version}``). The id counter is not wound
+        back, so no id is ever issued twice; similarity decisions are kept.
+        Raises ValueError if ``to_version`` is out of range or the change log
+        no longer reaches back to it, UnknownSkillbookError for a new skillbook.
+        """
+        if isinstance(to_version, bool) or not isinstance(to_version, int) or to_version < 0:
+            raise ValueError(f"to_version must be a non-negative int, got {to_version!r}")
+        source_json = dump_json({**(source or {}), "rollback_to": to_version}, "source")
+        new_version = self._cas("rollback", lambda pipe: self._writes.rollback(pipe, to_version, source_json))
+        logger.info(
+            "skillbook %r rolled back to version %d as version %d", self.name, to_version, new_version
+        )
+        return new_version
+
+    # -- writes ------------------------------------------------------------------------------
+    def apply(
+        self,
+        batch: UpdateBatch,
+        *,
+        base_version: int | None = None,
+        idempotency_key: str | None = None,
+        source: dict[str, Any] | None = None,
+    ) -> StoreApplyResult:
+        """Apply every operation of ``batch`` as one new version, or none of them.
+
+        The batch is validated before Redis is touched (InvalidUpdateError).
+        Semantics are Skillbook.apply_update's: unknown ids skipped and
+        counted, an ADD restating an active skill of its section skipped,
+        ids allocated inside the transaction. ADDs that would take the skillbook
+        above ``max_skills`` active skills are left out (``report.full``,
+        counted in stats and logged once) and the rest of the batch applies. ``base_version`` is the version
+        the batch was computed on (stale when older than the current one);
+        an ``idempotency_key`` already applied returns the recorded result
+        without changing anything. An empty batch changes nothing and makes
+        no version. Raises VersionConflict after ``max_attempts`` lost races.
+        """
+        batch.validate_operations()
+        if idempotency_key is not None and (not isinstance(idempotency_key, str) or not idempotency_key):
+            raise ValueError(f"idempotency_key must be a non-empty string, got {idempotency_key!r}")
+        source_json = dump_json(source, "source")
+        if not batch.operations:
+            version = self.version()
+            return StoreApplyResult(version, ApplyReport(), False, is_stale(base_version, version))
+        batch_json = batch.to_json()
+        result = self._cas(
+            "apply",
+            lambda pipe: self._writes.apply(
+                pipe, batch, base_version, idempotency_key, batch_json, source_json
+            ),
+        )
+        if not result.duplicate_delivery:
+            log_report(self.name, result.version, batch, result.report)
+        if self._observer is not None:
+            self._observer.on_apply(self.name, result)
+        return result
+
+    def apply_consolidation(
+        self,
+        batch: ConsolidationBatch,
+        *,
+        idempotency_key: str | None = None,
+        source: dict[str, Any] | None = None,
+    ) -> StoreConsolidationResult:
+        """Apply a deduplication batch (merge, delete, keep, update) as one new version, or none of it.
+
+        An operation naming an unknown or already-deleted skill raises
+        InvalidConsolidationError (its index and the id) before anything is
+        written. KEEP decisions are stored with the skillbook. An
+        ``idempotency_key`` already applied returns the recorded result.
+        """
+        if idempotency_key is not None and (not isinstance(idempotency_key, str) or not idempotency_key):
+            raise ValueError(f"idempotency_key must be a non-empty string, got {idempotency_key!r}")
+        source_json = dump_json(source, "source")
+        if not batch.operations:
+            return StoreConsolidationResult(self.version(), ConsolidationReport(), False)
+        batch_json = batch.to_json()
+        result = self._cas(
+            "consolidate",
+            lambda pipe: self._writes.consolidate(pipe, batch, idempotency_key, batch_json, source_json),
+        )
+        if not result.duplicate_delivery:
+            logger.info(
+                "skillbook %r version %d: consolidated: %s",
+                self.name,
+                result.version,
+                result.report.summary(),
+            )
+        return result
+
+    def import_skillbook(
+        self, skillbook: Skillbook, *, replace: bool = False, source: dict[str, Any] | None = None
+    ) -> int:
+        """Load ``skillbook`` (e.g. from a file) as one new version; return it.
+
+        An existing skillbook is replaced only with ``replace=True`` (else
+        SkillbookExistsError); its similarity decisions are replaced too. The
+        id counter never goes back, so ids are never issued twice.
+        """
+        data = skillbook.to_dict()
+        # A JSON round trip, so that images compare equal to what Redis returns.
+        skills: dict[str, dict[str, Any]] = json.loads(json.dumps(data["skills"]))
+        decisions = {key: json.dumps(value) for key, value in data["similarity_decisions"].items()}
+        index: dict[str, list[str]] = {}
+        for skill_id, image in skills.items():
+            field = skill_field(image)
+            if field is not None:
+                index.setdefault(field, []).append(skill_id)
+        for ids in index.values():
+            ids.sort(key=skill_order_key)
+        payload = ImportPayload(skills, decisions, index, int(data["next_id"]) + 1)
+        source_json = dump_json({**(source or {}), "import": True}, "source")
+        new_version = self._cas(
+            "import", lambda pipe: self._writes.import_skillbook(pipe, payload, replace, source_json)
+        )
+        logger.info("imported %d skills into skillbook %r as version %d", len(skills), self.name, new_version)
+        return new_version
+
+    def set_similarity_decision(self, id_a: str, id_b: str, decision: SimilarityDecision) -> int:
+        """Record a decision about a pair of skills (as a new version); return that version."""
+        field = decision_field(id_a, id_b)
+        value = json.dumps(decision.to_dict())
+        source_json = dump_json({"similarity_decision": {"pair": field, **decision.to_dict()}}, "source")
+        return self._cas(
+            "set_similarity_decision", lambda pipe: self._writes.set_decision(pipe, field, value, source_json)
+        )
+
+    def delete(self) -> bool:
+        """Delete the skillbook, its change log and counters; False if it did not exist."""
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.exists(self.keys.version)
+            pipe.delete(*self.keys.fixed())
+            existed, _ = pipe.execute()
+        # Idempotency keys are many and expire on their own; delete them outside the transaction.
+        batch: list[Any] = []
+        for key in self._redis.scan_iter(match=self.keys.idempotency_pattern, count=1000):
+            batch.append(key)
+            if len(batch) == 1000:
+                self._redis.delete(*batch)
+                batch.clear()
+        if batch:
+            self._redis.delete(*batch)
+        self._redis.srem(registry_key(self.keys.prefix), self.name)
+        logger.info("deleted skillbook %r", self.name)
+        return bool(existed)
+
+    # -- transactions --------------------------------------------------------------------------
+    def _cas(self, operation: str, attempt: Callable[[Pipeline], T]) -> T:
+        for number in range(1, self.max_attempts + 1):
+            try:
+                with self._redis.pipeline(transaction=True) as pipe:
+                    return attempt(pipe)
+            except redis.WatchError:
+                # Another writer committed between our read and our EXEC: nothing of ours was applied.
+                self._redis.hincrby(self.keys.stats, STAT_CONFLICTS, 1)
+                if self._observer is not None:
+                    self._observer.on_conflict(self.name, operation)
+                if number < self.max_attempts:
+                    delay = random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2 ** (number - 1)))
+                    logger.debug(
+                        "skillbook %r: %s attempt %d lost a race; retrying in %.1f ms",
+                        self.name,
+                        operation,
+                        number,
+                        delay * 1000,
+                    )
+                    time.sleep(delay)
+        logger.warning(
+            "skillbook %r: %s gave up after %d conflicting attempts", self.name, operation, self.max_attempts
+        )
+        raise VersionConflict(self.name, self.max_attempts, operation)
+
+    def _read_whole_for_cache(self) -> tuple[int, str | None, Skillbook]:
+        """A whole read for cached_snapshot (a seam to count them: the incremental path avoids them)."""
+        return self._read_snapshot()
+
+    def _read_snapshot(self) -> tuple[int, str | None, Skillbook]:
+        keys = self.keys
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.get(keys.version)
+            pipe.hmget(keys.meta, [META_NEXT_ID, META_INCARNATION])
+            pipe.hgetall(keys.skills)
+            pipe.hgetall(keys.decisions)
+            raw_version, (raw_next_id, raw_incarnation), raw_skills, raw_decisions = pipe.execute()
+        reads = SkillReads()
+        for key, value in raw_skills.items():
+            reads.add_skill(decode_text(key), value)
+        data = {
+            # In insertion order, as the core keeps them: skills() and prompts list them alike.
+            "skills": {
+                skill_id: reads.skills[skill_id] for skill_id in sorted(reads.skills, key=reads.sort_key)
+            },
+            "next_id": (decode_int(raw_next_id) or 1) - 1,
+            "similarity_decisions": {decode_text(k): json.loads(v) for k, v in raw_decisions.items()},
+        }
+        book = Skillbook.from_dict(data, source=f"redis skillbook {self.name!r}")
+        return decode_int(raw_version), optional_text(raw_incarnation), book
+
+    def _identity(self, incarnation: str | None) -> tuple[str, str, str | None]:
+        """Which skillbook a cached snapshot is of: every version of one incarnation shares it."""
+        return (self.keys.prefix, self.name, incarnation)
+
+    def _cache_key(self, incarnation: str | None, version: int) -> tuple[str, str, str | None, int]:
+        """A cached snapshot's key: the skillbook's identity and the version."""
+        return (*self._identity(incarnation), version)

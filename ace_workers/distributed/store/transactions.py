@@ -1,0 +1,628 @@
+"""The write transactions of a Redis skillbook: one attempt of each kind of write.
+
+Each attempt WATCHes the version key, reads what the write depends on (the
+pipeline runs reads at once while watching), then MULTI, writes, bumps the
+version, appends the change-log entry and EXECs. A WatchError escapes to the
+store's retry loop: nothing of the attempt was applied.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import redis
+from redis.client import Pipeline
+from redis.typing import EncodableT, FieldT
+
+from ...core.consolidation import (
+    ConsolidationBatch,
+    ConsolidationReport,
+    apply_consolidation_operations,
+    check_consolidation,
+)
+from ...core.skill import SimilarityDecision, Skill, utc_now
+from ...core.skillbook import ApplyReport
+from ...core.updates import UpdateBatch
+from .changelog import (
+    ChangeKind,
+    ChangeRecord,
+    SkillImage,
+    decode_change,
+    encode_change,
+    images_at_start,
+    require_contiguous,
+    stream_id,
+)
+from .errors import SkillbookExistsError, StoreError, UnknownSkillbookError
+from .keys import (
+    META_CREATED_AT,
+    META_INCARNATION,
+    META_NEXT_ID,
+    META_NEXT_ORDER,
+    STAT_ADDS_SKIPPED_FULL,
+    STAT_APPLIES,
+    STAT_DUPLICATE_DELIVERIES,
+    STAT_SKIPPED_OPS,
+    STAT_STALE_APPLIES,
+    SkillbookKeys,
+    content_field,
+    decision_field,
+    registry_key,
+)
+from .planning import (
+    ApplyPlan,
+    SkillReads,
+    active_growth,
+    adds_beyond_room,
+    count_active,
+    decode_stored_skill,
+    encode_stored_skill,
+    is_active,
+    plan_batch,
+    plan_index,
+    report_in_batch_indices,
+    skill_order_key,
+    without_operations,
+)
+from .replies import decode_int, decode_text
+
+__all__ = [
+    "META_ACTIVE_SKILLS",
+    "ImportPayload",
+    "SkillbookWrites",
+    "StoreApplyResult",
+    "StoreConsolidationResult",
+    "consolidation_report",
+    "read_changes",
+]
+
+logger = logging.getLogger(__name__)
+
+_MAX_PLAN_ROUNDS = 6  # read rounds of one apply attempt; two in practice
+# Field of the meta hash: how many active skills the skillbook holds, kept by every write in
+# its own MULTI, so an apply checks the size limit without counting the skills.
+META_ACTIVE_SKILLS = "active_skills"
+
+
+@dataclass(frozen=True)
+class StoreConsolidationResult:
+    """What one consolidation did: the version it produced (or found) and its report."""
+
+    version: int
+    report: ConsolidationReport
+    duplicate_delivery: bool
+
+
+def consolidation_report(data: Mapping[str, Any]) -> ConsolidationReport:
+    """A ConsolidationReport from its ``to_dict`` form."""
+    return ConsolidationReport(
+        merged={str(k): [str(i) for i in ids] for k, ids in data["merged"].items()},
+        deleted=[str(i) for i in data["deleted"]],
+        kept=[(str(a), str(b)) for a, b in data["kept"]],
+        updated=[str(i) for i in data["updated"]],
+    )
+
+
+@dataclass(frozen=True)
+class StoreApplyResult:
+    """What one apply did: the version it produced (or found), its report, and how it was delivered."""
+
+    version: int
+    report: ApplyReport
+    duplicate_delivery: bool
+    stale: bool
+
+
+def read_changes(
+    client: redis.Redis, keys: SkillbookKeys, from_version: int, to_version: int
+) -> list[ChangeRecord]:
+    """The change records of versions (from_version, to_version], oldest first, checked complete."""
+    entries = client.xrange(keys.changes, min=stream_id(from_version + 1), max=stream_id(to_version))
+    records = records_of(entries)
+    require_contiguous(keys.name, records, from_version + 1, to_version)
+    return records
+
+
+class SkillbookWrites:
+    """The attempts of every write to one skillbook, run by the store inside its retry loop."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: SkillbookKeys,
+        *,
+        changelog_maxlen: int,
+        idempotency_ttl: int,
+        max_skills: int,
+    ) -> None:
+        self._redis = client
+        self.keys = keys
+        self.changelog_maxlen = changelog_maxlen
+        self.idempotency_ttl = idempotency_ttl
+        self.max_skills = max_skills
+
+    @property
+    def name(self) -> str:
+        """The skillbook's name."""
+        return self.keys.name
+
+    def apply(
+        self,
+        pipe: Pipeline,
+        batch: UpdateBatch,
+        base_version: int | None,
+        idempotency_key: str | None,
+        batch_json: str,
+        source_json: str,
+    ) -> StoreApplyResult:
+        """One attempt at applying ``batch``, or the recorded result if its key was applied already."""
+        keys = self.keys
+        idem_key = keys.idempotency(idempotency_key) if idempotency_key is not None else None
+        watched = [keys.version, *([idem_key] if idem_key else [])]
+        watch_keys(pipe, *watched)
+        raw_version, *recorded = pipe.mget(watched)
+        version = decode_int(raw_version)
+        if recorded and recorded[0] is not None:
+            pipe.unwatch()
+            return self._duplicate_delivery(idempotency_key, recorded[0])
+        raw_next_id, raw_next_order, raw_active = pipe.hmget(
+            keys.meta, [META_NEXT_ID, META_NEXT_ORDER, META_ACTIVE_SKILLS]
+        )
+        next_id, next_order = decode_int(raw_next_id) or 1, decode_int(raw_next_order)
+        active = self._active_skills(pipe, version, raw_active)
+        plan, report = self._plan_within_limit(pipe, batch, version, next_id, next_order, active)
+        growth = active_growth(plan.changes)
+        stale = self._is_stale(base_version, version)
+        new_version = version + 1
+        self._begin_write(pipe, version)
+        self._write_skills(pipe, plan.changes, plan.orders, plan.index_writes)
+        meta: dict[FieldT, EncodableT] = {}
+        if (plan.next_id, plan.next_order) != (next_id, next_order):
+            meta.update({META_NEXT_ID: plan.next_id, META_NEXT_ORDER: plan.next_order})
+        if growth or raw_active is None:
+            meta[META_ACTIVE_SKILLS] = active + growth
+        if meta:
+            pipe.hset(keys.meta, mapping=meta)
+        self._end_write(
+            pipe,
+            new_version,
+            ChangeKind.APPLY,
+            base_version=base_version,
+            batch_json=batch_json,
+            changes=plan.changes,
+            source_json=source_json,
+            idempotency_key=idempotency_key,
+        )
+        if idem_key is not None:
+            pipe.set(idem_key, encode_recorded(new_version, stale, report), ex=self.idempotency_ttl)
+        pipe.hincrby(keys.stats, STAT_APPLIES, 1)
+        if stale:
+            pipe.hincrby(keys.stats, STAT_STALE_APPLIES, 1)
+        if report.skipped_ops:
+            pipe.hincrby(keys.stats, STAT_SKIPPED_OPS, report.skipped_ops)
+        if report.full:
+            pipe.hincrby(keys.stats, STAT_ADDS_SKIPPED_FULL, len(report.full))
+        pipe.execute()
+        return StoreApplyResult(new_version, report, duplicate_delivery=False, stale=stale)
+
+    def _plan_within_limit(
+        self, pipe: Pipeline, batch: UpdateBatch, version: int, next_id: int, next_order: int, active: int
+    ) -> tuple[ApplyPlan, ApplyReport]:
+        """Plan ``batch``, leaving out the ADDs that would take the skillbook above ``max_skills``.
+
+        The rest of the batch (TAG, UPDATE, REMOVE, ADDs that fit) still applies:
+        learning which skills help must not stop because the book is full. Each
+        round leaves out as many adding ADDs as the plan overshoots by; another
+        round is needed only when a left-out ADD was restated later in the batch.
+        """
+        kept = list(range(len(batch.operations)))
+        full: list[int] = []
+        planned = batch
+        plan = self._plan(pipe, planned, version, next_id, next_order)
+        while (excess := active + active_growth(plan.changes) - self.max_skills) > 0:
+            dropped = adds_beyond_room(planned, plan.report, excess)
+            if not dropped:
+                break  # over the limit already (it was lowered): the rest adds nothing
+            full += [kept[i] for i in dropped]
+            kept = [index for position, index in enumerate(kept) if position not in set(dropped)]
+            planned = without_operations(batch, kept)
+            plan = self._plan(pipe, planned, version, next_id, next_order)
+        if not full:
+            return plan, plan.report
+        return plan, report_in_batch_indices(plan.report, kept, full)
+
+    def _active_skills(self, pipe: Pipeline, version: int, raw: bytes | str | None) -> int:
+        """The active-skill count the meta hash holds (``raw``), or counted once if it holds none."""
+        if raw is not None:
+            return int(raw)
+        if version == 0:
+            return 0
+        # Written before the count was kept: count it once (O(skills)); this write stores it.
+        logger.info("skillbook %r: counting its active skills once, to keep the count", self.name)
+        return count_active(pipe.hvals(self.keys.skills))
+
+    def _read_active_skills(self, pipe: Pipeline, version: int) -> tuple[int, bool]:
+        """The active-skill count under the current WATCH, and whether the meta hash holds it."""
+        raw = pipe.hget(self.keys.meta, META_ACTIVE_SKILLS)
+        return self._active_skills(pipe, version, raw), raw is not None
+
+    def _queue_active_skills(
+        self, pipe: Pipeline, active: int, stored: bool, changes: Mapping[str, tuple[SkillImage, SkillImage]]
+    ) -> None:
+        """Inside MULTI: store the count as ``changes`` leave it (unless unchanged and stored)."""
+        growth = active_growth(changes)
+        if growth or not stored:
+            pipe.hset(self.keys.meta, META_ACTIVE_SKILLS, active + growth)
+
+    def _is_stale(self, base_version: int | None, version: int) -> bool:
+        if base_version is not None and base_version > version:
+            logger.warning(
+                "skillbook %r: a batch claims base version %d, newer than the current %d "
+                "(was the skillbook deleted and recreated?)",
+                self.name,
+                base_version,
+                version,
+            )
+        return is_stale(base_version, version)
+
+    def _duplicate_delivery(self, idempotency_key: str | None, recorded: bytes | str) -> StoreApplyResult:
+        self._redis.hincrby(self.keys.stats, STAT_DUPLICATE_DELIVERIES, 1)
+        result = decode_recorded(recorded)
+        logger.info(
+            "skillbook %r: idempotency key %r was already applied as version %d; not applying again",
+            self.name,
+            idempotency_key,
+            result.version,
+        )
+        return result
+
+    def _plan(
+        self, pipe: Pipeline, batch: UpdateBatch, version: int, next_id: int, next_order: int
+    ) -> ApplyPlan:
+        """Read what ``batch`` depends on, round by round, until its plan is complete."""
+        reads = SkillReads()
+        self._read_into(
+            pipe,
+            reads,
+            {op.skill_id for op in batch.operations if op.skill_id},
+            {content_field(op.section.strip(), op.content) for op in batch.operations if op.type == "ADD"},
+        )
+        plan = plan_batch(batch, reads, next_id, next_order)
+        for _ in range(_MAX_PLAN_ROUNDS):
+            if plan.complete:
+                return plan
+            if self._read_into(pipe, reads, plan.missing_ids, plan.missing_fields):
+                plan = plan_batch(batch, reads, next_id, next_order)
+            else:
+                # Only absent ids and index fields were new: the outcome stands, the index writes follow.
+                plan = plan.with_index(*plan_index(plan.changes, reads.fields))
+        if decode_int(pipe.get(self.keys.version)) != version:
+            # The ids it allocated kept turning up taken: other writers are committing. Retry afresh.
+            raise redis.WatchError(f"skillbook {self.name!r} changed while the batch was planned")
+        raise StoreError(f"skillbook {self.name!r}: could not plan the batch in {_MAX_PLAN_ROUNDS} reads")
+
+    def consolidate(
+        self,
+        pipe: Pipeline,
+        batch: ConsolidationBatch,
+        idempotency_key: str | None,
+        batch_json: str,
+        source_json: str,
+    ) -> StoreConsolidationResult:
+        """One attempt at applying a deduplication batch: all of it as one new version, or nothing.
+
+        Reads only the skills the batch names (and the index fields their
+        changes move), checks the batch against them with the core's rules,
+        and runs the core's arithmetic on just those skills.
+        """
+        keys = self.keys
+        idem_key = keys.idempotency(idempotency_key) if idempotency_key is not None else None
+        watched = [keys.version, *([idem_key] if idem_key else [])]
+        watch_keys(pipe, *watched)
+        raw_version, *recorded = pipe.mget(watched)
+        if recorded and recorded[0] is not None:
+            pipe.unwatch()
+            self._redis.hincrby(keys.stats, STAT_DUPLICATE_DELIVERIES, 1)
+            data = json.loads(recorded[0])
+            return StoreConsolidationResult(int(data["version"]), consolidation_report(data["report"]), True)
+        version = decode_int(raw_version)
+        if version == 0:
+            raise UnknownSkillbookError(self.name)
+        active, stored = self._read_active_skills(pipe, version)
+        reads = SkillReads()
+        self._read_into(pipe, reads, batch.named_ids(), ())
+        skills = {i: Skill.from_dict(image) for i, image in reads.skills.items() if image is not None}
+        check_consolidation(batch.operations, skills, batch.planned_contents)
+        decisions: dict[str, str] = {}
+
+        def record_decision(id_a: str, id_b: str, decision: SimilarityDecision) -> None:
+            decisions[decision_field(id_a, id_b)] = json.dumps(decision.to_dict())
+
+        report = apply_consolidation_operations(batch.operations, skills, record_decision)
+        # A JSON round trip, so that images compare equal to what Redis returns.
+        after = {i: json.loads(json.dumps(skill.to_dict())) for i, skill in skills.items()}
+        changes = {i: (reads.skills[i], image) for i, image in after.items() if image != reads.skills[i]}
+        index_writes, missing = plan_index(changes, reads.fields)
+        if missing:
+            self._read_into(pipe, reads, (), missing)
+            index_writes, _ = plan_index(changes, reads.fields)
+        new_version = version + 1
+        self._begin_write(pipe, version)
+        self._write_skills(pipe, changes, reads.order, index_writes)
+        self._queue_active_skills(pipe, active, stored, changes)
+        if decisions:
+            pipe.hset(keys.decisions, mapping=as_fields(decisions))
+        self._end_write(
+            pipe,
+            new_version,
+            ChangeKind.CONSOLIDATE,
+            base_version=version,
+            batch_json=batch_json,
+            changes=changes,
+            source_json=source_json,
+            idempotency_key=idempotency_key,
+        )
+        if idem_key is not None:
+            recorded_json = json.dumps({"version": new_version, "report": report.to_dict()})
+            pipe.set(idem_key, recorded_json, ex=self.idempotency_ttl)
+        pipe.execute()
+        return StoreConsolidationResult(new_version, report, duplicate_delivery=False)
+
+    def rollback(self, pipe: Pipeline, to_version: int, source_json: str) -> int:
+        """One attempt at restoring every skill touched after ``to_version``, as a new version."""
+        watch_keys(pipe, self.keys.version)
+        version = decode_int(pipe.get(self.keys.version))
+        if version == 0:
+            raise UnknownSkillbookError(self.name)
+        if to_version > version:
+            raise ValueError(
+                f"skillbook {self.name!r}: cannot roll back to version {to_version}, "
+                f"the current version is {version}"
+            )
+        if to_version == version:
+            pipe.unwatch()
+            return version
+        targets = images_at_start(read_changes(pipe, self.keys, to_version, version))
+        next_order = decode_int(pipe.hget(self.keys.meta, META_NEXT_ORDER))
+        # Not held to the size limit: a rollback restores a state the skillbook had.
+        active, stored = self._read_active_skills(pipe, version)
+        reads = SkillReads()
+        self._read_into(pipe, reads, targets, ())
+        changes = {
+            skill_id: (reads.skills[skill_id], target)
+            for skill_id, target in sorted(targets.items(), key=lambda item: skill_order_key(item[0]))
+            if reads.skills[skill_id] != target
+        }
+        # A skill that exists keeps its place; a restored one is inserted anew, at the end.
+        orders: dict[str, int] = {}
+        for skill_id, (_, target) in changes.items():
+            if target is None:
+                continue
+            if skill_id in reads.order:
+                orders[skill_id] = reads.order[skill_id]
+            else:
+                orders[skill_id], next_order = next_order, next_order + 1
+        index_writes, missing = plan_index(changes, reads.fields)
+        if missing:
+            self._read_into(pipe, reads, (), missing)
+            index_writes, _ = plan_index(changes, reads.fields)
+        self._begin_write(pipe, version)
+        self._write_skills(pipe, changes, orders, index_writes)
+        self._queue_active_skills(pipe, active, stored, changes)
+        pipe.hset(self.keys.meta, META_NEXT_ORDER, next_order)
+        self._end_write(
+            pipe,
+            version + 1,
+            ChangeKind.ROLLBACK,
+            base_version=version,
+            changes=changes,
+            source_json=source_json,
+        )
+        pipe.execute()
+        return version + 1
+
+    def import_skillbook(
+        self, pipe: Pipeline, payload: ImportPayload, replace: bool, source_json: str
+    ) -> int:
+        """One attempt at replacing the whole skillbook with ``payload``, as a new version."""
+        keys = self.keys
+        watch_keys(pipe, keys.version)
+        version = decode_int(pipe.get(keys.version))
+        if version and not replace:
+            raise SkillbookExistsError(self.name, version)
+        stored = pipe.hgetall(keys.skills) if version else {}
+        old = {decode_text(k): decode_stored_skill(v)[0] for k, v in stored.items()}
+        next_id = max(decode_int(pipe.hget(keys.meta, META_NEXT_ID)) or 1, payload.next_id)
+        changes = {
+            skill_id: (old.get(skill_id), payload.skills.get(skill_id))
+            for skill_id in sorted(old.keys() | payload.skills.keys(), key=skill_order_key)
+            if old.get(skill_id) != payload.skills.get(skill_id)
+        }
+        self._begin_write(pipe, version)
+        pipe.delete(keys.skills, keys.content, keys.decisions)
+        if payload.skills:
+            values = {i: encode_stored_skill(s, order) for order, (i, s) in enumerate(payload.skills.items())}
+            pipe.hset(keys.skills, mapping=as_fields(values))
+        if payload.index:
+            pipe.hset(
+                keys.content, mapping=as_fields({f: json.dumps(ids) for f, ids in payload.index.items()})
+            )
+        if payload.decisions:
+            pipe.hset(keys.decisions, mapping=as_fields(payload.decisions))
+        active = sum(is_active(image) for image in payload.skills.values())
+        pipe.hset(
+            keys.meta,
+            mapping={META_NEXT_ID: next_id, META_NEXT_ORDER: len(payload.skills), META_ACTIVE_SKILLS: active},
+        )
+        self._end_write(pipe, version + 1, ChangeKind.IMPORT, changes=changes, source_json=source_json)
+        pipe.execute()
+        return version + 1
+
+    def set_decision(self, pipe: Pipeline, field: str, value: str, source_json: str) -> int:
+        """Record one similarity decision as a new version."""
+        watch_keys(pipe, self.keys.version)
+        version = decode_int(pipe.get(self.keys.version))
+        self._begin_write(pipe, version)
+        pipe.hset(self.keys.decisions, field, value)
+        self._end_write(pipe, version + 1, ChangeKind.DECISION, source_json=source_json)
+        pipe.execute()
+        return version + 1
+
+    def _begin_write(self, pipe: Pipeline, version: int) -> None:
+        """Register a new skillbook's name, then start the transaction."""
+        if version == 0:
+            # The registry is the one cross-slot key, so it is written outside the transaction,
+            # before it: a crash in between leaves a listed but empty skillbook, never a lost one.
+            self._redis.sadd(registry_key(self.keys.prefix), self.name)
+        pipe.multi()
+
+    def _end_write(
+        self,
+        pipe: Pipeline,
+        new_version: int,
+        kind: ChangeKind,
+        *,
+        base_version: int | None = None,
+        batch_json: str = "",
+        changes: Mapping[str, tuple[SkillImage, SkillImage]] | None = None,
+        source_json: str = "null",
+        idempotency_key: str | None = None,
+    ) -> None:
+        """Queue the version bump and the change-log entry of ``new_version``."""
+        keys = self.keys
+        changes = changes or {}
+        pipe.incr(keys.version)
+        if new_version == 1:
+            # A new incarnation (first write, or first since delete()): cached snapshots of an
+            # earlier one, which counted versions from 1 too, can never be mistaken for it.
+            pipe.hset(keys.meta, mapping={META_CREATED_AT: utc_now(), META_INCARNATION: uuid.uuid4().hex})
+        fields = encode_change(
+            version=new_version,
+            base_version=base_version,
+            kind=kind,
+            time=utc_now(),
+            batch_json=batch_json,
+            before={skill_id: old for skill_id, (old, _) in changes.items()},
+            after={skill_id: new for skill_id, (_, new) in changes.items()},
+            source_json=source_json,
+            idempotency_key=idempotency_key,
+        )
+        pipe.xadd(
+            keys.changes,
+            as_fields(fields),
+            id=stream_id(new_version),
+            maxlen=self.changelog_maxlen,
+            approximate=True,
+        )
+
+    def _write_skills(
+        self,
+        pipe: Pipeline,
+        changes: Mapping[str, tuple[SkillImage, SkillImage]],
+        orders: Mapping[str, int],
+        index_writes: Mapping[str, list[str]],
+    ) -> None:
+        keys = self.keys
+        upserts = {
+            i: encode_stored_skill(new, orders[i]) for i, (_, new) in changes.items() if new is not None
+        }
+        removals = [i for i, (_, new) in changes.items() if new is None]
+        if upserts:
+            pipe.hset(keys.skills, mapping=as_fields(upserts))
+        if removals:
+            pipe.hdel(keys.skills, *removals)
+        index_sets = {f: json.dumps(ids) for f, ids in index_writes.items() if ids}
+        index_removals = [f for f, ids in index_writes.items() if not ids]
+        if index_sets:
+            pipe.hset(keys.content, mapping=as_fields(index_sets))
+        if index_removals:
+            pipe.hdel(keys.content, *index_removals)
+
+    def _read_into(
+        self, pipe: Pipeline, reads: SkillReads, ids: Iterable[str], fields: Iterable[str]
+    ) -> bool:
+        """Read the skills and index fields ``reads`` does not hold yet (one HMGET each).
+
+        Returns True if one of the skills read exists.
+        """
+        found = False
+        wanted_ids = sorted(set(ids) - reads.skills.keys())
+        if wanted_ids:
+            for skill_id, raw in zip(wanted_ids, pipe.hmget(self.keys.skills, wanted_ids), strict=True):
+                reads.add_skill(skill_id, raw)
+                found = found or raw is not None
+        wanted_fields = sorted(set(fields) - reads.fields.keys())
+        if wanted_fields:
+            for field, raw in zip(wanted_fields, pipe.hmget(self.keys.content, wanted_fields), strict=True):
+                reads.fields[field] = json.loads(raw) if raw is not None else []
+        return found
+
+
+@dataclass(frozen=True)
+class ImportPayload:
+    """A skillbook prepared for import: skills, decisions, content index, next id number."""
+
+    skills: dict[str, dict[str, Any]]
+    decisions: dict[str, str]
+    index: dict[str, list[str]]
+    next_id: int
+
+
+def watch_keys(pipe: Pipeline, *keys: str) -> None:
+    """WATCH ``keys`` on ``pipe``: its later reads run at once, its writes wait for MULTI."""
+    pipe.watch(*keys)  # type: ignore[no-untyped-call]  # redis-py leaves watch() unannotated
+
+
+def records_of(entries: Any) -> list[ChangeRecord]:
+    """Change records from an XRANGE/XREVRANGE reply."""
+    return [decode_change(fields) for _, fields in entries or []]
+
+
+def as_fields(values: Mapping[str, str]) -> dict[FieldT, EncodableT]:
+    """A str -> str mapping as the field/value mapping redis-py's hset and xadd are annotated with."""
+    fields: dict[FieldT, EncodableT] = {}
+    fields.update(values)
+    return fields
+
+
+def is_stale(base_version: int | None, version: int) -> bool:
+    """True when the batch was computed on a version older than the current one."""
+    return base_version is not None and base_version < version
+
+
+def encode_recorded(version: int, stale: bool, report: ApplyReport) -> str:
+    """What an idempotency key records: enough to answer a second delivery as the first was answered."""
+    return json.dumps({"version": version, "stale": stale, "report": asdict(report)})
+
+
+def decode_recorded(raw: bytes | str) -> StoreApplyResult:
+    """The result an idempotency key recorded, marked as a duplicate delivery."""
+    data = json.loads(raw)
+    report = data["report"]
+    return StoreApplyResult(
+        version=int(data["version"]),
+        report=ApplyReport(
+            added=list(report["added"]),
+            updated=list(report["updated"]),
+            tagged=list(report["tagged"]),
+            removed=list(report["removed"]),
+            skipped=[(int(i), str(t), str(s)) for i, t, s in report["skipped"]],
+            duplicates=[(int(i), str(s)) for i, s in report["duplicates"]],
+            full=[int(i) for i in report.get("full", [])],  # absent in records of older versions
+        ),
+        duplicate_delivery=True,
+        stale=bool(data["stale"]),
+    )
+
+
+def dump_json(value: Any, what: str) -> str:
+    """``value`` as JSON; TypeError naming ``what`` if it cannot be serialised."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be JSON-serialisable: {exc}") from exc

@@ -1,0 +1,253 @@
+"""The Celery app of producers and workers, configured so that no task is silently lost.
+
+Every reliability choice is one line of :func:`celery_config` with its reason;
+:func:`check_app_security` and :func:`check_write_concurrency` are the checks a
+worker runs before it starts, and :func:`ping_redis` turns a Redis that is down
+into a clear error within a few seconds instead of a hang.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import redis
+from celery import Celery
+from kombu.entity import Exchange, Queue
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from ..errors import InvalidSettingError
+from ..settings import WorkerSettings, broker_url_for, client_url_for, env_name
+from .errors import RedisUnavailable, UnsafeSerializerError, WriteConcurrencyError
+
+__all__ = [
+    # the app
+    "create_app",
+    "celery_config",
+    "declare_queues",
+    "tls_config",
+    "WORKER_PUBLISH_RETRY_POLICY",
+    # checks at worker start
+    "check_app_security",
+    "check_write_concurrency",
+    "ping_redis",
+]
+
+logger = logging.getLogger(__name__)
+
+# pickle runs arbitrary code on load: anyone who can write to the broker could run
+# code on every worker. Celery names it by alias or by content type.
+PICKLE_NAMES = frozenset({"pickle", "application/x-python-serialize"})
+
+# Publishing a task retries this often, then raises: a producer never hangs on a dead broker.
+PUBLISH_RETRY_POLICY: Mapping[str, float] = {
+    "max_retries": 3,
+    "interval_start": 0.0,
+    "interval_step": 0.5,
+    "interval_max": 1.0,
+}
+
+# What a worker publishes (a chain's next step, a step's retry) retries for about 35 s: a
+# Redis restart takes seconds, and a worker that gives up has already run its step, so the
+# task fails, its message is acknowledged and the sample is lost without a trace.
+WORKER_PUBLISH_RETRY_POLICY: Mapping[str, float] = {
+    "max_retries": 20,
+    "interval_start": 0.0,
+    "interval_step": 0.5,
+    "interval_max": 2.0,
+}
+
+
+def create_app(settings: WorkerSettings, *, broker_url: str | None = None) -> Celery:
+    """A Celery app on ``broker_url`` (default: ``settings.redis_url``), with the same Redis for results.
+
+    unix:// URLs are accepted and translated to the redis+socket:// form Celery needs.
+
+    Raises:
+        InvalidSettingError: neither ``broker_url`` nor ``settings.redis_url`` is set.
+    """
+    url = broker_url if broker_url is not None else settings.redis_url
+    if not url:
+        raise InvalidSettingError(
+            env_name("redis_url"),
+            url,
+            "no Redis to connect to: set it, pass broker_url, or use resolve_redis() for an embedded Redis",
+        )
+    url = broker_url_for(url)
+    # Not the current/default app: a library should not change Celery's process-wide state.
+    app = Celery("ace_workers", broker=url, backend=url, set_as_current=False)
+    app.conf.update(celery_config(settings))
+    app.conf.update(tls_config(url))
+    return app
+
+
+def tls_config(url: str) -> dict[str, Any]:
+    """TLS settings of broker and result backend for a rediss:// ``url``: verify certificates.
+
+    Celery's result backend refuses a rediss:// URL without ``ssl_cert_reqs``, and
+    kombu's broker then connects without checking the server's certificate. Both get
+    CERT_REQUIRED, as redis-py's own clients of the same URL do; an ``ssl_cert_reqs``
+    in the URL is the user's choice and wins (both read it from the URL).
+    """
+    parts = urlsplit(url)
+    if parts.scheme != "rediss" or "ssl_cert_reqs" in dict(parse_qsl(parts.query)):
+        return {}
+    verify = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
+    return {"broker_use_ssl": dict(verify), "redis_backend_use_ssl": dict(verify)}
+
+
+def declare_queues(settings: WorkerSettings) -> tuple[Queue, ...]:
+    """The execute, learn and write queues, each on a direct exchange of its own name."""
+    return tuple(
+        Queue(name, Exchange(name, type="direct"), routing_key=name)
+        for name in settings.queue_names().values()
+    )
+
+
+def celery_config(settings: WorkerSettings) -> dict[str, Any]:
+    """The Celery settings :func:`create_app` applies (without the broker and backend URLs)."""
+    queues = settings.queue_names()
+    visibility = settings.visibility_timeout_seconds
+    connect_timeout = settings.redis_connect_timeout_seconds
+    socket_timeout = settings.redis_socket_timeout_seconds
+    retries = settings.redis_connect_retries
+    return {
+        # JSON only: never pickle (see check_app_security).
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "event_serializer": "json",
+        "accept_content": ["json"],
+        "result_accept_content": ["json"],
+        # Acknowledge after the task ran, and put a task back if its worker died:
+        # a killed worker's task is delivered again, never lost.
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        # A lost broker connection cancels running late-ack tasks: they are redelivered anyway,
+        # and cancelling stops the old run from racing the new one (Celery 6's default).
+        "worker_cancel_long_running_tasks_on_connection_loss": True,
+        # A redelivered task whose result already says SUCCESS is not run again.
+        "worker_deduplicate_successful_tasks": True,
+        # One reserved message per slot: a slow LLM step never holds tasks another worker could run.
+        "worker_prefetch_multiplier": 1,
+        "task_track_started": True,
+        # Monitoring: workers send task events, so Flower and `celery events` show every step as
+        # it is received, started and finished (on Redis an event is one PUBLISH, dropped when
+        # nobody listens). No task-sent events: Celery names those after the task ("ace.step"),
+        # not the step it runs, and one arriving late renames the step in Flower. Queue depth is
+        # on Flower's Broker page.
+        "worker_send_task_events": True,
+        "task_send_sent_event": False,
+        "worker_hijack_root_logger": False,
+        # Queues: three, declared; routing to an undeclared name fails instead of filling a queue
+        # no worker reads.
+        "task_queues": declare_queues(settings),
+        "task_default_queue": queues["execute"],
+        "task_default_exchange": queues["execute"],
+        "task_default_exchange_type": "direct",
+        "task_default_routing_key": queues["execute"],
+        "task_create_missing_queues": False,
+        # Redelivery: an unacknowledged task comes back after the visibility timeout, which
+        # must exceed the slowest step (WorkerSettings checks it); the same value everywhere.
+        "broker_transport_options": {
+            "visibility_timeout": visibility,
+            # kombu sweeps for abandoned messages every interval x throttle seconds (100 s by
+            # default, whatever the timeout): sweep every quarter timeout, at most every 10 s.
+            "unacked_restore_interval": min(10, max(1, visibility // 4)),
+            "unacked_restore_throttle": 1,
+            "socket_connect_timeout": connect_timeout,
+            "socket_timeout": socket_timeout,
+            "retry_on_timeout": True,
+        },
+        "result_backend_transport_options": {
+            "visibility_timeout": visibility,
+            "retry_policy": {
+                "max_retries": retries,
+                "interval_start": 0,
+                "interval_step": 0.5,
+                "interval_max": 1,
+            },
+        },
+        # A Redis that is down is an error within seconds, not an endless wait.
+        "broker_connection_retry_on_startup": True,
+        "broker_connection_max_retries": retries,
+        "broker_connection_timeout": connect_timeout,
+        "task_publish_retry": True,
+        "task_publish_retry_policy": dict(PUBLISH_RETRY_POLICY),
+        "redis_socket_connect_timeout": connect_timeout,
+        "redis_socket_timeout": socket_timeout,
+        "redis_retry_on_timeout": True,
+        "result_backend_always_retry": True,
+        "result_backend_max_retries": retries,
+        "result_expires": settings.result_ttl_seconds,
+    }
+
+
+def check_app_security(app: Any) -> None:
+    """Raise UnsafeSerializerError if ``app`` writes or accepts pickle; a worker calls it before it starts."""
+    conf = app.conf
+    offending: dict[str, object] = {}
+    for name in ("task_serializer", "result_serializer", "event_serializer"):
+        value = conf.get(name)
+        if isinstance(value, str) and value.lower() in PICKLE_NAMES:
+            offending[name] = value
+    for name in ("accept_content", "result_accept_content"):
+        # result_accept_content falls back to accept_content when unset (None).
+        accepted = conf.get(name) or ()
+        if any(isinstance(item, str) and item.lower() in PICKLE_NAMES for item in accepted):
+            offending[name] = list(accepted)
+    if offending:
+        raise UnsafeSerializerError(offending)
+
+
+def check_write_concurrency(
+    queues: Iterable[str], concurrency: int, force: bool = False, *, write_queue: str | None = None
+) -> None:
+    """Refuse a worker that would serve the write queue with more than one slot, unless ``force``.
+
+    ``write_queue`` is the write queue's full name; without it, ``"write"`` and any
+    name ending in ``".write"`` count as the write queue.
+
+    Raises:
+        ValueError: ``concurrency`` is below 1.
+        WriteConcurrencyError: the write queue is among ``queues`` and ``concurrency`` > 1.
+    """
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be an int of at least 1, got {concurrency!r}")
+    for queue in queues:
+        if write_queue is not None:
+            is_write = queue == write_queue
+        else:
+            is_write = queue == "write" or queue.endswith(".write")
+        if not is_write or concurrency == 1:
+            continue
+        if not force:
+            raise WriteConcurrencyError(queue, concurrency)
+        logger.warning(
+            "serving the write queue %s with concurrency %d (forced): skillbook writes may conflict",
+            queue,
+            concurrency,
+        )
+
+
+def ping_redis(url: str, timeout: float = 3.0) -> None:
+    """PING the Redis at ``url`` once, no retries; RedisUnavailable if it does not answer within ``timeout``.
+
+    Accepts every URL form the settings accept (redis://, rediss://, unix://, redis+socket://).
+    """
+    client = redis.Redis.from_url(
+        client_url_for(url),
+        socket_connect_timeout=timeout,
+        socket_timeout=timeout,
+        # redis-py retries failed commands with backoff by default; a health check must not.
+        retry=Retry(NoBackoff(), 0),
+    )
+    try:
+        client.ping()
+    except (redis.RedisError, OSError) as exc:
+        raise RedisUnavailable(url, timeout, exc) from exc
+    finally:
+        client.close()

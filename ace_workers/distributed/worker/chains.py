@@ -1,0 +1,102 @@
+"""One Celery chain per sample: one task per step, each routed to the queue its step belongs on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from celery import Celery, chain
+
+from .app import WORKER_PUBLISH_RETRY_POLICY
+from .runtime import WorkerRuntime
+
+__all__ = ["STEP_TASK", "enqueue_epoch", "sample_chain"]
+
+STEP_TASK = "ace.step"
+
+
+def sample_chain(
+    app: Celery,
+    runtime: WorkerRuntime,
+    payload: dict[str, Any],
+    *,
+    recipe: str,
+    skillbook: str,
+    batch_id: str,
+    epoch: int,
+    sample_index: int,
+    start: int = 0,
+) -> Any:
+    """The chain of step tasks for one sample from step ``start`` on.
+
+    The first task gets the payload, each next one the previous task's result.
+    """
+    _, routes = runtime.pipeline(recipe, skillbook)
+    if not 0 <= start < len(routes):
+        raise ValueError(f"recipe {recipe!r} has steps 0 to {len(routes) - 1}; no step {start}")
+    signatures = []
+    for route in routes[start:]:
+        kwargs = {
+            "recipe": recipe,
+            "skillbook": skillbook,
+            "index": route.index,
+            "batch_id": batch_id,
+            "epoch": epoch,
+            "sample_index": sample_index,
+        }
+        args = (payload,) if route.index == start else ()
+        # Every step after the first is published by the worker that ran the one before it.
+        options: dict[str, Any] = (
+            {"retry_policy": dict(WORKER_PUBLISH_RETRY_POLICY)} if route.index > start else {}
+        )
+        signatures.append(
+            app.signature(
+                STEP_TASK,
+                args=args,
+                kwargs=kwargs,
+                queue=runtime.queue(route.queue_role),
+                # Flower and the logs show the step's own name rather than the generic task.
+                shadow=f"ace.{route.name}",
+                # No result is stored (the task ignores it), so nobody waits for one: without this
+                # the sender subscribes to every task's result channel, and a producer's memory
+                # grows with each sample it sends.
+                ignore_result=True,
+                **options,
+            )
+        )
+    return chain(*signatures)
+
+
+def enqueue_epoch(
+    app: Celery,
+    runtime: WorkerRuntime,
+    payloads: Iterable[dict[str, Any]],
+    *,
+    recipe: str,
+    skillbook: str,
+    batch_id: str,
+    epoch: int,
+    first_index: int = 1,
+) -> int:
+    """Send one chain per payload, counting them in the batch as they go; return how many were sent.
+
+    Samples are numbered from ``first_index`` (above 1 when resuming an epoch half sent).
+
+    Nothing per sample is kept here, so a stream of any length costs constant memory;
+    outcomes are read from the batch record.
+    """
+    sent = 0
+    for sample_index, payload in enumerate(payloads, start=first_index):
+        sample_chain(
+            app,
+            runtime,
+            payload,
+            recipe=recipe,
+            skillbook=skillbook,
+            batch_id=batch_id,
+            epoch=epoch,
+            sample_index=sample_index,
+        ).apply_async()
+        runtime.batches.add_enqueued(batch_id, 1, epoch)
+        sent += 1
+    return sent

@@ -1,0 +1,127 @@
+"""The dead-letter list: samples whose step failed for good, read and sent back without trusting them.
+
+A letter holds what a task message held, and a message may have been crafted by
+whoever can write to the broker. Reading a letter imports nothing: its recipe is
+looked up by name in this process's own configuration, like a worker's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from celery import Celery
+
+from ...errors import AceError
+from ..store.keys import dead_letters_key
+from .chains import sample_chain
+from .runtime import WorkerRuntime
+
+__all__ = ["DeadLetter", "RetryReport", "read_dead_letters", "retry_dead_letters"]
+
+logger = logging.getLogger(__name__)
+
+# The kwargs a step task message carries, with their types.
+_KWARG_TYPES: dict[str, type] = {
+    "recipe": str,
+    "skillbook": str,
+    "batch_id": str,
+    "epoch": int,
+    "sample_index": int,
+    "index": int,
+}
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """One parked message as stored (``raw``), and what could be read of it."""
+
+    position: int
+    raw: bytes
+    letter: dict[str, Any] | None
+    problem: str | None = None  # why it cannot be sent back as it is
+
+    @property
+    def step(self) -> str:
+        """The failed step's name, or '?' for an unreadable letter."""
+        return str((self.letter or {}).get("step", "?"))
+
+
+@dataclass
+class RetryReport:
+    """What ``retry_dead_letters`` did: letters sent back, and those left in place with the reason."""
+
+    sent: int = 0
+    kept: list[tuple[DeadLetter, str]] = field(default_factory=list)
+
+
+def read_dead_letters(runtime: WorkerRuntime) -> list[DeadLetter]:
+    """Every parked letter, oldest first; one that is not a letter of ours says why."""
+    key = dead_letters_key(runtime.settings.queue_prefix)
+    raws: list[bytes] = runtime.redis.lrange(key, 0, -1)  # type: ignore[assignment]
+    return [_parse(position, raw) for position, raw in enumerate(raws)]
+
+
+def retry_dead_letters(app: Celery, runtime: WorkerRuntime) -> RetryReport:
+    """Send every parked letter back to its failed step, then remove it; keep what cannot be sent.
+
+    Sent first, removed after: a crash in between leaves the letter parked, and
+    sending it again is harmless (a step's writes are idempotent). A letter whose
+    recipe this process does not know, or that does not parse, stays where it is.
+    """
+    key = dead_letters_key(runtime.settings.queue_prefix)
+    report = RetryReport()
+    # Only what is parked now: a retried step that fails again parks a new letter behind these.
+    for letter in read_dead_letters(runtime):
+        problem = letter.problem or _send(app, runtime, letter)
+        if problem is not None:
+            report.kept.append((letter, problem))
+            continue
+        runtime.redis.lrem(key, 1, letter.raw)  # type: ignore[arg-type]  # redis-py types it str; bytes work
+        report.sent += 1
+    return report
+
+
+def _send(app: Celery, runtime: WorkerRuntime, letter: DeadLetter) -> str | None:
+    """Resume the letter's chain at its failed step; the reason if it cannot be."""
+    assert letter.letter is not None
+    kwargs = letter.letter["kwargs"]
+    try:
+        sample_chain(
+            app,
+            runtime,
+            letter.letter["payload"],
+            recipe=kwargs["recipe"],
+            skillbook=kwargs["skillbook"],
+            batch_id=kwargs["batch_id"],
+            epoch=kwargs["epoch"],
+            sample_index=kwargs["sample_index"],
+            start=kwargs["index"],
+        ).apply_async()
+    except (AceError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
+def _parse(position: int, raw: bytes) -> DeadLetter:
+    try:
+        letter = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        return DeadLetter(position, raw, None, f"not JSON ({exc})")
+    if not isinstance(letter, dict) or not isinstance(letter.get("kwargs"), dict):
+        return DeadLetter(position, raw, None, "not a dead letter (no kwargs object)")
+    kwargs = letter["kwargs"]
+    wrong = [
+        name
+        for name, kind in _KWARG_TYPES.items()
+        if not isinstance(kwargs.get(name), kind) or isinstance(kwargs.get(name), bool)
+    ]
+    if wrong:
+        return DeadLetter(position, raw, letter, f"kwargs missing or of the wrong type: {', '.join(wrong)}")
+    if not isinstance(letter.get("payload"), dict):
+        return DeadLetter(position, raw, letter, "no payload object")
+    if kwargs["index"] < 0:
+        return DeadLetter(position, raw, letter, f"step index {kwargs['index']} is negative")
+    return DeadLetter(position, raw, letter)

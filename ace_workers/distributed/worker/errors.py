@@ -1,0 +1,104 @@
+"""Errors of the Celery side: a worker refused by its start checks, Redis down, a bad task payload."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...errors import AceError
+from ..settings import env_name, redact_url
+
+__all__ = [
+    "WorkerError",
+    "WorkerConfigError",
+    "UnsafeSerializerError",
+    "WriteConcurrencyError",
+    "RedisUnavailable",
+    "PayloadError",
+    "PayloadTooLarge",
+    "ClaimMissing",
+    "UnknownRecipeError",
+]
+
+
+class WorkerError(AceError):
+    """A worker, or the Celery app it runs on, could not do its part."""
+
+
+class WorkerConfigError(WorkerError, ValueError):
+    """A Celery app or worker is configured against the reliability rules; the worker refuses to start."""
+
+
+class UnsafeSerializerError(WorkerConfigError):
+    """The app would serialise or accept pickle; ``settings`` maps each offending setting to its value."""
+
+    def __init__(self, settings: Mapping[str, object]) -> None:
+        self.settings = dict(settings)
+        found = ", ".join(f"{name}={value!r}" for name, value in self.settings.items())
+        super().__init__(
+            f"refusing to start: the Celery app allows pickle ({found}); a pickled message runs code on "
+            "the worker that loads it. Use JSON only (create_app configures it)."
+        )
+
+
+class WriteConcurrencyError(WorkerConfigError):
+    """A worker would serve the write queue with more than one slot, so skillbook writes could race."""
+
+    def __init__(self, queue: str, concurrency: int) -> None:
+        self.queue = queue
+        self.concurrency = concurrency
+        super().__init__(
+            f"refusing to serve the write queue {queue!r} with concurrency {concurrency}: skillbook writers "
+            "must run one at a time. Use concurrency 1 for the write queue (a separate worker), "
+            "or force it if you know why."
+        )
+
+
+class RedisUnavailable(WorkerError, ConnectionError):
+    """Redis did not answer a PING; ``url`` is the address with its password masked."""
+
+    def __init__(self, url: str, timeout: float, reason: BaseException | str) -> None:
+        self.url = redact_url(url)
+        self.timeout = timeout
+        self.reason = str(reason)
+        super().__init__(
+            f"Redis at {self.url} did not answer within {timeout:g} s ({self.reason}). Start redis-server "
+            f"there, fix {env_name('redis_url')}, or leave it unset to run an embedded Redis."
+        )
+
+
+class PayloadError(WorkerError, TypeError):
+    """A step context cannot travel as JSON, or a payload does not turn back into one."""
+
+    def __init__(self, message: str, *, field: str = "", path: str | None = None) -> None:
+        self.field = field
+        self.path = path
+        super().__init__(message)
+
+
+class PayloadTooLarge(PayloadError, ValueError):
+    """A value's JSON is larger than the limit it must respect."""
+
+    def __init__(self, message: str, *, field: str = "", size: int = 0, limit: int = 0) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(message, field=field)
+
+
+class ClaimMissing(PayloadError, LookupError):
+    """A payload refers to a claimed value that is no longer in Redis (its TTL ran out)."""
+
+    def __init__(self, message: str, *, field: str = "", key: str = "") -> None:
+        self.key = key
+        super().__init__(message, field=field)
+
+
+class UnknownRecipeError(WorkerError, ValueError):
+    """A task or a producer named a recipe this process is not configured with; nothing was imported."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        super().__init__(
+            f"unknown recipe {name!r}: this process runs {', '.join(known)}; recipes of your own are "
+            "named in ACE_RECIPES (name=package.module:function) on the workers and the producer"
+        )

@@ -1,0 +1,26 @@
+"""How long a step waits before its next delivery: exponential backoff with jitter.
+
+Without jitter, samples rate-limited together retry together, and are rate-limited
+together again. Each wait is drawn between half and one and a half times the
+exponential step, so the mean is unchanged and the bound is known.
+"""
+
+from __future__ import annotations
+
+import random
+
+__all__ = ["JITTER", "retry_countdown", "total_backoff_bound"]
+
+# A wait is the exponential step times a factor drawn from [1 - JITTER, 1 + JITTER).
+JITTER = 0.5
+
+
+def retry_countdown(retries: int, backoff_seconds: float, rng: random.Random | None = None) -> float:
+    """Seconds before retry ``retries + 1``: ``backoff * 2**retries``, jittered by +-JITTER."""
+    draw = (rng or random).random()
+    return float(backoff_seconds * 2.0**retries * (1 - JITTER + 2 * JITTER * draw))
+
+
+def total_backoff_bound(max_retries: int, backoff_seconds: float) -> float:
+    """The longest all ``max_retries`` waits of one step can add up to."""
+    return float(backoff_seconds * (2.0**max_retries - 1) * (1 + JITTER))

@@ -1,0 +1,227 @@
+"""What a worker (or a producer) process builds once: clients, stores, pipelines, routes."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Awaitable
+from dataclasses import dataclass
+
+import redis
+
+from pipeline import Pipeline
+
+from ...core.context import ACEStepContext
+from ...dedup import (
+    DeduplicationConfig,
+    DeduplicationManager,
+    Embedder,
+    InMemoryEmbeddingCache,
+    SimilarityDetector,
+    make_embedder,
+)
+from ...observability.metrics import WorkerMetrics
+from ...protocols import LLMClientLike
+from ...roles import Agent, Reflector, SkillManager
+from ..settings import DEDUP_OFF, WorkerSettings
+from ..store.backed_skillbook import StoreBackedSkillbook
+from ..store.batches import BatchStore
+from ..store.embedding_cache import RedisEmbeddingCache
+from ..store.keys import SkillbookKeys, validate_skillbook_name
+from ..store.store import RedisSkillbookStore
+from .payload import ClaimCheck
+from .recipes import RecipeInputs, import_object, resolve_recipe
+
+__all__ = ["Route", "WorkerRuntime", "build_llm", "routes_of"]
+
+SIMULATED = "sim"
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where one step of a recipe runs, and what it is called in monitoring."""
+
+    index: int
+    name: str
+    queue_role: str
+    writes_skillbook: bool
+
+
+async def _awaited(value: Awaitable[ACEStepContext]) -> ACEStepContext:
+    return await value
+
+
+def build_llm(model: str, settings: WorkerSettings) -> LLMClientLike:
+    """The client for ``model``: the settings' factory, the simulator ("sim"), or LiteLLM."""
+    if settings.llm_factory:
+        factory = import_object(settings.llm_factory)
+        return factory(model)  # type: ignore[no-any-return]
+    if model == SIMULATED:
+        from ...sim import SimulatedLLM
+
+        return SimulatedLLM(
+            latency=settings.sim_latency_seconds,
+            trust_threshold=settings.sim_trust_threshold,
+            failure_rate=settings.sim_failure_rate,
+            failure=settings.sim_failure,
+        )
+    from ...providers import LiteLLMClient, wrap_with_instructor
+
+    client = LiteLLMClient(model, timeout=settings.llm_timeout_seconds)
+    return wrap_with_instructor(client, max_retries=settings.llm_max_retries)
+
+
+def routes_of(pipeline: Pipeline[ACEStepContext]) -> list[Route]:
+    """Queue of each step: writers on "write", from the async boundary on "learn", else "execute"."""
+    steps = pipeline.steps
+    boundary = next((i for i, s in enumerate(steps) if getattr(s, "async_boundary", False)), len(steps))
+    routes = []
+    for index, step in enumerate(steps):
+        writes = bool(getattr(step, "writes_skillbook", False))
+        role = "write" if writes else ("learn" if index >= boundary else "execute")
+        routes.append(Route(index, type(step).__name__, role, writes))
+    return routes
+
+
+class WorkerRuntime:
+    """Per-process cache of Redis clients, skillbook stores and recipe pipelines."""
+
+    def __init__(self, settings: WorkerSettings, redis_url: str) -> None:
+        self.settings = settings
+        self.redis = redis.Redis.from_url(redis_url)
+        self.batches = BatchStore(
+            self.redis, prefix=settings.queue_prefix, ttl_seconds=settings.result_ttl_seconds
+        )
+        self.claims = ClaimCheck(
+            self.redis,
+            threshold_bytes=settings.claim_check_bytes,
+            ttl_seconds=settings.claim_check_ttl_seconds,
+            prefix=settings.queue_prefix,
+        )
+        self._lock = threading.Lock()
+        self._llms: dict[str, LLMClientLike] = {}
+        self._skillbooks: dict[str, StoreBackedSkillbook] = {}
+        self._pipelines: dict[tuple[str, str], tuple[Pipeline[ACEStepContext], list[Route]]] = {}
+        self._embedders: dict[tuple[str, str], Embedder] = {}
+        # Embeddings already read from Redis, by content hash (model and text): they never go
+        # stale, and prompt relevance reads every skill's embedding on each budgeted call.
+        self.embedding_memo = InMemoryEmbeddingCache()
+        # This process's metrics, in a registry of their own; `worker --metrics-port` serves them.
+        self.metrics = WorkerMetrics()
+
+    def close(self) -> None:
+        """Close this process's Redis connections."""
+        self.redis.close()
+
+    def store(self, name: str) -> RedisSkillbookStore:
+        """The store of skillbook ``name``."""
+        return self.skillbook(name).store
+
+    def skillbook(self, name: str) -> StoreBackedSkillbook:
+        """The Redis-backed skillbook ``name`` (one object per process)."""
+        validate_skillbook_name(name)
+        with self._lock:
+            book = self._skillbooks.get(name)
+            if book is None:
+                store = RedisSkillbookStore(
+                    self.redis,
+                    name,
+                    prefix=self.settings.queue_prefix,
+                    changelog_maxlen=self.settings.changelog_maxlen,
+                    max_skills=self.settings.max_skillbook_skills,
+                    observer=self.metrics,
+                )
+                book = self._skillbooks[name] = StoreBackedSkillbook(store)
+            return book
+
+    def llm(self, model: str) -> LLMClientLike:
+        """One client per model string per process."""
+        with self._lock:
+            if model not in self._llms:
+                self._llms[model] = build_llm(model, self.settings)
+            return self._llms[model]
+
+    def pipeline(self, recipe: str, skillbook: str) -> tuple[Pipeline[ACEStepContext], list[Route]]:
+        """The validated pipeline of ``recipe`` writing to ``skillbook``, and its routes.
+
+        Raises:
+            UnknownRecipeError: ``recipe`` is neither built in nor in this process's ACE_RECIPES.
+        """
+        key = (recipe, skillbook)
+        cached = self._pipelines.get(key)
+        if cached is not None:
+            return cached
+        settings = self.settings
+        # First, before anything is built: a name from a message imports only what is configured.
+        make_steps = resolve_recipe(recipe, settings.recipe_paths())
+        deduplicator = self.deduplicator(skillbook) if settings.dedup_provider != DEDUP_OFF else None
+        # With embeddings at hand, a skillbook over the budget is cut by embedding
+        # similarity to the task; without, by shared words.
+        budget = settings.prompt_budget()
+        relevance = deduplicator.relevance() if deduplicator is not None else None
+        inputs = RecipeInputs(
+            agent=Agent(self.llm(settings.agent_model), prompt_budget=budget, relevance=relevance),
+            reflector=Reflector(self.llm(settings.reflector_model)),
+            skill_manager=SkillManager(
+                self.llm(settings.skill_manager_model), prompt_budget=budget, relevance=relevance
+            ),
+            skillbook=self.skillbook(skillbook),
+            checkpoint_interval=settings.checkpoint_interval,
+            deduplicator=deduplicator,
+            dedup_interval=settings.dedup_interval,
+        )
+        built: Pipeline[ACEStepContext] = Pipeline(make_steps(inputs))
+        entry = (built, routes_of(built))
+        with self._lock:
+            return self._pipelines.setdefault(key, entry)
+
+    def deduplicator(self, skillbook: str, provider: str | None = None) -> DeduplicationManager:
+        """A deduplication manager for ``skillbook``: the settings' embeddings, cached in its Redis.
+
+        Decisions come from the SkillManager's model. The embedding model is
+        loaded once per process; a missing extra fails here, before any sample.
+        """
+        settings = self.settings
+        provider = provider or settings.dedup_provider
+        with self._lock:
+            embedder = self._embedders.get((provider, settings.dedup_model))
+        if embedder is None:
+            embedder = make_embedder(provider, settings.dedup_model)
+            with self._lock:
+                embedder = self._embedders.setdefault((provider, settings.dedup_model), embedder)
+        config = DeduplicationConfig(
+            embedding_provider=embedder,
+            embedding_model=settings.dedup_model,
+            similarity_threshold=settings.dedup_threshold,
+            within_section_only=not settings.dedup_across_sections,
+            auto_merge_threshold=settings.dedup_auto_merge_threshold,
+            prune=settings.prune_rule(),
+        )
+        cache = RedisEmbeddingCache(
+            self.redis, SkillbookKeys(skillbook, settings.queue_prefix), memo=self.embedding_memo
+        )
+        detector = SimilarityDetector(embedder, model_name=settings.dedup_model, cache=cache)
+        return DeduplicationManager(config, llm=self.llm(settings.skill_manager_model), detector=detector)
+
+    def queue(self, role: str) -> str:
+        """The Celery queue name of a queue role."""
+        return self.settings.queue_names()[role]
+
+    def call_step(self, recipe: str, skillbook: str, index: int, ctx: ACEStepContext) -> ACEStepContext:
+        """Run step ``index`` on ``ctx`` directly.
+
+        Not through the engine's exclusive-step lock: on workers the queue's
+        concurrency is the limit (SkillManager calls run in parallel on snapshots and the
+        store rebases their writes; writers run on the one-slot write queue).
+        """
+        pipeline, _ = self.pipeline(recipe, skillbook)
+        step = pipeline.steps[index]
+        out = step(ctx)
+        if inspect.isawaitable(out):
+            out = asyncio.run(_awaited(out))
+        if not isinstance(out, ACEStepContext):
+            raise TypeError(
+                f"step {type(step).__name__} returned {type(out).__name__}, not an ACEStepContext"
+            )
+        return out

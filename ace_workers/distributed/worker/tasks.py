@@ -1,0 +1,231 @@
+"""The one Celery task every step runs as, and what happens around a step call.
+
+``ace.step`` rebuilds the step context from its JSON payload, gives the step a
+view of the skillbook at the store's current version, runs it inside a write
+scope (so its writes are idempotent), and returns the next payload. The task
+of the last step records the sample in its batch; the one that finishes an
+epoch starts the next epoch from the batch's stored items.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from celery import Celery, Task
+from celery.exceptions import Reject, WorkerShutdown, WorkerTerminate
+
+from ...errors import AceError, LLMError, RetriesExhausted
+from ...observability.logs import StepLogContext, step_log_context
+from ..store.batches import sample_key
+from ..store.errors import VersionConflict
+from ..store.keys import dead_letters_key
+from ..store.write_scope import WriteScope, write_scope
+from .app import WORKER_PUBLISH_RETRY_POLICY
+from .chains import STEP_TASK
+from .epochs import send_rest_of_epoch
+from .errors import UnknownRecipeError
+from .payload import context_to_payload, payload_to_context
+from .retries import retry_countdown
+from .runtime import Route, WorkerRuntime
+
+__all__ = ["register_tasks", "run_step", "start_next_epoch"]
+
+logger = logging.getLogger(__name__)
+
+# Worth another delivery: rate limits and timeouts the client gave up on, and lost CAS races.
+RETRYABLE = (LLMError, VersionConflict)
+# Redis went away mid-step (a restart, a failover). Not a failure of the sample, and not for
+# self.retry either: publishing the retry goes through the broker connection that just broke,
+# and a retry that cannot be sent is rejected for good. The message is requeued instead, or,
+# if even that cannot reach Redis, left unacknowledged for redelivery after the visibility
+# timeout. The step's writes are idempotent, so running it again changes nothing twice.
+REDIS_OUTAGE = (redis.ConnectionError, redis.TimeoutError)
+# Failing for good: another delivery would meet the same answer, so the sample fails and its
+# message is dead-lettered.
+NOT_RETRYABLE = (RetriesExhausted, UnknownRecipeError)
+# BaseExceptions that mean this worker process is stopping, not that the step failed.
+SHUTDOWN = (KeyboardInterrupt, WorkerShutdown, WorkerTerminate)
+
+
+class StepAborted(Exception):
+    """A step raised a BaseException (SystemExit, ...); its sample is failed and dead-lettered."""
+
+
+def run_step(
+    app: Celery,
+    runtime: WorkerRuntime,
+    payload: dict[str, Any],
+    *,
+    recipe: str,
+    skillbook: str,
+    index: int,
+    batch_id: str,
+    epoch: int,
+    sample_index: int,
+) -> dict[str, Any]:
+    """Run step ``index`` of ``recipe`` on one sample's payload and return the next payload.
+
+    ``app`` is the app the task runs on: the next epoch goes out through it.
+    """
+    _, routes = runtime.pipeline(recipe, skillbook)
+    route = routes[index]
+    # Every line logged while the step runs (roles and store included) names the step, and
+    # the step is counted in the worker's metrics: a finished sample, or a failure by type.
+    log_context = StepLogContext(batch_id, sample_key(epoch, sample_index), skillbook, route.name)
+    with step_log_context(log_context), runtime.metrics.timed_step(route.name, skillbook):
+        if index == 0:
+            runtime.batches.record_started(batch_id, epoch, sample_index)
+        book = runtime.skillbook(skillbook)
+        version = book.refresh()
+        ctx = payload_to_context(payload, skillbook=book.view(), claims=runtime.claims)
+        metadata = dict(ctx.metadata)
+        # A writer rebases on the version the steps before it read (the SkillManager's snapshot).
+        base_version = metadata.get("skillbook_version") if route.writes_skillbook else None
+        if not route.writes_skillbook:
+            ctx = ctx.replace(metadata={**metadata, "skillbook_version": version})
+        scope = WriteScope(
+            key_prefix=f"{batch_id}:{sample_key(epoch, sample_index)}:{index}",
+            base_version=base_version,
+            source={"batch": batch_id, "epoch": epoch, "sample": sample_index, "step": route.name},
+        )
+        with write_scope(scope):
+            out = runtime.call_step(recipe, skillbook, index, ctx)
+        runtime.metrics.observe_llm_outputs(ctx, out)
+        result = context_to_payload(out, claims=runtime.claims)
+        if index == len(routes) - 1:
+            finished = runtime.batches.record_done(batch_id, epoch, sample_index, result)
+            start_next_epoch(app, runtime, batch_id, epoch, finished)
+        return result
+
+
+def start_next_epoch(
+    app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int, finished: int | None
+) -> None:
+    """Start epoch ``epoch + 1`` once every sample of ``epoch`` finished, or finish starting it.
+
+    The task whose count completes the epoch starts the next one. A final task delivered
+    again (its sample counted already, ``finished`` None) checks too: if the worker that
+    completed the epoch died while sending the next one, the rest is sent from where it
+    stopped (:func:`send_rest_of_epoch`).
+    """
+    status = runtime.batches.status(batch_id)
+    if epoch >= status.epochs:
+        return
+    if finished is None:
+        finished = runtime.batches.finished_in_epoch(batch_id, epoch)
+    if finished < status.per_epoch:
+        return
+    if send_rest_of_epoch(app, runtime, batch_id, epoch + 1, lambda: runtime.batches.items(batch_id)):
+        logger.info("batch %s: epoch %d finished, epoch %d sent", batch_id, epoch, epoch + 1)
+
+
+def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
+    """Register ``ace.step`` on ``app``; ``get_runtime`` returns the process's runtime."""
+
+    def step_task(self: Task, payload: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        runtime = get_runtime()
+        try:
+            return run_step(self.app, runtime, payload, **kwargs)
+        except NOT_RETRYABLE as exc:
+            _give_up(runtime, self, payload, kwargs, exc)
+            raise
+        except REDIS_OUTAGE as exc:
+            logger.warning(
+                "%s on %s: Redis unreachable; the step goes back to its queue", type(exc).__name__, kwargs
+            )
+            raise Reject(exc, requeue=True) from exc
+        except RETRYABLE as exc:
+            if self.request.retries < runtime.settings.task_max_retries:
+                countdown = retry_countdown(self.request.retries, runtime.settings.retry_backoff_seconds)
+                logger.warning(
+                    "%s on %s; retry %d in %.1f s",
+                    type(exc).__name__,
+                    kwargs,
+                    self.request.retries + 1,
+                    countdown,
+                )
+                runtime.metrics.observe_retry(_step_name(runtime, kwargs))
+                # max_retries: Celery's own cap (3 by default) would otherwise re-raise the error
+                # from inside retry() on the 4th retry, past our give-up path: a lost sample.
+                raise self.retry(
+                    exc=exc,
+                    countdown=countdown,
+                    max_retries=runtime.settings.task_max_retries,
+                    retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
+                ) from exc
+            _give_up(runtime, self, payload, kwargs, exc)
+            raise
+        except Exception as exc:
+            _give_up(runtime, self, payload, kwargs, exc)
+            raise
+        except SHUTDOWN:
+            raise  # the worker is stopping: the message stays unacknowledged and comes back
+        except BaseException as exc:
+            # SystemExit and the like from a step: left alone they would escape Celery's error
+            # handling, the message would never be acknowledged, and it would come back forever.
+            _give_up(runtime, self, payload, kwargs, exc)
+            raise StepAborted(f"step raised {type(exc).__name__}: {exc}") from exc
+
+    # shared=False: the task belongs to this app only, so several apps in one process never clash.
+    # ignore_result: a chain hands each result to the next task in the message, and outcomes live
+    # in the batch record, so storing results would only cost a Redis write (and, on failures, a
+    # pubsub connection per worker thread that Celery never closes).
+    task: Task = app.task(name=STEP_TASK, bind=True, shared=False, ignore_result=True)(step_task)
+    return task
+
+
+def _give_up(
+    runtime: WorkerRuntime, task: Task, payload: Any, kwargs: dict[str, Any], exc: BaseException
+) -> None:
+    """Park the message in the dead-letter list and record the failed sample in its batch.
+
+    A message need not come from a producer of ours: whatever its kwargs hold, it is
+    dead-lettered and logged, and its batch is told only if the batch exists.
+    """
+    step = _step_name(runtime, kwargs)
+    error = f"{type(exc).__name__}: {exc}"
+    logger.error("%s failed for good: %s", step, error)
+    # Park the message first: once the failure is counted, a waiting producer may look for it.
+    dead_letter = {
+        "task_id": task.request.id,
+        "step": step,
+        "kwargs": kwargs,
+        "payload": payload,
+        "error": error,
+    }
+    runtime.redis.rpush(
+        dead_letters_key(runtime.settings.queue_prefix), json.dumps(dead_letter, default=repr)
+    )
+    runtime.metrics.observe_dead_letter(step)
+    batch_id, epoch, index = kwargs.get("batch_id"), kwargs.get("epoch"), kwargs.get("sample_index")
+    if not (isinstance(batch_id, str) and isinstance(epoch, int) and isinstance(index, int)):
+        return
+    if not runtime.batches.exists(batch_id):
+        return
+    finished = runtime.batches.record_failure(
+        batch_id,
+        epoch,
+        index,
+        step=step,
+        error=error,
+        traceback="".join(traceback.format_exception(exc, limit=-3)),
+        sample=payload.get("sample") if isinstance(payload, dict) else None,
+    )
+    # A failed sample still finishes its epoch.
+    start_next_epoch(task.app, runtime, batch_id, epoch, finished)
+
+
+def _step_name(runtime: WorkerRuntime, kwargs: dict[str, Any]) -> str:
+    """The step's name for logs and metrics; the recipe name when the message names no known step."""
+    recipe, skillbook, index = kwargs.get("recipe"), kwargs.get("skillbook"), kwargs.get("index")
+    try:
+        _, routes = runtime.pipeline(recipe, skillbook)  # type: ignore[arg-type]
+        route: Route = routes[index]  # type: ignore[index]
+    except (AceError, ValueError, LookupError, TypeError):
+        return f"step {index!r} of recipe {recipe!r}"
+    return route.name

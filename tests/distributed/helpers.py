@@ -1,0 +1,99 @@
+"""Helpers shared by the distributed tests: inputs, store operations, processes, hooked clients."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import redis
+from redis.client import Pipeline
+
+from ace_workers.core import UpdateBatch, UpdateOperation
+from ace_workers.sim import make_tasks
+
+# -- inputs ---------------------------------------------------------------------------------------
+
+
+ENV_PREFIX = "ACE_"
+
+
+def write_traces(path: Path, n: int, bad_line_at: int | None = None) -> Path:
+    """A JSONL file of ``n`` recorded failures on three topics, a line of bad JSON at ``bad_line_at``."""
+    lines = [
+        json.dumps(
+            {"question": t.question, "answer": "?", "ground_truth": t.ground_truth, "feedback": "Incorrect."}
+        )
+        for t in make_tasks(n, seed=2, topics=3)
+    ]
+    if bad_line_at is not None:
+        lines.insert(bad_line_at - 1, "{not json")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# -- store operations -----------------------------------------------------------------------------
+
+
+def add(content: str, section: str = "general", **fields: Any) -> UpdateOperation:
+    return UpdateOperation(type="ADD", section=section, content=content, **fields)
+
+
+def tag(skill_id: str, **counts: int) -> UpdateOperation:
+    return UpdateOperation(type="TAG", skill_id=skill_id, metadata=counts)
+
+
+def update(skill_id: str, content: str) -> UpdateOperation:
+    return UpdateOperation(type="UPDATE", skill_id=skill_id, content=content)
+
+
+def remove(skill_id: str) -> UpdateOperation:
+    return UpdateOperation(type="REMOVE", skill_id=skill_id)
+
+
+def batch(*operations: UpdateOperation) -> UpdateBatch:
+    return UpdateBatch(operations=list(operations))
+
+
+# -- processes ------------------------------------------------------------------------------------
+
+
+def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    """Signal a process group started with start_new_session; SIGKILL it if still there after 30 s."""
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+# -- a client that pauses its transactions ---------------------------------------------------------
+
+
+class _HookedPipeline(Pipeline):
+    """A pipeline that calls a hook just before MULTI: after the store's reads, before its writes."""
+
+    before_multi: Callable[[], None] = staticmethod(lambda: None)
+
+    def multi(self) -> None:
+        self.before_multi()
+        super().multi()
+
+
+class HookedRedis(redis.Redis):
+    """A client whose transactions pause at ``before_multi``, to force a race at a chosen moment."""
+
+    before_multi: Callable[[], None] = staticmethod(lambda: None)
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
+        pipe = _HookedPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
+        pipe.before_multi = self.before_multi
+        return pipe

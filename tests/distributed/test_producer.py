@@ -1,0 +1,56 @@
+"""A producer application needs only settings: Producer(settings) and Producer.from_env()."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from ace_workers.distributed import Producer, ProducerConfigError, WorkerSettings
+from ace_workers.distributed.settings import env_name
+from ace_workers.sim import failure_traces
+
+from .conftest import running_service
+
+
+def test_a_producer_from_the_environment_sends_a_batch_the_workers_learn(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    with running_service(redis_url) as workers:
+        settings = workers.runtime.settings
+        environ = {
+            env_name("redis_url"): redis_url,
+            env_name("queue_prefix"): settings.queue_prefix,
+            env_name("sim_trust_threshold"): "0",
+        }
+        with Producer.from_env(environ) as producer:
+            assert producer.app is not workers.app  # its own app and connections, nothing borrowed
+            handle = producer.enqueue_traces(failure_traces(10), "support")
+            status = handle.wait(timeout=60)
+
+        assert (status.done, status.failed, status.total) == (10, 0, 10)
+        assert len(workers.runtime.store("support").export()) == 5
+
+
+def test_a_producer_built_from_settings_follows_a_batch_after_the_workers_finish_it(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    with running_service(redis_url) as workers:
+        producer = Producer(workers.runtime.settings)
+        try:
+            handle = producer.enqueue_traces(failure_traces(4), "support")
+            handle.wait(timeout=60)
+            results = handle.results()
+        finally:
+            producer.close()
+
+    assert [r.ok for r in results] == [True] * 4
+
+
+def test_a_producer_without_a_redis_url_names_the_setting() -> None:
+    with pytest.raises(ProducerConfigError, match="ACE_REDIS_URL"):
+        Producer(WorkerSettings())
+
+
+def test_a_producer_given_an_app_needs_its_runtime_too(redis_url: str) -> None:
+    with running_service(redis_url) as workers, pytest.raises(ValueError, match="both app and runtime"):
+        Producer(workers.runtime.settings, app=workers.app)
