@@ -27,11 +27,12 @@ from tests.drills.harness import Outcome
 from tests.drills.scenarios import (
     cli_enqueue,
     llm_rate_limited,
+    message_lost,
     redis_restarted,
     worker_killed,
 )
 
-DRILLS = ("restart", "kill", "llm", "cli")
+DRILLS = ("restart", "kill", "lost", "llm", "cli")
 
 
 def run(only: set[str], cli_counts: tuple[int, ...], root: Path) -> list[Outcome]:
@@ -49,6 +50,7 @@ def run(only: set[str], cli_counts: tuple[int, ...], root: Path) -> list[Outcome
             lambda: worker_killed(root / "k-reflect", step="ReflectStep"),
         ),
         ("kill", "worker killed during Apply", lambda: worker_killed(root / "k-apply", step="ApplyStep")),
+        ("lost", "messages lost by the broker", lambda: message_lost(root / "lost")),
         ("llm", "LLM rate-limited 50%", lambda: llm_rate_limited(root / "llm-50", rate=0.5, max_retries=12)),
         ("llm", "LLM rate-limited 100%", lambda: llm_rate_limited(root / "llm-100", rate=1.0, max_retries=2)),
         ("cli", "traces through the CLI", lambda: cli_enqueue(root / "cli", counts=cli_counts)),

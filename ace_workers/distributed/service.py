@@ -23,6 +23,7 @@ from .ops.nightly import register_nightly_task
 from .producer.producer import Producer
 from .settings import WorkerSettings
 from .worker.app import create_app
+from .worker.reconcile import register_reconcile_task
 from .worker.runtime import WorkerRuntime
 from .worker.tasks import register_tasks
 
@@ -51,6 +52,7 @@ def build_service(settings: WorkerSettings, *, redis_url: str, broker_url: str |
     runtime = WorkerRuntime(settings, redis_url)
     register_tasks(app, lambda: runtime)
     register_nightly_task(app, lambda: runtime)
+    register_reconcile_task(app, lambda: runtime)
     return Service(app, runtime, Producer(settings, app=app, runtime=runtime))
 
 

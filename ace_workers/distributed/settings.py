@@ -79,6 +79,9 @@ class WorkerSettings:
     - ``ACE_TASK_MAX_RETRIES``: Celery retries of a step after an LLM rate limit or timeout [3]
     - ``ACE_RETRY_BACKOFF_SECONDS``: first retry delay of a step; doubles on each retry [2]
     - ``ACE_VISIBILITY_TIMEOUT_SECONDS``: seconds until an unacked task is redelivered; > slowest step [3600]
+    - ``ACE_MAX_REDRIVES``: times the reconciler sends again a sample that made no progress for the
+      visibility timeout plus the retry backoff, before it fails and is dead-lettered [3]
+    - ``ACE_RECONCILE_INTERVAL_SECONDS``: how often beat (and a waiting producer) run the reconciler [60]
     - ``ACE_CLAIM_CHECK_BYTES``: larger payloads go to Redis; the message carries a reference [262144]
     - ``ACE_CLAIM_CHECK_TTL_SECONDS``: lifetime of a claim-checked payload in Redis [604800]
     - ``ACE_MAX_TRACE_BYTES``: largest trace accepted at enqueue [16777216]
@@ -103,7 +106,8 @@ class WorkerSettings:
       is on, else by shared words); 0 lifts the bound [200]
     - ``ACE_PROMPT_MAX_CHARS``: most characters of the skills table in one prompt; 0 lifts it [40000]
     - ``ACE_CHECKPOINT_INTERVAL``: write a checkpoint every this many samples [10]
-    - ``ACE_RESULT_TTL_SECONDS``: lifetime of task results and batch records in Redis [86400]
+    - ``ACE_RESULT_TTL_SECONDS``: lifetime of task results, and of batch records once their batch
+      finished (a running batch's records never expire) [86400]
     - ``ACE_SIM_LATENCY_SECONDS``: seconds each simulated LLM call sleeps [0]
     - ``ACE_SIM_TRUST_THRESHOLD``: net helpful votes before the simulated agent applies a skill [3]
     - ``ACE_SIM_FAILURE_RATE``: share (0 to 1) of simulated LLM calls that fail, for failure drills [0]
@@ -140,6 +144,8 @@ class WorkerSettings:
     task_max_retries: int = _setting(3)
     retry_backoff_seconds: float = _setting(2.0)
     visibility_timeout_seconds: int = _setting(3600, minimum=1)
+    max_redrives: int = _setting(3)
+    reconcile_interval_seconds: float = _setting(60.0, positive=True)
     claim_check_bytes: int = _setting(256 * 1024, minimum=1)
     claim_check_ttl_seconds: int = _setting(7 * 24 * 3600, minimum=1)
     max_trace_bytes: int = _setting(16 * 1024 * 1024, minimum=1)

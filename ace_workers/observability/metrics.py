@@ -12,15 +12,20 @@ it, so ``ace-workers worker --metrics-port`` accepts the threads and solo pools 
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Protocol
-from wsgiref.simple_server import WSGIServer
+from socketserver import ThreadingMixIn
+from typing import TYPE_CHECKING, Any, Protocol
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 __all__ = [
     "LLM_OUTPUT_ROLES",
@@ -51,6 +56,7 @@ METRIC_NAMES = (
     "ace_step_retries_total",
     "ace_step_duration_seconds",
     "ace_dead_letters_total",
+    "ace_redrives_total",
     "ace_llm_tokens_total",
     "ace_llm_attempts_total",
     "ace_llm_cost_usd_total",
@@ -117,6 +123,12 @@ class WorkerMetrics:
             "ace_dead_letters",
             "Samples parked in the dead-letter list, by failed step.",
             ["step"],
+            registry=r,
+        )
+        self.redrives = Counter(
+            "ace_redrives",
+            "Samples the reconciler sent again after they made no progress, by skillbook.",
+            ["skillbook"],
             registry=r,
         )
         self.llm_tokens = Counter(
@@ -199,6 +211,10 @@ class WorkerMetrics:
         """Count a sample parked in the dead-letter list."""
         self.dead_letters.labels(step).inc()
 
+    def observe_redrive(self, skillbook: str) -> None:
+        """Count a sample the reconciler sent again."""
+        self.redrives.labels(skillbook).inc()
+
     def observe_llm_outputs(self, before: object, after: object) -> None:
         """Count the LLM usage of the role outputs a step produced (those on ``after`` but not ``before``).
 
@@ -273,9 +289,46 @@ class MetricsServer:
         self._thread.join(timeout=5)
 
 
-def start_metrics_server(metrics: WorkerMetrics, port: int, host: str = "0.0.0.0") -> MetricsServer:
-    """Serve ``metrics`` over HTTP on ``host:port`` from a daemon thread (port 0: any free port)."""
-    server, thread = start_http_server(port, addr=host, registry=metrics.registry)
+# A liveness answer: a JSON-able dict whose "healthy" says whether the process should live on.
+Health = Callable[[], Mapping[str, Any]]
+
+
+def start_metrics_server(
+    metrics: WorkerMetrics, port: int, host: str = "0.0.0.0", health: Health | None = None
+) -> MetricsServer:
+    """Serve ``metrics`` at /metrics and ``health`` at /healthz (200 or 503) on ``host:port``.
+
+    From daemon threads; port 0 takes any free port.
+    """
+    server = make_server(
+        host, port, _routes(make_wsgi_app(metrics.registry), health), _ThreadingServer, _QuietHandler
+    )
+    thread = threading.Thread(target=server.serve_forever, name="ace-metrics", daemon=True)
+    thread.start()
     served = MetricsServer(server, thread)
     logger.info("serving Prometheus metrics on http://%s:%d/metrics", host, served.port)
     return served
+
+
+def _routes(metrics_app: WSGIApplication, health: Health | None) -> WSGIApplication:
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == "/healthz" and health is not None:
+            answer = dict(health())
+            body = json.dumps(answer).encode()
+            status = "200 OK" if answer.get("healthy") else "503 Service Unavailable"
+            start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        return metrics_app(environ, start_response)
+
+    return app
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    """One thread per request, so a slow scrape never blocks a probe."""
+
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Scrapes and probes every few seconds would flood stderr."""

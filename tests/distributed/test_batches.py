@@ -20,10 +20,11 @@ from ace_workers.sim import failure_traces
 def test_queued_running_and_finished_add_up(redis_client: redis.Redis) -> None:
     batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
     batches.create("b1", skillbook="book", recipe="trace_analyser", per_epoch=4, epochs=1, skills_at_start=0)
-    batches.add_enqueued("b1", 4, epoch=1)
-    batches.record_started("b1", 1, 1)
-    batches.record_started("b1", 1, 1)  # a redelivered first step starts nothing new
-    batches.record_started("b1", 1, 2)
+    for index in range(1, 5):
+        batches.record_sent("b1", 1, index, {"trace": {}})
+    batches.record_progress("b1", 1, 1, first_step=True)
+    batches.record_progress("b1", 1, 1, first_step=True)  # a redelivered first step starts nothing new
+    batches.record_progress("b1", 1, 2, first_step=True)
     batches.record_done("b1", 1, 1, {"trace": {}})
     status = batches.status("b1")
     assert (status.queued, status.running, status.done, status.failed) == (2, 1, 1, 0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import redis
 
@@ -54,3 +56,28 @@ def test_a_producer_without_a_redis_url_names_the_setting() -> None:
 def test_a_producer_given_an_app_needs_its_runtime_too(redis_url: str) -> None:
     with running_service(redis_url) as workers, pytest.raises(ValueError, match="both app and runtime"):
         Producer(workers.runtime.settings, app=workers.app)
+
+
+def test_an_iterator_with_a_declared_count_runs_several_epochs_read_once(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    reads: list[int] = []
+
+    def traces() -> Iterator[dict[str, str]]:
+        for number, trace in enumerate(failure_traces(4), start=1):
+            reads.append(number)
+            yield trace
+
+    with running_service(redis_url) as workers:
+        handle = workers.producer.enqueue_traces(traces(), "support", epochs=3, count=4)
+        status = handle.wait(timeout=60)
+        results = handle.results()
+
+    assert reads == [1, 2, 3, 4]  # read once; epochs 2 and 3 came from the batch's stored inputs
+    assert (status.done, status.failed, status.total) == (12, 0, 12)
+    assert [r.output.epoch for r in results if r.output is not None] == [1] * 4 + [2] * 4 + [3] * 4
+
+
+def test_an_iterator_of_unknown_length_is_refused_more_than_one_epoch(redis_url: str) -> None:
+    with running_service(redis_url) as workers, pytest.raises(ValueError, match="declared count"):
+        workers.producer.enqueue_traces(iter(failure_traces(2)), "support", epochs=2)

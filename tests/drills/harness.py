@@ -150,6 +150,10 @@ def drill_env(redis_url: str, home: Path, **values: str) -> tuple[dict[str, str]
         "ACE_SIM_TRUST_THRESHOLD": "0",
         # Workers run the drills' recipes by name, like any configured recipe.
         "ACE_RECIPES": DRILL_RECIPES,
+        # A waiting producer reconciles every second, and a lost sample is sent again a few
+        # seconds after the visibility timeout rather than tens of seconds (doubling from 0.2 s).
+        "ACE_RECONCILE_INTERVAL_SECONDS": "1",
+        "ACE_RETRY_BACKOFF_SECONDS": "0.2",
         **values,
     }
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), **ace}

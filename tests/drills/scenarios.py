@@ -39,6 +39,7 @@ from .recipes import arm_key, holding_key
 __all__ = [
     "cli_enqueue",
     "llm_rate_limited",
+    "message_lost",
     "redis_restarted",
     "worker_killed",
     "write_traces",
@@ -141,6 +142,44 @@ def worker_killed(directory: Path, *, step: str, samples: int = 12) -> Outcome:
                 client.close()
 
 
+def message_lost(directory: Path, *, samples: int = 12, lost: int = 2) -> Outcome:
+    """Delete ``lost`` step messages from the broker mid-batch, as a transport losing them in flight would."""
+    with PrivateRedis(directory / "redis", persistent=False) as server:
+        env, settings = drill_env(
+            server.url,
+            directory,
+            ACE_QUEUE_PREFIX="drill",
+            ACE_SIM_LATENCY_SECONDS="0.05",
+            ACE_VISIBILITY_TIMEOUT_SECONDS="4",
+        )
+        client = redis.Redis.from_url(server.url)
+        with drill_service(settings, server.url) as service:
+            fleet = Fleet(env, directory)
+            try:
+                started = time.monotonic()
+                # Sent while no worker listens, so the messages wait in the broker's list to be lost.
+                handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK)
+                queue = service.runtime.queue("learn")
+                for _ in range(lost):
+                    client.lrem(queue, 1, client.lindex(queue, -1) or b"")
+                fleet.start(service)
+                status, _ = wait_for_batch(handle, timeout=60)
+                outcome = Outcome(
+                    drill="messages lost by the broker",
+                    load=f"{samples} traces, 4 learn threads + 1 writer",
+                    faults=f"{lost} of {samples} first-step messages deleted from the queue",
+                    seconds=time.monotonic() - started,
+                )
+                redrives = service.runtime.batches.redrives(handle.batch_id)
+                outcome.notes.append(
+                    f"samples sent again: {len(redrives)}, re-sends: {sum(redrives.values())}"
+                )
+                return _outcome(outcome, service, handle, status)
+            finally:
+                fleet.stop_all()
+                client.close()
+
+
 def llm_rate_limited(directory: Path, *, rate: float, samples: int = 12, max_retries: int = 12) -> Outcome:
     """Every simulated LLM call fails with a rate limit with probability ``rate``; then a healthy batch."""
     with PrivateRedis(directory / "redis", persistent=False) as server:
@@ -233,7 +272,7 @@ def cli_enqueue(
                     path = write_traces(directory / f"traces-{count}.jsonl", count)
                     started = time.monotonic()
                     batch_id, peak_kib, enqueue_seconds = run_cli_enqueue(env, path, SKILLBOOK)
-                    handle = BatchHandle(batch_id, service.runtime)
+                    handle = BatchHandle(batch_id, service.runtime, service.app)
                     # About 11 samples/s on a 2-CPU machine: 10,000 traces need ~15 minutes.
                     status, _ = wait_for_batch(handle, timeout=max(600.0, count * 0.2))
                     outcome = Outcome(

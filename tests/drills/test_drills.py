@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from .harness import CLI, REPO, Outcome, drill_env
-from .scenarios import cli_enqueue, llm_rate_limited, redis_restarted, worker_killed
+from .scenarios import cli_enqueue, llm_rate_limited, message_lost, redis_restarted, worker_killed
 
 # The 1,250-trace producer's peak RSS may exceed the 250-trace one's by this much. Measured on a
 # 2-CPU machine: 73 -> 81 MiB here (a standalone run of the same CLI stays at 73.4 MiB for 250,
@@ -60,6 +60,15 @@ def test_worker_killed_mid_step_is_replaced_and_every_sample_completes_once(
     assert outcome.notes[0] != f"done at the kill: {outcome.total}/{outcome.total}", (
         "killed too late: nothing tested"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(DRILL_TIMEOUT)
+def test_messages_the_broker_lost_are_sent_again_and_every_sample_completes_once(tmp_path: Path) -> None:
+    outcome = message_lost(tmp_path, samples=12, lost=2)
+    assert_nothing_lost_or_twice(outcome)
+    assert (outcome.done, outcome.failed) == (outcome.total, 0), outcome
+    assert "samples sent again: 2, re-sends: 2" in outcome.notes, outcome
 
 
 @pytest.mark.slow

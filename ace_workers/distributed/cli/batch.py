@@ -263,7 +263,7 @@ def status_command(
     """Show a batch's progress and its errors, and whether its skillbook is full."""
     settings = WorkerSettings.from_env()
     with open_service(settings, run_workers=False, learn_threads=1) as service:
-        handle = BatchHandle(batch_id, service.runtime)
+        handle = BatchHandle(batch_id, service.runtime, service.app)
         try:
             status = handle.status()
         except LookupError as exc:

@@ -163,9 +163,7 @@ def enqueue_file(
     enqueue = producer.enqueue_samples if recipe == "ace" else producer.enqueue_traces
     inputs = stream_inputs(path, recipe)
     try:
-        if epochs > 1:
-            # Later epochs are sent by workers from the batch's stored items: the producer needs them all.
-            return enqueue(list(inputs), skillbook, epochs, recipe=recipe)
+        # Streamed whatever the epochs: workers send later epochs from the inputs the batch stored.
         return enqueue(inputs, skillbook, epochs, recipe=recipe, count=count)
     except BatchSizeError as exc:
         # The file changed between the two passes.

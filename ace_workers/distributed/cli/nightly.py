@@ -12,6 +12,7 @@ from rich.markup import escape
 from ..ops.errors import NightlyBusy, NightlyStalled
 from ..ops.nightly import NightlyReport, NightlyRunner, beat_schedule
 from ..settings import WorkerSettings, env_name
+from ..worker.reconcile import reconcile_schedule
 from .common import check_skillbook_name, console, open_service, read_jsonl, require_workers
 
 __all__ = ["beat_command", "nightly_app"]
@@ -36,20 +37,21 @@ def beat_command(
     ] = None,
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
-    """Run celery beat: one nightly run per skillbook of ACE_NIGHTLY_SKILLBOOKS at ACE_NIGHTLY_SCHEDULE."""
+    """Run celery beat: the reconciler, and one nightly run per skillbook of ACE_NIGHTLY_SKILLBOOKS."""
     settings = _redis_settings("beat")
-    schedule = beat_schedule(settings)
-    if not schedule:
-        raise typer.BadParameter(
-            f"nothing to schedule: set {env_name('nightly_skillbooks')} to the skillbooks to learn nightly"
-        )
+    schedule = {**reconcile_schedule(settings), **beat_schedule(settings)}
     path = schedule_file or Path(tempfile.gettempdir()) / f"ace-workers-beat-{settings.queue_prefix}"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         service.app.conf.beat_schedule = schedule
+        nightly = settings.nightly_skillbook_names()
         console.print(
-            f"beat: nightly runs of {', '.join(settings.nightly_skillbook_names())} "
-            f"at {settings.nightly_schedule!r} (UTC)"
+            f"beat: the reconciler every {settings.reconcile_interval_seconds:g} s; "
+            + (
+                f"nightly runs of {', '.join(nightly)} at {settings.nightly_schedule!r} (UTC)"
+                if nightly
+                else f"no nightly runs (set {env_name('nightly_skillbooks')} for them)"
+            )
         )
         service.app.Beat(schedule=str(path), loglevel=loglevel).run()
 

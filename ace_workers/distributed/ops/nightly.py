@@ -43,7 +43,7 @@ from ..store.replies import decode_text
 from ..store.write_scope import dedup_write_scope, write_scope
 from ..worker.epochs import send_rest_of_epoch
 from ..worker.payload import context_to_payload
-from ..worker.retries import total_backoff_bound
+from ..worker.reconcile import lost_after_seconds, reconcile_batch
 from ..worker.runtime import WorkerRuntime
 from .errors import NightlyBusy, NightlyInboxChanged, NightlyStalled
 
@@ -70,14 +70,13 @@ Deduplicate = Callable[[str], dict[str, int]]
 
 
 def stall_seconds(settings: WorkerSettings) -> float:
-    """How long a nightly batch may go without a sample starting or finishing before its run gives up.
+    """How long a nightly batch may go without progress before its run gives up.
 
-    A task lost with its worker is delivered again within one visibility timeout,
-    and no step runs longer than one (the settings check that); retries wait their
-    backoff on top.
+    The reconciler sends a lost sample again after ``reconcile.lost_after_seconds`` (a
+    re-send counts as progress); one visibility timeout more without any is a
+    batch the ledger cannot move.
     """
-    backoff = total_backoff_bound(settings.task_max_retries, settings.retry_backoff_seconds)
-    return float(2 * settings.visibility_timeout_seconds + backoff)
+    return lost_after_seconds(settings) + settings.visibility_timeout_seconds
 
 
 @dataclass
@@ -286,13 +285,13 @@ class NightlyRunner:
         """Send the samples of epoch 1 a crashed run created its batch for but never sent.
 
         As a worker finishing a half-sent later epoch does: :func:`send_rest_of_epoch`, from
-        the batch's ``enqueued`` count on. The items are the batch's stored ones, or (one
-        epoch) the traces of the inbox range the run recorded.
+        the batch's ``enqueued`` count on. The items are the traces of the inbox range the
+        run recorded (the batch stores only those it sent).
         """
         batch_id = state["batch_id"]
 
         def load_items() -> list[dict[str, Any]]:
-            items = self.runtime.batches.items(batch_id) or [
+            items = [
                 context_to_payload(ACEStepContext(trace=trace), claims=self.runtime.claims)
                 for trace in self._traces(keys, state)
             ]
@@ -306,16 +305,18 @@ class NightlyRunner:
 
     def _wait(self, skillbook: str, batch_id: str, lock: Lock) -> BatchStatus:
         """Wait for the batch, renewing the lock; NightlyStalled once it stops making progress."""
-        handle = BatchHandle(batch_id, self.runtime)
+        handle = BatchHandle(batch_id, self.runtime, self.producer.app)
         now = time.monotonic()
         deadline = None if self.batch_timeout is None else now + self.batch_timeout
         renew_at = now + self.settings.nightly_lock_seconds / 3
-        progress, progressed_at = None, now
+        reconcile_at = now + self.settings.reconcile_interval_seconds
+        waiting_since = time.time()  # a resumed batch's old progress does not count against it
         while (status := handle.status()).state is not BatchState.DONE:
             now = time.monotonic()
-            if (status.enqueued, status.started, status.done, status.failed) != progress:
-                progress, progressed_at = (status.enqueued, status.started, status.done, status.failed), now
-            if now - progressed_at > self.stall_seconds:
+            if now > reconcile_at:
+                reconcile_batch(self.producer.app, self.runtime, batch_id)
+                reconcile_at = now + self.settings.reconcile_interval_seconds
+            if time.time() - max(status.progress_at, waiting_since) > self.stall_seconds:
                 raise NightlyStalled(skillbook, status, self.stall_seconds)
             if deadline is not None and now > deadline:
                 raise TimeoutError(f"nightly {skillbook}: batch {batch_id} did not finish in time")

@@ -19,6 +19,7 @@ from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..worker.app import create_app
 from ..worker.chains import enqueue_epoch
 from ..worker.payload import check_trace, context_to_payload, payload_to_context
+from ..worker.reconcile import reconcile_batch
 from ..worker.runtime import WorkerRuntime
 from .errors import BatchSizeError, ProducerConfigError, RemoteStepError
 from .inbox import append_to_inbox
@@ -37,11 +38,17 @@ class BatchProgress:
 
 
 class BatchHandle:
-    """Follow one batch: status, wait, results, errors."""
+    """Follow one batch: status, wait, results, errors.
 
-    def __init__(self, batch_id: str, runtime: WorkerRuntime) -> None:
+    Given the app, ``wait`` also runs the reconciler every
+    ACE_RECONCILE_INTERVAL_SECONDS, so a waiting producer sends lost samples
+    again even where no beat runs.
+    """
+
+    def __init__(self, batch_id: str, runtime: WorkerRuntime, app: Celery | None = None) -> None:
         self.batch_id = batch_id
         self.runtime = runtime
+        self.app = app
 
     def status(self) -> BatchStatus:
         """Counts: total, enqueued, done, failed, in flight, epoch, elapsed."""
@@ -56,10 +63,14 @@ class BatchHandle:
     def wait(self, timeout: float | None = None) -> BatchStatus:
         """Block until every sample of every epoch finished; TimeoutError after ``timeout`` s."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
         while True:
             status = self.status()
             if status.state is BatchState.DONE:
                 return status
+            if self.app is not None and time.monotonic() > reconcile_at:
+                reconcile_batch(self.app, self.runtime, self.batch_id)
+                reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(
                     f"batch {self.batch_id}: {status.done + status.failed} of {status.total} samples "
@@ -217,10 +228,12 @@ class Producer:
         validate_skillbook_name(skillbook)
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be an int of at least 1, got {epochs!r}")
-        if epochs > 1 and not isinstance(items, Sequence):
-            raise ValueError(f"{epochs} epochs need a Sequence of inputs; an iterator can be read only once")
         limit = self.runtime.settings.max_batch_size
         count = _declared_count(items, count)
+        if epochs > 1 and count is None:
+            # Later epochs are sent from the inputs the batch stores as epoch 1 goes out, so
+            # an iterator is read once; but each epoch's size must be known up front.
+            raise ValueError(f"{epochs} epochs need a Sequence of inputs or an iterator's declared count")
         if count is not None and count > limit:
             raise BatchSizeError(
                 f"batch of {count} inputs is above max_batch_size={limit} (ACE_MAX_BATCH_SIZE); "
@@ -235,7 +248,6 @@ class Producer:
         most = limit if count is None else count
         bounded = items if isinstance(items, Sequence) else _at_most(items, most)
         first = self._payloads(to_contexts(bounded), epochs, per_epoch)
-        stored = list(first) if epochs > 1 else None
         self.runtime.batches.create(
             batch_id,
             skillbook=skillbook,
@@ -243,14 +255,15 @@ class Producer:
             per_epoch=per_epoch,
             epochs=epochs,
             skills_at_start=len(self.runtime.skillbook(skillbook)),
-            items=stored,
         )
-        handle = BatchHandle(batch_id, self.runtime)
+        handle = BatchHandle(batch_id, self.runtime, self.app)
         try:
+            # Each payload is stored in the batch as it is sent (enqueue_epoch): the producer
+            # holds none of them, whatever the number of epochs.
             sent = enqueue_epoch(
                 self.app,
                 self.runtime,
-                self._throttled(stored if stored is not None else first, handle, max_in_flight),
+                self._throttled(first, handle, max_in_flight),
                 recipe=recipe,
                 skillbook=skillbook,
                 batch_id=batch_id,

@@ -1,31 +1,33 @@
-"""Batches in Redis: how many samples are done or failed, their results and errors.
+"""Batches in Redis: the ledger of what was sent, what progressed and what finished.
 
 Every count is guarded by a per-sample marker written with HSETNX in the same
 Lua script as the counters, so a task delivered twice is counted once, and a
-connection lost mid-record leaves either both or neither. A batch keeps its items when it has more
-epochs to run, so the task that finishes an epoch can start the next one even
-after the producer has gone.
+connection lost mid-record leaves either both or neither. A sample is counted
+as sent, with its input appended to the batch's items and a progress time,
+before its message goes out: so the batch can start later epochs after the
+producer has gone, and the reconciler can send again any sample whose message
+was lost. The keys live without a TTL while the batch runs and get one when it
+finishes (the layout is in :mod:`.keys`).
 """
 
 from __future__ import annotations
 
 import json
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import redis
 from redis.typing import EncodableT, FieldT
 
-from .keys import batch_key
+from .keys import batch_key, running_batches_key
+from .locks import try_lock
 from .replies import decode_text
 
-__all__ = ["BatchState", "BatchStatus", "BatchStore", "sample_key"]
+__all__ = ["BatchState", "BatchStatus", "BatchStore", "parse_sample_key", "sample_key"]
 
 # Marker, record and counters of a finished sample in one atomic step (see the script).
 _FINISH_SAMPLE_LUA = (Path(__file__).parent / "finish_sample.lua").read_text(encoding="utf-8")
@@ -38,9 +40,19 @@ class BatchState(str, Enum):
     DONE = "done"
 
 
+# The batch's keys besides its meta hash; all of them get the TTL when the batch finishes.
+_PARTS = ("outcomes", "records", "progress", "items", "started", "redrives")
+
+
 def sample_key(epoch: int, index: int) -> str:
     """The id of one sample of one epoch inside its batch."""
     return f"e{epoch}:{index}"
+
+
+def parse_sample_key(key: str) -> tuple[int, int]:
+    """(epoch, index) of a sample key written by :func:`sample_key`."""
+    epoch, _, index = key.removeprefix("e").partition(":")
+    return int(epoch), int(index)
 
 
 @dataclass
@@ -61,6 +73,7 @@ class BatchStatus:
     elapsed_seconds: float
     sealed: bool = True
     started: int = 0
+    progress_at: float = 0.0
 
     @property
     def in_flight(self) -> int:
@@ -106,9 +119,8 @@ class BatchStore:
         per_epoch: int,
         epochs: int,
         skills_at_start: int,
-        items: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Record a new batch; ``items`` (payloads) are kept only when later epochs need them."""
+        """Record a new batch, with no TTL while it runs, in the set of running batches."""
         meta: dict[FieldT, EncodableT] = {
             "skillbook": skillbook,
             "recipe": recipe,
@@ -123,42 +135,98 @@ class BatchStore:
             # An input of unknown length is sealed once the producer has sent all of it.
             "sealed": int(per_epoch > 0),
             "created": time.time(),
+            "progress_at": time.time(),
         }
-        pipe = self.redis.pipeline()
-        pipe.hset(self._key(batch_id), mapping=meta)
-        pipe.expire(self._key(batch_id), self.ttl_seconds)
-        if items:
-            pipe.rpush(self._key(batch_id, "items"), *(json.dumps(item) for item in items))
-            pipe.expire(self._key(batch_id, "items"), self.ttl_seconds)
-        pipe.execute()
+        self.redis.hset(self._key(batch_id), mapping=meta)
+        self.redis.sadd(running_batches_key(self.prefix), batch_id)
 
     def seal(self, batch_id: str, per_epoch: int) -> None:
         """Fix the size of a batch whose input length was unknown until it was all sent."""
         self.redis.hset(
             self._key(batch_id), mapping={"per_epoch": per_epoch, "total": per_epoch, "sealed": 1}
         )
+        status = self.status(batch_id)
+        if status.state is BatchState.DONE:  # every sample finished before the seal
+            self.redis.hsetnx(self._key(batch_id), "finished_at", time.time())
+            self._expire(batch_id)
+
+    def _expire(self, batch_id: str) -> None:
+        pipe = self.redis.pipeline(transaction=False)
+        for key in (self._key(batch_id), *(self._key(batch_id, part) for part in _PARTS)):
+            pipe.expire(key, self.ttl_seconds)
+        pipe.execute()
 
     def exists(self, batch_id: str) -> bool:
         """True if the batch is known (and not expired)."""
         return bool(self.redis.exists(self._key(batch_id)))
 
     def items(self, batch_id: str) -> list[dict[str, Any]]:
-        """The stored input payloads of a multi-epoch batch."""
+        """The batch's input payloads (epoch 1's, in sample order), as far as they were sent."""
         return [json.loads(raw) for raw in self.redis.lrange(self._key(batch_id, "items"), 0, -1)]
 
-    def add_enqueued(self, batch_id: str, count: int, epoch: int) -> None:
-        """Count ``count`` more samples as enqueued, for ``epoch``."""
+    def item(self, batch_id: str, index: int) -> dict[str, Any]:
+        """The input payload of sample ``index`` (from 1); LookupError if it was never stored."""
+        raw = self.redis.lindex(self._key(batch_id, "items"), index - 1)
+        if raw is None:
+            raise LookupError(f"batch {batch_id!r} stores no input for sample {index}")
+        loaded: dict[str, Any] = json.loads(raw)
+        return loaded
+
+    def record_sent(self, batch_id: str, epoch: int, index: int, item: dict[str, Any] | None) -> None:
+        """Count a sample as sent, before its message goes out; ``item``: epoch 1's input, to store.
+
+        Counted first, so a crash between this and the send leaves a sample the
+        reconciler sends again, never one that was sent and is unknown here.
+        """
+        now = time.time()
         pipe = self.redis.pipeline()
-        pipe.hincrby(self._key(batch_id), "enqueued", count)
-        pipe.hset(self._key(batch_id), "epoch", epoch)
+        if item is not None:
+            pipe.rpush(self._key(batch_id, "items"), json.dumps(item))
+        pipe.hincrby(self._key(batch_id), "enqueued", 1)
+        pipe.hset(self._key(batch_id), mapping={"epoch": epoch, "progress_at": now})
+        pipe.zadd(self._key(batch_id, "progress"), {sample_key(epoch, index): now})
         pipe.execute()
 
-    def record_started(self, batch_id: str, epoch: int, index: int) -> None:
-        """Mark a sample as started (once, however often its first step is delivered)."""
+    def record_progress(self, batch_id: str, epoch: int, index: int, *, first_step: bool) -> None:
+        """Note that a step of a sample started (and, for its first step, that the sample started).
+
+        XX: a sample finished meanwhile (a late duplicate delivery) is not put back among the unfinished.
+        """
+        now = time.time()
         pipe = self.redis.pipeline(transaction=False)
-        pipe.hsetnx(self._key(batch_id, "started"), sample_key(epoch, index), 1)
-        pipe.expire(self._key(batch_id, "started"), self.ttl_seconds)
+        pipe.zadd(self._key(batch_id, "progress"), {sample_key(epoch, index): now}, xx=True)
+        pipe.hset(self._key(batch_id), "progress_at", now)
+        if first_step:
+            pipe.hsetnx(self._key(batch_id, "started"), sample_key(epoch, index), 1)
         pipe.execute()
+
+    def stalled(self, batch_id: str, before: float) -> list[tuple[int, int]]:
+        """(epoch, index) of every unfinished sample whose last progress was before ``before``."""
+        keys = self.redis.zrangebyscore(self._key(batch_id, "progress"), "-inf", before)
+        return [parse_sample_key(decode_text(cast(bytes, key))) for key in keys]
+
+    def record_redrive(self, batch_id: str, epoch: int, index: int) -> int:
+        """Count one more re-send of a sample and restart its progress clock; return its re-sends."""
+        key, now = sample_key(epoch, index), time.time()
+        pipe = self.redis.pipeline()
+        pipe.hincrby(self._key(batch_id, "redrives"), key, 1)
+        pipe.zadd(self._key(batch_id, "progress"), {key: now}, xx=True)
+        pipe.hset(self._key(batch_id), "progress_at", now)
+        count, _, _ = pipe.execute()
+        return int(count)
+
+    def redrives(self, batch_id: str) -> dict[str, int]:
+        """How often each re-sent sample was sent again, by sample key."""
+        raw = self.redis.hgetall(self._key(batch_id, "redrives"))
+        return {decode_text(k): int(v) for k, v in raw.items()}
+
+    def running(self) -> list[str]:
+        """Ids of the batches not known to have finished (some may have expired since)."""
+        return sorted(decode_text(raw) for raw in self.redis.smembers(running_batches_key(self.prefix)))
+
+    def forget_running(self, batch_id: str) -> None:
+        """Take a finished (or vanished) batch off the running set."""
+        self.redis.srem(running_batches_key(self.prefix), batch_id)
 
     def record_done(self, batch_id: str, epoch: int, index: int, payload: dict[str, Any]) -> int | None:
         """Record a finished sample; return how many of its epoch finished, None if already recorded."""
@@ -189,13 +257,14 @@ class BatchStore:
     def _finish(
         self, batch_id: str, epoch: int, index: int, outcome: str, record: dict[str, Any]
     ) -> int | None:
-        keys = [self._key(batch_id), self._key(batch_id, "outcomes"), self._key(batch_id, "records")]
+        keys = [self._key(batch_id), *(self._key(batch_id, part) for part in _PARTS)]
         args: list[EncodableT] = [
             sample_key(epoch, index),
             outcome,
             json.dumps({"outcome": outcome, **record}),
             f"finished:e{epoch}",
             self.ttl_seconds,
+            time.time(),
         ]
         finished = int(self._finish_script(keys=keys, args=args))
         return None if finished < 0 else finished  # None: a redelivered final task, counted already
@@ -204,21 +273,13 @@ class BatchStore:
         """How many samples of ``epoch`` finished, one way or the other."""
         return int(self.redis.hget(self._key(batch_id), f"finished:e{epoch}") or 0)
 
-    @contextmanager
-    def epoch_start_lock(self, batch_id: str, epoch: int, seconds: int) -> Iterator[bool]:
+    def epoch_start_lock(self, batch_id: str, epoch: int, seconds: int) -> AbstractContextManager[bool]:
         """Hold the right to send ``epoch``'s samples; yields False if another task holds it.
 
         It expires after ``seconds``, so a worker killed while sending leaves the rest to
         the redelivery of its task rather than to nobody.
         """
-        key = self._key(batch_id, f"starting:e{epoch}")
-        token = uuid.uuid4().hex
-        held = bool(self.redis.set(key, token, nx=True, ex=seconds))
-        try:
-            yield held
-        finally:
-            if held and decode_text(self.redis.get(key) or b"") == token:
-                self.redis.delete(key)
+        return try_lock(self.redis, self._key(batch_id, f"starting:e{epoch}"), seconds)
 
     def status(self, batch_id: str) -> BatchStatus:
         """The batch's counters; LookupError naming the batch if it is unknown."""
@@ -242,9 +303,11 @@ class BatchStore:
             failed=int(text["failed"]),
             epoch=int(text["epoch"]),
             skills_at_start=int(text["skills_at_start"]),
-            elapsed_seconds=time.time() - float(text["created"]),
+            # A finished batch's clock stops at its last sample.
+            elapsed_seconds=float(text.get("finished_at") or time.time()) - float(text["created"]),
             sealed=text.get("sealed", "1") == "1",
             started=int(started),
+            progress_at=float(text.get("progress_at") or text["created"]),
         )
 
     def records(self, batch_id: str) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,19 @@ Layout for a skillbook ``NAME`` under the default prefix ``ace``::
     ace:{sb:NAME}:nightly:reports list  the newest nightly run reports (JSON), newest first
     ace:skillbooks             set     names of the skillbooks under this prefix
 
+A batch ``ID`` (the ledger of what was sent and what finished)::
+
+    ace:{batch:ID}             hash    counters (enqueued, done, failed, finished:eN), sizes, progress_at
+    ace:{batch:ID}:items       list    epoch 1's payloads in sample order, appended as they are sent
+    ace:{batch:ID}:progress    zset    sample key -> when it last made progress; only unfinished samples
+    ace:{batch:ID}:started     hash    sample keys whose first step started
+    ace:{batch:ID}:outcomes    hash    sample key -> done or failed (the count-once marker)
+    ace:{batch:ID}:records     hash    sample key -> its result payload or error record
+    ace:{batch:ID}:redrives    hash    sample key -> how often the reconciler sent it again
+    ace:batches:running        set     ids of batches not yet finished (the reconciler's work list)
+
+A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it finished.
+
 Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
 they all live in one hash slot and one MULTI/EXEC can span them. The registry
 ``ace:skillbooks`` is the one global, cross-slot key: it is never written inside
@@ -56,6 +69,7 @@ __all__ = [
     "dead_letters_key",
     "decision_field",
     "registry_key",
+    "running_batches_key",
     "validate_key_prefix",
     "validate_skillbook_name",
 ]
@@ -126,6 +140,11 @@ def registry_key(prefix: str = DEFAULT_PREFIX) -> str:
 def dead_letters_key(prefix: str = DEFAULT_PREFIX) -> str:
     """The list of step messages that failed after their retries, kept for inspection and retry."""
     return f"{validate_key_prefix(prefix)}:dead_letters"
+
+
+def running_batches_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """The set of unfinished batch ids; like the registry, a global key written outside any transaction."""
+    return f"{validate_key_prefix(prefix)}:batches:running"
 
 
 def batch_key(prefix: str, batch_id: str, part: str = "") -> str:

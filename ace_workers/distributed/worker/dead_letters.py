@@ -19,7 +19,7 @@ from ..store.keys import dead_letters_key
 from .chains import sample_chain
 from .runtime import WorkerRuntime
 
-__all__ = ["DeadLetter", "RetryReport", "read_dead_letters", "retry_dead_letters"]
+__all__ = ["DeadLetter", "RetryReport", "park_dead_letter", "read_dead_letters", "retry_dead_letters"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +55,21 @@ class RetryReport:
 
     sent: int = 0
     kept: list[tuple[DeadLetter, str]] = field(default_factory=list)
+
+
+def park_dead_letter(
+    runtime: WorkerRuntime,
+    *,
+    task_id: str | None,
+    step: str,
+    kwargs: dict[str, Any],
+    payload: Any,
+    error: str,
+) -> None:
+    """Append a letter for a sample that failed for good at ``step``, and count it."""
+    letter = {"task_id": task_id, "step": step, "kwargs": kwargs, "payload": payload, "error": error}
+    runtime.redis.rpush(dead_letters_key(runtime.settings.queue_prefix), json.dumps(letter, default=repr))
+    runtime.metrics.observe_dead_letter(step)
 
 
 def read_dead_letters(runtime: WorkerRuntime) -> list[DeadLetter]:

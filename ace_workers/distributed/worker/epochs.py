@@ -19,7 +19,7 @@ from .chains import enqueue_epoch
 from .payload import context_to_payload, payload_to_context
 from .runtime import WorkerRuntime
 
-__all__ = ["epoch_lock_seconds", "epoch_payloads", "send_rest_of_epoch"]
+__all__ = ["epoch_lock_seconds", "epoch_payload", "epoch_payloads", "send_rest_of_epoch"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,23 +29,29 @@ def epoch_lock_seconds(settings: WorkerSettings) -> int:
     return max(1, min(60, settings.visibility_timeout_seconds // 2))
 
 
+def epoch_payload(
+    runtime: WorkerRuntime, item: dict[str, Any], *, epoch: int, epochs: int, index: int, total: int
+) -> dict[str, Any]:
+    """The payload of sample ``index`` (from 1) of ``epoch``: its stored item with that epoch's counters."""
+    ctx = payload_to_context(item, skillbook=None, claims=runtime.claims)
+    ctx = ctx.replace(
+        epoch=epoch,
+        total_epochs=epochs,
+        step_index=index,
+        total_steps=total,
+        global_sample_index=(epoch - 1) * total + index,
+    )
+    return context_to_payload(ctx, claims=runtime.claims)
+
+
 def epoch_payloads(
     runtime: WorkerRuntime, items: list[dict[str, Any]], epoch: int, epochs: int
 ) -> list[dict[str, Any]]:
     """The payloads of ``epoch``: the stored items with that epoch's counters."""
-    total = len(items)
-    payloads = []
-    for index, item in enumerate(items, start=1):
-        ctx = payload_to_context(item, skillbook=None, claims=runtime.claims)
-        ctx = ctx.replace(
-            epoch=epoch,
-            total_epochs=epochs,
-            step_index=index,
-            total_steps=total,
-            global_sample_index=(epoch - 1) * total + index,
-        )
-        payloads.append(context_to_payload(ctx, claims=runtime.claims))
-    return payloads
+    return [
+        epoch_payload(runtime, item, epoch=epoch, epochs=epochs, index=index, total=len(items))
+        for index, item in enumerate(items, start=1)
+    ]
 
 
 def send_rest_of_epoch(

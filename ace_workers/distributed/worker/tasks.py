@@ -9,7 +9,6 @@ epoch starts the next epoch from the batch's stored items.
 
 from __future__ import annotations
 
-import json
 import logging
 import traceback
 from collections.abc import Callable
@@ -23,10 +22,10 @@ from ...errors import AceError, LLMError, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
 from ..store.batches import sample_key
 from ..store.errors import VersionConflict
-from ..store.keys import dead_letters_key
 from ..store.write_scope import WriteScope, write_scope
 from .app import WORKER_PUBLISH_RETRY_POLICY
 from .chains import STEP_TASK
+from .dead_letters import park_dead_letter
 from .epochs import send_rest_of_epoch
 from .errors import UnknownRecipeError
 from .payload import context_to_payload, payload_to_context
@@ -78,8 +77,7 @@ def run_step(
     # the step is counted in the worker's metrics: a finished sample, or a failure by type.
     log_context = StepLogContext(batch_id, sample_key(epoch, sample_index), skillbook, route.name)
     with step_log_context(log_context), runtime.metrics.timed_step(route.name, skillbook):
-        if index == 0:
-            runtime.batches.record_started(batch_id, epoch, sample_index)
+        runtime.batches.record_progress(batch_id, epoch, sample_index, first_step=index == 0)
         book = runtime.skillbook(skillbook)
         version = book.refresh()
         ctx = payload_to_context(payload, skillbook=book.view(), claims=runtime.claims)
@@ -191,17 +189,7 @@ def _give_up(
     error = f"{type(exc).__name__}: {exc}"
     logger.error("%s failed for good: %s", step, error)
     # Park the message first: once the failure is counted, a waiting producer may look for it.
-    dead_letter = {
-        "task_id": task.request.id,
-        "step": step,
-        "kwargs": kwargs,
-        "payload": payload,
-        "error": error,
-    }
-    runtime.redis.rpush(
-        dead_letters_key(runtime.settings.queue_prefix), json.dumps(dead_letter, default=repr)
-    )
-    runtime.metrics.observe_dead_letter(step)
+    park_dead_letter(runtime, task_id=task.request.id, step=step, kwargs=kwargs, payload=payload, error=error)
     batch_id, epoch, index = kwargs.get("batch_id"), kwargs.get("epoch"), kwargs.get("sample_index")
     if not (isinstance(batch_id, str) and isinstance(epoch, int) and isinstance(index, int)):
         return

@@ -1,0 +1,251 @@
+"""The reconciler: the batch ledger, not the broker, decides when a sample is lost, and sends it again.
+
+A broker can lose a message (kombu's Redis transport between BRPOP and its
+unacked record, a Redis restart that loses the last writes, a consumer that
+silently stops). The batch knows every sample it sent and every one that
+finished, and when each last made progress; a sample with no progress for
+longer than a step can take to come back by itself (the visibility timeout
+plus the longest retry backoff) is sent again.
+
+It is sent again **from its first step**, from the input stored in the batch.
+The intermediate payloads live only in the broker's messages (storing each
+would double the Redis writes of every step), and every write a step makes
+is idempotent by its (batch, sample, step) key, so running the early steps
+again costs their LLM calls and writes nothing twice.
+
+A sample that merely waits its turn is not lost: nothing is sent again while
+its batch as a whole still progresses, or while the recipe's queues hold
+messages (someone will take them). After ``max_redrives`` re-sends a sample
+is failed and dead-lettered. One reconciler runs at a time (a lock).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from celery import Celery, Task
+from kombu.exceptions import ChannelError, OperationalError
+
+from ..settings import WorkerSettings
+from ..store.batches import BatchState, sample_key
+from ..store.keys import batch_key
+from ..store.locks import try_lock
+from .chains import sample_chain
+from .dead_letters import park_dead_letter
+from .epochs import epoch_payload, send_rest_of_epoch
+from .retries import total_backoff_bound
+from .runtime import WorkerRuntime
+from .tasks import start_next_epoch
+
+__all__ = [
+    "RECONCILER",
+    "RECONCILE_TASK",
+    "ReconcileReport",
+    "reconcile_batch",
+    "reconcile_running",
+    "reconcile_schedule",
+    "register_reconcile_task",
+    "lost_after_seconds",
+]
+
+logger = logging.getLogger(__name__)
+
+# The step name failed samples and dead letters carry when the reconciler gives up on them.
+RECONCILER = "Reconciler"
+RECONCILE_TASK = "ace.reconcile"
+# Longer than one batch's reconciliation takes; a reconciler that died frees it by then.
+RECONCILE_LOCK_SECONDS = 60
+
+
+@dataclass
+class ReconcileReport:
+    """What one reconciliation did: samples sent again, and samples given up on."""
+
+    batches: int = 0
+    redriven: list[str] = field(default_factory=list)
+    given_up: list[str] = field(default_factory=list)
+
+    def add(self, other: ReconcileReport) -> None:
+        self.batches += other.batches
+        self.redriven += other.redriven
+        self.given_up += other.given_up
+
+
+def lost_after_seconds(settings: WorkerSettings) -> float:
+    """How long a sample may go without progress before it counts as lost.
+
+    A message held by a worker that died comes back after the visibility timeout,
+    and retries wait at most the backoff bound on top.
+    """
+    backoff = total_backoff_bound(settings.task_max_retries, settings.retry_backoff_seconds)
+    return float(settings.visibility_timeout_seconds + backoff)
+
+
+def reconcile_batch(
+    app: Celery, runtime: WorkerRuntime, batch_id: str, *, now: float | None = None
+) -> ReconcileReport:
+    """Send again the lost samples of one batch; take it off the running set if it is done.
+
+    One reconciler per batch at a time (a lock): a waiting producer, beat's task
+    and the nightly job may all look at the same batch.
+    """
+    report = ReconcileReport(batches=1)
+    with try_lock(
+        runtime.redis, batch_key(runtime.settings.queue_prefix, batch_id, "reconciling"), 60
+    ) as held:
+        if held:
+            _reconcile(app, runtime, batch_id, time.time() if now is None else now, report)
+    return report
+
+
+def _reconcile(
+    app: Celery, runtime: WorkerRuntime, batch_id: str, now: float, report: ReconcileReport
+) -> None:
+    batches = runtime.batches
+    try:
+        status = batches.status(batch_id)
+    except LookupError:
+        batches.forget_running(batch_id)  # expired: nothing left to do
+        return
+    if status.state is BatchState.DONE:
+        batches.forget_running(batch_id)
+        return
+    cutoff = now - lost_after_seconds(runtime.settings)
+    if status.progress_at > cutoff or _messages_waiting(app, runtime, status.recipe, status.skillbook):
+        return
+    for epoch, index in batches.stalled(batch_id, cutoff):
+        _redrive(app, runtime, batch_id, epoch, index, report)
+    # A worker that died between finishing an epoch and sending the next (or mid-epoch)
+    # left samples never sent: send them too.
+    status = batches.status(batch_id)
+    if status.state is not BatchState.DONE and status.sealed:
+        start_next_epoch(app, runtime, batch_id, status.epoch, None)
+        send_rest_of_epoch(app, runtime, batch_id, status.epoch, lambda: batches.items(batch_id))
+
+
+def reconcile_running(app: Celery, runtime: WorkerRuntime) -> ReconcileReport:
+    """Reconcile every running batch (what beat's ``ace.reconcile`` runs)."""
+    report = ReconcileReport()
+    for batch_id in runtime.batches.running():
+        report.add(reconcile_batch(app, runtime, batch_id))
+    if report.redriven or report.given_up:
+        logger.warning(
+            "reconciler: %d samples sent again, %d given up, over %d running batches",
+            len(report.redriven),
+            len(report.given_up),
+            report.batches,
+        )
+    return report
+
+
+def register_reconcile_task(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
+    """Register ``ace.reconcile`` (what beat sends every ACE_RECONCILE_INTERVAL_SECONDS) on ``app``."""
+
+    def reconcile_task() -> dict[str, Any]:
+        report = reconcile_running(app, get_runtime())
+        return {"batches": report.batches, "redriven": report.redriven, "given_up": report.given_up}
+
+    task: Task = app.task(name=RECONCILE_TASK, shared=False, ignore_result=True)(reconcile_task)
+    return task
+
+
+def reconcile_schedule(settings: WorkerSettings) -> dict[str, dict[str, Any]]:
+    """The beat entry of the reconciler, on the execute queue (like the nightly runs)."""
+    interval = settings.reconcile_interval_seconds
+    return {
+        "reconcile": {
+            "task": RECONCILE_TASK,
+            "schedule": timedelta(seconds=interval),
+            # A firing no worker took in time is superseded by the next one.
+            "options": {"queue": settings.queue_names()["execute"], "expires": interval},
+        }
+    }
+
+
+def _redrive(
+    app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int, index: int, report: ReconcileReport
+) -> None:
+    batches = runtime.batches
+    status = batches.status(batch_id)
+    key = f"{batch_id}:{sample_key(epoch, index)}"
+    count = batches.record_redrive(batch_id, epoch, index)
+    payload = epoch_payload(
+        runtime,
+        batches.item(batch_id, index),
+        epoch=epoch,
+        epochs=status.epochs,
+        index=index,
+        total=status.per_epoch,
+    )
+    if count > runtime.settings.max_redrives:
+        _give_up(app, runtime, batch_id, epoch, index, payload, count - 1)
+        report.given_up.append(key)
+        return
+    logger.warning("batch %s: sample %s made no progress; sent again (%d)", batch_id, key, count)
+    sample_chain(
+        app,
+        runtime,
+        payload,
+        recipe=status.recipe,
+        skillbook=status.skillbook,
+        batch_id=batch_id,
+        epoch=epoch,
+        sample_index=index,
+    ).apply_async()
+    runtime.metrics.observe_redrive(status.skillbook)
+    report.redriven.append(key)
+
+
+def _give_up(
+    app: Celery,
+    runtime: WorkerRuntime,
+    batch_id: str,
+    epoch: int,
+    index: int,
+    payload: dict[str, Any],
+    redrives: int,
+) -> None:
+    """Fail a sample that made no progress after ``redrives`` re-sends; its letter can be retried."""
+    status = runtime.batches.status(batch_id)
+    error = f"LostSample: no progress after {redrives} re-sends"
+    logger.error("batch %s: sample %s: %s", batch_id, sample_key(epoch, index), error)
+    kwargs = {
+        "recipe": status.recipe,
+        "skillbook": status.skillbook,
+        "index": 0,
+        "batch_id": batch_id,
+        "epoch": epoch,
+        "sample_index": index,
+    }
+    park_dead_letter(runtime, task_id=None, step=RECONCILER, kwargs=kwargs, payload=payload, error=error)
+    sample = payload.get("sample")
+    finished = runtime.batches.record_failure(
+        batch_id, epoch, index, step=RECONCILER, error=error, sample=sample
+    )
+    start_next_epoch(app, runtime, batch_id, epoch, finished)
+
+
+def _messages_waiting(app: Celery, runtime: WorkerRuntime, recipe: str, skillbook: str) -> bool:
+    """True if a queue of the recipe's steps holds messages: someone will take them, wait."""
+    _, routes = runtime.pipeline(recipe, skillbook)
+    queues = {runtime.queue(route.queue_role) for route in routes}
+    try:
+        with app.connection_for_read() as connection:
+            channel = connection.default_channel
+            for queue in queues:
+                try:
+                    if channel.queue_declare(queue=queue, passive=True).message_count:
+                        return True
+                except ChannelError:
+                    # No such queue: nothing waits in it. (An AMQP broker closes a channel
+                    # on this error, so the next queue is asked on a fresh one.)
+                    channel = connection.channel()
+    except OperationalError as exc:
+        logger.warning("reconciler: broker unreachable (%s); nothing sent again this round", exc)
+        return True
+    return False
