@@ -179,10 +179,15 @@ def test_ace_with_checkpoints_and_deduplication(litellm_replies: ScriptedLiteLLM
     results = ace.run(samples, epochs=3)
 
     assert [result.error for result in results] == [None] * 30
-    # The lesson and its paraphrase were merged into one skill.
-    contents = [skill.content for skill in ace.skillbook.skills()]
-    assert len(contents) == 1
-    assert contents[0] in (LESSON, PARAPHRASE)
+    # Deduplication merged the lesson into the older paraphrase. (The scripted LLM proposes the
+    # lesson on every sample, so one applied after the last deduplication may add it again.)
+    every = ace.skillbook.skills(include_invalid=True)
+    merged_away = [skill.content for skill in every if skill.status != "active"]
+    active = [skill.content for skill in every if skill.status == "active"]
+    assert merged_away
+    assert set(merged_away) == {LESSON}
+    assert PARAPHRASE in active
+    assert set(active) <= {LESSON, PARAPHRASE}
     # Checkpoints every 10 samples: 30 samples give 3 of them plus the latest.
     saved = sorted(path.name for path in Path("checkpoints").iterdir())
     assert saved == ["checkpoint_10.json", "checkpoint_20.json", "checkpoint_30.json", "latest.json"]
