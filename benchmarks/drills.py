@@ -30,9 +30,10 @@ from tests.drills.scenarios import (
     message_lost,
     redis_restarted,
     worker_killed,
+    worker_stops_consuming,
 )
 
-DRILLS = ("restart", "kill", "lost", "llm", "cli")
+DRILLS = ("restart", "kill", "lost", "stuck", "llm", "cli")
 
 
 def run(only: set[str], cli_counts: tuple[int, ...], root: Path) -> list[Outcome]:
@@ -51,6 +52,7 @@ def run(only: set[str], cli_counts: tuple[int, ...], root: Path) -> list[Outcome
         ),
         ("kill", "worker killed during Apply", lambda: worker_killed(root / "k-apply", step="ApplyStep")),
         ("lost", "messages lost by the broker", lambda: message_lost(root / "lost")),
+        ("stuck", "worker stops consuming", lambda: worker_stops_consuming(root / "stuck")),
         ("llm", "LLM rate-limited 50%", lambda: llm_rate_limited(root / "llm-50", rate=0.5, max_retries=12)),
         ("llm", "LLM rate-limited 100%", lambda: llm_rate_limited(root / "llm-100", rate=1.0, max_retries=2)),
         ("cli", "traces through the CLI", lambda: cli_enqueue(root / "cli", counts=cli_counts)),

@@ -82,6 +82,9 @@ class WorkerSettings:
     - ``ACE_MAX_REDRIVES``: times the reconciler sends again a sample that made no progress for the
       visibility timeout plus the retry backoff, before it fails and is dead-lettered [3]
     - ``ACE_RECONCILE_INTERVAL_SECONDS``: how often beat (and a waiting producer) run the reconciler [60]
+    - ``ACE_WORKER_STALL_SECONDS``: a worker whose queue holds messages while it received, started and
+      finished none for this long has stopped consuming: it says so on /healthz and exits (status 75)
+      so its supervisor restarts it; > slowest step [300]
     - ``ACE_CLAIM_CHECK_BYTES``: larger payloads go to Redis; the message carries a reference [262144]
     - ``ACE_CLAIM_CHECK_TTL_SECONDS``: lifetime of a claim-checked payload in Redis [604800]
     - ``ACE_MAX_TRACE_BYTES``: largest trace accepted at enqueue [16777216]
@@ -146,6 +149,7 @@ class WorkerSettings:
     visibility_timeout_seconds: int = _setting(3600, minimum=1)
     max_redrives: int = _setting(3)
     reconcile_interval_seconds: float = _setting(60.0, positive=True)
+    worker_stall_seconds: float = _setting(300.0, positive=True)
     claim_check_bytes: int = _setting(256 * 1024, minimum=1)
     claim_check_ttl_seconds: int = _setting(7 * 24 * 3600, minimum=1)
     max_trace_bytes: int = _setting(16 * 1024 * 1024, minimum=1)
@@ -209,6 +213,12 @@ class WorkerSettings:
             )
         _check_dedup(self)
         slowest = self.slowest_step_seconds()
+        if self.worker_stall_seconds <= slowest:
+            raise InvalidSettingError(
+                env_name("worker_stall_seconds"),
+                self.worker_stall_seconds,
+                f"must exceed the slowest step ({slowest:g} s), or a worker busy with long steps looks stuck",
+            )
         if self.visibility_timeout_seconds <= slowest:
             raise InvalidSettingError(
                 env_name("visibility_timeout_seconds"),

@@ -186,7 +186,7 @@ OURS = [c for c in ALL_COMMAND_LINES if c.argv[0] in ("ace-workers", "celery")]
 
 def test_every_command_line_is_one_of_ours_or_the_redis_images() -> None:
     programs = {c.argv[0] for c in ALL_COMMAND_LINES}
-    assert programs == {"ace-workers", "celery", "python", "redis-server", "redis-cli"}
+    assert programs == {"ace-workers", "python", "redis-server", "redis-cli"}
     for c in ALL_COMMAND_LINES:
         if c.argv[0].startswith("redis"):
             assert c.where.startswith("compose:redis"), c.where
@@ -346,22 +346,22 @@ def test_learn_workers_scale_on_the_redis_list_of_the_learn_queue() -> None:
     assert not {"container_name", "ports"} & set(compose_services()["worker-learn"])
 
 
-def test_every_worker_is_health_checked_by_its_own_node_name() -> None:
+def test_every_worker_is_health_checked_on_the_healthz_of_its_own_metrics_port() -> None:
     for name, service in compose_services().items():
         command = service.get("command", [])
         if command[:2] != ["ace-workers", "worker"]:
             continue
-        node = _option(command, "--hostname").replace("%h", HOSTNAME)
-        check = _shell(interpolate(service["healthcheck"]["test"][1], compose_environment()))
-        assert check[3:5] == ["inspect", "ping"], name
-        assert _option(check, "-d") == node, name
+        check = service["healthcheck"]["test"]
+        assert check[:3] == ["CMD", "python", "-c"], name
+        url = f"http://127.0.0.1:{_option(command, '--metrics-port')}/healthz"
+        assert f"urlopen('{url}'" in check[3], name
     for name, container in k8s_containers():
         if container["command"][:2] != ["ace-workers", "worker"]:
             continue
-        node = _option(container["command"], "--hostname").replace("%h", HOSTNAME)
-        check = _shell(container["livenessProbe"]["exec"]["command"][2])
-        assert check[3:5] == ["inspect", "ping"], name
-        assert _option(check, "-d") == node, name
+        probe = container["livenessProbe"]["httpGet"]
+        ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+        assert probe["path"] == "/healthz", name
+        assert str(ports[probe["port"]]) == _option(container["command"], "--metrics-port"), name
 
 
 def test_flower_gets_its_credentials_and_is_never_started_without_auth() -> None:

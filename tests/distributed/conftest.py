@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
 from ace_workers.distributed.service import Service, build_service, local_workers, reset_event_loop
 from ace_workers.distributed.settings import WorkerSettings
 
+from .helpers import ENV_PREFIX
 from .recipes import TEST_RECIPES
 
 TEST_REDIS_URL_ENV = "ACE_TEST_REDIS_URL"
@@ -92,3 +94,16 @@ def running_service(redis_url: str, *, learn_threads: int = 4, **settings: Any) 
             yield built
     finally:
         built.close()
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No ACE_* settings from the surrounding shell; run in tmp_path, so files have short names.
+
+    (Short, because rich breaks a word longer than the terminal, such as a long path.)
+    """
+    for name in list(os.environ):
+        if name.startswith(ENV_PREFIX) and name != TEST_REDIS_URL_ENV:
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    return monkeypatch

@@ -22,6 +22,19 @@ from ace_workers.sim import make_tasks
 ENV_PREFIX = "ACE_"
 
 
+# -- command output -------------------------------------------------------------------------------
+
+
+def said(output: str) -> str:
+    """The output as one line: rich wraps long lines, and draws a box around usage errors."""
+    return " ".join(output.translate(str.maketrans("", "", "│╭╮╰╯─")).split())
+
+
+def keys_of(client: redis.Redis, prefix: str) -> list[bytes]:
+    """The keys under ``prefix`` (kombu's bookkeeping keys left out)."""
+    return [key for key in client.scan_iter(match=f"*{prefix}*") if not key.startswith(b"_kombu")]
+
+
 def write_traces(path: Path, n: int, bad_line_at: int | None = None) -> Path:
     """A JSONL file of ``n`` recorded failures on three topics, a line of bad JSON at ``bad_line_at``."""
     lines = [

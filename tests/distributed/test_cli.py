@@ -14,19 +14,8 @@ from typer.testing import CliRunner
 from ace_workers.cli import app
 from ace_workers.core import Skillbook
 
-from .helpers import ENV_PREFIX, write_traces
+from .helpers import write_traces
 from .recipes import TEST_RECIPES
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    """No ACE_* settings from the surrounding shell."""
-    import os
-
-    for name in list(os.environ):
-        if name.startswith(ENV_PREFIX) and name != "ACE_TEST_REDIS_URL":
-            monkeypatch.delenv(name)
-    return monkeypatch
 
 
 def test_learn_on_an_embedded_redis_skips_bad_lines_and_writes_the_skillbook(

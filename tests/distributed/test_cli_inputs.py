@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 import tracemalloc
 from pathlib import Path
@@ -18,29 +17,7 @@ from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 
-from .helpers import ENV_PREFIX, write_traces
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
-    """No ACE_* settings from the surrounding shell; run in tmp_path, so files have short names.
-
-    (Short, because rich breaks a word longer than the terminal, such as a long path.)
-    """
-    for name in list(os.environ):
-        if name.startswith(ENV_PREFIX) and name != "ACE_TEST_REDIS_URL":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    return monkeypatch
-
-
-def said(output: str) -> str:
-    """The output with rich's line wrapping and panel borders undone."""
-    return " ".join(output.replace("│", " ").split())
-
-
-def keys_of(client: redis.Redis, prefix: str) -> list[bytes]:
-    return [key for key in client.scan_iter(match=f"*{prefix}*") if not key.startswith(b"_kombu")]
+from .helpers import keys_of, said, write_traces
 
 
 def test_enqueue_refuses_a_file_over_the_batch_limit_before_sending_anything(

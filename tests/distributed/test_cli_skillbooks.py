@@ -16,6 +16,7 @@ from ace_workers.distributed import RedisSkillbookStore
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 
+from .helpers import said
 from .recipes import TEST_RECIPES
 
 PREFIX = "clibooks"
@@ -63,11 +64,6 @@ def add(*contents: str, section: str = "math") -> UpdateBatch:
     return UpdateBatch(
         operations=[UpdateOperation(type="ADD", section=section, content=text) for text in contents]
     )
-
-
-def said(output: str) -> str:
-    """The output as one line: rich wraps long lines, and draws a box around usage errors."""
-    return " ".join(output.translate(str.maketrans("", "", "│╭╮╰╯─")).split())
 
 
 # -- arguments are checked before anything connects ------------------------------------------

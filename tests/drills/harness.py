@@ -168,6 +168,7 @@ def start_worker(
     name: str,
     concurrency: int = 1,
     pool: str = "threads",
+    extra: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """A real ``ace-workers worker`` process named ``name@drill``, in a session of its own."""
     command = [
@@ -180,6 +181,7 @@ def start_worker(
         f"--concurrency={concurrency}",
         "--loglevel=INFO",
         f"--hostname={name}@drill",
+        *extra,
     ]
     with log.open("ab") as out:
         return subprocess.Popen(

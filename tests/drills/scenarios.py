@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import redis
@@ -31,7 +34,10 @@ from .harness import (
     drill_env,
     drill_service,
     failure_traces,
+    free_port,
     ping,
+    start_worker,
+    stop,
     wait_for_batch,
 )
 from .recipes import arm_key, holding_key
@@ -40,6 +46,7 @@ __all__ = [
     "cli_enqueue",
     "llm_rate_limited",
     "message_lost",
+    "worker_stops_consuming",
     "redis_restarted",
     "worker_killed",
     "write_traces",
@@ -178,6 +185,73 @@ def message_lost(directory: Path, *, samples: int = 12, lost: int = 2) -> Outcom
             finally:
                 fleet.stop_all()
                 client.close()
+
+
+def worker_stops_consuming(directory: Path, *, stall_seconds: float = 3.0, samples: int = 4) -> Outcome:
+    """Cancel a learn worker's consumer (it answers ping still): /healthz fails, it exits, a new one works."""
+    with PrivateRedis(directory / "redis", persistent=False) as server:
+        env, settings = drill_env(
+            server.url, directory, ACE_QUEUE_PREFIX="drill", ACE_WORKER_STALL_SECONDS=f"{stall_seconds:g}"
+        )
+        with drill_service(settings, server.url) as service:
+            port, log = free_port(), directory / "worker.log"
+            extra = (f"--metrics-port={port}",)
+            stuck = start_worker(env, log, queues="learn", name="learn", concurrency=2, extra=extra)
+            fleet = Fleet(env, directory)
+            try:
+                wait_for_ping(service, "learn@drill", log)
+                before = healthz(port)
+                # What kombu #582 leaves: a worker that answers ping and takes nothing.
+                service.app.control.cancel_consumer(
+                    service.runtime.queue("learn"), destination=["learn@drill"], reply=True, timeout=5
+                )
+                started = time.monotonic()
+                handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK)
+                answered_ping = bool(ping(service, {"learn@drill"}, timeout=2))
+                failing_at = None
+                while stuck.poll() is None and time.monotonic() - started < 10 * stall_seconds + 30:
+                    if failing_at is None and healthz(port) == 503:
+                        failing_at = time.monotonic() - started
+                    time.sleep(0.1)
+                exit_status = stuck.wait(timeout=30)
+                exited_at = time.monotonic() - started
+                fleet.start(service)  # the supervisor's replacement (and the writer)
+                status, _ = wait_for_batch(handle, timeout=60)
+                outcome = Outcome(
+                    drill="worker stops consuming",
+                    load=f"{samples} traces; ACE_WORKER_STALL_SECONDS={stall_seconds:g}",
+                    faults="learn worker's consumer cancelled; still answering ping",
+                    seconds=time.monotonic() - started,
+                )
+                outcome.notes.append(f"answered ping while stalled: {answered_ping}")
+                outcome.notes.append(f"/healthz before: {before}")
+                failing = "never" if failing_at is None else f"after {failing_at:.1f} s"
+                outcome.notes.append(f"/healthz 503: {failing}")
+                outcome.notes.append(f"exit status {exit_status} after {exited_at:.1f} s")
+                return _outcome(outcome, service, handle, status)
+            finally:
+                if stuck.poll() is None:
+                    stop(stuck, signal.SIGKILL)
+                fleet.stop_all()
+
+
+def healthz(port: int) -> int:
+    """The HTTP status of a worker's /healthz, 0 if nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except OSError:
+        return 0
+
+
+def wait_for_ping(service: Service, node: str, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not ping(service, {node}):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{node} never answered ping; log:\n{log.read_text()[-4000:]}")
+        time.sleep(0.2)
 
 
 def llm_rate_limited(directory: Path, *, rate: float, samples: int = 12, max_retries: int = 12) -> Outcome:

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from .harness import CLI, REPO, Outcome, drill_env
-from .scenarios import cli_enqueue, llm_rate_limited, message_lost, redis_restarted, worker_killed
+from .scenarios import (
+    cli_enqueue,
+    llm_rate_limited,
+    message_lost,
+    redis_restarted,
+    worker_killed,
+    worker_stops_consuming,
+)
 
 # The 1,250-trace producer's peak RSS may exceed the 250-trace one's by this much. Measured on a
 # 2-CPU machine: 73 -> 81 MiB here (a standalone run of the same CLI stays at 73.4 MiB for 250,
@@ -69,6 +76,20 @@ def test_messages_the_broker_lost_are_sent_again_and_every_sample_completes_once
     assert_nothing_lost_or_twice(outcome)
     assert (outcome.done, outcome.failed) == (outcome.total, 0), outcome
     assert "samples sent again: 2, re-sends: 2" in outcome.notes, outcome
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(DRILL_TIMEOUT)
+def test_a_worker_that_stops_consuming_fails_its_health_check_and_exits_and_a_new_one_finishes(
+    tmp_path: Path,
+) -> None:
+    outcome = worker_stops_consuming(tmp_path, stall_seconds=3.0)
+    assert_nothing_lost_or_twice(outcome)
+    assert (outcome.done, outcome.failed) == (outcome.total, 0), outcome
+    assert "answered ping while stalled: True" in outcome.notes, outcome  # ping alone would not notice
+    assert "/healthz before: 200" in outcome.notes, outcome
+    assert "/healthz 503: never" not in outcome.notes, outcome
+    assert any(note.startswith("exit status 75 after ") for note in outcome.notes), outcome
 
 
 @pytest.mark.slow

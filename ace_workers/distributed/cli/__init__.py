@@ -7,7 +7,7 @@ import typer
 from ..ops.flower import flower_command
 from ..producer.errors import NoWorkersError
 from .batch import enqueue_command, learn_command, status_command, worker_command
-from .common import iter_jsonl, read_jsonl, require_workers, scan_inputs, stream_inputs
+from .common import iter_jsonl, require_workers, scan_inputs, stream_inputs
 from .dead_letters import dead_letters_app
 from .nightly import beat_command, nightly_app
 from .skillbook import skillbook_app
@@ -21,7 +21,6 @@ __all__ = [
     "nightly_app",
     # reading inputs
     "iter_jsonl",
-    "read_jsonl",
     "scan_inputs",
     "stream_inputs",
     # checks

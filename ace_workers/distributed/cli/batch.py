@@ -10,7 +10,6 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ...core.files import write_text_atomically
 from ...observability import LOG_FORMATS, start_metrics_server
 from ...observability.worker_logging import use_worker_logging
 from ..ops.embedded_redis import resolve_redis
@@ -18,6 +17,7 @@ from ..producer.producer import BatchHandle
 from ..service import Service, build_service
 from ..settings import DEDUP_OFF, WorkerSettings
 from ..store.batches import BatchState
+from ..worker.health import ConsumptionWatchdog
 from .common import (
     check_output_path,
     check_recipe,
@@ -31,6 +31,7 @@ from .common import (
     scan_inputs,
     settings_for_model,
     skillbook_fill,
+    write_skillbook_files,
 )
 
 __all__ = ["enqueue_command", "learn_command", "status_command", "worker_command"]
@@ -149,12 +150,10 @@ def learn_command(
                 f"[red]epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}[/]"
             )
         console.print(book.as_markdown(), markup=False)
-        if out is not None:
-            book.save_to_file(out)
-            console.print(f"skillbook written to {out}")
-        if markdown is not None:
-            write_text_atomically(markdown, book.as_markdown())
-            console.print(f"markdown written to {markdown}")
+        write_skillbook_files(book, out, markdown)
+        for path, what in ((out, "skillbook"), (markdown, "markdown")):
+            if path is not None:
+                console.print(f"{what} written to {path}")
         if status.failed:
             raise typer.Exit(code=1)
 
@@ -171,7 +170,10 @@ def worker_command(
         str | None, typer.Option(help="Node name (default: ROLES@HOST, e.g. learn@host1; %h is the host).")
     ] = None,
     metrics_port: Annotated[
-        int, typer.Option(min=0, help="Serve Prometheus metrics on this port (0: off; threads/solo pools).")
+        int,
+        typer.Option(
+            min=0, help="Serve /metrics (Prometheus) and /healthz on this port (0: off; threads/solo pools)."
+        ),
     ] = 0,
     log_format: Annotated[
         str | None, typer.Option(help="text (Celery's) or json, one object per line [ACE_LOG_FORMAT].")
@@ -193,7 +195,14 @@ def worker_command(
     with resolve_redis(settings) as (broker_url, redis_url):
         service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
         check_app_security(service.app)
-        _start_observability(service, log_format, loglevel, metrics_port)
+        watchdog = ConsumptionWatchdog(
+            service.app,
+            [names[r] for r in roles],
+            stall_seconds=settings.worker_stall_seconds,
+            check_seconds=min(30.0, settings.worker_stall_seconds / 5),
+        )
+        watchdog.start()
+        _start_observability(service, log_format, loglevel, metrics_port, watchdog)
         service.app.worker_main(
             [
                 # json: no banner on stdout, so every line the worker writes is one JSON object.
@@ -222,12 +231,14 @@ def _worker_log_format(log_format: str | None, settings: WorkerSettings, metrics
     return chosen
 
 
-def _start_observability(service: Service, log_format: str, loglevel: str, metrics_port: int) -> None:
-    """JSON logs (text leaves Celery's logging as it is) and the metrics endpoint, if asked for."""
+def _start_observability(
+    service: Service, log_format: str, loglevel: str, metrics_port: int, watchdog: ConsumptionWatchdog
+) -> None:
+    """JSON logs (text leaves Celery's logging as it is), and /metrics and /healthz if asked for."""
     if log_format == "json":
         use_worker_logging("json", loglevel)
     if metrics_port:
-        start_metrics_server(service.runtime.metrics, metrics_port)
+        start_metrics_server(service.runtime.metrics, metrics_port, health=watchdog.health)
 
 
 def enqueue_command(

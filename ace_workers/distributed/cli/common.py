@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 
 from ...core.environments import Sample
+from ...core.files import write_text_atomically
+from ...core.skillbook import Skillbook
 from ..ops.embedded_redis import resolve_redis
 from ..producer.errors import BatchSizeError, NoWorkersError
 from ..producer.producer import BatchHandle
@@ -33,7 +35,7 @@ __all__ = [
     "iter_jsonl",
     "open_service",
     "print_json",
-    "read_jsonl",
+    "write_skillbook_files",
     "require_workers",
     "scan_inputs",
     "settings_for_model",
@@ -69,9 +71,27 @@ def check_recipe(recipe: str, settings: WorkerSettings) -> str:
 
 
 def check_output_path(path: Path | None, param: str) -> None:
-    """Refuse an output file whose folder does not exist, before any work is done."""
-    if path is not None and not path.parent.is_dir():
+    """Refuse an output file that is a folder, or whose folder does not exist, before any work is done."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise typer.BadParameter(f"{path} is a folder: name a file to write", param_hint=param)
+    if not path.parent.is_dir():
         raise typer.BadParameter(f"{path}: the folder {path.parent} does not exist", param_hint=param)
+
+
+def write_skillbook_files(book: Skillbook, out: Path | None, markdown: Path | None) -> None:
+    """Write ``book`` as JSON to ``out`` and as markdown to ``markdown`` (those given), each atomically.
+
+    A path that cannot be written is a one-line error naming it; nothing half-written stays.
+    """
+    for path, render, param in ((out, book.dumps, "--out"), (markdown, book.as_markdown, "--markdown")):
+        if path is None:
+            continue
+        try:
+            write_text_atomically(path, render())
+        except OSError as exc:
+            raise typer.BadParameter(f"cannot write {path}: {exc.strerror or exc}", param_hint=param) from exc
 
 
 def print_json(value: Any) -> None:
@@ -93,20 +113,10 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any, str | None]]:
                     yield number, json.loads(raw), None
                 except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                     yield number, None, str(exc)
+                except RecursionError:
+                    yield number, None, "nested too deeply to read"
     except OSError as exc:
         raise typer.BadParameter(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
-def read_jsonl(path: Path) -> tuple[list[Any], list[tuple[int, str]]]:
-    """The JSON values of a JSONL file, and (line number, reason) of every line that is not JSON."""
-    items: list[Any] = []
-    bad: list[tuple[int, str]] = []
-    for number, value, error in iter_jsonl(path):
-        if error is None:
-            items.append(value)
-        else:
-            bad.append((number, error))
-    return items, bad
 
 
 def sample_from_line(item: Any, path: Path, number: int) -> Sample:

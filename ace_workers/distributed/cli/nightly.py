@@ -13,7 +13,7 @@ from ..ops.errors import NightlyBusy, NightlyStalled
 from ..ops.nightly import NightlyReport, NightlyRunner, beat_schedule
 from ..settings import WorkerSettings, env_name
 from ..worker.reconcile import reconcile_schedule
-from .common import check_skillbook_name, console, open_service, read_jsonl, require_workers
+from .common import check_skillbook_name, console, open_service, require_workers, scan_inputs, stream_inputs
 
 __all__ = ["beat_command", "nightly_app"]
 
@@ -61,14 +61,16 @@ def add_command(
     traces: Annotated[Path, typer.Argument(help="JSONL file of traces.")],
     skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
 ) -> None:
-    """Append traces to a skillbook's inbox for its next nightly run (nothing is learned now)."""
+    """Append traces to a skillbook's inbox for its next nightly run (nothing is learned now).
+
+    The file is checked as ``enqueue`` checks it (a bad trace names its line, and nothing
+    is added), then streamed into the inbox a line at a time.
+    """
     check_skillbook_name(skillbook, "--skillbook")
-    items, bad = read_jsonl(traces)
-    for number, reason in bad:
-        console.print(f"[yellow]{traces}:{number}: skipped, not JSON ({reason})[/]")
     settings = _redis_settings("nightly add")
+    scan_inputs(traces, "trace_analyser", settings)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
-        added = service.producer.append_to_inbox(items, skillbook)
+        added = service.producer.append_to_inbox(stream_inputs(traces, "trace_analyser"), skillbook)
     console.print(f"{added} traces added to the inbox of {skillbook!r}")
 
 

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ...core.files import write_text_atomically
 from ...core.skillbook import Skillbook
 from ...errors import AceError, SkillbookFormatError
 from ..settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
@@ -27,6 +26,7 @@ from .common import (
     print_json,
     skillbook_fill,
     store_or_fail,
+    write_skillbook_files,
 )
 
 __all__ = ["skillbook_app"]
@@ -151,9 +151,7 @@ def skillbook_export(
     check_output_path(markdown, "--markdown")
     with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
         book = store_or_fail(service, name).export()
-        book.save_to_file(out)
-        if markdown is not None:
-            write_text_atomically(markdown, book.as_markdown())
+        write_skillbook_files(book, out, markdown)
         typer.echo(f"{len(book)} skill(s) written to {out}")
 
 

@@ -136,8 +136,14 @@ def _checked_json(value: object, root: str, field: str) -> bytes:
         data = _encode(value)
         if json.loads(data) == value:
             return data
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError):
         pass
+    except RecursionError:
+        raise PayloadError(
+            f"{root} is nested too deeply to travel as JSON (Python's recursion limit)",
+            field=field,
+            path=root,
+        ) from None
     path, what = find_non_json(value, root) or (root, "does not come back unchanged from JSON")
     raise PayloadError(
         f"{path} {what}; a step context travels as JSON ({_JSON_TYPES})", field=field, path=path
@@ -150,12 +156,14 @@ def _encode(value: object) -> bytes:
 
 
 def check_trace(trace: object, *, max_bytes: int) -> int:
-    """Check a trace before it is enqueued: JSON all the way down and at most ``max_bytes``; return its size.
+    """Check a trace before it is enqueued: not null, JSON all the way down, at most ``max_bytes``; its size.
 
     Raises:
-        PayloadError: naming the path of the first value that is not JSON.
+        PayloadError: a null trace, one nested too deeply, or naming the first value that is not JSON.
         PayloadTooLarge: with the trace's size and the limit.
     """
+    if trace is None:
+        raise PayloadError("trace is null: a trace is any JSON value but null", field="trace", path="trace")
     size = len(_checked_json(trace, "trace", "trace"))
     if size > max_bytes:
         raise PayloadTooLarge(

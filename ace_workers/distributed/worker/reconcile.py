@@ -29,7 +29,7 @@ from datetime import timedelta
 from typing import Any
 
 from celery import Celery, Task
-from kombu.exceptions import ChannelError, OperationalError
+from kombu.exceptions import OperationalError
 
 from ..settings import WorkerSettings
 from ..store.batches import BatchState, sample_key
@@ -38,6 +38,7 @@ from ..store.locks import try_lock
 from .chains import sample_chain
 from .dead_letters import park_dead_letter
 from .epochs import epoch_payload, send_rest_of_epoch
+from .health import queue_depths
 from .retries import total_backoff_bound
 from .runtime import WorkerRuntime
 from .tasks import start_next_epoch
@@ -231,21 +232,11 @@ def _give_up(
 
 
 def _messages_waiting(app: Celery, runtime: WorkerRuntime, recipe: str, skillbook: str) -> bool:
-    """True if a queue of the recipe's steps holds messages: someone will take them, wait."""
+    """True if a queue of the recipe's steps holds messages (someone will take them), or none can be asked."""
     _, routes = runtime.pipeline(recipe, skillbook)
-    queues = {runtime.queue(route.queue_role) for route in routes}
     try:
-        with app.connection_for_read() as connection:
-            channel = connection.default_channel
-            for queue in queues:
-                try:
-                    if channel.queue_declare(queue=queue, passive=True).message_count:
-                        return True
-                except ChannelError:
-                    # No such queue: nothing waits in it. (An AMQP broker closes a channel
-                    # on this error, so the next queue is asked on a fresh one.)
-                    channel = connection.channel()
+        depths = queue_depths(app, {runtime.queue(route.queue_role) for route in routes})
     except OperationalError as exc:
-        logger.warning("reconciler: broker unreachable (%s); nothing sent again this round", exc)
+        logger.warning("reconciler: %s; nothing sent again this round", exc)
         return True
-    return False
+    return any(depths.values())

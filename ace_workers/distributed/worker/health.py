@@ -1,0 +1,215 @@
+"""A worker that stops consuming leaves, so its supervisor starts a fresh one.
+
+After a Redis restart a worker can lose its consumer (kombu #582: "Error on
+stopping Hub") and go on answering ``inspect ping`` while it takes no task:
+ping-based health checks cannot see it. The watchdog notes, per queue, when
+this worker last received a message and when a task of it last started or
+finished. A queue that has held messages for ``ACE_WORKER_STALL_SECONDS``
+while nothing of the kind happened means the worker stopped consuming it: the
+watchdog reports it on ``/healthz`` and, if the next check agrees, logs it
+and ends the process with :data:`EXIT_STALLED`. Its unacknowledged tasks
+come back by redelivery or by the reconciler.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from celery import Celery
+from celery.signals import task_postrun, task_prerun, task_received
+from kombu.exceptions import ChannelError, OperationalError
+
+__all__ = ["EXIT_STALLED", "ConsumptionWatchdog", "HealthReport", "queue_depths"]
+
+logger = logging.getLogger(__name__)
+
+# The exit status of a worker that stopped consuming (EX_TEMPFAIL: try again, i.e. restart it).
+EXIT_STALLED = 75
+
+
+@dataclass
+class HealthReport:
+    """The watchdog's last look: each queue's waiting messages and idle seconds, and what is wrong."""
+
+    checked_at: float
+    queues: dict[str, dict[str, float]] = field(default_factory=dict)
+    stalled: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+    @property
+    def healthy(self) -> bool:
+        return not self.stalled
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "healthy": self.healthy,
+            "checked_at": self.checked_at,
+            "queues": self.queues,
+            "stalled": self.stalled,
+            "problem": self.problem,
+        }
+
+
+def queue_depths(app: Celery, queues: Iterable[str]) -> dict[str, int]:
+    """Messages waiting in each queue (0 for one the broker does not know yet).
+
+    Raises kombu's OperationalError when the broker cannot be reached, whatever the transport.
+    """
+    depths: dict[str, int] = {}
+    with app.connection_for_read() as connection:
+        try:
+            channel = connection.channel()
+            for queue in queues:
+                try:
+                    depths[queue] = int(channel.queue_declare(queue=queue, passive=True).message_count)
+                except ChannelError:
+                    depths[queue] = 0
+                    # An AMQP broker closes a channel on this error: ask the next queue on a fresh one.
+                    channel = connection.channel()
+        except connection.connection_errors as exc:
+            raise OperationalError(f"broker unreachable: {exc}") from exc
+    return depths
+
+
+class ConsumptionWatchdog:
+    """Watches one worker's queues; ends the process when one holds messages it no longer takes."""
+
+    def __init__(
+        self,
+        app: Celery,
+        queues: Iterable[str],
+        *,
+        stall_seconds: float,
+        check_seconds: float,
+        exit_process: Callable[[int], None] = os._exit,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.app = app
+        self.queues = sorted(queues)
+        self.stall_seconds = stall_seconds
+        self.check_seconds = check_seconds
+        self._exit = exit_process
+        self._clock = clock
+        started = clock()
+        self._last_activity = dict.fromkeys(self.queues, started)
+        # When each queue was first seen holding messages (None: empty at the last look). Idle
+        # time counts from then, so messages arriving after a quiet hour are not a stall.
+        self._waiting_since: dict[str, float | None] = dict.fromkeys(self.queues)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.report = HealthReport(checked_at=time.time())
+
+    # -- what the worker does ----------------------------------------------------------------
+
+    def connect_signals(self) -> None:
+        """Count this app's received, started and finished tasks as activity (weakly held: keep self)."""
+        task_received.connect(self._on_received, weak=False)
+        task_prerun.connect(self._on_task, weak=False)
+        task_postrun.connect(self._on_task, weak=False)
+
+    def disconnect_signals(self) -> None:
+        task_received.disconnect(self._on_received)
+        task_prerun.disconnect(self._on_task)
+        task_postrun.disconnect(self._on_task)
+
+    def _on_received(self, sender: Any = None, request: Any = None, **_: Any) -> None:
+        if getattr(sender, "app", None) is self.app:
+            self.note_activity(self._queue_of(request))
+
+    def _on_task(self, sender: Any = None, task: Any = None, **_: Any) -> None:
+        if getattr(task or sender, "app", None) is self.app:
+            self.note_activity(self._queue_of(getattr(task, "request", None)))
+
+    def _queue_of(self, request: Any) -> str | None:
+        """The watched queue a task request came from, if its delivery info says (routing key)."""
+        queue = (getattr(request, "delivery_info", None) or {}).get("routing_key")
+        return queue if queue in self._last_activity else None
+
+    def note_activity(self, queue: str | None = None) -> None:
+        """Something happened on ``queue`` (on every queue when it is not known)."""
+        now = self._clock()
+        with self._lock:
+            for name in [queue] if queue else self.queues:
+                self._last_activity[name] = now
+
+    # -- the check -------------------------------------------------------------------------------
+
+    def check(self) -> HealthReport:
+        """Look at the queues once; the report names the queues this worker stopped consuming."""
+        now = self._clock()
+        report = HealthReport(checked_at=time.time())
+        try:
+            depths = queue_depths(self.app, self.queues)
+        except OperationalError as exc:
+            # The broker is away: nobody can consume, so this is no sign of a stuck worker.
+            report.problem = str(exc)
+            self.report = report
+            return report
+        for queue in self.queues:
+            if not depths[queue]:
+                self._waiting_since[queue] = None
+            elif self._waiting_since[queue] is None:
+                self._waiting_since[queue] = now
+        with self._lock:
+            idle = {
+                queue: now - max(self._last_activity[queue], self._waiting_since[queue] or now)
+                for queue in self.queues
+            }
+        for queue in self.queues:
+            report.queues[queue] = {"waiting": depths[queue], "idle_seconds": round(idle[queue], 1)}
+            if depths[queue] and idle[queue] > self.stall_seconds:
+                report.stalled.append(queue)
+        if report.stalled:
+            report.problem = (
+                f"queue(s) {', '.join(report.stalled)} hold messages this worker has taken none of "
+                f"for over {self.stall_seconds:g} s"
+            )
+        self.report = report
+        return report
+
+    def health(self) -> dict[str, Any]:
+        """What /healthz answers: the last report, unhealthy too if the checks stopped coming."""
+        answer = self.report.to_dict()
+        late = time.time() - self.report.checked_at
+        if late > 3 * self.check_seconds + 5:
+            answer["healthy"] = False
+            answer["problem"] = f"the watchdog has not checked for {late:.0f} s"
+        return answer
+
+    def start(self) -> None:
+        """Check every ``check_seconds`` from a daemon thread; exit the process when stalled."""
+        self.connect_signals()
+        self._thread = threading.Thread(target=self._run, name="ace-watchdog", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.disconnect_signals()
+
+    def _run(self) -> None:
+        stalled_before = False
+        while not self._stop.wait(self.check_seconds):
+            try:
+                report = self.check()
+            except Exception:  # the watchdog must outlive any one failed look
+                logger.exception("worker watchdog: check failed")
+                continue
+            if report.healthy:
+                stalled_before = False
+            elif not stalled_before:  # /healthz says so now; the next check decides
+                logger.error("worker may have stopped consuming: %s", report.problem)
+                stalled_before = True
+            else:
+                logger.critical("worker stopped consuming: %s; exiting with %d", report.problem, EXIT_STALLED)
+                logging.shutdown()  # flush the lines above before the hard exit
+                self._exit(EXIT_STALLED)
+                return
