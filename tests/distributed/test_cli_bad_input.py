@@ -124,3 +124,25 @@ def test_check_trace_refuses_null_and_takes_a_deep_but_readable_trace(trace: obj
             check_trace(trace, max_bytes=settings.max_trace_bytes)
     else:
         assert check_trace(trace, max_bytes=settings.max_trace_bytes) == 1800
+
+
+@pytest.mark.parametrize("command", ["enqueue", "learn"])
+def test_an_endless_batch_is_refused_before_the_file_is_read(
+    env: pytest.MonkeyPatch, redis_client: redis.Redis, command: str
+) -> None:
+    write_traces(Path("traces.jsonl"), 3)
+    code, output = run(command, "traces.jsonl", "--epochs", "1000000000000")
+    assert code == 2
+    assert "1000000000000 epochs is above ACE_MAX_BATCH_SIZE=1000000 samples" in output
+    assert keys_of(redis_client, PREFIX) == []
+
+
+def test_inputs_times_epochs_over_the_limit_is_refused_naming_both(
+    env: pytest.MonkeyPatch, redis_client: redis.Redis
+) -> None:
+    env.setenv("ACE_MAX_BATCH_SIZE", "10")
+    write_traces(Path("traces.jsonl"), 4)
+    code, output = run("enqueue", "traces.jsonl", "--epochs", "3")
+    assert code == 2
+    assert "traces.jsonl holds 4 inputs x 3 epochs = 12 samples, above ACE_MAX_BATCH_SIZE=10" in output
+    assert keys_of(redis_client, PREFIX) == []

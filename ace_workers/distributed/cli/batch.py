@@ -121,7 +121,7 @@ def learn_command(
     check_recipe(recipe, settings)
     check_output_path(out, "--out")
     check_output_path(markdown, "--markdown")
-    count = scan_inputs(traces, recipe, settings)
+    count = scan_inputs(traces, recipe, settings, epochs)
     where = settings.redis_url or "an embedded Redis with in-process workers"
     console.print(f"learning [bold]{skillbook}[/] from {count} input(s) x {epochs} epoch(s) on {where}")
     hint = dedup_hint(settings)
@@ -260,7 +260,7 @@ def enqueue_command(
     check_recipe(recipe, settings)
     if not settings.redis_url:
         raise typer.BadParameter("enqueue needs ACE_REDIS_URL (use 'learn' to run everything in-process)")
-    count = scan_inputs(traces, recipe, settings)
+    count = scan_inputs(traces, recipe, settings, epochs)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         require_workers(service)
         handle = enqueue_file(service, traces, count, skillbook, epochs, recipe)

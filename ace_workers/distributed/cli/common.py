@@ -128,13 +128,18 @@ def sample_from_line(item: Any, path: Path, number: int) -> Sample:
     return Sample(**item)
 
 
-def scan_inputs(path: Path, recipe: str, settings: WorkerSettings) -> int:
+def scan_inputs(path: Path, recipe: str, settings: WorkerSettings, epochs: int = 1) -> int:
     """The first pass over a JSONL input: check every line, warn of lines that are not JSON; count inputs.
 
     Nothing is sent yet. A trace too large or not JSON all the way down, a record that is
-    not a sample (``recipe`` ace), no usable line, or more inputs than ACE_MAX_BATCH_SIZE
-    is an error naming the file (and the line).
+    not a sample (``recipe`` ace), no usable line, or more samples (inputs x ``epochs``)
+    than ACE_MAX_BATCH_SIZE is an error naming the file (and the line).
     """
+    limit = settings.max_batch_size
+    if epochs > limit:  # refused before the file is read
+        raise typer.BadParameter(
+            f"{epochs} epochs is above ACE_MAX_BATCH_SIZE={limit} samples", param_hint="--epochs"
+        )
     count = 0
     for number, value, error in iter_jsonl(path):
         if error is not None:
@@ -150,9 +155,10 @@ def scan_inputs(path: Path, recipe: str, settings: WorkerSettings) -> int:
         count += 1
     if not count:
         raise typer.BadParameter(f"{path} holds no usable line")
-    if count > settings.max_batch_size:
+    if count * epochs > limit:
+        times = f" x {epochs} epochs = {count * epochs} samples" if epochs > 1 else ""
         raise typer.BadParameter(
-            f"{path} holds {count} inputs, above ACE_MAX_BATCH_SIZE={settings.max_batch_size}; nothing "
+            f"{path} holds {count} inputs{times}, above ACE_MAX_BATCH_SIZE={limit}; nothing "
             "was sent (split the file, or raise the limit)"
         )
     return count

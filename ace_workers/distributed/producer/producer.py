@@ -217,7 +217,7 @@ class Producer:
         batch_id: str | None = None,
         count: int | None = None,
     ) -> BatchHandle:
-        """Send ``items`` as one batch, at most ACE_MAX_BATCH_SIZE of them.
+        """Send ``items`` as one batch of at most ACE_MAX_BATCH_SIZE samples (inputs x epochs).
 
         A Sequence is checked against the limit before anything is sent. An
         iterator may declare its ``count``: it is checked up front and the
@@ -234,9 +234,10 @@ class Producer:
             # Later epochs are sent from the inputs the batch stores as epoch 1 goes out, so
             # an iterator is read once; but each epoch's size must be known up front.
             raise ValueError(f"{epochs} epochs need a Sequence of inputs or an iterator's declared count")
-        if count is not None and count > limit:
+        if count is not None and count * epochs > limit:
+            times = f" x {epochs} epochs = {count * epochs} samples" if epochs > 1 else ""
             raise BatchSizeError(
-                f"batch of {count} inputs is above max_batch_size={limit} (ACE_MAX_BATCH_SIZE); "
+                f"batch of {count} inputs{times} is above max_batch_size={limit} (ACE_MAX_BATCH_SIZE); "
                 "nothing was sent",
                 limit=limit,
             )
