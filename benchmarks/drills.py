@@ -28,12 +28,13 @@ from tests.drills.scenarios import (
     cli_enqueue,
     llm_rate_limited,
     message_lost,
+    redis_full,
     redis_restarted,
     worker_killed,
     worker_stops_consuming,
 )
 
-DRILLS = ("restart", "kill", "lost", "stuck", "llm", "cli")
+DRILLS = ("restart", "full", "kill", "lost", "stuck", "llm", "cli")
 
 
 def run(only: set[str], cli_counts: tuple[int, ...], root: Path) -> list[Outcome]:
@@ -51,6 +52,7 @@ def run(only: set[str], cli_counts: tuple[int, ...], root: Path) -> list[Outcome
             lambda: worker_killed(root / "k-reflect", step="ReflectStep"),
         ),
         ("kill", "worker killed during Apply", lambda: worker_killed(root / "k-apply", step="ApplyStep")),
+        ("full", "redis out of memory at start", lambda: redis_full(root / "full")),
         ("lost", "messages lost by the broker", lambda: message_lost(root / "lost")),
         ("stuck", "worker stops consuming", lambda: worker_stops_consuming(root / "stuck")),
         ("llm", "LLM rate-limited 50%", lambda: llm_rate_limited(root / "llm-50", rate=0.5, max_retries=12)),

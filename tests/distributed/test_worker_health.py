@@ -115,7 +115,7 @@ def test_an_unreachable_broker_is_reported_but_is_no_stall(redis_client: redis.R
     finally:
         built.close()
     assert report.healthy
-    assert (report.problem or "").startswith("broker unreachable")
+    assert (report.problem or "").startswith("cannot ask the broker")
 
 
 def test_a_stalled_worker_exits_with_its_status_and_healthz_says_why(service: Service) -> None:

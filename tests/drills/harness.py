@@ -62,9 +62,10 @@ def free_port() -> int:
 class PrivateRedis:
     """A redis-server of this drill only, on a free port; ``persistent`` keeps data (AOF) over restarts."""
 
-    def __init__(self, directory: Path, *, persistent: bool = True) -> None:
+    def __init__(self, directory: Path, *, persistent: bool = True, maxmemory: str | None = None) -> None:
         self.directory = directory
         self.persistent = persistent
+        self.maxmemory = maxmemory  # e.g. "8mb": writes beyond it are refused (noeviction)
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         directory.mkdir(parents=True, exist_ok=True)
@@ -93,6 +94,8 @@ class PrivateRedis:
             "--dir",
             str(self.directory),
         ]
+        if self.maxmemory:
+            command += ["--maxmemory", self.maxmemory, "--maxmemory-policy", "noeviction"]
         with (self.directory / "redis.log").open("ab") as log:
             self.process = subprocess.Popen([*command, *persistence], stdout=log, stderr=subprocess.STDOUT)
         client = redis.Redis(port=self.port, socket_connect_timeout=0.5)

@@ -46,6 +46,7 @@ __all__ = [
     "cli_enqueue",
     "llm_rate_limited",
     "message_lost",
+    "redis_full",
     "worker_stops_consuming",
     "redis_restarted",
     "worker_killed",
@@ -237,13 +238,63 @@ def worker_stops_consuming(directory: Path, *, stall_seconds: float = 3.0, sampl
 
 def healthz(port: int) -> int:
     """The HTTP status of a worker's /healthz, 0 if nothing answers."""
+    return healthz_answer(port)[0]
+
+
+def healthz_answer(port: int) -> tuple[int, dict[str, object]]:
+    """A worker's /healthz: HTTP status and JSON body; (0, {}) if nothing answers."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
-            return int(response.status)
+            return int(response.status), json.loads(response.read())
     except urllib.error.HTTPError as error:
-        return int(error.code)
+        return int(error.code), json.loads(error.read())
     except OSError:
-        return 0
+        return 0, {}
+
+
+def redis_full(directory: Path, *, samples: int = 6, full_for: float = 6.0) -> Outcome:
+    """Start a worker while Redis is out of memory: it waits, says so on /healthz, then serves."""
+    with PrivateRedis(directory / "redis", persistent=False, maxmemory="8mb") as server:
+        env, settings = drill_env(server.url, directory, ACE_QUEUE_PREFIX="drill")
+        client = redis.Redis.from_url(server.url)
+        with drill_service(settings, server.url) as service:
+            port, log = free_port(), directory / "worker.log"
+            filled = fill_until_out_of_memory(client)
+            started = time.monotonic()
+            worker = start_worker(
+                env, log, queues="execute,learn,write", name="all", extra=(f"--metrics-port={port}",)
+            )
+            try:
+                time.sleep(full_for)
+                alive_while_full = worker.poll() is None
+                status_code, answer = healthz_answer(port)
+                client.delete(*(f"fill:{i}" for i in range(filled)))
+                wait_for_ping(service, "all@drill", log)
+                handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK)
+                status, _ = wait_for_batch(handle, timeout=60)
+                outcome = Outcome(
+                    drill="redis out of memory at start",
+                    load=f"{samples} traces, one worker for every queue",
+                    faults=f"maxmemory 8mb filled before the worker started, freed after {full_for:g} s",
+                    seconds=time.monotonic() - started,
+                )
+                outcome.notes.append(f"alive while Redis was full: {alive_while_full}")
+                outcome.notes.append(f"/healthz while full: {status_code} {answer.get('problem')}")
+                return _outcome(outcome, service, handle, status)
+            finally:
+                stop(worker)
+                client.close()
+
+
+def fill_until_out_of_memory(client: redis.Redis) -> int:
+    """Write 10 KB keys until Redis refuses one; return how many it took."""
+    count = 0
+    try:
+        while True:
+            client.set(f"fill:{count}", "x" * 10_000)
+            count += 1
+    except redis.OutOfMemoryError:
+        return count
 
 
 def wait_for_ping(service: Service, node: str, log: Path, timeout: float = 60) -> None:

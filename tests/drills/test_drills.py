@@ -17,6 +17,7 @@ from .scenarios import (
     cli_enqueue,
     llm_rate_limited,
     message_lost,
+    redis_full,
     redis_restarted,
     worker_killed,
     worker_stops_consuming,
@@ -90,6 +91,17 @@ def test_a_worker_that_stops_consuming_fails_its_health_check_and_exits_and_a_ne
     assert "/healthz before: 200" in outcome.notes, outcome
     assert "/healthz 503: never" not in outcome.notes, outcome
     assert any(note.startswith("exit status 75 after ") for note in outcome.notes), outcome
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(DRILL_TIMEOUT)
+def test_a_worker_started_on_a_full_redis_waits_says_so_and_serves_once_there_is_room(tmp_path: Path) -> None:
+    outcome = redis_full(tmp_path)
+    assert_nothing_lost_or_twice(outcome)
+    assert (outcome.done, outcome.failed) == (outcome.total, 0), outcome
+    assert "alive while Redis was full: True" in outcome.notes, outcome
+    (health,) = [note for note in outcome.notes if note.startswith("/healthz while full: ")]
+    assert health.startswith("/healthz while full: 200 Redis is out of memory"), outcome
 
 
 @pytest.mark.slow

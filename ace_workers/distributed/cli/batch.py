@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from celery.signals import worker_shutting_down
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -14,9 +16,15 @@ from ...observability import LOG_FORMATS, start_metrics_server
 from ...observability.worker_logging import use_worker_logging
 from ..ops.embedded_redis import resolve_redis
 from ..producer.producer import BatchHandle
-from ..service import Service, build_service
+from ..service import Service, build_service, reset_event_loop
 from ..settings import DEDUP_OFF, WorkerSettings
 from ..store.batches import BatchState
+from ..worker.app import (
+    check_app_security,
+    check_write_concurrency,
+    redis_out_of_memory,
+    wait_while_redis_is_full,
+)
 from ..worker.health import ConsumptionWatchdog
 from .common import (
     check_output_path,
@@ -33,6 +41,8 @@ from .common import (
     skillbook_fill,
     write_skillbook_files,
 )
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["enqueue_command", "learn_command", "status_command", "worker_command"]
 
@@ -180,7 +190,6 @@ def worker_command(
     ] = None,
 ) -> None:
     """Run a Celery worker for some queue roles, with the project's settings (needs ACE_REDIS_URL)."""
-    from ..worker.app import check_app_security, check_write_concurrency
 
     settings = WorkerSettings.from_env()
     log_format = _worker_log_format(log_format, settings, metrics_port, pool)
@@ -203,19 +212,49 @@ def worker_command(
         )
         watchdog.start()
         _start_observability(service, log_format, loglevel, metrics_port, watchdog)
-        service.app.worker_main(
-            [
-                # json: no banner on stdout, so every line the worker writes is one JSON object.
-                *(["--quiet"] if log_format == "json" else []),
-                "worker",
-                f"--queues={','.join(names[r] for r in roles)}",
-                f"--concurrency={concurrency}",
-                f"--pool={pool}",
-                f"--loglevel={loglevel}",
-                # Distinct default names per role, so Flower and `celery inspect` tell the workers apart.
-                f"--hostname={hostname or '-'.join(roles) + '@%h'}",
-            ]
-        )
+        argv = [
+            # json: no banner on stdout, so every line the worker writes is one JSON object.
+            *(["--quiet"] if log_format == "json" else []),
+            "worker",
+            f"--queues={','.join(names[r] for r in roles)}",
+            f"--concurrency={concurrency}",
+            f"--pool={pool}",
+            f"--loglevel={loglevel}",
+            # Distinct default names per role, so Flower and `celery inspect` tell the workers apart.
+            f"--hostname={hostname or '-'.join(roles) + '@%h'}",
+        ]
+        _run_worker_through_full_redis(service, argv, redis_url, watchdog)
+
+
+def _run_worker_through_full_redis(
+    service: Service, argv: list[str], redis_url: str, watchdog: ConsumptionWatchdog
+) -> None:
+    """Run the Celery worker; while Redis is out of memory, wait for room instead of exiting.
+
+    Celery stops a worker whose Redis refuses writes ("Unrecoverable error:
+    OutOfMemoryError"), at start or later, and exits 0, so a restart-on-failure
+    supervisor would not even restart it. This process waits with a growing
+    backoff (shown on /healthz) and starts the worker again; a shutdown signal
+    still ends it.
+    """
+    signalled: list[str] = []
+
+    def note_signal(sig: str = "", **_: object) -> None:
+        signalled.append(sig)
+
+    worker_shutting_down.connect(note_signal, weak=False)
+    try:
+        while True:
+            wait_while_redis_is_full(redis_url, on_wait=watchdog.note_problem)
+            service.app.worker_main(argv)
+            if signalled or not redis_out_of_memory(redis_url):
+                return
+            logger.warning(
+                "the worker stopped because Redis is out of memory; it starts again when there is room"
+            )
+            reset_event_loop()
+    finally:
+        worker_shutting_down.disconnect(note_signal)
 
 
 def _worker_log_format(log_format: str | None, settings: WorkerSettings, metrics_port: int, pool: str) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Iterable, Mapping
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -18,6 +20,7 @@ import redis
 from celery import Celery
 from kombu.entity import Exchange, Queue
 from redis.backoff import NoBackoff
+from redis.exceptions import ExecAbortError
 from redis.retry import Retry
 
 from ..errors import InvalidSettingError
@@ -238,16 +241,61 @@ def ping_redis(url: str, timeout: float = 3.0) -> None:
 
     Accepts every URL form the settings accept (redis://, rediss://, unix://, redis+socket://).
     """
-    client = redis.Redis.from_url(
-        client_url_for(url),
-        socket_connect_timeout=timeout,
-        socket_timeout=timeout,
-        # redis-py retries failed commands with backoff by default; a health check must not.
-        retry=Retry(NoBackoff(), 0),
-    )
+    client = _probe_client(url, timeout)
     try:
         client.ping()
     except (redis.RedisError, OSError) as exc:
         raise RedisUnavailable(url, timeout, exc) from exc
     finally:
         client.close()
+
+
+def _probe_client(url: str, timeout: float) -> redis.Redis:
+    # redis-py retries failed commands with backoff by default; a health probe must not.
+    return redis.Redis.from_url(
+        client_url_for(url),
+        socket_connect_timeout=timeout,
+        socket_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
+# The longest wait between two looks at a Redis that is out of memory.
+MAX_MEMORY_WAIT_SECONDS = 30.0
+
+
+def redis_out_of_memory(url: str, timeout: float = 3.0) -> bool:
+    """True if the Redis at ``url`` refuses writes because it reached its maxmemory (noeviction)."""
+    client = redis.Redis.from_url(
+        client_url_for(url),
+        socket_connect_timeout=timeout,
+        socket_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+    try:
+        # A MULTI, like kombu's own commands: what a worker starting now would meet.
+        pipe = client.pipeline()
+        pipe.set(f"ace:write-probe:{uuid.uuid4().hex}", 1, px=1000)
+        pipe.execute()
+    except (redis.OutOfMemoryError, ExecAbortError) as exc:
+        return "maxmemory" in f"{exc} {exc.__context__}"
+    finally:
+        client.close()
+    return False
+
+
+def wait_while_redis_is_full(url: str, on_wait: Callable[[str], None] | None = None) -> float:
+    """Block while the Redis at ``url`` is out of memory, looking again with a growing backoff.
+
+    ``on_wait`` hears what is waited for (the worker shows it on /healthz); returns the seconds waited.
+    """
+    waited, delay = 0.0, 1.0
+    while redis_out_of_memory(url):
+        problem = f"Redis is out of memory (maxmemory); the worker waits for room, next look in {delay:.0f} s"
+        logger.warning("%s", problem)
+        if on_wait is not None:
+            on_wait(problem)
+        time.sleep(delay)
+        waited += delay
+        delay = min(2 * delay, MAX_MEMORY_WAIT_SECONDS)
+    return waited

@@ -59,7 +59,7 @@ class HealthReport:
 def queue_depths(app: Celery, queues: Iterable[str]) -> dict[str, int]:
     """Messages waiting in each queue (0 for one the broker does not know yet).
 
-    Raises kombu's OperationalError when the broker cannot be reached, whatever the transport.
+    Raises kombu's OperationalError when the broker cannot be asked, whatever the transport.
     """
     depths: dict[str, int] = {}
     with app.connection_for_read() as connection:
@@ -72,8 +72,9 @@ def queue_depths(app: Celery, queues: Iterable[str]) -> dict[str, int]:
                     depths[queue] = 0
                     # An AMQP broker closes a channel on this error: ask the next queue on a fresh one.
                     channel = connection.channel()
-        except connection.connection_errors as exc:
-            raise OperationalError(f"broker unreachable: {exc}") from exc
+        except (*connection.connection_errors, *connection.channel_errors) as exc:
+            # Unreachable, or refusing commands (a Redis out of memory refuses even this MULTI).
+            raise OperationalError(f"cannot ask the broker: {exc}") from exc
     return depths
 
 
@@ -148,7 +149,7 @@ class ConsumptionWatchdog:
         try:
             depths = queue_depths(self.app, self.queues)
         except OperationalError as exc:
-            # The broker is away: nobody can consume, so this is no sign of a stuck worker.
+            # The broker is away or full: nobody can consume, so this is no sign of a stuck worker.
             report.problem = str(exc)
             self.report = report
             return report
@@ -173,6 +174,10 @@ class ConsumptionWatchdog:
             )
         self.report = report
         return report
+
+    def note_problem(self, problem: str) -> None:
+        """Show ``problem`` on /healthz until the next check (the worker waiting for Redis, say)."""
+        self.report = HealthReport(checked_at=time.time(), problem=problem)
 
     def health(self) -> dict[str, Any]:
         """What /healthz answers: the last report, unhealthy too if the checks stopped coming."""
