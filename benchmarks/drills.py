@@ -6,8 +6,11 @@ tests/drills/scenarios.py. Columns: done / failed / dead-lettered of the batch,
 duplicate skills, writes applied twice (an idempotency key twice in the change log),
 whether the change log's versions run without a gap, and the duration.
 
-    python benchmarks/drills.py [--only restart,kill,llm,cli] [--cli-counts 1000,10000]
+    python benchmarks/drills.py [--only restart,full,kill,lost,stuck,llm,cli] [--cli-counts 1000,10000]
+                                [--repeat-kills 10]
 
+First a repeated table: each worker-kill drill run ``--repeat-kills`` times (runs,
+completed, samples lost, duplicated, seconds).
 The CLI drill at 10,000 traces takes about 15 minutes on a 2-CPU machine.
 """
 
@@ -99,6 +102,49 @@ def print_table(outcomes: list[Outcome]) -> None:
         print(f"{o.drill} [{o.load}]: {'; '.join(notes)}")
 
 
+def repeat_kills(runs: int, root: Path) -> list[tuple[str, list[Outcome]]]:
+    """SIGKILL the learn worker mid-Reflect, and the writer mid-Apply, ``runs`` times each."""
+    repeated = []
+    for step, victim in (("ReflectStep", "learn worker"), ("ApplyStep", "writer")):
+        outcomes = []
+        for run_number in range(1, runs + 1):
+            try:
+                outcomes.append(worker_killed(root / f"repeat-{step}-{run_number}", step=step))
+            except Exception as exc:  # counted as a run that did not complete
+                failed = Outcome(drill=f"{victim} killed", load="-", faults="-")
+                failed.notes.append(f"DRILL FAILED: {type(exc).__name__}: {exc}")
+                traceback.print_exc()
+                outcomes.append(failed)
+            print(
+                f"  {victim} killed, run {run_number}/{runs}: {outcomes[-1].done}/{outcomes[-1].total}",
+                flush=True,
+            )
+        repeated.append((f"{victim} SIGKILLed mid-{step.removesuffix('Step')}", outcomes))
+    return repeated
+
+
+def print_repeated(repeated: list[tuple[str, list[Outcome]]]) -> None:
+    """One row per repeated drill: runs, runs that completed, samples lost and duplicated, seconds."""
+    header = ("drill (Redis broker)", "runs", "completed", "lost", "duplicated", "seconds mean / max")
+    rows = []
+    for name, outcomes in repeated:
+        seconds = [o.seconds for o in outcomes if o.total]
+        rows.append(
+            (
+                name,
+                str(len(outcomes)),
+                str(sum(1 for o in outcomes if o.total and o.done == o.total and o.failed == 0)),
+                str(sum(o.total - o.done - o.failed for o in outcomes)),
+                str(sum(o.duplicate_skills + o.steps_applied_twice for o in outcomes)),
+                f"{sum(seconds) / max(1, len(seconds)):.1f} / {max(seconds, default=0.0):.1f}",
+            )
+        )
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    for row in (header, tuple("-" * w for w in widths), *rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -107,6 +153,12 @@ def main() -> None:
         "--only", default=",".join(DRILLS), help=f"comma-separated subset of {', '.join(DRILLS)}"
     )
     parser.add_argument("--cli-counts", default="1000,10000", help="trace counts of the CLI drill")
+    parser.add_argument(
+        "--repeat-kills",
+        type=int,
+        default=10,
+        help="runs of each worker-kill drill for the repeated table (0: none)",
+    )
     args = parser.parse_args()
     only = {name.strip() for name in args.only.split(",") if name.strip()}
     unknown = only - set(DRILLS)
@@ -114,7 +166,10 @@ def main() -> None:
         parser.error(f"unknown drill(s) {sorted(unknown)}: use {', '.join(DRILLS)}")
     counts = tuple(int(c) for c in args.cli_counts.split(","))
     with tempfile.TemporaryDirectory(prefix="ace-drills-") as root:
+        repeated = repeat_kills(args.repeat_kills, Path(root)) if args.repeat_kills else []
         outcomes = run(only, counts, Path(root))
+    if repeated:
+        print_repeated(repeated)
     print_table(outcomes)
 
 
