@@ -12,7 +12,7 @@ from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStore
 from ace_workers.distributed.store.keys import batch_key
 from ace_workers.distributed.worker.chains import enqueue_epoch
-from ace_workers.distributed.worker.epochs import epoch_payloads
+from ace_workers.distributed.worker.epochs import epoch_payload
 from ace_workers.distributed.worker.tasks import start_next_epoch
 from ace_workers.sim import failure_traces
 
@@ -21,7 +21,7 @@ def test_queued_running_and_finished_add_up(redis_client: redis.Redis) -> None:
     batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
     batches.create("b1", skillbook="book", recipe="trace_analyser", per_epoch=4, epochs=1, skills_at_start=0)
     for index in range(1, 5):
-        batches.record_sent("b1", 1, index, {"trace": {}})
+        batches.record_sent("b1", 1, index)
     batches.record_progress("b1", 1, 1, first_step=True)
     batches.record_progress("b1", 1, 1, first_step=True)  # a redelivered first step starts nothing new
     batches.record_progress("b1", 1, 2, first_step=True)
@@ -81,7 +81,10 @@ def test_a_redelivered_final_task_sends_the_rest_of_an_epoch_a_dead_worker_half_
         service.app.control.purge()
         for index in range(1, 5):
             runtime.batches.record_done(batch_id, 1, index, {"trace": {}})
-        payloads = epoch_payloads(runtime, runtime.batches.items(batch_id), 2, 2)
+        payloads = [
+            epoch_payload(runtime, item, epoch=2, epochs=2, index=index, total=4)
+            for index, item in enumerate(runtime.batches.items(batch_id), start=1)
+        ]
         enqueue_epoch(
             service.app,
             runtime,

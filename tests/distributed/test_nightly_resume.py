@@ -67,8 +67,8 @@ def crash_after_sending(monkeypatch: pytest.MonkeyPatch, service: Service, count
     record_sent = batches.record_sent
     calls = itertools.count(1)
 
-    def count_then_crash(batch_id: str, epoch: int, index: int, item: Any) -> None:
-        record_sent(batch_id, epoch, index, item)
+    def count_then_crash(batch_id: str, epoch: int, index: int) -> None:
+        record_sent(batch_id, epoch, index)
         if next(calls) == SENT_BEFORE_CRASH + 1:
             raise RuntimeError("producer died mid-send")
 

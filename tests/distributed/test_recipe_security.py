@@ -57,7 +57,7 @@ def publish_crafted_step(service: Service, recipe: Any, *, batch_id: str) -> Non
         "epoch": 1,
         "sample_index": 1,
     }
-    runtime.batches.record_sent(batch_id, 1, 1, payload)
+    runtime.batches.record_sent(batch_id, 1, 1)
     service.app.send_task(STEP_TASK, args=[payload], kwargs=kwargs, queue=runtime.queue("learn"))
 
 

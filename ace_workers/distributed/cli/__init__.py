@@ -1,4 +1,4 @@
-"""The distributed commands: learn, worker, enqueue, status, flower, skillbook, dead-letters, nightly."""
+"""The distributed commands (learn, worker, enqueue, status, batch, flower, skillbook, nightly, ...)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import typer
 
 from ..ops.flower import flower_command
 from ..producer.errors import NoWorkersError
-from .batch import enqueue_command, learn_command, status_command, worker_command
+from .batch import batch_app, enqueue_command, learn_command, status_command, worker_command
 from .common import iter_jsonl, require_workers, scan_inputs, stream_inputs
 from .dead_letters import dead_letters_app
 from .nightly import beat_command, nightly_app
@@ -16,6 +16,7 @@ __all__ = [
     # wiring into the root command
     "register_commands",
     # command groups
+    "batch_app",
     "skillbook_app",
     "dead_letters_app",
     "nightly_app",
@@ -37,6 +38,7 @@ def register_commands(app: typer.Typer) -> None:
     app.command("status")(status_command)
     app.command("flower")(flower_command)
     app.command("beat")(beat_command)
+    app.add_typer(batch_app, name="batch")
     app.add_typer(skillbook_app, name="skillbook")
     app.add_typer(dead_letters_app, name="dead-letters")
     app.add_typer(nightly_app, name="nightly")

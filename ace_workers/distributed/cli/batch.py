@@ -18,14 +18,17 @@ from ..ops.embedded_redis import resolve_redis
 from ..producer.producer import BatchHandle
 from ..service import Service, build_service, reset_event_loop
 from ..settings import DEDUP_OFF, WorkerSettings
-from ..store.batches import BatchState
+from ..store.batches import BatchState, BatchStatus
 from ..worker.app import (
     check_app_security,
     check_write_concurrency,
     redis_out_of_memory,
     wait_while_redis_is_full,
 )
+from ..worker.epochs import send_rest_of_epoch
 from ..worker.health import ConsumptionWatchdog
+from ..worker.reconcile import reconcile_batch
+from ..worker.tasks import start_next_epoch
 from .common import (
     check_output_path,
     check_recipe,
@@ -35,6 +38,7 @@ from .common import (
     enqueue_file,
     open_service,
     print_json,
+    redis_settings,
     require_workers,
     scan_inputs,
     settings_for_model,
@@ -44,7 +48,7 @@ from .common import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["enqueue_command", "learn_command", "status_command", "worker_command"]
+__all__ = ["batch_app", "enqueue_command", "learn_command", "status_command", "worker_command"]
 
 
 def follow_batch(handle: BatchHandle, label: str) -> None:
@@ -352,3 +356,61 @@ def status_command(
             console.print(
                 f"[red]epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}[/]"
             )
+
+
+batch_app = typer.Typer(
+    help="One batch: resume what a crashed producer left unsent, or cancel it.", no_args_is_help=True
+)
+
+
+@batch_app.command("resume")
+def resume_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")]) -> None:
+    """Send the samples of a batch never sent (its producer died), and again those lost on the way."""
+    settings = redis_settings("batch resume", "batches live in a shared Redis")
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        status = _status_or_fail(service, batch_id)
+        if status.state is not BatchState.RUNNING:
+            console.print(f"batch {batch_id} is {status.state.value}: nothing to resume")
+            return
+        if not status.fully_stored:
+            console.print(
+                f"[red]batch {batch_id} stores {status.stored} of its {status.per_epoch} inputs (its "
+                "producer died while storing them): it cannot be resumed; cancel it and send the inputs "
+                "again[/]"
+            )
+            raise typer.Exit(code=1)
+        require_workers(service)
+        batches = service.runtime.batches
+        start_next_epoch(service.app, service.runtime, batch_id, status.epoch, None)
+        current = batches.status(batch_id).epoch
+        sent = send_rest_of_epoch(
+            service.app, service.runtime, batch_id, current, lambda: batches.iter_items(batch_id)
+        )
+        report = reconcile_batch(service.app, service.runtime, batch_id)
+        console.print(
+            f"batch {batch_id}: {sent} sample(s) never sent are on their way; "
+            f"{len(report.redriven)} lost sample(s) sent again"
+        )
+
+
+@batch_app.command("cancel")
+def cancel_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")]) -> None:
+    """Stop a batch: steps not yet run are skipped, nothing is sent again, its records expire."""
+    settings = redis_settings("batch cancel", "batches live in a shared Redis")
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        status = _status_or_fail(service, batch_id)
+        if status.state is not BatchState.RUNNING:
+            console.print(f"batch {batch_id} is {status.state.value} already")
+            return
+        service.runtime.batches.cancel(batch_id)
+    console.print(
+        f"batch {batch_id} cancelled: {status.done} done and {status.failed} failed of {status.total}; "
+        "the rest will not run"
+    )
+
+
+def _status_or_fail(service: Service, batch_id: str) -> BatchStatus:
+    try:
+        return service.runtime.batches.status(batch_id)
+    except LookupError as exc:
+        raise typer.BadParameter(str(exc), param_hint="BATCH_ID") from exc

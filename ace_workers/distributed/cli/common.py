@@ -19,7 +19,7 @@ from ..ops.embedded_redis import resolve_redis
 from ..producer.errors import BatchSizeError, NoWorkersError
 from ..producer.producer import BatchHandle
 from ..service import Service, build_service, local_workers
-from ..settings import BUILT_IN_RECIPE_NAMES, WorkerSettings
+from ..settings import BUILT_IN_RECIPE_NAMES, WorkerSettings, env_name
 from ..store.keys import STAT_ADDS_SKIPPED_FULL, validate_skillbook_name
 from ..store.store import RedisSkillbookStore, list_skillbooks
 from ..worker.errors import PayloadError
@@ -35,6 +35,7 @@ __all__ = [
     "iter_jsonl",
     "open_service",
     "print_json",
+    "redis_settings",
     "write_skillbook_files",
     "require_workers",
     "scan_inputs",
@@ -184,6 +185,14 @@ def enqueue_file(
     except BatchSizeError as exc:
         # The file changed between the two passes.
         raise typer.BadParameter(f"{path}: {exc}") from exc
+
+
+def redis_settings(command: str, why: str) -> WorkerSettings:
+    """The settings from the environment; a usage error naming ACE_REDIS_URL if it is unset."""
+    settings = WorkerSettings.from_env()
+    if not settings.redis_url:
+        raise typer.BadParameter(f"{command} needs {env_name('redis_url')}: {why}")
+    return settings
 
 
 def settings_for_model(model: str | None) -> WorkerSettings:

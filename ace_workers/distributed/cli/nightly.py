@@ -11,24 +11,23 @@ from rich.markup import escape
 
 from ..ops.errors import NightlyBusy, NightlyStalled
 from ..ops.nightly import NightlyReport, NightlyRunner, beat_schedule
-from ..settings import WorkerSettings, env_name
+from ..settings import env_name
 from ..worker.reconcile import reconcile_schedule
-from .common import check_skillbook_name, console, open_service, require_workers, scan_inputs, stream_inputs
+from .common import (
+    check_skillbook_name,
+    console,
+    open_service,
+    redis_settings,
+    require_workers,
+    scan_inputs,
+    stream_inputs,
+)
 
 __all__ = ["beat_command", "nightly_app"]
 
 nightly_app = typer.Typer(
     help="Nightly learning: traces wait in a skillbook's inbox until its nightly run.", no_args_is_help=True
 )
-
-
-def _redis_settings(command: str) -> WorkerSettings:
-    settings = WorkerSettings.from_env()
-    if not settings.redis_url:
-        raise typer.BadParameter(
-            f"{command} needs {env_name('redis_url')}: the inbox lives in a shared Redis"
-        )
-    return settings
 
 
 def beat_command(
@@ -38,7 +37,7 @@ def beat_command(
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
     """Run celery beat: the reconciler, and one nightly run per skillbook of ACE_NIGHTLY_SKILLBOOKS."""
-    settings = _redis_settings("beat")
+    settings = redis_settings("beat", "the inbox lives in a shared Redis")
     schedule = {**reconcile_schedule(settings), **beat_schedule(settings)}
     path = schedule_file or Path(tempfile.gettempdir()) / f"ace-workers-beat-{settings.queue_prefix}"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -67,7 +66,7 @@ def add_command(
     is added), then streamed into the inbox a line at a time.
     """
     check_skillbook_name(skillbook, "--skillbook")
-    settings = _redis_settings("nightly add")
+    settings = redis_settings("nightly add", "the inbox lives in a shared Redis")
     scan_inputs(traces, "trace_analyser", settings)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         added = service.producer.append_to_inbox(stream_inputs(traces, "trace_analyser"), skillbook)
@@ -78,7 +77,7 @@ def add_command(
 def run_command(name: Annotated[str, typer.Argument(help="Skillbook name.")]) -> None:
     """Run the nightly job of one skillbook now, through the running workers, and print its report."""
     check_skillbook_name(name)
-    settings = _redis_settings("nightly run")
+    settings = redis_settings("nightly run", "the inbox lives in a shared Redis")
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         require_workers(service)
         try:
@@ -99,7 +98,7 @@ def report_command(
 ) -> None:
     """Show the newest nightly run reports of a skillbook and what waits in its inbox."""
     check_skillbook_name(name)
-    settings = _redis_settings("nightly report")
+    settings = redis_settings("nightly report", "the reports live in a shared Redis")
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         runner = NightlyRunner(service.producer)
         reports, pending = runner.reports(name, limit), runner.pending(name)

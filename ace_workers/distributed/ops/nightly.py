@@ -285,22 +285,23 @@ class NightlyRunner:
         """Send the samples of epoch 1 a crashed run created its batch for but never sent.
 
         As a worker finishing a half-sent later epoch does: :func:`send_rest_of_epoch`, from
-        the batch's ``enqueued`` count on. The items are the traces of the inbox range the
-        run recorded (the batch stores only those it sent).
+        the batch's ``enqueued`` count on, from its stored inputs. A run that died while
+        storing them stores them again first, from the inbox range it recorded.
         """
         batch_id = state["batch_id"]
-
-        def load_items() -> list[dict[str, Any]]:
+        batches = self.runtime.batches
+        status = batches.status(batch_id)
+        if not status.fully_stored:
             items = [
                 context_to_payload(ACEStepContext(trace=trace), claims=self.runtime.claims)
                 for trace in self._traces(keys, state)
             ]
-            expected = self.runtime.batches.status(batch_id).per_epoch
-            if len(items) != expected:
-                raise NightlyInboxChanged(batch_id, len(items), expected)
-            return items
-
-        if send_rest_of_epoch(self.producer.app, self.runtime, batch_id, 1, load_items):
+            if len(items) != status.per_epoch:
+                raise NightlyInboxChanged(batch_id, len(items), status.per_epoch)
+            batches.replace_items(batch_id, items)
+        if send_rest_of_epoch(
+            self.producer.app, self.runtime, batch_id, 1, lambda: batches.iter_items(batch_id)
+        ):
             logger.warning("nightly batch %s: sent the rest of epoch 1 after a crash", batch_id)
 
     def _wait(self, skillbook: str, batch_id: str, lock: Lock) -> BatchStatus:

@@ -61,12 +61,12 @@ class BatchHandle:
         return BatchProgress(status, skills - status.skills_at_start)
 
     def wait(self, timeout: float | None = None) -> BatchStatus:
-        """Block until every sample of every epoch finished; TimeoutError after ``timeout`` s."""
+        """Block until every sample of every epoch finished (or the batch was cancelled); TimeoutError."""
         deadline = None if timeout is None else time.monotonic() + timeout
         reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
         while True:
             status = self.status()
-            if status.state is BatchState.DONE:
+            if status.state is not BatchState.RUNNING:  # done, or cancelled
                 return status
             if self.app is not None and time.monotonic() > reconcile_at:
                 reconcile_batch(self.app, self.runtime, self.batch_id)
@@ -258,21 +258,31 @@ class Producer:
             skills_at_start=len(self.runtime.skillbook(skillbook)),
         )
         handle = BatchHandle(batch_id, self.runtime, self.app)
+        # Every input is stored before the first is sent: a producer that dies while sending
+        # leaves a batch the reconciler finishes from its stored inputs. Read back a chunk at a
+        # time, the producer's memory stays that of one chunk whatever the batch's size.
+        batches, overflow = self.runtime.batches, False
         try:
-            # Each payload is stored in the batch as it is sent (enqueue_epoch): the producer
-            # holds none of them, whatever the number of epochs.
-            sent = enqueue_epoch(
-                self.app,
-                self.runtime,
-                self._throttled(first, handle, max_in_flight),
-                recipe=recipe,
-                skillbook=skillbook,
-                batch_id=batch_id,
-                epoch=1,
-            )
+            stored = batches.store_items(batch_id, first)
         except _TooManyItems:
-            # The batch stays what was sent, so it finishes; the caller learns what was left out.
-            self.runtime.batches.seal(batch_id, most)
+            overflow, stored = True, most  # the first `most` were stored: they make the batch
+        except BaseException:
+            batches.cancel(batch_id)  # a bad input or a lost connection: nothing was sent
+            raise
+        if stored != per_epoch:
+            # Unknown length (or fewer than declared, which would leave the batch waiting forever).
+            batches.seal(batch_id, stored)
+        sent = enqueue_epoch(
+            self.app,
+            self.runtime,
+            self._throttled(batches.iter_items(batch_id), handle, max_in_flight),
+            recipe=recipe,
+            skillbook=skillbook,
+            batch_id=batch_id,
+            epoch=1,
+        )
+        if overflow:
+            # The batch is what was stored, so it finishes; the caller learns what was left out.
             bound = f"max_batch_size={limit} (ACE_MAX_BATCH_SIZE)" if count is None else f"its count {count}"
             raise BatchSizeError(
                 f"batch {batch_id}: the input yielded more than {bound}; the first {most} inputs were "
@@ -280,10 +290,7 @@ class Producer:
                 limit=most,
                 sent=most,
                 batch_id=batch_id,
-            ) from None
-        if sent != per_epoch:
-            # Unknown length (or fewer than declared, which would leave the batch waiting forever).
-            self.runtime.batches.seal(batch_id, sent)
+            )
         if count is not None and sent < count:
             raise BatchSizeError(
                 f"batch {batch_id}: the input declared {count} inputs but yielded {sent}; those {sent} "

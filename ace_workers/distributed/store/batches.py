@@ -2,18 +2,20 @@
 
 Every count is guarded by a per-sample marker written with HSETNX in the same
 Lua script as the counters, so a task delivered twice is counted once, and a
-connection lost mid-record leaves either both or neither. A sample is counted
-as sent, with its input appended to the batch's items and a progress time,
-before its message goes out: so the batch can start later epochs after the
-producer has gone, and the reconciler can send again any sample whose message
-was lost. The keys live without a TTL while the batch runs and get one when it
-finishes (the layout is in :mod:`.keys`).
+connection lost mid-record leaves either both or neither. A batch stores all
+its inputs before the first is sent, and counts each sample as sent, with a
+progress time, before its message goes out: so the batch can start later
+epochs after the producer has gone, finish sending what a crashed producer did
+not send, and send again any sample whose message was lost. The keys live
+without a TTL while the batch runs and get one when it finishes or is
+cancelled (the layout is in :mod:`.keys`).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
@@ -38,6 +40,11 @@ class BatchState(str, Enum):
 
     RUNNING = "running"
     DONE = "done"
+    CANCELLED = "cancelled"
+
+
+# Inputs stored (and read back to send) per round trip.
+_CHUNK = 500
 
 
 # The batch's keys besides its meta hash; all of them get the TTL when the batch finishes.
@@ -74,6 +81,8 @@ class BatchStatus:
     sealed: bool = True
     started: int = 0
     progress_at: float = 0.0
+    stored: int = 0
+    cancelled: bool = False
 
     @property
     def in_flight(self) -> int:
@@ -92,9 +101,16 @@ class BatchStatus:
 
     @property
     def state(self) -> BatchState:
-        """DONE once every sample of every epoch finished, one way or the other."""
+        """DONE once every sample of every epoch finished, one way or the other; or CANCELLED."""
+        if self.cancelled:
+            return BatchState.CANCELLED
         finished = self.sealed and self.done + self.failed >= self.total
         return BatchState.DONE if finished else BatchState.RUNNING
+
+    @property
+    def fully_stored(self) -> bool:
+        """True once the batch holds every input of its first epoch (sending may go on from them)."""
+        return self.sealed and self.stored >= self.per_epoch
 
 
 class BatchStore:
@@ -141,9 +157,10 @@ class BatchStore:
         self.redis.sadd(running_batches_key(self.prefix), batch_id)
 
     def seal(self, batch_id: str, per_epoch: int) -> None:
-        """Fix the size of a batch whose input length was unknown until it was all sent."""
+        """Fix the size of a batch whose input length was not known (or not met) until it was stored."""
+        epochs = int(self.redis.hget(self._key(batch_id), "epochs") or 1)
         self.redis.hset(
-            self._key(batch_id), mapping={"per_epoch": per_epoch, "total": per_epoch, "sealed": 1}
+            self._key(batch_id), mapping={"per_epoch": per_epoch, "total": per_epoch * epochs, "sealed": 1}
         )
         status = self.status(batch_id)
         if status.state is BatchState.DONE:  # every sample finished before the seal
@@ -160,9 +177,43 @@ class BatchStore:
         """True if the batch is known (and not expired)."""
         return bool(self.redis.exists(self._key(batch_id)))
 
+    def store_items(self, batch_id: str, payloads: Iterable[dict[str, Any]]) -> int:
+        """Append the first epoch's inputs, a chunk per round trip; return how many were stored.
+
+        Should ``payloads`` raise, what it yielded before is stored, then the error goes on.
+        """
+        key, stored, chunk = self._key(batch_id, "items"), 0, []
+        try:
+            for payload in payloads:
+                chunk.append(json.dumps(payload))
+                if len(chunk) == _CHUNK:
+                    stored += self._push(key, chunk)
+        finally:
+            if chunk:
+                stored += self._push(key, chunk)
+        return stored
+
+    def _push(self, key: str, chunk: list[str]) -> int:
+        self.redis.rpush(key, *chunk)
+        count = len(chunk)
+        chunk.clear()
+        return count
+
+    def replace_items(self, batch_id: str, payloads: Iterable[dict[str, Any]]) -> int:
+        """Store the first epoch's inputs anew (a resumed batch whose producer died while storing)."""
+        self.redis.delete(self._key(batch_id, "items"))
+        return self.store_items(batch_id, payloads)
+
     def items(self, batch_id: str) -> list[dict[str, Any]]:
-        """The batch's input payloads (epoch 1's, in sample order), as far as they were sent."""
+        """The batch's stored inputs (epoch 1's payloads, in sample order)."""
         return [json.loads(raw) for raw in self.redis.lrange(self._key(batch_id, "items"), 0, -1)]
+
+    def iter_items(self, batch_id: str) -> Iterator[dict[str, Any]]:
+        """The stored inputs, read a chunk per round trip: constant memory for any batch."""
+        key, start = self._key(batch_id, "items"), 0
+        while chunk := self.redis.lrange(key, start, start + _CHUNK - 1):
+            yield from (json.loads(raw) for raw in chunk)
+            start += len(chunk)
 
     def item(self, batch_id: str, index: int) -> dict[str, Any]:
         """The input payload of sample ``index`` (from 1); LookupError if it was never stored."""
@@ -172,33 +223,41 @@ class BatchStore:
         loaded: dict[str, Any] = json.loads(raw)
         return loaded
 
-    def record_sent(self, batch_id: str, epoch: int, index: int, item: dict[str, Any] | None) -> None:
-        """Count a sample as sent, before its message goes out; ``item``: epoch 1's input, to store.
+    def record_sent(self, batch_id: str, epoch: int, index: int) -> None:
+        """Count a sample as sent, before its message goes out.
 
         Counted first, so a crash between this and the send leaves a sample the
         reconciler sends again, never one that was sent and is unknown here.
         """
         now = time.time()
         pipe = self.redis.pipeline()
-        if item is not None:
-            pipe.rpush(self._key(batch_id, "items"), json.dumps(item))
         pipe.hincrby(self._key(batch_id), "enqueued", 1)
         pipe.hset(self._key(batch_id), mapping={"epoch": epoch, "progress_at": now})
         pipe.zadd(self._key(batch_id, "progress"), {sample_key(epoch, index): now})
         pipe.execute()
 
-    def record_progress(self, batch_id: str, epoch: int, index: int, *, first_step: bool) -> None:
-        """Note that a step of a sample started (and, for its first step, that the sample started).
+    def cancel(self, batch_id: str) -> None:
+        """Stop a batch: its steps not yet run are skipped, its records expire, nothing is re-sent."""
+        self.status(batch_id)  # LookupError for an unknown batch
+        self.redis.hset(self._key(batch_id), mapping={"cancelled": 1, "finished_at": time.time()})
+        self._expire(batch_id)
+        self.forget_running(batch_id)
 
+    def record_progress(self, batch_id: str, epoch: int, index: int, *, first_step: bool) -> bool:
+        """Note that a step of a sample started (for its first step, that the sample started).
+
+        Returns False if the batch was cancelled (the step should not run), in the same round trip.
         XX: a sample finished meanwhile (a late duplicate delivery) is not put back among the unfinished.
         """
         now = time.time()
         pipe = self.redis.pipeline(transaction=False)
+        pipe.hget(self._key(batch_id), "cancelled")
         pipe.zadd(self._key(batch_id, "progress"), {sample_key(epoch, index): now}, xx=True)
         pipe.hset(self._key(batch_id), "progress_at", now)
         if first_step:
             pipe.hsetnx(self._key(batch_id, "started"), sample_key(epoch, index), 1)
-        pipe.execute()
+        cancelled = pipe.execute()[0]
+        return cancelled is None
 
     def stalled(self, batch_id: str, before: float) -> list[tuple[int, int]]:
         """(epoch, index) of every unfinished sample whose last progress was before ``before``."""
@@ -286,7 +345,8 @@ class BatchStore:
         pipe = self.redis.pipeline(transaction=True)
         pipe.hgetall(self._key(batch_id))
         pipe.hlen(self._key(batch_id, "started"))
-        meta, started = pipe.execute()
+        pipe.llen(self._key(batch_id, "items"))
+        meta, started, stored = pipe.execute()
         text = {decode_text(k): decode_text(v) for k, v in meta.items()}
         # A counter bumped by a late task after the record expired leaves a hash without its fields.
         if "skillbook" not in text:
@@ -308,6 +368,8 @@ class BatchStore:
             sealed=text.get("sealed", "1") == "1",
             started=int(started),
             progress_at=float(text.get("progress_at") or text["created"]),
+            stored=int(stored),
+            cancelled=text.get("cancelled") == "1",
         )
 
     def records(self, batch_id: str) -> dict[str, dict[str, Any]]:

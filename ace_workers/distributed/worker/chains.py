@@ -81,15 +81,15 @@ def enqueue_epoch(
     """Send one chain per payload, counting each in the batch before it goes; return how many were sent.
 
     Samples are numbered from ``first_index`` (above 1 when resuming an epoch half sent).
-    Epoch 1's payloads are stored in the batch as they go: later epochs are built from
-    them, and the reconciler sends a lost sample again from its stored input.
+    The batch stored its inputs before (``BatchStore.store_items``): later epochs are
+    built from them, and the reconciler sends a lost sample again from its stored input.
 
     Nothing per sample is kept here, so a stream of any length costs constant memory;
     outcomes are read from the batch record.
     """
     sent = 0
     for sample_index, payload in enumerate(payloads, start=first_index):
-        runtime.batches.record_sent(batch_id, epoch, sample_index, payload if epoch == 1 else None)
+        runtime.batches.record_sent(batch_id, epoch, sample_index)
         sample_chain(
             app,
             runtime,

@@ -9,7 +9,7 @@ lock so two senders never send the same samples at once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from celery import Celery
@@ -19,7 +19,7 @@ from .chains import enqueue_epoch
 from .payload import context_to_payload, payload_to_context
 from .runtime import WorkerRuntime
 
-__all__ = ["epoch_lock_seconds", "epoch_payload", "epoch_payloads", "send_rest_of_epoch"]
+__all__ = ["epoch_lock_seconds", "epoch_payload", "send_rest_of_epoch"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,33 +44,34 @@ def epoch_payload(
     return context_to_payload(ctx, claims=runtime.claims)
 
 
-def epoch_payloads(
-    runtime: WorkerRuntime, items: list[dict[str, Any]], epoch: int, epochs: int
-) -> list[dict[str, Any]]:
-    """The payloads of ``epoch``: the stored items with that epoch's counters."""
-    return [
-        epoch_payload(runtime, item, epoch=epoch, epochs=epochs, index=index, total=len(items))
-        for index, item in enumerate(items, start=1)
-    ]
-
-
 def send_rest_of_epoch(
     app: Celery,
     runtime: WorkerRuntime,
     batch_id: str,
     epoch: int,
-    load_items: Callable[[], list[dict[str, Any]]],
+    load_items: Callable[[], Iterable[dict[str, Any]]],
 ) -> int:
     """Send the samples of ``epoch`` the batch has not counted as sent; return how many were sent.
 
-    ``load_items`` gives the batch's stored items (read only when something is left to
-    send). A sample sent just before a crash but not yet counted goes again; its second
-    delivery is recorded once and writes nothing twice (write scopes).
+    ``load_items`` gives the batch's stored inputs (read only when something is left to
+    send, and streamed). A sample counted just before a crash but never sent is the
+    reconciler's to send again. A batch whose producer died while storing its inputs
+    cannot be finished from them: nothing is sent, and the log says what to do.
     """
     batches = runtime.batches
     status = batches.status(batch_id)
     before = status.per_epoch * (epoch - 1)  # samples of the earlier epochs
     if status.enqueued - before >= status.per_epoch:
+        return 0
+    if not status.fully_stored:
+        logger.error(
+            "batch %s stores %d of its %d inputs (its producer died while storing them): it cannot "
+            "be finished; cancel it (ace-workers batch cancel %s) and send the inputs again",
+            batch_id,
+            status.stored,
+            status.per_epoch,
+            batch_id,
+        )
         return 0
     with batches.epoch_start_lock(batch_id, epoch, epoch_lock_seconds(runtime.settings)) as held:
         if not held:
@@ -80,12 +81,20 @@ def send_rest_of_epoch(
         sent = max(0, status.enqueued - before)
         if sent >= status.per_epoch:
             return 0
-        items = load_items()
-        logger.info("batch %s: sending samples %d to %d of epoch %d", batch_id, sent + 1, len(items), epoch)
+        logger.info(
+            "batch %s: sending samples %d to %d of epoch %d", batch_id, sent + 1, status.per_epoch, epoch
+        )
+        payloads = (
+            epoch_payload(
+                runtime, item, epoch=epoch, epochs=status.epochs, index=index, total=status.per_epoch
+            )
+            for index, item in enumerate(load_items(), start=1)
+            if index > sent
+        )
         return enqueue_epoch(
             app,
             runtime,
-            epoch_payloads(runtime, items, epoch, status.epochs)[sent:],
+            payloads,
             recipe=status.recipe,
             skillbook=status.skillbook,
             batch_id=batch_id,

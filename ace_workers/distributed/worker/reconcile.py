@@ -113,7 +113,7 @@ def _reconcile(
     except LookupError:
         batches.forget_running(batch_id)  # expired: nothing left to do
         return
-    if status.state is BatchState.DONE:
+    if status.state is not BatchState.RUNNING:  # done, or cancelled
         batches.forget_running(batch_id)
         return
     cutoff = now - lost_after_seconds(runtime.settings)
@@ -124,9 +124,9 @@ def _reconcile(
     # A worker that died between finishing an epoch and sending the next (or mid-epoch)
     # left samples never sent: send them too.
     status = batches.status(batch_id)
-    if status.state is not BatchState.DONE and status.sealed:
+    if status.state is BatchState.RUNNING and status.sealed:
         start_next_epoch(app, runtime, batch_id, status.epoch, None)
-        send_rest_of_epoch(app, runtime, batch_id, status.epoch, lambda: batches.items(batch_id))
+        send_rest_of_epoch(app, runtime, batch_id, status.epoch, lambda: batches.iter_items(batch_id))
 
 
 def reconcile_running(app: Celery, runtime: WorkerRuntime) -> ReconcileReport:

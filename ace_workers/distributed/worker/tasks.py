@@ -16,7 +16,7 @@ from typing import Any
 
 import redis
 from celery import Celery, Task
-from celery.exceptions import Reject, WorkerShutdown, WorkerTerminate
+from celery.exceptions import Ignore, Reject, WorkerShutdown, WorkerTerminate
 
 from ...errors import AceError, LLMError, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
@@ -77,7 +77,11 @@ def run_step(
     # the step is counted in the worker's metrics: a finished sample, or a failure by type.
     log_context = StepLogContext(batch_id, sample_key(epoch, sample_index), skillbook, route.name)
     with step_log_context(log_context), runtime.metrics.timed_step(route.name, skillbook):
-        runtime.batches.record_progress(batch_id, epoch, sample_index, first_step=index == 0)
+        if not runtime.batches.record_progress(batch_id, epoch, sample_index, first_step=index == 0):
+            logger.info(
+                "batch %s was cancelled: %s not run, the rest of its chain dropped", batch_id, route.name
+            )
+            raise Ignore()  # acknowledged; the chain's next steps are never sent
         book = runtime.skillbook(skillbook)
         version = book.refresh()
         ctx = payload_to_context(payload, skillbook=book.view(), claims=runtime.claims)
@@ -118,7 +122,7 @@ def start_next_epoch(
         finished = runtime.batches.finished_in_epoch(batch_id, epoch)
     if finished < status.per_epoch:
         return
-    if send_rest_of_epoch(app, runtime, batch_id, epoch + 1, lambda: runtime.batches.items(batch_id)):
+    if send_rest_of_epoch(app, runtime, batch_id, epoch + 1, lambda: runtime.batches.iter_items(batch_id)):
         logger.info("batch %s: epoch %d finished, epoch %d sent", batch_id, epoch, epoch + 1)
 
 
