@@ -201,6 +201,7 @@ class Fleet:
     learn_threads: int = 4
     learn_pool: str = "threads"
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    restarts: list[tuple[str, int]] = field(default_factory=list)  # (worker, exit status) restarted
 
     @property
     def log(self) -> Path:
@@ -252,6 +253,14 @@ class Fleet:
         """SIGKILL the worker ``name`` and its pool children."""
         stop(self.processes[name], signal.SIGKILL)
 
+    def restart_exited(self) -> list[str]:
+        """Start again every worker that exited, as compose's restart policy or k8s would; their names."""
+        exited = [name for name, process in self.processes.items() if process.poll() is not None]
+        for name in exited:
+            self.restarts.append((name, self.processes[name].returncode))
+            self.start_one(name)
+        return exited
+
     def alive(self) -> dict[str, bool]:
         """Whether each worker process is still running."""
         return {name: process.poll() is None for name, process in self.processes.items()}
@@ -292,18 +301,29 @@ def failure_traces(n: int, *, topics: int = 3) -> list[dict[str, str]]:
     return sim.failure_traces(n, seed=4, topics=topics)
 
 
-def wait_for_batch(handle: BatchHandle, timeout: float) -> tuple[BatchStatus, int]:
-    """Wait for the batch like BatchHandle.wait, riding out a Redis that is down; (status, failed polls)."""
+def wait_for_batch(
+    handle: BatchHandle, timeout: float, supervise: Fleet | None = None
+) -> tuple[BatchStatus, int]:
+    """Wait for the batch like BatchHandle.wait, riding out a Redis that is down; (status, failed polls).
+
+    With ``supervise``, a worker that exits meanwhile is started again, as a supervisor would.
+    """
     deadline = time.monotonic() + timeout
     failed_polls = 0
     while True:
+        if supervise is not None:
+            supervise.restart_exited()
+        left = max(0.0, deadline - time.monotonic())
         try:
-            return handle.wait(timeout=max(0.0, deadline - time.monotonic())), failed_polls
+            return handle.wait(timeout=min(left, 1.0) if supervise is not None else left), failed_polls
         except (redis.ConnectionError, redis.BusyLoadingError):
             failed_polls += 1
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+        except TimeoutError:
+            if time.monotonic() > deadline:
+                raise
 
 
 @dataclass

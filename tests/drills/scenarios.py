@@ -78,6 +78,8 @@ def redis_restarted(directory: Path, *, during_batch: bool, samples: int = 24) -
             ACE_SIM_LATENCY_SECONDS="0.1",
             # A task cancelled by the lost connection comes back after this, not after an hour.
             ACE_VISIBILITY_TIMEOUT_SECONDS="8",
+            # A worker the restart left without its consumer (kombu #582) exits within seconds.
+            ACE_WORKER_STALL_SECONDS="6",
         )
         with drill_service(settings, server.url) as service:
             fleet = Fleet(env, directory)
@@ -94,7 +96,7 @@ def redis_restarted(directory: Path, *, during_batch: bool, samples: int = 24) -
                     server.restart(RESTART_DOWN_SECONDS)
                     fleet.wait_ready(service, ("learn", "write"), timeout=30)
                     handle = service.producer.enqueue_traces(traces, SKILLBOOK)
-                status, failed_polls = wait_for_batch(handle, timeout=60)
+                status, failed_polls = wait_for_batch(handle, timeout=90, supervise=fleet)
                 outcome = Outcome(
                     drill="redis restarted " + ("mid-batch" if during_batch else "while idle"),
                     load=f"{samples} traces, 4 learn threads + 1 writer, 0.1 s/LLM call",
@@ -103,6 +105,8 @@ def redis_restarted(directory: Path, *, during_batch: bool, samples: int = 24) -
                 )
                 outcome.notes.append(f"workers alive: {all(fleet.alive().values())}")
                 outcome.notes.append(f"producer polls refused while down: {failed_polls}")
+                restarted = ", ".join(f"{name} (exit {code})" for name, code in fleet.restarts) or "none"
+                outcome.notes.append(f"workers the supervisor restarted: {restarted}")
                 return _outcome(outcome, service, handle, status)
             finally:
                 fleet.stop_all()

@@ -227,19 +227,19 @@ def worker_command(
             # Distinct default names per role, so Flower and `celery inspect` tell the workers apart.
             f"--hostname={hostname or '-'.join(roles) + '@%h'}",
         ]
-        _run_worker_through_full_redis(service, argv, redis_url, watchdog)
+        _run_worker_until_signalled(service, argv, redis_url, watchdog)
 
 
-def _run_worker_through_full_redis(
+def _run_worker_until_signalled(
     service: Service, argv: list[str], redis_url: str, watchdog: ConsumptionWatchdog
 ) -> None:
-    """Run the Celery worker; while Redis is out of memory, wait for room instead of exiting.
+    """Run the Celery worker until a shutdown signal; start it again whenever it stops by itself.
 
-    Celery stops a worker whose Redis refuses writes ("Unrecoverable error:
-    OutOfMemoryError"), at start or later, and exits 0, so a restart-on-failure
-    supervisor would not even restart it. This process waits with a growing
-    backoff (shown on /healthz) and starts the worker again; a shutdown signal
-    still ends it.
+    Celery stops a worker on an "unrecoverable error" and the process then exits 0, so a
+    restart-on-failure supervisor would not even restart it. That happens when Redis refuses
+    writes (out of memory), at start or later, and when a Redis restart breaks the connection
+    at the wrong moment. This process waits while Redis is full (shown on /healthz), backs
+    off, and starts the worker again; only a shutdown signal ends it.
     """
     signalled: list[str] = []
 
@@ -247,16 +247,21 @@ def _run_worker_through_full_redis(
         signalled.append(sig)
 
     worker_shutting_down.connect(note_signal, weak=False)
+    backoff = 1.0
     try:
         while True:
             wait_while_redis_is_full(redis_url, on_wait=watchdog.note_problem)
+            started = time.monotonic()
             service.app.worker_main(argv)
-            if signalled or not redis_out_of_memory(redis_url):
+            if signalled:
                 return
-            logger.warning(
-                "the worker stopped because Redis is out of memory; it starts again when there is room"
-            )
+            if time.monotonic() - started > 60:
+                backoff = 1.0  # it ran a while: this stop is news, not a loop
+            cause = "Redis is out of memory" if redis_out_of_memory(redis_url) else "an unrecoverable error"
+            logger.warning("the worker stopped by itself (%s); starting it again in %.0f s", cause, backoff)
             reset_event_loop()
+            time.sleep(backoff)
+            backoff = min(2 * backoff, 30.0)
     finally:
         worker_shutting_down.disconnect(note_signal)
 
