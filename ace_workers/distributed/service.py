@@ -22,7 +22,7 @@ from kombu.asynchronous import set_event_loop
 from .ops.nightly import register_nightly_task
 from .producer.producer import Producer
 from .settings import WorkerSettings
-from .worker.app import create_app
+from .worker.app import create_app, declare_broker_queues
 from .worker.reconcile import register_reconcile_task
 from .worker.runtime import WorkerRuntime
 from .worker.tasks import register_tasks
@@ -47,8 +47,9 @@ class Service:
 
 
 def build_service(settings: WorkerSettings, *, redis_url: str, broker_url: str | None = None) -> Service:
-    """Create the app on ``broker_url`` (default: the Redis URL) and register ``ace.step``."""
-    app = create_app(settings, broker_url=broker_url or redis_url)
+    """Create the app on ``broker_url`` (default: ACE_BROKER_URL, else the Redis) and register its tasks."""
+    app = create_app(settings, broker_url=broker_url, redis_url=redis_url)
+    declare_broker_queues(app)
     runtime = WorkerRuntime(settings, redis_url)
     register_tasks(app, lambda: runtime)
     register_nightly_task(app, lambda: runtime)

@@ -33,6 +33,7 @@ __all__ = [
     # Redis URLs
     "broker_url_for",
     "client_url_for",
+    "is_amqp",
     "redact_url",
     "env_name",
 ]
@@ -55,6 +56,7 @@ _RECIPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 # The recipes every worker has; ACE_RECIPES adds names of its own beside them.
 BUILT_IN_RECIPE_NAMES = ("ace", "trace_analyser")
 _REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+socket")
+AMQP_SCHEMES = ("amqp", "amqps")
 
 
 def _setting(default: Any, *, minimum: float | None = 0, positive: bool = False) -> Any:
@@ -69,6 +71,8 @@ class WorkerSettings:
     Environment variables (defaults in brackets):
 
     - ``ACE_REDIS_URL``: redis://, rediss://, unix:// or redis+socket:// URL of Redis [unset: embedded Redis]
+    - ``ACE_BROKER_URL``: the task broker: amqp:// or amqps:// for RabbitMQ (quorum queues, publisher
+      confirms); Redis stays the skillbook store and the batch ledger [unset: the Redis of ACE_REDIS_URL]
     - ``ACE_QUEUE_PREFIX``: prefix of the queue names and Redis keys [ace]
     - ``ACE_AGENT_MODEL``: model of the Agent: "sim" (simulated LLM) or a litellm model string [sim]
     - ``ACE_REFLECTOR_MODEL``: model of the Reflector, same forms [sim]
@@ -136,6 +140,8 @@ class WorkerSettings:
     """
 
     redis_url: str | None = None
+    # repr=False: its password must not reach logs through the settings' repr.
+    broker_url: str | None = field(default=None, repr=False)
     queue_prefix: str = "ace"
     agent_model: str = SIM_MODEL
     reflector_model: str = SIM_MODEL
@@ -190,6 +196,7 @@ class WorkerSettings:
             if "minimum" in spec.metadata:
                 _check_number(spec, getattr(self, spec.name))
         _check_redis_url(self.redis_url)
+        _check_broker_url(self.broker_url)
         if self.log_format not in LOG_FORMATS:
             formats = " or ".join(LOG_FORMATS)
             raise InvalidSettingError(env_name("log_format"), self.log_format, f"use {formats}")
@@ -473,6 +480,26 @@ def _check_redis_url(url: object) -> None:
         )
     if scheme in ("unix", "redis+socket") and not urlsplit(url).path:
         raise InvalidSettingError(variable, redact_url(url), "a unix-socket URL needs the socket's path")
+
+
+def _check_broker_url(url: object) -> None:
+    if url is None:
+        return
+    variable = env_name("broker_url")
+    if not isinstance(url, str):
+        raise InvalidSettingError(variable, url, "expected a URL string")
+    scheme = urlsplit(url).scheme
+    if scheme not in (*AMQP_SCHEMES, *_REDIS_SCHEMES):
+        raise InvalidSettingError(
+            variable,
+            redact_url(url),
+            f"unsupported scheme {scheme!r}: use one of {', '.join((*AMQP_SCHEMES, *_REDIS_SCHEMES))}",
+        )
+
+
+def is_amqp(url: str) -> bool:
+    """True for a RabbitMQ (AMQP) broker URL."""
+    return urlsplit(url).scheme in AMQP_SCHEMES
 
 
 # -- Redis URL forms ------------------------------------------------------------------

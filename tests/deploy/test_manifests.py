@@ -24,6 +24,7 @@ from ace_workers.distributed.settings import ENV_PREFIX, WorkerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
+RABBITMQ_COMPOSE = ROOT / "docker-compose.rabbitmq.yml"  # the RabbitMQ variant, an override file
 ENV_EXAMPLE = ROOT / ".env.example"
 K8S = ROOT / "deploy" / "k8s"
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
@@ -262,7 +263,7 @@ def test_one_image_everywhere_built_from_the_dockerfile() -> None:
 
 
 def test_compose_uses_exactly_the_variables_env_example_documents() -> None:
-    used = set(_VARIABLE.findall(COMPOSE.read_text()))
+    used = set(_VARIABLE.findall(COMPOSE.read_text() + RABBITMQ_COMPOSE.read_text()))
     used_names = {name for name, _, _ in used}
     assert used_names == set(read_env_example())
 
@@ -416,3 +417,24 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
     assert commands[-1] == "make test"
     assert all(c.startswith(("set ", "cd ")) for c in commands[:-1])
     assert "make test" in (ROOT / "README.md").read_text()
+
+
+def test_the_rabbitmq_variant_gives_every_role_the_broker_and_waits_for_rabbitmq() -> None:
+    base = compose_services()
+    override = yaml.safe_load(RABBITMQ_COMPOSE.read_text())["services"]
+    roles = {name for name, service in base.items() if service.get("command", [""])[0] == "ace-workers"}
+    assert roles <= set(override)
+    values = {**compose_environment(), "RABBITMQ_PASSWORD": "pw"}
+    rabbitmq = override["rabbitmq"]["environment"]
+    for name in roles:
+        # compose merges the override's environment into the service's own.
+        env = {
+            **service_env(base[name]),
+            **{k: interpolate(str(v), values) for k, v in override[name]["environment"].items()},
+        }
+        settings = WorkerSettings.from_env(env)
+        assert settings.broker_url == (
+            f"amqp://{rabbitmq['RABBITMQ_DEFAULT_USER']}:pw@rabbitmq:5672/{rabbitmq['RABBITMQ_DEFAULT_VHOST']}"
+        ), name
+        assert override[name]["depends_on"]["rabbitmq"]["condition"] == "service_healthy", name
+    assert override["rabbitmq"]["healthcheck"]["test"][1] == "rabbitmq-diagnostics"

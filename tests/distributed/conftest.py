@@ -107,3 +107,29 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyP
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     return monkeypatch
+
+
+def rabbitmqctl(*args: str) -> str:
+    """Run ``rabbitmqctl`` against the local RabbitMQ; a clear failure if it cannot."""
+    import shutil
+    import subprocess
+
+    binary = shutil.which("rabbitmqctl")
+    if binary is None:
+        pytest.fail("rabbitmqctl is not installed: the RabbitMQ tests need the local RabbitMQ", pytrace=False)
+    done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        pytest.fail(f"rabbitmqctl {' '.join(args)} failed: {done.stderr.strip()}", pytrace=False)
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_url() -> Iterator[str]:
+    """A vhost of this test run on the local RabbitMQ (user guest), deleted after the run."""
+    vhost = f"ace-test-{uuid.uuid4().hex[:8]}"
+    rabbitmqctl("add_vhost", vhost)
+    try:
+        rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
+        yield f"amqp://guest:guest@127.0.0.1:5672/{vhost}"
+    finally:
+        rabbitmqctl("delete_vhost", vhost)

@@ -209,13 +209,15 @@ def _make_directory() -> Path:
 def resolve_redis(settings: WorkerSettings, *, ping: bool = True) -> Iterator[tuple[str, str]]:
     """Yield ``(broker_url, redis_url)``: ``settings.redis_url`` if set, else an embedded Redis's.
 
+    The broker is ACE_BROKER_URL when set (RabbitMQ), else that Redis.
+
     With ``ping`` (default), a configured Redis is checked first, so one that is
     down fails here with RedisUnavailable within the connect timeout.
     """
     if settings.redis_url:
         if ping:
             ping_redis(settings.redis_url, timeout=settings.redis_connect_timeout_seconds)
-        yield broker_url_for(settings.redis_url), client_url_for(settings.redis_url)
+        yield settings.broker_url or broker_url_for(settings.redis_url), client_url_for(settings.redis_url)
         return
     with EmbeddedRedis() as server:
-        yield server.broker_url, server.redis_url
+        yield settings.broker_url or server.broker_url, server.redis_url

@@ -13,7 +13,7 @@ from celery import Celery
 from pipeline import SampleResult
 
 from ...core.context import ACEStepContext
-from ..settings import WorkerSettings, broker_url_for, client_url_for, env_name
+from ..settings import WorkerSettings, client_url_for, env_name
 from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..worker.app import create_app
@@ -129,7 +129,7 @@ class Producer:
                     f"a Producer needs a Redis URL: set {env_name('redis_url')} "
                     "(or pass redis_url= in WorkerSettings)"
                 )
-            app = create_app(settings, broker_url=broker_url_for(redis_url))
+            app = create_app(settings, redis_url=redis_url)  # the broker: ACE_BROKER_URL, else Redis
             runtime = WorkerRuntime(settings, client_url_for(redis_url))
         self.settings = settings
         self.app = app

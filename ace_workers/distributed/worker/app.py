@@ -24,7 +24,7 @@ from redis.exceptions import ExecAbortError
 from redis.retry import Retry
 
 from ..errors import InvalidSettingError
-from ..settings import WorkerSettings, broker_url_for, client_url_for, env_name
+from ..settings import WorkerSettings, broker_url_for, client_url_for, env_name, is_amqp
 from .errors import RedisUnavailable, UnsafeSerializerError, WriteConcurrencyError
 
 __all__ = [
@@ -65,27 +65,83 @@ WORKER_PUBLISH_RETRY_POLICY: Mapping[str, float] = {
 }
 
 
-def create_app(settings: WorkerSettings, *, broker_url: str | None = None) -> Celery:
-    """A Celery app on ``broker_url`` (default: ``settings.redis_url``), with the same Redis for results.
+def create_app(
+    settings: WorkerSettings, *, broker_url: str | None = None, redis_url: str | None = None
+) -> Celery:
+    """A Celery app: tasks on the broker, results in Redis.
 
-    unix:// URLs are accepted and translated to the redis+socket:// form Celery needs.
+    The broker is ``broker_url``, else ACE_BROKER_URL, else the Redis; the Redis is
+    ``redis_url``, else ACE_REDIS_URL, else a Redis ``broker_url``. unix:// URLs are
+    translated to the redis+socket:// form Celery needs.
 
     Raises:
-        InvalidSettingError: neither ``broker_url`` nor ``settings.redis_url`` is set.
+        InvalidSettingError: no Redis is given.
     """
-    url = broker_url if broker_url is not None else settings.redis_url
-    if not url:
+    redis_given = (
+        redis_url or settings.redis_url or (broker_url if broker_url and not is_amqp(broker_url) else None)
+    )
+    if not redis_given:
         raise InvalidSettingError(
             env_name("redis_url"),
-            url,
-            "no Redis to connect to: set it, pass broker_url, or use resolve_redis() for an embedded Redis",
+            redis_given,
+            "no Redis to connect to: set it, pass redis_url, or use resolve_redis() for an embedded Redis",
         )
-    url = broker_url_for(url)
+    redis = broker_url_for(redis_given)
+    broker = broker_url_for(broker_url or settings.broker_url or redis)
     # Not the current/default app: a library should not change Celery's process-wide state.
-    app = Celery("ace_workers", broker=url, backend=url, set_as_current=False)
+    app = Celery("ace_workers", broker=broker, backend=redis, set_as_current=False)
     app.conf.update(celery_config(settings))
-    app.conf.update(tls_config(url))
+    app.conf.update(broker_config(settings, broker))
+    app.conf.update(tls_config(redis))
     return app
+
+
+def broker_config(settings: WorkerSettings, broker: str) -> dict[str, Any]:
+    """What differs between a RabbitMQ and a Redis broker: queue kinds, delivery guarantees.
+
+    RabbitMQ: quorum queues (replicated, durable), publisher confirms, and the write
+    queue single-active-consumer, so a second writer started by mistake stands by
+    instead of writing alongside. Topic exchanges, because Celery's delayed delivery
+    on quorum queues (retry countdowns) cannot bind direct ones. Redis: the
+    visibility timeout after which an unacknowledged task comes back.
+    """
+    if is_amqp(broker):
+        return {
+            "task_queues": declare_queues(settings, quorum=True),
+            "task_default_exchange_type": "topic",
+            "broker_transport_options": {"confirm_publish": True},
+        }
+    visibility = settings.visibility_timeout_seconds
+    return {
+        "task_queues": declare_queues(settings),
+        "task_default_exchange_type": "direct",
+        # Redelivery: an unacknowledged task comes back after the visibility timeout, which
+        # must exceed the slowest step (WorkerSettings checks it); the same value everywhere.
+        "broker_transport_options": {
+            "visibility_timeout": visibility,
+            # kombu sweeps for abandoned messages every interval x throttle seconds (100 s by
+            # default, whatever the timeout): sweep every quarter timeout, at most every 10 s.
+            "unacked_restore_interval": min(10, max(1, visibility // 4)),
+            "unacked_restore_throttle": 1,
+            "socket_connect_timeout": settings.redis_connect_timeout_seconds,
+            "socket_timeout": settings.redis_socket_timeout_seconds,
+            "retry_on_timeout": True,
+        },
+    }
+
+
+def declare_broker_queues(app: Celery) -> None:
+    """Declare the queues, their exchanges and bindings on a RabbitMQ broker now (idempotent).
+
+    A worker binds every queue to RabbitMQ's delayed-delivery exchanges when it starts (retry
+    countdowns on quorum queues); an exchange not declared yet would disable that for it.
+    """
+    if not is_amqp(str(app.conf.broker_url)):
+        return
+    with app.connection_for_write() as connection:
+        channel = connection.default_channel
+        for queue in app.conf.task_queues:
+            queue(channel).declare()
 
 
 def tls_config(url: str) -> dict[str, Any]:
@@ -103,16 +159,34 @@ def tls_config(url: str) -> dict[str, Any]:
     return {"broker_use_ssl": dict(verify), "redis_backend_use_ssl": dict(verify)}
 
 
-def declare_queues(settings: WorkerSettings) -> tuple[Queue, ...]:
-    """The execute, learn and write queues, each on a direct exchange of its own name."""
+# One consumer at a time takes from the write queue; the others stand by.
+_SINGLE_CONSUMER = {"x-single-active-consumer": True}
+
+
+def declare_queues(settings: WorkerSettings, *, quorum: bool = False) -> tuple[Queue, ...]:
+    """The execute, learn and write queues, each on an exchange of its own name.
+
+    ``quorum`` (RabbitMQ): quorum queues on topic exchanges, the write queue single-active-consumer.
+    """
+    names = settings.queue_names()
+    if not quorum:
+        return tuple(Queue(name, Exchange(name, type="direct"), routing_key=name) for name in names.values())
     return tuple(
-        Queue(name, Exchange(name, type="direct"), routing_key=name)
-        for name in settings.queue_names().values()
+        Queue(
+            name,
+            Exchange(name, type="topic"),
+            routing_key=name,
+            queue_arguments={
+                "x-queue-type": "quorum",
+                **({"x-single-active-consumer": True} if role == "write" else {}),
+            },
+        )
+        for role, name in names.items()
     )
 
 
 def celery_config(settings: WorkerSettings) -> dict[str, Any]:
-    """The Celery settings :func:`create_app` applies (without the broker and backend URLs)."""
+    """The Celery settings :func:`create_app` applies whatever the broker (see :func:`broker_config`)."""
     queues = settings.queue_names()
     visibility = settings.visibility_timeout_seconds
     connect_timeout = settings.redis_connect_timeout_seconds
@@ -145,26 +219,12 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
         "worker_send_task_events": True,
         "task_send_sent_event": False,
         "worker_hijack_root_logger": False,
-        # Queues: three, declared; routing to an undeclared name fails instead of filling a queue
-        # no worker reads.
-        "task_queues": declare_queues(settings),
+        # Queues: three, declared (broker_config); routing to an undeclared name fails instead of
+        # filling a queue no worker reads.
         "task_default_queue": queues["execute"],
         "task_default_exchange": queues["execute"],
-        "task_default_exchange_type": "direct",
         "task_default_routing_key": queues["execute"],
         "task_create_missing_queues": False,
-        # Redelivery: an unacknowledged task comes back after the visibility timeout, which
-        # must exceed the slowest step (WorkerSettings checks it); the same value everywhere.
-        "broker_transport_options": {
-            "visibility_timeout": visibility,
-            # kombu sweeps for abandoned messages every interval x throttle seconds (100 s by
-            # default, whatever the timeout): sweep every quarter timeout, at most every 10 s.
-            "unacked_restore_interval": min(10, max(1, visibility // 4)),
-            "unacked_restore_throttle": 1,
-            "socket_connect_timeout": connect_timeout,
-            "socket_timeout": socket_timeout,
-            "retry_on_timeout": True,
-        },
         "result_backend_transport_options": {
             "visibility_timeout": visibility,
             "retry_policy": {

@@ -7,9 +7,10 @@ exponential step, so the mean is unchanged and the bound is known.
 
 from __future__ import annotations
 
+import math
 import random
 
-__all__ = ["JITTER", "retry_countdown", "total_backoff_bound"]
+__all__ = ["JITTER", "broker_countdown", "retry_countdown", "total_backoff_bound"]
 
 # A wait is the exponential step times a factor drawn from [1 - JITTER, 1 + JITTER).
 JITTER = 0.5
@@ -24,3 +25,11 @@ def retry_countdown(retries: int, backoff_seconds: float, rng: random.Random | N
 def total_backoff_bound(max_retries: int, backoff_seconds: float) -> float:
     """The longest all ``max_retries`` waits of one step can add up to."""
     return float(backoff_seconds * (2.0**max_retries - 1) * (1 + JITTER))
+
+
+def broker_countdown(seconds: float, *, amqp: bool) -> float:
+    """A countdown the broker can honour: RabbitMQ's delayed delivery counts whole seconds, from 1.
+
+    (It truncates, and refuses 0: a shorter retry would be rejected and its message dropped.)
+    """
+    return float(max(1, math.ceil(seconds))) if amqp else seconds

@@ -20,6 +20,7 @@ from celery.exceptions import Ignore, Reject, WorkerShutdown, WorkerTerminate
 
 from ...errors import AceError, LLMError, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
+from ..settings import is_amqp
 from ..store.batches import sample_key
 from ..store.errors import VersionConflict
 from ..store.write_scope import WriteScope, write_scope
@@ -29,7 +30,7 @@ from .dead_letters import park_dead_letter
 from .epochs import send_rest_of_epoch
 from .errors import UnknownRecipeError
 from .payload import context_to_payload, payload_to_context
-from .retries import retry_countdown
+from .retries import broker_countdown, retry_countdown
 from .runtime import Route, WorkerRuntime
 
 __all__ = ["register_tasks", "run_step", "start_next_epoch"]
@@ -143,7 +144,10 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
             raise Reject(exc, requeue=True) from exc
         except RETRYABLE as exc:
             if self.request.retries < runtime.settings.task_max_retries:
-                countdown = retry_countdown(self.request.retries, runtime.settings.retry_backoff_seconds)
+                countdown = broker_countdown(
+                    retry_countdown(self.request.retries, runtime.settings.retry_backoff_seconds),
+                    amqp=is_amqp(str(self.app.conf.broker_url)),
+                )
                 logger.warning(
                     "%s on %s; retry %d in %.1f s",
                     type(exc).__name__,
