@@ -32,7 +32,7 @@ from celery import Celery, Task
 from kombu.exceptions import OperationalError
 
 from ..settings import WorkerSettings
-from ..store.batches import BatchState, sample_key
+from ..store.batches import BatchState, BatchStatus, sample_key
 from ..store.keys import batch_key
 from ..store.locks import try_lock
 from .chains import sample_chain
@@ -96,9 +96,8 @@ def reconcile_batch(
     and the nightly job may all look at the same batch.
     """
     report = ReconcileReport(batches=1)
-    with try_lock(
-        runtime.redis, batch_key(runtime.settings.queue_prefix, batch_id, "reconciling"), 60
-    ) as held:
+    key = batch_key(runtime.settings.queue_prefix, batch_id, "reconciling")
+    with try_lock(runtime.redis, key, RECONCILE_LOCK_SECONDS) as held:
         if held:
             _reconcile(app, runtime, batch_id, time.time() if now is None else now, report)
     return report
@@ -120,7 +119,7 @@ def _reconcile(
     if status.progress_at > cutoff or _messages_waiting(app, runtime, status.recipe, status.skillbook):
         return
     for epoch, index in batches.stalled(batch_id, cutoff):
-        _redrive(app, runtime, batch_id, epoch, index, report)
+        _redrive(app, runtime, status, epoch, index, report)
     # A worker that died between finishing an epoch and sending the next (or mid-epoch)
     # left samples never sent: send them too.
     status = batches.status(batch_id)
@@ -169,10 +168,9 @@ def reconcile_schedule(settings: WorkerSettings) -> dict[str, dict[str, Any]]:
 
 
 def _redrive(
-    app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int, index: int, report: ReconcileReport
+    app: Celery, runtime: WorkerRuntime, status: BatchStatus, epoch: int, index: int, report: ReconcileReport
 ) -> None:
-    batches = runtime.batches
-    status = batches.status(batch_id)
+    batches, batch_id = runtime.batches, status.batch_id
     key = f"{batch_id}:{sample_key(epoch, index)}"
     count = batches.record_redrive(batch_id, epoch, index)
     payload = epoch_payload(
@@ -184,7 +182,7 @@ def _redrive(
         total=status.per_epoch,
     )
     if count > runtime.settings.max_redrives:
-        _give_up(app, runtime, batch_id, epoch, index, payload, count - 1)
+        _give_up(app, runtime, status, epoch, index, payload, count - 1)
         report.given_up.append(key)
         return
     logger.warning("batch %s: sample %s made no progress; sent again (%d)", batch_id, key, count)
@@ -205,14 +203,14 @@ def _redrive(
 def _give_up(
     app: Celery,
     runtime: WorkerRuntime,
-    batch_id: str,
+    status: BatchStatus,
     epoch: int,
     index: int,
     payload: dict[str, Any],
     redrives: int,
 ) -> None:
     """Fail a sample that made no progress after ``redrives`` re-sends; its letter can be retried."""
-    status = runtime.batches.status(batch_id)
+    batch_id = status.batch_id
     error = f"LostSample: no progress after {redrives} re-sends"
     logger.error("batch %s: sample %s: %s", batch_id, sample_key(epoch, index), error)
     kwargs = {
