@@ -195,8 +195,8 @@ class WorkerSettings:
         for spec in dataclasses.fields(self):
             if "minimum" in spec.metadata:
                 _check_number(spec, getattr(self, spec.name))
-        _check_redis_url(self.redis_url)
-        _check_broker_url(self.broker_url)
+        _check_url("redis_url", self.redis_url, _REDIS_SCHEMES)
+        _check_url("broker_url", self.broker_url, (*AMQP_SCHEMES, *_REDIS_SCHEMES))
         if self.log_format not in LOG_FORMATS:
             formats = " or ".join(LOG_FORMATS)
             raise InvalidSettingError(env_name("log_format"), self.log_format, f"use {formats}")
@@ -465,36 +465,20 @@ def _check_sim_failure(rate: float, kind: str) -> None:
         )
 
 
-def _check_redis_url(url: object) -> None:
+def _check_url(field_name: str, url: object, schemes: tuple[str, ...]) -> None:
+    """Refuse a URL of a scheme not in ``schemes``, or a unix-socket URL without its path (None passes)."""
     if url is None:
         return
-    variable = env_name("redis_url")
+    variable = env_name(field_name)
     if not isinstance(url, str):
         raise InvalidSettingError(variable, url, "expected a URL string")
     scheme = urlsplit(url).scheme
-    if scheme not in _REDIS_SCHEMES:
+    if scheme not in schemes:
         raise InvalidSettingError(
-            variable,
-            redact_url(url),
-            f"unsupported scheme {scheme!r}: use one of {', '.join(_REDIS_SCHEMES)}",
+            variable, redact_url(url), f"unsupported scheme {scheme!r}: use one of {', '.join(schemes)}"
         )
     if scheme in ("unix", "redis+socket") and not urlsplit(url).path:
         raise InvalidSettingError(variable, redact_url(url), "a unix-socket URL needs the socket's path")
-
-
-def _check_broker_url(url: object) -> None:
-    if url is None:
-        return
-    variable = env_name("broker_url")
-    if not isinstance(url, str):
-        raise InvalidSettingError(variable, url, "expected a URL string")
-    scheme = urlsplit(url).scheme
-    if scheme not in (*AMQP_SCHEMES, *_REDIS_SCHEMES):
-        raise InvalidSettingError(
-            variable,
-            redact_url(url),
-            f"unsupported scheme {scheme!r}: use one of {', '.join((*AMQP_SCHEMES, *_REDIS_SCHEMES))}",
-        )
 
 
 def is_amqp(url: str) -> bool:
