@@ -7,10 +7,12 @@ duplicate skills, writes applied twice (an idempotency key twice in the change l
 whether the change log's versions run without a gap, and the duration.
 
     python benchmarks/drills.py [--only restart,full,kill,lost,stuck,llm,cli] [--cli-counts 1000,10000]
-                                [--repeat-kills 10]
+                                [--repeat-kills 10] [--brokers redis,rabbitmq]
 
-First a repeated table: each worker-kill drill run ``--repeat-kills`` times (runs,
-completed, samples lost, duplicated, seconds).
+First a repeated table: each worker-kill drill run ``--repeat-kills`` times on each
+broker (runs, completed, samples lost, duplicated, seconds). The restart, kill and
+lost drills also run once per broker in the main table. A RabbitMQ drill runs on a
+vhost of its own on the local RabbitMQ (127.0.0.1:5672, user guest), deleted after.
 The CLI drill at 10,000 traces takes about 15 minutes on a 2-CPU machine.
 """
 
@@ -22,11 +24,12 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests.drills
 
-from tests.drills.harness import Outcome
+from tests.drills.harness import BROKERS, Outcome
 from tests.drills.scenarios import (
     cli_enqueue,
     llm_rate_limited,
@@ -40,7 +43,7 @@ from tests.drills.scenarios import (
 DRILLS = ("restart", "full", "kill", "lost", "stuck", "llm", "cli")
 
 
-def run(only: set[str], cli_counts: tuple[int, ...], root: Path) -> list[Outcome]:
+def run(only: set[str], cli_counts: tuple[int, ...], brokers: tuple[str, ...], root: Path) -> list[Outcome]:
     """Run the chosen drills, each in a folder of its own under ``root``; a drill that raises is a row too."""
     drills: list[tuple[str, str, Callable[[], Outcome | list[Outcome]]]] = [
         (
@@ -48,15 +51,33 @@ def run(only: set[str], cli_counts: tuple[int, ...], root: Path) -> list[Outcome
             "redis restarted while idle",
             lambda: redis_restarted(root / "r-idle", during_batch=False),
         ),
-        ("restart", "redis restarted mid-batch", lambda: redis_restarted(root / "r-mid", during_batch=True)),
-        (
-            "kill",
-            "worker killed during Reflect",
-            lambda: worker_killed(root / "k-reflect", step="ReflectStep"),
-        ),
-        ("kill", "worker killed during Apply", lambda: worker_killed(root / "k-apply", step="ApplyStep")),
+    ]
+    for broker in brokers:
+        suffix = "" if broker == "redis" else f" ({broker})"
+        drills += [
+            (
+                "restart",
+                f"redis restarted mid-batch{suffix}",
+                partial(redis_restarted, root / f"r-mid-{broker}", during_batch=True, broker=broker),
+            ),
+            (
+                "kill",
+                f"worker killed during Reflect{suffix}",
+                partial(worker_killed, root / f"k-reflect-{broker}", step="ReflectStep", broker=broker),
+            ),
+            (
+                "kill",
+                f"worker killed during Apply{suffix}",
+                partial(worker_killed, root / f"k-apply-{broker}", step="ApplyStep", broker=broker),
+            ),
+            (
+                "lost",
+                f"messages lost by the broker{suffix}",
+                partial(message_lost, root / f"lost-{broker}", broker=broker),
+            ),
+        ]
+    drills += [
         ("full", "redis out of memory at start", lambda: redis_full(root / "full")),
-        ("lost", "messages lost by the broker", lambda: message_lost(root / "lost")),
         ("stuck", "worker stops consuming", lambda: worker_stops_consuming(root / "stuck")),
         ("llm", "LLM rate-limited 50%", lambda: llm_rate_limited(root / "llm-50", rate=0.5, max_retries=12)),
         ("llm", "LLM rate-limited 100%", lambda: llm_rate_limited(root / "llm-100", rate=1.0, max_retries=2)),
@@ -102,35 +123,39 @@ def print_table(outcomes: list[Outcome]) -> None:
         print(f"{o.drill} [{o.load}]: {'; '.join(notes)}")
 
 
-def repeat_kills(runs: int, root: Path) -> list[tuple[str, list[Outcome]]]:
-    """SIGKILL the learn worker mid-Reflect, and the writer mid-Apply, ``runs`` times each."""
+def repeat_kills(runs: int, brokers: tuple[str, ...], root: Path) -> list[tuple[str, str, list[Outcome]]]:
+    """On each broker, SIGKILL the learn worker mid-Reflect, and the writer mid-Apply, ``runs`` times each."""
     repeated = []
-    for step, victim in (("ReflectStep", "learn worker"), ("ApplyStep", "writer")):
+    kills = (("ReflectStep", "learn worker"), ("ApplyStep", "writer"))
+    for broker, (step, victim) in ((broker, kill) for broker in brokers for kill in kills):
         outcomes = []
         for run_number in range(1, runs + 1):
             try:
-                outcomes.append(worker_killed(root / f"repeat-{step}-{run_number}", step=step))
+                folder = root / f"repeat-{broker}-{step}-{run_number}"
+                outcomes.append(worker_killed(folder, step=step, broker=broker))
             except Exception as exc:  # counted as a run that did not complete
                 failed = Outcome(drill=f"{victim} killed", load="-", faults="-")
                 failed.notes.append(f"DRILL FAILED: {type(exc).__name__}: {exc}")
                 traceback.print_exc()
                 outcomes.append(failed)
             print(
-                f"  {victim} killed, run {run_number}/{runs}: {outcomes[-1].done}/{outcomes[-1].total}",
+                f"  {broker}: {victim} killed, run {run_number}/{runs}: "
+                f"{outcomes[-1].done}/{outcomes[-1].total}",
                 flush=True,
             )
-        repeated.append((f"{victim} SIGKILLed mid-{step.removesuffix('Step')}", outcomes))
+        repeated.append((broker, f"{victim} SIGKILLed mid-{step.removesuffix('Step')}", outcomes))
     return repeated
 
 
-def print_repeated(repeated: list[tuple[str, list[Outcome]]]) -> None:
-    """One row per repeated drill: runs, runs that completed, samples lost and duplicated, seconds."""
-    header = ("drill (Redis broker)", "runs", "completed", "lost", "duplicated", "seconds mean / max")
+def print_repeated(repeated: list[tuple[str, str, list[Outcome]]]) -> None:
+    """One row per broker and repeated drill: runs, completed, samples lost and duplicated, seconds."""
+    header = ("broker", "drill", "runs", "completed", "lost", "duplicated", "seconds mean / max")
     rows = []
-    for name, outcomes in repeated:
+    for broker, name, outcomes in repeated:
         seconds = [o.seconds for o in outcomes if o.total]
         rows.append(
             (
+                broker,
                 name,
                 str(len(outcomes)),
                 str(sum(1 for o in outcomes if o.total and o.done == o.total and o.failed == 0)),
@@ -159,15 +184,21 @@ def main() -> None:
         default=10,
         help="runs of each worker-kill drill for the repeated table (0: none)",
     )
+    parser.add_argument(
+        "--brokers", default=",".join(BROKERS), help=f"comma-separated subset of {', '.join(BROKERS)}"
+    )
     args = parser.parse_args()
     only = {name.strip() for name in args.only.split(",") if name.strip()}
     unknown = only - set(DRILLS)
     if unknown:
         parser.error(f"unknown drill(s) {sorted(unknown)}: use {', '.join(DRILLS)}")
+    brokers = tuple(name.strip() for name in args.brokers.split(",") if name.strip())
+    if unknown_brokers := set(brokers) - set(BROKERS):
+        parser.error(f"unknown broker(s) {sorted(unknown_brokers)}: use {', '.join(BROKERS)}")
     counts = tuple(int(c) for c in args.cli_counts.split(","))
     with tempfile.TemporaryDirectory(prefix="ace-drills-") as root:
-        repeated = repeat_kills(args.repeat_kills, Path(root)) if args.repeat_kills else []
-        outcomes = run(only, counts, Path(root))
+        repeated = repeat_kills(args.repeat_kills, brokers, Path(root)) if args.repeat_kills else []
+        outcomes = run(only, counts, brokers, Path(root))
     if repeated:
         print_repeated(repeated)
     print_table(outcomes)

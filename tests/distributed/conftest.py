@@ -16,7 +16,7 @@ from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
 from ace_workers.distributed.service import Service, build_service, local_workers, reset_event_loop
 from ace_workers.distributed.settings import WorkerSettings
 
-from .helpers import ENV_PREFIX
+from .helpers import ENV_PREFIX, rabbitmq_vhost
 from .recipes import TEST_RECIPES
 
 TEST_REDIS_URL_ENV = "ACE_TEST_REDIS_URL"
@@ -109,27 +109,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyP
     return monkeypatch
 
 
-def rabbitmqctl(*args: str) -> str:
-    """Run ``rabbitmqctl`` against the local RabbitMQ; a clear failure if it cannot."""
-    import shutil
-    import subprocess
-
-    binary = shutil.which("rabbitmqctl")
-    if binary is None:
-        pytest.fail("rabbitmqctl is not installed: the RabbitMQ tests need the local RabbitMQ", pytrace=False)
-    done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=60)
-    if done.returncode != 0:
-        pytest.fail(f"rabbitmqctl {' '.join(args)} failed: {done.stderr.strip()}", pytrace=False)
-    return done.stdout
-
-
 @pytest.fixture(scope="session")
 def rabbitmq_url() -> Iterator[str]:
     """A vhost of this test run on the local RabbitMQ (user guest), deleted after the run."""
-    vhost = f"ace-test-{uuid.uuid4().hex[:8]}"
-    rabbitmqctl("add_vhost", vhost)
-    try:
-        rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
-        yield f"amqp://guest:guest@127.0.0.1:5672/{vhost}"
-    finally:
-        rabbitmqctl("delete_vhost", vhost)
+    with rabbitmq_vhost() as url:
+        yield url

@@ -14,7 +14,7 @@ from ace_workers.distributed.errors import InvalidSettingError
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.sim import failure_traces
 
-from .conftest import rabbitmqctl
+from .helpers import rabbitmqctl
 from .recipes import TEST_RECIPES
 
 TIMEOUT = 90

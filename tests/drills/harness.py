@@ -31,9 +31,10 @@ from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStatus
 from ace_workers.distributed.store.keys import dead_letters_key
-from tests.distributed.helpers import stop
+from tests.distributed.helpers import rabbitmq_vhost, stop
 
 __all__ = [
+    "BROKERS",
     "REPO",
     "BookCheck",
     "Fleet",
@@ -41,6 +42,7 @@ __all__ = [
     "PrivateRedis",
     "check_book",
     "count_dead_letters",
+    "drill_broker",
     "drill_env",
     "start_worker",
     "stop",
@@ -143,13 +145,34 @@ class PrivateRedis:
             self.process = None
 
 
+BROKERS = ("redis", "rabbitmq")
+
+
+@contextmanager
+def drill_broker(broker: str) -> Iterator[str | None]:
+    """The broker URL of a drill: None for the drill's own Redis, or a fresh vhost on the local RabbitMQ."""
+    if broker == "redis":
+        yield None
+    elif broker == "rabbitmq":
+        with rabbitmq_vhost("ace-drill") as url:
+            yield url
+    else:
+        raise ValueError(f"unknown broker {broker!r}: expected one of {', '.join(BROKERS)}")
+
+
 DRILL_RECIPES = "held=tests.drills.recipes:held_trace_analyser,echo=tests.drills.recipes:echo_recipe"
 
 
-def drill_env(redis_url: str, home: Path, **values: str) -> tuple[dict[str, str], WorkerSettings]:
-    """The environment of worker and CLI processes (only PATH, HOME and ``ACE_*``), and its settings."""
+def drill_env(
+    redis_url: str, home: Path, *, broker_url: str | None = None, **values: str
+) -> tuple[dict[str, str], WorkerSettings]:
+    """The environment of worker and CLI processes (only PATH, HOME and ``ACE_*``), and its settings.
+
+    ``broker_url`` (a RabbitMQ vhost) carries the tasks; by default the drill's Redis does.
+    """
     ace = {
         "ACE_REDIS_URL": redis_url,
+        **({"ACE_BROKER_URL": broker_url} if broker_url else {}),
         "ACE_SIM_TRUST_THRESHOLD": "0",
         # Workers run the drills' recipes by name, like any configured recipe.
         "ACE_RECIPES": DRILL_RECIPES,

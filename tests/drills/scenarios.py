@@ -21,6 +21,7 @@ import redis
 
 from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import Service
+from ace_workers.distributed.settings import is_amqp
 from ace_workers.distributed.store.batches import BatchStatus
 
 from .harness import (
@@ -31,6 +32,7 @@ from .harness import (
     PrivateRedis,
     check_book,
     count_dead_letters,
+    drill_broker,
     drill_env,
     drill_service,
     failure_traces,
@@ -68,12 +70,18 @@ def _outcome(outcome: Outcome, service: Service, handle: BatchHandle, status: Ba
     return outcome
 
 
-def redis_restarted(directory: Path, *, during_batch: bool, samples: int = 24) -> Outcome:
-    """Restart Redis (clean shutdown, AOF on, down 2 s) with workers idle, or in the middle of a batch."""
-    with PrivateRedis(directory / "redis", persistent=True) as server:
+def redis_restarted(
+    directory: Path, *, during_batch: bool, samples: int = 24, broker: str = "redis"
+) -> Outcome:
+    """Restart Redis (clean shutdown, AOF on, down 2 s) with workers idle, or in the middle of a batch.
+
+    With ``broker="rabbitmq"`` the tasks stay in RabbitMQ; the restarted Redis is the store and ledger.
+    """
+    with PrivateRedis(directory / "redis", persistent=True) as server, drill_broker(broker) as broker_url:
         env, settings = drill_env(
             server.url,
             directory,
+            broker_url=broker_url,
             ACE_QUEUE_PREFIX="drill",
             ACE_SIM_LATENCY_SECONDS="0.1",
             # A task cancelled by the lost connection comes back after this, not after an hour.
@@ -98,7 +106,9 @@ def redis_restarted(directory: Path, *, during_batch: bool, samples: int = 24) -
                     handle = service.producer.enqueue_traces(traces, SKILLBOOK)
                 status, failed_polls = wait_for_batch(handle, timeout=90, supervise=fleet)
                 outcome = Outcome(
-                    drill="redis restarted " + ("mid-batch" if during_batch else "while idle"),
+                    drill="redis restarted "
+                    + ("mid-batch" if during_batch else "while idle")
+                    + on_broker(broker),
                     load=f"{samples} traces, 4 learn threads + 1 writer, 0.1 s/LLM call",
                     faults=f"redis-server SIGTERM, down {RESTART_DOWN_SECONDS:g} s, restarted (AOF)",
                     seconds=time.monotonic() - started,
@@ -112,13 +122,14 @@ def redis_restarted(directory: Path, *, during_batch: bool, samples: int = 24) -
                 fleet.stop_all()
 
 
-def worker_killed(directory: Path, *, step: str, samples: int = 12) -> Outcome:
+def worker_killed(directory: Path, *, step: str, samples: int = 12, broker: str = "redis") -> Outcome:
     """SIGKILL the worker running ``step`` ("ReflectStep" or "ApplyStep") while it holds, then replace it."""
     victim = "write" if step == "ApplyStep" else "learn"
-    with PrivateRedis(directory / "redis", persistent=False) as server:
+    with PrivateRedis(directory / "redis", persistent=False) as server, drill_broker(broker) as broker_url:
         env, settings = drill_env(
             server.url,
             directory,
+            broker_url=broker_url,
             ACE_QUEUE_PREFIX="drill",
             ACE_SIM_LATENCY_SECONDS="0.05",
             # The killed worker's unacknowledged task comes back after 4 s.
@@ -142,7 +153,7 @@ def worker_killed(directory: Path, *, step: str, samples: int = 12) -> Outcome:
                 fleet.start_one(victim)
                 status, _ = wait_for_batch(handle, timeout=60)
                 outcome = Outcome(
-                    drill=f"worker killed during {step.removesuffix('Step')}",
+                    drill=f"worker killed during {step.removesuffix('Step')}{on_broker(broker)}",
                     load=f"{samples} traces, 4 learn threads + 1 writer",
                     faults=f"SIGKILL of the {victim} worker mid-{step}, replacement started",
                     seconds=time.monotonic() - started,
@@ -154,12 +165,13 @@ def worker_killed(directory: Path, *, step: str, samples: int = 12) -> Outcome:
                 client.close()
 
 
-def message_lost(directory: Path, *, samples: int = 12, lost: int = 2) -> Outcome:
+def message_lost(directory: Path, *, samples: int = 12, lost: int = 2, broker: str = "redis") -> Outcome:
     """Delete ``lost`` step messages from the broker mid-batch, as a transport losing them in flight would."""
-    with PrivateRedis(directory / "redis", persistent=False) as server:
+    with PrivateRedis(directory / "redis", persistent=False) as server, drill_broker(broker) as broker_url:
         env, settings = drill_env(
             server.url,
             directory,
+            broker_url=broker_url,
             ACE_QUEUE_PREFIX="drill",
             ACE_SIM_LATENCY_SECONDS="0.05",
             ACE_VISIBILITY_TIMEOUT_SECONDS="4",
@@ -171,13 +183,11 @@ def message_lost(directory: Path, *, samples: int = 12, lost: int = 2) -> Outcom
                 started = time.monotonic()
                 # Sent while no worker listens, so the messages wait in the broker's list to be lost.
                 handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK)
-                queue = service.runtime.queue("learn")
-                for _ in range(lost):
-                    client.lrem(queue, 1, client.lindex(queue, -1) or b"")
+                delete_messages(service, client, service.runtime.queue("learn"), lost)
                 fleet.start(service)
                 status, _ = wait_for_batch(handle, timeout=60)
                 outcome = Outcome(
-                    drill="messages lost by the broker",
+                    drill="messages lost by the broker" + on_broker(broker),
                     load=f"{samples} traces, 4 learn threads + 1 writer",
                     faults=f"{lost} of {samples} first-step messages deleted from the queue",
                     seconds=time.monotonic() - started,
@@ -190,6 +200,26 @@ def message_lost(directory: Path, *, samples: int = 12, lost: int = 2) -> Outcom
             finally:
                 fleet.stop_all()
                 client.close()
+
+
+def on_broker(broker: str) -> str:
+    """The suffix naming a drill's broker in the table: none for the default (Redis)."""
+    return "" if broker == "redis" else f" ({broker})"
+
+
+def delete_messages(service: Service, client: redis.Redis, queue: str, count: int) -> None:
+    """Take ``count`` messages off ``queue`` and drop them, on either broker: a transport's loss window."""
+    if is_amqp(str(service.app.conf.broker_url)):
+        with service.app.connection_for_write() as connection:
+            channel = connection.default_channel
+            for _ in range(count):
+                if channel.basic_get(queue, no_ack=True) is None:
+                    raise RuntimeError(f"queue {queue} had fewer than {count} messages to lose")
+        return
+    for _ in range(count):
+        # The next message BRPOP would take.
+        if not client.lrem(queue, 1, client.lindex(queue, -1) or b""):
+            raise RuntimeError(f"queue {queue} had fewer than {count} messages to lose")
 
 
 def worker_stops_consuming(directory: Path, *, stall_seconds: float = 3.0, samples: int = 4) -> Outcome:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import CLI, REPO, Outcome, drill_env
+from .harness import BROKERS, CLI, REPO, Outcome, drill_env
 from .scenarios import (
     cli_enqueue,
     llm_rate_limited,
@@ -46,11 +46,15 @@ def assert_nothing_lost_or_twice(outcome: Outcome) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(DRILL_TIMEOUT)
-@pytest.mark.parametrize("during_batch", [False, True], ids=["idle", "mid-batch"])
+@pytest.mark.parametrize(
+    ("during_batch", "broker"),
+    [(False, "redis"), (True, "redis"), (True, "rabbitmq")],
+    ids=["idle", "mid-batch", "mid-batch-rabbitmq"],
+)
 def test_redis_restart_workers_reconnect_and_the_batch_completes_once(
-    tmp_path: Path, during_batch: bool
+    tmp_path: Path, during_batch: bool, broker: str
 ) -> None:
-    outcome = redis_restarted(tmp_path, during_batch=during_batch)
+    outcome = redis_restarted(tmp_path, during_batch=during_batch, broker=broker)
     assert_nothing_lost_or_twice(outcome)
     assert (outcome.done, outcome.failed) == (outcome.total, 0), outcome
     assert "workers alive: True" in outcome.notes, outcome
@@ -62,11 +66,12 @@ def test_redis_restart_workers_reconnect_and_the_batch_completes_once(
 
 @pytest.mark.slow
 @pytest.mark.timeout(DRILL_TIMEOUT)
+@pytest.mark.parametrize("broker", BROKERS)
 @pytest.mark.parametrize("step", ["ReflectStep", "ApplyStep"])
 def test_worker_killed_mid_step_is_replaced_and_every_sample_completes_once(
-    tmp_path: Path, step: str
+    tmp_path: Path, step: str, broker: str
 ) -> None:
-    outcome = worker_killed(tmp_path, step=step)
+    outcome = worker_killed(tmp_path, step=step, broker=broker)
     assert_nothing_lost_or_twice(outcome)
     assert (outcome.done, outcome.failed) == (outcome.total, 0), outcome
     assert outcome.notes[0] != f"done at the kill: {outcome.total}/{outcome.total}", (
@@ -76,8 +81,11 @@ def test_worker_killed_mid_step_is_replaced_and_every_sample_completes_once(
 
 @pytest.mark.slow
 @pytest.mark.timeout(DRILL_TIMEOUT)
-def test_messages_the_broker_lost_are_sent_again_and_every_sample_completes_once(tmp_path: Path) -> None:
-    outcome = message_lost(tmp_path, samples=12, lost=2)
+@pytest.mark.parametrize("broker", BROKERS)
+def test_messages_the_broker_lost_are_sent_again_and_every_sample_completes_once(
+    tmp_path: Path, broker: str
+) -> None:
+    outcome = message_lost(tmp_path, samples=12, lost=2, broker=broker)
     assert_nothing_lost_or_twice(outcome)
     assert (outcome.done, outcome.failed) == (outcome.total, 0), outcome
     assert "samples sent again: 2, re-sends: 2" in outcome.notes, outcome
