@@ -133,6 +133,8 @@ class WorkerSettings:
     - ``ACE_NIGHTLY_SCHEDULE``: when: a 5-field crontab in UTC, or a number of seconds [0 2 * * *]
     - ``ACE_NIGHTLY_EPOCHS``: epochs of the nightly pass over the inbox [1]
     - ``ACE_NIGHTLY_MAX_TRACES``: most inbox traces one nightly run takes; the rest wait [100000]
+    - ``ACE_NIGHTLY_MAX_STALLS``: nightly runs in a row a batch may stall (no progress) before the
+      run abandons it: its unfinished samples are dead-lettered and the run reports it [2]
     - ``ACE_NIGHTLY_DIR``: folder for the nightly checkpoint and markdown export [unset: none written]
     - ``ACE_NIGHTLY_LOCK_SECONDS``: lifetime of the nightly lock, renewed while a run is alive [600]
 
@@ -186,6 +188,7 @@ class WorkerSettings:
     nightly_schedule: str = "0 2 * * *"
     nightly_epochs: int = _setting(1, minimum=1)
     nightly_max_traces: int = _setting(100_000, minimum=1)
+    nightly_max_stalls: int = _setting(2, minimum=1)
     nightly_dir: str | None = None
     nightly_lock_seconds: int = _setting(600, minimum=1)
     # repr=False: a password must not reach logs through the settings' repr.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -17,8 +18,10 @@ from ace_workers.distributed.ops.nightly import NightlyRunner, stall_seconds
 from ace_workers.distributed.producer import producer as producer_module
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.store.batches import BatchState
 from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.worker.chains import enqueue_epoch
+from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry_dead_letters
 from ace_workers.sim import failure_traces
 
 TRACES = 8
@@ -131,6 +134,7 @@ def test_a_stalled_batch_ends_the_run_with_a_clear_error_and_the_next_run_finish
         runner = NightlyRunner(service.producer, stall_after=1.0)
         with pytest.raises(NightlyStalled, match=r"no progress for 1 s \(0 done, 0 failed, 4 sent of 4\)"):
             runner.run("book", night="2026-11-22")
+        assert runner._state(runner.keys("book"))["stalls"] == "1"
         assert runner.pending("book") == 4
         assert runner.reports("book") == []
         lock = service.runtime.redis.lock(runner.keys("book").nightly_lock, timeout=5)
@@ -142,6 +146,86 @@ def test_a_stalled_batch_ends_the_run_with_a_clear_error_and_the_next_run_finish
         assert report.resumed
         assert (report.done, report.failed) == (4, 0)
         assert runner.pending("book") == 0
+
+
+def apply_writes(service: Service, batch_id: str) -> Counter[str]:
+    """The skillbook writes of ``batch_id``'s ApplySteps, by idempotency key."""
+    return Counter(
+        record.idempotency_key
+        for record in service.runtime.store("book").history(limit=1000)
+        if record.kind is ChangeKind.APPLY and (record.source or {}).get("batch") == batch_id
+    )
+
+
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_a_batch_that_stalls_runs_in_a_row_is_abandoned_reported_and_its_samples_dead_lettered(
+    redis_client: redis.Redis, redis_url: str, epochs: int
+) -> None:
+    with service_for(redis_url, workers=False, nightly_epochs=epochs, nightly_max_stalls=2) as service:
+        service.producer.append_to_inbox(failure_traces(4), "book")
+        runner = NightlyRunner(service.producer, stall_after=1.0)
+        with pytest.raises(NightlyStalled, match=r"stalled runs: 1 of 2; then the batch is abandoned"):
+            runner.run("book", night="2026-11-22")
+
+        report = runner.run("book", night="2026-11-22")
+
+        assert report is not None
+        assert report.resumed
+        assert report.abandoned == "no progress for 1 s in 2 runs in a row"
+        assert (report.done, report.failed) == (0, 4)
+        status = service.runtime.batches.status(report.batch_id)
+        # Ended at the epoch it stalled in: no later epoch starts.
+        assert (status.state, status.epochs, status.total, status.failed) == (BatchState.DONE, 1, 4, 4)
+        assert report.batch_id not in service.runtime.batches.running()
+        # The cursor moved and the stall count is gone: the next night does not stall on it again.
+        assert runner.pending("book") == 0
+        assert "stalls" not in runner._state(runner.keys("book"))
+        assert [r.abandoned for r in runner.reports("book")] == [report.abandoned]
+        letters = read_dead_letters(service.runtime)
+        assert sorted(letter.letter["kwargs"]["sample_index"] for letter in letters if letter.letter) == [
+            1,
+            2,
+            3,
+            4,
+        ]
+        assert all(letter.problem is None for letter in letters)
+        assert all(
+            letter.letter and letter.letter["error"].startswith("Abandoned: no progress")
+            for letter in letters
+        )
+
+        # Nothing lost: the broker's copies gone too, the letters alone teach the skillbook.
+        with service.app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(service.runtime.queue("learn"))
+        assert apply_writes(service, report.batch_id) == Counter()
+        with local_workers(service, learn_threads=2):
+            retried = retry_dead_letters(service.app, service.runtime)
+            deadline = time.monotonic() + 60
+            while len(apply_writes(service, report.batch_id)) < 4 and time.monotonic() < deadline:
+                time.sleep(0.1)
+        assert (retried.sent, retried.kept) == (4, [])
+        writes = apply_writes(service, report.batch_id)
+        assert (len(writes), max(writes.values())) == (4, 1)
+        assert len(service.runtime.skillbook("book")) > 0
+
+
+def test_a_cancelled_batch_ends_the_nightly_run_which_reports_it(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    with service_for(redis_url, workers=False) as service:
+        service.producer.append_to_inbox(failure_traces(3), "book")
+        runner = NightlyRunner(service.producer, stall_after=1.0)
+        with pytest.raises(NightlyStalled):
+            runner.run("book", night="2026-11-22")
+        service.runtime.batches.cancel(runner._state(runner.keys("book"))["batch_id"])
+
+        report = runner.run("book", night="2026-11-22")
+
+        assert report is not None
+        assert report.abandoned == "the batch was cancelled (ace-workers batch cancel)"
+        assert (report.done, report.failed) == (0, 0)
+        assert runner.pending("book") == 0
+        assert read_dead_letters(service.runtime) == []  # cancelled on purpose: nothing parked
 
 
 def test_the_stall_bound_comes_from_the_visibility_timeout_and_the_retry_backoff() -> None:

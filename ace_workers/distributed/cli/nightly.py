@@ -115,6 +115,11 @@ def _print_reports(reports: list[NightlyReport]) -> None:
         )
         epochs = f" x {r.epochs} epochs" if r.epochs > 1 else ""
         console.print(f"  traces {r.traces}{epochs}: {r.done} done, {r.failed} failed")
+        if r.abandoned:
+            console.print(
+                f"  [red]batch {r.batch_id} abandoned: {escape(r.abandoned)}[/]; its unfinished samples "
+                "are dead letters (ace-workers dead-letters retry sends them again)"
+            )
         console.print(
             f"  skills {r.skills_before} -> {r.skills_after}: {r.skills_added} added, "
             f"{r.skills_merged} merged, {r.skills_removed} removed"

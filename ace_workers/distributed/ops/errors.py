@@ -29,17 +29,21 @@ class NightlyBusy(OpsError, RuntimeError):
 
 
 class NightlyStalled(OpsError, TimeoutError):
-    """A nightly run's batch made no progress for too long; the next run resumes it."""
+    """A nightly run's batch made no progress for too long; the next run resumes it, or abandons it."""
 
-    def __init__(self, skillbook: str, status: BatchStatus, seconds: float) -> None:
+    def __init__(
+        self, skillbook: str, status: BatchStatus, seconds: float, stalls: int, max_stalls: int
+    ) -> None:
         super().__init__(
             f"nightly {skillbook}: batch {status.batch_id} made no progress for {seconds:g} s "
             f"({status.done} done, {status.failed} failed, {status.enqueued} sent of {status.total}); "
-            "are the learn and write workers running? The next run resumes it"
+            f"are the learn and write workers running? The next run resumes it (stalled runs: "
+            f"{stalls} of {max_stalls}; then the batch is abandoned)"
         )
         self.skillbook = skillbook
         self.status = status
         self.seconds = seconds
+        self.stalls = stalls
 
 
 class NightlyInboxChanged(OpsError, RuntimeError):

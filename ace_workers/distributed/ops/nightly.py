@@ -13,7 +13,10 @@ that crashed resumes: its batch id and the inbox range it took are recorded
 before anything is sent, so the next attempt sends only what the crash left
 unsent and waits for that batch, and the cursor moves only when the run
 completes. A batch that stops making progress ends the wait with
-NightlyStalled (the next run resumes it), so no run waits forever.
+NightlyStalled (the next run resumes it), so no run waits forever. A batch
+that stalls in ``nightly_max_stalls`` runs in a row, or that an operator
+cancelled, is abandoned: the run dead-letters its unfinished samples
+(``dead-letters retry`` sends them again), finishes, and says so in its report.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from ..store.replies import decode_text
 from ..store.write_scope import dedup_write_scope, write_scope
 from ..worker.epochs import send_rest_of_epoch
 from ..worker.payload import context_to_payload
-from ..worker.reconcile import lost_after_seconds, reconcile_batch
+from ..worker.reconcile import abandon_batch, lost_after_seconds, reconcile_batch
 from ..worker.runtime import WorkerRuntime
 from .errors import NightlyBusy, NightlyInboxChanged, NightlyStalled
 
@@ -101,6 +104,7 @@ class NightlyReport:
     checkpoint_version: int = 0
     files: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    abandoned: str = ""  # why the run gave up on its batch; its unfinished samples are dead letters
     durations: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -239,7 +243,7 @@ class NightlyRunner:
         )
         started = time.monotonic()
         if report.traces:
-            status = self._learn(skillbook, keys, state, lock)
+            status, report.abandoned = self._learn(skillbook, keys, state, lock)
             report.done, report.failed, report.epochs = status.done, status.failed, status.epochs
             report.errors = [
                 f"{e['step']}: {e['error']}" for e in self.producer.runtime.batches.errors(report.batch_id)
@@ -265,7 +269,10 @@ class NightlyRunner:
         self.redis.hset(keys.nightly, mapping=state)  # type: ignore[arg-type]
         return state
 
-    def _learn(self, skillbook: str, keys: SkillbookKeys, state: dict[str, str], lock: Lock) -> BatchStatus:
+    def _learn(
+        self, skillbook: str, keys: SkillbookKeys, state: dict[str, str], lock: Lock
+    ) -> tuple[BatchStatus, str]:
+        """Send the run's batch (or what a crash left unsent) and wait; (its status, why abandoned or "")."""
         batch_id = state["batch_id"]
         if not self.runtime.batches.exists(batch_id):
             traces = self._traces(keys, state)
@@ -274,7 +281,7 @@ class NightlyRunner:
             )
         else:
             self._send_rest_of_first_epoch(keys, state)
-        return self._wait(skillbook, batch_id, lock)
+        return self._wait(skillbook, keys, batch_id, lock)
 
     def _traces(self, keys: SkillbookKeys, state: dict[str, str]) -> list[Any]:
         """The traces of the run: the inbox range it recorded, after the cursor."""
@@ -304,28 +311,55 @@ class NightlyRunner:
         ):
             logger.warning("nightly batch %s: sent the rest of epoch 1 after a crash", batch_id)
 
-    def _wait(self, skillbook: str, batch_id: str, lock: Lock) -> BatchStatus:
-        """Wait for the batch, renewing the lock; NightlyStalled once it stops making progress."""
+    def _wait(
+        self, skillbook: str, keys: SkillbookKeys, batch_id: str, lock: Lock
+    ) -> tuple[BatchStatus, str]:
+        """Wait for the batch, renewing the lock; (its status, why abandoned or "").
+
+        A batch without progress ends the wait with NightlyStalled, or, in the
+        ``nightly_max_stalls``-th run in a row, is abandoned; so is a cancelled one.
+        """
         handle = BatchHandle(batch_id, self.runtime, self.producer.app)
         now = time.monotonic()
         deadline = None if self.batch_timeout is None else now + self.batch_timeout
         renew_at = now + self.settings.nightly_lock_seconds / 3
         reconcile_at = now + self.settings.reconcile_interval_seconds
         waiting_since = time.time()  # a resumed batch's old progress does not count against it
-        while (status := handle.status()).state is not BatchState.DONE:
+        while (status := handle.status()).state is BatchState.RUNNING:
             now = time.monotonic()
             if now > reconcile_at:
                 reconcile_batch(self.producer.app, self.runtime, batch_id)
                 reconcile_at = now + self.settings.reconcile_interval_seconds
             if time.time() - max(status.progress_at, waiting_since) > self.stall_seconds:
-                raise NightlyStalled(skillbook, status, self.stall_seconds)
+                stalls = int(self.redis.hincrby(keys.nightly, "stalls", 1))
+                if stalls < self.settings.nightly_max_stalls:
+                    raise NightlyStalled(
+                        skillbook, status, self.stall_seconds, stalls, self.settings.nightly_max_stalls
+                    )
+                reason = f"no progress for {self.stall_seconds:g} s in {stalls} runs in a row"
+                return self._abandon(skillbook, batch_id, reason), reason
             if deadline is not None and now > deadline:
                 raise TimeoutError(f"nightly {skillbook}: batch {batch_id} did not finish in time")
             if now > renew_at:
                 lock.extend(self.settings.nightly_lock_seconds, replace_ttl=True)  # still alive
                 renew_at = now + self.settings.nightly_lock_seconds / 3
             time.sleep(POLL_SECONDS)
-        return status
+        if status.state is BatchState.CANCELLED:  # an operator's choice: its samples are not parked
+            return status, "the batch was cancelled (ace-workers batch cancel)"
+        return status, ""
+
+    def _abandon(self, skillbook: str, batch_id: str, reason: str) -> BatchStatus:
+        """Give the batch up: its unfinished samples become dead letters, so the run can finish."""
+        given_up = abandon_batch(self.producer.app, self.runtime, batch_id, reason)
+        logger.error(
+            "nightly %s: batch %s abandoned (%s); %d unfinished samples dead-lettered, "
+            "`ace-workers dead-letters retry` sends them again",
+            skillbook,
+            batch_id,
+            reason,
+            len(given_up),
+        )
+        return self.runtime.batches.status(batch_id)
 
     def _finish(
         self, skillbook: str, keys: SkillbookKeys, night: str, state: dict[str, str], report: NightlyReport
@@ -351,7 +385,9 @@ class NightlyRunner:
         # One transaction: the cursor moves, the run ends and its report appears together.
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(keys.nightly, mapping={"cursor": state["range_end"], "last_night": night})
-        pipe.hdel(keys.nightly, "run_id", "started_at", "range_end", "traces", "batch_id", "skills_before")
+        pipe.hdel(
+            keys.nightly, "run_id", "started_at", "range_end", "traces", "batch_id", "skills_before", "stalls"
+        )
         pipe.lpush(keys.nightly_reports, json.dumps(report.to_dict()))
         pipe.ltrim(keys.nightly_reports, 0, REPORTS_KEPT - 1)
         # What the cursor has passed is learned: trim it so the inbox stays bounded.

@@ -167,6 +167,23 @@ class BatchStore:
             self.redis.hsetnx(self._key(batch_id), "finished_at", time.time())
             self._expire(batch_id)
 
+    def end_at_epoch(self, batch_id: str, epoch: int) -> None:
+        """Start no epoch after ``epoch``: the batch ends once that epoch's samples have finished."""
+        per_epoch = int(self.redis.hget(self._key(batch_id), "per_epoch") or 0)
+        self.redis.hset(self._key(batch_id), mapping={"epochs": epoch, "total": per_epoch * epoch})
+
+    def unfinished_in_epoch(self, batch_id: str, epoch: int) -> list[int]:
+        """The indexes (from 1) of the samples of ``epoch`` with no outcome yet, sent or not."""
+        per_epoch = int(self.redis.hget(self._key(batch_id), "per_epoch") or 0)
+        unfinished = []
+        for start in range(1, per_epoch + 1, _CHUNK):
+            indexes = range(start, min(start + _CHUNK, per_epoch + 1))
+            outcomes = self.redis.hmget(
+                self._key(batch_id, "outcomes"), [sample_key(epoch, i) for i in indexes]
+            )
+            unfinished += [i for i, outcome in zip(indexes, outcomes, strict=True) if outcome is None]
+        return unfinished
+
     def _expire(self, batch_id: str) -> None:
         pipe = self.redis.pipeline(transaction=False)
         for key in (self._key(batch_id), *(self._key(batch_id, part) for part in _PARTS)):

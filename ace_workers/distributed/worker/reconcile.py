@@ -45,6 +45,7 @@ from .tasks import start_next_epoch
 
 __all__ = [
     "RECONCILER",
+    "abandon_batch",
     "RECONCILE_TASK",
     "ReconcileReport",
     "reconcile_batch",
@@ -182,7 +183,9 @@ def _redrive(
         total=status.per_epoch,
     )
     if count > runtime.settings.max_redrives:
-        _give_up(app, runtime, status, epoch, index, payload, count - 1)
+        _give_up(
+            app, runtime, status, epoch, index, payload, f"LostSample: no progress after {count - 1} re-sends"
+        )
         report.given_up.append(key)
         return
     logger.warning("batch %s: sample %s made no progress; sent again (%d)", batch_id, key, count)
@@ -207,11 +210,10 @@ def _give_up(
     epoch: int,
     index: int,
     payload: dict[str, Any],
-    redrives: int,
+    error: str,
 ) -> None:
-    """Fail a sample that made no progress after ``redrives`` re-sends; its letter can be retried."""
+    """Fail a sample the ledger gives up on, for ``error``; its letter (from step one) can be retried."""
     batch_id = status.batch_id
-    error = f"LostSample: no progress after {redrives} re-sends"
     logger.error("batch %s: sample %s: %s", batch_id, sample_key(epoch, index), error)
     kwargs = {
         "recipe": status.recipe,
@@ -227,6 +229,35 @@ def _give_up(
         batch_id, epoch, index, step=RECONCILER, error=error, sample=sample
     )
     start_next_epoch(app, runtime, batch_id, epoch, finished)
+
+
+def abandon_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, reason: str) -> list[str]:
+    """Give up on a batch the ledger cannot finish; the keys of the samples given up.
+
+    Its current epoch is made its last, and every sample of that epoch without an
+    outcome is failed and dead-lettered with its stored input (``dead-letters retry``
+    sends it from its first step), so the batch ends and nothing is lost. A message
+    of such a sample still in the broker may run later: its writes are idempotent and
+    its outcome is already recorded, so it changes no count.
+    """
+    batches = runtime.batches
+    status = batches.status(batch_id)
+    batches.end_at_epoch(batch_id, status.epoch)
+    status = batches.status(batch_id)
+    given_up = []
+    for index in batches.unfinished_in_epoch(batch_id, status.epoch):
+        payload = epoch_payload(
+            runtime,
+            batches.item(batch_id, index),
+            epoch=status.epoch,
+            epochs=status.epochs,
+            index=index,
+            total=status.per_epoch,
+        )
+        _give_up(app, runtime, status, status.epoch, index, payload, f"Abandoned: {reason}")
+        given_up.append(f"{batch_id}:{sample_key(status.epoch, index)}")
+    batches.forget_running(batch_id)
+    return given_up
 
 
 def _messages_waiting(app: Celery, runtime: WorkerRuntime, recipe: str, skillbook: str) -> bool:
