@@ -31,7 +31,7 @@ from typing import Any
 from celery import Celery, Task
 from kombu.exceptions import OperationalError
 
-from ..settings import WorkerSettings
+from ..settings import WorkerSettings, is_amqp
 from ..store.batches import BatchState, BatchStatus, sample_key
 from ..store.keys import batch_key
 from ..store.locks import try_lock
@@ -84,7 +84,11 @@ def lost_after_seconds(settings: WorkerSettings) -> float:
     A message held by a worker that died comes back after the visibility timeout,
     and retries wait at most the backoff bound on top.
     """
-    backoff = total_backoff_bound(settings.task_max_retries, settings.retry_backoff_seconds)
+    backoff = total_backoff_bound(
+        settings.task_max_retries,
+        settings.retry_backoff_seconds,
+        amqp=bool(settings.broker_url and is_amqp(settings.broker_url)),
+    )
     return float(settings.visibility_timeout_seconds + backoff)
 
 

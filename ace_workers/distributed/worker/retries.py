@@ -22,9 +22,10 @@ def retry_countdown(retries: int, backoff_seconds: float, rng: random.Random | N
     return float(backoff_seconds * 2.0**retries * (1 - JITTER + 2 * JITTER * draw))
 
 
-def total_backoff_bound(max_retries: int, backoff_seconds: float) -> float:
-    """The longest all ``max_retries`` waits of one step can add up to."""
-    return float(backoff_seconds * (2.0**max_retries - 1) * (1 + JITTER))
+def total_backoff_bound(max_retries: int, backoff_seconds: float, *, amqp: bool = False) -> float:
+    """The longest all ``max_retries`` waits of one step can add up to, as the broker counts them."""
+    longest = (backoff_seconds * 2.0**retries * (1 + JITTER) for retries in range(max_retries))
+    return float(sum(broker_countdown(wait, amqp=amqp) for wait in longest))
 
 
 def broker_countdown(seconds: float, *, amqp: bool) -> float:
