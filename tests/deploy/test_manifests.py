@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ COMPOSE = ROOT / "docker-compose.yml"
 RABBITMQ_COMPOSE = ROOT / "docker-compose.rabbitmq.yml"  # the RabbitMQ variant, an override file
 ENV_EXAMPLE = ROOT / ".env.example"
 K8S = ROOT / "deploy" / "k8s"
+K8S_RABBITMQ = ROOT / "deploy" / "k8s-rabbitmq"  # the RabbitMQ variant, a kustomize overlay of K8S
+KUSTOMIZATION = "kustomization.yaml"
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 BIN = Path(sys.executable).parent
 CLI_APP = "ace_workers.distributed.ops.inspect_app"
@@ -88,6 +91,8 @@ def k8s_documents() -> list[tuple[str, dict[str, Any]]]:
     """(file name, document) of every manifest in deploy/k8s."""
     docs = []
     for path in sorted(K8S.glob("*.yaml")):
+        if path.name == KUSTOMIZATION:  # kustomize's own file, not an object of the cluster
+            continue
         for doc in yaml.safe_load_all(path.read_text()):
             if doc is not None:
                 docs.append((path.name, doc))
@@ -438,3 +443,51 @@ def test_the_rabbitmq_variant_gives_every_role_the_broker_and_waits_for_rabbitmq
         ), name
         assert override[name]["depends_on"]["rabbitmq"]["condition"] == "service_healthy", name
     assert override["rabbitmq"]["healthcheck"]["test"][1] == "rabbitmq-diagnostics"
+
+
+def kustomize(folder: Path) -> list[dict[str, Any]]:
+    """The objects ``kubectl kustomize`` builds from ``folder``: what ``kubectl apply -k`` would apply."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.fail(
+            "kubectl is not installed: the kustomize checks build the manifests with it", pytrace=False
+        )
+    built = subprocess.run([kubectl, "kustomize", str(folder)], capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    return [doc for doc in yaml.safe_load_all(built.stdout) if doc is not None]
+
+
+def test_the_base_kustomization_builds_exactly_the_manifests_of_deploy_k8s() -> None:
+    listed = yaml.safe_load((K8S / KUSTOMIZATION).read_text())["resources"]
+    assert sorted(listed) == sorted(p.name for p in K8S.glob("*.yaml") if p.name != KUSTOMIZATION)
+    names = sorted((doc["kind"], doc["metadata"]["name"]) for doc in kustomize(K8S))
+    assert names == sorted((doc["kind"], doc["metadata"]["name"]) for _, doc in k8s_documents())
+
+
+def test_the_rabbitmq_overlay_gives_every_role_the_broker_and_scales_learn_on_its_rabbitmq_queue() -> None:
+    objects: dict[tuple[str, str], dict[str, Any]] = {
+        (doc["kind"], doc["metadata"]["name"]): doc for doc in kustomize(K8S_RABBITMQ)
+    }
+    secret = objects[("Secret", "ace-rabbitmq")]
+    config = objects[("ConfigMap", "ace-settings")]["data"]
+    deployments = {name: doc for (kind, name), doc in objects.items() if kind == "Deployment"}
+    assert set(deployments) == set(k8s_kind("Deployment"))
+    for name, deployment in deployments.items():
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        (broker,) = [entry for entry in container["env"] if entry["name"] == "ACE_BROKER_URL"]
+        assert broker["valueFrom"]["secretKeyRef"] == {"name": "ace-rabbitmq", "key": "url"}, name
+        env = {
+            **config,
+            "ACE_REDIS_URL": "redis://:pw@redis:6379/0",
+            "ACE_BROKER_URL": secret["stringData"]["url"],
+        }
+        settings = WorkerSettings.from_env(env)
+        assert settings.broker_url is not None and settings.broker_url.startswith("amqp://"), name
+    (trigger,) = objects[("ScaledObject", "worker-learn")]["spec"]["triggers"]
+    assert trigger["type"] == "rabbitmq"
+    learn = WorkerSettings(queue_prefix=config["ACE_QUEUE_PREFIX"]).queue_names()["learn"]
+    assert (trigger["metadata"]["queueName"], trigger["metadata"]["mode"]) == (learn, "QueueLength")
+    authentication = objects[("TriggerAuthentication", trigger["authenticationRef"]["name"])]
+    assert {"parameter": "host", "name": "ace-rabbitmq", "key": "url"} in authentication["spec"][
+        "secretTargetRef"
+    ]
