@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from ace_workers.cli import app
 from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore
+from ace_workers.distributed.ops.nightly import NightlyRunner
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import SkillbookKeys
@@ -187,3 +188,26 @@ def test_a_night_whose_samples_fail_exits_1_and_shows_the_errors(
     for said in (ran, reported):
         assert "traces 2: 0 done, 2 failed" in said
         assert said.count("ReflectStep: LLMError: simulated provider failure") == 2, said
+
+
+def test_the_report_of_an_abandoned_night_says_so_and_where_its_samples_went(
+    env: pytest.MonkeyPatch, redis_url: str
+) -> None:
+    env.setenv("ACE_NIGHTLY_MAX_STALLS", "1")
+    service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
+    try:
+        service.producer.append_to_inbox(failure_traces(2), "book")
+        # No worker runs: the batch stalls, and with one stall allowed the run abandons it.
+        report = NightlyRunner(service.producer, stall_after=0.5).run("book", scheduled=False)
+    finally:
+        service.close()
+    assert report is not None
+    code, reported = invoke("nightly", "report", "book")
+    assert code == 0
+    assert "traces 2: 0 done, 2 failed" in reported
+    assert (
+        f"batch {report.batch_id} abandoned: no progress for 0.5 s (stalled runs in a row: 1); its "
+        "unfinished samples are dead letters (ace-workers dead-letters retry sends them again)"
+    ) in reported
+    code, listed = invoke("dead-letters", "list")
+    assert code == 0 and listed.count("Abandoned: no progress") == 2, listed

@@ -171,7 +171,7 @@ def test_a_batch_that_stalls_runs_in_a_row_is_abandoned_reported_and_its_samples
 
         assert report is not None
         assert report.resumed
-        assert report.abandoned == "no progress for 1 s in 2 runs in a row"
+        assert report.abandoned == "no progress for 1 s (stalled runs in a row: 2)"
         assert (report.done, report.failed) == (0, 4)
         status = service.runtime.batches.status(report.batch_id)
         # Ended at the epoch it stalled in: no later epoch starts.

@@ -336,7 +336,7 @@ class NightlyRunner:
                     raise NightlyStalled(
                         skillbook, status, self.stall_seconds, stalls, self.settings.nightly_max_stalls
                     )
-                reason = f"no progress for {self.stall_seconds:g} s in {stalls} runs in a row"
+                reason = f"no progress for {self.stall_seconds:g} s (stalled runs in a row: {stalls})"
                 return self._abandon(skillbook, batch_id, reason), reason
             if deadline is not None and now > deadline:
                 raise TimeoutError(f"nightly {skillbook}: batch {batch_id} did not finish in time")
