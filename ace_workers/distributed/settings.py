@@ -141,8 +141,8 @@ class WorkerSettings:
     ``ACE_TEST_REDIS_URL`` belongs to the test suite and is ignored here.
     """
 
-    redis_url: str | None = None
-    # repr=False: its password must not reach logs through the settings' repr.
+    # repr=False: a password in either URL must not reach logs through the settings' repr.
+    redis_url: str | None = field(default=None, repr=False)
     broker_url: str | None = field(default=None, repr=False)
     queue_prefix: str = "ace"
     agent_model: str = SIM_MODEL

@@ -122,3 +122,4 @@ def test_a_broker_url_of_another_kind_is_refused_and_never_shown() -> None:
     with pytest.raises(InvalidSettingError, match="unsupported scheme 'kafka'"):
         WorkerSettings(broker_url="kafka://host:9092")
     assert "secret" not in repr(WorkerSettings(broker_url="amqp://guest:secret@host:5672/v"))
+    assert "secret" not in repr(WorkerSettings(redis_url="redis://:secret@host:6379/0"))
