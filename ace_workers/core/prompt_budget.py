@@ -23,6 +23,7 @@ __all__ = [
     "RelevanceScorer",
     "lexical_relevance",
     "select_within_budget",
+    "text_words",
 ]
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -72,20 +73,22 @@ class RelevanceScorer(Protocol):
         ...
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+def text_words(text: str) -> frozenset[str]:
+    """The words a text is found by: lower-cased, stop words left out."""
+    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS)
 
 
 def lexical_relevance(query: str, skills: Sequence[Skill]) -> list[float]:
     """The cheap scorer used when there is no embedder: shared words, rarer words weighing more."""
-    query_words = _words(query)
-    skill_words = [_words(skill.content) & query_words for skill in skills]
+    wanted = text_words(query)
+    shared = [text_words(skill.content) & wanted for skill in skills]
     document_frequency: dict[str, int] = {}
-    for words in skill_words:
+    for words in shared:
         for word in words:
             document_frequency[word] = document_frequency.get(word, 0) + 1
     weight = {w: math.log(1 + len(skills) / df) for w, df in document_frequency.items()}
-    return [sum(weight[w] for w in words) for words in skill_words]
+    # Summed in word order: a set's order varies, and float sums with it (PromptIndex sums alike).
+    return [sum(weight[w] for w in sorted(words)) for words in shared]
 
 
 def select_within_budget(

@@ -23,9 +23,10 @@ from .consolidation import (
 )
 from .files import write_text_atomically
 from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
+from .prompt_index import PromptIndex
 from .skill import TAGS, SimilarityDecision, Skill, utc_now
 from .skill_ids import format_skill_id, is_skill_id
-from .toon import encode_table
+from .toon import encode_table, table_header
 from .updates import UpdateBatch, UpdateOperation
 
 __all__ = ["ApplyReport", "Skillbook"]
@@ -82,6 +83,8 @@ class Skillbook:
         self._skills: dict[str, Skill] = {}
         self._next_id = 1
         self._similarity: dict[frozenset[str], SimilarityDecision] = {}
+        # Built by the first budgeted prompt; dropped by any write (a snapshot derives the next).
+        self._index: PromptIndex | None = None
 
     # -- reads ------------------------------------------------------------------
     def get_skill(self, skill_id: str) -> Skill | None:
@@ -113,6 +116,8 @@ class Skillbook:
 
     def __len__(self) -> int:
         with self._lock:
+            if self._index is not None:
+                return self._index.count
             return sum(1 for s in self._skills.values() if s.is_active)
 
     def __contains__(self, skill_id: object) -> bool:
@@ -140,6 +145,7 @@ class Skillbook:
     ) -> Skill:
         """Add a skill and return a copy; a ``skill_id`` already taken is replaced by a fresh one."""
         with self._lock:
+            self._index = None
             skill = self._add(section, content, skill_id, justification, evidence, sources or [])
             return copy.deepcopy(skill)
 
@@ -148,6 +154,7 @@ class Skillbook:
     ) -> Skill:
         """Replace a skill's content; UnknownSkillError if there is no such skill."""
         with self._lock:
+            self._index = None
             return copy.deepcopy(self._update(self._require(skill_id), content, justification, evidence))
 
     def tag_skill(self, skill_id: str, tag: str, increment: int = 1) -> Skill:
@@ -155,11 +162,13 @@ class Skillbook:
         if tag not in TAGS:
             raise ValueError(f"tag must be one of {', '.join(TAGS)}, got {tag!r}")
         with self._lock:
+            self._index = None
             return copy.deepcopy(self._tag(self._require(skill_id), tag, increment))
 
     def remove_skill(self, skill_id: str, *, soft: bool = False) -> None:
         """Delete a skill, or with ``soft=True`` mark it invalid and keep it for the record."""
         with self._lock:
+            self._index = None
             self._remove(self._require(skill_id), soft)
 
     def _same_content(self, section: str, content: str) -> Skill | None:
@@ -248,6 +257,7 @@ class Skillbook:
         batch.validate_operations()
         report = ApplyReport()
         with self._lock:
+            self._index = None
             for index, op in enumerate(batch.operations):
                 self._apply_one(index, op, report)
         return report
@@ -299,6 +309,7 @@ class Skillbook:
         ops = operations.operations
         with self._lock:
             check_consolidation(ops, self._skills, operations.planned_contents)
+            self._index = None
             return apply_consolidation_operations(ops, self._skills, self._record_decision)
 
     def set_embeddings(self, embeddings: Mapping[str, tuple[str, Sequence[float]]]) -> int:
@@ -336,21 +347,33 @@ class Skillbook:
         with self._lock:
             skills = dict(self._skills)
             similarity = self._similarity
+            index = self._index
         added: list[str] = []
+        touched: dict[str, None] = {}
         for images in changes:
             for skill_id, image in images.items():
+                touched[skill_id] = None
                 if image is None:
                     skills.pop(skill_id, None)
                     continue
                 if skill_id not in skills:
                     added.append(skill_id)
                 skills[skill_id] = Skill.from_dict(image)
-        for skill_id in sorted((i for i in added if i in skills), key=order_of_new):
+        appended = sorted({i for i in added if i in skills}, key=order_of_new)
+        for skill_id in appended:
             skills[skill_id] = skills.pop(skill_id)  # move to the end, in insertion order
         book = Skillbook()
         book._skills = skills
         book._next_id = next_id
         book._similarity = similarity
+        if index is not None:  # the prompt index follows for the changed skills' cost only
+            moved = set(appended)
+            book._index = index.derive(
+                skills,
+                changed=[i for i in touched if i not in moved],
+                appended=appended,
+                columns=PROMPT_COLUMNS,
+            )
         return book
 
     # -- similarity decisions ---------------------------------------------------------
@@ -470,6 +493,26 @@ class Skillbook:
         more helpful-minus-harmful votes, and a last line says how many were
         left out. Within the budget the table is exactly the unbudgeted one.
         """
+        if budget is None or scorer is not None:
+            return self._scanned_prompt(budget, query, scorer)
+        index = self._prompt_index()
+        if index.count == 0:
+            return "(no skills yet)"
+        whole = len(table_header("skills", PROMPT_COLUMNS, index.count)) + index.total_chars
+        if budget.fits(index.count, whole):
+            return _render_rows(index, index.all_slots())
+        chosen = index.select(query, budget, _fixed_chars(index.count))
+        return f"{_render_rows(index, chosen)}\n{_omitted_note(index.count - len(chosen), len(chosen))}"
+
+    def _prompt_index(self) -> PromptIndex:
+        """The prompt index of this version, built on first use."""
+        with self._lock:
+            if self._index is None:
+                self._index = PromptIndex.build(self._skills, PROMPT_COLUMNS)
+            return self._index
+
+    def _scanned_prompt(self, budget: PromptBudget | None, query: str, scorer: RelevanceScorer | None) -> str:
+        """as_prompt by encoding and scoring every skill: no budget, or a scorer of its own."""
         with self._lock:
             skills = [copy.copy(s) for s in self._ordered(False)]
         if not skills:
@@ -479,10 +522,9 @@ class Skillbook:
         if budget is None or budget.fits(len(rows), len(table)):
             return table
         lines = table.split("\n")[1:]  # cells are escaped, so one line per row
-        # Sized for the largest counts the header and the note can show.
-        fixed = len(encode_table("skills", PROMPT_COLUMNS, [])) + len(str(len(rows)))
-        fixed += len(_omitted_note(len(rows), len(rows))) + 1
-        chosen = select_within_budget(skills, [len(line) + 1 for line in lines], budget, fixed, query, scorer)
+        chosen = select_within_budget(
+            skills, [len(line) + 1 for line in lines], budget, _fixed_chars(len(rows)), query, scorer
+        )
         kept = encode_table("skills", PROMPT_COLUMNS, [rows[i] for i in chosen])
         return f"{kept}\n{_omitted_note(len(rows) - len(chosen), len(chosen))}"
 
@@ -505,6 +547,21 @@ class Skillbook:
 
     def __repr__(self) -> str:
         return f"Skillbook({len(self)} skills)"
+
+
+def _fixed_chars(count: int) -> int:
+    """What a cut table of ``count`` skills costs besides its rows, sized for the largest counts."""
+    return (
+        len(table_header("skills", PROMPT_COLUMNS, 0))
+        + len(str(count))
+        + len(_omitted_note(count, count))
+        + 1
+    )
+
+
+def _render_rows(index: PromptIndex, slots: list[int]) -> str:
+    """The skills table of the skills at ``slots`` (in that order), from the index's rows."""
+    return "\n".join([table_header("skills", PROMPT_COLUMNS, len(slots)), *(index.lines[s] for s in slots)])
 
 
 def _omitted_note(omitted: int, shown: int) -> str:

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Sequence
 
-__all__ = ["encode_table"]
+__all__ = ["encode_row", "encode_table", "table_header"]
 
 _NEEDS_QUOTES = re.compile(r'[\t\n\r"\\]')
 _LOOKS_LITERAL = re.compile(r"^(?:true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)$")
@@ -34,7 +34,16 @@ def _cell(value: object) -> str:
     return text
 
 
+def table_header(name: str, columns: Sequence[str], count: int) -> str:
+    """The header line of a table called ``name`` of ``count`` rows."""
+    return f"{name}[{count}\t]{{{chr(9).join(columns)}}}:"
+
+
+def encode_row(row: Sequence[object]) -> str:
+    """One row's line of a table, indent included (values in column order)."""
+    return "  " + "\t".join(_cell(v) for v in row)
+
+
 def encode_table(name: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Encode ``rows`` (one value per column) as a tab-delimited TOON table called ``name``."""
-    header = f"{name}[{len(rows)}\t]{{{chr(9).join(columns)}}}:"
-    return "\n".join([header, *("  " + "\t".join(_cell(v) for v in row) for row in rows)])
+    return "\n".join([table_header(name, columns, len(rows)), *(encode_row(row) for row in rows)])

@@ -1,0 +1,301 @@
+"""What a budgeted skills table needs of a skillbook, kept ready: rendered rows, word postings, votes.
+
+Cutting a big skillbook to a prompt budget from scratch touches every skill on
+every call: encode every row, split every skill into words, sort them all. The
+index does that work once per skill version instead. It is built once for a
+skillbook (O(skills)); a read-only snapshot of the next version derives its index
+from the skills that changed (flat copies of arrays, lists and dicts, plus the
+changed skills' own work). A call then costs the postings of the query's words
+and a partial sort over numpy arrays, whatever the skillbook's size.
+
+The selection is exactly :func:`~.prompt_budget.select_within_budget` with the
+default (lexical) scorer: the same scores, summed in the same order, the same
+ties broken the same way (helpful minus harmful votes, then skillbook order).
+
+Slots: every skill gets a slot in skillbook (insertion) order. A removed skill's
+slot stays as a gap; a skill added (or re-added) takes a new slot at the end,
+as it goes to the end of the skillbook's dict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .prompt_budget import PromptBudget, text_words
+from .skill import Skill
+from .toon import encode_row
+
+__all__ = ["PromptIndex"]
+
+_NO_SLOT = np.iinfo(np.int64).max  # the first slot of a section with no active skill
+# The tie key packs (votes, section's first slot, slot) into one int64 while they fit.
+_SLOT_BITS = 21
+_VOTE_LIMIT = 1 << 19
+
+
+class PromptIndex:
+    """The prompt view of one skillbook version; never changed once built (derive a new one)."""
+
+    __slots__ = (
+        "active",
+        "chars",
+        "count",
+        "ids",
+        "lines",
+        "postings",
+        "section",
+        "section_codes",
+        "section_first",
+        "slot_of",
+        "total_chars",
+        "votes",
+        "words_of",
+    )
+
+    def __init__(self) -> None:
+        self.slot_of: dict[str, int] = {}
+        self.ids: list[str | None] = []  # slot -> skill id; None once the skill is gone
+        self.lines: list[str] = []  # slot -> the skill's table row ("" unless active)
+        self.words_of: list[frozenset[str]] = []  # slot -> the words it is found by
+        self.postings: dict[str, np.ndarray] = {}  # word -> slots of the active skills holding it
+        self.section_codes: dict[str, int] = {}
+        self.active = np.zeros(0, dtype=bool)
+        self.votes = np.zeros(0, dtype=np.int64)  # helpful - harmful
+        self.chars = np.zeros(0, dtype=np.int64)  # the row's length with its newline
+        self.section = np.zeros(0, dtype=np.int64)  # slot -> section code
+        self.section_first = np.zeros(0, dtype=np.int64)  # section code -> its first active slot
+        self.count = 0  # active skills
+        self.total_chars = 0  # of the active rows, newlines included
+
+    # -- building ------------------------------------------------------------------------
+    @classmethod
+    def build(cls, skills: Mapping[str, Skill], columns: Sequence[str]) -> PromptIndex:
+        """The index of ``skills`` (in skillbook order), rows of ``columns``."""
+        index = cls()
+        _Changes(index, columns).append(list(skills.items()))
+        return index
+
+    def derive(
+        self,
+        skills: Mapping[str, Skill],
+        *,
+        changed: Iterable[str],
+        appended: Sequence[str],
+        columns: Sequence[str],
+    ) -> PromptIndex:
+        """The index of the next version, ``skills``, from this one's.
+
+        ``changed``: ids touched in place (changed, or gone when not in ``skills``);
+        ``appended``: ids that went to the end of the skillbook, in order (new or re-added).
+        """
+        index = self._copy()
+        changes = _Changes(index, columns)
+        for skill_id in changed:
+            slot = index.slot_of.get(skill_id)
+            skill = skills.get(skill_id)
+            if slot is None:
+                continue  # added and removed again within the change: never shown
+            changes.clear(slot)
+            if skill is None:
+                index.ids[slot] = None
+                del index.slot_of[skill_id]
+            else:
+                changes.fill(slot, skill)
+        for skill_id in appended:
+            slot = index.slot_of.pop(skill_id, None)
+            if slot is not None:  # re-added: its old place is left as a gap
+                changes.clear(slot)
+                index.ids[slot] = None
+        changes.append([(skill_id, skills[skill_id]) for skill_id in appended])
+        return index
+
+    def _copy(self) -> PromptIndex:
+        index = PromptIndex()
+        index.slot_of = dict(self.slot_of)
+        index.ids = list(self.ids)
+        index.lines = list(self.lines)
+        index.words_of = list(self.words_of)
+        index.postings = dict(self.postings)  # the arrays are replaced, never changed in place
+        index.section_codes = dict(self.section_codes)
+        for name in ("active", "votes", "chars", "section", "section_first"):
+            setattr(index, name, getattr(self, name).copy())
+        index.count, index.total_chars = self.count, self.total_chars
+        return index
+
+    # -- reading ---------------------------------------------------------------------------
+    def all_slots(self) -> list[int]:
+        """Every active skill's slot, in skillbook order (sections together)."""
+        return self._in_skillbook_order(np.flatnonzero(self.active))
+
+    def select(self, query: str, budget: PromptBudget, fixed_chars: int) -> list[int]:
+        """Slots of the skills to show within ``budget``, in skillbook order.
+
+        The same choice as ``select_within_budget`` with the lexical scorer:
+        the most relevant first, then the most helpful, then skillbook order,
+        each taken while it fits the room left.
+        """
+        scores = self._scores(query)
+        limit = budget.max_skills if budget.max_skills is not None else self.count
+        room = budget.max_chars - fixed_chars if budget.max_chars is not None else math.inf
+        wanted = min(self.count, max(limit, 1))
+        while True:
+            chosen: list[int] = []
+            room_left = room
+            for slot in self._best(scores, wanted).tolist():
+                if len(chosen) >= limit:
+                    break
+                if self.chars[slot] <= room_left:
+                    chosen.append(slot)
+                    room_left -= int(self.chars[slot])
+            # Rows skipped for lack of room leave places for skills further down: look further.
+            if len(chosen) >= limit or wanted >= self.count:
+                return self._in_skillbook_order(np.asarray(chosen, dtype=np.int64))
+            wanted = min(self.count, wanted * 2)
+
+    def _scores(self, query: str) -> np.ndarray:
+        """Each slot's lexical relevance to ``query``: the weights of the query words it holds."""
+        scores = np.zeros(len(self.ids))
+        # Summed in word order, as lexical_relevance does, so equal sets give equal floats.
+        for word in sorted(text_words(query)) if query else ():
+            slots = self.postings.get(word)
+            if slots is not None:
+                scores[slots] += math.log(1 + self.count / len(slots))
+        return scores
+
+    def _best(self, scores: np.ndarray, wanted: int) -> np.ndarray:
+        """The ``wanted`` best active slots, best first: by score, then votes, then skillbook order."""
+        scores = np.where(self.active, scores, -1.0)
+        if wanted < self.count:
+            threshold = _wanted_th_largest(scores, wanted)
+            above = np.flatnonzero(scores > threshold)
+            ties = np.flatnonzero(scores == threshold)
+            need = wanted - len(above)
+            if len(ties) > need:
+                ties = ties[self._first_by_tie_key(ties, need)]
+            candidates = np.concatenate([above, ties])
+        else:
+            candidates = np.flatnonzero(self.active)
+        first = self.section_first[self.section[candidates]]
+        order = np.lexsort((candidates, first, -self.votes[candidates], -scores[candidates]))
+        return candidates[order]
+
+    def _first_by_tie_key(self, slots: np.ndarray, need: int) -> np.ndarray:
+        """Positions in ``slots`` of the ``need`` first by (most votes, skillbook order), in no order."""
+        votes = self.votes[slots]
+        first = self.section_first[self.section[slots]]
+        if len(self.ids) < (1 << _SLOT_BITS) and np.all(np.abs(votes) < _VOTE_LIMIT):
+            key = ((_VOTE_LIMIT - votes) << (2 * _SLOT_BITS)) | (first << _SLOT_BITS) | slots
+            return np.argpartition(key, need - 1)[:need] if need > 0 else np.zeros(0, dtype=np.int64)
+        return np.lexsort((slots, first, -votes))[:need]
+
+    def _in_skillbook_order(self, slots: np.ndarray) -> list[int]:
+        first = self.section_first[self.section[slots]]
+        ordered: list[int] = slots[np.lexsort((slots, first))].tolist()
+        return ordered
+
+
+def _wanted_th_largest(scores: np.ndarray, wanted: int) -> float:
+    """The ``wanted``-th largest value of ``scores`` (1 <= wanted <= len(scores)).
+
+    np.partition slows down tenfold on many equal values (every skill sharing one
+    common query word, or none): it partitions a copy nudged apart by a spread far
+    below any real score gap, then checks the value it found is exact.
+    """
+    size = len(scores)
+    nudged = scores + np.arange(size) * (1e-9 / size)
+    value = float(scores[np.argpartition(nudged, size - wanted)[size - wanted]])
+    if np.count_nonzero(scores > value) < wanted <= np.count_nonzero(scores >= value):
+        return value
+    levels, counts = np.unique(scores, return_counts=True)  # exact, for scores closer than the nudge
+    at_least = np.cumsum(counts[::-1])
+    return float(levels[::-1][int(np.searchsorted(at_least, wanted))])
+
+
+class _Changes:
+    """Edits one new (still private) index: clears and fills slots, appends skills."""
+
+    def __init__(self, index: PromptIndex, columns: Sequence[str]) -> None:
+        self.index = index
+        self.columns = columns
+        self.removed: dict[str, set[int]] = {}  # word -> slots to take out of its postings
+        self.added: dict[str, list[int]] = {}  # word -> slots to put in
+        self.stale_sections: set[int] = set()  # whose first slot may have moved back
+
+    def clear(self, slot: int) -> None:
+        """Take the skill at ``slot`` out of the prompt view (its slot stays)."""
+        index = self.index
+        if index.active[slot]:
+            index.active[slot] = False
+            index.count -= 1
+            index.total_chars -= int(index.chars[slot])
+            self.stale_sections.add(int(index.section[slot]))
+        for word in index.words_of[slot]:
+            self.removed.setdefault(word, set()).add(slot)
+        index.words_of[slot] = frozenset()
+        index.lines[slot] = ""
+
+    def fill(self, slot: int, skill: Skill) -> None:
+        """Show ``skill`` at ``slot`` (an inactive skill keeps the slot, shown nowhere)."""
+        index = self.index
+        index.section[slot] = self._section_code(skill.section)
+        if not skill.is_active:
+            return
+        line = encode_row([getattr(skill, column) for column in self.columns])
+        words = text_words(skill.content)
+        index.lines[slot] = line
+        index.words_of[slot] = words
+        index.active[slot] = True
+        index.votes[slot] = skill.helpful - skill.harmful
+        index.chars[slot] = len(line) + 1
+        index.count += 1
+        index.total_chars += len(line) + 1
+        for word in words:
+            self.added.setdefault(word, []).append(slot)
+        code = int(index.section[slot])
+        index.section_first[code] = min(int(index.section_first[code]), slot)
+
+    def append(self, items: list[tuple[str, Skill]]) -> None:
+        """Give each skill a new slot at the end, in order, then finish the edit."""
+        index = self.index
+        start, extra = len(index.ids), len(items)
+        for name in ("active", "votes", "chars", "section"):
+            grown: np.ndarray[Any, Any] = np.zeros(start + extra, dtype=getattr(index, name).dtype)
+            grown[:start] = getattr(index, name)
+            setattr(index, name, grown)
+        index.ids.extend(skill_id for skill_id, _ in items)
+        index.lines.extend([""] * extra)
+        index.words_of.extend([frozenset()] * extra)
+        for offset, (skill_id, skill) in enumerate(items):
+            index.slot_of[skill_id] = start + offset
+            self.fill(start + offset, skill)
+        self._finish()
+
+    def _section_code(self, section: str) -> int:
+        index = self.index
+        code = index.section_codes.get(section)
+        if code is None:
+            code = index.section_codes[section] = len(index.section_codes)
+            index.section_first = np.append(index.section_first, _NO_SLOT)
+        return code
+
+    def _finish(self) -> None:
+        index = self.index
+        for word in self.removed.keys() | self.added.keys():
+            slots = index.postings.get(word, np.zeros(0, dtype=np.int64))
+            gone = self.removed.get(word)
+            if gone:
+                slots = slots[~np.isin(slots, np.fromiter(gone, dtype=np.int64, count=len(gone)))]
+            new = self.added.get(word)
+            if new:
+                slots = np.concatenate([slots, np.asarray(new, dtype=np.int64)])
+            if len(slots):
+                index.postings[word] = slots
+            else:
+                index.postings.pop(word, None)
+        for code in self.stale_sections:
+            members = np.flatnonzero(index.active & (index.section == code))
+            index.section_first[code] = int(members[0]) if len(members) else _NO_SLOT
