@@ -208,28 +208,35 @@ def run_levels(
 
 
 @contextmanager
-def workers_for(service: Service, mode: str, slots: int, *, bare: bool) -> Iterator[None]:
-    """Learn workers with ``slots`` threads and a one-thread writer: in this process, or as two processes."""
+def workers_for(
+    service: Service, mode: str, slots: int, *, bare: bool
+) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+    """Learn workers with ``slots`` threads and a one-thread writer: in this process, or as two processes.
+
+    Yields the worker processes by role ("learn", "write"); none for threads.
+    """
     if mode == "threads":
         with local_workers(service, learn_threads=slots):
-            yield
+            yield {}
         return
     queues = service.runtime.settings.queue_names()
     layouts = [(f"{queues['execute']},{queues['learn']}", slots, "learn"), (queues["write"], 1, "write")]
     with ExitStack() as stack:
-        names = []
+        names, processes = [], {}
         for queue_list, concurrency, role in layouts:
             name = f"bench-{role}-{os.getpid()}@localhost"
             names.append(name)
-            stack.enter_context(_worker_process(service, queue_list, concurrency, name, bare=bare))
+            processes[role] = stack.enter_context(
+                _worker_process(service, queue_list, concurrency, name, bare=bare)
+            )
         _wait_for_workers(service, names)
-        yield
+        yield processes
 
 
 @contextmanager
 def _worker_process(
     service: Service, queue_list: str, concurrency: int, name: str, *, bare: bool
-) -> Iterator[None]:
+) -> Iterator[subprocess.Popen[bytes]]:
     settings = service.runtime.settings
     env = {
         **os.environ,
@@ -246,7 +253,7 @@ def _worker_process(
         command = [str(VENV_BIN / "ace-workers"), "worker", f"--queues={roles}"]
     process = subprocess.Popen([*command, *common], env=env, stdout=subprocess.DEVNULL)
     try:
-        yield
+        yield process
     finally:
         process.terminate()  # warm shutdown: finishes the task in hand
         try:
