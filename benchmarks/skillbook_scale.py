@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import random
 import statistics
 import time
@@ -122,12 +123,14 @@ def main() -> None:
     if sizes[0] != 0:
         parser.error("--sizes must start with 0: the fresh skillbook is what the others compare with")
     rows = {}
+    limit = max(sizes) + 10_000  # room to learn into the largest skillbook
+    os.environ["ACE_MAX_SKILLBOOK_SKILLS"] = str(limit)  # the worker processes inherit it
     with bench_redis(args.redis_url) as url:
         settings = WorkerSettings(
             redis_url=url,
             queue_prefix="benchscale",
             sim_latency_seconds=args.latency,
-            max_skillbook_skills=max(sizes) + 10_000,
+            max_skillbook_skills=limit,
         )
         service = build_service(settings, redis_url=url)
         try:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .prompt_budget import PromptBudget, text_words
-from .skill import Skill
+from .skill import TAGS, Skill
 from .toon import encode_row
 
 __all__ = ["PromptIndex"]
@@ -35,6 +35,8 @@ _NO_SLOT = np.iinfo(np.int64).max  # the first slot of a section with no active 
 # The tie key packs (votes, section's first slot, slot) into one int64 while they fit.
 _SLOT_BITS = 21
 _VOTE_LIMIT = 1 << 19
+# The per-slot arrays, copied for each derived version.
+_SLOT_ARRAYS = ("active", "kept_invalid", "votes", *TAGS, "chars", "section")
 
 
 class PromptIndex:
@@ -44,13 +46,20 @@ class PromptIndex:
         "active",
         "chars",
         "count",
+        "harmful",
+        "helpful",
         "ids",
+        "invalid",
+        "kept_invalid",
         "lines",
+        "neutral",
         "postings",
         "section",
         "section_codes",
+        "section_counts",
         "section_first",
         "slot_of",
+        "tag_sums",
         "total_chars",
         "votes",
         "words_of",
@@ -64,11 +73,18 @@ class PromptIndex:
         self.postings: dict[str, np.ndarray] = {}  # word -> slots of the active skills holding it
         self.section_codes: dict[str, int] = {}
         self.active = np.zeros(0, dtype=bool)
+        self.kept_invalid = np.zeros(0, dtype=bool)  # a soft-removed skill at the slot
         self.votes = np.zeros(0, dtype=np.int64)  # helpful - harmful
+        self.helpful = np.zeros(0, dtype=np.int64)
+        self.harmful = np.zeros(0, dtype=np.int64)
+        self.neutral = np.zeros(0, dtype=np.int64)
         self.chars = np.zeros(0, dtype=np.int64)  # the row's length with its newline
         self.section = np.zeros(0, dtype=np.int64)  # slot -> section code
         self.section_first = np.zeros(0, dtype=np.int64)  # section code -> its first active slot
+        self.section_counts = np.zeros(0, dtype=np.int64)  # section code -> its active skills
         self.count = 0  # active skills
+        self.invalid = 0  # skills kept but soft-removed
+        self.tag_sums = dict.fromkeys(TAGS, 0)  # over the active skills
         self.total_chars = 0  # of the active rows, newlines included
 
     # -- building ------------------------------------------------------------------------
@@ -121,10 +137,20 @@ class PromptIndex:
         index.words_of = list(self.words_of)
         index.postings = dict(self.postings)  # the arrays are replaced, never changed in place
         index.section_codes = dict(self.section_codes)
-        for name in ("active", "votes", "chars", "section", "section_first"):
+        for name in (*_SLOT_ARRAYS, "section_first", "section_counts"):
             setattr(index, name, getattr(self, name).copy())
-        index.count, index.total_chars = self.count, self.total_chars
+        index.count, index.invalid, index.total_chars = self.count, self.invalid, self.total_chars
+        index.tag_sums = dict(self.tag_sums)
         return index
+
+    def stats(self) -> dict[str, Any]:
+        """Skillbook.stats() of this version: sections, active and invalid skills, tag sums."""
+        return {
+            "sections": int(np.count_nonzero(self.section_counts)),
+            "skills": self.count,
+            "invalid": self.invalid,
+            "tags": dict(self.tag_sums),
+        }
 
     # -- reading ---------------------------------------------------------------------------
     def all_slots(self) -> list[int]:
@@ -232,7 +258,13 @@ class _Changes:
             index.active[slot] = False
             index.count -= 1
             index.total_chars -= int(index.chars[slot])
+            index.section_counts[index.section[slot]] -= 1
+            for tag in TAGS:
+                index.tag_sums[tag] -= int(getattr(index, tag)[slot])
             self.stale_sections.add(int(index.section[slot]))
+        elif index.kept_invalid[slot]:
+            index.kept_invalid[slot] = False
+            index.invalid -= 1
         for word in index.words_of[slot]:
             self.removed.setdefault(word, set()).add(slot)
         index.words_of[slot] = frozenset()
@@ -243,6 +275,8 @@ class _Changes:
         index = self.index
         index.section[slot] = self._section_code(skill.section)
         if not skill.is_active:
+            index.kept_invalid[slot] = True
+            index.invalid += 1
             return
         line = encode_row([getattr(skill, column) for column in self.columns])
         words = text_words(skill.content)
@@ -250,7 +284,11 @@ class _Changes:
         index.words_of[slot] = words
         index.active[slot] = True
         index.votes[slot] = skill.helpful - skill.harmful
+        for tag in TAGS:
+            getattr(index, tag)[slot] = getattr(skill, tag)
+            index.tag_sums[tag] += getattr(skill, tag)
         index.chars[slot] = len(line) + 1
+        index.section_counts[index.section[slot]] += 1
         index.count += 1
         index.total_chars += len(line) + 1
         for word in words:
@@ -262,7 +300,7 @@ class _Changes:
         """Give each skill a new slot at the end, in order, then finish the edit."""
         index = self.index
         start, extra = len(index.ids), len(items)
-        for name in ("active", "votes", "chars", "section"):
+        for name in _SLOT_ARRAYS:
             grown: np.ndarray[Any, Any] = np.zeros(start + extra, dtype=getattr(index, name).dtype)
             grown[:start] = getattr(index, name)
             setattr(index, name, grown)
@@ -280,6 +318,7 @@ class _Changes:
         if code is None:
             code = index.section_codes[section] = len(index.section_codes)
             index.section_first = np.append(index.section_first, _NO_SLOT)
+            index.section_counts = np.append(index.section_counts, 0)
         return code
 
     def _finish(self) -> None:

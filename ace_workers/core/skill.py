@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -18,9 +19,14 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat()
 
 
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
 def _known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     # Files from newer reference versions carry extra keys: ignore them.
-    names = {f.name for f in fields(cls)}
+    names = _field_names(cls)
     return {key: value for key, value in data.items() if key in names}
 
 

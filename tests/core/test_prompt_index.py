@@ -50,8 +50,10 @@ def test_a_built_index_cuts_the_table_exactly_as_scanning_every_skill_does(seed:
     rng = random.Random(seed)
     book = random_book(rng, rng.randint(0, 60))
     book.remove_skill(book.skills()[0].id, soft=True) if len(book) > 3 else None
+    scanned_stats = book.stats()
     assert_same_as_a_scan(book, rng)
     assert book._index is not None  # the budgeted prompts went through the index
+    assert book.stats() == scanned_stats
 
 
 def image(skill_id: str, section: str, content: str, helpful: int = 0, harmful: int = 0) -> dict[str, Any]:
@@ -110,6 +112,7 @@ def test_an_index_derived_version_after_version_matches_one_built_from_scratch(s
         assert book._index is not None, "a derived snapshot keeps an index"
         fresh = Skillbook.from_dict(book.to_dict())
         assert len(book) == len(fresh), version
+        assert book.stats() == fresh.stats(), version  # kept by the index, counted by the scan
         for budget in BUDGETS:
             for query in queries(rng):
                 derived = book.as_prompt(budget, query)

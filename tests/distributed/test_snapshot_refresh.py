@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 import redis
 
-from ace_workers.core import Skillbook, SkillbookView, UpdateBatch, UpdateOperation
+from ace_workers.core import PromptBudget, Skillbook, SkillbookView, UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
+
+BUDGET = PromptBudget(max_skills=3, max_chars=400)
 
 
 def op(type_: str, **fields: Any) -> UpdateOperation:
@@ -24,6 +29,10 @@ def same_as_full_read(store: RedisSkillbookStore, book: Skillbook | SkillbookVie
         s.id for s in full.skills(include_invalid=True)
     ]
     assert book.as_prompt() == full.as_prompt()
+    # A budgeted table comes from the snapshot's prompt index, derived version by version.
+    for query in ("", "skill updated units", "nothing shared"):
+        assert book.as_prompt(BUDGET, query) == full.as_prompt(BUDGET, query)
+    assert book.stats() == full.stats()
 
 
 def no_full_reads(store: RedisSkillbookStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -94,3 +103,29 @@ def test_rollbacks_and_trimmed_logs_fall_back_to_a_full_read(
     assert full_reads == [1, 1]
     assert version == store.version()
     same_as_full_read(store, book)
+
+
+def test_threads_that_miss_the_same_version_read_it_once_between_them(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RedisSkillbookStore(redis_client, "book", snapshot_cache=SnapshotCache())
+    store.apply(UpdateBatch(operations=[op("ADD", section="math", content=f"skill {n}") for n in range(50)]))
+    reads: list[int] = []
+    original = store._read_whole_for_cache
+
+    def slow_read() -> Any:
+        reads.append(1)
+        time.sleep(0.2)  # long enough for every thread to miss the cache meanwhile
+        return original()
+
+    monkeypatch.setattr(store, "_read_whole_for_cache", slow_read)
+    start = threading.Barrier(8)
+
+    def read() -> int:
+        start.wait()
+        return id(store.cached_snapshot()[1]._sb)
+
+    with ThreadPoolExecutor(8) as pool:
+        books = set(pool.map(lambda _: read(), range(8)))
+    assert reads == [1]
+    assert len(books) == 1  # every thread got the one snapshot

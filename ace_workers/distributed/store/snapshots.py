@@ -29,6 +29,16 @@ class SnapshotCache:
         self._entries: OrderedDict[Hashable, Skillbook] = OrderedDict()
         # identity -> (version, key) of the newest snapshot put, while it is still cached.
         self._newest: dict[Hashable, tuple[int, Hashable]] = {}
+        self._filling: dict[Hashable, threading.Lock] = {}
+
+    def filling(self, identity: Hashable) -> threading.Lock:
+        """The lock one caller holds while it builds a missing snapshot of ``identity``.
+
+        Threads that miss the same version at once then build it once, instead of
+        each reading (or deriving) the whole skillbook side by side.
+        """
+        with self._lock:
+            return self._filling.setdefault(identity, threading.Lock())
 
     def get(self, key: Hashable) -> Skillbook | None:
         """The snapshot cached under ``key``, marked as recently used, or None."""

@@ -189,14 +189,21 @@ class RedisSkillbookStore:
         cached = self._cache.get(self._cache_key(incarnation, version))
         if cached is not None:
             return version, SkillbookView(cached)
-        advanced = self._advance_cached(incarnation, version)
-        if advanced is not None:
-            version, book = advanced
-        else:
-            version, incarnation, book = self._read_whole_for_cache()
-        self._cache.put(
-            self._cache_key(incarnation, version), book, identity=self._identity(incarnation), version=version
-        )
+        with self._cache.filling(self._identity(incarnation)):
+            cached = self._cache.get(self._cache_key(incarnation, version))  # built while we waited
+            if cached is not None:
+                return version, SkillbookView(cached)
+            advanced = self._advance_cached(incarnation, version)
+            if advanced is not None:
+                version, book = advanced
+            else:
+                version, incarnation, book = self._read_whole_for_cache()
+            self._cache.put(
+                self._cache_key(incarnation, version),
+                book,
+                identity=self._identity(incarnation),
+                version=version,
+            )
         return version, SkillbookView(book)
 
     def _advance_cached(self, incarnation: str | None, version: int) -> tuple[int, Skillbook] | None:
