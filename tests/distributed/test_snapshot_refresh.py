@@ -13,6 +13,7 @@ import redis
 
 from ace_workers.core import PromptBudget, Skillbook, SkillbookView, UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
+from ace_workers.distributed.store.keys import META_INCARNATION
 
 BUDGET = PromptBudget(max_skills=3, max_chars=400)
 
@@ -129,3 +130,23 @@ def test_threads_that_miss_the_same_version_read_it_once_between_them(
         books = set(pool.map(lambda _: read(), range(8)))
     assert reads == [1]
     assert len(books) == 1  # every thread got the one snapshot
+
+
+def test_a_reader_whose_version_another_thread_already_passed_reads_no_whole_skillbook(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RedisSkillbookStore(redis_client, "book", snapshot_cache=SnapshotCache())
+    store.apply(UpdateBatch(operations=[op("ADD", section="math", content="skill 0")]))
+    store.cached_snapshot()
+    for n in range(1, 4):
+        store.apply(UpdateBatch(operations=[op("ADD", section="math", content=f"skill {n}")]))
+    store.cached_snapshot()  # the newest cached is now version 4
+    full_reads = no_full_reads(store, monkeypatch)
+    # A reader that saw version 2 (then waited) finds the cache already past it.
+    incarnation = redis_client.hget(store.keys.meta, META_INCARNATION).decode()
+    base = store._cache.newest(store._identity(incarnation))
+    assert base is not None and base[0] == 4
+    advanced = store._advance_cached(incarnation, 2)
+    assert advanced is not None and advanced[0] == 4
+    assert advanced[1] is base[1]  # nothing written since: the same snapshot, not a copy
+    assert full_reads == []

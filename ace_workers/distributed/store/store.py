@@ -214,7 +214,9 @@ class RedisSkillbookStore:
         worker's refresh cheap however big the skillbook grows.
         """
         newest = self._cache.newest(self._identity(incarnation))
-        if newest is None or not 0 < version - newest[0] <= _MAX_INCREMENTAL_VERSIONS:
+        # A newest already past ``version`` (another thread brought it forward meanwhile)
+        # is brought to the current version like any other: never a reason to read it all.
+        if newest is None or version - newest[0] > _MAX_INCREMENTAL_VERSIONS:
             return None
         base_version, base = newest
         with self._redis.pipeline(transaction=True) as pipe:
@@ -233,6 +235,8 @@ class RedisSkillbookStore:
             or any(r.kind is not ChangeKind.APPLY for r in records)
         ):
             return None
+        if not records:  # nothing written since: the cached one is current
+            return current, base
         new_ids = sorted({i for r in records for i, image in r.after.items() if image is not None})
         orders = self._stored_orders(new_ids)
         book = advance_snapshot(
