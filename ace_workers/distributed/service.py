@@ -82,8 +82,13 @@ def _node_name(role: str) -> str:
 
 
 @contextmanager
-def local_workers(service: Service, *, learn_threads: int = 4) -> Iterator[Service]:
-    """Run thread-pool workers for the execute and learn queues and a one-thread write worker."""
+def local_workers(
+    service: Service, *, learn_threads: int = 4, write_queues: list[str] | None = None
+) -> Iterator[Service]:
+    """Run thread-pool workers for the execute and learn queues and a one-thread worker per write queue.
+
+    ``write_queues``: the write queues to serve (default: every partition's).
+    """
     queues = service.runtime.settings.queue_names()
     with ExitStack() as stack:
         stack.enter_context(_own_hub())
@@ -99,17 +104,21 @@ def local_workers(service: Service, *, learn_threads: int = 4) -> Iterator[Servi
                 shutdown_timeout=30.0,
             )
         )
-        reset_event_loop()  # the write worker gets a hub of its own
-        stack.enter_context(
-            start_worker(
-                service.app,
-                pool="threads",
-                concurrency=1,
-                queues=[queues["write"]],
-                hostname=_node_name("write"),
-                perform_ping_check=False,
-                loglevel="WARNING",
-                shutdown_timeout=30.0,
+        served = service.runtime.settings.write_queues() if write_queues is None else write_queues
+        for write_queue in served:  # one single-thread writer each
+            reset_event_loop()  # each write worker gets a hub of its own
+            stack.enter_context(
+                start_worker(
+                    service.app,
+                    pool="threads",
+                    concurrency=1,
+                    queues=[write_queue],
+                    hostname=_node_name(
+                        write_queue.removeprefix(f"{service.runtime.settings.queue_prefix}.")
+                    ),
+                    perform_ping_check=False,
+                    loglevel="WARNING",
+                    shutdown_timeout=30.0,
+                )
             )
-        )
         yield service

@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import os
 import re
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = [
     "broker_url_for",
     "client_url_for",
     "is_amqp",
+    "write_partition",
     "redact_url",
     "env_name",
 ]
@@ -74,6 +76,8 @@ class WorkerSettings:
     - ``ACE_BROKER_URL``: the task broker: amqp:// or amqps:// for RabbitMQ (quorum queues, publisher
       confirms); Redis stays the skillbook store and the batch ledger [unset: the Redis of ACE_REDIS_URL]
     - ``ACE_QUEUE_PREFIX``: prefix of the queue names and Redis keys [ace]
+    - ``ACE_WRITE_PARTITIONS``: write queues ``PREFIX.write.0`` .. ``N-1``, a skillbook's writes on
+      the one its name hashes to, each served by one single-thread writer; 1: the one ``PREFIX.write`` [1]
     - ``ACE_AGENT_MODEL``: model of the Agent: "sim" (simulated LLM) or a litellm model string [sim]
     - ``ACE_REFLECTOR_MODEL``: model of the Reflector, same forms [sim]
     - ``ACE_SKILL_MANAGER_MODEL``: model of the SkillManager, same forms [sim]
@@ -145,6 +149,7 @@ class WorkerSettings:
     redis_url: str | None = field(default=None, repr=False)
     broker_url: str | None = field(default=None, repr=False)
     queue_prefix: str = "ace"
+    write_partitions: int = _setting(1, minimum=1)
     agent_model: str = SIM_MODEL
     reflector_model: str = SIM_MODEL
     skill_manager_model: str = SIM_MODEL
@@ -303,8 +308,28 @@ class WorkerSettings:
         return cls(**values)
 
     def queue_names(self) -> dict[str, str]:
-        """The queue of each role: ``{"execute": "<prefix>.execute", "learn": ..., "write": ...}``."""
+        """The queue of each role: ``{"execute": "<prefix>.execute", "learn": ..., "write": ...}``.
+
+        With write partitions, "write" names the partitions' common stem, not a queue:
+        see :meth:`write_queues` and :meth:`write_queue`.
+        """
         return {role: f"{self.queue_prefix}.{role}" for role in QUEUE_ROLES}
+
+    def write_queues(self) -> list[str]:
+        """Every write queue: ``PREFIX.write``, or ``PREFIX.write.0`` .. ``.N-1`` with N partitions."""
+        stem = self.queue_names()["write"]
+        if self.write_partitions == 1:
+            return [stem]
+        return [f"{stem}.{partition}" for partition in range(self.write_partitions)]
+
+    def write_queue(self, skillbook: str) -> str:
+        """The write queue of ``skillbook``: its one writer's."""
+        return self.write_queues()[write_partition(skillbook, self.write_partitions)]
+
+    def all_queues(self) -> list[str]:
+        """Every queue workers serve: execute, learn and each write queue."""
+        names = self.queue_names()
+        return [names["execute"], names["learn"], *self.write_queues()]
 
     def models(self) -> dict[str, str]:
         """The model of each LLM role."""
@@ -482,6 +507,14 @@ def _check_url(field_name: str, url: object, schemes: tuple[str, ...]) -> None:
         )
     if scheme in ("unix", "redis+socket") and not urlsplit(url).path:
         raise InvalidSettingError(variable, redact_url(url), "a unix-socket URL needs the socket's path")
+
+
+def write_partition(skillbook: str, partitions: int) -> int:
+    """The write partition of ``skillbook``: a hash of its name every process computes alike.
+
+    (Python's own hash() differs between processes; CRC-32 does not.)
+    """
+    return zlib.crc32(skillbook.encode("utf-8")) % partitions
 
 
 def is_amqp(url: str) -> bool:

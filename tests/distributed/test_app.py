@@ -169,11 +169,21 @@ def test_the_write_queue_refuses_concurrency_above_one_unless_forced() -> None:
     check_write_concurrency(["ace.write"], 4, force=True)
 
 
-def test_the_write_queue_can_be_named_exactly() -> None:
-    check_write_concurrency(["t.writers"], 1, write_queue="t.writers")
+def test_the_write_queues_can_be_named_exactly() -> None:
+    check_write_concurrency(["t.writers"], 1, write_queues=["t.writers"])
     with pytest.raises(WriteConcurrencyError):
-        check_write_concurrency(["t.writers"], 2, write_queue="t.writers")
-    check_write_concurrency(["ace.write"], 2, write_queue="t.writers")  # not the write queue here
+        check_write_concurrency(["t.writers"], 2, write_queues=["t.writers"])
+    check_write_concurrency(["ace.write"], 2, write_queues=["t.writers"])  # not a write queue here
+
+
+def test_every_write_partition_is_refused_more_than_one_slot() -> None:
+    partitions = WorkerSettings(write_partitions=3).write_queues()
+    for queue in partitions:
+        with pytest.raises(WriteConcurrencyError):
+            check_write_concurrency(["ace.learn", queue], 2, write_queues=partitions)
+        with pytest.raises(WriteConcurrencyError):
+            check_write_concurrency([queue], 2)  # recognised by its name alone too
+    check_write_concurrency(["ace.learn"], 16, write_queues=partitions)
 
 
 def test_write_concurrency_must_be_at_least_one() -> None:

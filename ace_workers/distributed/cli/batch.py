@@ -26,7 +26,9 @@ from ..worker.app import (
     wait_while_redis_is_full,
 )
 from ..worker.epochs import send_rest_of_epoch
+from ..worker.errors import WritePartitionsChanged
 from ..worker.health import ConsumptionWatchdog
+from ..worker.partitions import check_partition_count, queue_consumers
 from ..worker.reconcile import reconcile_batch
 from ..worker.tasks import start_next_epoch
 from .common import (
@@ -174,8 +176,13 @@ def learn_command(
 
 def worker_command(
     queues: Annotated[
-        str, typer.Option(help="Comma-separated queue roles: execute, learn, write.")
+        str,
+        typer.Option(help="Comma-separated queue roles: execute, learn, write (or write.K: partition K)."),
     ] = "execute,learn",
+    partition: Annotated[
+        int | None,
+        typer.Option(min=0, help="The write partition this writer serves, with ACE_WRITE_PARTITIONS > 1."),
+    ] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Threads (or processes with --pool prefork).")] = 4,
     pool: Annotated[str, typer.Option(help="Celery pool: threads, prefork, solo.")] = "threads",
     force: Annotated[bool, typer.Option(help="Allow concurrency > 1 on the write queue (unsafe).")] = False,
@@ -199,18 +206,20 @@ def worker_command(
     log_format = _worker_log_format(log_format, settings, metrics_port, pool)
     if not settings.redis_url:
         raise typer.BadParameter("a worker needs ACE_REDIS_URL: it serves queues other processes fill")
-    names = settings.queue_names()
     roles = [role.strip() for role in queues.split(",") if role.strip()]
-    unknown = [role for role in roles if role not in names]
-    if unknown or not roles:
-        raise typer.BadParameter(f"unknown queue role(s) {unknown}: use {', '.join(names)}")
-    check_write_concurrency([names[r] for r in roles], concurrency, force=force, write_queue=names["write"])
+    served = worker_queues(settings, roles, partition)
+    check_write_concurrency(served, concurrency, force=force, write_queues=settings.write_queues())
     with resolve_redis(settings) as (broker_url, redis_url):
         service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
         check_app_security(service.app)
+        if set(served) & set(settings.write_queues()):
+            try:
+                check_partition_count(service.app, service.runtime.redis, settings)
+            except WritePartitionsChanged as exc:
+                raise typer.BadParameter(str(exc)) from exc
         watchdog = ConsumptionWatchdog(
             service.app,
-            [names[r] for r in roles],
+            served,
             stall_seconds=settings.worker_stall_seconds,
             check_seconds=min(30.0, settings.worker_stall_seconds / 5),
         )
@@ -220,7 +229,7 @@ def worker_command(
             # json: no banner on stdout, so every line the worker writes is one JSON object.
             *(["--quiet"] if log_format == "json" else []),
             "worker",
-            f"--queues={','.join(names[r] for r in roles)}",
+            f"--queues={','.join(served)}",
             f"--concurrency={concurrency}",
             f"--pool={pool}",
             f"--loglevel={loglevel}",
@@ -228,6 +237,42 @@ def worker_command(
             f"--hostname={hostname or '-'.join(roles) + '@%h'}",
         ]
         _run_worker_until_signalled(service, argv, redis_url, watchdog)
+
+
+def worker_queues(settings: WorkerSettings, roles: list[str], partition: int | None) -> list[str]:
+    """The queues a worker of ``roles`` serves; a clear error for a role or partition that does not fit.
+
+    With ACE_WRITE_PARTITIONS=N > 1 a writer serves one partition: ``write`` with
+    ``--partition K``, or ``write.K``.
+    """
+    names, partitions = settings.queue_names(), settings.write_partitions
+    partition_roles = [f"write.{k}" for k in range(partitions)] if partitions > 1 else []
+    unknown = [role for role in roles if role not in ("execute", "learn", "write", *partition_roles)]
+    if unknown or not roles:
+        shown = "execute, learn, write" + (f", write.0 to write.{partitions - 1}" if partitions > 1 else "")
+        raise typer.BadParameter(
+            f"unknown queue role(s) {unknown} with ACE_WRITE_PARTITIONS={partitions}: use {shown}"
+        )
+    if partition is not None and "write" not in roles:
+        raise typer.BadParameter("--partition is for a writer: give it with --queues write")
+    if partition is not None and partition >= partitions:
+        raise typer.BadParameter(
+            f"--partition {partition}: ACE_WRITE_PARTITIONS={partitions} has partitions 0 to {partitions - 1}"
+        )
+    served = []
+    for role in roles:
+        if role in ("execute", "learn") or (role == "write" and partitions == 1):
+            served.append(names[role])
+        elif role == "write":
+            if partition is None:
+                raise typer.BadParameter(
+                    f"ACE_WRITE_PARTITIONS={partitions}: a writer serves one partition; "
+                    f"add --partition K (0 to {partitions - 1}) or use --queues write.K"
+                )
+            served.append(settings.write_queues()[partition])
+        else:  # write.K
+            served.append(settings.write_queues()[int(role.removeprefix("write."))])
+    return served
 
 
 def _run_worker_until_signalled(
@@ -328,6 +373,8 @@ def status_command(
         except LookupError as exc:
             raise typer.BadParameter(str(exc)) from exc
         fill = skillbook_fill(service.runtime.store(status.skillbook))
+        write_queue = settings.write_queue(status.skillbook)
+        writers = queue_consumers(service.app).get(write_queue, [])
         if as_json:
             print_json(
                 {
@@ -344,6 +391,8 @@ def status_command(
                     "epochs": status.epochs,
                     "elapsed_seconds": round(status.elapsed_seconds, 3),
                     "skillbook_fill": fill,
+                    "write_queue": write_queue,
+                    "write_queue_consumers": writers,
                     "errors": handle.errors(),
                 }
             )
@@ -354,6 +403,7 @@ def status_command(
             f"{status.queued} queued of {status.total}, "
             f"epoch {status.epoch}/{status.epochs}, {status.elapsed_seconds:.1f} s"
         )
+        console.print(_describe_writer(settings, status.skillbook, write_queue, writers))
         full = describe_fill(status.skillbook, fill)
         if full:
             console.print(f"[yellow]{full}[/]")
@@ -361,6 +411,19 @@ def status_command(
             console.print(
                 f"[red]epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}[/]"
             )
+
+
+def _describe_writer(settings: WorkerSettings, skillbook: str, queue: str, writers: list[str]) -> str:
+    """Where the skillbook's writes go and who serves that queue; a warning if nobody does."""
+    partitions = settings.write_partitions
+    where = f"partition {queue.rsplit('.', 1)[-1]} of {partitions}, " if partitions > 1 else ""
+    if writers:
+        return f"writes of {skillbook!r} go to {queue} ({where}served by {', '.join(writers)})"
+    start = f"--queues write --partition {queue.rsplit('.', 1)[-1]}" if partitions > 1 else "--queues write"
+    return (
+        f"[yellow]writes of {skillbook!r} go to {queue} ({where}no worker serves it: "
+        f"start one with 'ace-workers worker {start} --concurrency 1')[/]"
+    )
 
 
 batch_app = typer.Typer(

@@ -208,7 +208,7 @@ def require_workers(service: Service, timeout: float = 3.0) -> None:
     """Raise NoWorkersError unless some worker answers and consumes every queue of the settings."""
     replies = service.app.control.inspect(timeout=timeout).active_queues() or {}
     served = {queue["name"] for queues in replies.values() for queue in queues}
-    missing = sorted(set(service.runtime.settings.queue_names().values()) - served)
+    missing = sorted(set(service.runtime.settings.all_queues()) - served)
     if missing:
         raise NoWorkersError(
             f"no worker serves {', '.join(missing)}; start them with 'ace-workers worker --queues ...' "

@@ -9,6 +9,7 @@ __all__ = [
     "BatchSizeError",
     "NoWorkersError",
     "ProducerConfigError",
+    "PartitionMismatchError",
     "RemoteStepError",
 ]
 
@@ -46,3 +47,16 @@ class NoWorkersError(ProducerError):
 
 class ProducerConfigError(ProducerError, ValueError):
     """A producer was built without what it needs (a Redis URL)."""
+
+
+class PartitionMismatchError(ProducerConfigError):
+    """The producer routes writes for another ACE_WRITE_PARTITIONS than the workers run with."""
+
+    def __init__(self, producer: int, workers: int) -> None:
+        self.producer = producer
+        self.workers = workers
+        super().__init__(
+            f"ACE_WRITE_PARTITIONS={producer} here, but the workers run with {workers}: the writes "
+            "would go to queues no writer serves. Set the same value on producers and workers; "
+            "nothing was sent"
+        )

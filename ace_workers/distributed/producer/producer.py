@@ -18,10 +18,11 @@ from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..worker.app import create_app
 from ..worker.chains import enqueue_epoch
+from ..worker.partitions import recorded_partitions
 from ..worker.payload import check_trace, context_to_payload, payload_to_context
 from ..worker.reconcile import reconcile_batch
 from ..worker.runtime import WorkerRuntime
-from .errors import BatchSizeError, ProducerConfigError, RemoteStepError
+from .errors import BatchSizeError, PartitionMismatchError, ProducerConfigError, RemoteStepError
 from .inbox import append_to_inbox
 
 __all__ = ["BatchHandle", "Producer"]
@@ -242,6 +243,7 @@ class Producer:
                 limit=limit,
             )
         self.runtime.pipeline(recipe, skillbook)  # an unknown recipe fails here, before anything is sent
+        self._check_partitions()
         batch_id = batch_id or uuid.uuid4().hex
         if self.runtime.batches.exists(batch_id):
             raise ValueError(f"batch {batch_id!r} exists already; its samples are not sent twice")
@@ -300,6 +302,13 @@ class Producer:
                 batch_id=batch_id,
             )
         return handle
+
+    def _check_partitions(self) -> None:
+        """PartitionMismatchError if the workers recorded another write-partition count than ours."""
+        settings = self.runtime.settings
+        recorded = recorded_partitions(self.runtime.redis, settings)
+        if recorded is not None and recorded != settings.write_partitions:
+            raise PartitionMismatchError(settings.write_partitions, recorded)
 
     def _payloads(
         self, contexts: Iterable[ACEStepContext], epochs: int, total: int

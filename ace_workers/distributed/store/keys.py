@@ -30,6 +30,8 @@ A batch ``ID`` (the ledger of what was sent and what finished)::
 
 A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it finished.
 
+    ace:write_partitions       string  the ACE_WRITE_PARTITIONS the workers run with
+
 Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
 they all live in one hash slot and one MULTI/EXEC can span them. The registry
 ``ace:skillbooks`` is the one global, cross-slot key: it is never written inside
@@ -140,6 +142,11 @@ def registry_key(prefix: str = DEFAULT_PREFIX) -> str:
 def dead_letters_key(prefix: str = DEFAULT_PREFIX) -> str:
     """The list of step messages that failed after their retries, kept for inspection and retry."""
     return f"{validate_key_prefix(prefix)}:dead_letters"
+
+
+def write_partitions_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """The ACE_WRITE_PARTITIONS the fleet runs with, recorded by its workers (see worker/partitions.py)."""
+    return f"{validate_key_prefix(prefix)}:write_partitions"
 
 
 def running_batches_key(prefix: str = DEFAULT_PREFIX) -> str:

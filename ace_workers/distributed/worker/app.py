@@ -9,6 +9,7 @@ into a clear error within a few seconds instead of a hang.
 from __future__ import annotations
 
 import logging
+import re
 import ssl
 import time
 import uuid
@@ -164,24 +165,22 @@ _SINGLE_CONSUMER = {"x-single-active-consumer": True}
 
 
 def declare_queues(settings: WorkerSettings, *, quorum: bool = False) -> tuple[Queue, ...]:
-    """The execute, learn and write queues, each on an exchange of its own name.
+    """The execute, learn and write queues (each write partition's), on exchanges of their own names.
 
-    ``quorum`` (RabbitMQ): quorum queues on topic exchanges, the write queue single-active-consumer.
+    ``quorum`` (RabbitMQ): quorum queues on topic exchanges, each write queue single-active-consumer.
     """
-    names = settings.queue_names()
+    names = settings.all_queues()
     if not quorum:
-        return tuple(Queue(name, Exchange(name, type="direct"), routing_key=name) for name in names.values())
+        return tuple(Queue(name, Exchange(name, type="direct"), routing_key=name) for name in names)
+    writes = set(settings.write_queues())
     return tuple(
         Queue(
             name,
             Exchange(name, type="topic"),
             routing_key=name,
-            queue_arguments={
-                "x-queue-type": "quorum",
-                **({"x-single-active-consumer": True} if role == "write" else {}),
-            },
+            queue_arguments={"x-queue-type": "quorum", **(_SINGLE_CONSUMER if name in writes else {})},
         )
-        for role, name in names.items()
+        for name in names
     )
 
 
@@ -266,13 +265,21 @@ def check_app_security(app: Any) -> None:
         raise UnsafeSerializerError(offending)
 
 
-def check_write_concurrency(
-    queues: Iterable[str], concurrency: int, force: bool = False, *, write_queue: str | None = None
-) -> None:
-    """Refuse a worker that would serve the write queue with more than one slot, unless ``force``.
+# A write queue's name when the full names are not given: "write", "P.write" or "P.write.K".
+_WRITE_QUEUE = re.compile(r"(^|\.)write(\.\d+)?$")
 
-    ``write_queue`` is the write queue's full name; without it, ``"write"`` and any
-    name ending in ``".write"`` count as the write queue.
+
+def check_write_concurrency(
+    queues: Iterable[str],
+    concurrency: int,
+    force: bool = False,
+    *,
+    write_queues: Iterable[str] | None = None,
+) -> None:
+    """Refuse a worker that would serve a write queue with more than one slot, unless ``force``.
+
+    ``write_queues`` are the write queues' full names (one per partition); without
+    them, ``"write"`` and any name ending in ``".write"`` or ``".write.K"`` count as one.
 
     Raises:
         ValueError: ``concurrency`` is below 1.
@@ -280,11 +287,9 @@ def check_write_concurrency(
     """
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be an int of at least 1, got {concurrency!r}")
+    writes = set(write_queues) if write_queues is not None else None
     for queue in queues:
-        if write_queue is not None:
-            is_write = queue == write_queue
-        else:
-            is_write = queue == "write" or queue.endswith(".write")
+        is_write = queue in writes if writes is not None else _WRITE_QUEUE.search(queue) is not None
         if not is_write or concurrency == 1:
             continue
         if not force:

@@ -54,7 +54,7 @@ def sample_chain(
                 STEP_TASK,
                 args=args,
                 kwargs=kwargs,
-                queue=runtime.queue(route.queue_role),
+                queue=runtime.queue(route.queue_role, skillbook),
                 # Flower and the logs show the step's own name rather than the generic task.
                 shadow=f"ace.{route.name}",
                 # No result is stored (the task ignores it), so nobody waits for one: without this

@@ -12,6 +12,7 @@ __all__ = [
     "WorkerConfigError",
     "UnsafeSerializerError",
     "WriteConcurrencyError",
+    "WritePartitionsChanged",
     "RedisUnavailable",
     "PayloadError",
     "PayloadTooLarge",
@@ -50,6 +51,21 @@ class WriteConcurrencyError(WorkerConfigError):
             f"refusing to serve the write queue {queue!r} with concurrency {concurrency}: skillbook writers "
             "must run one at a time. Use concurrency 1 for the write queue (a separate worker), "
             "or force it if you know why."
+        )
+
+
+class WritePartitionsChanged(WorkerConfigError):
+    """ACE_WRITE_PARTITIONS differs from the fleet's while messages routed by the old count wait."""
+
+    def __init__(self, recorded: int, wanted: int, waiting: Mapping[str, int]) -> None:
+        self.recorded = recorded
+        self.wanted = wanted
+        self.waiting = dict(waiting)
+        queues = ", ".join(f"{queue} ({count})" for queue, count in sorted(waiting.items()))
+        super().__init__(
+            f"ACE_WRITE_PARTITIONS={wanted}, but the fleet runs with {recorded} and messages routed "
+            f"for {recorded} wait in {queues}: drain first (stop the producers, let every queue empty, "
+            f"stop the writers), then change it everywhere and start one writer per partition"
         )
 
 

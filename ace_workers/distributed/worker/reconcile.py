@@ -268,7 +268,7 @@ def _messages_waiting(app: Celery, runtime: WorkerRuntime, recipe: str, skillboo
     """True if a queue of the recipe's steps holds messages (someone will take them), or none can be asked."""
     _, routes = runtime.pipeline(recipe, skillbook)
     try:
-        depths = queue_depths(app, {runtime.queue(route.queue_role) for route in routes})
+        depths = queue_depths(app, {runtime.queue(route.queue_role, skillbook) for route in routes})
     except OperationalError as exc:
         logger.warning("reconciler: %s; nothing sent again this round", exc)
         return True

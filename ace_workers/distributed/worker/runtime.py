@@ -204,8 +204,12 @@ class WorkerRuntime:
         detector = SimilarityDetector(embedder, model_name=settings.dedup_model, cache=cache)
         return DeduplicationManager(config, llm=self.llm(settings.skill_manager_model), detector=detector)
 
-    def queue(self, role: str) -> str:
-        """The Celery queue name of a queue role."""
+    def queue(self, role: str, skillbook: str | None = None) -> str:
+        """The Celery queue of a queue role; for "write", ``skillbook``'s write partition."""
+        if role == "write" and self.settings.write_partitions > 1:
+            if skillbook is None:
+                raise ValueError("with ACE_WRITE_PARTITIONS > 1 the write queue depends on the skillbook")
+            return self.settings.write_queue(skillbook)
         return self.settings.queue_names()[role]
 
     def call_step(self, recipe: str, skillbook: str, index: int, ctx: ACEStepContext) -> ACEStepContext:

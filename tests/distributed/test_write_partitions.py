@@ -1,0 +1,148 @@
+"""Write partitions: a skillbook's writes on its partition's one writer, real Redis, real workers."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+from typer.testing import CliRunner
+
+from ace_workers.cli import app as cli
+from ace_workers.distributed.producer.errors import PartitionMismatchError
+from ace_workers.distributed.service import Service, build_service, local_workers
+from ace_workers.distributed.settings import WorkerSettings, write_partition
+from ace_workers.distributed.worker.errors import WritePartitionsChanged
+from ace_workers.distributed.worker.partitions import check_partition_count, recorded_partitions
+from ace_workers.sim import failure_traces
+
+from .conftest import running_service
+from .helpers import said
+from .recipes import TEST_RECIPES
+
+TIMEOUT = 90
+
+
+def skillbooks_on(partition: int, partitions: int, count: int) -> list[str]:
+    """``count`` skillbook names whose writes go to ``partition``."""
+    names = (f"book-{n}" for n in range(10_000))
+    return [name for name in names if write_partition(name, partitions) == partition][:count]
+
+
+def settings_for(redis_url: str, partitions: int, prefix: str | None = None) -> WorkerSettings:
+    return WorkerSettings(
+        redis_url=redis_url,
+        queue_prefix=prefix or f"t{uuid.uuid4().hex[:8]}",
+        sim_trust_threshold=0,
+        recipes=TEST_RECIPES,
+        write_partitions=partitions,
+    )
+
+
+@pytest.fixture
+def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
+    built = build_service(settings_for(redis_url, 2), redis_url=redis_url)
+    try:
+        yield built
+    finally:
+        built.close()
+
+
+def test_the_partition_of_a_skillbook_is_the_same_in_every_process_and_spreads_them() -> None:
+    # CRC-32, not Python's per-process hash(): a fixed value every process agrees on.
+    assert write_partition("support", 4) == 1
+    spread = {write_partition(f"book-{n}", 4) for n in range(40)}
+    assert spread == {0, 1, 2, 3}
+    settings = WorkerSettings(write_partitions=4)
+    assert settings.write_queues() == ["ace.write.0", "ace.write.1", "ace.write.2", "ace.write.3"]
+    assert settings.write_queue("support") == "ace.write.1"
+    assert WorkerSettings().write_queues() == ["ace.write"]  # one partition: today's queue name
+
+
+def test_eight_skillbooks_learn_end_to_end_through_two_write_partitions(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    books = skillbooks_on(0, 2, 4) + skillbooks_on(1, 2, 4)
+    with running_service(redis_url, write_partitions=2) as service:
+        handles = {book: service.producer.enqueue_traces(failure_traces(5), book) for book in books}
+        for book, handle in handles.items():
+            status = handle.wait(timeout=TIMEOUT)
+            assert (status.done, status.failed) == (5, 0), book
+            assert len(service.runtime.store(book).export()) == 5, book
+
+
+def test_a_skillbook_waits_for_its_own_partitions_writer_and_no_other_takes_its_writes(
+    service: Service,
+) -> None:
+    first, second = skillbooks_on(0, 2, 1)[0], skillbooks_on(1, 2, 1)[0]
+    prefix = service.runtime.settings.queue_prefix
+    with local_workers(service, write_queues=[f"{prefix}.write.0"]):
+        on_first = service.producer.enqueue_traces(failure_traces(3), first)
+        on_second = service.producer.enqueue_traces(failure_traces(3), second)
+        assert on_first.wait(timeout=TIMEOUT).done == 3
+        # Partition 1 has no writer: the second skillbook's writes wait in its queue.
+        with pytest.raises(TimeoutError):
+            on_second.wait(timeout=3)
+        assert service.runtime.store(second).version() == 0
+        assert service.runtime.redis.llen(f"{prefix}.write.1") > 0
+    with local_workers(service):
+        assert on_second.wait(timeout=TIMEOUT).done == 3
+
+
+def test_the_partition_count_changes_only_when_every_queue_is_drained(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    one = build_service(settings_for(redis_url, 1, prefix), redis_url=redis_url)
+    two = build_service(settings_for(redis_url, 2, prefix), redis_url=redis_url)
+    try:
+        check_partition_count(one.app, one.runtime.redis, one.runtime.settings)
+        assert recorded_partitions(redis_client, one.runtime.settings) == 1
+        handle = one.producer.enqueue_traces(failure_traces(2), "book")  # in the learn queue: no worker
+        with pytest.raises(WritePartitionsChanged, match=r"runs with 1 .* t\w+\.learn \(2\): drain first"):
+            check_partition_count(two.app, two.runtime.redis, two.runtime.settings)
+        assert recorded_partitions(redis_client, one.runtime.settings) == 1  # unchanged
+        # A producer routing for another count than the workers' is refused, nothing sent.
+        before = redis_client.llen(f"{prefix}.learn")
+        with pytest.raises(
+            PartitionMismatchError, match="ACE_WRITE_PARTITIONS=2 here, but the workers run with 1"
+        ):
+            two.producer.enqueue_traces(failure_traces(2), "book")
+        assert redis_client.llen(f"{prefix}.learn") == before
+        with local_workers(one):  # drained by the fleet of the recorded count
+            assert handle.wait(timeout=TIMEOUT).done == 2
+        check_partition_count(two.app, two.runtime.redis, two.runtime.settings)
+        assert recorded_partitions(redis_client, one.runtime.settings) == 2
+    finally:
+        one.close()
+        two.close()
+
+
+def test_a_writer_must_say_which_partition_it_serves(
+    monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    monkeypatch.setenv("ACE_REDIS_URL", redis_url)
+    monkeypatch.setenv("ACE_WRITE_PARTITIONS", "3")
+    runner = CliRunner()
+    cases = {
+        (
+            "--queues",
+            "write",
+        ): "a writer serves one partition; add --partition K (0 to 2) or use --queues write.K",
+        (
+            "--queues",
+            "write",
+            "--partition",
+            "3",
+        ): "--partition 3: ACE_WRITE_PARTITIONS=3 has partitions 0 to 2",
+        ("--queues", "learn", "--partition", "1"): "--partition is for a writer",
+        ("--queues", "write.5"): "unknown queue role(s) ['write.5'] with ACE_WRITE_PARTITIONS=3",
+        ("--queues", "write.1", "--concurrency", "2"): "refusing to serve the write queue 'ace.write.1' "
+        "with concurrency 2",
+    }
+    for args, message in cases.items():
+        result = runner.invoke(cli, ["worker", *args])
+        assert result.exit_code != 0, args
+        shown = said(result.output) + (str(result.exception) if result.exception else "")
+        assert message in shown, (args, shown)
