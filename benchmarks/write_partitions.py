@@ -1,0 +1,179 @@
+"""Write partitions: aggregate skillbook applies/s over 8 skillbooks with 1 vs 2 write partitions.
+
+The write queue is made the bottleneck: the simulated LLM answers at once
+(``--latency 0``) and one learn worker process runs ``--learn-threads`` threads,
+so samples wait for their writer. Each sample of TraceAnalyser's recipe makes two
+writes (TagStep and ApplyStep, each one store transaction). For each partition
+count N the fleet is: the learn worker, and N ``ace-workers worker --queues
+write.K --concurrency 1`` processes (N = 1: the one ``write`` queue). Eight
+skillbooks learn ``--per-book`` traces each, sent together; the time runs from
+the first send to the last sample done.
+
+Reported: write steps per second for N = 1 and N = 2, their ratio, and each
+process's CPU use (learn worker, writers, Redis, this producer) from /proc: a
+writer near 100% is the limit partitions lift; all of them together near the
+machine's CPUs means the machine is the limit.
+
+Redis: database 14 of the local server (flushed before and after).
+
+    python benchmarks/write_partitions.py [--per-book 60] [--learn-threads 8] [--latency 0]
+        [--redis-url redis://127.0.0.1:6379/14]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from bench_db import DEFAULT_REDIS_URL, bench_redis
+
+from ace_workers.distributed.service import Service, build_service
+from ace_workers.distributed.settings import WorkerSettings, write_partition
+from ace_workers.sim import failure_traces
+
+VENV_BIN = Path(sys.executable).parent
+SKILLBOOKS = 8
+WRITES_PER_SAMPLE = 2  # TagStep and ApplyStep
+START_SECONDS = 60.0
+
+
+def skillbook_names(partitions: int) -> list[str]:
+    """Eight skillbook names spread evenly over the partitions (as many on each)."""
+    names: list[str] = []
+    for partition in range(partitions):
+        candidates = (f"book-{n}" for n in range(10_000))
+        names += [n for n in candidates if write_partition(n, partitions) == partition][
+            : SKILLBOOKS // partitions
+        ]
+    return names
+
+
+@contextmanager
+def worker(
+    settings: WorkerSettings, queues: str, concurrency: int, name: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    """One ``ace-workers worker`` process with the benchmark's settings."""
+    env = {
+        **os.environ,
+        "ACE_REDIS_URL": settings.redis_url or "",
+        "ACE_QUEUE_PREFIX": settings.queue_prefix,
+        "ACE_SIM_LATENCY_SECONDS": str(settings.sim_latency_seconds),
+        "ACE_WRITE_PARTITIONS": str(settings.write_partitions),
+    }
+    command = [
+        str(VENV_BIN / "ace-workers"),
+        "worker",
+        f"--queues={queues}",
+        f"--concurrency={concurrency}",
+        "--pool=threads",
+        "--loglevel=WARNING",
+        f"--hostname={name}",
+    ]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(service: Service, args: argparse.Namespace) -> tuple[float, dict[str, float]]:
+    """Write steps per second with the service's partition count, and each process's CPU share."""
+    settings = service.runtime.settings
+    partitions = settings.write_partitions
+    writers = [f"write.{k}" for k in range(partitions)] if partitions > 1 else ["write"]
+    with ExitStack() as stack:
+        processes = {
+            "learn": stack.enter_context(worker(settings, "execute,learn", args.learn_threads, "learn@bench"))
+        }
+        for role in writers:
+            processes[role] = stack.enter_context(worker(settings, role, 1, f"{role}@bench"))
+        wait_for(service, {f"{name}@bench" for name in processes})
+        pids = {name: p.pid for name, p in processes.items()}
+        pids["redis"] = int(service.runtime.redis.info("server")["process_id"])
+        pids["this producer"] = os.getpid()
+        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        started = time.perf_counter()
+        handles = [
+            service.producer.enqueue_traces(failure_traces(args.per_book, seed=n), book)
+            for n, book in enumerate(skillbook_names(partitions))
+        ]
+        for handle in handles:
+            status = handle.wait(timeout=args.timeout)
+            if (status.done, status.failed) != (args.per_book, 0):
+                raise SystemExit(f"{partitions} partitions: {status.done} done, {status.failed} failed")
+        elapsed = time.perf_counter() - started
+        shares = {name: (cpu_seconds(pid) - before[name]) / elapsed for name, pid in pids.items()}
+    return SKILLBOOKS * args.per_book * WRITES_PER_SAMPLE / elapsed, shares
+
+
+def wait_for(service: Service, names: set[str]) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        replies = service.app.control.ping(destination=sorted(names), timeout=1.0) or []
+        if {name for reply in replies for name in reply} >= names:
+            return
+    raise SystemExit(f"workers {sorted(names)} did not answer a ping within {START_SECONDS:.0f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--per-book", type=int, default=60, help="traces per skillbook")
+    parser.add_argument("--learn-threads", type=int, default=8)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per simulated LLM call")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    results = {}
+    with bench_redis(args.redis_url) as url:
+        for partitions in (1, 2):
+            settings = WorkerSettings(
+                redis_url=url,
+                queue_prefix=f"benchwpart{partitions}",
+                sim_latency_seconds=args.latency,
+                write_partitions=partitions,
+            )
+            service = build_service(settings, redis_url=url)
+            try:
+                results[partitions] = run(service, args)
+            finally:
+                service.close()
+    print(
+        f"{SKILLBOOKS} skillbooks x {args.per_book} traces, {WRITES_PER_SAMPLE} writes per sample, "
+        f"learn worker {args.learn_threads} threads, simulated LLM {args.latency * 1000:.0f} ms/call, "
+        f"{os.cpu_count()} CPUs"
+    )
+    for partitions, (rate, shares) in results.items():
+        cpu = ", ".join(f"{name} {share:.0%}" for name, share in shares.items())
+        print(f"{partitions} partition(s): {rate:8.1f} write steps/s   CPU per process: {cpu}")
+    ratio = results[2][0] / results[1][0]
+    print(f"2 vs 1 partitions: {ratio:.2f}x")
+    for partitions, (_, shares) in results.items():
+        print(
+            f"{partitions} partition(s): all processes together {sum(shares.values()):.0%} CPU "
+            f"of the {(os.cpu_count() or 1) * 100}% this machine has"
+        )
+
+
+if __name__ == "__main__":
+    main()
