@@ -26,6 +26,7 @@ from ace_workers.distributed.settings import ENV_PREFIX, WorkerSettings
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 RABBITMQ_COMPOSE = ROOT / "docker-compose.rabbitmq.yml"  # the RabbitMQ variant, an override file
+PARTITIONS_COMPOSE = ROOT / "docker-compose.write-partitions.yml"  # two write partitions, an override
 ENV_EXAMPLE = ROOT / ".env.example"
 K8S = ROOT / "deploy" / "k8s"
 K8S_RABBITMQ = ROOT / "deploy" / "k8s-rabbitmq"  # the RabbitMQ variant, a kustomize overlay of K8S
@@ -35,6 +36,7 @@ BIN = Path(sys.executable).parent
 CLI_APP = "ace_workers.distributed.ops.inspect_app"
 # Stand-ins for what the example files leave for the operator to fill in.
 SECRET_STAND_IN = "example-secret"
+POD_INDEX_FIELD = "metadata.labels['apps.kubernetes.io/pod-index']"
 HOSTNAME = "pod-1"
 
 _VARIABLE = re.compile(r"\$\{(?P<name>\w+)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}")
@@ -103,11 +105,16 @@ def k8s_kind(kind: str) -> dict[str, dict[str, Any]]:
     return {doc["metadata"]["name"]: doc for _, doc in k8s_documents() if doc["kind"] == kind}
 
 
+def k8s_workloads() -> dict[str, dict[str, Any]]:
+    """The Deployments and StatefulSets (the writers), by name."""
+    return {**k8s_kind("Deployment"), **k8s_kind("StatefulSet")}
+
+
 def k8s_containers() -> list[tuple[str, dict[str, Any]]]:
     return [
         (name, container)
-        for name, deployment in k8s_kind("Deployment").items()
-        for container in deployment["spec"]["template"]["spec"]["containers"]
+        for name, workload in k8s_workloads().items()
+        for container in workload["spec"]["template"]["spec"]["containers"]
     ]
 
 
@@ -130,6 +137,9 @@ def container_env(container: dict[str, Any]) -> dict[str, str]:
         assert secret is None or secret["name"] in k8s_kind("Secret"), entry
         if entry["name"] == "ACE_REDIS_URL":
             env[entry["name"]] = "redis://:pw@redis:6379/0"
+        elif entry["name"] == "POD_INDEX":  # a StatefulSet pod's ordinal, from its label
+            assert entry["valueFrom"]["fieldRef"]["fieldPath"] == POD_INDEX_FIELD, entry
+            env[entry["name"]] = "0"
         elif entry["name"] == "ACE_FLOWER_BASIC_AUTH":
             env[entry["name"]] = "ops:pw"
         else:
@@ -172,11 +182,17 @@ def _compose_command_lines() -> list[CommandLine]:
     return found
 
 
+def expand(part: str, values: dict[str, str]) -> str:
+    """``$(VAR)`` in a container's command replaced from its environment, as the kubelet does."""
+    return re.sub(r"\$\((\w+)\)", lambda match: values[match.group(1)], part)
+
+
 def _k8s_command_lines() -> list[CommandLine]:
     found = []
     for name, container in k8s_containers():
-        env = tuple(sorted(container_env(container).items()))
-        argv = [*container.get("command", []), *container.get("args", [])]
+        values = container_env(container)
+        env = tuple(sorted(values.items()))
+        argv = [expand(part, values) for part in [*container.get("command", []), *container.get("args", [])]]
         found.append(CommandLine(f"k8s:{name}", tuple(argv), env))
         for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
             command = container.get(probe, {}).get("exec", {}).get("command")
@@ -246,7 +262,8 @@ def test_every_yaml_file_parses_into_named_objects() -> None:
     }
     for name, doc in docs:
         assert {"apiVersion", "kind", "metadata"} <= set(doc), name
-    assert set(k8s_kind("Deployment")) == {"worker-execute", "worker-learn", "worker-write", "beat", "flower"}
+    assert set(k8s_kind("Deployment")) == {"worker-execute", "worker-learn", "beat", "flower"}
+    assert set(k8s_kind("StatefulSet")) == {"worker-write"}
     assert set(k8s_kind("Service")) == {"flower"}
 
 
@@ -309,30 +326,61 @@ def _queue_roles(argv: list[str]) -> set[str]:
     return set(_option(argv, "--queues").split(","))
 
 
-def test_exactly_one_writer_with_one_slot_and_one_beat() -> None:
+def test_one_writer_per_write_partition_with_one_slot_and_one_beat() -> None:
     services = compose_services()
     writers = [n for n, s in services.items() if s["command"][:2] == ["ace-workers", "worker"]]
     writers = [n for n in writers if "write" in _queue_roles(services[n]["command"])]
     assert writers == ["worker-write"]
     assert services["worker-write"]["deploy"]["replicas"] == 1
     assert _option(services["worker-write"]["command"], "--concurrency") == "1"
+    assert _option(services["worker-write"]["command"], "--partition") == "0"
+    assert service_env(services["worker-write"])["ACE_WRITE_PARTITIONS"] == "1"
     assert services["beat"]["command"] == ["ace-workers", "beat"]
     assert services["beat"]["deploy"]["replicas"] == 1
     assert [n for n, s in services.items() if s.get("command", [None])[1:2] == ["beat"]] == ["beat"]
 
-    deployments = k8s_kind("Deployment")
     k8s_writers = [
         n
         for n, c in k8s_containers()
         if c["command"][:2] == ["ace-workers", "worker"] and "write" in _queue_roles(c["command"])
     ]
     assert k8s_writers == ["worker-write"]
-    for name in ("worker-write", "beat"):
-        assert deployments[name]["spec"]["replicas"] == 1, name
-        assert deployments[name]["spec"]["strategy"] == {"type": "Recreate"}, name
-    (writer,) = deployments["worker-write"]["spec"]["template"]["spec"]["containers"]
+    writer_set = k8s_kind("StatefulSet")["worker-write"]
+    (config,) = k8s_kind("ConfigMap").values()
+    # One pod per partition, pod K serving partition K (its ordinal), one slot each.
+    assert writer_set["spec"]["replicas"] == int(config["data"]["ACE_WRITE_PARTITIONS"])
+    (writer,) = writer_set["spec"]["template"]["spec"]["containers"]
     assert _option(writer["command"], "--concurrency") == "1"
+    assert _option(writer["command"], "--partition") == "$(POD_INDEX)"
+    (index,) = [e for e in writer["env"] if e["name"] == "POD_INDEX"]
+    assert index["valueFrom"]["fieldRef"]["fieldPath"] == POD_INDEX_FIELD
+    beat = k8s_kind("Deployment")["beat"]
+    assert beat["spec"]["replicas"] == 1
+    assert beat["spec"]["strategy"] == {"type": "Recreate"}
     assert not any(s["spec"]["scaleTargetRef"]["name"] in ("worker-write", "beat") for s in _scaled())
+
+
+def test_the_write_partitions_variant_runs_one_writer_for_each_of_its_two_partitions() -> None:
+    from ace_workers.distributed.cli.batch import worker_queues
+
+    base = compose_services()
+    override = yaml.safe_load(PARTITIONS_COMPOSE.read_text())["services"]
+    roles = {name for name, service in base.items() if service.get("command", [""])[0] == "ace-workers"}
+    assert roles <= set(override)
+    writers = {}
+    for name, service in override.items():
+        # compose merges the override's environment into the service's own (extends: the base's).
+        origin = base.get(name) or base[service["extends"]["service"]]
+        env = {**service_env(origin), **{k: str(v) for k, v in service["environment"].items()}}
+        settings = WorkerSettings.from_env(env)
+        assert settings.write_partitions == 2, name
+        command = service.get("command") or origin["command"]
+        if command[:2] == ["ace-workers", "worker"] and "write" in _queue_roles(command):
+            assert _option(command, "--concurrency") == "1", name
+            partition = int(_option(command, "--partition"))
+            (served,) = worker_queues(settings, ["write"], partition)
+            writers[partition] = served
+    assert writers == {0: "ace.write.0", 1: "ace.write.1"}
 
 
 def _scaled() -> list[dict[str, Any]]:
@@ -401,7 +449,7 @@ def test_every_worker_serves_its_metrics_where_prometheus_is_told_to_scrape() ->
         # A prefork worker refuses --metrics-port: its children would each count alone.
         assert "prefork" not in service["command"], name
 
-    deployments = k8s_kind("Deployment")
+    deployments = k8s_workloads()
     workers = [(n, c) for n, c in k8s_containers() if c["command"][:2] == ["ace-workers", "worker"]]
     assert {n for n, _ in workers} == set(compose_workers)
     for name, container in workers:
@@ -470,8 +518,10 @@ def test_the_rabbitmq_overlay_gives_every_role_the_broker_and_scales_learn_on_it
     }
     secret = objects[("Secret", "ace-rabbitmq")]
     config = objects[("ConfigMap", "ace-settings")]["data"]
-    deployments = {name: doc for (kind, name), doc in objects.items() if kind == "Deployment"}
-    assert set(deployments) == set(k8s_kind("Deployment"))
+    deployments = {
+        name: doc for (kind, name), doc in objects.items() if kind in ("Deployment", "StatefulSet")
+    }
+    assert set(deployments) == set(k8s_workloads())
     for name, deployment in deployments.items():
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         (broker,) = [entry for entry in container["env"] if entry["name"] == "ACE_BROKER_URL"]
