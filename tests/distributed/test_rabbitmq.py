@@ -50,19 +50,26 @@ def test_a_batch_learns_through_rabbitmq_with_redis_as_the_store(service: Servic
     assert len(service.runtime.skillbook("book").view().skills()) == 3
 
 
-def test_the_queues_are_quorum_queues_and_the_write_queue_has_a_single_active_consumer(
-    service: Service, rabbitmq_url: str
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_the_queues_are_quorum_queues_and_each_write_queue_has_a_single_active_consumer(
+    rabbitmq_url: str, redis_url: str, redis_client: redis.Redis, partitions: int
 ) -> None:
-    service.producer.enqueue_traces(failure_traces(1), "book")  # declares the queues
-    with local_workers(service):
-        pass
+    service = service_on(rabbitmq_url, redis_url, write_partitions=partitions)
+    try:
+        handle = service.producer.enqueue_traces(failure_traces(2), "book")  # declares the queues
+        with local_workers(service):
+            assert handle.wait(timeout=TIMEOUT).done == 2
+    finally:
+        service.close()
     vhost = urlsplit(rabbitmq_url).path.lstrip("/")
     listed = rabbitmqctl("list_queues", "-p", vhost, "--no-table-headers", "name", "type", "arguments")
     rows = {line.split("\t")[0]: line for line in listed.splitlines() if line.strip()}
-    names = service.runtime.settings.queue_names()
-    for role, name in names.items():
+    settings = service.runtime.settings
+    writes = settings.write_queues()
+    assert len(writes) == partitions
+    for name in settings.all_queues():
         assert "\tquorum\t" in rows[name], rows[name]
-        assert ("x-single-active-consumer" in rows[name]) is (role == "write"), rows[name]
+        assert ("x-single-active-consumer" in rows[name]) is (name in writes), rows[name]
 
 
 def test_retries_with_a_countdown_come_back_through_rabbitmq(
