@@ -21,6 +21,7 @@ from ..core.prompt_budget import PromptBudget
 from ..dedup.pruning import PruneRule
 from ..observability.logs import LOG_FORMATS
 from .errors import InvalidSettingError, UnknownSettingError
+from .store.clients import CLUSTER_SCHEMES
 from .store.keys import validate_key_prefix, validate_skillbook_name
 
 __all__ = [
@@ -75,6 +76,9 @@ class WorkerSettings:
     - ``ACE_REDIS_URL``: redis://, rediss://, unix:// or redis+socket:// URL of Redis [unset: embedded Redis]
     - ``ACE_BROKER_URL``: the task broker: amqp:// or amqps:// for RabbitMQ (quorum queues, publisher
       confirms); Redis stays the skillbook store and the batch ledger [unset: the Redis of ACE_REDIS_URL]
+    - ``ACE_STORE_URL``: the Redis of the skillbook store, batches, inbox, dead letters and caches;
+      ``redis+cluster://HOST:PORT`` (``rediss+cluster://`` with TLS) for Redis Cluster. The broker
+      and the result backend stay on ACE_REDIS_URL (or ACE_BROKER_URL) [unset: ACE_REDIS_URL]
     - ``ACE_QUEUE_PREFIX``: prefix of the queue names and Redis keys [ace]
     - ``ACE_WRITE_PARTITIONS``: write queues ``PREFIX.write.0`` .. ``N-1``, a skillbook's writes on
       the one its name hashes to, each served by one single-thread writer; 1: the one ``PREFIX.write`` [1]
@@ -148,6 +152,7 @@ class WorkerSettings:
     # repr=False: a password in either URL must not reach logs through the settings' repr.
     redis_url: str | None = field(default=None, repr=False)
     broker_url: str | None = field(default=None, repr=False)
+    store_url: str | None = field(default=None, repr=False)
     queue_prefix: str = "ace"
     write_partitions: int = _setting(1, minimum=1)
     agent_model: str = SIM_MODEL
@@ -205,6 +210,7 @@ class WorkerSettings:
                 _check_number(spec, getattr(self, spec.name))
         _check_url("redis_url", self.redis_url, _REDIS_SCHEMES)
         _check_url("broker_url", self.broker_url, (*AMQP_SCHEMES, *_REDIS_SCHEMES))
+        _check_url("store_url", self.store_url, (*_REDIS_SCHEMES, *CLUSTER_SCHEMES))
         if self.log_format not in LOG_FORMATS:
             formats = " or ".join(LOG_FORMATS)
             raise InvalidSettingError(env_name("log_format"), self.log_format, f"use {formats}")

@@ -16,6 +16,7 @@ from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
 from ace_workers.distributed.service import Service, build_service, local_workers, reset_event_loop
 from ace_workers.distributed.settings import WorkerSettings
 
+from .cluster import LocalCluster
 from .helpers import ENV_PREFIX, rabbitmq_vhost
 from .recipes import TEST_RECIPES
 
@@ -62,6 +63,34 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.flushdb()
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[LocalCluster]:
+    """A Redis Cluster of three masters for this test run, stopped after it."""
+    cluster = LocalCluster()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def server_or_cluster(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    """For a ``redis_client`` fixture parametrized "server"/"cluster": that client, flushed around the test.
+
+    A test module whose store behaviour must hold on Redis Cluster too overrides
+    ``redis_client`` with it; its tests then run on both.
+    """
+    if request.param == "server":
+        client = connect_test_redis(request.getfixturevalue("redis_url"))
+    else:
+        client = request.getfixturevalue("redis_cluster").client()
+    client.flushdb() if request.param == "server" else client.flushall()
+    try:
+        yield client
+    finally:
+        client.flushdb() if request.param == "server" else client.flushall()
         client.close()
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import redis
 from redis.client import Pipeline
+from redis.cluster import RedisCluster
 
 from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.sim import make_tasks
@@ -128,6 +129,23 @@ class _HookedPipeline(Pipeline):
     def multi(self) -> None:
         self.before_multi()
         super().multi()
+
+
+class HookedCluster(RedisCluster):
+    """HookedRedis for Redis Cluster: its transactions pause at ``before_multi`` too."""
+
+    before_multi: Callable[[], None] = staticmethod(lambda: None)
+
+    def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> Any:
+        pipe = super().pipeline(transaction=transaction, shard_hint=shard_hint)
+        multi = pipe.multi
+
+        def hooked_multi() -> None:
+            self.before_multi()
+            multi()
+
+        pipe.multi = hooked_multi
+        return pipe
 
 
 class HookedRedis(redis.Redis):

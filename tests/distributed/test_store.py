@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from ace_workers.distributed import (
 )
 from ace_workers.errors import InvalidUpdateError
 
-from .conftest import connect_test_redis
+from .conftest import connect_test_redis, server_or_cluster
 from .helpers import add, batch, remove, tag, update
 
 # --- apply ---------------------------------------------------------------------------------------
@@ -355,3 +356,9 @@ def test_a_client_that_decodes_responses_works_the_same(redis_url: str, redis_cl
         assert list_skillbooks(client) == ["decoded"]
     finally:
         client.close()
+
+
+@pytest.fixture(params=["server", "cluster"])
+def redis_client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    """The store's behaviour on one Redis and on Redis Cluster alike."""
+    yield from server_or_cluster(request)

@@ -5,34 +5,41 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 import redis
+from redis.cluster import RedisCluster
 
 from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore, VersionConflict
 
-from .conftest import connect_test_redis
-from .helpers import HookedRedis
+from .conftest import connect_test_redis, server_or_cluster
+from .helpers import HookedCluster, HookedRedis
 
-HookedClients = Callable[[Callable[[], None]], HookedRedis]
+HookedClients = Callable[[Callable[[], None]], Any]
 
 
 @pytest.fixture
-def hooked_clients(redis_url: str, redis_client: redis.Redis) -> Iterator[HookedClients]:
-    """Makes clients of the test database whose transactions call a hook before MULTI."""
-    pools: list[redis.ConnectionPool] = []
+def hooked_clients(
+    request: pytest.FixtureRequest, redis_url: str, redis_client: redis.Redis
+) -> Iterator[HookedClients]:
+    """Makes clients of the test Redis (or cluster) whose transactions call a hook before MULTI."""
+    made: list[Any] = []
 
-    def make(hook: Callable[[], None]) -> HookedRedis:
-        pool = connect_test_redis(redis_url).connection_pool
-        pools.append(pool)
-        client = HookedRedis(connection_pool=pool)
+    def make(hook: Callable[[], None]) -> Any:
+        if isinstance(redis_client, RedisCluster):
+            node = redis_client.get_default_node()
+            client: Any = HookedCluster(host=node.host, port=node.port)
+        else:
+            client = HookedRedis(connection_pool=connect_test_redis(redis_url).connection_pool)
         client.before_multi = hook
+        made.append(client)
         return client
 
     yield make
-    for pool in pools:
-        pool.disconnect()
+    for client in made:
+        client.close()
 
 
 def add(content: str) -> UpdateOperation:
@@ -157,3 +164,9 @@ def test_racing_writers_with_retries_all_land(hooked_clients: HookedClients) -> 
     assert len(book) == writers
     assert len({s.id for s in book.skills()}) == writers
     assert stores[0].stats()["conflicts"] >= writers - 1
+
+
+@pytest.fixture(params=["server", "cluster"])
+def redis_client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    """The store's behaviour on one Redis and on Redis Cluster alike."""
+    yield from server_or_cluster(request)

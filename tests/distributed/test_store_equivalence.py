@@ -10,12 +10,16 @@ after each batch.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import redis
 
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore
+
+from .conftest import server_or_cluster
 
 SECTIONS = ["math", "Math", " math ", "data loading", "reading"]
 CONTENTS = [
@@ -104,3 +108,9 @@ def test_random_batches_give_the_same_skillbook_as_the_core(store: RedisSkillboo
         assert _comparable(store.snapshot()[1]) == _comparable(core), f"seed {seed}, batch {number}"
     assert store.version() == 41
     assert len(core) > 3  # the batches did build a skillbook
+
+
+@pytest.fixture(params=["server", "cluster"])
+def redis_client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    """The store's behaviour on one Redis and on Redis Cluster alike."""
+    yield from server_or_cluster(request)

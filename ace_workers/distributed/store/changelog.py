@@ -89,9 +89,11 @@ def encode_change(
     }
 
 
-def decode_change(fields: Mapping[Any, Any]) -> ChangeRecord:
+def decode_change(fields: Mapping[Any, Any] | list[Any]) -> ChangeRecord:
     """Build a ChangeRecord from a stream entry's fields (bytes or str)."""
-    raw = {decode_text(key): decode_text(value) for key, value in fields.items()}
+    # A cluster transaction hands XRANGE's fields back as a flat [key, value, ...] list.
+    pairs = zip(fields[::2], fields[1::2], strict=True) if isinstance(fields, list) else fields.items()
+    raw = {decode_text(key): decode_text(value) for key, value in pairs}
     kind = ChangeKind(raw.get("kind", ChangeKind.APPLY.value))
     consolidation: list[dict[str, Any]] = []
     if kind is ChangeKind.CONSOLIDATE:

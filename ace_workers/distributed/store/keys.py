@@ -33,9 +33,12 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:write_partitions       string  the ACE_WRITE_PARTITIONS the workers run with
 
 Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
-they all live in one hash slot and one MULTI/EXEC can span them. The registry
-``ace:skillbooks`` is the one global, cross-slot key: it is never written inside
-a skillbook's transaction.
+they all live in one hash slot and one MULTI/EXEC can span them; every key of a
+batch carries ``{batch:ID}``, so its finish script runs in one slot too. The keys
+that span skillbooks (``ace:skillbooks``, ``ace:dead_letters``, ``ace:batches:running``,
+``ace:write_partitions`` and the claim-check keys) each live in the slot of their own
+name: no transaction or script touches one of them together with another key, so
+they work on a cluster as they are (ACE_STORE_URL=redis+cluster://...).
 
 Idempotency keys get one string key each, written with ``SET ... EX`` in the
 apply transaction: Redis expires them by itself (default after 7 days), so the

@@ -17,6 +17,7 @@ from typing import Any
 
 import redis
 from redis.client import Pipeline
+from redis.cluster import ClusterPipeline
 from redis.typing import EncodableT, FieldT
 
 from ...core.consolidation import (
@@ -165,7 +166,7 @@ class SkillbookWrites:
         idem_key = keys.idempotency(idempotency_key) if idempotency_key is not None else None
         watched = [keys.version, *([idem_key] if idem_key else [])]
         watch_keys(pipe, *watched)
-        raw_version, *recorded = pipe.mget(watched)
+        raw_version, *recorded = read_watched(pipe, watched)
         version = decode_int(raw_version)
         if recorded and recorded[0] is not None:
             pipe.unwatch()
@@ -324,7 +325,7 @@ class SkillbookWrites:
         idem_key = keys.idempotency(idempotency_key) if idempotency_key is not None else None
         watched = [keys.version, *([idem_key] if idem_key else [])]
         watch_keys(pipe, *watched)
-        raw_version, *recorded = pipe.mget(watched)
+        raw_version, *recorded = read_watched(pipe, watched)
         if recorded and recorded[0] is not None:
             pipe.unwatch()
             self._redis.hincrby(keys.stats, STAT_DUPLICATE_DELIVERIES, 1)
@@ -576,6 +577,16 @@ class ImportPayload:
 def watch_keys(pipe: Pipeline, *keys: str) -> None:
     """WATCH ``keys`` on ``pipe``: its later reads run at once, its writes wait for MULTI."""
     pipe.watch(*keys)  # type: ignore[no-untyped-call]  # redis-py leaves watch() unannotated
+
+
+def read_watched(pipe: Pipeline | ClusterPipeline, keys: list[str]) -> list[Any]:
+    """The values of watched ``keys``: one MGET, or a GET each where a cluster pipeline refuses MGET.
+
+    (redis-py's cluster pipeline blocks multi-key reads even within one hash slot.)
+    """
+    if isinstance(pipe, ClusterPipeline):
+        return [pipe.get(key) for key in keys]
+    return list(pipe.mget(keys))
 
 
 def records_of(entries: Any) -> list[ChangeRecord]:

@@ -8,8 +8,6 @@ import threading
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
-import redis
-
 from pipeline import Pipeline
 
 from ...core.context import ACEStepContext
@@ -24,9 +22,10 @@ from ...dedup import (
 from ...observability.metrics import WorkerMetrics
 from ...protocols import LLMClientLike
 from ...roles import Agent, Reflector, SkillManager
-from ..settings import DEDUP_OFF, WorkerSettings
+from ..settings import DEDUP_OFF, WorkerSettings, client_url_for
 from ..store.backed_skillbook import StoreBackedSkillbook
 from ..store.batches import BatchStore
+from ..store.clients import store_client
 from ..store.embedding_cache import RedisEmbeddingCache
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..store.store import RedisSkillbookStore
@@ -88,8 +87,9 @@ class WorkerRuntime:
     """Per-process cache of Redis clients, skillbook stores and recipe pipelines."""
 
     def __init__(self, settings: WorkerSettings, redis_url: str) -> None:
+        """``redis_url``: the Redis of the store unless ``settings.store_url`` names another."""
         self.settings = settings
-        self.redis = redis.Redis.from_url(redis_url)
+        self.redis = store_client(client_url_for(settings.store_url) if settings.store_url else redis_url)
         self.batches = BatchStore(
             self.redis, prefix=settings.queue_prefix, ttl_seconds=settings.result_ttl_seconds
         )
