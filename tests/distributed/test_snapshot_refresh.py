@@ -150,3 +150,20 @@ def test_a_reader_whose_version_another_thread_already_passed_reads_no_whole_ski
     assert advanced is not None and advanced[0] == 4
     assert advanced[1] is base[1]  # nothing written since: the same snapshot, not a copy
     assert full_reads == []
+
+
+def test_the_cache_keeps_only_the_newest_versions_of_each_skillbook() -> None:
+    cache = SnapshotCache(maxsize=16, versions_per_skillbook=2)
+    books = {version: Skillbook() for version in range(1, 6)}
+    for version, book in books.items():
+        cache.put(("a", version), book, identity="a", version=version)
+    other = Skillbook()
+    cache.put(("b", 1), other, identity="b", version=1)
+    # Older versions of "a" made room; "b" and the two newest of "a" stay.
+    assert [cache.get(("a", version)) for version in range(1, 6)] == [None, None, None, books[4], books[5]]
+    assert cache.get(("b", 1)) is other
+    newest = cache.newest("a")
+    assert newest is not None and newest[0] == 5
+    # A late put of an older version does not push the newest out.
+    cache.put(("a", 3), books[3], identity="a", version=3)
+    assert cache.get(("a", 5)) is books[5] and cache.get(("a", 4)) is books[4]

@@ -21,10 +21,20 @@ class SnapshotCache:
     wrapped in a SkillbookView, which has no write methods.
     """
 
-    def __init__(self, maxsize: int = 16) -> None:
-        if maxsize < 1:
-            raise ValueError(f"maxsize must be at least 1, got {maxsize}")
+    def __init__(self, maxsize: int = 16, *, versions_per_skillbook: int = 2) -> None:
+        """``versions_per_skillbook``: the newest versions of one skillbook kept (older ones go first).
+
+        Readers holding an older snapshot keep it alive themselves; the cache needs only
+        the newest, to bring forward, and the one before, for readers a version behind.
+        A snapshot of 100,000 skills costs tens of MiB beyond the skills it shares.
+        """
+        if maxsize < 1 or versions_per_skillbook < 1:
+            raise ValueError(
+                f"maxsize and versions_per_skillbook must be at least 1, got {maxsize}, {versions_per_skillbook}"
+            )
         self.maxsize = maxsize
+        self.versions_per_skillbook = versions_per_skillbook
+        self._versions: dict[Hashable, list[tuple[int, Hashable]]] = {}  # identity -> (version, key)
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, Skillbook] = OrderedDict()
         # identity -> (version, key) of the newest snapshot put, while it is still cached.
@@ -59,8 +69,19 @@ class SnapshotCache:
             self._entries.move_to_end(key)
             if identity is not None and version > self._newest.get(identity, (-1, None))[0]:
                 self._newest[identity] = (version, key)
+            if identity is not None:
+                self._keep_newest_versions(identity, version, key)
             while len(self._entries) > self.maxsize:
                 self._entries.popitem(last=False)
+
+    def _keep_newest_versions(self, identity: Hashable, version: int, key: Hashable) -> None:
+        versions = self._versions.setdefault(identity, [])
+        if (version, key) not in versions:
+            versions.append((version, key))
+            versions.sort(key=lambda entry: entry[0])
+        while len(versions) > self.versions_per_skillbook:
+            _, old = versions.pop(0)
+            self._entries.pop(old, None)
 
     def newest(self, identity: Hashable) -> tuple[int, Skillbook] | None:
         """The newest cached (version, snapshot) put for ``identity``, or None."""
@@ -77,6 +98,7 @@ class SnapshotCache:
         with self._lock:
             self._entries.clear()
             self._newest.clear()
+            self._versions.clear()
 
     def __len__(self) -> int:
         with self._lock:
