@@ -229,7 +229,7 @@ def workers_for(
             processes[role] = stack.enter_context(
                 _worker_process(service, queue_list, concurrency, name, bare=bare)
             )
-        _wait_for_workers(service, names)
+        wait_for_workers(service, names)
         yield processes
 
 
@@ -263,7 +263,8 @@ def _worker_process(
             process.wait()
 
 
-def _wait_for_workers(service: Service, names: list[str]) -> None:
+def wait_for_workers(service: Service, names: list[str]) -> None:
+    """Block until every named worker answers a ping (SystemExit after WORKER_START_SECONDS)."""
     deadline = time.monotonic() + WORKER_START_SECONDS
     while time.monotonic() < deadline:
         replies = service.app.control.ping(destination=names, timeout=1.0) or []

@@ -33,6 +33,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
+from learning_throughput import wait_for_workers
 
 from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings, write_partition
@@ -41,7 +42,6 @@ from ace_workers.sim import failure_traces
 VENV_BIN = Path(sys.executable).parent
 SKILLBOOKS = 8
 WRITES_PER_SAMPLE = 2  # TagStep and ApplyStep
-START_SECONDS = 60.0
 
 
 def skillbook_names(partitions: int) -> list[str]:
@@ -105,7 +105,7 @@ def run(service: Service, args: argparse.Namespace) -> tuple[float, dict[str, fl
         }
         for role in writers:
             processes[role] = stack.enter_context(worker(settings, role, 1, f"{role}@bench"))
-        wait_for(service, {f"{name}@bench" for name in processes})
+        wait_for_workers(service, [f"{name}@bench" for name in processes])
         pids = {name: p.pid for name, p in processes.items()}
         pids["redis"] = int(service.runtime.redis.info("server")["process_id"])
         pids["this producer"] = os.getpid()
@@ -122,15 +122,6 @@ def run(service: Service, args: argparse.Namespace) -> tuple[float, dict[str, fl
         elapsed = time.perf_counter() - started
         shares = {name: (cpu_seconds(pid) - before[name]) / elapsed for name, pid in pids.items()}
     return SKILLBOOKS * args.per_book * WRITES_PER_SAMPLE / elapsed, shares
-
-
-def wait_for(service: Service, names: set[str]) -> None:
-    deadline = time.monotonic() + START_SECONDS
-    while time.monotonic() < deadline:
-        replies = service.app.control.ping(destination=sorted(names), timeout=1.0) or []
-        if {name for reply in replies for name in reply} >= names:
-            return
-    raise SystemExit(f"workers {sorted(names)} did not answer a ping within {START_SECONDS:.0f} s")
 
 
 def main() -> None:
