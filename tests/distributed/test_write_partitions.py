@@ -146,3 +146,39 @@ def test_a_writer_must_say_which_partition_it_serves(
         assert result.exit_code != 0, args
         shown = said(result.output) + (str(result.exception) if result.exception else "")
         assert message in shown, (args, shown)
+
+
+def test_status_names_the_batchs_write_queue_and_warns_when_no_writer_serves_it(
+    monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    for name, value in {
+        "ACE_REDIS_URL": redis_url,
+        "ACE_QUEUE_PREFIX": prefix,
+        "ACE_WRITE_PARTITIONS": "2",
+        "ACE_SIM_TRUST_THRESHOLD": "0",
+    }.items():
+        monkeypatch.setenv(name, value)
+    served, unserved = skillbooks_on(0, 2, 1)[0], skillbooks_on(1, 2, 1)[0]
+    service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
+    try:
+        with local_workers(service, write_queues=[f"{prefix}.write.0"]):
+            handles = {
+                book: service.producer.enqueue_traces(failure_traces(1), book) for book in (served, unserved)
+            }
+            assert handles[served].wait(timeout=TIMEOUT).done == 1
+            shown = {book: status_of(handle.batch_id) for book, handle in handles.items()}
+    finally:
+        service.close()
+    assert (
+        f"writes of '{served}' go to {prefix}.write.0 (partition 0 of 2, served by write.0-" in shown[served]
+    )
+    assert (
+        f"writes of '{unserved}' go to {prefix}.write.1 (partition 1 of 2, no worker serves it: start one "
+        "with 'ace-workers worker --queues write --partition 1 --concurrency 1')"
+    ) in shown[unserved]
+
+
+def status_of(batch_id: str) -> str:
+    """What ``ace-workers status BATCH`` prints, on one line."""
+    return said(CliRunner().invoke(cli, ["status", batch_id]).output)
