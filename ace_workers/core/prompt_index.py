@@ -20,8 +20,9 @@ as it goes to the end of the skillbook's dict.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from .prompt_budget import PromptBudget, text_words
 from .skill import TAGS, Skill
 from .toon import encode_row
 
-__all__ = ["PromptIndex"]
+__all__ = ["IndexScorer", "PromptIndex"]
 
 _NO_SLOT = np.iinfo(np.int64).max  # the first slot of a section with no active skill
 # The tie key packs (votes, section's first slot, slot) into one int64 while they fit.
@@ -39,10 +40,19 @@ _VOTE_LIMIT = 1 << 19
 _SLOT_ARRAYS = ("active", "kept_invalid", "votes", *TAGS, "chars", "section")
 
 
+class IndexScorer(Protocol):
+    """A relevance scorer that scores an index's slots directly (one score per slot; 0 for gaps)."""
+
+    def __call__(self, query: str, index: PromptIndex, skills: Mapping[str, Skill]) -> np.ndarray:
+        """Scores of every slot of ``index`` for ``query``; ``skills`` maps the index's ids to skills."""
+        ...
+
+
 class PromptIndex:
     """The prompt view of one skillbook version; never changed once built (derive a new one)."""
 
     __slots__ = (
+        "__weakref__",
         "active",
         "chars",
         "count",
@@ -53,6 +63,7 @@ class PromptIndex:
         "kept_invalid",
         "lines",
         "neutral",
+        "parent",
         "postings",
         "section",
         "section_codes",
@@ -61,6 +72,7 @@ class PromptIndex:
         "slot_of",
         "tag_sums",
         "total_chars",
+        "touched",
         "votes",
         "words_of",
     )
@@ -86,6 +98,10 @@ class PromptIndex:
         self.invalid = 0  # skills kept but soft-removed
         self.tag_sums = dict.fromkeys(TAGS, 0)  # over the active skills
         self.total_chars = 0  # of the active rows, newlines included
+        # The index this one was derived from, and the slots that changed since: what a
+        # scorer with a per-version state of its own (embeddings) needs to follow it.
+        self.parent: weakref.ref[PromptIndex] | None = None
+        self.touched = np.zeros(0, dtype=np.int64)
 
     # -- building ------------------------------------------------------------------------
     @classmethod
@@ -127,6 +143,8 @@ class PromptIndex:
                 changes.clear(slot)
                 index.ids[slot] = None
         changes.append([(skill_id, skills[skill_id]) for skill_id in appended])
+        index.parent = weakref.ref(self)
+        index.touched = np.fromiter(sorted(changes.touched), dtype=np.int64, count=len(changes.touched))
         return index
 
     def _copy(self) -> PromptIndex:
@@ -157,14 +175,16 @@ class PromptIndex:
         """Every active skill's slot, in skillbook order (sections together)."""
         return self._in_skillbook_order(np.flatnonzero(self.active))
 
-    def select(self, query: str, budget: PromptBudget, fixed_chars: int) -> list[int]:
+    def select(
+        self, query: str, budget: PromptBudget, fixed_chars: int, scores: np.ndarray | None = None
+    ) -> list[int]:
         """Slots of the skills to show within ``budget``, in skillbook order.
 
-        The same choice as ``select_within_budget`` with the lexical scorer:
-        the most relevant first, then the most helpful, then skillbook order,
-        each taken while it fits the room left.
+        The same choice as ``select_within_budget``: the most relevant first (by
+        ``scores``, one per slot, else the lexical scorer), then the most helpful,
+        then skillbook order, each taken while it fits the room left.
         """
-        scores = self._scores(query)
+        scores = self._scores(query) if scores is None else scores
         limit = budget.max_skills if budget.max_skills is not None else self.count
         room = budget.max_chars - fixed_chars if budget.max_chars is not None else math.inf
         wanted = min(self.count, max(limit, 1))
@@ -250,10 +270,12 @@ class _Changes:
         self.removed: dict[str, set[int]] = {}  # word -> slots to take out of its postings
         self.added: dict[str, list[int]] = {}  # word -> slots to put in
         self.stale_sections: set[int] = set()  # whose first slot may have moved back
+        self.touched: set[int] = set()  # every slot cleared or filled
 
     def clear(self, slot: int) -> None:
         """Take the skill at ``slot`` out of the prompt view (its slot stays)."""
         index = self.index
+        self.touched.add(slot)
         if index.active[slot]:
             index.active[slot] = False
             index.count -= 1
@@ -273,6 +295,7 @@ class _Changes:
     def fill(self, slot: int, skill: Skill) -> None:
         """Show ``skill`` at ``slot`` (an inactive skill keeps the slot, shown nowhere)."""
         index = self.index
+        self.touched.add(slot)
         index.section[slot] = self._section_code(skill.section)
         if not skill.is_active:
             index.kept_invalid[slot] = True

@@ -23,7 +23,7 @@ from .consolidation import (
 )
 from .files import write_text_atomically
 from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
-from .prompt_index import PromptIndex
+from .prompt_index import IndexScorer, PromptIndex
 from .skill import TAGS, SimilarityDecision, Skill, utc_now
 from .skill_ids import format_skill_id, is_skill_id
 from .toon import encode_table, table_header
@@ -495,7 +495,9 @@ class Skillbook:
         more helpful-minus-harmful votes, and a last line says how many were
         left out. Within the budget the table is exactly the unbudgeted one.
         """
-        if budget is None or scorer is not None:
+        # A scorer of its own takes the index path if it can score an index's slots.
+        index_scores: IndexScorer | None = getattr(scorer, "index_scores", None)
+        if budget is None or (scorer is not None and index_scores is None):
             return self._scanned_prompt(budget, query, scorer)
         index = self._prompt_index()
         if index.count == 0:
@@ -503,7 +505,8 @@ class Skillbook:
         whole = len(table_header("skills", PROMPT_COLUMNS, index.count)) + index.total_chars
         if budget.fits(index.count, whole):
             return _render_rows(index, index.all_slots())
-        chosen = index.select(query, budget, _fixed_chars(index.count))
+        scores = index_scores(query, index, self._skills) if index_scores is not None and query else None
+        chosen = index.select(query, budget, _fixed_chars(index.count), scores)
         return f"{_render_rows(index, chosen)}\n{_omitted_note(index.count - len(chosen), len(chosen))}"
 
     def _prompt_index(self) -> PromptIndex:

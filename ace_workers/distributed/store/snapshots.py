@@ -30,7 +30,8 @@ class SnapshotCache:
         """
         if maxsize < 1 or versions_per_skillbook < 1:
             raise ValueError(
-                f"maxsize and versions_per_skillbook must be at least 1, got {maxsize}, {versions_per_skillbook}"
+                "maxsize and versions_per_skillbook must be at least 1, "
+                f"got {maxsize} and {versions_per_skillbook}"
             )
         self.maxsize = maxsize
         self.versions_per_skillbook = versions_per_skillbook
