@@ -103,6 +103,10 @@ def test_the_partition_count_changes_only_when_every_queue_is_drained(
         with pytest.raises(WritePartitionsChanged, match=r"runs with 1 .* t\w+\.learn \(2\): drain first"):
             check_partition_count(two.app, two.runtime.redis, two.runtime.settings)
         assert recorded_partitions(redis_client, one.runtime.settings) == 1  # unchanged
+        # A worker that is no writer never changes the count, and runs only with the fleet's.
+        with pytest.raises(WritePartitionsChanged, match="the fleet's writers run with 1: set the same"):
+            check_partition_count(two.app, two.runtime.redis, two.runtime.settings, writer=False)
+        check_partition_count(one.app, one.runtime.redis, one.runtime.settings, writer=False)
         # A producer routing for another count than the workers' is refused, nothing sent.
         before = redis_client.llen(f"{prefix}.learn")
         with pytest.raises(

@@ -212,11 +212,11 @@ def worker_command(
     with resolve_redis(settings) as (broker_url, redis_url):
         service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
         check_app_security(service.app)
-        if set(served) & set(settings.write_queues()):
-            try:
-                check_partition_count(service.app, service.runtime.redis, settings)
-            except WritePartitionsChanged as exc:
-                raise typer.BadParameter(str(exc)) from exc
+        writer = bool(set(served) & set(settings.write_queues()))
+        try:
+            check_partition_count(service.app, service.runtime.redis, settings, writer=writer)
+        except WritePartitionsChanged as exc:
+            raise typer.BadParameter(str(exc)) from exc
         watchdog = ConsumptionWatchdog(
             service.app,
             served,

@@ -62,6 +62,12 @@ class WritePartitionsChanged(WorkerConfigError):
         self.wanted = wanted
         self.waiting = dict(waiting)
         queues = ", ".join(f"{queue} ({count})" for queue, count in sorted(waiting.items()))
+        if not waiting:  # a worker that is no writer never changes the fleet's count
+            super().__init__(
+                f"ACE_WRITE_PARTITIONS={wanted}, but the fleet's writers run with {recorded}: "
+                "set the same value on every role"
+            )
+            return
         super().__init__(
             f"ACE_WRITE_PARTITIONS={wanted}, but the fleet runs with {recorded} and messages routed "
             f"for {recorded} wait in {queues}: drain first (stop the producers, let every queue empty, "

@@ -35,15 +35,23 @@ def recorded_partitions(client: redis.Redis, settings: WorkerSettings) -> int | 
     return decode_int(raw) if raw is not None else None
 
 
-def check_partition_count(app: Celery, client: redis.Redis, settings: WorkerSettings) -> None:
-    """Record ``settings.write_partitions`` as the fleet's, or refuse a change while messages wait.
+def check_partition_count(
+    app: Celery, client: redis.Redis, settings: WorkerSettings, *, writer: bool = True
+) -> None:
+    """A writer records ``settings.write_partitions`` as the fleet's, or is refused a change while
+    messages wait; any other worker must run with the recorded count (it routes later epochs and
+    re-sends too).
 
     Raises:
-        WritePartitionsChanged: the count differs from the recorded one and a queue of the
-            recorded layout (execute, learn or a write queue) holds messages.
+        WritePartitionsChanged: the count differs from the recorded one and, for a writer, a queue
+            of the recorded layout (execute, learn or a write queue) holds messages.
     """
     recorded = recorded_partitions(client, settings)
     wanted = settings.write_partitions
+    if not writer:
+        if recorded is not None and recorded != wanted:
+            raise WritePartitionsChanged(recorded, wanted, {})
+        return
     if recorded is not None and recorded != wanted:
         previous = dataclasses.replace(settings, write_partitions=recorded)
         waiting = {queue: count for queue, count in queue_depths(app, previous.all_queues()).items() if count}
