@@ -143,3 +143,42 @@ def test_the_index_holds_the_rendered_rows_and_counts_active_skills_only() -> No
     assert index.count == 1
     assert index.lines[index.slot_of[kept.id]] == f"  {kept.id}\tmath\tkeep me\t0\t0\t0"
     assert index.lines[index.slot_of[gone.id]] == ""
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_versions_made_before_any_index_derive_theirs_from_the_first_one_built(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(300 + seed)
+    builds: list[int] = []
+    build = PromptIndex.build.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[PromptIndex], skills: Any, columns: Any) -> PromptIndex:
+        builds.append(len(skills))
+        return build(cls, skills, columns)
+
+    monkeypatch.setattr(PromptIndex, "build", classmethod(counted))
+    root = random_book(rng, 40)
+    books = [root]
+    next_number = 1
+    for _ in range(10):  # no prompt meanwhile: none of these versions has an index yet
+        changes, next_number = random_changes(rng, books[-1], next_number)
+        books.append(books[-1].with_changes([changes], next_id=1000, order_of_new=lambda i: i))
+    newest, middle = books[-1], books[5]
+    for book in (newest, middle):
+        fresh = Skillbook.from_dict(book.to_dict())
+        for budget in BUDGETS:
+            for query in queries(rng):
+                assert book.as_prompt(budget, query) == fresh._scanned_prompt(budget, query, None)
+        assert book.stats() == fresh.stats()
+    assert builds == [40]  # the root's index only; both later versions derived theirs from it
+
+
+def test_a_write_to_a_derived_book_drops_the_way_back_too() -> None:
+    root = Skillbook()
+    for index in range(6):
+        root.add_skill("s", f"rule {index} units")
+    derived = root.with_changes([{}], next_id=100, order_of_new=lambda i: i)
+    derived.add_skill("s", "always check units first")
+    budget = PromptBudget(max_skills=2)
+    assert "always check units first" in derived.as_prompt(budget, "always check units first")
