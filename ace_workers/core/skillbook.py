@@ -35,10 +35,6 @@ logger = logging.getLogger(__name__)
 
 _ID_NUMBER = re.compile(r"-(\d+)$")
 PROMPT_COLUMNS = ("id", "section", "content", "helpful", "harmful", "neutral")
-# Composed changes below this many are always worth deriving an index from (see with_changes).
-_MIN_COMPOSED_CHANGES = 64
-# A snapshot's way to an index: (the version to derive from, ids changed in place, ids moved last).
-_IndexSource = tuple["Skillbook", dict[str, None], list[str]]
 
 
 @dataclass
@@ -89,8 +85,6 @@ class Skillbook:
         self._similarity: dict[frozenset[str], SimilarityDecision] = {}
         # Built by the first budgeted prompt; dropped by any write (a snapshot derives the next).
         self._index: PromptIndex | None = None
-        # A snapshot made while its base had no index: the base to derive one from, and the changes.
-        self._index_source: _IndexSource | None = None
 
     # -- reads ------------------------------------------------------------------
     def get_skill(self, skill_id: str) -> Skill | None:
@@ -112,8 +106,8 @@ class Skillbook:
     def stats(self) -> dict[str, Any]:
         """Counts: sections, active and invalid skills, and the sums of each tag."""
         with self._lock:
-            if self._index is not None or self._index_source is not None:  # kept per version
-                return self._prompt_index().stats()
+            if self._index is not None:  # kept per version: no pass over the skills
+                return self._index.stats()
             active = [s for s in self._skills.values() if s.is_active]
             return {
                 "sections": len({s.section for s in active}),
@@ -124,8 +118,8 @@ class Skillbook:
 
     def __len__(self) -> int:
         with self._lock:
-            if self._index is not None or self._index_source is not None:
-                return self._prompt_index().count
+            if self._index is not None:
+                return self._index.count
             return sum(1 for s in self._skills.values() if s.is_active)
 
     def __contains__(self, skill_id: object) -> bool:
@@ -153,7 +147,7 @@ class Skillbook:
     ) -> Skill:
         """Add a skill and return a copy; a ``skill_id`` already taken is replaced by a fresh one."""
         with self._lock:
-            self._drop_index()
+            self._index = None
             skill = self._add(section, content, skill_id, justification, evidence, sources or [])
             return copy.deepcopy(skill)
 
@@ -162,7 +156,7 @@ class Skillbook:
     ) -> Skill:
         """Replace a skill's content; UnknownSkillError if there is no such skill."""
         with self._lock:
-            self._drop_index()
+            self._index = None
             return copy.deepcopy(self._update(self._require(skill_id), content, justification, evidence))
 
     def tag_skill(self, skill_id: str, tag: str, increment: int = 1) -> Skill:
@@ -170,13 +164,13 @@ class Skillbook:
         if tag not in TAGS:
             raise ValueError(f"tag must be one of {', '.join(TAGS)}, got {tag!r}")
         with self._lock:
-            self._drop_index()
+            self._index = None
             return copy.deepcopy(self._tag(self._require(skill_id), tag, increment))
 
     def remove_skill(self, skill_id: str, *, soft: bool = False) -> None:
         """Delete a skill, or with ``soft=True`` mark it invalid and keep it for the record."""
         with self._lock:
-            self._drop_index()
+            self._index = None
             self._remove(self._require(skill_id), soft)
 
     def _same_content(self, section: str, content: str) -> Skill | None:
@@ -265,7 +259,7 @@ class Skillbook:
         batch.validate_operations()
         report = ApplyReport()
         with self._lock:
-            self._drop_index()
+            self._index = None
             for index, op in enumerate(batch.operations):
                 self._apply_one(index, op, report)
         return report
@@ -317,7 +311,7 @@ class Skillbook:
         ops = operations.operations
         with self._lock:
             check_consolidation(ops, self._skills, operations.planned_contents)
-            self._drop_index()
+            self._index = None
             return apply_consolidation_operations(ops, self._skills, self._record_decision)
 
     def set_embeddings(self, embeddings: Mapping[str, tuple[str, Sequence[float]]]) -> int:
@@ -382,31 +376,7 @@ class Skillbook:
                 appended=appended,
                 columns=PROMPT_COLUMNS,
             )
-        else:
-            book._index_source = self._changes_since_index(skills, touched, appended)
         return book
-
-    def _changes_since_index(
-        self, skills: Mapping[str, Skill], touched: Mapping[str, None], appended: list[str]
-    ) -> _IndexSource | None:
-        """How a snapshot without an index can get one from the nearest version that will have one.
-
-        While a version's index is being built (seconds, for 100,000 skills) its successors
-        arrive without one: each keeps that version and the changes since, composed, so
-        its first budgeted prompt derives the index instead of building it again. None
-        once the changes are too many to be worth it.
-        """
-        with self._lock:
-            source = self._index_source
-        root, changed, earlier = source if source is not None else (self, {}, [])
-        moved = set(appended)
-        changed = {**changed, **touched}
-        # An id moved to the end again goes after every other; one since removed goes nowhere.
-        order = [i for i in earlier if i not in moved] + appended
-        order = [i for i in order if i in skills]
-        if len(changed) + len(order) > max(_MIN_COMPOSED_CHANGES, len(skills) // 8):
-            return None
-        return root, changed, order
 
     # -- similarity decisions ---------------------------------------------------------
     def _record_decision(self, id_a: str, id_b: str, decision: SimilarityDecision) -> None:
@@ -539,24 +509,11 @@ class Skillbook:
         chosen = index.select(query, budget, _fixed_chars(index.count), scores)
         return f"{_render_rows(index, chosen)}\n{_omitted_note(index.count - len(chosen), len(chosen))}"
 
-    def _drop_index(self) -> None:
-        """Forget the prompt index after a write (under the lock): the next prompt builds it anew."""
-        self._index = None
-        self._index_source = None
-
     def _prompt_index(self) -> PromptIndex:
-        """The prompt index of this version: derived from an earlier version's, or built on first use."""
+        """The prompt index of this version, built on first use."""
         with self._lock:
             if self._index is None:
-                source, self._index_source = self._index_source, None
-                if source is not None:
-                    # The earlier version's index: built (or waited for) once, then derived.
-                    root, changed, appended = source
-                    self._index = root._prompt_index().derive(
-                        self._skills, changed=list(changed), appended=appended, columns=PROMPT_COLUMNS
-                    )
-                else:
-                    self._index = PromptIndex.build(self._skills, PROMPT_COLUMNS)
+                self._index = PromptIndex.build(self._skills, PROMPT_COLUMNS)
             return self._index
 
     def _scanned_prompt(self, budget: PromptBudget | None, query: str, scorer: RelevanceScorer | None) -> str:
