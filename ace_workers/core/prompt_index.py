@@ -37,7 +37,7 @@ _NO_SLOT = np.iinfo(np.int64).max  # the first slot of a section with no active 
 _SLOT_BITS = 21
 _VOTE_LIMIT = 1 << 19
 # The per-slot arrays, copied for each derived version.
-_SLOT_ARRAYS = ("active", "kept_invalid", "votes", *TAGS, "chars", "section")
+_SLOT_ARRAYS = ("active", "kept_invalid", *TAGS, "section")
 
 
 class IndexScorer(Protocol):
@@ -54,7 +54,6 @@ class PromptIndex:
     __slots__ = (
         "__weakref__",
         "active",
-        "chars",
         "count",
         "harmful",
         "helpful",
@@ -73,7 +72,6 @@ class PromptIndex:
         "tag_sums",
         "total_chars",
         "touched",
-        "votes",
         "words_of",
     )
 
@@ -86,11 +84,9 @@ class PromptIndex:
         self.section_codes: dict[str, int] = {}
         self.active = np.zeros(0, dtype=bool)
         self.kept_invalid = np.zeros(0, dtype=bool)  # a soft-removed skill at the slot
-        self.votes = np.zeros(0, dtype=np.int64)  # helpful - harmful
         self.helpful = np.zeros(0, dtype=np.int64)
         self.harmful = np.zeros(0, dtype=np.int64)
         self.neutral = np.zeros(0, dtype=np.int64)
-        self.chars = np.zeros(0, dtype=np.int64)  # the row's length with its newline
         self.section = np.zeros(0, dtype=np.int64)  # slot -> section code
         self.section_first = np.zeros(0, dtype=np.int64)  # section code -> its first active slot
         self.section_counts = np.zeros(0, dtype=np.int64)  # section code -> its active skills
@@ -194,9 +190,10 @@ class PromptIndex:
             for slot in self._best(scores, wanted).tolist():
                 if len(chosen) >= limit:
                     break
-                if self.chars[slot] <= room_left:
+                size = len(self.lines[slot]) + 1  # the row and its newline
+                if size <= room_left:
                     chosen.append(slot)
-                    room_left -= int(self.chars[slot])
+                    room_left -= size
             # Rows skipped for lack of room leave places for skills further down: look further.
             if len(chosen) >= limit or wanted >= self.count:
                 return self._in_skillbook_order(np.asarray(chosen, dtype=np.int64))
@@ -226,17 +223,22 @@ class PromptIndex:
         else:
             candidates = np.flatnonzero(self.active)
         first = self.section_first[self.section[candidates]]
-        order = np.lexsort((candidates, first, -self.votes[candidates], -scores[candidates]))
+        order = np.lexsort((candidates, first, -self._votes(candidates), -scores[candidates]))
         return candidates[order]
 
     def _first_by_tie_key(self, slots: np.ndarray, need: int) -> np.ndarray:
         """Positions in ``slots`` of the ``need`` first by (most votes, skillbook order), in no order."""
-        votes = self.votes[slots]
+        votes = self._votes(slots)
         first = self.section_first[self.section[slots]]
         if len(self.ids) < (1 << _SLOT_BITS) and np.all(np.abs(votes) < _VOTE_LIMIT):
             key = ((_VOTE_LIMIT - votes) << (2 * _SLOT_BITS)) | (first << _SLOT_BITS) | slots
             return np.argpartition(key, need - 1)[:need] if need > 0 else np.zeros(0, dtype=np.int64)
         return np.lexsort((slots, first, -votes))[:need]
+
+    def _votes(self, slots: np.ndarray) -> np.ndarray:
+        """Helpful minus harmful votes of the skills at ``slots``."""
+        votes: np.ndarray = self.helpful[slots] - self.harmful[slots]
+        return votes
 
     def _in_skillbook_order(self, slots: np.ndarray) -> list[int]:
         first = self.section_first[self.section[slots]]
@@ -279,7 +281,7 @@ class _Changes:
         if index.active[slot]:
             index.active[slot] = False
             index.count -= 1
-            index.total_chars -= int(index.chars[slot])
+            index.total_chars -= len(index.lines[slot]) + 1
             index.section_counts[index.section[slot]] -= 1
             for tag in TAGS:
                 index.tag_sums[tag] -= int(getattr(index, tag)[slot])
@@ -306,11 +308,9 @@ class _Changes:
         index.lines[slot] = line
         index.words_of[slot] = words
         index.active[slot] = True
-        index.votes[slot] = skill.helpful - skill.harmful
         for tag in TAGS:
             getattr(index, tag)[slot] = getattr(skill, tag)
             index.tag_sums[tag] += getattr(skill, tag)
-        index.chars[slot] = len(line) + 1
         index.section_counts[index.section[slot]] += 1
         index.count += 1
         index.total_chars += len(line) + 1

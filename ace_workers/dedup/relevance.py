@@ -76,15 +76,13 @@ class EmbeddingRelevance:
             base = self._rows.get(parent) if parent is not None else None
         if known is not None:
             return known
-        if base is not None:
-            rows = np.full(len(index.ids), _NO_ROW, dtype=np.int64)
+        rows = np.full(len(index.ids), _NO_ROW, dtype=np.int64)
+        if base is not None:  # the parent's rows, with its changed slots looked up again
             rows[: len(base)] = base
             slots = index.touched.tolist()
+            rows[index.touched] = _NO_ROW
         else:
-            rows = np.full(len(index.ids), _NO_ROW, dtype=np.int64)
             slots = np.flatnonzero(index.active).tolist()
-        for slot in slots:
-            rows[slot] = _NO_ROW
         wanted = [(slot, skills[skill_id]) for slot in slots if (skill_id := index.ids[slot]) is not None]
         wanted = [(slot, skill) for slot, skill in wanted if index.active[slot] and skill.content.strip()]
         if wanted:

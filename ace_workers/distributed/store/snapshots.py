@@ -35,11 +35,10 @@ class SnapshotCache:
             )
         self.maxsize = maxsize
         self.versions_per_skillbook = versions_per_skillbook
-        self._versions: dict[Hashable, list[tuple[int, Hashable]]] = {}  # identity -> (version, key)
+        # identity -> (version, key) of its cached versions, oldest first: the last is the newest.
+        self._versions: dict[Hashable, list[tuple[int, Hashable]]] = {}
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, Skillbook] = OrderedDict()
-        # identity -> (version, key) of the newest snapshot put, while it is still cached.
-        self._newest: dict[Hashable, tuple[int, Hashable]] = {}
         self._filling: dict[Hashable, threading.Lock] = {}
 
     def filling(self, identity: Hashable) -> threading.Lock:
@@ -68,8 +67,6 @@ class SnapshotCache:
         with self._lock:
             self._entries[key] = book
             self._entries.move_to_end(key)
-            if identity is not None and version > self._newest.get(identity, (-1, None))[0]:
-                self._newest[identity] = (version, key)
             if identity is not None:
                 self._keep_newest_versions(identity, version, key)
             while len(self._entries) > self.maxsize:
@@ -87,10 +84,13 @@ class SnapshotCache:
     def newest(self, identity: Hashable) -> tuple[int, Skillbook] | None:
         """The newest cached (version, snapshot) put for ``identity``, or None."""
         with self._lock:
-            version, key = self._newest.get(identity, (-1, None))
-            book = self._entries.get(key) if key is not None else None
-            if book is None:
-                self._newest.pop(identity, None)
+            versions = self._versions.get(identity)
+            if not versions:
+                return None
+            version, key = versions[-1]
+            book = self._entries.get(key)
+            if book is None:  # the least recently used went first
+                del self._versions[identity]
                 return None
             return version, book
 
@@ -98,7 +98,6 @@ class SnapshotCache:
         """Forget every snapshot."""
         with self._lock:
             self._entries.clear()
-            self._newest.clear()
             self._versions.clear()
 
     def __len__(self) -> int:

@@ -178,14 +178,7 @@ def _redrive(
     batches, batch_id = runtime.batches, status.batch_id
     key = f"{batch_id}:{sample_key(epoch, index)}"
     count = batches.record_redrive(batch_id, epoch, index)
-    payload = epoch_payload(
-        runtime,
-        batches.item(batch_id, index),
-        epoch=epoch,
-        epochs=status.epochs,
-        index=index,
-        total=status.per_epoch,
-    )
+    payload = _stored_payload(runtime, status, epoch, index)
     if count > runtime.settings.max_redrives:
         _give_up(
             app, runtime, status, epoch, index, payload, f"LostSample: no progress after {count - 1} re-sends"
@@ -205,6 +198,14 @@ def _redrive(
     ).apply_async()
     runtime.metrics.observe_redrive(status.skillbook)
     report.redriven.append(key)
+
+
+def _stored_payload(runtime: WorkerRuntime, status: BatchStatus, epoch: int, index: int) -> dict[str, Any]:
+    """Sample ``index``'s first-step payload in ``epoch``, from the input its batch stored."""
+    item = runtime.batches.item(status.batch_id, index)
+    return epoch_payload(
+        runtime, item, epoch=epoch, epochs=status.epochs, index=index, total=status.per_epoch
+    )
 
 
 def _give_up(
@@ -250,14 +251,7 @@ def abandon_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, reason: st
     status = batches.status(batch_id)
     given_up = []
     for index in batches.unfinished_in_epoch(batch_id, status.epoch):
-        payload = epoch_payload(
-            runtime,
-            batches.item(batch_id, index),
-            epoch=status.epoch,
-            epochs=status.epochs,
-            index=index,
-            total=status.per_epoch,
-        )
+        payload = _stored_payload(runtime, status, status.epoch, index)
         _give_up(app, runtime, status, status.epoch, index, payload, f"Abandoned: {reason}")
         given_up.append(f"{batch_id}:{sample_key(status.epoch, index)}")
     batches.forget_running(batch_id)
