@@ -145,3 +145,19 @@ def test_each_app_in_a_process_sends_its_own_next_epochs(redis_client: redis.Red
     finally:
         first.close()
         second.close()
+
+
+def test_a_batch_ended_at_an_epoch_that_already_finished_is_done_and_expires(
+    redis_client: redis.Redis,
+) -> None:
+    batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
+    batches.create("b1", skillbook="book", recipe="trace_analyser", per_epoch=2, epochs=3, skills_at_start=0)
+    for index in (1, 2):
+        batches.record_done("b1", 1, index, {"trace": {}})
+    assert batches.status("b1").total == 6  # epochs 2 and 3 never started
+    batches.end_at_epoch("b1", 1)
+    status = batches.status("b1")
+    assert (status.state.value, status.total, status.epochs) == ("done", 2, 1)
+    # No sample is left to finish it: ending it finishes it, so its records expire.
+    assert 0 < redis_client.ttl(batch_key("tb", "b1")) <= 3600
+    assert status.elapsed_seconds == batches.status("b1").elapsed_seconds  # its clock stopped

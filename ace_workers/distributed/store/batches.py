@@ -159,18 +159,24 @@ class BatchStore:
     def seal(self, batch_id: str, per_epoch: int) -> None:
         """Fix the size of a batch whose input length was not known (or not met) until it was stored."""
         epochs = int(self.redis.hget(self._key(batch_id), "epochs") or 1)
-        self.redis.hset(
-            self._key(batch_id), mapping={"per_epoch": per_epoch, "total": per_epoch * epochs, "sealed": 1}
-        )
-        status = self.status(batch_id)
-        if status.state is BatchState.DONE:  # every sample finished before the seal
-            self.redis.hsetnx(self._key(batch_id), "finished_at", time.time())
-            self._expire(batch_id)
+        self._resize(batch_id, per_epoch=per_epoch, epochs=epochs, seal=True)
 
     def end_at_epoch(self, batch_id: str, epoch: int) -> None:
         """Start no epoch after ``epoch``: the batch ends once that epoch's samples have finished."""
         per_epoch = int(self.redis.hget(self._key(batch_id), "per_epoch") or 0)
-        self.redis.hset(self._key(batch_id), mapping={"epochs": epoch, "total": per_epoch * epoch})
+        self._resize(batch_id, per_epoch=per_epoch, epochs=epoch)
+
+    def _resize(self, batch_id: str, *, per_epoch: int, epochs: int, seal: bool = False) -> None:
+        """Set the batch's size; one whose every sample finished already is finished now (and expires)."""
+        size: dict[FieldT, EncodableT] = {
+            "per_epoch": per_epoch,
+            "epochs": epochs,
+            "total": per_epoch * epochs,
+        }
+        self.redis.hset(self._key(batch_id), mapping={**size, **({"sealed": 1} if seal else {})})
+        if self.status(batch_id).state is BatchState.DONE:  # no last sample is left to finish it
+            self.redis.hsetnx(self._key(batch_id), "finished_at", time.time())
+            self._expire(batch_id)
 
     def unfinished_in_epoch(self, batch_id: str, epoch: int) -> list[int]:
         """The indexes (from 1) of the samples of ``epoch`` with no outcome yet, sent or not."""
