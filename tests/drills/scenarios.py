@@ -15,6 +15,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import redis
@@ -122,9 +124,12 @@ def redis_restarted(
                 fleet.stop_all()
 
 
-def worker_killed(directory: Path, *, step: str, samples: int = 12, broker: str = "redis") -> Outcome:
-    """SIGKILL the worker running ``step`` ("ReflectStep" or "ApplyStep") while it holds, then replace it."""
-    victim = "write" if step == "ApplyStep" else "learn"
+@contextmanager
+def quick_fleet(directory: Path, broker: str) -> Iterator[tuple[Service, redis.Redis, Fleet]]:
+    """A private Redis without persistence, the broker, a service, a client and a fleet not yet started.
+
+    The simulated LLM takes 0.05 s; a killed worker's unacknowledged task comes back after 4 s.
+    """
     with PrivateRedis(directory / "redis", persistent=False) as server, drill_broker(broker) as broker_url:
         env, settings = drill_env(
             server.url,
@@ -132,74 +137,63 @@ def worker_killed(directory: Path, *, step: str, samples: int = 12, broker: str 
             broker_url=broker_url,
             ACE_QUEUE_PREFIX="drill",
             ACE_SIM_LATENCY_SECONDS="0.05",
-            # The killed worker's unacknowledged task comes back after 4 s.
             ACE_VISIBILITY_TIMEOUT_SECONDS="4",
         )
         client = redis.Redis.from_url(server.url)
         with drill_service(settings, server.url) as service:
             fleet = Fleet(env, directory)
             try:
-                fleet.start(service)
-                started = time.monotonic()
-                client.set(arm_key(step), 1)
-                handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK, recipe="held")
-                deadline = time.monotonic() + 30
-                while not client.exists(holding_key(step)):
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"{step} never held; log:\n{fleet.log.read_text()[-4000:]}")
-                    time.sleep(0.02)
-                fleet.kill(victim)
-                at_kill = handle.status()
-                fleet.start_one(victim)
-                status, _ = wait_for_batch(handle, timeout=60)
-                outcome = Outcome(
-                    drill=f"worker killed during {step.removesuffix('Step')}{on_broker(broker)}",
-                    load=f"{samples} traces, 4 learn threads + 1 writer",
-                    faults=f"SIGKILL of the {victim} worker mid-{step}, replacement started",
-                    seconds=time.monotonic() - started,
-                )
-                outcome.notes.append(f"done at the kill: {at_kill.done}/{at_kill.total}")
-                return _outcome(outcome, service, handle, status)
+                yield service, client, fleet
             finally:
                 fleet.stop_all()
                 client.close()
+
+
+def worker_killed(directory: Path, *, step: str, samples: int = 12, broker: str = "redis") -> Outcome:
+    """SIGKILL the worker running ``step`` ("ReflectStep" or "ApplyStep") while it holds, then replace it."""
+    victim = "write" if step == "ApplyStep" else "learn"
+    with quick_fleet(directory, broker) as (service, client, fleet):
+        fleet.start(service)
+        started = time.monotonic()
+        client.set(arm_key(step), 1)
+        handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK, recipe="held")
+        deadline = time.monotonic() + 30
+        while not client.exists(holding_key(step)):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{step} never held; log:\n{fleet.log.read_text()[-4000:]}")
+            time.sleep(0.02)
+        fleet.kill(victim)
+        at_kill = handle.status()
+        fleet.start_one(victim)
+        status, _ = wait_for_batch(handle, timeout=60)
+        outcome = Outcome(
+            drill=f"worker killed during {step.removesuffix('Step')}{on_broker(broker)}",
+            load=f"{samples} traces, 4 learn threads + 1 writer",
+            faults=f"SIGKILL of the {victim} worker mid-{step}, replacement started",
+            seconds=time.monotonic() - started,
+        )
+        outcome.notes.append(f"done at the kill: {at_kill.done}/{at_kill.total}")
+        return _outcome(outcome, service, handle, status)
 
 
 def message_lost(directory: Path, *, samples: int = 12, lost: int = 2, broker: str = "redis") -> Outcome:
     """Delete ``lost`` step messages from the broker mid-batch, as a transport losing them in flight would."""
-    with PrivateRedis(directory / "redis", persistent=False) as server, drill_broker(broker) as broker_url:
-        env, settings = drill_env(
-            server.url,
-            directory,
-            broker_url=broker_url,
-            ACE_QUEUE_PREFIX="drill",
-            ACE_SIM_LATENCY_SECONDS="0.05",
-            ACE_VISIBILITY_TIMEOUT_SECONDS="4",
+    with quick_fleet(directory, broker) as (service, client, fleet):
+        started = time.monotonic()
+        # Sent while no worker listens, so the messages wait in the broker's list to be lost.
+        handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK)
+        delete_messages(service, client, service.runtime.queue("learn"), lost)
+        fleet.start(service)
+        status, _ = wait_for_batch(handle, timeout=60)
+        outcome = Outcome(
+            drill="messages lost by the broker" + on_broker(broker),
+            load=f"{samples} traces, 4 learn threads + 1 writer",
+            faults=f"{lost} of {samples} first-step messages deleted from the queue",
+            seconds=time.monotonic() - started,
         )
-        client = redis.Redis.from_url(server.url)
-        with drill_service(settings, server.url) as service:
-            fleet = Fleet(env, directory)
-            try:
-                started = time.monotonic()
-                # Sent while no worker listens, so the messages wait in the broker's list to be lost.
-                handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK)
-                delete_messages(service, client, service.runtime.queue("learn"), lost)
-                fleet.start(service)
-                status, _ = wait_for_batch(handle, timeout=60)
-                outcome = Outcome(
-                    drill="messages lost by the broker" + on_broker(broker),
-                    load=f"{samples} traces, 4 learn threads + 1 writer",
-                    faults=f"{lost} of {samples} first-step messages deleted from the queue",
-                    seconds=time.monotonic() - started,
-                )
-                redrives = service.runtime.batches.redrives(handle.batch_id)
-                outcome.notes.append(
-                    f"samples sent again: {len(redrives)}, re-sends: {sum(redrives.values())}"
-                )
-                return _outcome(outcome, service, handle, status)
-            finally:
-                fleet.stop_all()
-                client.close()
+        redrives = service.runtime.batches.redrives(handle.batch_id)
+        outcome.notes.append(f"samples sent again: {len(redrives)}, re-sends: {sum(redrives.values())}")
+        return _outcome(outcome, service, handle, status)
 
 
 def on_broker(broker: str) -> str:
