@@ -18,6 +18,7 @@ __all__ = [
     "MissingFieldError",
     "RetriesExhausted",
     "SkillbookError",
+    "MissingExtraError",
     "SkillbookFormatError",
     "UnknownSkillError",
 ]
@@ -110,6 +111,19 @@ class EmbeddingUnavailableError(AceError):
         self.extra = extra
         hint = f"; install it with: pip install 'ace-workers[{extra}]'" if extra else ""
         super().__init__(f"embedding provider {provider!r}: {reason}{hint}")
+
+
+class MissingExtraError(AceError, ImportError):
+    """A feature needs an optional extra that is not installed."""
+
+    def __init__(self, what: str, extra: str, missing: str) -> None:
+        self.what = what
+        self.extra = extra
+        self.missing = missing
+        super().__init__(
+            f"{what} needs the optional extra {extra!r} ({missing} is not installed): "
+            f"pip install 'ace-workers[{extra}]'"
+        )
 
 
 class LLMError(AceError):

@@ -28,13 +28,20 @@ class InvalidSettingError(SettingsError):
 class UnknownSettingError(SettingsError):
     """An ``ACE_*`` environment variable names no setting (usually a typo)."""
 
-    def __init__(self, names: list[str], suggestions: dict[str, str | None]) -> None:
+    def __init__(
+        self,
+        names: list[str],
+        suggestions: dict[str, str | None],
+        *,
+        owner: str = "WorkerSettings",
+        prefix: str = "ACE_",
+    ) -> None:
         self.names = names
         self.suggestions = suggestions
         described = [
             f"{name} (did you mean {suggestions[name]}?)" if suggestions.get(name) else name for name in names
         ]
         super().__init__(
-            f"unknown setting(s): {', '.join(described)}; every ACE_* variable must name a WorkerSettings "
+            f"unknown setting(s): {', '.join(described)}; every {prefix}* variable must name a {owner} "
             "field (listed in its docstring)"
         )

@@ -31,6 +31,8 @@ __all__ = [
     "QUEUE_ROLES",
     "SIM_MODEL",
     "IGNORED_VARIABLES",
+    "IGNORED_PREFIXES",
+    "read_env_fields",
     "BUILT_IN_RECIPE_NAMES",
     # Redis URLs
     "broker_url_for",
@@ -47,8 +49,10 @@ QUEUE_ROLES = ("execute", "learn", "write")
 DEDUP_OFF = "off"
 DEDUP_PROVIDERS = (DEDUP_OFF, "sentence_transformers", "litellm")
 
-# ACE_* variables that belong to other parts of the project, not to the workers.
+# ACE_* variables that belong to other parts of the project, not to the workers: the tests'
+# and the MCP server's (ACE_MCP_*, checked for typos by its own settings).
 IGNORED_VARIABLES = frozenset({"ACE_TEST_REDIS_URL"})
+IGNORED_PREFIXES = ("ACE_MCP_",)
 
 # Names people reach for when they mean the simulator; a typo here would otherwise be
 # sent to litellm as a model name and fail only at the first call, on a worker.
@@ -297,20 +301,7 @@ class WorkerSettings:
             SettingsError: a value does not parse or is out of range (the message names the variable).
         """
         env = os.environ if environ is None else environ
-        by_env_name = {env_name(spec.name): spec for spec in dataclasses.fields(cls)}
-        given = {
-            name: value
-            for name, value in env.items()
-            if name.startswith(ENV_PREFIX) and name not in IGNORED_VARIABLES
-        }
-        unknown = sorted(name for name in given if name not in by_env_name)
-        if unknown:
-            known = list(by_env_name)
-            suggestions = {
-                name: next(iter(difflib.get_close_matches(name, known, n=1)), None) for name in unknown
-            }
-            raise UnknownSettingError(unknown, suggestions)
-        values = {by_env_name[name].name: _parse(by_env_name[name], name, raw) for name, raw in given.items()}
+        values = read_env_fields(cls, env, prefix=ENV_PREFIX, owner="WorkerSettings", skip=_not_ours)
         return cls(**values)
 
     def queue_names(self) -> dict[str, str]:
@@ -395,6 +386,31 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "str": (str.strip, "a string"),
     "str | None": (_parse_optional_str, "a string"),
 }
+
+
+def _not_ours(variable: str) -> bool:
+    return variable in IGNORED_VARIABLES or variable.startswith(IGNORED_PREFIXES)
+
+
+def read_env_fields(
+    cls: Any, env: Mapping[str, str], *, prefix: str, owner: str, skip: Callable[[str], bool] | None = None
+) -> dict[str, Any]:
+    """The dataclass ``cls``'s fields given as ``PREFIX<FIELD>`` variables of ``env``, parsed.
+
+    Raises:
+        UnknownSettingError: a ``PREFIX*`` variable (not ``skip``-ped) names no field.
+        InvalidSettingError: a value does not parse as its field's type.
+    """
+    by_variable = {f"{prefix}{spec.name.upper()}": spec for spec in dataclasses.fields(cls)}
+    given = {name: raw for name, raw in env.items() if name.startswith(prefix) and not (skip and skip(name))}
+    unknown = sorted(name for name in given if name not in by_variable)
+    if unknown:
+        known = list(by_variable)
+        suggestions = {
+            name: next(iter(difflib.get_close_matches(name, known, n=1)), None) for name in unknown
+        }
+        raise UnknownSettingError(unknown, suggestions, owner=owner, prefix=prefix)
+    return {by_variable[name].name: _parse(by_variable[name], name, raw) for name, raw in given.items()}
 
 
 def _parse(spec: dataclasses.Field[Any], variable: str, raw: str) -> Any:

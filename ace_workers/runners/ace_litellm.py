@@ -89,6 +89,11 @@ class ACELiteLLM:
         self._last = _Interaction(question, context, output)
         return output.final_answer
 
+    @property
+    def last_output(self) -> AgentOutput | None:
+        """The whole output of the last :meth:`ask` (reasoning, cited skills), or None before one."""
+        return None if self._last is None else self._last.output
+
     # -- learning ------------------------------------------------------------------------
     def learn(
         self,

@@ -1,0 +1,39 @@
+"""The MCP server: ACE as tools for coding assistants (``ace-workers mcp``, extra ``mcp``).
+
+Six tools, ``ace.ask``, ``ace.learn.sample``, ``ace.learn.feedback``,
+``ace.skillbook.get``, ``ace.skillbook.save`` and ``ace.skillbook.load``, served
+over stdio or streamable HTTP by the official ``mcp`` SDK, from one of two back
+ends: in this process (an ACELiteLLM per session) or the fleet (learning
+enqueued to the workers, one versioned skillbook in Redis shared by all).
+Importing this package needs no extra; building the server does.
+"""
+
+from .config import MCPServerConfig
+from .errors import (
+    BackendError,
+    InvalidToolRequest,
+    MCPToolError,
+    PathNotAllowedError,
+    ReadOnlyError,
+    UnknownSessionError,
+)
+from .factory import create_handlers
+from .handlers import MCPHandlers
+from .server import TOOLS, build_server, serve
+
+__all__ = [
+    # configuration and construction
+    "MCPServerConfig",
+    "MCPHandlers",
+    "create_handlers",
+    "build_server",
+    "serve",
+    "TOOLS",
+    # errors
+    "MCPToolError",
+    "InvalidToolRequest",
+    "UnknownSessionError",
+    "ReadOnlyError",
+    "PathNotAllowedError",
+    "BackendError",
+]

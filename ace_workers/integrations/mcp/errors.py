@@ -1,0 +1,66 @@
+"""Errors of the MCP tools, each with the JSON-RPC error code a client receives.
+
+A handler raises one of these; the server turns it into an MCP error whose
+message names the problem and whose data carries ``kind`` (a stable string a
+client can branch on) and the tool's name.
+"""
+
+from __future__ import annotations
+
+from ...errors import AceError
+
+__all__ = [
+    "MCPToolError",
+    "InvalidToolRequest",
+    "UnknownSessionError",
+    "ReadOnlyError",
+    "PathNotAllowedError",
+    "BackendError",
+    "INVALID_PARAMS",
+]
+
+INVALID_PARAMS = -32602  # JSON-RPC: the arguments do not fit the tool's schema or limits
+# Codes -32000..-32099 are the JSON-RPC range a server defines for itself.
+_UNKNOWN_SESSION = -32001
+_READ_ONLY = -32002
+_PATH_NOT_ALLOWED = -32003
+_BACKEND = -32004
+
+
+class MCPToolError(AceError):
+    """An MCP tool call was refused or failed; nothing was changed."""
+
+    code = INVALID_PARAMS
+    kind = "invalid_request"
+
+
+class InvalidToolRequest(MCPToolError):
+    """The arguments break the tool's schema or the server's size limits."""
+
+
+class UnknownSessionError(MCPToolError):
+    """The session does not exist, or it expired."""
+
+    code = _UNKNOWN_SESSION
+    kind = "unknown_session"
+
+
+class ReadOnlyError(MCPToolError):
+    """The server runs read-only and the tool would change the skillbook."""
+
+    code = _READ_ONLY
+    kind = "read_only"
+
+
+class PathNotAllowedError(MCPToolError):
+    """A save or load path lies outside the configured skillbook directory, or is not a .json file."""
+
+    code = _PATH_NOT_ALLOWED
+    kind = "path_not_allowed"
+
+
+class BackendError(MCPToolError):
+    """The back end (LLM, Redis, the workers) failed while serving the call."""
+
+    code = _BACKEND
+    kind = "backend_error"

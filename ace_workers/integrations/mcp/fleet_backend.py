@@ -1,0 +1,143 @@
+"""The fleet back end: learning goes to the workers, the skillbook is the versioned one in Redis.
+
+Every session reads and teaches the same skillbook (``ACE_MCP_SKILLBOOK``), so
+many assistants share what any of them learned. Answers are computed here,
+with the Agent model of the worker settings, on the skillbook's current version.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...core.environments import Sample
+from ...core.skillbook import Skillbook
+from ...distributed.producer import Producer
+from ...distributed.settings import WorkerSettings
+from ...roles import Agent
+from .backend import skill_items
+from .errors import BackendError, InvalidToolRequest
+from .models import (
+    AskRequest,
+    AskResponse,
+    LearnFeedbackRequest,
+    LearnFeedbackResponse,
+    LearnSampleRequest,
+    LearnSampleResponse,
+    SkillbookGetRequest,
+    SkillbookGetResponse,
+    SkillbookLoadResponse,
+    SkillbookSaveResponse,
+)
+from .sessions import LastAsk, Session
+
+__all__ = ["FleetBackend"]
+
+
+class FleetBackend:
+    """Serve the tools from the fleet's Redis skillbook ``skillbook``, learning through a Producer."""
+
+    name = "fleet"
+
+    def __init__(self, settings: WorkerSettings, skillbook: str, *, wait_seconds: float) -> None:
+        self.producer = Producer(settings)
+        self.skillbook_name = skillbook
+        self.wait_seconds = wait_seconds
+        self.agent = Agent(self.producer.runtime.llm(settings.agent_model))
+
+    def new_session_state(self) -> None:
+        return None
+
+    def _active_skills(self) -> int:
+        return self.producer.runtime.store(self.skillbook_name).active_skills()
+
+    def ask(self, session: Session, request: AskRequest) -> AskResponse:
+        view = self.producer.runtime.skillbook(self.skillbook_name).view()  # its current version
+        output = self.agent.generate(question=request.question, context=request.context, skillbook=view)
+        session.last_ask = LastAsk(
+            request.question, request.context, output.final_answer, output.reasoning, list(output.skill_ids)
+        )
+        return AskResponse(
+            session_id=session.id,
+            answer=output.final_answer,
+            reasoning=output.reasoning,
+            cited_skill_ids=list(output.skill_ids),
+            skill_count=len(view),
+        )
+
+    def learn_samples(self, session: Session, request: LearnSampleRequest) -> LearnSampleResponse:
+        before = self._active_skills()
+        samples = [Sample(s.question, s.context, s.ground_truth, dict(s.metadata)) for s in request.samples]
+        handle = self.producer.enqueue_samples(samples, self.skillbook_name, epochs=request.epochs)
+        queued = len(samples) * request.epochs
+        done = failed = 0
+        if request.wait:
+            try:
+                status = handle.wait(timeout=self.wait_seconds)
+            except TimeoutError as exc:
+                raise BackendError(
+                    f"{exc}; the batch goes on in the workers (ACE_MCP_WAIT_SECONDS={self.wait_seconds:g})"
+                ) from None
+            done, failed = status.done, status.failed
+        return LearnSampleResponse(
+            session_id=session.id,
+            queued=queued,
+            processed=done,
+            failed=failed,
+            skill_count_before=before,
+            skill_count_after=self._active_skills(),
+            batch_id=handle.batch_id,
+        )
+
+    def learn_feedback(self, session: Session, request: LearnFeedbackRequest) -> LearnFeedbackResponse:
+        last = session.last_ask
+        assert last is not None  # the handlers check it
+        before = self._active_skills()
+        trace = {
+            "question": last.question,
+            "context": last.context,
+            "reasoning": last.reasoning,
+            "answer": last.answer,
+            "skill_ids": last.skill_ids,
+            "feedback": request.feedback,
+            "ground_truth": request.ground_truth,
+        }
+        handle = self.producer.enqueue_traces([trace], self.skillbook_name)
+        return LearnFeedbackResponse(
+            session_id=session.id,
+            learned=False,
+            queued=True,
+            skill_count_before=before,
+            skill_count_after=before,
+            batch_id=handle.batch_id,
+        )
+
+    def get_skillbook(self, session: Session, request: SkillbookGetRequest) -> SkillbookGetResponse:
+        version, book = self.producer.runtime.store(self.skillbook_name).snapshot()
+        return SkillbookGetResponse(
+            session_id=session.id,
+            skillbook=self.skillbook_name,
+            version=version,
+            stats=book.stats(),
+            skills=skill_items(book, request),
+        )
+
+    def save_skillbook(self, session: Session, path: Path) -> SkillbookSaveResponse:
+        book = self.producer.runtime.store(self.skillbook_name).export()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        book.save_to_file(path)
+        return SkillbookSaveResponse(session_id=session.id, path=str(path), saved_skill_count=len(book))
+
+    def load_skillbook(self, session: Session, path: Path) -> SkillbookLoadResponse:
+        if not path.is_file():
+            raise InvalidToolRequest(f"no skillbook file {path.name!r} in the skillbook directory")
+        book = Skillbook.load_from_file(path)
+        store = self.producer.runtime.store(self.skillbook_name)
+        version = store.import_skillbook(
+            book, replace=True, source={"command": "mcp ace.skillbook.load", "file": str(path)}
+        )
+        return SkillbookLoadResponse(
+            session_id=session.id, path=str(path), skill_count=len(book), version=version
+        )
+
+    def close(self) -> None:
+        self.producer.close()

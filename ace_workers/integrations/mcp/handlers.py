@@ -1,0 +1,128 @@
+"""MCPHandlers: the six tools' checks (sizes, sessions, paths, read-only), then the back end.
+
+Handlers are synchronous and thread-safe; the server runs each call in a
+worker thread. Every failure leaves as an :class:`MCPToolError` whose message
+names the problem; nothing is changed by a refused call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ...errors import SkillbookFormatError
+from .backend import MCPBackend
+from .config import MCPServerConfig
+from .errors import BackendError, InvalidToolRequest, MCPToolError, ReadOnlyError
+from .models import (
+    AskRequest,
+    AskResponse,
+    LearnFeedbackRequest,
+    LearnFeedbackResponse,
+    LearnSampleRequest,
+    LearnSampleResponse,
+    SkillbookGetRequest,
+    SkillbookGetResponse,
+    SkillbookLoadRequest,
+    SkillbookLoadResponse,
+    SkillbookSaveRequest,
+    SkillbookSaveResponse,
+)
+from .paths import path_in_directory
+from .sessions import Session, SessionStore
+
+__all__ = ["MCPHandlers"]
+
+logger = logging.getLogger(__name__)
+ResponseT = TypeVar("ResponseT")
+
+
+class MCPHandlers:
+    """Guards and delegation for the tools; one instance per server."""
+
+    def __init__(self, backend: MCPBackend, config: MCPServerConfig) -> None:
+        self.backend = backend
+        self.config = config
+        self.directory = config.directory()
+        self.sessions = SessionStore(
+            backend.new_session_state,
+            ttl_seconds=config.session_ttl_seconds,
+            max_sessions=config.max_sessions,
+        )
+
+    # -- the tools ------------------------------------------------------------------------
+    def ask(self, request: AskRequest) -> AskResponse:
+        self._check_text(question=request.question, context=request.context)
+        return self._run(self.sessions.open(request.session_id), self.backend.ask, request)
+
+    def learn_sample(self, request: LearnSampleRequest) -> LearnSampleResponse:
+        self._refuse_if_read_only("ace.learn.sample")
+        if len(request.samples) > self.config.max_samples:
+            raise InvalidToolRequest(
+                f"samples: {len(request.samples)} given, at most {self.config.max_samples} per call "
+                "(ACE_MCP_MAX_SAMPLES)"
+            )
+        for index, sample in enumerate(request.samples):
+            self._check_text(
+                where=f"samples[{index}].",
+                question=sample.question,
+                context=sample.context,
+                ground_truth=sample.ground_truth or "",
+            )
+        return self._run(self.sessions.open(request.session_id), self.backend.learn_samples, request)
+
+    def learn_feedback(self, request: LearnFeedbackRequest) -> LearnFeedbackResponse:
+        self._refuse_if_read_only("ace.learn.feedback")
+        self._check_text(feedback=request.feedback, ground_truth=request.ground_truth or "")
+        session = self.sessions.existing(request.session_id)
+        if session.last_ask is None:
+            raise InvalidToolRequest(
+                f"session {request.session_id!r} has asked nothing yet: ace.learn.feedback learns "
+                "from the session's last ace.ask"
+            )
+        return self._run(session, self.backend.learn_feedback, request)
+
+    def get_skillbook(self, request: SkillbookGetRequest) -> SkillbookGetResponse:
+        return self._run(self.sessions.open(request.session_id), self.backend.get_skillbook, request)
+
+    def save_skillbook(self, request: SkillbookSaveRequest) -> SkillbookSaveResponse:
+        path = path_in_directory(self.directory, request.path)
+        return self._run(self.sessions.open(request.session_id), self.backend.save_skillbook, path)
+
+    def load_skillbook(self, request: SkillbookLoadRequest) -> SkillbookLoadResponse:
+        self._refuse_if_read_only("ace.skillbook.load")
+        path = path_in_directory(self.directory, request.path)
+        return self._run(self.sessions.open(request.session_id), self.backend.load_skillbook, path)
+
+    def close(self) -> None:
+        """Release the back end's connections."""
+        self.backend.close()
+
+    # -- guards ---------------------------------------------------------------------------
+    def _check_text(self, where: str = "", **fields: str) -> None:
+        limit = self.config.max_text_chars
+        for name, text in fields.items():
+            if len(text) > limit:
+                raise InvalidToolRequest(
+                    f"{where}{name}: {len(text)} characters, at most {limit} allowed (ACE_MCP_MAX_TEXT_CHARS)"
+                )
+
+    def _refuse_if_read_only(self, tool: str) -> None:
+        if self.config.read_only:
+            raise ReadOnlyError(
+                f"{tool} changes the skillbook, and this server is read-only (ACE_MCP_READ_ONLY)"
+            )
+
+    @staticmethod
+    def _run(session: Session, call: Callable[[Session, Any], ResponseT], argument: Any) -> ResponseT:
+        with session.lock:
+            try:
+                return call(session, argument)
+            except MCPToolError:
+                raise
+            except SkillbookFormatError as exc:  # the file the client named is not a skillbook
+                raise InvalidToolRequest(str(exc)) from exc
+            except Exception as exc:  # the tool boundary: the client gets the cause, the log the traceback
+                logger.exception("MCP tool call failed in session %s", session.id)
+                raise BackendError(f"{type(exc).__name__}: {exc}") from exc
