@@ -1,0 +1,84 @@
+"""``ace-workers mcp`` on the fleet back end: the SDK's client, real workers, the Redis skillbook."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from ace_workers.distributed.service import Service
+from ace_workers.distributed.store.batches import BatchState
+
+from ..integrations.mcp.clients import CLIENTS, call, refused, server_env
+from ..integrations.mcp.scenario import exercise_every_tool
+from .conftest import running_service
+
+pytestmark = pytest.mark.slow
+
+
+def settle_batches(service: Service, timeout: float = 60.0) -> Callable[[str], None]:
+    def settle(batch_id: str) -> None:
+        deadline = time.monotonic() + timeout
+        while service.runtime.batches.status(batch_id).state is BatchState.RUNNING:
+            assert time.monotonic() < deadline, f"batch {batch_id} still running after {timeout} s"
+            time.sleep(0.05)
+
+    return settle
+
+
+def fleet_env(service: Service, redis_url: str, skillbook_dir: Path, **settings: str) -> dict[str, str]:
+    return server_env(
+        skillbook_dir,
+        ACE_REDIS_URL=redis_url,
+        ACE_QUEUE_PREFIX=service.runtime.settings.queue_prefix,
+        ACE_MCP_SKILLBOOK="shared",
+        **settings,
+    )
+
+
+@pytest.mark.parametrize("transport", sorted(CLIENTS))
+def test_every_tool_answers_on_the_fleet_and_sessions_share_one_skillbook(
+    transport: str, redis_url: str, tmp_path: Path
+) -> None:
+    with running_service(redis_url) as service:
+        env = fleet_env(service, redis_url, tmp_path)
+
+        settle = settle_batches(service)
+
+        async def scenario() -> dict[str, Any]:
+            async with CLIENTS[transport](env) as client:
+                return await exercise_every_tool(client, tmp_path, shared=True, settle=settle)
+
+        seen = anyio.run(scenario)
+        store = service.runtime.store("shared")
+        # What the tools reported is what the workers wrote to the versioned skillbook in Redis.
+        assert seen["learned"]["skill_count_after"] <= seen["got"]["stats"]["skills"]
+        assert seen["loaded"]["version"] == store.version()
+        assert store.active_skills() == seen["loaded"]["skill_count"]
+        feedback_batch = service.runtime.batches.status(seen["feedback"]["batch_id"])
+        assert (feedback_batch.done, feedback_batch.failed) == (1, 0)
+
+
+def test_a_read_only_fleet_server_reads_the_shared_skillbook_but_changes_nothing(
+    redis_url: str, tmp_path: Path
+) -> None:
+    with running_service(redis_url) as service:
+        store = service.runtime.store("shared")
+        env = fleet_env(service, redis_url, tmp_path, ACE_MCP_READ_ONLY="true")
+
+        async def scenario() -> None:
+            async with CLIENTS["stdio"](env) as client:
+                got = await call(client, "ace.skillbook.get", {"session_id": "s"})
+                assert (got["skillbook"], got["version"]) == ("shared", store.version())
+                await call(client, "ace.ask", {"session_id": "s", "question": "What is 2+2?"})
+                error = await refused(client, "ace.learn.feedback", {"session_id": "s", "feedback": "no"})
+                assert error.data["kind"] == "read_only"
+
+        version = store.version()
+        anyio.run(scenario)
+        assert store.version() == version
+        assert service.runtime.batches.running() == []  # nothing was sent to learn
