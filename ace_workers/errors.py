@@ -6,6 +6,7 @@ many attempts) so callers and logs can act on them without parsing messages.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "InvalidUpdateError",
     "LLMError",
     "MissingFieldError",
+    "RecursiveReflectorError",
     "RetriesExhausted",
     "SkillbookError",
     "MissingExtraError",
@@ -147,3 +149,24 @@ class RetriesExhausted(LLMError):
         self.last_completion = last_completion
         self.usage = usage or {}
         super().__init__(f"{what}: no valid output after {attempts} attempt(s); last error: {last_error}")
+
+
+class RecursiveReflectorError(RetriesExhausted):
+    """The Recursive Reflector reached no valid FINAL reflection within its iterations."""
+
+    def __init__(
+        self,
+        iterations: int,
+        last_error: str | None,
+        rr_trace: Mapping[str, Any] | None = None,
+        last_completion: Any = None,
+    ) -> None:
+        super().__init__("recursive reflector", iterations, None, last_completion)
+        self.iterations = iterations
+        self.last_error_message = last_error
+        self.rr_trace: dict[str, Any] = dict(rr_trace or {})
+        # The last error is the sandbox's or the validation's text, not an exception object.
+        self.args = (
+            f"recursive reflector: no valid FINAL reflection after {iterations} iteration(s); "
+            f"last error: {last_error or 'none (the code never called FINAL)'}",
+        )

@@ -48,11 +48,14 @@ SIM_MODEL = "sim"
 QUEUE_ROLES = ("execute", "learn", "write")
 DEDUP_OFF = "off"
 DEDUP_PROVIDERS = (DEDUP_OFF, "sentence_transformers", "litellm")
+REFLECTORS = ("single", "rr")
 
 # ACE_* variables that belong to other parts of the project, not to the workers: the tests'
 # and the MCP server's (ACE_MCP_*, checked for typos by its own settings).
 IGNORED_VARIABLES = frozenset({"ACE_TEST_REDIS_URL"})
 IGNORED_PREFIXES = ("ACE_MCP_",)
+# OpenTelemetry's standard collector variable: the default of ACE_OTLP_ENDPOINT.
+OTEL_ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"
 
 # Names people reach for when they mean the simulator; a typo here would otherwise be
 # sent to litellm as a model name and fail only at the first call, on a worker.
@@ -89,6 +92,10 @@ class WorkerSettings:
     - ``ACE_AGENT_MODEL``: model of the Agent: "sim" (simulated LLM) or a litellm model string [sim]
     - ``ACE_REFLECTOR_MODEL``: model of the Reflector, same forms [sim]
     - ``ACE_SKILL_MANAGER_MODEL``: model of the SkillManager, same forms [sim]
+    - ``ACE_REFLECTOR``: "single" (one structured call) or "rr" (the Recursive Reflector: the
+      model writes code that a process sandbox runs, ``ace_workers.rr``) [single]
+    - ``ACE_RR_MAX_ITERATIONS``, ``ACE_RR_TIMEOUT_SECONDS``, ``ACE_RR_MEMORY_MB``: with "rr", its LLM
+      turns, and each sandbox run's wall-clock limit and address space [10, 10, 512]
     - ``ACE_LLM_FACTORY``: "package.module:callable" returning an LLMClientLike for a model name [unset]
     - ``ACE_LLM_MAX_RETRIES``: attempts per structured LLM call before RetriesExhausted [3]
     - ``ACE_LLM_TIMEOUT_SECONDS``: timeout of one LLM request [60]
@@ -141,6 +148,9 @@ class WorkerSettings:
       configured nowhere is refused, never imported [unset]
     - ``ACE_FLOWER_BASIC_AUTH``: "user:password" (comma-separated for several) ``ace-workers flower``
       requires unless started with ``--no-auth`` [unset]
+    - ``ACE_OTLP_ENDPOINT``: OpenTelemetry collector (OTLP/HTTP base URL, e.g. ``http://collector:4318``)
+      workers send their traces to, one trace per sample; ``ace-workers worker --otlp-endpoint``
+      overrides it [unset: ``OTEL_EXPORTER_OTLP_ENDPOINT``, else no tracing]
     - ``ACE_NIGHTLY_SKILLBOOKS``: comma-separated skillbooks ``ace-workers beat`` learns nightly [unset]
     - ``ACE_NIGHTLY_SCHEDULE``: when: a 5-field crontab in UTC, or a number of seconds [0 2 * * *]
     - ``ACE_NIGHTLY_EPOCHS``: epochs of the nightly pass over the inbox [1]
@@ -162,6 +172,10 @@ class WorkerSettings:
     agent_model: str = SIM_MODEL
     reflector_model: str = SIM_MODEL
     skill_manager_model: str = SIM_MODEL
+    reflector: str = "single"
+    rr_max_iterations: int = _setting(10, minimum=1)
+    rr_timeout_seconds: float = _setting(10.0, positive=True)
+    rr_memory_mb: int = _setting(512, minimum=64)
     llm_factory: str | None = None
     recipes: str = ""
     llm_max_retries: int = _setting(3, minimum=1)
@@ -207,6 +221,7 @@ class WorkerSettings:
     nightly_lock_seconds: int = _setting(600, minimum=1)
     # repr=False: a password must not reach logs through the settings' repr.
     flower_basic_auth: str | None = field(default=None, repr=False)
+    otlp_endpoint: str | None = None
 
     def __post_init__(self) -> None:
         for spec in dataclasses.fields(self):
@@ -225,6 +240,7 @@ class WorkerSettings:
         for role in ("agent_model", "reflector_model", "skill_manager_model"):
             _check_model(env_name(role), getattr(self, role))
         _check_basic_auth(self.flower_basic_auth)
+        _check_url("otlp_endpoint", self.otlp_endpoint, ("http", "https"))
         _check_nightly(self)
         if self.llm_factory is not None and not _IMPORT_PATH.fullmatch(self.llm_factory):
             raise InvalidSettingError(
@@ -232,10 +248,8 @@ class WorkerSettings:
             )
         _check_sim_failure(self.sim_failure_rate, self.sim_failure)
         self.recipe_paths()  # a malformed ACE_RECIPES fails here, at start
-        if self.dedup_provider not in DEDUP_PROVIDERS:
-            raise InvalidSettingError(
-                env_name("dedup_provider"), self.dedup_provider, f"use one of {', '.join(DEDUP_PROVIDERS)}"
-            )
+        _check_choice("dedup_provider", self.dedup_provider, DEDUP_PROVIDERS)
+        _check_choice("reflector", self.reflector, REFLECTORS)
         _check_dedup(self)
         slowest = self.slowest_step_seconds()
         if self.worker_stall_seconds <= slowest:
@@ -302,6 +316,8 @@ class WorkerSettings:
         """
         env = os.environ if environ is None else environ
         values = read_env_fields(cls, env, prefix=ENV_PREFIX, owner="WorkerSettings", skip=_not_ours)
+        if "otlp_endpoint" not in values and env.get(OTEL_ENDPOINT_VARIABLE):
+            values["otlp_endpoint"] = env[OTEL_ENDPOINT_VARIABLE]  # OpenTelemetry's standard variable
         return cls(**values)
 
     def queue_names(self) -> dict[str, str]:
@@ -434,6 +450,11 @@ def _check_number(spec: dataclasses.Field[Any], value: object) -> None:
         raise InvalidSettingError(variable, value, "must be greater than 0")
     if minimum is not None and value < minimum:
         raise InvalidSettingError(variable, value, f"must be at least {minimum}")
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise InvalidSettingError(env_name(name), value, f"use one of {', '.join(choices)}")
 
 
 def _check_model(variable: str, model: object) -> None:

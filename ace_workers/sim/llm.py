@@ -30,6 +30,7 @@ from .behaviour import (
     simulate_reflector,
     simulate_skill_manager,
 )
+from .recursive import simulate_recursive_reflector
 from .tasks import TOPICS, Topic
 
 __all__ = ["FAILURE_MESSAGES", "SimulatedCompletion", "SimulatedLLM"]
@@ -50,6 +51,10 @@ PROMPT_TITLES: dict[str, type[BaseModel]] = {
     "# Reflector": ReflectorOutput,
     "# Skill manager": SkillManagerOutput,
     "# Skill consolidation": ConsolidationResponse,
+}
+# Prompts answered with free text (here: code) rather than a role's JSON, by title line.
+TEXT_BEHAVIOURS: dict[str, Callable[[str, SimWorld], str]] = {
+    "# Recursive reflector": simulate_recursive_reflector,
 }
 TEXT_KEY = "text"  # the call-record key of free-text completions
 # What a failed call says, by failure kind. Both are LLMError, the type LiteLLMClient raises
@@ -93,8 +98,13 @@ class SimulatedLLM:
         topics: The task family the simulator knows (default: all of TOPICS).
 
     Every call is recorded: :meth:`call_count`, :meth:`last_prompt` and
-    :attr:`usage` report them. ``raw`` on each output carries fake token usage.
+    :attr:`usage` report them. ``raw`` on each output carries fake token usage
+    (about four characters a token), which tracing reports as real usage.
     """
+
+    # What tracing names the model and its provider (a LiteLLMClient has a model string).
+    model = MODEL_NAME
+    provider_name = MODEL_NAME
 
     def __init__(
         self,
@@ -179,15 +189,18 @@ class SimulatedLLM:
 
     # -- LLMClientLike ------------------------------------------------------------------
     def complete(self, prompt: str, **kwargs: Any) -> SimulatedCompletion:
-        """A free-text reply: the JSON a role prompt asks for, or a fixed sentence otherwise."""
+        """A free-text reply: a role prompt's JSON, the Recursive Reflector's code, else a fixed sentence."""
         self._pause()
         if self._begin(TEXT_KEY, prompt):
             raise LLMError(f"{FAILURE_MESSAGES[self.failure]} (failure_rate)")
         model = next((m for title, m in PROMPT_TITLES.items() if prompt.startswith(title + "\n")), None)
-        if model is None:
-            text = f"(simulated reply to a {len(prompt)}-character prompt)"
-        else:
+        writer = next((w for title, w in TEXT_BEHAVIOURS.items() if prompt.startswith(title + "\n")), None)
+        if model is not None:
             text = BEHAVIOURS[model](prompt, self.world).model_dump_json()
+        elif writer is not None:
+            text = writer(prompt, self.world)
+        else:
+            text = f"(simulated reply to a {len(prompt)}-character prompt)"
         self._count_tokens(prompt, text)
         return SimulatedCompletion(text=text, raw=self._raw(prompt, text, attempts=1))
 

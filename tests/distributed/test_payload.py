@@ -227,6 +227,31 @@ def test_the_raw_llm_response_does_not_travel() -> None:
     assert back.agent_output.final_answer == "a"
 
 
+def test_the_recursive_reflectors_trace_travels_with_its_reflection_and_nothing_else_of_raw() -> None:
+    rr_trace = {
+        "iterations": [
+            {
+                "iteration": 1,
+                "code": "print(1)",
+                "stdout": "1\n",
+                "stderr": "",
+                "error": None,
+                "final_called": True,
+                "killed": None,
+                "duration_s": 0.2,
+            }
+        ],
+        "iterations_used": 1,
+        "max_iterations": 10,
+        "final_called": True,
+    }
+    reflection = ReflectorOutput(reasoning="r", raw={"rr_trace": rr_trace, "usage": {"total_tokens": 9}})
+    payload, back = round_trip(ACEStepContext(reflection=reflection))
+    assert payload["reflection"]["raw"] == {"rr_trace": rr_trace}
+    assert back.reflection is not None
+    assert back.reflection.raw == {"rr_trace": rr_trace}
+
+
 # --- what cannot travel ------------------------------------------------------------------------
 
 

@@ -14,7 +14,9 @@ Celery messages carry contexts as plain JSON (never pickle). A payload is::
 
 The skillbook is not in it: a worker rebuilds the view from the Redis store.
 The role outputs travel as ``model_dump(mode="json")``, which leaves out their
-``raw`` field (the LLM client's raw response and usage): it comes back empty.
+``raw`` field (the LLM client's raw response and usage): it comes back empty,
+but for the keys of :data:`KEPT_RAW_KEYS` (the Recursive Reflector's
+``rr_trace``, which RROpikStep and tracing read in a later step's task).
 ``trace`` and ``metadata`` must be JSON values that come back unchanged, so
 tuples, sets, non-string keys, NaN and other objects are refused with the
 path of the first offender (e.g. ``trace['steps'][3] is a set``).
@@ -51,6 +53,7 @@ __all__ = [
     "payload_to_context",
     "check_trace",
     "find_non_json",
+    "KEPT_RAW_KEYS",
     # the claim check
     "CLAIM_KEY",
     "ClaimCheck",
@@ -71,6 +74,9 @@ _OUTPUT_MODELS: Final[dict[str, type[BaseModel]]] = {
     "reflection": ReflectorOutput,
     "skill_manager_output": SkillManagerOutput,
 }
+
+# Keys of an output's ``raw`` that later steps read, so they cross the queue hop with it.
+KEPT_RAW_KEYS: Final = ("rr_trace",)
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -297,6 +303,10 @@ def _encode_output(name: str, value: object) -> dict[str, Any] | None:
         dumped = value.model_dump(mode="json")
     except PydanticSerializationError as exc:
         raise PayloadError(f"{name} cannot be encoded as JSON: {exc}", field=name) from exc
+    raw: dict[str, Any] = getattr(value, "raw", {})  # every role output has one
+    kept = {key: raw[key] for key in KEPT_RAW_KEYS if key in raw}
+    if kept:
+        dumped["raw"] = kept  # model_validate sets it back on the other side
     _checked_json(dumped, name, name)
     return dumped
 

@@ -20,7 +20,7 @@ from ...dedup import (
     make_embedder,
 )
 from ...observability.metrics import WorkerMetrics
-from ...protocols import LLMClientLike
+from ...protocols import LLMClientLike, ReflectorLike
 from ...roles import Agent, Reflector, SkillManager
 from ..settings import DEDUP_OFF, WorkerSettings, client_url_for
 from ..store.backed_skillbook import StoreBackedSkillbook
@@ -162,7 +162,7 @@ class WorkerRuntime:
         relevance = deduplicator.relevance() if deduplicator is not None else None
         inputs = RecipeInputs(
             agent=Agent(self.llm(settings.agent_model), prompt_budget=budget, relevance=relevance),
-            reflector=Reflector(self.llm(settings.reflector_model)),
+            reflector=self.reflector(),
             skill_manager=SkillManager(
                 self.llm(settings.skill_manager_model), prompt_budget=budget, relevance=relevance
             ),
@@ -175,6 +175,17 @@ class WorkerRuntime:
         entry = (built, routes_of(built))
         with self._lock:
             return self._pipelines.setdefault(key, entry)
+
+    def reflector(self) -> ReflectorLike:
+        """The settings' reflector: the single-pass one, or the Recursive Reflector ("rr")."""
+        settings = self.settings
+        llm = self.llm(settings.reflector_model)
+        if settings.reflector != "rr":
+            return Reflector(llm)
+        from ...rr import RRConfig, RRStep, SandboxLimits
+
+        limits = SandboxLimits(timeout_s=settings.rr_timeout_seconds, memory_mb=settings.rr_memory_mb)
+        return RRStep(llm, config=RRConfig(max_iterations=settings.rr_max_iterations, limits=limits))
 
     def deduplicator(self, skillbook: str, provider: str | None = None) -> DeduplicationManager:
         """A deduplication manager for ``skillbook``: the settings' embeddings, cached in its Redis.

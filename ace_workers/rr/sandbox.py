@@ -1,0 +1,285 @@
+"""A process sandbox for the Python code the Recursive Reflector's LLM writes.
+
+Each :meth:`Sandbox.run` starts a fresh interpreter (``python -I -S``, no
+environment variables, so no API key leaks into it) in a new session, in a
+fresh temporary directory that is deleted afterwards. The child script
+(:mod:`ace_workers.rr.sandbox_child`) lowers its own resource limits with
+``resource.setrlimit`` -- address space, CPU seconds, file size, open files,
+no core dumps -- and installs in-process guards before the code runs:
+sockets raise ``PermissionError("network access is disabled in the
+sandbox")``, process creation and ``ctypes``/``subprocess`` imports are
+refused, and any file path that resolves outside the working directory is
+refused. The parent enforces the wall-clock timeout and kills the child's
+whole process group when it expires. Nothing here uses signals or
+``preexec_fn``, so many threads (Celery worker threads) may run code at once.
+
+The trace goes in as JSON (``input.json``); the result comes back in
+``result.json``, written by the child through a file handle it opened before
+the code ran, while the code's stdout and stderr go to files of their own:
+printing cannot forge a result.
+
+**What this is not.** The in-process guards are defence in depth, not a
+security boundary: the code runs as the worker's user, in an interpreter it
+can introspect (``object.__subclasses__()``, frames, the garbage collector)
+to reach the unguarded originals. For untrusted models in production, add an
+OS boundary around the worker or around each run:
+
+- a network namespace with no interfaces (``unshare -n``, or a container
+  with ``network_mode: none``), so no socket can reach anything;
+- a seccomp filter (e.g. via nsjail, bubblewrap or firejail) that denies
+  ``socket``, ``connect``, ``execve``, ``fork``/``clone``, ``ptrace``;
+- a container or a read-only bind of only the sandbox directory
+  (bubblewrap/nsjail), so foreign files are absent, not merely refused;
+- a dedicated unprivileged user for the runs (``RLIMIT_NPROC``, which the
+  child sets to 0, is then enforced by the kernel; it is not for root).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "KILLED_CPU",
+    "KILLED_MEMORY",
+    "KILLED_TIMEOUT",
+    "Sandbox",
+    "SandboxLimits",
+    "SandboxResult",
+]
+
+logger = logging.getLogger(__name__)
+
+KILLED_TIMEOUT: Final = "timeout"
+KILLED_MEMORY: Final = "memory"
+KILLED_CPU: Final = "cpu"
+
+CHILD_SCRIPT: Final = str(Path(__file__).with_name("sandbox_child.py"))
+# Nothing of the worker's environment (API keys, Redis URLs) reaches the code.
+CHILD_ENV: Final = {"LC_ALL": "C.UTF-8"}
+# What a child killed for lack of memory leaves on stderr when it could not raise MemoryError.
+_MEMORY_MARKERS: Final = ("MemoryError", "Cannot allocate memory", "out of memory")
+_BYTES_PER_CHAR: Final = 4  # the most UTF-8 needs for one character
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """What one run may use.
+
+    Args:
+        timeout_s: Wall-clock seconds before the parent kills the run.
+        memory_mb: Address space (RLIMIT_AS) of the child, interpreter included.
+        cpu_s: CPU seconds (RLIMIT_CPU); defaults to the timeout rounded up.
+        max_output_chars: Characters of stdout and of stderr kept, each.
+        file_size_mb: Largest file the child may write (RLIMIT_FSIZE).
+        open_files: Open file descriptors allowed (RLIMIT_NOFILE).
+    """
+
+    timeout_s: float = 10.0
+    memory_mb: int = 512
+    cpu_s: int | None = None
+    max_output_chars: int = 10_000
+    file_size_mb: int = 16
+    open_files: int = 64
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+        # Below this the interpreter itself does not start.
+        if self.memory_mb < 64:
+            raise ValueError(f"memory_mb must be >= 64, got {self.memory_mb}")
+        for name in ("cpu_s", "max_output_chars", "file_size_mb", "open_files"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if self.open_files < 16:
+            raise ValueError(f"open_files must be >= 16, got {self.open_files}")
+
+    @property
+    def effective_cpu_s(self) -> int:
+        """The CPU limit: ``cpu_s``, or the timeout rounded up."""
+        return self.cpu_s if self.cpu_s is not None else max(1, int(-(-self.timeout_s // 1)))
+
+    def for_child(self) -> dict[str, int]:
+        """The limits as the child script reads them."""
+        return {
+            "memory_mb": self.memory_mb,
+            "cpu_s": self.effective_cpu_s,
+            "max_output_chars": self.max_output_chars,
+            "file_size_bytes": self.file_size_mb * 1024 * 1024,
+            "open_files": self.open_files,
+        }
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """What one run did.
+
+    ``killed`` is why the run was stopped by a limit: ``"timeout"`` (wall
+    clock), ``"memory"`` or ``"cpu"``; None when it ended by itself.
+    ``error`` is ``"ExceptionType: message"`` when the code raised or was
+    stopped; None when it ran to its end (or to FINAL).
+    """
+
+    stdout: str
+    stderr: str
+    final_called: bool
+    final_value: Any
+    error: str | None
+    killed: str | None
+    duration_s: float
+    exit_code: int | None
+
+    @property
+    def ok(self) -> bool:
+        """True if the code ran without error and within its limits."""
+        return self.error is None and self.killed is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as a plain dict."""
+        return asdict(self)
+
+
+class Sandbox:
+    """Runs Python code in a fresh, limited, guarded child process; thread-safe."""
+
+    def __init__(self, limits: SandboxLimits | None = None, *, python: str | None = None) -> None:
+        self.limits = limits or SandboxLimits()
+        self.python = python or sys.executable
+
+    def __repr__(self) -> str:
+        return f"Sandbox({self.limits!r})"
+
+    def run(self, code: str, variables: Mapping[str, Any] | None = None) -> SandboxResult:
+        """Run ``code`` with ``variables`` (JSON values; others become strings) as globals.
+
+        The code also gets ``FINAL(value)``, which ends it and returns ``value``
+        (a JSON value) as :attr:`SandboxResult.final_value`.
+        """
+        root = tempfile.mkdtemp(prefix="ace-rr-")
+        try:
+            return self._run_in(root, code, dict(variables or {}))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def _run_in(self, root: str, code: str, variables: dict[str, Any]) -> SandboxResult:
+        workdir = os.path.join(root, "work")
+        os.mkdir(workdir)
+        request = {"code": code, "variables": variables, "limits": self.limits.for_child()}
+        with open(os.path.join(root, "input.json"), "w", encoding="utf-8") as handle:
+            json.dump(request, handle, default=str)
+        out_path, err_path = os.path.join(root, "stdout"), os.path.join(root, "stderr")
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            started = time.monotonic()
+            process = subprocess.Popen(
+                [self.python, "-I", "-S", "-B", CHILD_SCRIPT, root],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                cwd=workdir,
+                env=CHILD_ENV,
+                start_new_session=True,
+                close_fds=True,
+            )
+            timed_out = _wait(process, self.limits.timeout_s)
+            duration = time.monotonic() - started
+        outcome = _read_outcome(os.path.join(root, "result.json"))
+        stdout = _read_capped(out_path, self.limits.max_output_chars, outcome.get("stdout_chars"))
+        stderr = _read_capped(err_path, self.limits.max_output_chars, outcome.get("stderr_chars"))
+        killed, error = self._diagnose(process.returncode, timed_out, outcome, stderr)
+        if killed is not None:
+            logger.info("sandboxed code stopped: %s after %.2fs", killed, duration)
+        return SandboxResult(
+            stdout=stdout,
+            stderr=stderr,
+            final_called=bool(outcome.get("final_called")) and killed is None,
+            final_value=outcome.get("final") if killed is None else None,
+            error=error,
+            killed=killed,
+            duration_s=duration,
+            exit_code=process.returncode,
+        )
+
+    def _diagnose(
+        self, returncode: int | None, timed_out: bool, outcome: dict[str, Any], stderr: str
+    ) -> tuple[str | None, str | None]:
+        """Why the run stopped, as (killed, error)."""
+        if timed_out:
+            return KILLED_TIMEOUT, (
+                f"TimeoutError: the code ran longer than {self.limits.timeout_s:g}s and was killed"
+            )
+        if returncode is not None and returncode < 0:
+            return _diagnose_signal(-returncode, stderr, self.limits)
+        if not outcome:
+            tail = stderr.strip().splitlines()[-1:] or ["no output on stderr"]
+            if any(marker in stderr for marker in _MEMORY_MARKERS):
+                return KILLED_MEMORY, f"MemoryError: the code ran out of its {self.limits.memory_mb} MB"
+            return None, f"SandboxError: the process exited with code {returncode} and no result ({tail[0]})"
+        killed = outcome.get("killed")
+        error = outcome.get("error")
+        return (str(killed) if killed else None), (str(error) if error else None)
+
+
+def _wait(process: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    """Wait for ``process``; on timeout (or if interrupted) kill its process group. True if timed out."""
+    try:
+        process.wait(timeout=timeout_s)
+        return False
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        return True
+    except BaseException:
+        _kill_group(process)
+        raise
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    # Not yet reaped, so the group id cannot belong to anyone else.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _diagnose_signal(number: int, stderr: str, limits: SandboxLimits) -> tuple[str | None, str]:
+    name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else str(number)
+    if number == signal.SIGXCPU:
+        return KILLED_CPU, f"TimeoutError: the code used more than {limits.effective_cpu_s} CPU second(s)"
+    # SIGKILL we did not send: the kernel's OOM killer (the CPU limit sends SIGXCPU first).
+    if number == signal.SIGKILL or any(marker in stderr for marker in _MEMORY_MARKERS):
+        return KILLED_MEMORY, f"MemoryError: the code ran out of its {limits.memory_mb} MB ({name})"
+    return None, f"SandboxError: the process died from signal {name}"
+
+
+def _read_outcome(path: str) -> dict[str, Any]:
+    """The child's result file, or {} when it did not write one (killed, crashed)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_capped(path: str, limit: int, total_chars: object) -> str:
+    """At most ``limit`` characters of a captured stream, with a note when more was written."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit * _BYTES_PER_CHAR + 1)
+        more_on_disk = bool(handle.read(1))
+    text = data.decode("utf-8", errors="replace")
+    total = total_chars if isinstance(total_chars, int) else len(text)
+    if len(text) > limit or total > limit or more_on_disk:
+        shown = text[:limit]
+        return f"{shown}\n... (output cut at {limit} of {max(total, len(text))} characters)"
+    return text

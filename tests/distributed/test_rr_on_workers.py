@@ -1,0 +1,46 @@
+"""The Recursive Reflector on real workers (ACE_REFLECTOR=rr): hostile code is killed, the worker goes on."""
+
+from __future__ import annotations
+
+import pytest
+
+from ace_workers.distributed.errors import InvalidSettingError
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.rr import RRStep
+from ace_workers.sim import failure_traces
+
+from .conftest import running_service
+
+pytestmark = pytest.mark.slow
+
+FACTORY = "tests.distributed.rr_llm:hostile_llm"
+
+
+@pytest.mark.parametrize(("model", "killed"), [("rr-bomb", "memory"), ("rr-loop", "timeout")])
+def test_workers_learn_through_the_sandbox_and_outlive_code_it_kills(
+    model: str, killed: str, redis_url: str
+) -> None:
+    options = {"reflector": "rr", "reflector_model": model, "llm_factory": FACTORY}
+    limits = {"rr_timeout_seconds": 1.5, "rr_memory_mb": 256}
+    with running_service(redis_url, learn_threads=2, **options, **limits) as service:
+        assert isinstance(service.runtime.reflector(), RRStep)
+        handle = service.producer.enqueue_traces(failure_traces(4), "rr")
+        status = handle.wait(timeout=90)
+        assert (status.done, status.failed) == (4, 0)
+        for result in handle.results():
+            assert result.ok
+            assert result.output.reflection is not None
+            # The trace of the sandbox runs crossed the queue hop with the reflection.
+            rr_trace = result.output.reflection.raw["rr_trace"]
+            assert rr_trace["iterations"][0]["killed"] == killed
+            assert rr_trace["final_called"] is True
+        assert len(service.runtime.skillbook("rr")) > 0
+
+        # The same workers keep serving after every one of their sandboxes was killed.
+        again = service.producer.enqueue_traces(failure_traces(2, seed=5), "rr")
+        assert again.wait(timeout=60).done == 2
+
+
+def test_an_unknown_reflector_is_refused_naming_the_choices() -> None:
+    with pytest.raises(InvalidSettingError, match=r"ACE_REFLECTOR='deep': use one of single, rr"):
+        WorkerSettings(reflector="deep")
