@@ -10,6 +10,7 @@ foreground waits (back-pressure) instead of queueing without limit.
 from __future__ import annotations
 
 import atexit
+import contextvars
 import logging
 import threading
 import weakref
@@ -94,7 +95,8 @@ class BackgroundTail:
     ) -> None:
         info = steps[index]
         pool = pool_for(type(info.step), info.max_workers)
-        pool.submit(self._run_step, steps, index, result, ctx, token)
+        # The step runs in a copy of the sample's context (see PipelineHook), in whatever pool thread.
+        pool.submit(contextvars.copy_context().run, self._run_step, steps, index, result, ctx, token)
 
     def _run_step(
         self,
@@ -136,6 +138,9 @@ class BackgroundTail:
         result.error = error
         result.failed_at = failed_at
         result.cause = None if error is None else cause_of(error)
+        if self.hooks:
+            # Before done turns True: whoever waits for the background sees the hooks' work done.
+            call_hooks(self.hooks, "after_sample", result)
         with self._changed:
             result.done = True
             self._active -= 1

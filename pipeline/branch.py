@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 from collections.abc import Callable, Sequence
 from enum import Enum
@@ -145,7 +146,11 @@ class Branch(Generic[CtxT]):
         first, rest = self.children[0], self.children[1:]
         if rest and self._pool is None:
             self._pool = WorkerPool(len(rest), "pipeline-branch")
-        futures = [self._pool.submit(child, ctx) for child in rest] if self._pool else []
+        futures = (
+            [self._pool.submit(contextvars.copy_context().run, child, ctx) for child in rest]
+            if self._pool
+            else []
+        )
         outcomes: list[Any] = []
         try:
             outcomes.append(first(ctx))

@@ -15,7 +15,19 @@ class PipelineHook:
 
     Hooks observe and never steer: what they return is ignored, and an
     exception raised by a hook is logged and never fails the sample.
+
+    A sample run by ``Pipeline.run`` (or ``stream``, ``run_async``, ``astream``)
+    runs in a copy of the caller's :mod:`contextvars` context, carried into its
+    background tail: a ContextVar a hook sets in :meth:`before_sample` is seen
+    by that sample's steps, its other hook calls and :meth:`after_sample`,
+    and by no other sample.
     """
+
+    def before_sample(self, ctx: Any) -> None:
+        """Called when a sample enters ``run``/``stream``, before its first step (not for a nested call)."""
+
+    def after_sample(self, result: Any) -> None:
+        """Called once the sample finished for good, with its SampleResult, before ``done`` turns True."""
 
     def before_step(self, name: str, ctx: Any) -> None:
         """Called before step ``name`` runs on ``ctx``."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import warnings
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
@@ -13,7 +14,7 @@ from .cancellation import CancellationToken
 from .context import StepContext
 from .errors import PipelineConfigError, PipelineOrderError
 from .execute import Outcome, arun_steps, cause_of, run_steps
-from .hooks import PipelineHook
+from .hooks import PipelineHook, call_hooks
 from .pools import WorkerPool
 from .protocol import CtxT, SampleResult
 from .stepinfo import StepInfo
@@ -180,7 +181,8 @@ class Pipeline(Generic[CtxT]):
         self, contexts: Iterable[CtxT], token: CancellationToken | None
     ) -> Iterator[SampleResult[CtxT]]:
         for index, ctx in enumerate(contexts):
-            yield self._process(ctx, index, token)
+            # Each sample in a context of its own: what its hooks and steps set stays with it.
+            yield contextvars.copy_context().run(self._process, ctx, index, token)
 
     def _stream_threaded(
         self, contexts: Iterable[CtxT], workers: int, limit: int, token: CancellationToken | None
@@ -189,7 +191,8 @@ class Pipeline(Generic[CtxT]):
         window: deque[Any] = deque()
         try:
             for index, ctx in enumerate(contexts):
-                window.append(pool.submit(self._process, ctx, index, token))
+                # Copied here, in the caller's thread: the sample sees the caller's context.
+                window.append(pool.submit(contextvars.copy_context().run, self._process, ctx, index, token))
                 if len(window) >= limit:
                     yield window.popleft().result()
             while window:
@@ -202,6 +205,8 @@ class Pipeline(Generic[CtxT]):
     def _process(self, ctx: object, index: int, token: CancellationToken | None) -> SampleResult[CtxT]:
         if not isinstance(ctx, StepContext):
             return _not_a_context(ctx, index)
+        if self.hooks:
+            call_hooks(self.hooks, "before_sample", ctx)
         return self._after_foreground(ctx, run_steps(self._foreground, ctx, token, self.hooks), token)
 
     def _after_foreground(
@@ -209,13 +214,21 @@ class Pipeline(Generic[CtxT]):
     ) -> SampleResult[CtxT]:
         out, error, failed_at = outcome
         if error is not None:
-            return SampleResult(ctx.sample, None, error, failed_at, cause_of(error))
+            failed: SampleResult[CtxT] = SampleResult(ctx.sample, None, error, failed_at, cause_of(error))
+            return self._finished(failed)
         result: SampleResult[CtxT] = SampleResult(ctx.sample, out, None, None)  # type: ignore[arg-type]
-        if self._tail:
-            if not reserved:
-                self._background.reserve()
-            result.done = False
-            self._background.start(self._tail, result, out, token)  # type: ignore[arg-type]
+        if not self._tail:
+            return self._finished(result)
+        if not reserved:
+            self._background.reserve()
+        result.done = False
+        self._background.start(self._tail, result, out, token)  # type: ignore[arg-type]
+        return result
+
+    def _finished(self, result: SampleResult[CtxT]) -> SampleResult[CtxT]:
+        """A sample that ends in the foreground: tell the hooks."""
+        if self.hooks:
+            call_hooks(self.hooks, "after_sample", result)
         return result
 
     async def run_async(
@@ -272,6 +285,8 @@ class Pipeline(Generic[CtxT]):
     async def _aprocess(self, ctx: object, index: int, token: CancellationToken | None) -> SampleResult[CtxT]:
         if not isinstance(ctx, StepContext):
             return _not_a_context(ctx, index)
+        if self.hooks:
+            call_hooks(self.hooks, "before_sample", ctx)
         outcome = await arun_steps(self._foreground, ctx, token, self.hooks)
         if outcome[1] is None and self._tail:
             if not self._background.try_reserve():  # backlog full: wait without blocking the loop

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import contextvars
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -139,7 +140,12 @@ def run_awaitable(awaitable: Awaitable[T]) -> T:
         except BaseException as exc:  # re-raised in the calling thread below
             box.append((False, exc))
 
-    helper = threading.Thread(target=run_in_helper, name="pipeline-async-helper", daemon=True)
+    helper = threading.Thread(
+        target=contextvars.copy_context().run,
+        args=(run_in_helper,),
+        name="pipeline-async-helper",
+        daemon=True,
+    )
     helper.start()
     helper.join()
     ok, value = box[0]

@@ -30,6 +30,7 @@ from ..core.consolidation import (
 from ..core.skill import Skill
 from ..core.writable import WritableSkillbook
 from ..errors import InvalidConsolidationError, InvalidUpdateError, LLMError
+from ..observability.spans import traced_llm_call
 from ..protocols import LLMClientLike
 from .cache import EmbeddingCache
 from .config import DeduplicationConfig
@@ -193,7 +194,11 @@ class DeduplicationManager:
                 current_date=date.today().isoformat(), pairs=report, feedback=feedback
             )
             try:
-                response = llm.complete_structured(prompt, ConsolidationResponse)
+                with traced_llm_call(
+                    llm, response_model="ConsolidationResponse", role="Deduplication"
+                ) as call:
+                    response = llm.complete_structured(prompt, ConsolidationResponse)
+                    call.record(response)
             except LLMError as exc:
                 logger.warning("consolidation call failed (%s); only the auto-merge rule applies", exc)
                 return []

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from ..core.prompt_budget import PromptBudget, RelevanceScorer
+from ..observability.spans import traced_llm_call
 from ..protocols import LLMClientLike, SkillbookLike
 
 __all__ = ["LLMRole"]
@@ -41,4 +42,10 @@ class LLMRole:
     def _ask(self, prompt: str, response_model: type[ModelT], kwargs: dict[str, Any]) -> ModelT:
         # The role's retry budget applies unless the call names its own.
         call_kwargs: dict[str, Any] = {"max_retries": self.max_retries, **kwargs}
-        return self.llm.complete_structured(prompt, response_model, **call_kwargs)
+        # Every role's call goes through here: one "chat <model>" span each, whatever the client.
+        with traced_llm_call(
+            self.llm, response_model=response_model.__name__, role=type(self).__name__
+        ) as call:
+            output = self.llm.complete_structured(prompt, response_model, **call_kwargs)
+            call.record(output)
+        return output

@@ -10,6 +10,9 @@ from pipeline import Pipeline, SampleResult
 
 from ..core.context import ACEStepContext, SkillbookView
 from ..core.skillbook import Skillbook
+from ..observability.spans import ATTR_RUNNER
+from ..observability.trace_hook import TracingHook
+from ..observability.tracing import tracing_available
 
 __all__ = ["ACERunner"]
 
@@ -24,11 +27,18 @@ class ACERunner:
     by overriding ``_item_fields`` or ``_build_context``; iteration, error
     isolation, the foreground/background split and concurrency belong to the
     pipeline.
+
+    With OpenTelemetry installed (the ``otel`` extra) each sample is one trace:
+    an ``ace.sample`` span, a span per step, a span per LLM call, sent to the
+    provider :mod:`ace_workers.observability.tracing` picks (a no-op until the
+    application or :func:`~ace_workers.observability.configure_tracing` sets one).
     """
 
     def __init__(self, pipeline: Pipeline[ACEStepContext], skillbook: Skillbook) -> None:
         self.pipeline = pipeline
         self.skillbook = skillbook
+        if tracing_available() and not any(isinstance(hook, TracingHook) for hook in pipeline.hooks):
+            pipeline.hooks.append(TracingHook({ATTR_RUNNER: type(self).__name__}))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save the skillbook (waits for nothing: call wait_for_background first if learning runs)."""

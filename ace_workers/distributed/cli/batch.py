@@ -6,6 +6,7 @@ import logging
 import time
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 from celery.signals import worker_shutting_down
@@ -13,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ...observability import LOG_FORMATS, start_metrics_server
+from ...observability.tracing import configure_tracing
 from ...observability.worker_logging import use_worker_logging
 from ..ops.embedded_redis import resolve_redis
 from ..producer.producer import BatchHandle
@@ -31,6 +33,7 @@ from ..worker.health import ConsumptionWatchdog
 from ..worker.partitions import check_partition_count, queue_consumers
 from ..worker.reconcile import reconcile_batch
 from ..worker.tasks import start_next_epoch
+from ..worker.trace_context import flush_spans_at_worker_shutdown
 from .common import (
     check_output_path,
     check_recipe,
@@ -199,6 +202,14 @@ def worker_command(
     log_format: Annotated[
         str | None, typer.Option(help="text (Celery's) or json, one object per line [ACE_LOG_FORMAT].")
     ] = None,
+    otlp_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            help="Send OpenTelemetry traces (one per sample) to this OTLP/HTTP collector, e.g. "
+            "http://localhost:4318; needs the otel extra "
+            "[ACE_OTLP_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT]."
+        ),
+    ] = None,
 ) -> None:
     """Run a Celery worker for some queue roles, with the project's settings (needs ACE_REDIS_URL)."""
 
@@ -225,6 +236,7 @@ def worker_command(
         )
         watchdog.start()
         _start_observability(service, log_format, loglevel, metrics_port, watchdog)
+        _start_tracing(otlp_endpoint or settings.otlp_endpoint, roles)
         argv = [
             # json: no banner on stdout, so every line the worker writes is one JSON object.
             *(["--quiet"] if log_format == "json" else []),
@@ -332,6 +344,21 @@ def _start_observability(
         use_worker_logging("json", loglevel)
     if metrics_port:
         start_metrics_server(service.runtime.metrics, metrics_port, health=watchdog.health)
+
+
+def _start_tracing(endpoint: str | None, roles: list[str]) -> None:
+    """Traces to ``endpoint`` as service ``ace-workers-ROLES``, flushed when the worker stops."""
+    if not endpoint:
+        return
+    if urlsplit(endpoint).scheme not in ("http", "https"):
+        raise typer.BadParameter(
+            f"--otlp-endpoint {endpoint!r}: an OTLP/HTTP collector URL is http:// or https://"
+        )
+    try:
+        configure_tracing(endpoint, service_name=f"ace-workers-{'-'.join(roles)}")
+    except ImportError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    flush_spans_at_worker_shutdown()
 
 
 def enqueue_command(

@@ -48,7 +48,7 @@ _CHUNK = 500
 
 
 # The batch's keys besides its meta hash; all of them get the TTL when the batch finishes.
-_PARTS = ("outcomes", "records", "progress", "items", "started", "redrives")
+_PARTS = ("outcomes", "records", "progress", "items", "started", "redrives", "traces")
 
 
 def sample_key(epoch: int, index: int) -> str:
@@ -246,18 +246,32 @@ class BatchStore:
         loaded: dict[str, Any] = json.loads(raw)
         return loaded
 
-    def record_sent(self, batch_id: str, epoch: int, index: int) -> None:
+    def record_sent(
+        self, batch_id: str, epoch: int, index: int, *, trace_context: dict[str, str] | None = None
+    ) -> None:
         """Count a sample as sent, before its message goes out.
 
         Counted first, so a crash between this and the send leaves a sample the
         reconciler sends again, never one that was sent and is unknown here.
+        ``trace_context`` (the sample's W3C carrier, when tracing is on) is kept
+        for the reconciler's re-sends, in the same round trip.
         """
         now = time.time()
         pipe = self.redis.pipeline()
         pipe.hincrby(self._key(batch_id), "enqueued", 1)
         pipe.hset(self._key(batch_id), mapping={"epoch": epoch, "progress_at": now})
         pipe.zadd(self._key(batch_id, "progress"), {sample_key(epoch, index): now})
+        if trace_context:
+            pipe.hset(self._key(batch_id, "traces"), sample_key(epoch, index), json.dumps(trace_context))
         pipe.execute()
+
+    def trace_context(self, batch_id: str, epoch: int, index: int) -> dict[str, str] | None:
+        """The trace context a sample was sent with (see record_sent), or None."""
+        raw = self.redis.hget(self._key(batch_id, "traces"), sample_key(epoch, index))
+        if raw is None:
+            return None
+        loaded = json.loads(raw)
+        return loaded if isinstance(loaded, dict) else None
 
     def cancel(self, batch_id: str) -> None:
         """Stop a batch: its steps not yet run are skipped, its records expire, nothing is re-sent."""

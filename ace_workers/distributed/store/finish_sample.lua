@@ -6,7 +6,7 @@
 -- gives every key of the batch its TTL (none while the batch runs).
 --
 -- KEYS[1] batch meta hash, KEYS[2] outcomes hash, KEYS[3] records hash, KEYS[4] progress zset,
--- KEYS[5..] the batch's other keys (items, started, redrives), for the TTL
+-- KEYS[5..] the batch's other keys (items, started, redrives, traces), for the TTL
 -- ARGV[1] sample key, ARGV[2] outcome ("done" or "failed"), ARGV[3] record JSON,
 -- ARGV[4] epoch counter field ("finished:eN"), ARGV[5] TTL in seconds, ARGV[6] now (unix time)
 -- Returns the epoch's finished count, or -1 if this sample was recorded already.

@@ -26,6 +26,7 @@ A batch ``ID`` (the ledger of what was sent and what finished)::
     ace:{batch:ID}:outcomes    hash    sample key -> done or failed (the count-once marker)
     ace:{batch:ID}:records     hash    sample key -> its result payload or error record
     ace:{batch:ID}:redrives    hash    sample key -> how often the reconciler sent it again
+    ace:{batch:ID}:traces      hash    sample key -> the W3C trace context it was sent with (tracing on)
     ace:batches:running        set     ids of batches not yet finished (the reconciler's work list)
 
 A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it finished.

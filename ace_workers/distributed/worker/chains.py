@@ -9,6 +9,7 @@ from celery import Celery, chain
 
 from .app import WORKER_PUBLISH_RETRY_POLICY
 from .runtime import WorkerRuntime
+from .trace_context import traced_send, with_carrier
 
 __all__ = ["STEP_TASK", "enqueue_epoch", "sample_chain"]
 
@@ -89,16 +90,20 @@ def enqueue_epoch(
     """
     sent = 0
     for sample_index, payload in enumerate(payloads, start=first_index):
-        runtime.batches.record_sent(batch_id, epoch, sample_index)
-        sample_chain(
-            app,
-            runtime,
-            payload,
-            recipe=recipe,
-            skillbook=skillbook,
-            batch_id=batch_id,
-            epoch=epoch,
-            sample_index=sample_index,
-        ).apply_async()
+        # The sample's trace starts here (see trace_context); its carrier is kept for re-sends.
+        with traced_send(
+            recipe=recipe, skillbook=skillbook, batch_id=batch_id, epoch=epoch, sample_index=sample_index
+        ) as carrier:
+            runtime.batches.record_sent(batch_id, epoch, sample_index, trace_context=carrier)
+            sample_chain(
+                app,
+                runtime,
+                with_carrier(payload, carrier),
+                recipe=recipe,
+                skillbook=skillbook,
+                batch_id=batch_id,
+                epoch=epoch,
+                sample_index=sample_index,
+            ).apply_async()
         sent += 1
     return sent

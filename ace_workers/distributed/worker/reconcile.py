@@ -42,6 +42,7 @@ from .health import queue_depths
 from .retries import total_backoff_bound
 from .runtime import WorkerRuntime
 from .tasks import start_next_epoch
+from .trace_context import with_carrier
 
 __all__ = [
     "RECONCILER",
@@ -189,7 +190,8 @@ def _redrive(
     sample_chain(
         app,
         runtime,
-        payload,
+        # In the trace the sample was first sent in: its steps run again below the same sample span.
+        with_carrier(payload, batches.trace_context(batch_id, epoch, index)),
         recipe=status.recipe,
         skillbook=status.skillbook,
         batch_id=batch_id,

@@ -32,6 +32,7 @@ from .errors import UnknownRecipeError
 from .payload import context_to_payload, payload_to_context
 from .retries import broker_countdown, retry_countdown
 from .runtime import Route, WorkerRuntime
+from .trace_context import traced_task, with_carrier
 
 __all__ = ["register_tasks", "run_step", "start_next_epoch"]
 
@@ -133,7 +134,11 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
     def step_task(self: Task, payload: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         runtime = get_runtime()
         try:
-            return run_step(self.app, runtime, payload, **kwargs)
+            # The step's span, in the sample's trace; the next step gets the sample's trace context.
+            with traced_task(
+                payload, kwargs, _step_name(runtime, kwargs), self.request, expected=(Ignore,)
+            ) as carrier:
+                return with_carrier(run_step(self.app, runtime, payload, **kwargs), carrier)
         except NOT_RETRYABLE as exc:
             _give_up(runtime, self, payload, kwargs, exc)
             raise
