@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from ..core.context import ACEStepContext
 from ..core.outputs import AgentOutput, ReflectorOutput
 from ..errors import RecursiveReflectorError
+from ..observability.spans import traced_llm_call
 from ..protocols import LLMClientLike, SkillbookLike
 from ..roles.helpers import current_date, format_optional, make_skillbook_excerpt, render_trace
 from ..steps.reflect import ReflectStep
@@ -138,7 +139,9 @@ class RRStep:
             prompt = self.build_prompt(
                 question, agent_output, skillbook, ground_truth, feedback, trace, iterations
             )
-            completion = self.llm.complete(prompt, **kwargs)
+            with traced_llm_call(self.llm, response_model="code", role="RRStep") as call:
+                completion = self.llm.complete(prompt, **kwargs)
+                call.record(completion)
             last_text = reply_text(completion)
             for key, value in reply_usage(completion).items():
                 usage[key] = usage.get(key, 0) + value

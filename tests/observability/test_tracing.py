@@ -261,3 +261,20 @@ def test_without_opentelemetry_runs_untraced_and_asking_for_tracing_names_the_ex
 
     assert result.returncode == 0, result.stderr
     assert "pip install 'ace-workers[otel]'" in result.stdout
+
+
+def test_the_recursive_reflectors_llm_turns_are_spans_under_the_reflect_step(
+    spans: InMemorySpanExporter,
+) -> None:
+    from ace_workers.rr import RRStep
+
+    llm = SimulatedLLM()
+    analyser = TraceAnalyser.from_roles(reflector=RRStep(llm), skill_manager=SkillManager(llm))
+    analyser.run(failure_traces(1))
+
+    finished = list(spans.get_finished_spans())
+    (reflect,) = named(finished, "ace.step ReflectStep")
+    turns = [span for span in named(finished, "chat ") if span.attributes["ace.role"] == "RRStep"]  # type: ignore[index]
+    assert len(turns) == 2  # the simulator inspects the inputs, then calls FINAL
+    assert all(parent_id(turn) == span_id(reflect) for turn in turns)
+    assert all(turn.attributes["gen_ai.usage.input_tokens"] > 0 for turn in turns)  # type: ignore[index, operator]
