@@ -59,12 +59,16 @@ from .errors import (
     InvalidConsolidationError,
     InvalidUpdateError,
     LLMError,
+    MissingExtraError,
     MissingFieldError,
+    RecursiveReflectorError,
     RetriesExhausted,
     SkillbookError,
     SkillbookFormatError,
+    TracingSetupError,
     UnknownSkillError,
 )
+from .observability import register_opik_litellm_callback
 from .protocols import AgentLike, DeduplicationManagerLike, LLMClientLike, ReflectorLike, SkillManagerLike
 from .providers import InstructorClient, LiteLLMClient, LiteLLMConfig, LLMResponse, wrap_with_instructor
 from .roles import (
@@ -77,6 +81,7 @@ from .roles import (
     SkillManager,
     wrap_skillbook_for_external_agent,
 )
+from .rr import RRConfig, RROpikStep, RRStep
 from .runners import ACE, ACELiteLLM, ACERunner, TraceAnalyser
 from .steps import (
     AgentStep,
@@ -87,6 +92,7 @@ from .steps import (
     ExportSkillbookMarkdownStep,
     LoadTracesStep,
     ObservabilityStep,
+    OpikStep,
     PersistStep,
     ReflectStep,
     TagStep,
@@ -184,12 +190,19 @@ __all__ = [
     "LoadTracesStep",
     "ExportSkillbookMarkdownStep",
     "PersistStep",
+    "OpikStep",
     "learning_tail",
     # runners
     "ACERunner",
     "TraceAnalyser",
     "ACE",
     "ACELiteLLM",
+    # the Recursive Reflector (a drop-in Reflector whose code runs in a process sandbox)
+    "RRStep",
+    "RRConfig",
+    "RROpikStep",
+    # tracing (opik is imported on first use only)
+    "register_opik_litellm_callback",
     # errors
     "AceError",
     "SkillbookError",
@@ -200,5 +213,8 @@ __all__ = [
     "MissingFieldError",
     "EmbeddingUnavailableError",
     "LLMError",
+    "RecursiveReflectorError",
+    "MissingExtraError",
+    "TracingSetupError",
     "RetriesExhausted",
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "SkillbookError",
     "MissingExtraError",
     "SkillbookFormatError",
+    "TracingSetupError",
     "UnknownSkillError",
 ]
 
@@ -85,23 +86,34 @@ class MissingFieldError(AceError, ValueError):
 
 
 class UnknownOptionError(AceError, TypeError):
-    """A runner was given options it does not take (or that are not available yet); nothing was built."""
+    """A runner was given options it does not take; nothing was built."""
 
     def __init__(self, where: str, names: list[str], accepted: list[str]) -> None:
         self.where = where
         self.names = names
         self.accepted = accepted
-        later = [name for name in names if name in NOT_YET_AVAILABLE]
         parts = [f"{where} does not take {', '.join(repr(n) for n in names)}"]
-        parts += [f"{name} is not available yet ({NOT_YET_AVAILABLE[name]})" for name in later]
+        parts += [f"for {name}: {OPTION_HINTS[name]}" for name in names if name in OPTION_HINTS]
         parts.append(f"it takes {', '.join(accepted) or 'no options'}")
         super().__init__("; ".join(parts))
 
 
-# Options the design names that this release does not have yet, with what to expect.
-NOT_YET_AVAILABLE = {
-    "opik": "Opik tracing lands with the tracing work; until then it would do nothing",
+# Options the design names that only some runners take, with where to find them instead.
+OPTION_HINTS = {
+    "opik": (
+        "only ACELiteLLM takes opik=True; with any other runner append "
+        "OpikStep(project_name=...) from ace_workers.steps through extra_steps=[...]"
+    ),
 }
+
+
+class TracingSetupError(AceError, RuntimeError):
+    """Tracing was required but its client could not be created."""
+
+    def __init__(self, backend: str, reason: str) -> None:
+        self.backend = backend
+        self.reason = reason
+        super().__init__(f"{backend} tracing was asked for but its client cannot be used: {reason}")
 
 
 class EmbeddingUnavailableError(AceError):

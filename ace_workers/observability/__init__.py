@@ -1,4 +1,7 @@
-"""Observability of workers: Prometheus metrics and structured (JSON) logs."""
+"""Observability: Prometheus metrics and structured (JSON) logs of workers, Opik and OpenTelemetry tracing.
+
+Neither opik nor opentelemetry is imported here: each loads on first use.
+"""
 
 from .logs import (
     LOG_FORMATS,
@@ -10,6 +13,9 @@ from .logs import (
     step_log_context,
 )
 from .metrics import METRIC_NAMES, MetricsServer, WorkerMetrics, start_metrics_server
+from .opik import OPIK_EXTRA, OpikSettings, connect_opik, register_opik_litellm_callback
+from .trace_hook import TracingHook
+from .tracing import configure_tracing, flush_tracing, shutdown_tracing, use_tracer_provider
 
 __all__ = [
     # metrics
@@ -25,4 +31,15 @@ __all__ = [
     "JsonFormatter",
     "configure_logging",
     "LOG_FORMATS",
+    # Opik tracing (the opik package is imported on first use only)
+    "OpikSettings",
+    "connect_opik",
+    "register_opik_litellm_callback",
+    "OPIK_EXTRA",
+    # OpenTelemetry tracing (one trace per sample; opentelemetry is imported on first use only)
+    "configure_tracing",
+    "use_tracer_provider",
+    "flush_tracing",
+    "shutdown_tracing",
+    "TracingHook",
 ]

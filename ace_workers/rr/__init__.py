@@ -7,12 +7,11 @@ what the sandbox does and what an operator should add for real isolation.
 """
 
 from .config import RRConfig
+from .opik import RROpikStep
 from .prompts import RR_PROMPT, RR_TITLE
 from .records import RR_TRACE_KEY, RRIteration, RRTrace
 from .runner import RRStep
 from .sandbox import KILLED_CPU, KILLED_MEMORY, KILLED_TIMEOUT, Sandbox, SandboxLimits, SandboxResult
-
-# RROpikStep: from .opik import RROpikStep  (added with ace_workers/rr/opik.py)
 
 __all__ = [
     # the reflector
@@ -32,5 +31,5 @@ __all__ = [
     "KILLED_MEMORY",
     "KILLED_CPU",
     # observability
-    # "RROpikStep",
+    "RROpikStep",
 ]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline import Pipeline, SampleResult
 
@@ -14,11 +14,15 @@ from ..core.context import ACEStepContext, SkillbookView
 from ..core.environments import Sample, TaskEnvironment
 from ..core.outputs import AgentOutput
 from ..core.skillbook import Skillbook
+from ..observability.opik import register_opik_litellm_callback
 from ..protocols import AgentLike, LLMClientLike, ReflectorLike, SkillManagerLike
 from ..roles import Agent, Reflector, SkillManager
-from ..steps import check_tail_options, learning_tail
+from ..steps import OpikStep, check_tail_options, learning_tail
 from .ace import ACE
 from .trace_analyser import TraceAnalyser
+
+if TYPE_CHECKING:
+    from ..rr.opik import RROpikStep
 
 __all__ = ["ACELiteLLM"]
 
@@ -38,6 +42,13 @@ class ACELiteLLM:
     Wraps an :class:`ACE` runner and a :class:`TraceAnalyser`, built on first
     use and rebuilt after :meth:`load`, so every step always holds the current
     skillbook.
+
+    ``opik=True`` traces to Opik project ``opik_project``: one trace per
+    sample (an :class:`~ace_workers.steps.OpikStep`, plus an ``RROpikStep``
+    that logs the Recursive Reflector's iterations when it is the reflector),
+    and every LiteLLM call through LiteLLM's Opik callback. It fails here,
+    not silently later: ImportError without the ``opik`` extra, RuntimeError
+    when the client cannot log. ``OPIK_DISABLED=true`` still switches it off.
     """
 
     def __init__(
@@ -49,6 +60,9 @@ class ACELiteLLM:
         agent: AgentLike | None = None,
         reflector: ReflectorLike | None = None,
         skill_manager: SkillManagerLike | None = None,
+        opik: bool = False,
+        opik_project: str = "ace-framework",
+        opik_tags: Sequence[str] | None = None,
         **runner_options: Any,
     ) -> None:
         # Checked now, not at the first learn(): they go to both runners' learning tails.
@@ -64,16 +78,25 @@ class ACELiteLLM:
         self._ace_environment: TaskEnvironment | None = None
         self._analyser: TraceAnalyser | None = None
         self._last: _Interaction | None = None
+        self._opik_steps: list[OpikStep | RROpikStep] = _opik_steps(opik_project, opik_tags) if opik else []
 
     @classmethod
     def from_model(
-        cls, model: str = "gpt-4o-mini", *, max_tokens: int = 2048, temperature: float = 0.0, **kwargs: Any
+        cls,
+        model: str = "gpt-4o-mini",
+        *,
+        max_tokens: int = 2048,
+        temperature: float = 0.0,
+        opik: bool = False,
+        opik_project: str = "ace-framework",
+        opik_tags: Sequence[str] | None = None,
+        **kwargs: Any,
     ) -> ACELiteLLM:
         """Build on a LiteLLM model string, with instructor for validated structured output."""
         from ..providers import LiteLLMClient, wrap_with_instructor
 
         client = wrap_with_instructor(LiteLLMClient(model, max_tokens=max_tokens, temperature=temperature))
-        return cls(client, **kwargs)
+        return cls(client, opik=opik, opik_project=opik_project, opik_tags=opik_tags, **kwargs)
 
     @property
     def skillbook(self) -> Skillbook:
@@ -132,7 +155,7 @@ class ACELiteLLM:
             "feedback": feedback,
         }
         pipeline: Pipeline[ACEStepContext] = Pipeline(
-            learning_tail(self.reflector, self.skill_manager, self._skillbook)
+            [*learning_tail(self.reflector, self.skill_manager, self._skillbook), *self._opik_steps]
         )
         context = ACEStepContext(
             skillbook=SkillbookView(self._skillbook), trace=trace, step_index=1, total_steps=1
@@ -148,6 +171,14 @@ class ACELiteLLM:
         for runner in (self._ace, self._analyser):
             if runner is not None:
                 runner.wait_for_background(timeout)
+
+    def flush_traces(self, timeout: int | None = None) -> bool:
+        """Send the Opik traces still buffered (``opik=True``); False if some were not sent in time.
+
+        Call it after :meth:`wait_for_background`: traces of learning still
+        running are logged when that learning ends.
+        """
+        return all([step.flush(timeout) for step in self._opik_steps])
 
     # -- persistence --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -179,7 +210,7 @@ class ACELiteLLM:
                 skill_manager=self.skill_manager,
                 skillbook=self._skillbook,
                 environment=environment,
-                **self.runner_options,
+                **self._tail_options(),
             )
             self._ace_environment = environment
         return self._ace
@@ -190,6 +221,27 @@ class ACELiteLLM:
                 reflector=self.reflector,
                 skill_manager=self.skill_manager,
                 skillbook=self._skillbook,
-                **self.runner_options,
+                **self._tail_options(),
             )
         return self._analyser
+
+    def _tail_options(self) -> dict[str, Any]:
+        """The runner options, with the Opik steps (if any) after the caller's extra steps."""
+        if not self._opik_steps:
+            return self.runner_options
+        extra_steps = [*(self.runner_options.get("extra_steps") or []), *self._opik_steps]
+        return {**self.runner_options, "extra_steps": extra_steps}
+
+
+def _opik_steps(project_name: str, tags: Sequence[str] | None) -> list[OpikStep | RROpikStep]:
+    """Strict Opik steps for every sample and for RR iterations; registers the LiteLLM callback too."""
+    # Imported here: the RR package is only needed, and only loaded, when tracing is asked for.
+    from ..rr.opik import RROpikStep
+
+    steps: list[OpikStep | RROpikStep] = [
+        OpikStep(project_name=project_name, tags=tags, strict=True),
+        # A no-op unless the reflector is the Recursive Reflector (it reads reflection.raw["rr_trace"]).
+        RROpikStep(project_name=project_name, tags=tags, strict=True),
+    ]
+    register_opik_litellm_callback(project_name=project_name, strict=True)
+    return steps

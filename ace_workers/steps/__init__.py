@@ -29,6 +29,7 @@ from .evaluate import EvaluateStep
 from .export_markdown import ExportSkillbookMarkdownStep
 from .load_traces import LoadTracesStep
 from .observability import ObservabilityStep
+from .opik import OpikStep
 from .persist import PersistStep
 from .reflect import ReflectStep
 from .tag import TagStep
@@ -52,6 +53,7 @@ __all__ = [
     "PersistStep",
     "ExportSkillbookMarkdownStep",
     "ObservabilityStep",
+    "OpikStep",
     # errors
     "MissingFieldError",
 ]
@@ -92,8 +94,8 @@ def check_tail_options(options: Mapping[str, Any], where: str, also: Iterable[st
     """Refuse, naming them, ``options`` that neither :func:`learning_tail` nor ``also`` takes.
 
     Runners pass their extra keyword arguments on to ``learning_tail``; checking them
-    when the runner is built turns a typo (or an option not available yet, such as
-    ``opik``) into an error at construction instead of at the first run.
+    when the runner is built turns a typo (or an option only another runner takes,
+    such as ``opik``) into an error at construction instead of at the first run.
 
     Raises:
         UnknownOptionError: some option is not taken.

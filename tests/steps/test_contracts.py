@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -19,6 +19,7 @@ from ace_workers.steps import (
     ExportSkillbookMarkdownStep,
     LoadTracesStep,
     ObservabilityStep,
+    OpikStep,
     PersistStep,
     ReflectStep,
     TagStep,
@@ -72,6 +73,8 @@ CONTRACTS: dict[
     ),
     "CheckpointStep": (lambda sb, d: CheckpointStep(d, sb), {"global_sample_index"}, NOTHING, False, 1, True),
     "ObservabilityStep": (lambda sb, d: ObservabilityStep(), {"skillbook"}, NOTHING, False, 1, False),
+    # A stand-in client: the contract is read off the step, nothing is logged.
+    "OpikStep": (lambda sb, d: OpikStep(client=cast(Any, object())), {"skillbook"}, NOTHING, False, 1, False),
     "LoadTracesStep": (lambda sb, d: LoadTracesStep(), {"sample"}, {"trace"}, False, 1, False),
     "PersistStep": (lambda sb, d: PersistStep(d / "sb.json", sb), {"skillbook"}, NOTHING, False, 1, True),
     "ExportSkillbookMarkdownStep": (
