@@ -1,8 +1,8 @@
 """The spec's "Usage Examples" (001, its end), run as written with ``ace_next`` -> ``ace_workers``.
 
 Each test body starts with the example's own lines; the asserts after them check
-what the example promises. Examples whose names arrive with later issues
-(integrations, the Recursive Reflector, Opik) join when those land.
+what the example promises. The Recursive Reflector + Opik example is in
+test_rr_opik_example.py; the integrations' examples join when those land.
 """
 
 from __future__ import annotations
