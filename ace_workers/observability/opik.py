@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OPIK_EXTRA",
     "OpikSettings",
+    "OpikLogging",
     "connect_opik",
     "register_opik_litellm_callback",
 ]
@@ -128,6 +129,30 @@ def connect_opik(
             made.end(flush=False)
             raise TracingSetupError("opik", (reason or "misconfigured").strip())
     return made
+
+
+class OpikLogging:
+    """What the Opik steps share: the project, tags and client (None: tracing off), flush, repr."""
+
+    def __init__(
+        self, project_name: str, tags: Sequence[str] | None, client: Opik | None, *, strict: bool
+    ) -> None:
+        self.project_name = project_name
+        self.tags = list(tags or [])
+        self._client = connect_opik(project_name, owner=type(self).__name__, strict=strict, client=client)
+
+    @property
+    def enabled(self) -> bool:
+        """True if traces are sent (opik is installed, not disabled, and a client exists)."""
+        return self._client is not None
+
+    def flush(self, timeout: int | None = None) -> bool:
+        """Send every buffered trace now; False if some were not sent within ``timeout`` seconds."""
+        return True if self._client is None else self._client.flush(timeout)
+
+    def __repr__(self) -> str:
+        state = "" if self.enabled else ", disabled"
+        return f"{type(self).__name__}(project_name={self.project_name!r}{state})"
 
 
 def register_opik_litellm_callback(project_name: str = "ace-framework", *, strict: bool = False) -> bool:

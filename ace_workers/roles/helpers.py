@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ..core.skill_ids import extract_cited_skill_ids
 
 if TYPE_CHECKING:
+    from ..core.outputs import AgentOutput
     from ..protocols import SkillbookLike
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "extract_cited_skill_ids",
     "format_optional",
     "make_skillbook_excerpt",
+    "reflection_inputs",
     "render_trace",
 ]
 
@@ -65,3 +67,25 @@ def render_trace(trace: object, limit: int = MAX_TRACE_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n... (trace cut at {limit} of {len(text)} characters)"
+
+
+def reflection_inputs(
+    question: str,
+    agent_output: AgentOutput,
+    skillbook: SkillbookLike,
+    ground_truth: str | None,
+    feedback: str | None,
+    trace: object | None,
+    trace_chars: int = MAX_TRACE_CHARS,
+) -> dict[str, str]:
+    """The values of a reflector prompt's attempt sections (``REFLECTION_INPUTS``) and its date."""
+    return {
+        "current_date": current_date(),
+        "question": format_optional(question),
+        "reasoning": format_optional(agent_output.reasoning),
+        "final_answer": format_optional(agent_output.final_answer),
+        "ground_truth": format_optional(ground_truth),
+        "feedback": format_optional(feedback),
+        "skillbook_excerpt": format_optional(make_skillbook_excerpt(skillbook, agent_output.skill_ids)),
+        "trace": render_trace(trace, trace_chars),
+    }

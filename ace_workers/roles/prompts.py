@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AGENT_PROMPT",
     "REFLECTOR_PROMPT",
+    "REFLECTION_INPUTS",
     "SKILL_MANAGER_PROMPT",
     "SKILLBOOK_USAGE_INSTRUCTIONS",
     "wrap_skillbook_for_external_agent",
@@ -69,11 +70,8 @@ JSON {{"reasoning": str, "final_answer": str}}
 """
 )
 
-REFLECTOR_PROMPT = """\
-# Reflector
-Date: {current_date}. Diagnose one attempt by an agent and extract lessons that transfer to \
-similar tasks.
-
+# The attempt a reflection is about: the same sections in every reflector's prompt.
+REFLECTION_INPUTS = """
 ## Question
 {question}
 
@@ -94,7 +92,16 @@ similar tasks.
 
 ## Trace
 {trace}
+"""
 
+REFLECTOR_PROMPT = (
+    """\
+# Reflector
+Date: {current_date}. Diagnose one attempt by an agent and extract lessons that transfer to \
+similar tasks.
+"""
+    + REFLECTION_INPUTS
+    + """
 ## Instructions
 1. Decide if the answer is right: ground truth or feedback decide; with neither, judge the \
 reasoning (or the trace).
@@ -109,6 +116,7 @@ JSON {{"reasoning", "error_identification", "root_cause_analysis", "correct_appr
 "key_insight", "extracted_learnings": [{{"learning", "atomicity_score", "evidence"}}], \
 "skill_tags": [{{"id", "tag"}}]}}
 """
+)
 
 SKILL_MANAGER_PROMPT = """\
 # Skill manager

@@ -8,7 +8,7 @@ from typing import Any
 from ..core.outputs import AgentOutput, ReflectorOutput
 from ..protocols import LLMClientLike, SkillbookLike
 from .base import LLMRole
-from .helpers import current_date, format_optional, make_skillbook_excerpt, render_trace
+from .helpers import reflection_inputs
 from .prompts import REFLECTOR_PROMPT
 
 __all__ = ["Reflector"]
@@ -40,14 +40,7 @@ class Reflector(LLMRole):
     ) -> str:
         """The prompt :meth:`reflect` sends, for inspection and logging."""
         return self.prompt_template.format(
-            current_date=current_date(),
-            question=format_optional(question),
-            reasoning=format_optional(agent_output.reasoning),
-            final_answer=format_optional(agent_output.final_answer),
-            ground_truth=format_optional(ground_truth),
-            feedback=format_optional(feedback),
-            skillbook_excerpt=format_optional(make_skillbook_excerpt(skillbook, agent_output.skill_ids)),
-            trace=render_trace(trace),
+            **reflection_inputs(question, agent_output, skillbook, ground_truth, feedback, trace)
         )
 
     def reflect(

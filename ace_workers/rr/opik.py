@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.context import ACESample, ACEStepContext
 from ..core.outputs import ReflectorOutput
-from ..observability.opik import connect_opik
+from ..observability.opik import OpikLogging
 
 if TYPE_CHECKING:
     from opik import Opik
@@ -24,7 +24,7 @@ SPAN_NAME = "rr_iteration_{}"
 _ITERATIONS_KEY = "iterations"
 
 
-class RROpikStep:
+class RROpikStep(OpikLogging):
     """Log the RR reflection of each sample as an Opik trace: one ``rr_iteration_N`` span per iteration.
 
     Reads ``ctx.reflection.raw["rr_trace"]``, which RRStep fills after its
@@ -48,14 +48,7 @@ class RROpikStep:
         *,
         strict: bool = False,
     ) -> None:
-        self.project_name = project_name
-        self.tags = list(tags or [])
-        self._client = connect_opik(project_name, owner="RROpikStep", strict=strict, client=client)
-
-    @property
-    def enabled(self) -> bool:
-        """True if traces are sent (opik is installed, not disabled, and a client exists)."""
-        return self._client is not None
+        super().__init__(project_name, tags, client, strict=strict)
 
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
         reflection = ctx.reflection
@@ -67,14 +60,6 @@ class RROpikStep:
         except Exception:  # tracing must never cost a sample its learning
             logger.warning("RROpikStep could not log sample %d", ctx.global_sample_index, exc_info=True)
         return ctx
-
-    def flush(self, timeout: int | None = None) -> bool:
-        """Send every buffered trace now; False if some were not sent within ``timeout`` seconds."""
-        return True if self._client is None else self._client.flush(timeout)
-
-    def __repr__(self) -> str:
-        state = "" if self.enabled else ", disabled"
-        return f"RROpikStep(project_name={self.project_name!r}{state})"
 
     def _log(
         self, client: Opik, ctx: ACEStepContext, reflection: ReflectorOutput, rr_trace: Mapping[str, Any]

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..roles.prompts import REFLECTION_INPUTS
+
 if TYPE_CHECKING:
     from .records import RRIteration
 
@@ -47,28 +49,9 @@ you under Iterations in the next turn, with any error.
 - `FINAL(reflection)` ends the analysis: `reflection` is a dict with the keys of the Output \
 section. It is validated; if it is invalid, the error is shown to you in the next turn.
 - You have {max_iterations} turns in all; call FINAL before they run out.
-
-## Question
-{question}
-
-## Agent reasoning
-{reasoning}
-
-## Agent answer
-{final_answer}
-
-## Ground truth
-{ground_truth}
-
-## Feedback
-{feedback}
-
-## Cited skills
-{skillbook_excerpt}
-
-## Trace
-{trace}
-
+"""
+    + REFLECTION_INPUTS
+    + """
 ## Instructions
 1. Decide if the answer is right: ground truth or feedback decide; with neither, judge the \
 reasoning (or the trace). Inspect the trace with code rather than guessing.

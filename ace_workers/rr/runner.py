@@ -22,7 +22,7 @@ from ..core.outputs import AgentOutput, ReflectorOutput
 from ..errors import RecursiveReflectorError
 from ..observability.spans import traced_llm_call
 from ..protocols import LLMClientLike, SkillbookLike
-from ..roles.helpers import current_date, format_optional, make_skillbook_excerpt, render_trace
+from ..roles.helpers import reflection_inputs
 from ..steps.reflect import ReflectStep
 from .config import RRConfig
 from .prompts import RR_PROMPT, render_iterations
@@ -94,19 +94,15 @@ class RRStep:
     ) -> str:
         """The prompt of the turn after ``iterations``, for inspection and logging."""
         limits = self.sandbox.limits
+        attempt = reflection_inputs(
+            question, agent_output, skillbook, ground_truth, feedback, trace, self.config.max_trace_chars
+        )
         return self.prompt_template.format(
-            current_date=current_date(),
+            **attempt,
             timeout_s=limits.timeout_s,
             memory_mb=limits.memory_mb,
             max_observation_chars=self.config.max_observation_chars,
             max_iterations=self.config.max_iterations,
-            question=format_optional(question),
-            reasoning=format_optional(agent_output.reasoning),
-            final_answer=format_optional(agent_output.final_answer),
-            ground_truth=format_optional(ground_truth),
-            feedback=format_optional(feedback),
-            skillbook_excerpt=format_optional(make_skillbook_excerpt(skillbook, agent_output.skill_ids)),
-            trace=render_trace(trace, self.config.max_trace_chars),
             iterations=render_iterations(iterations or [], self.config.max_observation_chars),
         )
 

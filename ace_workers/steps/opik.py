@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.context import ACESample, ACEStepContext
-from ..observability.opik import connect_opik
+from ..observability.opik import OpikLogging
 from ._checks import require_field
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ _OUTPUT_KEYS = ("answer", "reasoning", "skill_ids")
 _MAX_TRACE_REPR = 2000
 
 
-class OpikStep:
+class OpikStep(OpikLogging):
     """Log one Opik trace per sample: the task, the answer, the reflection and the skillbook changes.
 
     A side-effect step to append after the learning tail (``extra_steps``):
@@ -51,14 +51,7 @@ class OpikStep:
         *,
         strict: bool = False,
     ) -> None:
-        self.project_name = project_name
-        self.tags = list(tags or [])
-        self._client = connect_opik(project_name, owner="OpikStep", strict=strict, client=client)
-
-    @property
-    def enabled(self) -> bool:
-        """True if traces are sent (opik is installed, not disabled, and a client exists)."""
-        return self._client is not None
+        super().__init__(project_name, tags, client, strict=strict)
 
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
         skillbook = require_field(ctx.skillbook, "OpikStep", "skillbook")
@@ -81,14 +74,6 @@ class OpikStep:
         except Exception:  # tracing must never cost a sample its learning
             logger.warning("OpikStep could not log sample %d", ctx.global_sample_index, exc_info=True)
         return ctx
-
-    def flush(self, timeout: int | None = None) -> bool:
-        """Send every buffered trace now; False if some were not sent within ``timeout`` seconds."""
-        return True if self._client is None else self._client.flush(timeout)
-
-    def __repr__(self) -> str:
-        state = "" if self.enabled else ", disabled"
-        return f"OpikStep(project_name={self.project_name!r}{state})"
 
 
 def _trace_input(ctx: ACEStepContext) -> dict[str, Any]:
