@@ -134,9 +134,17 @@ def connect_opik(
 class OpikLogging:
     """What the Opik steps share: the project, tags and client (None: tracing off), flush, repr."""
 
+    default_project = "ace-framework"
+
     def __init__(
-        self, project_name: str, tags: Sequence[str] | None, client: Opik | None, *, strict: bool
+        self,
+        project_name: str | None = None,
+        tags: Sequence[str] | None = None,
+        client: Opik | None = None,
+        *,
+        strict: bool = False,
     ) -> None:
+        project_name = project_name or self.default_project
         self.project_name = project_name
         self.tags = list(tags or [])
         self._client = connect_opik(project_name, owner=type(self).__name__, strict=strict, client=client)

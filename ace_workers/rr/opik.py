@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -40,15 +40,7 @@ class RROpikStep(OpikLogging):
     requires = frozenset({"reflection"})
     provides: frozenset[str] = frozenset()
 
-    def __init__(
-        self,
-        project_name: str = "ace-rr",
-        tags: Sequence[str] | None = None,
-        client: Opik | None = None,
-        *,
-        strict: bool = False,
-    ) -> None:
-        super().__init__(project_name, tags, client, strict=strict)
+    default_project = "ace-rr"
 
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
         reflection = ctx.reflection

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +11,7 @@ from ..observability.opik import OpikLogging
 from ._checks import require_field
 
 if TYPE_CHECKING:
-    from opik import Opik
+    pass
 
 __all__ = ["OpikStep"]
 
@@ -42,16 +41,6 @@ class OpikStep(OpikLogging):
 
     requires = frozenset({"skillbook"})
     provides: frozenset[str] = frozenset()
-
-    def __init__(
-        self,
-        project_name: str = "ace-framework",
-        tags: Sequence[str] | None = None,
-        client: Opik | None = None,
-        *,
-        strict: bool = False,
-    ) -> None:
-        super().__init__(project_name, tags, client, strict=strict)
 
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
         skillbook = require_field(ctx.skillbook, "OpikStep", "skillbook")
