@@ -70,8 +70,8 @@ def crash_after_sending(monkeypatch: pytest.MonkeyPatch, service: Service, count
     record_sent = batches.record_sent
     calls = itertools.count(1)
 
-    def count_then_crash(batch_id: str, epoch: int, index: int) -> None:
-        record_sent(batch_id, epoch, index)
+    def count_then_crash(batch_id: str, epoch: int, index: int, **kwargs: Any) -> None:
+        record_sent(batch_id, epoch, index, **kwargs)
         if next(calls) == SENT_BEFORE_CRASH + 1:
             raise RuntimeError("producer died mid-send")
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
+import redis
 import typer
 from celery.signals import worker_shutting_down
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -215,6 +216,7 @@ def worker_command(
 
     settings = WorkerSettings.from_env()
     log_format = _worker_log_format(log_format, settings, metrics_port, pool)
+    otlp_endpoint = _checked_otlp_endpoint(otlp_endpoint or settings.otlp_endpoint)
     if not settings.redis_url:
         raise typer.BadParameter("a worker needs ACE_REDIS_URL: it serves queues other processes fill")
     roles = [role.strip() for role in queues.split(",") if role.strip()]
@@ -223,11 +225,6 @@ def worker_command(
     with resolve_redis(settings) as (broker_url, redis_url):
         service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
         check_app_security(service.app)
-        writer = bool(set(served) & set(settings.write_queues()))
-        try:
-            check_partition_count(service.app, service.runtime.redis, settings, writer=writer)
-        except WritePartitionsChanged as exc:
-            raise typer.BadParameter(str(exc)) from exc
         watchdog = ConsumptionWatchdog(
             service.app,
             served,
@@ -236,7 +233,9 @@ def worker_command(
         )
         watchdog.start()
         _start_observability(service, log_format, loglevel, metrics_port, watchdog)
-        _start_tracing(otlp_endpoint or settings.otlp_endpoint, roles)
+        writer = bool(set(served) & set(settings.write_queues()))
+        _check_partitions_when_redis_has_room(service, settings, redis_url, watchdog, writer=writer)
+        _start_tracing(otlp_endpoint, roles)
         argv = [
             # json: no banner on stdout, so every line the worker writes is one JSON object.
             *(["--quiet"] if log_format == "json" else []),
@@ -346,14 +345,39 @@ def _start_observability(
         start_metrics_server(service.runtime.metrics, metrics_port, health=watchdog.health)
 
 
+def _check_partitions_when_redis_has_room(
+    service: Service, settings: WorkerSettings, redis_url: str, watchdog: ConsumptionWatchdog, *, writer: bool
+) -> None:
+    """Check (a writer: record) the write partition count, waiting while Redis refuses the write.
+
+    A writer's record is a write: on a full Redis the worker waits, saying so on
+    /healthz, as it does before serving, instead of dying on the refused SET.
+    """
+    while True:
+        wait_while_redis_is_full(redis_url, on_wait=watchdog.note_problem)
+        try:
+            check_partition_count(service.app, service.runtime.redis, settings, writer=writer)
+            return
+        except WritePartitionsChanged as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        except redis.OutOfMemoryError:  # filled again between the look and the write
+            watchdog.note_problem("Redis is out of memory (maxmemory); the worker waits for room")
+            time.sleep(1.0)
+
+
+def _checked_otlp_endpoint(endpoint: str | None) -> str | None:
+    """``endpoint`` if it is an OTLP/HTTP URL (or None); checked before the worker connects anywhere."""
+    if endpoint and urlsplit(endpoint).scheme not in ("http", "https"):
+        raise typer.BadParameter(
+            f"--otlp-endpoint {endpoint!r}: an OTLP/HTTP collector URL is http:// or https://"
+        )
+    return endpoint
+
+
 def _start_tracing(endpoint: str | None, roles: list[str]) -> None:
     """Traces to ``endpoint`` as service ``ace-workers-ROLES``, flushed when the worker stops."""
     if not endpoint:
         return
-    if urlsplit(endpoint).scheme not in ("http", "https"):
-        raise typer.BadParameter(
-            f"--otlp-endpoint {endpoint!r}: an OTLP/HTTP collector URL is http:// or https://"
-        )
     try:
         configure_tracing(endpoint, service_name=f"ace-workers-{'-'.join(roles)}")
     except ImportError as exc:
