@@ -76,6 +76,7 @@ def main() -> None:
     args = parser.parse_args()
 
     sandbox_figures(args.runs, args.threads)
+    samples_per_second("single", args.samples)  # warm-up: imports, prompt templates, the simulator
     single = samples_per_second("single", args.samples)
     rr = samples_per_second("rr", args.samples)
     print(
