@@ -56,9 +56,12 @@ from .dedup import (
 from .errors import (
     AceError,
     EmbeddingUnavailableError,
+    EmptySessionError,
+    ExternalAgentError,
     InvalidConsolidationError,
     InvalidUpdateError,
     LLMError,
+    MissingExecutableError,
     MissingExtraError,
     MissingFieldError,
     RecursiveReflectorError,
@@ -67,6 +70,15 @@ from .errors import (
     SkillbookFormatError,
     TracingSetupError,
     UnknownSkillError,
+)
+from .integrations import (
+    ClaudeCodeExecuteStep,
+    ClaudeCodeLLMClient,
+    ClaudeCodeResult,
+    ClaudeCodeToTrace,
+    OpenClawToTraceStep,
+    read_claude_code_transcript,
+    wrap_skillbook_context,
 )
 from .observability import register_opik_litellm_callback
 from .protocols import AgentLike, DeduplicationManagerLike, LLMClientLike, ReflectorLike, SkillManagerLike
@@ -82,7 +94,7 @@ from .roles import (
     wrap_skillbook_for_external_agent,
 )
 from .rr import RRConfig, RROpikStep, RRStep
-from .runners import ACE, ACELiteLLM, ACERunner, TraceAnalyser
+from .runners import ACE, ACELiteLLM, ACERunner, ClaudeCode, TraceAnalyser
 from .steps import (
     AgentStep,
     ApplyStep,
@@ -197,6 +209,15 @@ __all__ = [
     "TraceAnalyser",
     "ACE",
     "ACELiteLLM",
+    # integrations: agents that learn where they run (Claude Code, OpenClaw sessions)
+    "ClaudeCode",
+    "ClaudeCodeExecuteStep",
+    "ClaudeCodeResult",
+    "ClaudeCodeToTrace",
+    "ClaudeCodeLLMClient",
+    "OpenClawToTraceStep",
+    "read_claude_code_transcript",
+    "wrap_skillbook_context",
     # the Recursive Reflector (a drop-in Reflector whose code runs in a process sandbox)
     "RRStep",
     "RRConfig",
@@ -213,6 +234,9 @@ __all__ = [
     "MissingFieldError",
     "EmbeddingUnavailableError",
     "LLMError",
+    "ExternalAgentError",
+    "MissingExecutableError",
+    "EmptySessionError",
     "RecursiveReflectorError",
     "MissingExtraError",
     "TracingSetupError",

@@ -12,6 +12,9 @@ from typing import Any
 __all__ = [
     "AceError",
     "EmbeddingUnavailableError",
+    "EmptySessionError",
+    "ExternalAgentError",
+    "MissingExecutableError",
     "UnknownOptionError",
     "InvalidConsolidationError",
     "InvalidUpdateError",
@@ -140,8 +143,44 @@ class MissingExtraError(AceError, ImportError):
         )
 
 
+class MissingExecutableError(AceError, FileNotFoundError):
+    """A feature runs a command-line program that is not installed (not on PATH)."""
+
+    def __init__(self, what: str, executable: str, install: str) -> None:
+        self.what = what
+        self.executable = executable
+        self.install = install
+        super().__init__(f"{what} needs the {executable!r} executable, which is not on PATH: {install}")
+
+
+class EmptySessionError(AceError, ValueError):
+    """A recorded agent session holds no message to learn from."""
+
+    def __init__(self, source: str, events: int, skipped: int) -> None:
+        self.source = source
+        self.events = events
+        self.skipped = skipped
+        super().__init__(
+            f"{source}: the session holds no user or assistant message to learn from "
+            f"({events} event(s), {skipped} of them of a type not understood)"
+        )
+
+
 class LLMError(AceError):
     """An LLM call failed."""
+
+
+class ExternalAgentError(LLMError):
+    """An external agent program (such as the claude CLI) failed or printed no usable result."""
+
+    def __init__(self, executable: str, reason: str, returncode: int | None = None, stderr: str = "") -> None:
+        self.executable = executable
+        self.reason = reason
+        self.returncode = returncode
+        self.stderr = stderr
+        tail = f"; stderr: {stderr.strip()[-500:]}" if stderr.strip() else ""
+        code = f" (exit code {returncode})" if returncode is not None else ""
+        super().__init__(f"{executable}{code}: {reason}{tail}")
 
 
 class RetriesExhausted(LLMError):

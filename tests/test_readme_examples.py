@@ -1,4 +1,4 @@
-"""The README's examples for the MCP server, the Recursive Reflector and tracing run as written.
+"""The README's examples for the MCP server, OpenClaw, the Recursive Reflector and tracing run as written.
 
 Each ``python`` block of those sections runs in a fresh interpreter, in an
 empty directory, with no ACE_*, OTEL_* or OPIK_* settings and this virtualenv's
@@ -21,7 +21,12 @@ from .observability.opik_tracing.stub import OpikStub
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 # The sections whose examples need no network, no API key and no service of their own.
-SELF_CONTAINED = ("### MCP server", "### The Recursive Reflector", "### Tracing with OpenTelemetry")
+SELF_CONTAINED = (
+    "### MCP server",
+    "### Claude Code and OpenClaw",
+    "### The Recursive Reflector",
+    "### Tracing with OpenTelemetry",
+)
 OPIK_SECTION = "### Tracing with Opik"
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 

@@ -1,7 +1,43 @@
 """Bridges between ace-workers and the systems its users' agents run in.
 
-Each integration lives in a subpackage of its own and needs an optional extra;
-nothing here imports a third-party package at ``import ace_workers`` time.
+Each integration lives in a subpackage of its own; nothing here imports a
+third-party package at ``import ace_workers.integrations`` time.
 
 - :mod:`ace_workers.integrations.mcp`: the MCP server (``ace-workers mcp``, extra ``mcp``).
+- :mod:`ace_workers.integrations.claude_code`: run Claude Code with the skillbook,
+  learn from its runs and session transcripts, use the ``claude`` CLI as an LLM
+  (no Python extra: the CLI is an external program).
+- :mod:`ace_workers.integrations.openclaw`: learn from OpenClaw session files (no extra).
+
+The names below are the execute steps, result types and ToTrace converters of
+the integrations that need no extra, and :func:`wrap_skillbook_context`.
 """
+
+from .claude_code import (
+    ClaudeCodeExecuteStep,
+    ClaudeCodeLLMClient,
+    ClaudeCodeLLMConfig,
+    ClaudeCodeResult,
+    ClaudeCodeToTrace,
+    claude_events_to_trace,
+    read_claude_code_transcript,
+)
+from .openclaw import OpenClawToTraceStep, openclaw_events_to_trace
+from .skillbook_context import inject_skillbook_context, wrap_skillbook_context
+
+__all__ = [
+    # the skillbook in an external agent's prompt
+    "wrap_skillbook_context",
+    "inject_skillbook_context",
+    # Claude Code
+    "ClaudeCodeExecuteStep",
+    "ClaudeCodeResult",
+    "ClaudeCodeToTrace",
+    "ClaudeCodeLLMClient",
+    "ClaudeCodeLLMConfig",
+    "claude_events_to_trace",
+    "read_claude_code_transcript",
+    # OpenClaw
+    "OpenClawToTraceStep",
+    "openclaw_events_to_trace",
+]

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..core.prompt_budget import PromptBudget
     from ..protocols import SkillbookLike
 
 __all__ = [
@@ -151,17 +152,21 @@ JSON {{"update": {{"reasoning": str, "operations": [{{"type": "ADD"|"UPDATE"|"TA
 """
 
 
-def wrap_skillbook_for_external_agent(skillbook: SkillbookLike) -> str:
+def wrap_skillbook_for_external_agent(
+    skillbook: SkillbookLike, *, budget: PromptBudget | None = None, query: str = ""
+) -> str:
     """The skillbook and how to use it, to paste into another agent's prompt; "" when empty.
 
     This is the one way to hand learned skills to an agent ACE does not run
-    itself (a browser agent, a LangChain chain, a coding assistant).
+    itself (a browser agent, a LangChain chain, a coding assistant). With a
+    ``budget`` the skills table is cut to fit it, keeping the skills most
+    relevant to ``query`` (the task), as the Agent's own prompt is.
     """
     if len(skillbook) == 0:
         return ""
     return (
         "## Learned strategies\n"
-        f"{skillbook.as_prompt()}\n\n"
+        f"{skillbook.as_prompt(budget, query)}\n\n"
         "## How to use them\n"
         f"{SKILLBOOK_USAGE_INSTRUCTIONS}\n"
     )

@@ -3,6 +3,7 @@
 from .ace import ACE
 from .ace_litellm import ACELiteLLM
 from .base import ACERunner
+from .claude_code import ClaudeCode
 from .trace_analyser import TraceAnalyser
 
-__all__ = ["ACERunner", "TraceAnalyser", "ACE", "ACELiteLLM"]
+__all__ = ["ACERunner", "TraceAnalyser", "ACE", "ACELiteLLM", "ClaudeCode"]

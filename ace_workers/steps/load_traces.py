@@ -12,7 +12,7 @@ from typing import Any
 from ..core.context import ACEStepContext
 from ._checks import MissingFieldError
 
-__all__ = ["LoadTracesStep"]
+__all__ = ["LoadTracesStep", "read_jsonl_objects"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class LoadTracesStep:
 
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
         path = _path_of(ctx.sample)
-        events, bad_lines = _read_jsonl_objects(path)
+        events, bad_lines = read_jsonl_objects(path)
         if bad_lines:
             shown = ", ".join(
                 f"line {number} ({reason})" for number, reason in bad_lines[:MAX_REPORTED_LINES]
@@ -54,8 +54,12 @@ class LoadTracesStep:
         return "LoadTracesStep()"
 
 
-def _read_jsonl_objects(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
-    """The JSON objects of a JSONL file, and ``(line number, reason)`` for each line skipped."""
+def read_jsonl_objects(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """The JSON objects of a JSONL file, and ``(line number, reason)`` for each line skipped.
+
+    Raises:
+        FileNotFoundError: naming the path.
+    """
     events: list[dict[str, Any]] = []
     bad_lines: list[tuple[int, str]] = []
     try:

@@ -42,6 +42,7 @@ from .common import (
     console,
     describe_fill,
     enqueue_file,
+    enqueue_inputs,
     open_service,
     print_json,
     redis_settings,
@@ -51,6 +52,7 @@ from .common import (
     skillbook_fill,
     write_skillbook_files,
 )
+from .sessions import check_format, scan_sessions, stream_sessions
 
 logger = logging.getLogger(__name__)
 
@@ -386,28 +388,53 @@ def _start_tracing(endpoint: str | None, roles: list[str]) -> None:
 
 
 def enqueue_command(
-    traces: Annotated[Path, typer.Argument(help="JSONL file of traces (samples with --recipe ace).")],
+    traces: Annotated[
+        Path,
+        typer.Argument(
+            help="JSONL file of traces (samples with --recipe ace); with --format claude-code or openclaw, "
+            "a session file or a folder of them (every *.jsonl below it)."
+        ),
+    ],
     skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
     epochs: Annotated[int, typer.Option(min=1)] = 1,
     recipe: Annotated[
-        str, typer.Option(help="trace_analyser, ace, or a name configured in ACE_RECIPES.")
+        str,
+        typer.Option(
+            help="trace_analyser, ace, claude_code_traces, openclaw_traces, or a name set in ACE_RECIPES."
+        ),
     ] = "trace_analyser",
+    input_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="jsonl: one input per line. claude-code, openclaw: one trace per session file, converted "
+            "here, or on the workers with --recipe claude_code_traces / openclaw_traces.",
+        ),
+    ] = "jsonl",
 ) -> None:
-    """Enqueue a JSONL file as one batch for running workers; print the batch id.
+    """Enqueue a JSONL file, or recorded agent sessions, as one batch for running workers; print the batch id.
 
-    Every argument is checked first, then the file is read twice, a line at a time:
-    every line is checked and counted, then the inputs are sent. The producer's
-    memory does not grow with the file.
+    Every argument is checked first, then the input is read twice, a line (or a
+    session) at a time: everything is checked and counted, then sent. The
+    producer's memory does not grow with the input.
     """
     settings = WorkerSettings.from_env()
     check_skillbook_name(skillbook, "--skillbook")
     check_recipe(recipe, settings)
+    check_format(input_format, recipe)
     if not settings.redis_url:
         raise typer.BadParameter("enqueue needs ACE_REDIS_URL (use 'learn' to run everything in-process)")
-    count = scan_inputs(traces, recipe, settings, epochs)
+    if input_format == "jsonl":
+        count = scan_inputs(traces, recipe, settings, epochs)
+    else:
+        count = scan_sessions(traces, input_format, recipe, settings, epochs)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         require_workers(service)
-        handle = enqueue_file(service, traces, count, skillbook, epochs, recipe)
+        if input_format == "jsonl":
+            handle = enqueue_file(service, traces, count, skillbook, epochs, recipe)
+        else:
+            inputs = stream_sessions(traces, input_format, recipe)
+            handle = enqueue_inputs(service, inputs, traces, count, skillbook, epochs, recipe)
         typer.echo(handle.batch_id)
 
 

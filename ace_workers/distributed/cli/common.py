@@ -32,6 +32,7 @@ __all__ = [
     "console",
     "describe_fill",
     "enqueue_file",
+    "enqueue_inputs",
     "iter_jsonl",
     "open_service",
     "print_json",
@@ -176,14 +177,20 @@ def enqueue_file(
     service: Service, path: Path, count: int, skillbook: str, epochs: int, recipe: str
 ) -> BatchHandle:
     """Send a scanned JSONL file as one batch of ``count`` inputs."""
+    return enqueue_inputs(service, stream_inputs(path, recipe), path, count, skillbook, epochs, recipe)
+
+
+def enqueue_inputs(
+    service: Service, inputs: Iterator[Any], path: Path, count: int, skillbook: str, epochs: int, recipe: str
+) -> BatchHandle:
+    """Send the ``count`` scanned inputs read from ``path`` as one batch."""
     producer = service.producer
     enqueue = producer.enqueue_samples if recipe == "ace" else producer.enqueue_traces
-    inputs = stream_inputs(path, recipe)
     try:
         # Streamed whatever the epochs: workers send later epochs from the inputs the batch stored.
         return enqueue(inputs, skillbook, epochs, recipe=recipe, count=count)
     except BatchSizeError as exc:
-        # The file changed between the two passes.
+        # The input changed between the two passes.
         raise typer.BadParameter(f"{path}: {exc}") from exc
 
 

@@ -1,5 +1,10 @@
 """Named pipelines a worker can rebuild: the built-in ACE and TraceAnalyser ones, or yours.
 
+``claude_code_traces`` and ``openclaw_traces`` are TraceAnalyser's with a
+converter first: their inputs are raw recorded sessions (a list of events per
+trace, as ``ace-workers enqueue --format claude-code|openclaw`` sends them with
+these recipes), converted to the trace dict on the worker.
+
 A producer and every worker build the same step list from the same recipe
 name, so a chain's step index means the same step everywhere. A recipe of your
 own is a function taking :class:`RecipeInputs` and returning the steps, named in
@@ -18,6 +23,8 @@ from typing import Any
 
 from ...core.environments import SimpleEnvironment
 from ...core.writable import WritableSkillbook
+from ...integrations.claude_code import ClaudeCodeToTrace
+from ...integrations.openclaw import OpenClawToTraceStep
 from ...protocols import AgentLike, DeduplicationManagerLike, ReflectorLike, SkillManagerLike
 from ...steps import AgentStep, EvaluateStep, learning_tail
 from .errors import UnknownRecipeError
@@ -51,6 +58,16 @@ def ace_recipe(inputs: RecipeInputs) -> list[Any]:
     return [AgentStep(inputs.agent), EvaluateStep(SimpleEnvironment()), *_tail(inputs)]
 
 
+def claude_code_traces_recipe(inputs: RecipeInputs) -> list[Any]:
+    """ClaudeCodeToTrace (a transcript's events -> trace dict) -> the trace_analyser steps."""
+    return [ClaudeCodeToTrace(), *_tail(inputs)]
+
+
+def openclaw_traces_recipe(inputs: RecipeInputs) -> list[Any]:
+    """OpenClawToTraceStep (a session's events -> trace dict) -> the trace_analyser steps."""
+    return [OpenClawToTraceStep(), *_tail(inputs)]
+
+
 def _tail(inputs: RecipeInputs) -> list[Any]:
     return learning_tail(
         inputs.reflector,
@@ -61,7 +78,12 @@ def _tail(inputs: RecipeInputs) -> list[Any]:
     )
 
 
-BUILT_IN_RECIPES: dict[str, Recipe] = {"trace_analyser": trace_analyser_recipe, "ace": ace_recipe}
+BUILT_IN_RECIPES: dict[str, Recipe] = {
+    "trace_analyser": trace_analyser_recipe,
+    "ace": ace_recipe,
+    "claude_code_traces": claude_code_traces_recipe,
+    "openclaw_traces": openclaw_traces_recipe,
+}
 
 
 def import_object(path: str) -> Any:

@@ -1,0 +1,168 @@
+"""Building the Reflector's trace dict from an agent session, one event at a time.
+
+The Claude Code and OpenClaw converters read different event formats but
+record the same things: the user's task, the assistant's thinking, text and
+tool calls and the tool results in order, the final answer and any errors.
+:class:`SessionRecorder` collects them and renders the standard trace dict
+(``question``, ``reasoning``, ``answer``, ``feedback``, ``skill_ids`` and the
+extra fields ``errors``, ``tool_calls``, ``session_id``, ``skipped_events``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from ..core.skill_ids import extract_cited_skill_ids
+from ..errors import EmptySessionError
+from .trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS, cut_text
+
+__all__ = ["SessionRecorder"]
+
+# How much of an error message goes into the trace's ``errors`` list.
+MAX_ERROR_CHARS = 500
+
+
+class SessionRecorder:
+    """Collects the steps of one agent session and renders them as a trace dict.
+
+    Every step's text (a tool output above all) is cut to ``max_step_chars``
+    and the whole reasoning to ``max_trace_chars``, each cut saying so, so a
+    session with a huge tool output still makes a trace well below the
+    producer's ``ACE_MAX_TRACE_BYTES``.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        *,
+        max_step_chars: int = DEFAULT_MAX_STEP_CHARS,
+        max_trace_chars: int = DEFAULT_MAX_TRACE_CHARS,
+    ) -> None:
+        if max_step_chars < 100 or max_trace_chars < 100:
+            raise ValueError(
+                f"max_step_chars and max_trace_chars must be at least 100, got {max_step_chars}, "
+                f"{max_trace_chars}"
+            )
+        self.source = source
+        self.max_step_chars = max_step_chars
+        self.max_trace_chars = max_trace_chars
+        self.question = ""
+        self.steps: list[str] = []
+        self.assistant_texts: list[str] = []
+        self.errors: list[str] = []
+        self.skipped: Counter[str] = Counter()
+        self.summaries: list[str] = []
+        self.session_id: str | None = None
+        self.model: str | None = None
+        self.events = 0
+        self.messages = 0
+        self.tool_calls = 0
+        self._tool_names: dict[str, str] = {}
+
+    # -- what a session holds ---------------------------------------------------------------
+    def user_text(self, text: str) -> None:
+        """A user message: the first is the task, later ones are steps."""
+        if not text.strip():
+            return
+        self.messages += 1
+        if not self.question:
+            self.question = cut_text(text, self.max_trace_chars // 4)
+        else:
+            self._step("user", text)
+
+    def assistant_text(self, text: str) -> None:
+        """Text the assistant said; the last one is the answer unless the run reports its own."""
+        if not text.strip():
+            return
+        self.messages += 1
+        self.assistant_texts.append(text)
+        self._step("assistant", text)
+
+    def thinking(self, text: str) -> None:
+        """The assistant's visible thinking."""
+        if text.strip():
+            self.messages += 1
+            self._step("thinking", text)
+
+    def tool_call(self, name: str, arguments: Any, call_id: str | None = None) -> None:
+        """A tool the assistant called, with its arguments."""
+        self.messages += 1
+        self.tool_calls += 1
+        if call_id:
+            self._tool_names[call_id] = name
+        self._step(f"tool call {name}", _json(arguments))
+
+    def tool_result(
+        self, text: str, *, is_error: bool = False, call_id: str | None = None, name: str | None = None
+    ) -> None:
+        """What a tool returned (named by ``name``, else by its call); an error is also in ``errors``."""
+        self.messages += 1
+        name = name or self._tool_names.get(call_id or "", "tool")
+        label = f"{name} result" + (" (error)" if is_error else "")
+        self._step(label, text)
+        if is_error:
+            self.error(f"{name} failed: {text.strip()}")
+
+    def error(self, text: str) -> None:
+        """Something that went wrong in the run."""
+        self.errors.append(cut_text(text, MAX_ERROR_CHARS))
+
+    def summary(self, text: str) -> None:
+        """A summary of the session (a compaction or a title)."""
+        if text.strip():
+            self.summaries.append(text.strip())
+
+    def skip(self, kind: str) -> None:
+        """An event or content part of a kind not understood: counted, never fatal."""
+        self.skipped[kind] += 1
+
+    # -- the trace ------------------------------------------------------------------------------
+    def to_trace(
+        self, *, answer: str | None = None, feedback: str | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        """The trace dict; fields with nothing to say are left out.
+
+        Raises:
+            EmptySessionError: the session held no message at all.
+        """
+        if self.messages == 0 and not self.errors:
+            raise EmptySessionError(self.source, self.events, sum(self.skipped.values()))
+        final = answer if answer is not None else (self.assistant_texts[-1] if self.assistant_texts else "")
+        if feedback is None:
+            feedback = self._default_feedback()
+        trace: dict[str, Any] = {
+            "question": self.question,
+            "reasoning": cut_text("\n".join(self.steps), self.max_trace_chars),
+            "answer": cut_text(final, self.max_step_chars * 4),
+            "feedback": feedback,
+            "skill_ids": extract_cited_skill_ids("\n".join([*self.assistant_texts, final])),
+            "errors": self.errors,
+            "tool_calls": self.tool_calls,
+            "session_id": self.session_id,
+            "model": self.model,
+            "skipped_events": dict(sorted(self.skipped.items())),
+            **extra,
+        }
+        return {key: value for key, value in trace.items() if value not in (None, "", [], {})}
+
+    def _default_feedback(self) -> str | None:
+        # The session's own summary says what it was about; the errors are in ``errors`` either way.
+        if self.summaries:
+            return self.summaries[-1]
+        if self.errors:
+            return f"The session ran into {len(self.errors)} error(s); the last: {self.errors[-1]}"
+        return None
+
+    def _step(self, label: str, text: str) -> None:
+        self.steps.append(f"[{len(self.steps) + 1}] {label}: {cut_text(text.strip(), self.max_step_chars)}")
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)

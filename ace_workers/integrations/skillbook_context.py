@@ -1,0 +1,30 @@
+"""The skillbook as context for an external agent's input, cut to the prompt budget."""
+
+from __future__ import annotations
+
+from ..core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget
+from ..protocols import SkillbookLike
+from ..roles.prompts import wrap_skillbook_for_external_agent
+
+__all__ = ["inject_skillbook_context", "wrap_skillbook_context"]
+
+
+def wrap_skillbook_context(
+    skillbook: SkillbookLike, task: str = "", *, budget: PromptBudget | None = DEFAULT_PROMPT_BUDGET
+) -> str:
+    """The learned strategies and how to use them, for another agent's prompt; "" for an empty skillbook.
+
+    Above ``budget`` (None: no limit) only the skills most relevant to ``task``
+    are shown, exactly as in the ACE Agent's own prompt.
+    """
+    return wrap_skillbook_for_external_agent(skillbook, budget=budget, query=task)
+
+
+def inject_skillbook_context(
+    task: str, skillbook: SkillbookLike, *, budget: PromptBudget | None = DEFAULT_PROMPT_BUDGET
+) -> str:
+    """``task`` with the skillbook context before it; ``task`` unchanged when the skillbook is empty."""
+    context = wrap_skillbook_context(skillbook, task, budget=budget)
+    if not context:
+        return task
+    return f"{context}\n## Task\n{task}"

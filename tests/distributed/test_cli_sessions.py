@@ -1,0 +1,162 @@
+"""``enqueue --format claude-code|openclaw``: folders of sessions, one trace each, learned by workers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import redis
+from typer.testing import CliRunner
+
+from ace_workers.cli import app
+from ace_workers.distributed.producer.producer import BatchHandle
+from ace_workers.distributed.service import build_service, local_workers
+from ace_workers.distributed.settings import WorkerSettings
+
+from .helpers import keys_of, said
+
+ROOT = Path(__file__).resolve().parents[1] / "integrations"
+OPENCLAW = ROOT / "openclaw" / "sessions"
+TRANSCRIPT = ROOT / "claude_code" / "transcripts" / "fix-tests.jsonl"
+
+
+def claude_session(path: Path, task: str, tool_output: str = "ok") -> Path:
+    """A Claude Code transcript: the task, one Bash call and its output, a wrong answer."""
+    session = path.stem
+    lines = [
+        {
+            "type": "user",
+            "sessionId": session,
+            "uuid": "1",
+            "parentUuid": None,
+            "message": {"role": "user", "content": task},
+        },
+        {
+            "type": "assistant",
+            "sessionId": session,
+            "uuid": "2",
+            "parentUuid": "1",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "cat"}}],
+            },
+        },
+        {
+            "type": "user",
+            "sessionId": session,
+            "uuid": "3",
+            "parentUuid": "2",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": tool_output}],
+            },
+        },
+        {
+            "type": "assistant",
+            "sessionId": session,
+            "uuid": "4",
+            "parentUuid": "3",
+            "message": {"role": "assistant", "content": "no idea"},
+        },
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def enqueue_and_wait(redis_url: str, args: list[str]) -> tuple[str, BatchHandle, list[str]]:
+    """Run ``enqueue`` with in-process workers; the output, the batch handle, the skillbook's sections."""
+    service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
+    try:
+        with local_workers(service, learn_threads=2):
+            result = CliRunner().invoke(app, ["enqueue", *args, "--skillbook", "sessions"])
+            assert result.exit_code == 0, result.output
+            handle = BatchHandle(result.output.strip().splitlines()[-1], service.runtime)
+            handle.wait(timeout=60)
+            sections = sorted(s.section for s in service.runtime.store("sessions").export().skills())
+    finally:
+        service.close()
+    return result.output, handle, sections
+
+
+def test_openclaw_sessions_of_a_folder_are_converted_here_and_learned(
+    clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    sessions = Path("sessions")
+    shutil.copytree(OPENCLAW, sessions / "agent-main")
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "cliopenclaw")
+    output, handle, sections = enqueue_and_wait(redis_url, [str(sessions), "--format", "openclaw"])
+    status = handle.status()
+    assert (status.total, status.done, status.failed) == (2, 2, 0)
+    assert sections == ["flux", "zorb"]
+    assert "flux.jsonl:4: skipped, not JSON" in said(output)
+    assert "empty.jsonl: the session holds no user or assistant message" in said(output)
+
+
+def test_claude_code_sessions_are_sent_raw_and_converted_on_the_workers_with_their_recipe(
+    clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    projects = Path("projects")
+    claude_session(projects / "-home-dev-puzzles" / "a1.jsonl", "Solve the zorb puzzle. Input: 1234")
+    (projects / "-home-dev-dates").mkdir()
+    shutil.copy(TRANSCRIPT, projects / "-home-dev-dates" / "fix-tests.jsonl")
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "cliclaude")
+    args = [str(projects), "--format", "claude-code", "--recipe", "claude_code_traces"]
+    output, handle, sections = enqueue_and_wait(redis_url, args)
+    status = handle.status()
+    assert (status.total, status.done, status.failed, status.recipe) == (2, 2, 0, "claude_code_traces")
+    assert sections == ["zorb"]
+    assert "fix-tests.jsonl:4: skipped, not JSON" in said(output)
+
+
+def test_a_huge_tool_output_is_cut_by_the_producer_so_the_session_fits_the_trace_limit(
+    clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    session = claude_session(
+        Path("big.jsonl"), "Solve the zorb puzzle. Input: 1234", tool_output="x" * 300_000
+    )
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "clihuge")
+    clean_env.setenv("ACE_MAX_TRACE_BYTES", "100000")
+    _, handle, sections = enqueue_and_wait(redis_url, [str(session), "--format", "claude-code"])
+    assert (handle.status().done, sections) == (1, ["zorb"])
+
+
+def test_a_raw_session_above_the_trace_limit_is_refused_naming_the_file(
+    clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    session = claude_session(Path("big.jsonl"), "task", tool_output="x" * 300_000)
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "clirawbig")
+    clean_env.setenv("ACE_MAX_TRACE_BYTES", "100000")
+    args = ["enqueue", str(session), "--format", "claude-code", "--recipe", "claude_code_traces"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code != 0
+    assert f"{session}: trace is" in said(result.output) and "above the limit of 100,000 bytes" in said(
+        result.output
+    )
+    assert keys_of(redis_client, "clirawbig") == []
+
+
+def test_a_recipe_for_other_sessions_is_refused_before_anything_is_read(
+    clean_env: pytest.MonkeyPatch, redis_url: str
+) -> None:
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    args = ["enqueue", "missing", "--format", "openclaw", "--recipe", "claude_code_traces"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code != 0
+    assert (
+        "--recipe claude_code_traces converts other sessions: with --format openclaw use openclaw_traces"
+        in said(result.output)
+    )
+
+
+def test_an_unknown_format_is_refused(clean_env: pytest.MonkeyPatch, redis_url: str) -> None:
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    result = CliRunner().invoke(app, ["enqueue", "x.jsonl", "--format", "cursor"])
+    assert result.exit_code != 0
+    assert "unknown format 'cursor': use jsonl, claude-code, openclaw" in said(result.output)
