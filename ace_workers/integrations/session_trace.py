@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.skill_ids import extract_cited_skill_ids
 from ..errors import EmptySessionError
-from .trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS, cut_text
+from .trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS, cut_text, part_text
 
-__all__ = ["SessionRecorder"]
+__all__ = [
+    "SessionRecorder",
+    "PartHandler",
+    "record_content",
+    "record_text_part",
+    "record_thinking_part",
+    "ignore_part",
+]
 
 # How much of an error message goes into the trace's ``errors`` list.
 MAX_ERROR_CHARS = 500
@@ -166,3 +174,45 @@ def _json(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return repr(value)
+
+
+# What records one content part of a message: (recorder, part, role of the message).
+PartHandler = Callable[[SessionRecorder, dict[str, Any], str], None]
+
+
+def record_content(
+    recorder: SessionRecorder, content: Any, role: str, handlers: Mapping[str, PartHandler]
+) -> None:
+    """A message's content: a string is the role's text; a list is parts, each recorded by its type.
+
+    A part of a type ``handlers`` does not know, and content of any other shape, is counted
+    as skipped, never an error.
+    """
+    if isinstance(content, str):
+        (recorder.assistant_text if role == "assistant" else recorder.user_text)(content)
+        return
+    if not isinstance(content, list):
+        recorder.skip(f"{role} content of type {type(content).__name__}")
+        return
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        handler = handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None or not isinstance(part, dict):
+            recorder.skip(f"{role} part {kind}")
+        else:
+            handler(recorder, part, role)
+
+
+def record_text_part(recorder: SessionRecorder, part: dict[str, Any], role: str) -> None:
+    """A text part: the user's task or the assistant's words."""
+    text = part_text(part.get("text"))
+    (recorder.assistant_text if role == "assistant" else recorder.user_text)(text)
+
+
+def record_thinking_part(recorder: SessionRecorder, part: dict[str, Any], role: str) -> None:
+    """A thinking part: a step of the assistant's reasoning."""
+    recorder.thinking(part_text(part.get("thinking")))
+
+
+def ignore_part(recorder: SessionRecorder, part: dict[str, Any], role: str) -> None:
+    """Parts with nothing to learn from as text (images, redacted thinking)."""

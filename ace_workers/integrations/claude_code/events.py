@@ -22,7 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..session_trace import SessionRecorder
+from ..session_trace import (
+    PartHandler,
+    SessionRecorder,
+    ignore_part,
+    record_content,
+    record_text_part,
+    record_thinking_part,
+)
 from ..trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS, part_text
 
 __all__ = ["record_claude_events", "claude_events_to_trace", "result_event"]
@@ -98,20 +105,7 @@ def _message(recorder: SessionRecorder, event: dict[str, Any]) -> None:
     role = "assistant" if event.get("type") == "assistant" else "user"
     if role == "assistant" and isinstance(message.get("model"), str):
         recorder.model = message["model"]
-    content = message.get("content")
-    if isinstance(content, str):
-        (recorder.assistant_text if role == "assistant" else recorder.user_text)(content)
-        return
-    if not isinstance(content, list):
-        recorder.skip(f"{role} content of type {type(content).__name__}")
-        return
-    for part in content:
-        kind = part.get("type") if isinstance(part, dict) else None
-        handler = _PART_HANDLERS.get(kind) if isinstance(kind, str) else None
-        if handler is None:
-            recorder.skip(f"{role} part {kind}")
-        else:
-            handler(recorder, part, role)
+    record_content(recorder, message.get("content"), role, _PART_HANDLERS)
 
 
 def _result(recorder: SessionRecorder, event: dict[str, Any]) -> None:
@@ -136,15 +130,6 @@ _EVENT_HANDLERS: dict[str, Callable[[SessionRecorder, dict[str, Any]], None]] = 
 # -- content parts -----------------------------------------------------------------------------
 
 
-def _text(recorder: SessionRecorder, part: dict[str, Any], role: str) -> None:
-    text = part_text(part.get("text"))
-    (recorder.assistant_text if role == "assistant" else recorder.user_text)(text)
-
-
-def _thinking(recorder: SessionRecorder, part: dict[str, Any], role: str) -> None:
-    recorder.thinking(part_text(part.get("thinking")))
-
-
 def _tool_use(recorder: SessionRecorder, part: dict[str, Any], role: str) -> None:
     recorder.tool_call(_str(part.get("name")) or "tool", part.get("input"), _str(part.get("id")))
 
@@ -157,15 +142,11 @@ def _tool_result(recorder: SessionRecorder, part: dict[str, Any], role: str) -> 
     )
 
 
-def _ignored(recorder: SessionRecorder, part: dict[str, Any], role: str) -> None:
-    """Parts with nothing to learn from as text (redacted thinking, images)."""
-
-
-_PART_HANDLERS: dict[str, Callable[[SessionRecorder, dict[str, Any], str], None]] = {
-    "text": _text,
-    "thinking": _thinking,
-    "redacted_thinking": _ignored,
-    "image": _ignored,
+_PART_HANDLERS: dict[str, PartHandler] = {
+    "text": record_text_part,
+    "thinking": record_thinking_part,
+    "redacted_thinking": ignore_part,
+    "image": ignore_part,
     "tool_use": _tool_use,
     "server_tool_use": _tool_use,
     "tool_result": _tool_result,

@@ -26,7 +26,14 @@ from typing import Any
 
 from ...core.context import ACEStepContext
 from ...steps._checks import require_field
-from ..session_trace import SessionRecorder
+from ..session_trace import (
+    PartHandler,
+    SessionRecorder,
+    ignore_part,
+    record_content,
+    record_text_part,
+    record_thinking_part,
+)
 from ..trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS, part_text
 
 __all__ = ["OpenClawToTraceStep", "openclaw_events_to_trace"]
@@ -130,12 +137,12 @@ def _message(recorder: SessionRecorder, event: dict[str, Any]) -> None:
 
 
 def _user(recorder: SessionRecorder, message: dict[str, Any]) -> None:
-    _parts(recorder, message.get("content"), "user")
+    record_content(recorder, message.get("content"), "user", _PART_HANDLERS)
 
 
 def _assistant(recorder: SessionRecorder, message: dict[str, Any]) -> None:
     recorder.model = _str(message.get("model")) or recorder.model
-    _parts(recorder, message.get("content"), "assistant")
+    record_content(recorder, message.get("content"), "assistant", _PART_HANDLERS)
     stop = message.get("stopReason")
     if stop in ERROR_STOP_REASONS:
         detail = _str(message.get("errorMessage")) or ""
@@ -151,31 +158,6 @@ def _tool_result_message(recorder: SessionRecorder, message: dict[str, Any]) -> 
     )
 
 
-def _parts(recorder: SessionRecorder, content: Any, role: str) -> None:
-    if isinstance(content, str):
-        (recorder.assistant_text if role == "assistant" else recorder.user_text)(content)
-        return
-    if not isinstance(content, list):
-        recorder.skip(f"{role} content of type {type(content).__name__}")
-        return
-    for part in content:
-        kind = part.get("type") if isinstance(part, dict) else None
-        handler = _PART_HANDLERS.get(kind) if isinstance(kind, str) else None
-        if handler is None or not isinstance(part, dict):
-            recorder.skip(f"{role} part {kind}")
-        else:
-            handler(recorder, part, role)
-
-
-def _text(recorder: SessionRecorder, part: dict[str, Any], role: str) -> None:
-    text = part_text(part.get("text"))
-    (recorder.assistant_text if role == "assistant" else recorder.user_text)(text)
-
-
-def _thinking(recorder: SessionRecorder, part: dict[str, Any], role: str) -> None:
-    recorder.thinking(part_text(part.get("thinking")))
-
-
 def _tool_call(recorder: SessionRecorder, part: dict[str, Any], role: str) -> None:
     arguments = part.get("arguments", part.get("input"))
     recorder.tool_call(_str(part.get("name")) or "tool", arguments, _str(part.get("id")))
@@ -185,10 +167,6 @@ def _tool_result_part(recorder: SessionRecorder, part: dict[str, Any], role: str
     call_id = _str(part.get("toolCallId")) or _str(part.get("tool_use_id"))
     is_error = bool(part.get("isError") or part.get("is_error"))
     recorder.tool_result(part_text(part.get("content")), is_error=is_error, call_id=call_id)
-
-
-def _ignored(recorder: SessionRecorder, part: dict[str, Any], role: str) -> None:
-    """Parts with nothing to learn from as text (images)."""
 
 
 _EVENT_HANDLERS: dict[str, Callable[[SessionRecorder, dict[str, Any]], None]] = {
@@ -208,14 +186,14 @@ _ROLE_HANDLERS: dict[str, Callable[[SessionRecorder, dict[str, Any]], None]] = {
     "toolResult": _tool_result_message,
 }
 
-_PART_HANDLERS: dict[str, Callable[[SessionRecorder, dict[str, Any], str], None]] = {
-    "text": _text,
-    "thinking": _thinking,
+_PART_HANDLERS: dict[str, PartHandler] = {
+    "text": record_text_part,
+    "thinking": record_thinking_part,
     "toolCall": _tool_call,
     "tool_use": _tool_call,
     "toolResult": _tool_result_part,
     "tool_result": _tool_result_part,
-    "image": _ignored,
+    "image": ignore_part,
 }
 
 
