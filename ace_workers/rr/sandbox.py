@@ -81,7 +81,8 @@ class SandboxLimits:
     Args:
         timeout_s: Wall-clock seconds before the parent kills the run.
         memory_mb: Address space (RLIMIT_AS) of the child, interpreter included.
-        cpu_s: CPU seconds (RLIMIT_CPU); defaults to the timeout rounded up.
+        cpu_s: CPU seconds (RLIMIT_CPU); defaults to the timeout rounded up,
+            plus one second.
         max_output_chars: Characters of stdout and of stderr kept, each.
         file_size_mb: Largest file the child may write (RLIMIT_FSIZE).
         open_files: Open file descriptors allowed (RLIMIT_NOFILE).
@@ -109,8 +110,13 @@ class SandboxLimits:
 
     @property
     def effective_cpu_s(self) -> int:
-        """The CPU limit: ``cpu_s``, or the timeout rounded up."""
-        return self.cpu_s if self.cpu_s is not None else max(1, int(-(-self.timeout_s // 1)))
+        """The CPU limit: ``cpu_s``, or the timeout rounded up plus one second.
+
+        The default is a backstop for a parent that cannot kill the child: one
+        second beyond the wall clock, so a busy loop is stopped by the timeout
+        even when the parent's wait wakes late on a loaded machine.
+        """
+        return self.cpu_s if self.cpu_s is not None else int(-(-self.timeout_s // 1)) + 1
 
     def for_child(self) -> dict[str, int]:
         """The limits as the child script reads them."""

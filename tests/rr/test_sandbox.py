@@ -62,6 +62,13 @@ def test_a_sleeping_child_is_killed_at_the_timeout_too(sandbox: Sandbox) -> None
     assert time.monotonic() - started < LIMITS.timeout_s + MARGIN_S
 
 
+@pytest.mark.parametrize(("timeout_s", "cpu_s"), [(1, 2), (1.5, 3), (10, 11)])
+def test_the_default_cpu_limit_is_a_second_beyond_the_timeout(timeout_s: float, cpu_s: int) -> None:
+    # Equal limits raced: a busy loop was sometimes reported as "cpu" when the
+    # parent's wait woke late, though the wall-clock timeout is the one meant to act.
+    assert SandboxLimits(timeout_s=timeout_s).effective_cpu_s == cpu_s
+
+
 def test_the_cpu_limit_stops_a_busy_loop_before_a_longer_timeout() -> None:
     result = Sandbox(SandboxLimits(timeout_s=10, cpu_s=1)).run("while True:\n    pass")
     assert result.killed == KILLED_CPU
