@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -30,6 +33,8 @@ from ace_workers.distributed.worker.errors import (
     WriteConcurrencyError,
 )
 from ace_workers.errors import AceError
+
+from .helpers import stop
 
 
 @pytest.fixture
@@ -82,6 +87,59 @@ def test_abandoned_messages_are_swept_at_a_pace_set_by_the_visibility_timeout(
     options = app.conf.broker_transport_options
     # kombu's default (10 s x 10) would leave a crashed worker's task unacknowledged for 100 s.
     assert (options["unacked_restore_interval"], options["unacked_restore_throttle"]) == (interval, 1)
+
+
+# A consumer that takes a message without acknowledging it, takes kombu's sweep lock, and waits to be killed.
+DIES_MID_SWEEP = """
+import json, sys, time
+from kombu import Connection
+url, options, name = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+with Connection(url, transport_options=options) as connection:
+    connection.SimpleQueue(name).get(timeout=10)
+    channel = connection.default_channel
+    assert channel.client.lock(channel.unacked_mutex_key, timeout=options["unacked_mutex_expire"]).acquire(
+        blocking=False
+    )
+    print("taken", flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+def test_a_message_of_a_worker_killed_while_sweeping_comes_back_soon_after_the_visibility_timeout(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    visibility = 2
+    app = create_app(WorkerSettings(visibility_timeout_seconds=visibility), broker_url=redis_url)
+    options = app.conf.broker_transport_options
+    name = f"abandoned-{uuid.uuid4().hex[:8]}"
+    with app.connection_for_write() as connection:
+        queue = connection.SimpleQueue(name)
+        queue.put({"sample": 1})
+        dying = subprocess.Popen(
+            [sys.executable, "-c", DIES_MID_SWEEP, redis_url, json.dumps(options), name],
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            assert dying.stdout is not None and dying.stdout.readline() == b"taken\n"
+        finally:
+            stop(dying, signal.SIGKILL)
+            if dying.stdout is not None:
+                dying.stdout.close()
+        assert redis_client.llen(name) == 0  # kombu keeps a queue in a Redis list of its name
+
+        # Sweep as a surviving worker does, every restore interval, until the message is back.
+        channel = connection.default_channel
+        started = time.monotonic()
+        while redis_client.llen(name) == 0:
+            # kombu's own 300 s lock would hold every sweep off for five minutes.
+            assert time.monotonic() - started < 2 * visibility + 5, "the abandoned message never came back"
+            channel.qos.restore_visible(num=10, interval=1)
+            time.sleep(options["unacked_restore_interval"])
+        assert queue.get(timeout=1).payload == {"sample": 1}
+        queue.close()
+    app.close()
 
 
 def test_connection_failures_are_bounded(app: Celery, settings: WorkerSettings) -> None:

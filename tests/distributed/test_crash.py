@@ -22,6 +22,10 @@ from .helpers import stop
 REPO = Path(__file__).resolve().parents[2]
 
 
+# Where kombu's Redis transport keeps the messages delivered and not yet acknowledged.
+KOMBU_UNACKED_KEYS = ("unacked", "unacked_index")
+
+
 def start_worker_process(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """A real `ace-workers worker` process (prefork pool) serving all three queues, in its own session."""
     command = [
@@ -40,9 +44,22 @@ def start_worker_process(env: dict[str, str], log: Path) -> subprocess.Popen[byt
         )
 
 
+def kill_holding_a_task(worker: subprocess.Popen[bytes], client: redis.Redis, deadline: float) -> None:
+    """SIGKILL ``worker`` at a moment it holds an unacknowledged task (frozen first, so the moment holds)."""
+    while True:
+        os.killpg(worker.pid, signal.SIGSTOP)
+        if client.hlen(KOMBU_UNACKED_KEYS[0]):
+            stop(worker, signal.SIGKILL)
+            return
+        os.killpg(worker.pid, signal.SIGCONT)
+        assert time.monotonic() < deadline, "the worker never held an unacknowledged task"
+        time.sleep(0.01)
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("kill_loses_its_tasks", [False, True], ids=["tasks-kept", "tasks-lost"])
 def test_a_worker_killed_mid_batch_is_replaced_and_every_sample_completes_once(
-    tmp_path: Path, redis_client: redis.Redis, redis_url: str
+    tmp_path: Path, redis_client: redis.Redis, redis_url: str, kill_loses_its_tasks: bool
 ) -> None:
     prefix = f"crash{uuid.uuid4().hex[:6]}"
     values = {
@@ -51,6 +68,10 @@ def test_a_worker_killed_mid_batch_is_replaced_and_every_sample_completes_once(
         "ACE_SIM_LATENCY_SECONDS": "0.5",
         "ACE_SIM_TRUST_THRESHOLD": "0",
         "ACE_VISIBILITY_TIMEOUT_SECONDS": "4",
+        # A kill between kombu's BRPOP and its unacked record loses the message for good: the
+        # waiting producer's reconciler sends it again after ~9 s without progress (4 s + backoff).
+        "ACE_RETRY_BACKOFF_SECONDS": "0.5",
+        "ACE_RECONCILE_INTERVAL_SECONDS": "2",
     }
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), **values}
     settings = WorkerSettings.from_env(values)
@@ -70,13 +91,17 @@ def test_a_worker_killed_mid_batch_is_replaced_and_every_sample_completes_once(
         while handle.status().done < 1:
             assert time.monotonic() < deadline, f"no sample finished; worker log:\n{log.read_text()}"
             time.sleep(0.05)
-        stop(first, signal.SIGKILL)
+        kill_holding_a_task(first, redis_client, deadline)
+        if kill_loses_its_tasks:
+            # What a kill between kombu's BRPOP and its unacked record leaves: the tasks are nowhere.
+            assert redis_client.delete(*KOMBU_UNACKED_KEYS) == len(KOMBU_UNACKED_KEYS)
         killed_at = handle.status()
         assert killed_at.done < len(traces), "the batch finished before the kill: nothing was tested"
 
         replacement = start_worker_process(env, log)
         try:
-            # Redelivery of the killed task comes after the 4 s visibility timeout, not kombu's 100 s sweep.
+            # Redelivery of the killed task comes after the 4 s visibility timeout, not kombu's 100 s sweep;
+            # a task the kill lost is sent again by the reconciler.
             status = handle.wait(timeout=60)
         finally:
             stop(replacement)
@@ -85,6 +110,8 @@ def test_a_worker_killed_mid_batch_is_replaced_and_every_sample_completes_once(
         service.close()
 
     assert (status.done, status.failed) == (len(traces), 0), log.read_text()
+    if kill_loses_its_tasks:
+        assert service.runtime.batches.redrives(handle.batch_id), "the lost tasks were not sent again"
     book = service.runtime.store("crashbook").export()
     contents = [s.content for s in book.skills()]
     assert len(contents) == len(set(contents)) == 3, contents  # one rule per topic, none twice

@@ -46,6 +46,8 @@ logger = logging.getLogger(__name__)
 # pickle runs arbitrary code on load: anyone who can write to the broker could run
 # code on every worker. Celery names it by alias or by content type.
 PICKLE_NAMES = frozenset({"pickle", "application/x-python-serialize"})
+# kombu's own expiry of the lock its Redis transport sweeps abandoned messages under.
+KOMBU_UNACKED_MUTEX_EXPIRE = 300
 
 # Publishing a task retries this often, then raises: a producer never hangs on a dead broker.
 PUBLISH_RETRY_POLICY: Mapping[str, float] = {
@@ -124,6 +126,9 @@ def broker_config(settings: WorkerSettings, broker: str) -> dict[str, Any]:
             # default, whatever the timeout): sweep every quarter timeout, at most every 10 s.
             "unacked_restore_interval": min(10, max(1, visibility // 4)),
             "unacked_restore_throttle": 1,
+            # One worker sweeps at a time, under a lock; a worker killed while sweeping holds it
+            # until it expires (kombu: 300 s), and no sweep runs. Expire it with the timeout.
+            "unacked_mutex_expire": min(visibility, KOMBU_UNACKED_MUTEX_EXPIRE),
             "socket_connect_timeout": settings.redis_connect_timeout_seconds,
             "socket_timeout": settings.redis_socket_timeout_seconds,
             "retry_on_timeout": True,
