@@ -18,15 +18,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install the project with its dev, embedded and embeddings extras
 
-# The Flower page test drives Debian's headless chromium. Install it where apt can; where it
-# cannot, carry on: that test then fails, naming what is missing (it never skips).
-browser:  ## install Debian's chromium for the Flower page test, if missing and apt-get can
+# The Flower page test and the browser-use tests drive Debian's headless chromium. Install it
+# where apt can; where it cannot, carry on: those tests then fail, naming what is missing (they
+# never skip).
+browser:  ## install Debian's chromium for the tests that drive a browser, if missing and apt-get can
 	@if ! command -v chromium >/dev/null 2>&1; then \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) || \
-				echo "warning: could not install chromium; the Flower page test will fail" >&2; \
+				echo "warning: could not install chromium; the tests that drive a browser will fail" >&2; \
 		else \
-			echo "warning: chromium is missing and apt-get is unavailable (or not root); the Flower page test will fail" >&2; \
+			echo "warning: chromium is missing and apt-get is unavailable (or not root); the tests that drive a browser will fail" >&2; \
 		fi; \
 	fi
 

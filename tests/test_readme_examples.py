@@ -23,6 +23,8 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 # The sections whose examples need no network, no API key and no service of their own.
 SELF_CONTAINED = (
     "### MCP server",
+    "### LangChain",
+    "### browser-use",
     "### Claude Code and OpenClaw",
     "### The Recursive Reflector",
     "### Tracing with OpenTelemetry",

@@ -450,6 +450,19 @@ class Skillbook:
             book._similarity[_pair_key(*ids)] = SimilarityDecision.from_dict(raw_decision)
         return book
 
+    def replace_with(self, other: Skillbook) -> None:
+        """Take ``other``'s skills, id counter and similarity decisions in place of this one's.
+
+        Everything holding this skillbook (a runner's steps) sees the new
+        contents at once: this is how a runner loads a saved skillbook. The
+        skills are taken, not copied, so ``other`` must not be used afterwards.
+        """
+        with other._lock:
+            skills, next_id, similarity = dict(other._skills), other._next_id, dict(other._similarity)
+        with self._lock:
+            self._skills, self._next_id, self._similarity = skills, next_id, similarity
+            self._index = None
+
     def dumps(self) -> str:
         """The skillbook as a JSON string."""
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)

@@ -64,7 +64,13 @@ _MODEL_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]*")
 _IMPORT_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*")
 _RECIPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 # The recipes every worker has; ACE_RECIPES adds names of its own beside them.
-BUILT_IN_RECIPE_NAMES = ("ace", "trace_analyser", "claude_code_traces", "openclaw_traces")
+BUILT_IN_RECIPE_NAMES = (
+    "ace",
+    "trace_analyser",
+    "claude_code_traces",
+    "openclaw_traces",
+    "browser_use_traces",
+)
 _REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+socket")
 AMQP_SCHEMES = ("amqp", "amqps")
 

@@ -7,12 +7,18 @@ third-party package at ``import ace_workers.integrations`` time.
 - :mod:`ace_workers.integrations.claude_code`: run Claude Code with the skillbook,
   learn from its runs and session transcripts, use the ``claude`` CLI as an LLM
   (no Python extra: the CLI is an external program).
+- :mod:`ace_workers.integrations.langchain`: run a LangChain runnable with the skillbook,
+  learn from its runs, send a LangChain app's runs to the workers (extra ``langchain``).
+- :mod:`ace_workers.integrations.browser_use`: run a browser-use agent with the skillbook,
+  learn from its runs and recorded histories (extra ``browser-use``).
 - :mod:`ace_workers.integrations.openclaw`: learn from OpenClaw session files (no extra).
 
-The names below are the execute steps, result types and ToTrace converters of
-the integrations that need no extra, and :func:`wrap_skillbook_context`.
+The names below are the execute steps, result types and ToTrace converters
+(importable without their extras: a step checks its extra when it is built),
+and :func:`wrap_skillbook_context`.
 """
 
+from .browser_use import BrowserExecuteStep, BrowserResult, BrowserToTrace, browser_history_to_trace
 from .claude_code import (
     ClaudeCodeExecuteStep,
     ClaudeCodeLLMClient,
@@ -22,6 +28,7 @@ from .claude_code import (
     claude_events_to_trace,
     read_claude_code_transcript,
 )
+from .langchain import LangChainExecuteStep, LangChainResult, LangChainToTrace
 from .openclaw import OpenClawToTraceStep, openclaw_events_to_trace
 from .skillbook_context import inject_skillbook_context, wrap_skillbook_context
 
@@ -37,6 +44,15 @@ __all__ = [
     "ClaudeCodeLLMConfig",
     "claude_events_to_trace",
     "read_claude_code_transcript",
+    # LangChain
+    "LangChainExecuteStep",
+    "LangChainResult",
+    "LangChainToTrace",
+    # browser-use
+    "BrowserExecuteStep",
+    "BrowserResult",
+    "BrowserToTrace",
+    "browser_history_to_trace",
     # OpenClaw
     "OpenClawToTraceStep",
     "openclaw_events_to_trace",

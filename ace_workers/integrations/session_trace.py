@@ -117,6 +117,11 @@ class SessionRecorder:
         """Something that went wrong in the run."""
         self.errors.append(cut_text(text, MAX_ERROR_CHARS))
 
+    def run_error(self, text: str | None) -> None:
+        """The error the run as a whole reported, unless a step already recorded it (a tool's, say)."""
+        if text and not any(text in recorded for recorded in self.errors):
+            self.error(text)
+
     def summary(self, text: str) -> None:
         """A summary of the session (a compaction or a title)."""
         if text.strip():

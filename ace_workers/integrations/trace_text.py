@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
-__all__ = ["DEFAULT_MAX_STEP_CHARS", "DEFAULT_MAX_TRACE_CHARS", "cut_text", "part_text"]
+__all__ = [
+    "DEFAULT_MAX_STEP_CHARS",
+    "DEFAULT_MAX_TRACE_CHARS",
+    "TraceConverter",
+    "TraceLimits",
+    "cut_text",
+    "part_text",
+]
 
 # One tool output rarely teaches more than its first and last kilobyte or so.
 DEFAULT_MAX_STEP_CHARS = 4_000
@@ -47,3 +54,29 @@ def _as_json(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):  # e.g. a circular structure
         return repr(value)
+
+
+class TraceLimits(TypedDict):
+    """How long one step's text and the whole reasoning of a converted trace may be."""
+
+    max_step_chars: int
+    max_trace_chars: int
+
+
+class TraceConverter:
+    """What every ToTrace step shares: it rewrites ``trace``, its text cut to the same two limits.
+
+    Subclasses define ``__call__``; ``self.limits`` goes to their conversion
+    function as ``max_step_chars`` and ``max_trace_chars``.
+    """
+
+    requires = frozenset({"trace"})
+    provides = frozenset({"trace"})
+
+    def __init__(
+        self, *, max_step_chars: int = DEFAULT_MAX_STEP_CHARS, max_trace_chars: int = DEFAULT_MAX_TRACE_CHARS
+    ) -> None:
+        self.limits = TraceLimits(max_step_chars=max_step_chars, max_trace_chars=max_trace_chars)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

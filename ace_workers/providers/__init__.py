@@ -5,6 +5,7 @@ first call, so processes that never call a model do not pay for them.
 """
 
 from .instructor_client import InstructorClient, wrap_with_instructor
+from .langchain_litellm import LangChainLiteLLMClient
 from .litellm_client import LiteLLMClient, LiteLLMConfig
 from .response import LLMResponse
 
@@ -16,4 +17,6 @@ __all__ = [
     # structured output
     "InstructorClient",
     "wrap_with_instructor",
+    # through LangChain's ChatLiteLLM (extra: langchain)
+    "LangChainLiteLLMClient",
 ]

@@ -39,7 +39,8 @@ class ACE(ACERunner):
         """The steps ``from_roles`` would compose, to inspect or recompose.
 
         ``tail_options`` go to :func:`~ace_workers.steps.learning_tail`
-        (dedup_manager, dedup_interval, checkpoint_dir, checkpoint_interval);
+        (dedup_manager or dedup_config, dedup_interval, checkpoint_dir,
+        checkpoint_interval);
         ``extra_steps`` are appended last.
         """
         check_tail_options(tail_options, "ACE.from_roles")

@@ -44,6 +44,17 @@ class ACERunner:
         """Save the skillbook (waits for nothing: call wait_for_background first if learning runs)."""
         self.skillbook.save_to_file(path)
 
+    def load(self, path: str | os.PathLike[str]) -> None:
+        """Replace the skillbook's contents with the one saved at ``path``, after background learning ends.
+
+        The steps keep the same skillbook object, so the next run works with the
+        loaded skills. A file that cannot be read or parsed raises
+        SkillbookFormatError (naming it) and leaves the skillbook as it was.
+        """
+        loaded = Skillbook.load_from_file(path)
+        self.wait_for_background()
+        self.skillbook.replace_with(loaded)
+
     def wait_for_background(self, timeout: float | None = None) -> None:
         """Block until background learning has finished; TimeoutError after ``timeout`` seconds."""
         self.pipeline.wait_for_background(timeout)

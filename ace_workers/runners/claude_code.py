@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from pipeline import Pipeline, SampleResult
+from pipeline import Pipeline
 
-from ..core.context import ACEStepContext
 from ..core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget
 from ..core.skillbook import Skillbook
 from ..integrations.claude_code import ClaudeCodeExecuteStep, ClaudeCodeToTrace
 from ..protocols import LLMClientLike, ReflectorLike, SkillManagerLike
 from ..roles import Reflector, SkillManager
 from ..steps import check_tail_options, learning_tail
-from .base import ACERunner
+from .integration import IntegrationRunner, roles_llm, starting_skillbook
 
 __all__ = ["ClaudeCode"]
 
@@ -31,7 +30,7 @@ EXECUTE_OPTIONS = (
 )
 
 
-class ClaudeCode(ACERunner):
+class ClaudeCode(IntegrationRunner):
     """ClaudeCodeExecute -> ClaudeCodeToTrace in the foreground; Reflect -> Tag -> Update -> Apply behind.
 
     Inputs are task strings (or objects with a ``question``). Each result's
@@ -55,9 +54,9 @@ class ClaudeCode(ACERunner):
 
         ``options`` are the execute step's (executable, model, timeout_seconds,
         max_turns, allowed_tools, permission_mode, extra_args) and
-        :func:`~ace_workers.steps.learning_tail`'s (dedup_manager,
-        dedup_interval, checkpoint_dir, checkpoint_interval); ``extra_steps``
-        are appended last.
+        :func:`~ace_workers.steps.learning_tail`'s (dedup_manager or
+        dedup_config, dedup_interval, checkpoint_dir, checkpoint_interval);
+        ``extra_steps`` are appended last.
         """
         check_tail_options(options, "ClaudeCode.from_roles", also=EXECUTE_OPTIONS)
         execute = {name: options.pop(name) for name in EXECUTE_OPTIONS if name in options}
@@ -85,11 +84,7 @@ class ClaudeCode(ACERunner):
         Raises:
             MissingExecutableError: the ``claude`` CLI is not installed.
         """
-        if skillbook is not None and skillbook_path is not None:
-            raise ValueError("ClaudeCode.from_roles: give skillbook or skillbook_path, not both")
-        if skillbook_path is not None:
-            skillbook = Skillbook.load_from_file(skillbook_path)
-        skillbook = skillbook if skillbook is not None else Skillbook()
+        skillbook = starting_skillbook(skillbook, skillbook_path, "ClaudeCode.from_roles")
         steps = cls.build_steps(
             reflector=reflector, skill_manager=skill_manager, skillbook=skillbook, **options
         )
@@ -118,25 +113,10 @@ class ClaudeCode(ACERunner):
                 executable = options.get("executable", "claude")
                 ace_llm = ClaudeCodeLLMClient(executable=executable, working_dir=working_dir)
             else:
-                from ..providers import LiteLLMClient, wrap_with_instructor
-
-                ace_llm = wrap_with_instructor(LiteLLMClient(ace_model, max_tokens=ace_max_tokens))
+                ace_llm = roles_llm(ace_model, ace_max_tokens)
         return cls.from_roles(
             reflector=Reflector(ace_llm),
             skill_manager=SkillManager(ace_llm),
             working_dir=working_dir,
             **options,
         )
-
-    def run(
-        self, tasks: Iterable[Any], epochs: int = 1, *, wait: bool = True, workers: int = 1
-    ) -> list[SampleResult[ACEStepContext]]:
-        """Run Claude Code on every task and learn from each run, ``epochs`` times.
-
-        With ``wait=False`` this returns once the runs are done; learning goes
-        on in the background (see ``learning_stats``, ``wait_for_background``).
-        """
-        return self._run(tasks, epochs=epochs, wait=wait, workers=workers)
-
-    def _item_fields(self, item: Any) -> dict[str, Any]:
-        return {"sample": item}

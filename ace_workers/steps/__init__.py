@@ -18,6 +18,8 @@ from pipeline import StepProtocol
 
 from ..core.context import ACEStepContext
 from ..core.writable import WritableSkillbook
+from ..dedup.config import DeduplicationConfig
+from ..dedup.manager import DeduplicationManager
 from ..errors import UnknownOptionError
 from ..protocols import DeduplicationManagerLike, ReflectorLike, SkillManagerLike
 from ._checks import MissingFieldError, check_interval
@@ -49,6 +51,7 @@ __all__ = [
     "CheckpointStep",
     "learning_tail",
     "check_tail_options",
+    "tail_option_names",
     # output and observation
     "PersistStep",
     "ExportSkillbookMarkdownStep",
@@ -65,6 +68,7 @@ def learning_tail(
     skillbook: WritableSkillbook,
     *,
     dedup_manager: DeduplicationManagerLike | None = None,
+    dedup_config: DeduplicationConfig | None = None,
     dedup_interval: int = 10,
     checkpoint_dir: str | os.PathLike[str] | None = None,
     checkpoint_interval: int = 10,
@@ -72,11 +76,21 @@ def learning_tail(
     """Return the standard ACE learning steps: Reflect, Tag, Update, Apply [, Deduplicate] [, Checkpoint].
 
     Use it after your own execute step(s), which must provide ``trace``. The
-    deduplicate and checkpoint steps are added only when ``dedup_manager`` or
-    ``checkpoint_dir`` is given; both intervals are checked either way.
+    deduplicate and checkpoint steps are added only when deduplication
+    (``dedup_manager``, or ``dedup_config`` to build one) or ``checkpoint_dir``
+    is given; both intervals are checked either way. A manager built from
+    ``dedup_config`` decides similar pairs with the SkillManager's LLM.
+
+    Raises:
+        ValueError: both ``dedup_manager`` and ``dedup_config`` are given.
+        EmbeddingUnavailableError: ``dedup_config``'s embedding provider cannot work here.
     """
     check_interval(dedup_interval, "dedup_interval")
     check_interval(checkpoint_interval, "checkpoint_interval")
+    if dedup_config is not None:
+        if dedup_manager is not None:
+            raise ValueError("learning_tail: give dedup_manager or dedup_config, not both")
+        dedup_manager = DeduplicationManager(dedup_config, llm=getattr(skill_manager, "llm", None))
     steps: list[StepProtocol[ACEStepContext]] = [
         ReflectStep(reflector),
         TagStep(skillbook),
@@ -90,6 +104,12 @@ def learning_tail(
     return steps
 
 
+def tail_option_names() -> list[str]:
+    """The options :func:`learning_tail` takes (its keyword-only parameters)."""
+    parameters = inspect.signature(learning_tail).parameters.values()
+    return [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+
 def check_tail_options(options: Mapping[str, Any], where: str, also: Iterable[str] = ()) -> None:
     """Refuse, naming them, ``options`` that neither :func:`learning_tail` nor ``also`` takes.
 
@@ -100,8 +120,7 @@ def check_tail_options(options: Mapping[str, Any], where: str, also: Iterable[st
     Raises:
         UnknownOptionError: some option is not taken.
     """
-    parameters = inspect.signature(learning_tail).parameters.values()
-    accepted = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY] + list(also)
+    accepted = tail_option_names() + list(also)
     unknown = sorted(name for name in options if name not in accepted)
     if unknown:
         raise UnknownOptionError(where, unknown, accepted)

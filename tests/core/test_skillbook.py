@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
+from ace_workers.core import PromptBudget, Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.errors import UnknownSkillError
 
 PROMPT_HEADER = "skills[{n}\t]{{id\tsection\tcontent\thelpful\tharmful\tneutral}}:"
@@ -219,3 +219,30 @@ def test_skill_copies_share_the_embedding_but_not_what_can_change_in_place() -> 
     book.set_embeddings({skill.id: ("hash2", [1.0, 0.0])})
     assert first[0].embedding == [0.5, 0.25]
     assert book.skills()[0].embedding == [1.0, 0.0]
+
+
+def test_replace_with_takes_the_other_skillbooks_skills_ids_and_decisions_in_place(book: Skillbook) -> None:
+    budget = PromptBudget(max_skills=5, max_chars=None)
+    assert "Check units" in book.as_prompt(budget)  # builds the prompt index the replace must drop
+    loaded = Skillbook.loads(
+        json.dumps(
+            {
+                "skills": {
+                    "zorb-00007": {"id": "zorb-00007", "section": "zorb", "content": "Reverse the digits"},
+                    "zorb-00008": {"id": "zorb-00008", "section": "zorb", "content": "Reverse all digits"},
+                },
+                "next_id": 8,
+                "similarity_decisions": {
+                    "zorb-00007,zorb-00008": {"decision": "KEEP", "reasoning": "", "similarity_score": 0.9}
+                },
+            }
+        )
+    )
+    holder = book  # what a runner's steps hold: the same object before and after
+    book.replace_with(loaded)
+    assert holder is book
+    assert [s.id for s in book.skills()] == ["zorb-00007", "zorb-00008"]
+    prompt = book.as_prompt(budget)
+    assert "Reverse the digits" in prompt and "Check units" not in prompt
+    assert book.add_skill("zorb", "Mind leading zeros").id == "zorb-00009"
+    assert book.has_keep_decision("zorb-00007", "zorb-00008")

@@ -160,3 +160,51 @@ def test_an_unknown_format_is_refused(clean_env: pytest.MonkeyPatch, redis_url: 
     result = CliRunner().invoke(app, ["enqueue", "x.jsonl", "--format", "cursor"])
     assert result.exit_code != 0
     assert "unknown format 'cursor': use jsonl, claude-code, openclaw" in said(result.output)
+
+
+def saved_browser_runs(folder: Path) -> Path:
+    """Two browser-use runs saved as the library saves them, an empty one, and a file that is not one."""
+    from ..integrations.browser_use.histories import failed_zorb_run
+
+    folder.mkdir()
+    failed_zorb_run().save_to_file(folder / "zorb-1.json")
+    failed_zorb_run(task="Solve the zorb puzzle. Input: 5678").save_to_file(folder / "zorb-2.json")
+    (folder / "empty.json").write_text(json.dumps({"history": []}))
+    (folder / "notes.json").write_text(json.dumps({"title": "not a run"}))
+    return folder
+
+
+@pytest.mark.parametrize("recipe", ["trace_analyser", "browser_use_traces"])
+def test_saved_browser_use_runs_are_one_trace_each_converted_here_or_on_the_workers(
+    recipe: str, clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    runs = saved_browser_runs(Path("runs"))
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", f"clibrowser{recipe[:5]}")
+    args = [str(runs), "--format", "browser-use", "--recipe", recipe]
+    output, handle, sections = enqueue_and_wait(redis_url, args)
+    status = handle.status()
+    assert (status.total, status.done, status.failed, status.recipe) == (2, 2, 0, recipe)
+    assert sections == ["zorb"]
+    questions = sorted(result.output.trace["question"] for result in handle.results() if result.output)
+    assert questions == ["Solve the zorb puzzle. Input: 1234", "Solve the zorb puzzle. Input: 5678"]
+    assert "notes.json: skipped, not a saved browser-use history" in said(output)
+    assert "empty.json" in said(output)
+
+
+def test_a_saved_browser_run_with_a_huge_extract_travels_by_claim_check_and_is_cut_on_the_worker(
+    clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    from ..integrations.browser_use.histories import failed_zorb_run
+
+    run = Path("huge.json")
+    failed_zorb_run(extracted="row " * 100_000).save_to_file(run)  # 400 kB, above ACE_CLAIM_CHECK_BYTES
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "clibrowserhuge")
+    args = [str(run), "--format", "browser-use", "--recipe", "browser_use_traces"]
+    _, handle, sections = enqueue_and_wait(redis_url, args)
+    assert (handle.status().done, sections) == (1, ["zorb"])
+    assert keys_of(redis_client, "clibrowserhuge:claim:")  # the raw run went by reference
+    (result,) = handle.results()
+    assert result.output is not None
+    assert "characters cut from this output" in result.output.trace["reasoning"]

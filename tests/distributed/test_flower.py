@@ -12,7 +12,6 @@ import base64
 import importlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -34,6 +33,8 @@ from ace_workers.distributed.errors import InvalidSettingError, UnknownSettingEr
 from ace_workers.distributed.service import Service, build_service, reset_event_loop
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim import failure_traces
+
+from ..chromium import chromium
 
 BIN = Path(sys.executable).parent
 USER, PASSWORD = "ops", "s3cret-flower"
@@ -330,17 +331,6 @@ def test_flower_refuses_unauthenticated_and_wrong_credentials(flower: Flower) ->
     # Prometheus scrapes and liveness probes carry no credentials; Flower serves these two open.
     assert http_get(f"{flower.url}/metrics", auth=None)[0] == 200
     assert http_get(f"{flower.url}/healthcheck", auth=None)[0] == 200
-
-
-def chromium() -> str:
-    """Debian's chromium; the test fails (never skips) without it."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.fail(
-            "chromium is not installed: 'apt-get install -y chromium' (`make test` installs it)",
-            pytrace=False,
-        )
-    return found
 
 
 def run_chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedProcess[bytes]:

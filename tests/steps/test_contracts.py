@@ -6,10 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
 import pytest
 
 import ace_workers.steps as steps_package
 from ace_workers.core import ACEStepContext, AgentOutput, Sample, Skillbook, UpdateOperation
+from ace_workers.dedup import DeduplicationConfig, DeduplicationManager
+from ace_workers.roles import SkillManager
+from ace_workers.sim import SimulatedLLM
 from ace_workers.steps import (
     AgentStep,
     ApplyStep,
@@ -178,6 +182,35 @@ def test_learning_tail_appends_deduplicate_then_checkpoint(skillbook: Skillbook,
         skillbook,
         5,
     )
+
+
+def constant_embedder(texts: list[str]) -> np.ndarray:
+    return np.ones((len(texts), 2), dtype=np.float32)
+
+
+def test_learning_tail_builds_a_dedup_manager_from_dedup_config_on_the_skill_managers_llm(
+    skillbook: Skillbook,
+) -> None:
+    llm = SimulatedLLM()
+    config = DeduplicationConfig(embedding_provider=constant_embedder)
+    tail = learning_tail(FakeReflector(), SkillManager(llm), skillbook, dedup_config=config, dedup_interval=4)
+    assert [type(step).__name__ for step in tail][4:] == ["DeduplicateStep"]
+    deduplicate = tail[4]
+    assert isinstance(deduplicate, DeduplicateStep)
+    assert (deduplicate.skillbook, deduplicate.interval) == (skillbook, 4)
+    assert isinstance(deduplicate.manager, DeduplicationManager)
+    assert (deduplicate.manager.config, deduplicate.manager.llm) == (config, llm)
+
+
+def test_learning_tail_refuses_a_dedup_manager_and_a_dedup_config_together(skillbook: Skillbook) -> None:
+    with pytest.raises(ValueError, match="give dedup_manager or dedup_config, not both"):
+        learning_tail(
+            FakeReflector(),
+            FakeSkillManager(),
+            skillbook,
+            dedup_manager=FakeDedupManager(),
+            dedup_config=DeduplicationConfig(embedding_provider=constant_embedder),
+        )
 
 
 @pytest.mark.parametrize(

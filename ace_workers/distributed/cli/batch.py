@@ -392,7 +392,8 @@ def enqueue_command(
         Path,
         typer.Argument(
             help="JSONL file of traces (samples with --recipe ace); with --format claude-code or openclaw, "
-            "a session file or a folder of them (every *.jsonl below it)."
+            "a session file or a folder of them (every *.jsonl below it); with --format browser-use, a "
+            "saved AgentHistoryList or a folder of them (every *.json below it)."
         ),
     ],
     skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
@@ -400,15 +401,17 @@ def enqueue_command(
     recipe: Annotated[
         str,
         typer.Option(
-            help="trace_analyser, ace, claude_code_traces, openclaw_traces, or a name set in ACE_RECIPES."
+            help="trace_analyser, ace, claude_code_traces, openclaw_traces, browser_use_traces, or a name "
+            "set in ACE_RECIPES."
         ),
     ] = "trace_analyser",
     input_format: Annotated[
         str,
         typer.Option(
             "--format",
-            help="jsonl: one input per line. claude-code, openclaw: one trace per session file, converted "
-            "here, or on the workers with --recipe claude_code_traces / openclaw_traces.",
+            help="jsonl: one input per line. claude-code, openclaw, browser-use: one trace per session "
+            "file, converted here, or on the workers with --recipe claude_code_traces / openclaw_traces / "
+            "browser_use_traces.",
         ),
     ] = "jsonl",
 ) -> None:

@@ -1,27 +1,35 @@
-"""Recorded agent sessions as ``enqueue`` inputs: Claude Code transcripts and OpenClaw session files.
+"""Recorded agent sessions as ``enqueue`` inputs: Claude Code, OpenClaw and browser-use runs.
 
-``enqueue PATH --format claude-code|openclaw`` reads PATH, a session file or
-a folder (every ``*.jsonl`` below it, in path order), as one input per file:
-one file is one session. By default each session is converted to its trace
-dict here, on the producer, and the trace is sent (recipe ``trace_analyser``).
-With the format's own recipe (``claude_code_traces``, ``openclaw_traces``)
-the session's raw events are sent instead and converted on the workers.
+``enqueue PATH --format claude-code|openclaw|browser-use`` reads PATH, a
+session file or a folder (every ``*.jsonl`` below it; ``*.json`` for
+browser-use, whose ``AgentHistoryList.save_to_file`` writes one JSON object),
+in path order, as one input per file: one file is one session. By default
+each session is converted to its trace dict here, on the producer, and the
+trace is sent (recipe ``trace_analyser``). With the format's own recipe
+(``claude_code_traces``, ``openclaw_traces``, ``browser_use_traces``) the
+session's raw events (or saved history) are sent instead and converted on the
+workers.
 
 Lines that are not JSON objects are skipped with a warning naming file and
-line; a session with no message is skipped with a warning; neither fails the
-file. Like the JSONL inputs, sessions are read twice, one at a time: checked
-and counted first, then sent.
+line, and so is a browser-use file that is not a saved history; a session
+with no message (no step) is skipped with a warning; none fails the run.
+Like the JSONL inputs, sessions are read twice, one at a time: checked and
+counted first, then sent.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from ...errors import EmptySessionError
+from ...integrations.browser_use import browser_history_to_trace
+from ...integrations.browser_use.history import is_saved_history
 from ...integrations.claude_code import claude_events_to_trace
 from ...integrations.openclaw import openclaw_events_to_trace
 from ..settings import WorkerSettings
@@ -31,22 +39,24 @@ from .common import console, iter_jsonl
 
 __all__ = [
     "INPUT_FORMATS",
-    "SESSION_RECIPES",
+    "SESSION_FORMATS",
+    "SessionFormat",
     "check_format",
     "scan_sessions",
     "session_files",
     "stream_sessions",
 ]
 
-INPUT_FORMATS = ("jsonl", "claude-code", "openclaw")
 
-# The recipe that converts a format's raw sessions on the workers.
-SESSION_RECIPES = {"claude-code": "claude_code_traces", "openclaw": "openclaw_traces"}
+@dataclass(frozen=True)
+class SessionFormat:
+    """How one agent's recorded sessions are found in a folder, read, and converted to traces."""
 
-_CONVERTERS: dict[str, Callable[[list[Any], str], dict[str, Any]]] = {
-    "claude-code": claude_events_to_trace,
-    "openclaw": openclaw_events_to_trace,
-}
+    pattern: str  # the files of a folder that are sessions
+    read: Callable[..., Any]  # (file, *, warn) -> the session's raw value, or None when it is none
+    convert: Callable[[Any, str], dict[str, Any]]  # (raw session, source name) -> trace dict
+    recipe: str  # the recipe that converts the raw sessions on the workers
+    has_events: Callable[[Any], bool] = bool  # (raw session) -> whether it holds anything to send
 
 
 def check_format(input_format: str, recipe: str) -> str:
@@ -60,11 +70,11 @@ def check_format(input_format: str, recipe: str) -> str:
     if recipe == "ace":
         raise typer.BadParameter(
             "--recipe ace takes samples (question, ground_truth): recorded sessions go with "
-            f"trace_analyser or {SESSION_RECIPES[input_format]}",
+            f"trace_analyser or {SESSION_FORMATS[input_format].recipe}",
             param_hint="--recipe",
         )
-    wanted = SESSION_RECIPES[input_format]
-    if recipe in SESSION_RECIPES.values() and recipe != wanted:
+    wanted = SESSION_FORMATS[input_format].recipe
+    if recipe in {known.recipe for known in SESSION_FORMATS.values()} and recipe != wanted:
         raise typer.BadParameter(
             f"--recipe {recipe} converts other sessions: with --format {input_format} use {wanted} "
             "(convert on the workers) or trace_analyser (convert here)",
@@ -73,14 +83,14 @@ def check_format(input_format: str, recipe: str) -> str:
     return input_format
 
 
-def session_files(path: Path) -> list[Path]:
-    """``path`` if it is a file, else every ``*.jsonl`` below the folder ``path``, sorted."""
+def session_files(path: Path, pattern: str = "*.jsonl") -> list[Path]:
+    """``path`` if it is a file, else every file matching ``pattern`` below the folder ``path``, sorted."""
     if path.is_file():
         return [path]
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+        files = sorted(p for p in path.rglob(pattern) if p.is_file())
         if not files:
-            raise typer.BadParameter(f"{path} holds no *.jsonl session file")
+            raise typer.BadParameter(f"{path} holds no {pattern} session file")
         return files
     raise typer.BadParameter(f"{path}: no such file or folder")
 
@@ -123,24 +133,42 @@ def stream_sessions(path: Path, input_format: str, recipe: str) -> Iterator[Any]
 
 def _sessions(path: Path, input_format: str, recipe: str, *, warn: bool) -> Iterator[tuple[Path, Any]]:
     """(file, input) per usable session: its raw events for the workers' recipe, else its trace."""
-    raw = recipe == SESSION_RECIPES[input_format]
-    convert = _CONVERTERS[input_format]
-    for file in session_files(path):
-        events = _read_events(file, warn=warn)
+    session_format = SESSION_FORMATS[input_format]
+    raw = recipe == session_format.recipe
+    for file in session_files(path, session_format.pattern):
+        events = session_format.read(file, warn=warn)
+        if events is None:
+            continue  # not a session at all: said by the reader
         if raw:
-            if events:
-                yield file, events
-            elif warn:
-                console.print(f"{file}: skipped, no event in it", style="yellow", markup=False)
+            if not session_format.has_events(events):
+                if warn:
+                    console.print(f"{file}: skipped, no event in it", style="yellow", markup=False)
+                continue
+            yield file, events
             continue
         try:
-            trace = convert(events, str(file))
+            trace = session_format.convert(events, str(file))
         except EmptySessionError as exc:
             if warn:
                 console.print(f"skipped: {exc}", style="yellow", markup=False)
             continue
         trace.setdefault("session_id", file.stem)
         yield file, trace
+
+
+def _read_history(file: Path, *, warn: bool) -> dict[str, Any] | None:
+    """A saved browser-use history (one JSON object with a ``history`` list); None, with a warning, else."""
+    try:
+        value = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        reason = f"not JSON ({exc})"
+    else:
+        if is_saved_history(value):
+            return dict(value)
+        reason = "not a saved browser-use history (a JSON object with a 'history' list)"
+    if warn:
+        console.print(f"{file}: skipped, {reason}", style="yellow", markup=False)
+    return None
 
 
 def _read_events(file: Path, *, warn: bool) -> list[Any]:
@@ -157,3 +185,18 @@ def _read_events(file: Path, *, warn: bool) -> list[Any]:
             )
             console.print(f"{file}:{number}: skipped, {reason}", style="yellow", markup=False)
     return events
+
+
+# Below the readers they name.
+SESSION_FORMATS: dict[str, SessionFormat] = {
+    "claude-code": SessionFormat("*.jsonl", _read_events, claude_events_to_trace, "claude_code_traces"),
+    "openclaw": SessionFormat("*.jsonl", _read_events, openclaw_events_to_trace, "openclaw_traces"),
+    "browser-use": SessionFormat(
+        "*.json",
+        _read_history,
+        lambda history, source: browser_history_to_trace(history, source=source),
+        "browser_use_traces",
+        has_events=lambda saved: bool(saved["history"]),
+    ),
+}
+INPUT_FORMATS = ("jsonl", *SESSION_FORMATS)

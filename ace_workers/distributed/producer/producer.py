@@ -13,6 +13,8 @@ from celery import Celery
 from pipeline import SampleResult
 
 from ...core.context import ACEStepContext
+from ...integrations.browser_use.history import is_agent_history
+from ...integrations.browser_use.to_trace import browser_history_to_trace
 from ..settings import WorkerSettings, client_url_for, env_name
 from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys, validate_skillbook_name
@@ -166,6 +168,9 @@ class Producer:
     ) -> BatchHandle:
         """Learn from recorded traces (TraceAnalyser's chain by default).
 
+        A browser-use ``AgentHistoryList`` among the traces is sent as its trace
+        dict (:func:`~ace_workers.integrations.browser_use.browser_history_to_trace`).
+
         ``batch_id`` (default: a new uuid) lets a caller that records the id
         before sending, like the nightly job, find the batch again after a crash.
         ``count`` declares how many items an iterator will yield (see ``_enqueue``).
@@ -173,17 +178,24 @@ class Producer:
         max_bytes = self.runtime.settings.max_trace_bytes
 
         def contexts(items: Iterable[Any]) -> Iterable[ACEStepContext]:
-            for trace in items:
+            for item in items:
+                trace = as_trace(item)
                 check_trace(trace, max_bytes=max_bytes)
                 yield ACEStepContext(trace=trace)
 
         return self._enqueue(traces, contexts, skillbook, epochs, recipe, max_in_flight, batch_id, count)
 
     def append_to_inbox(self, traces: Iterable[Any], skillbook: str) -> int:
-        """Keep traces in the skillbook's inbox for its next nightly run; return how many were added."""
+        """Keep traces in the skillbook's inbox for its next nightly run; return how many were added.
+
+        An ``AgentHistoryList`` is kept as its trace dict, as in :meth:`enqueue_traces`.
+        """
         keys = SkillbookKeys(skillbook, self.runtime.settings.queue_prefix)
         return append_to_inbox(
-            self.runtime.redis, keys, traces, max_trace_bytes=self.runtime.settings.max_trace_bytes
+            self.runtime.redis,
+            keys,
+            (as_trace(trace) for trace in traces),
+            max_trace_bytes=self.runtime.settings.max_trace_bytes,
         )
 
     def enqueue_samples(
@@ -358,3 +370,9 @@ def _declared_count(items: Iterable[Any], count: int | None) -> int | None:
     if count is not None and count != len(items):
         raise ValueError(f"count={count} but the Sequence holds {len(items)} inputs")
     return len(items)
+
+
+def as_trace(item: Any) -> Any:
+    """``item`` as a trace the workers can read: a browser-use ``AgentHistoryList`` (a live pydantic
+    object, not JSON) becomes its trace dict; anything else is left as it is, to be checked."""
+    return browser_history_to_trace(item) if is_agent_history(item) else item

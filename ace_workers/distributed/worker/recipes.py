@@ -1,9 +1,10 @@
 """Named pipelines a worker can rebuild: the built-in ACE and TraceAnalyser ones, or yours.
 
-``claude_code_traces`` and ``openclaw_traces`` are TraceAnalyser's with a
-converter first: their inputs are raw recorded sessions (a list of events per
-trace, as ``ace-workers enqueue --format claude-code|openclaw`` sends them with
-these recipes), converted to the trace dict on the worker.
+``claude_code_traces``, ``openclaw_traces`` and ``browser_use_traces`` are
+TraceAnalyser's with a converter first: their inputs are raw recorded sessions
+(a list of events per trace, or a saved browser-use history, as ``ace-workers
+enqueue --format claude-code|openclaw|browser-use`` sends them with these
+recipes), converted to the trace dict on the worker.
 
 A producer and every worker build the same step list from the same recipe
 name, so a chain's step index means the same step everywhere. A recipe of your
@@ -23,6 +24,7 @@ from typing import Any
 
 from ...core.environments import SimpleEnvironment
 from ...core.writable import WritableSkillbook
+from ...integrations.browser_use import BrowserToTrace
 from ...integrations.claude_code import ClaudeCodeToTrace
 from ...integrations.openclaw import OpenClawToTraceStep
 from ...protocols import AgentLike, DeduplicationManagerLike, ReflectorLike, SkillManagerLike
@@ -68,6 +70,11 @@ def openclaw_traces_recipe(inputs: RecipeInputs) -> list[Any]:
     return [OpenClawToTraceStep(), *_tail(inputs)]
 
 
+def browser_use_traces_recipe(inputs: RecipeInputs) -> list[Any]:
+    """BrowserToTrace (a saved AgentHistoryList -> trace dict) -> the trace_analyser steps."""
+    return [BrowserToTrace(), *_tail(inputs)]
+
+
 def _tail(inputs: RecipeInputs) -> list[Any]:
     return learning_tail(
         inputs.reflector,
@@ -83,6 +90,7 @@ BUILT_IN_RECIPES: dict[str, Recipe] = {
     "ace": ace_recipe,
     "claude_code_traces": claude_code_traces_recipe,
     "openclaw_traces": openclaw_traces_recipe,
+    "browser_use_traces": browser_use_traces_recipe,
 }
 
 

@@ -11,6 +11,7 @@ from ...core.context import ACEStepContext
 from ...core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget
 from ...steps._checks import require_field
 from ..skillbook_context import inject_skillbook_context
+from ..tasks import task_text
 from .events import result_event
 from .process import ClaudeRun, find_claude, print_mode_args, run_claude
 from .result import ClaudeCodeResult
@@ -64,7 +65,9 @@ class ClaudeCodeExecuteStep:
         )
 
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
-        task = _task_text(require_field(ctx.sample, "ClaudeCodeExecuteStep", "sample"))
+        task = task_text(
+            require_field(ctx.sample, "ClaudeCodeExecuteStep", "sample"), "ClaudeCodeExecuteStep"
+        )
         skillbook = require_field(ctx.skillbook, "ClaudeCodeExecuteStep", "skillbook")
         prompt = inject_skillbook_context(task, skillbook, budget=self.prompt_budget)
         run = run_claude(
@@ -103,18 +106,6 @@ class ClaudeCodeExecuteStep:
 
     def __repr__(self) -> str:
         return f"ClaudeCodeExecuteStep(working_dir={self.working_dir!r}, executable={self.executable!r})"
-
-
-def _task_text(sample: Any) -> str:
-    if isinstance(sample, str):
-        return sample
-    question = getattr(sample, "question", None)
-    if isinstance(question, str):
-        return question
-    raise TypeError(
-        "ClaudeCodeExecuteStep needs ctx.sample to be a task string or an object with a 'question', "
-        f"got {type(sample).__name__}"
-    )
 
 
 def _stderr_tail(stderr: str) -> str:

@@ -8,47 +8,22 @@ number of times, as :class:`~ace_workers.providers.InstructorClient` does.
 
 from __future__ import annotations
 
-import json
-import logging
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from pydantic import ValidationError as PydanticValidationError
 
-from ...errors import ExternalAgentError, RetriesExhausted
-from ...providers.instructor_client import RAW_FIELD, provider_metadata, total_usage
+from ...errors import ExternalAgentError
+from ...providers.reask import complete_structured_by_reasking
 from ...providers.response import LLMResponse
 from .events import result_event
 from .process import find_claude, print_mode_args, run_claude
 
 __all__ = ["ClaudeCodeLLMClient", "ClaudeCodeLLMConfig"]
 
-logger = logging.getLogger(__name__)
-
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-# The outermost JSON object of a reply, code fences or prose around it or not.
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
-
-STRUCTURED_SUFFIX = """
-
-## Output format
-Reply with one JSON object only, no prose and no code fence, valid against this JSON schema:
-{schema}"""
-
-RETRY_PROMPT = """{prompt}
-
-## Your previous reply
-{reply}
-
-## Why it was rejected
-{error}
-
-Reply again with a corrected JSON object only."""
 
 
 @dataclass(frozen=True)
@@ -143,47 +118,7 @@ class ClaudeCodeLLMClient:
             ExternalAgentError: the CLI failed.
         """
         max_retries = int(kwargs.pop("max_retries", self.config.max_retries))
-        schema = json.dumps(response_model.model_json_schema(), separators=(",", ":"))
-        asked = prompt + STRUCTURED_SUFFIX.format(schema=schema)
-        calls: list[LLMResponse] = []
-        error: BaseException | None = None
-        for attempt in range(1, max_retries + 2):
-            response = self.complete(asked)
-            calls.append(response)
-            try:
-                output = response_model.model_validate_json(extract_json(response.text))
-            except PydanticValidationError as exc:
-                error = exc
-                logger.info(
-                    "%s: reply %d of at most %d failed validation: %s",
-                    response_model.__name__,
-                    attempt,
-                    max_retries + 1,
-                    exc.errors(include_url=False)[:3],
-                )
-                asked = RETRY_PROMPT.format(
-                    prompt=prompt + STRUCTURED_SUFFIX.format(schema=schema),
-                    reply=response.text[:4000],
-                    error=str(exc)[:2000],
-                )
-                continue
-            if RAW_FIELD in response_model.model_fields:
-                setattr(output, RAW_FIELD, provider_metadata(calls))
-            return output
-        raise RetriesExhausted(
-            what=response_model.__name__,
-            attempts=len(calls),
-            last_error=error,
-            last_completion=calls[-1].text if calls else None,
-            usage=total_usage(calls),
-        )
-
-
-def extract_json(text: str) -> str:
-    """The JSON object in a reply: without code fences, from its first ``{`` to its last ``}``."""
-    stripped = _FENCE.sub("", text.strip())
-    start, end = stripped.find("{"), stripped.rfind("}")
-    return stripped[start : end + 1] if 0 <= start < end else stripped
+        return complete_structured_by_reasking(self.complete, prompt, response_model, max_retries)
 
 
 def _usage(usage: Any) -> dict[str, int]:

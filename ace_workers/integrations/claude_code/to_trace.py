@@ -6,14 +6,14 @@ from typing import Any
 
 from ...core.context import ACEStepContext
 from ...steps._checks import require_field
-from ..trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS
+from ..trace_text import TraceConverter
 from .events import claude_events_to_trace, record_claude_events
 from .result import ClaudeCodeResult
 
 __all__ = ["ClaudeCodeToTrace", "claude_result_to_trace"]
 
 
-class ClaudeCodeToTrace:
+class ClaudeCodeToTrace(TraceConverter):
     """Rewrite ``trace`` as the standard trace dict the learning tail reads.
 
     Takes a :class:`ClaudeCodeResult` (from :class:`ClaudeCodeExecuteStep`) or
@@ -28,14 +28,6 @@ class ClaudeCodeToTrace:
         EmptySessionError: a recorded session holds no message.
     """
 
-    requires = frozenset({"trace"})
-    provides = frozenset({"trace"})
-
-    def __init__(
-        self, *, max_step_chars: int = DEFAULT_MAX_STEP_CHARS, max_trace_chars: int = DEFAULT_MAX_TRACE_CHARS
-    ) -> None:
-        self.limits = {"max_step_chars": max_step_chars, "max_trace_chars": max_trace_chars}
-
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
         trace = require_field(ctx.trace, "ClaudeCodeToTrace", "trace")
         if isinstance(trace, ClaudeCodeResult):
@@ -47,9 +39,6 @@ class ClaudeCodeToTrace:
             f"got {type(trace).__name__}"
         )
 
-    def __repr__(self) -> str:
-        return "ClaudeCodeToTrace()"
-
 
 def claude_result_to_trace(result: ClaudeCodeResult, **limits: int) -> dict[str, Any]:
     """The trace dict of one run; a run that printed nothing still gives a trace carrying its error."""
@@ -58,8 +47,7 @@ def claude_result_to_trace(result: ClaudeCodeResult, **limits: int) -> dict[str,
     )
     recorder.messages += 1  # the task itself: it is not echoed in the stream
     recorder.question = result.task
-    if result.error and not any(result.error in error for error in recorder.errors):
-        recorder.error(result.error)
+    recorder.run_error(result.error)
     outcome = "finished the task" if result.success else f"failed: {result.error}"
     return recorder.to_trace(
         answer=result.output,

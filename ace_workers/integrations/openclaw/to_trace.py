@@ -34,7 +34,7 @@ from ..session_trace import (
     record_text_part,
     record_thinking_part,
 )
-from ..trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS, part_text
+from ..trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS, TraceConverter, part_text
 
 __all__ = ["OpenClawToTraceStep", "openclaw_events_to_trace"]
 
@@ -44,7 +44,7 @@ IGNORED_EVENT_TYPES = frozenset({"thinking_level_change", "label", "custom"})
 ERROR_STOP_REASONS = frozenset({"error", "aborted"})
 
 
-class OpenClawToTraceStep:
+class OpenClawToTraceStep(TraceConverter):
     """Rewrite ``trace`` (the list of a session's events, from LoadTracesStep) as the standard trace dict.
 
     The first user message is the ``question``; thinking, text, tool calls and
@@ -57,15 +57,6 @@ class OpenClawToTraceStep:
         EmptySessionError: the session holds no message.
     """
 
-    requires = frozenset({"trace"})
-    provides = frozenset({"trace"})
-
-    def __init__(
-        self, *, max_step_chars: int = DEFAULT_MAX_STEP_CHARS, max_trace_chars: int = DEFAULT_MAX_TRACE_CHARS
-    ) -> None:
-        self.max_step_chars = max_step_chars
-        self.max_trace_chars = max_trace_chars
-
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
         events = require_field(ctx.trace, "OpenClawToTraceStep", "trace")
         if not isinstance(events, list):
@@ -74,13 +65,8 @@ class OpenClawToTraceStep:
                 f"(LoadTracesStep reads them from a file), got {type(events).__name__}"
             )
         source = str(getattr(ctx.sample, "path", ctx.sample) or "OpenClaw session")
-        trace = openclaw_events_to_trace(
-            events, source, max_step_chars=self.max_step_chars, max_trace_chars=self.max_trace_chars
-        )
+        trace = openclaw_events_to_trace(events, source, **self.limits)
         return ctx.replace(trace=trace)
-
-    def __repr__(self) -> str:
-        return "OpenClawToTraceStep()"
 
 
 def openclaw_events_to_trace(

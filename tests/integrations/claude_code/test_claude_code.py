@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from ace_workers.core import ACEStepContext, Skillbook
-from ace_workers.core.context import SkillbookView
+from ace_workers.core import Skillbook
 from ace_workers.errors import EmptySessionError, ExternalAgentError, MissingExecutableError, RetriesExhausted
 from ace_workers.integrations import (
     ClaudeCodeExecuteStep,
@@ -24,19 +23,10 @@ from ace_workers.roles import Reflector, SkillManager
 from ace_workers.runners import ClaudeCode
 from ace_workers.sim import SimulatedLLM, make_tasks
 
+from ..skillbooks import context, skillbook_with_rule
 from .conftest import FakeClaude
 
 TRANSCRIPTS = Path(__file__).with_name("transcripts")
-
-
-def context(task: str, skillbook: Skillbook) -> ACEStepContext:
-    return ACEStepContext(sample=task, skillbook=SkillbookView(skillbook))
-
-
-def skillbook_with_rule() -> Skillbook:
-    book = Skillbook()
-    book.add_skill("zorb", "For zorb questions, reverse the digits of the input.")
-    return book
 
 
 # -- the execute step ------------------------------------------------------------------------
