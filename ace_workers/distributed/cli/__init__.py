@@ -1,4 +1,4 @@
-"""The distributed commands (learn, worker, enqueue, status, batch, flower, skillbook, nightly, ...)."""
+"""The distributed commands (learn, worker, enqueue, status, batch, flower, skillbook, nightly, hook, ...)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ..producer.errors import NoWorkersError
 from .batch import batch_app, enqueue_command, learn_command, status_command, worker_command
 from .common import iter_jsonl, require_workers, scan_inputs, stream_inputs
 from .dead_letters import dead_letters_app
+from .hook import hook_app
 from .nightly import beat_command, nightly_app
 from .skillbook import skillbook_app
 
@@ -20,6 +21,7 @@ __all__ = [
     "skillbook_app",
     "dead_letters_app",
     "nightly_app",
+    "hook_app",
     # reading inputs
     "iter_jsonl",
     "scan_inputs",
@@ -42,3 +44,4 @@ def register_commands(app: typer.Typer) -> None:
     app.add_typer(skillbook_app, name="skillbook")
     app.add_typer(dead_letters_app, name="dead-letters")
     app.add_typer(nightly_app, name="nightly")
+    app.add_typer(hook_app, name="hook")

@@ -44,6 +44,7 @@ __all__ = [
     "check_format",
     "scan_sessions",
     "session_files",
+    "session_trace",
     "stream_sessions",
 ]
 
@@ -146,14 +147,30 @@ def _sessions(path: Path, input_format: str, recipe: str, *, warn: bool) -> Iter
                 continue
             yield file, events
             continue
-        try:
-            trace = session_format.convert(events, str(file))
-        except EmptySessionError as exc:
-            if warn:
-                console.print(f"skipped: {exc}", style="yellow", markup=False)
-            continue
-        trace.setdefault("session_id", file.stem)
-        yield file, trace
+        trace = _converted(session_format, events, file, warn=warn)
+        if trace is not None:
+            yield file, trace
+
+
+def session_trace(file: Path, input_format: str) -> dict[str, Any] | None:
+    """One session file's trace, converted here; None, with a warning saying why, if it holds none."""
+    session_format = SESSION_FORMATS[input_format]
+    events = session_format.read(file, warn=True)
+    return None if events is None else _converted(session_format, events, file, warn=True)
+
+
+def _converted(
+    session_format: SessionFormat, events: Any, file: Path, *, warn: bool
+) -> dict[str, Any] | None:
+    """The trace of one read session, its id the file's stem unless it has one; None if it is empty."""
+    try:
+        trace = session_format.convert(events, str(file))
+    except EmptySessionError as exc:
+        if warn:
+            console.print(f"skipped: {exc}", style="yellow", markup=False)
+        return None
+    trace.setdefault("session_id", file.stem)
+    return trace
 
 
 def _read_history(file: Path, *, warn: bool) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ from ...errors import AceError
 __all__ = [
     "ProducerError",
     "BatchSizeError",
+    "HookInputError",
     "NoWorkersError",
     "ProducerConfigError",
     "PartitionMismatchError",
@@ -39,6 +40,10 @@ class RemoteStepError(ProducerError):
         self.error = error
         self.traceback = traceback
         super().__init__(f"step {step} failed in a worker: {error}")
+
+
+class HookInputError(ProducerError, ValueError):
+    """An agent's hook passed no usable input on stdin (no JSON object, no transcript file)."""
 
 
 class NoWorkersError(ProducerError):

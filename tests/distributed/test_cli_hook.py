@@ -1,0 +1,239 @@
+"""``ace-workers hook claude-code``: a finished Claude Code session goes to the inbox, or to the workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from typer.testing import CliRunner
+
+from ace_workers.cli import app
+from ace_workers.distributed.producer.producer import BatchHandle
+from ace_workers.distributed.service import build_service, local_workers
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.store.keys import SkillbookKeys
+
+from .helpers import keys_of, said
+from .test_cli_sessions import claude_session
+
+ZORB_TASK = "Solve the zorb puzzle. Input: 1234"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def hook_input(transcript: Path, session_id: str = "5f0c-session") -> str:
+    """What Claude Code writes to a SessionEnd hook's stdin."""
+    return json.dumps(
+        {
+            "session_id": session_id,
+            "transcript_path": str(transcript.resolve()),
+            "cwd": str(transcript.resolve().parent),
+            "hook_event_name": "SessionEnd",
+            "reason": "prompt_input_exit",
+        }
+    )
+
+
+def inbox(client: redis.Redis, skillbook: str, prefix: str) -> list[dict[str, Any]]:
+    """The traces waiting in a skillbook's inbox, oldest first."""
+    entries = client.xrange(SkillbookKeys(skillbook, prefix).inbox)
+    return [json.loads(fields[b"trace"]) for _, fields in entries]
+
+
+@pytest.fixture
+def hook_env(clean_env: pytest.MonkeyPatch, redis_url: str, redis_client: redis.Redis) -> str:
+    """The environment of a hook pointed at the test Redis; the queue prefix it uses."""
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "clihook")
+    return "clihook"
+
+
+def run_hook(stdin: str, *args: str) -> Any:
+    return CliRunner().invoke(app, ["hook", "claude-code", *args], input=stdin)
+
+
+def test_a_finished_session_is_kept_in_the_skillbooks_inbox_under_its_session_id(
+    hook_env: str, redis_client: redis.Redis
+) -> None:
+    transcript = claude_session(Path("projects") / "a1.jsonl", ZORB_TASK)
+
+    result = run_hook(hook_input(transcript), "--skillbook", "cc")
+
+    assert result.exit_code == 0, result.output
+    assert "session 5f0c-session: kept in the inbox of 'cc' for its nightly run" in said(result.output)
+    [trace] = inbox(redis_client, "cc", hook_env)
+    assert trace["session_id"] == "5f0c-session"
+    assert ZORB_TASK in trace["question"]
+    assert "no idea" in trace["answer"]
+
+
+def test_now_sends_the_session_to_the_running_workers_and_they_learn_from_it(
+    hook_env: str, redis_client: redis.Redis, redis_url: str
+) -> None:
+    transcript = claude_session(Path("a1.jsonl"), ZORB_TASK)
+    service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
+    try:
+        with local_workers(service, learn_threads=2):
+            result = run_hook(hook_input(transcript), "--skillbook", "cc", "--now")
+            assert result.exit_code == 0, result.output
+            batch_id = said(result.output).split("as batch ")[1].split()[0]
+            status = BatchHandle(batch_id, service.runtime).wait(timeout=60)
+        sections = [skill.section for skill in service.runtime.store("cc").export().skills()]
+    finally:
+        service.close()
+    assert (status.total, status.done, status.failed) == (1, 1, 0)
+    assert sections == ["zorb"]
+    assert inbox(redis_client, "cc", hook_env) == []
+
+
+def test_now_without_running_workers_keeps_the_session_in_the_inbox(
+    hook_env: str, redis_client: redis.Redis
+) -> None:
+    transcript = claude_session(Path("a1.jsonl"), ZORB_TASK)
+
+    result = run_hook(hook_input(transcript), "--skillbook", "cc", "--now")
+
+    assert result.exit_code == 0, result.output
+    assert "no worker serves" in said(result.output) and "kept in the inbox instead" in said(result.output)
+    assert [trace["session_id"] for trace in inbox(redis_client, "cc", hook_env)] == ["5f0c-session"]
+
+
+@pytest.mark.parametrize(
+    ("stdin", "message"),
+    [
+        ("", "no hook input on stdin within 5 s"),
+        ("[1, 2]", "the hook input is a JSON list, not an object"),
+        ("{not json", "the hook input is not JSON: '{not json'"),
+        (
+            '{"session_id": "x", "cwd": "/"}',
+            "the hook input has no transcript_path (its keys: cwd, session_id)",
+        ),
+        ('{"transcript_path": "/no/such.jsonl"}', "transcript_path /no/such.jsonl: no such file"),
+    ],
+)
+def test_bad_hook_input_exits_1_naming_the_problem_and_sends_nothing(
+    hook_env: str, redis_client: redis.Redis, stdin: str, message: str
+) -> None:
+    result = run_hook(stdin, "--skillbook", "cc")
+
+    # Exit 2 would block the event in Claude Code: a hook that fails only reports.
+    assert result.exit_code == 1
+    assert f"ace-workers hook claude-code: {message}" in said(result.stderr)
+    assert keys_of(redis_client, hook_env) == []
+
+
+def test_without_a_redis_url_the_hook_says_which_setting_is_missing(clean_env: pytest.MonkeyPatch) -> None:
+    transcript = claude_session(Path("a1.jsonl"), ZORB_TASK)
+
+    result = run_hook(hook_input(transcript))
+
+    assert result.exit_code == 1
+    assert "hook claude-code needs ACE_REDIS_URL" in said(result.stderr)
+
+
+def test_an_unreachable_redis_exits_1_naming_it(clean_env: pytest.MonkeyPatch) -> None:
+    transcript = claude_session(Path("a1.jsonl"), ZORB_TASK)
+    clean_env.setenv("ACE_REDIS_URL", "redis://127.0.0.1:1/0")  # nothing listens on port 1
+
+    result = run_hook(hook_input(transcript), "--now")
+
+    assert result.exit_code == 1
+    assert "Redis at redis://127.0.0.1:1/0 did not answer" in said(result.stderr)
+
+
+def test_an_empty_session_is_skipped_without_failing(hook_env: str, redis_client: redis.Redis) -> None:
+    transcript = Path("empty.jsonl")
+    transcript.write_text(json.dumps({"type": "summary", "summary": "nothing happened"}) + "\n")
+
+    result = run_hook(hook_input(transcript), "--skillbook", "cc")
+
+    assert result.exit_code == 0, result.output
+    assert "skipped:" in said(result.output)
+    assert inbox(redis_client, "cc", hook_env) == []
+
+
+def test_print_config_gives_the_session_end_entry_of_claude_codes_settings(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    result = CliRunner().invoke(
+        app, ["hook", "claude-code", "--skillbook", "team-cc", "--now", "--print-config"]
+    )
+
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.output)
+    assert config == {
+        "hooks": {
+            "SessionEnd": [
+                {
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": "ace-workers hook claude-code --skillbook team-cc --now",
+                        }
+                    ]
+                }
+            ]
+        }
+    }
+
+
+def hook_process(command: str, home: Path) -> subprocess.Popen[bytes]:
+    """The hook as Claude Code runs it: ``command`` (an ``ace-workers`` command line) with a pipe on stdin."""
+    argv = shlex.split(command)
+    assert argv[0] == "ace-workers"
+    launcher = [sys.executable, "-c", "from ace_workers.cli import main; main()"]
+    return subprocess.Popen(
+        launcher + argv[1:],
+        env={**os.environ, "HOME": str(home)},
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def finish(hook: subprocess.Popen[bytes], timeout: float = 60) -> tuple[int, str]:
+    """Wait for the hook, its stdin still open; its exit code and stderr. (It is killed if it hangs.)"""
+    try:
+        returncode = hook.wait(timeout=timeout)
+        assert hook.stderr is not None
+        return returncode, hook.stderr.read().decode()
+    finally:
+        hook.kill()
+        hook.wait()
+        for pipe in (hook.stdin, hook.stdout, hook.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def test_the_configured_command_finishes_although_claude_code_leaves_stdin_open(
+    hook_env: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    transcript = claude_session(tmp_path / "a1.jsonl", ZORB_TASK)
+    printed = CliRunner().invoke(app, ["hook", "claude-code", "--skillbook", "cc", "--print-config"]).output
+    command = json.loads(printed)["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
+
+    hook = hook_process(command, tmp_path)
+    assert hook.stdin is not None
+    hook.stdin.write(hook_input(transcript, session_id="open-stdin").encode())
+    hook.stdin.flush()  # and left open, as Claude Code may leave it
+    returncode, err = finish(hook)
+
+    assert returncode == 0, err
+    assert [trace["session_id"] for trace in inbox(redis_client, "cc", hook_env)] == ["open-stdin"]
+
+
+def test_a_hook_given_nothing_on_an_open_stdin_gives_up_after_the_input_timeout(
+    hook_env: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    returncode, err = finish(hook_process("ace-workers hook claude-code --input-timeout 0.5", tmp_path))
+
+    assert returncode == 1
+    assert "no hook input on stdin within 0.5 s" in err
+    assert keys_of(redis_client, hook_env) == []
