@@ -157,3 +157,50 @@ class HookedRedis(redis.Redis):
         pipe = _HookedPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
         pipe.before_multi = self.before_multi
         return pipe
+
+
+# -- recorded agent sessions -------------------------------------------------------------------
+
+
+def claude_session(path: Path, task: str, tool_output: str = "ok") -> Path:
+    """A Claude Code transcript: the task, one Bash call and its output, a wrong answer."""
+    session = path.stem
+    lines = [
+        {
+            "type": "user",
+            "sessionId": session,
+            "uuid": "1",
+            "parentUuid": None,
+            "message": {"role": "user", "content": task},
+        },
+        {
+            "type": "assistant",
+            "sessionId": session,
+            "uuid": "2",
+            "parentUuid": "1",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "cat"}}],
+            },
+        },
+        {
+            "type": "user",
+            "sessionId": session,
+            "uuid": "3",
+            "parentUuid": "2",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": tool_output}],
+            },
+        },
+        {
+            "type": "assistant",
+            "sessionId": session,
+            "uuid": "4",
+            "parentUuid": "3",
+            "message": {"role": "assistant", "content": "no idea"},
+        },
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path

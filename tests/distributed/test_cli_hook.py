@@ -20,8 +20,7 @@ from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import SkillbookKeys
 
-from .helpers import keys_of, said
-from .test_cli_sessions import claude_session
+from .helpers import claude_session, keys_of, said
 
 ZORB_TASK = "Solve the zorb puzzle. Input: 1234"
 REPO = Path(__file__).resolve().parents[2]
