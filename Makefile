@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser test lint typecheck bench demo all clean
+.PHONY: install browser rabbitmq test test-fast lint typecheck bench demo all clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ace-workers needs Python >= 3.11, found " + sys.version.split()[0] + " (set PYTHON=...)")'
@@ -18,21 +18,39 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install the project with its dev, embedded and embeddings extras
 
-# The Flower page test and the browser-use tests drive Debian's headless chromium. Install it
-# where apt can; where it cannot, carry on: those tests then fail, naming what is missing (they
-# never skip).
-browser:  ## install Debian's chromium for the tests that drive a browser, if missing and apt-get can
-	@if ! command -v chromium >/dev/null 2>&1; then \
+# The Flower page test and the browser-use tests drive Debian's headless chromium; the RabbitMQ
+# tests and drills start a private RabbitMQ node from Debian's rabbitmq-server (never the
+# machine's own broker). Install each where apt can; where it cannot, carry on: those tests then
+# fail, naming what is missing (they never skip).
+define apt_install
+	@if ! command -v $(1) >/dev/null 2>&1 && ! [ -x $(3) ]; then \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) || \
-				echo "warning: could not install chromium; the tests that drive a browser will fail" >&2; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null) || \
+				echo "warning: could not install $(2); the tests that need it will fail" >&2; \
 		else \
-			echo "warning: chromium is missing and apt-get is unavailable (or not root); the tests that drive a browser will fail" >&2; \
+			echo "warning: $(2) is missing and apt-get is unavailable (or not root); the tests that need it will fail" >&2; \
 		fi; \
 	fi
+endef
 
-test: install browser  ## run the test suite
-	$(BIN)/pytest
+browser:  ## install Debian's chromium for the tests that drive a browser, if missing and apt-get can
+	$(call apt_install,chromium,chromium,/usr/bin/chromium)
+
+rabbitmq:  ## install Debian's rabbitmq-server for the RabbitMQ tests, if missing and apt-get can
+	$(call apt_install,rabbitmq-server,rabbitmq-server,/usr/lib/rabbitmq/bin/rabbitmq-server)
+	@# The package starts the machine's own node; the tests never use it, they start their own.
+
+# Each pytest-xdist worker starts its own redis-server (and RabbitMQ node when a test needs one),
+# so the suite runs in parallel and beside another test run. The suite mostly waits on real
+# time and subprocesses: 4 workers keep 2 cores busy.
+TEST_WORKERS ?= 4
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist load
+
+test: install browser rabbitmq  ## run the whole test suite (what CI runs)
+	$(BIN)/pytest $(PYTEST_PARALLEL)
+
+test-fast: install  ## the edit loop: everything but the failure drills and the browser tests
+	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not drill and not browser"
 
 lint: install  ## ruff: lint and formatting
 	$(BIN)/ruff check .

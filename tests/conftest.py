@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+import pytest
 
 # Before anything imports huggingface_hub: no test may reach the network, and a model
 # name that is not on disk must fail at once instead of retrying the hub for a minute.
@@ -21,3 +24,28 @@ BROWSER_USE_OFFLINE = {
     "BROWSER_USE_SETUP_LOGGING": "false",
 }
 os.environ.update(BROWSER_USE_OFFLINE)
+
+# Rich wraps the CLI's output at the terminal's width (80 when there is none), and a path under
+# an xdist worker's temporary folder (.../popen-gw0/...) is long enough to be broken mid-word.
+os.environ["COLUMNS"] = "200"
+
+# The private servers (Redis, Redis Cluster, RabbitMQ) every test process starts for itself.
+pytest_plugins = ["tests.support.fixtures"]
+
+DRILLS = Path(__file__).parent / "drills"
+# The fixtures that start headless chromium; a test using one is a browser test.
+BROWSER_FIXTURES = {"browser_session"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the drills and the browser tests (make test-fast leaves them out), and run the drills first.
+
+    xdist hands tests out in this order, so the longest ones start while the rest fill the gaps
+    instead of one drill starting last and holding the whole run up.
+    """
+    for item in items:
+        if item.path.is_relative_to(DRILLS):
+            item.add_marker(pytest.mark.drill)
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
+    items.sort(key=lambda item: item.get_closest_marker("drill") is None)

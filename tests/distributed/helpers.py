@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,32 +21,6 @@ from ace_workers.sim import make_tasks
 
 
 ENV_PREFIX = "ACE_"
-
-
-# -- RabbitMQ -------------------------------------------------------------------------------------
-
-
-def rabbitmqctl(*args: str) -> str:
-    """Run ``rabbitmqctl`` against the local RabbitMQ; a RuntimeError that says why if it cannot."""
-    binary = shutil.which("rabbitmqctl")
-    if binary is None:
-        raise RuntimeError("rabbitmqctl is not installed: the RabbitMQ tests need the local RabbitMQ")
-    done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=60)
-    if done.returncode != 0:
-        raise RuntimeError(f"rabbitmqctl {' '.join(args)} failed: {done.stderr.strip()}")
-    return done.stdout
-
-
-@contextmanager
-def rabbitmq_vhost(prefix: str = "ace-test") -> Iterator[str]:
-    """A vhost of its own on the local RabbitMQ (user guest): its amqp:// URL, deleted after."""
-    vhost = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    rabbitmqctl("add_vhost", vhost)
-    try:
-        rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
-        yield f"amqp://guest:guest@127.0.0.1:5672/{vhost}"
-    finally:
-        rabbitmqctl("delete_vhost", vhost)
 
 
 # -- command output -------------------------------------------------------------------------------

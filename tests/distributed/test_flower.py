@@ -33,8 +33,7 @@ from ace_workers.distributed.errors import InvalidSettingError, UnknownSettingEr
 from ace_workers.distributed.service import Service, build_service, reset_event_loop
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim import failure_traces
-
-from ..chromium import chromium
+from tests.support.browser import chromium
 
 BIN = Path(sys.executable).parent
 USER, PASSWORD = "ops", "s3cret-flower"
@@ -351,6 +350,7 @@ def run_chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedPr
 
 
 @pytest.mark.slow
+@pytest.mark.browser
 def test_flowers_tasks_page_in_headless_chromium_shows_the_step_tasks(
     fleet: Service, flower: Flower, tmp_path: Path
 ) -> None:

@@ -40,8 +40,8 @@ from ace_workers.observability import (
     step_log_context,
 )
 from ace_workers.sim import failure_traces
+from tests.support.fixtures import connect_test_redis
 
-from .conftest import connect_test_redis
 from .helpers import HookedRedis
 from .recipes import TEST_RECIPES
 

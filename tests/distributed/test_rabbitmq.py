@@ -1,9 +1,9 @@
-"""RabbitMQ as the broker (Redis stays the store and the ledger), against the local RabbitMQ."""
+"""RabbitMQ as the broker (Redis stays the store and the ledger), against a private RabbitMQ node."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 import pytest
@@ -14,7 +14,6 @@ from ace_workers.distributed.errors import InvalidSettingError
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.sim import failure_traces
 
-from .helpers import rabbitmqctl
 from .recipes import TEST_RECIPES
 
 TIMEOUT = 90
@@ -52,7 +51,11 @@ def test_a_batch_learns_through_rabbitmq_with_redis_as_the_store(service: Servic
 
 @pytest.mark.parametrize("partitions", [1, 2])
 def test_the_queues_are_quorum_queues_and_each_write_queue_has_a_single_active_consumer(
-    rabbitmq_url: str, redis_url: str, redis_client: redis.Redis, partitions: int
+    rabbitmq_url: str,
+    redis_url: str,
+    redis_client: redis.Redis,
+    partitions: int,
+    rabbitmqctl: Callable[..., str],
 ) -> None:
     service = service_on(rabbitmq_url, redis_url, write_partitions=partitions)
     try:

@@ -21,8 +21,8 @@ from ace_workers.distributed import (
     validate_skillbook_name,
 )
 from ace_workers.errors import InvalidUpdateError
+from tests.support.fixtures import connect_test_redis, server_or_cluster
 
-from .conftest import connect_test_redis, server_or_cluster
 from .helpers import add, batch, remove, tag, update
 
 # --- apply ---------------------------------------------------------------------------------------

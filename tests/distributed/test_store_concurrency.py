@@ -13,8 +13,8 @@ from redis.cluster import RedisCluster
 
 from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore, VersionConflict
+from tests.support.fixtures import connect_test_redis, server_or_cluster
 
-from .conftest import connect_test_redis, server_or_cluster
 from .helpers import HookedCluster, HookedRedis
 
 HookedClients = Callable[[Callable[[], None]], Any]

@@ -11,8 +11,6 @@ import redis
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
 
-from .conftest import TEST_DB
-
 
 class Recorder:
     """Commands sent and reply bytes read by the connections of one client."""
@@ -70,8 +68,8 @@ def counted(redis_client: redis.Redis) -> Iterator[tuple[redis.Redis, Recorder]]
     pool = redis.ConnectionPool(
         connection_class=counting_connection_class(recorder),
         host=kwargs.get("host", "127.0.0.1"),
-        port=kwargs.get("port", 6379),
-        db=TEST_DB,
+        port=kwargs["port"],
+        db=kwargs.get("db", 0),
         password=kwargs.get("password"),
         username=kwargs.get("username"),
     )

@@ -18,8 +18,7 @@ import redis
 
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore
-
-from .conftest import server_or_cluster
+from tests.support.fixtures import server_or_cluster
 
 SECTIONS = ["math", "Math", " math ", "data loading", "reading"]
 CONTENTS = [

@@ -1,7 +1,7 @@
 """What the failure drills share: a private redis-server, worker processes, and the checks of an outcome.
 
-Every drill runs against its own ``redis-server`` on a free port (never the shared
-one: a drill restarts it), with real ``ace-workers worker`` processes. The drills'
+Every drill runs against its own ``redis-server`` on a free port (a drill restarts it),
+and its own RabbitMQ node where it uses one, with real ``ace-workers worker`` processes. The drills'
 scenarios (scenarios.py) use these helpers; the tests assert on their outcomes and
 ``benchmarks/drills.py`` prints them as a table.
 """
@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,7 +29,9 @@ from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStatus
 from ace_workers.distributed.store.keys import dead_letters_key
-from tests.distributed.helpers import rabbitmq_vhost, stop
+from tests.distributed.helpers import stop
+from tests.support.fixtures import TEST_RABBITMQ_URL_ENV
+from tests.support.servers import PrivateRabbitMQ, PrivateRedis
 
 __all__ = [
     "BROKERS",
@@ -54,108 +54,23 @@ REPO = Path(__file__).resolve().parents[2]
 CLI = "from ace_workers.cli import main; main()"
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class PrivateRedis:
-    """A redis-server of this drill only, on a free port; ``persistent`` keeps data (AOF) over restarts."""
-
-    def __init__(self, directory: Path, *, persistent: bool = True, maxmemory: str | None = None) -> None:
-        self.directory = directory
-        self.persistent = persistent
-        self.maxmemory = maxmemory  # e.g. "8mb": writes beyond it are refused (noeviction)
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-        directory.mkdir(parents=True, exist_ok=True)
-
-    @property
-    def url(self) -> str:
-        """The URL of database 0."""
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self, timeout: float = 10.0) -> None:
-        """Start the server (on the same port and files as before) and wait until it answers."""
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise RuntimeError("redis-server is not installed; the failure drills run a private one")
-        persistence = (
-            ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
-        )
-        command = [
-            binary,
-            "--port",
-            str(self.port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--dir",
-            str(self.directory),
-        ]
-        if self.maxmemory:
-            command += ["--maxmemory", self.maxmemory, "--maxmemory-policy", "noeviction"]
-        with (self.directory / "redis.log").open("ab") as log:
-            self.process = subprocess.Popen([*command, *persistence], stdout=log, stderr=subprocess.STDOUT)
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                try:
-                    if client.ping():
-                        return
-                except redis.BusyLoadingError:
-                    pass  # still loading the AOF
-                except redis.ConnectionError as exc:
-                    if self.process.poll() is not None:
-                        raise RuntimeError(
-                            f"redis-server exited: {(self.directory / 'redis.log').read_text()}"
-                        ) from exc
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"redis-server on port {self.port} did not answer in {timeout} s")
-                time.sleep(0.05)
-        finally:
-            client.close()
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        """Stop the server: SIGTERM is a clean shutdown (the AOF is flushed), SIGKILL a crash."""
-        if self.process is None:
-            return
-        self.process.send_signal(sig)
-        self.process.wait(timeout=30)
-        self.process = None
-
-    def restart(self, down_seconds: float = 1.0) -> None:
-        """Stop, stay down ``down_seconds``, start again on the same port with the same data."""
-        self.stop()
-        time.sleep(down_seconds)
-        self.start()
-
-    def __enter__(self) -> PrivateRedis:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(timeout=30)
-            self.process = None
-
-
 BROKERS = ("redis", "rabbitmq")
 
 
 @contextmanager
-def drill_broker(broker: str) -> Iterator[str | None]:
-    """The broker URL of a drill: None for the drill's own Redis, or a fresh vhost on the local RabbitMQ."""
+def drill_broker(broker: str, directory: Path) -> Iterator[str | None]:
+    """The broker URL of a drill: None for the drill's own Redis, or a private RabbitMQ node's.
+
+    $ACE_TEST_RABBITMQ_URL, when set, names the broker instead.
+    """
     if broker == "redis":
         yield None
     elif broker == "rabbitmq":
-        with rabbitmq_vhost("ace-drill") as url:
-            yield url
+        if os.environ.get(TEST_RABBITMQ_URL_ENV):
+            yield os.environ[TEST_RABBITMQ_URL_ENV]
+            return
+        with PrivateRabbitMQ(directory / "rabbitmq") as node:
+            yield node.url
     else:
         raise ValueError(f"unknown broker {broker!r}: expected one of {', '.join(BROKERS)}")
 

@@ -25,20 +25,19 @@ from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.settings import is_amqp
 from ace_workers.distributed.store.batches import BatchStatus
+from tests.support.servers import PrivateRedis, free_port
 
 from .harness import (
     CLI,
     REPO,
     Fleet,
     Outcome,
-    PrivateRedis,
     check_book,
     count_dead_letters,
     drill_broker,
     drill_env,
     drill_service,
     failure_traces,
-    free_port,
     ping,
     start_worker,
     stop,
@@ -79,7 +78,10 @@ def redis_restarted(
 
     With ``broker="rabbitmq"`` the tasks stay in RabbitMQ; the restarted Redis is the store and ledger.
     """
-    with PrivateRedis(directory / "redis", persistent=True) as server, drill_broker(broker) as broker_url:
+    with (
+        PrivateRedis(directory / "redis", persistent=True) as server,
+        drill_broker(broker, directory) as broker_url,
+    ):
         env, settings = drill_env(
             server.url,
             directory,
@@ -130,7 +132,10 @@ def quick_fleet(directory: Path, broker: str) -> Iterator[tuple[Service, redis.R
 
     The simulated LLM takes 0.05 s; a killed worker's unacknowledged task comes back after 4 s.
     """
-    with PrivateRedis(directory / "redis", persistent=False) as server, drill_broker(broker) as broker_url:
+    with (
+        PrivateRedis(directory / "redis", persistent=False) as server,
+        drill_broker(broker, directory) as broker_url,
+    ):
         env, settings = drill_env(
             server.url,
             directory,

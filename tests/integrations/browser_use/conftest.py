@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from browser_use.llm.views import ChatInvokeCompletion
 
-from ...chromium import chromium
+from tests.support.browser import chromium
+
 from ...conftest import BROWSER_USE_OFFLINE
 
 PAGE = """<html><head><title>Zorb puzzles</title></head>

@@ -1,0 +1,156 @@
+"""The suite's server fixtures (a pytest plugin, loaded by the top conftest).
+
+Each pytest process (each xdist worker) starts its own ``redis-server`` on a free port the
+first time a test asks for Redis, its own Redis Cluster and RabbitMQ node likewise, and stops
+them when it ends. Two overrides, for a run against servers of your own:
+
+- ``ACE_TEST_REDIS_URL``: a Redis database the tests flush (database 15 only, so a shared
+  server's other databases are safe); one database serves one pytest process, so use it
+  with ``-n 0``.
+- ``ACE_TEST_RABBITMQ_URL``: the amqp:// URL of a vhost the RabbitMQ tests may use.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from .servers import LocalCluster, PrivateRabbitMQ, PrivateRedis
+
+TEST_REDIS_URL_ENV = "ACE_TEST_REDIS_URL"
+TEST_RABBITMQ_URL_ENV = "ACE_TEST_RABBITMQ_URL"
+OVERRIDE_DB = 15  # the only database of a server of your own the tests may flush
+
+
+def _check_override(url: str) -> None:
+    db = redis.connection.parse_url(url).get("db", 0)
+    if int(db) != OVERRIDE_DB:
+        pytest.fail(
+            f"{TEST_REDIS_URL_ENV}={url!r} names database {db}; the tests flush their database, so on "
+            f"a server of your own they only use database {OVERRIDE_DB} (unset it: each test process "
+            "then starts a private redis-server)",
+            pytrace=False,
+        )
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        pytest.fail(
+            f"{TEST_REDIS_URL_ENV} names one database, which parallel test processes would flush under "
+            "each other: run with -n 0, or unset it",
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="session")
+def redis_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """This test process's Redis: a private redis-server, or $ACE_TEST_REDIS_URL."""
+    override = os.environ.get(TEST_REDIS_URL_ENV)
+    if override:
+        _check_override(override)
+        yield override
+        return
+    with PrivateRedis(tmp_path_factory.mktemp("redis"), persistent=False) as server:
+        yield server.url
+
+
+def connect_test_redis(url: str, **options: Any) -> redis.Redis:
+    """A client of the test Redis; fails the test (never skips) if it is unreachable."""
+    client = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=30, **options)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        client.close()
+        pytest.fail(f"cannot reach the test Redis at {url!r} ({exc})", pytrace=False)
+    return client
+
+
+@pytest.fixture
+def redis_url(redis_server_url: str) -> str:
+    """Where the test Redis is (see :func:`redis_server_url`)."""
+    return redis_server_url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A client of the test database, flushed before and after the test."""
+    client = connect_test_redis(redis_url)
+    client.flushdb()
+    try:
+        yield client
+    finally:
+        client.flushdb()
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[LocalCluster]:
+    """A Redis Cluster of three masters for this test process, stopped after it."""
+    cluster = LocalCluster()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def server_or_cluster(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    """For a ``redis_client`` fixture parametrized "server"/"cluster": that client, flushed around the test.
+
+    A test module whose store behaviour must hold on Redis Cluster too overrides
+    ``redis_client`` with it; its tests then run on both.
+    """
+    client: Any
+    if request.param == "server":
+        client = connect_test_redis(request.getfixturevalue("redis_url"))
+    else:
+        client = request.getfixturevalue("redis_cluster").client()
+    client.flushdb() if request.param == "server" else client.flushall()
+    try:
+        yield client
+    finally:
+        client.flushdb() if request.param == "server" else client.flushall()
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateRabbitMQ | None]:
+    """This test process's private RabbitMQ node (None when $ACE_TEST_RABBITMQ_URL names a broker)."""
+    if os.environ.get(TEST_RABBITMQ_URL_ENV):
+        yield None
+        return
+    # A short folder: the node's files live under it, and Erlang dislikes long paths.
+    node = PrivateRabbitMQ(Path(tmp_path_factory.mktemp("rabbitmq")))
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_url(rabbitmq_node: PrivateRabbitMQ | None) -> Iterator[str]:
+    """A vhost of this test process on its RabbitMQ node (user guest), or $ACE_TEST_RABBITMQ_URL."""
+    if rabbitmq_node is None:
+        yield os.environ[TEST_RABBITMQ_URL_ENV]
+        return
+    with rabbitmq_node.vhost() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def rabbitmqctl(rabbitmq_node: PrivateRabbitMQ | None) -> Any:
+    """``rabbitmqctl`` against the test broker: the private node's, or the local default node's."""
+    if rabbitmq_node is not None:
+        return rabbitmq_node.ctl
+    return local_rabbitmqctl
+
+
+def local_rabbitmqctl(*args: str) -> str:
+    """Run ``rabbitmqctl`` against the machine's default node (for $ACE_TEST_RABBITMQ_URL)."""
+    done = subprocess.run(["rabbitmqctl", "-q", *args], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError(f"rabbitmqctl {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
