@@ -18,6 +18,7 @@ The names below are the execute steps, result types and ToTrace converters
 and :func:`wrap_skillbook_context`.
 """
 
+from ..traces.skillbook_context import inject_skillbook_context, wrap_skillbook_context
 from .browser_use import BrowserExecuteStep, BrowserResult, BrowserToTrace, browser_history_to_trace
 from .claude_code import (
     ClaudeCodeExecuteStep,
@@ -30,7 +31,6 @@ from .claude_code import (
 )
 from .langchain import LangChainExecuteStep, LangChainResult, LangChainToTrace
 from .openclaw import OpenClawToTraceStep, openclaw_events_to_trace
-from .skillbook_context import inject_skillbook_context, wrap_skillbook_context
 
 __all__ = [
     # the skillbook in an external agent's prompt

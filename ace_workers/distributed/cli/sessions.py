@@ -28,10 +28,8 @@ from typing import Any
 import typer
 
 from ...errors import EmptySessionError
-from ...integrations.browser_use import browser_history_to_trace
-from ...integrations.browser_use.history import is_saved_history
-from ...integrations.claude_code import claude_events_to_trace
-from ...integrations.openclaw import openclaw_events_to_trace
+from ...traces import browser_history_to_trace, claude_events_to_trace, openclaw_events_to_trace
+from ...traces.browser_use.history import is_saved_history
 from ..settings import WorkerSettings
 from ..worker.errors import PayloadError
 from ..worker.payload import check_trace
