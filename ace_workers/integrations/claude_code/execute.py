@@ -101,7 +101,7 @@ class ClaudeCodeExecuteStep:
             usage=_get(final, "usage", dict) or {},
             num_turns=_get(final, "num_turns", int),
             duration_seconds=run.duration_seconds,
-            skipped_lines=len(run.bad_lines),
+            skipped_lines=run.skipped_lines,
         )
 
     def __repr__(self) -> str:
