@@ -78,7 +78,7 @@ def mcp_command(
     import dataclasses
 
     from .distributed.settings import WorkerSettings
-    from .integrations.mcp import MCPServerConfig, create_handlers, serve
+    from .mcp import MCPServerConfig, create_handlers, serve
 
     if transport not in ("stdio", "http"):
         raise typer.BadParameter(f"{transport!r}: use stdio or http", param_hint="--transport")

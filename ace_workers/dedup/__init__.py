@@ -21,8 +21,8 @@ from ..core.consolidation import (
     apply_consolidation_operations,
     check_consolidation,
 )
+from ..protocols.deduplication import DeduplicationConfig
 from .cache import EmbeddingCache, InMemoryEmbeddingCache, content_hash
-from .config import DeduplicationConfig
 from .detector import DEFAULT_BLOCK_SIZE, SimilarityDetector, SimilarPair, find_similar_pairs
 from .embedders import (
     DEFAULT_EMBEDDING_MODEL,

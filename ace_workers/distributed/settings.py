@@ -18,8 +18,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..core.prompt_budget import PromptBudget
-from ..dedup.pruning import PruneRule
 from ..observability.logs import LOG_FORMATS
+from ..protocols.deduplication import PruneRule
 from .errors import InvalidSettingError, UnknownSettingError
 from .store.clients import CLUSTER_SCHEMES
 from .store.keys import validate_key_prefix, validate_skillbook_name

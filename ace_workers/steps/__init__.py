@@ -18,10 +18,10 @@ from pipeline import StepProtocol
 
 from ..core.context import ACEStepContext
 from ..core.writable import WritableSkillbook
-from ..dedup.config import DeduplicationConfig
 from ..dedup.manager import DeduplicationManager
 from ..errors import UnknownOptionError
 from ..protocols import DeduplicationManagerLike, ReflectorLike, SkillManagerLike
+from ..protocols.deduplication import DeduplicationConfig
 from ._checks import MissingFieldError, check_interval
 from .agent import AgentStep
 from .apply import ApplyStep

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 from ..core.context import ACEStepContext
+from ..core.jsonl import read_jsonl_objects
 from ._checks import MissingFieldError
 
-__all__ = ["LoadTracesStep", "read_jsonl_objects"]
+__all__ = ["LoadTracesStep"]
 
 logger = logging.getLogger(__name__)
-
-# Enough line numbers to find the damage without flooding the log for a wholly corrupt file.
-MAX_REPORTED_LINES = 20
 
 
 class LoadTracesStep:
@@ -26,8 +22,8 @@ class LoadTracesStep:
     ``ctx.sample`` is a path (str or PathLike) or an object with a ``path``
     attribute. Blank lines are ignored. Lines that are not JSON, or are JSON
     but not an object, are skipped and reported in one WARNING naming the
-    file and each line number. A missing file fails the sample with
-    FileNotFoundError naming the path.
+    file and each line number (in :mod:`ace_workers.core.jsonl`'s wording).
+    A missing file fails the sample with FileNotFoundError naming the path.
     """
 
     requires = frozenset({"sample"})
@@ -35,53 +31,16 @@ class LoadTracesStep:
 
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
         path = _path_of(ctx.sample)
-        events, bad_lines = read_jsonl_objects(path)
-        if bad_lines:
-            shown = ", ".join(
-                f"line {number} ({reason})" for number, reason in bad_lines[:MAX_REPORTED_LINES]
-            )
-            more = len(bad_lines) - MAX_REPORTED_LINES
-            logger.warning(
-                "LoadTracesStep: skipped %d line(s) of %s that are not JSON objects: %s%s",
-                len(bad_lines),
-                path,
-                shown,
-                f" and {more} more" if more > 0 else "",
-            )
+        try:
+            events, skipped = read_jsonl_objects(path)
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "LoadTracesStep: trace file not found", str(path)) from None
+        if skipped:
+            logger.warning("LoadTracesStep: %s", skipped.describe())
         return ctx.replace(trace=events)
 
     def __repr__(self) -> str:
         return "LoadTracesStep()"
-
-
-def read_jsonl_objects(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
-    """The JSON objects of a JSONL file, and ``(line number, reason)`` for each line skipped.
-
-    Raises:
-        FileNotFoundError: naming the path.
-    """
-    events: list[dict[str, Any]] = []
-    bad_lines: list[tuple[int, str]] = []
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise FileNotFoundError(errno.ENOENT, "LoadTracesStep: trace file not found", str(path)) from None
-    # Bytes, not text: str.splitlines would also split inside JSON strings at U+2028 and friends,
-    # and an undecodable line should cost that line, not the file.
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                value = json.loads(raw)
-            except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError
-                bad_lines.append((number, f"not JSON: {type(exc).__name__}"))
-                continue
-            if isinstance(value, dict):
-                events.append(value)
-            else:
-                bad_lines.append((number, f"a JSON {type(value).__name__}, not an object"))
-    return events, bad_lines
 
 
 def _path_of(sample: object) -> Path:

@@ -1,8 +1,9 @@
-"""The layout holds: no import cycles, and the store layer imports no Celery."""
+"""The layout holds: top-level packages import only downwards, no import cycles, no Celery in the store."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +21,16 @@ def module_name(path: Path) -> str:
 
 def imported_modules(path: Path, known: set[str]) -> set[str]:
     """Project modules ``path`` imports, at any depth of the file (type-checking imports included)."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return modules_imported_by(
+        module_name(path), path.read_text(encoding="utf-8"), known, is_package=path.name == "__init__.py"
+    )
+
+
+def modules_imported_by(name: str, source: str, known: set[str], *, is_package: bool = False) -> set[str]:
+    """Project modules the source of module ``name`` imports, at any depth (functions, TYPE_CHECKING)."""
+    package = name if is_package else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -140,3 +147,87 @@ def test_the_distributed_layers_import_only_downwards() -> None:
 def test_an_import_from_the_store_into_the_worker_counts_as_upward() -> None:
     graph = {"ace_workers.distributed.store.x": {"ace_workers.distributed.worker.y"}}
     assert upward_imports(graph) == ["ace_workers.distributed.store.x -> ace_workers.distributed.worker.y"]
+
+
+# Every top-level package and module, lowest first: a module may import its own entry and those below.
+# "pipeline" is the generic engine; "ace_workers" is the package's own __init__ (the public API, which
+# gathers nearly everything); the rest are ace_workers' subpackages and modules. README's architecture
+# paragraph states the same order.
+TOP_LAYERS = (
+    "pipeline",
+    "errors",
+    "extras",
+    "core",
+    "observability",
+    "providers",
+    "protocols",
+    "dedup",
+    "roles",
+    "steps",
+    "rr",
+    "sim",
+    "traces",
+    "distributed",
+    "integrations",
+    "runners",
+    "mcp",
+    "demo",
+    "deduplication",
+    "implementations",
+    "ace_workers",
+    "cli",
+)
+
+
+def top_layer(module: str) -> str:
+    """The entry of TOP_LAYERS ``module`` belongs to."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "ace_workers" and len(parts) > 1 else parts[0]
+
+
+def imports_upward(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a module into a higher top-level package, as "module -> imported module"."""
+    rank = {layer: position for position, layer in enumerate(TOP_LAYERS)}
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if rank[top_layer(target)] > rank[top_layer(module)]
+    ]
+
+
+def test_every_top_level_package_has_one_place_in_the_order() -> None:
+    assert sorted({top_layer(module) for module in import_graph()}) == sorted(TOP_LAYERS)
+
+
+def test_the_top_level_order_names_each_package_once() -> None:
+    assert len(set(TOP_LAYERS)) == len(TOP_LAYERS)
+
+
+def test_no_module_imports_a_higher_top_level_package() -> None:
+    assert imports_upward(import_graph()) == []
+
+
+def test_a_planted_back_arrow_is_found_in_a_function_and_under_type_checking() -> None:
+    graph = import_graph()
+    planted = (
+        "from typing import TYPE_CHECKING\n"
+        "from .skill import Skill\n"
+        "if TYPE_CHECKING:\n"
+        "    from ..runners import ACE\n"
+        "def convert() -> None:\n"
+        "    from ..traces.session_trace import SessionRecorder\n"
+    )
+    graph["ace_workers.core.planted"] = modules_imported_by("ace_workers.core.planted", planted, set(graph))
+    assert imports_upward(graph) == [
+        "ace_workers.core.planted -> ace_workers.runners",
+        "ace_workers.core.planted -> ace_workers.traces.session_trace",
+    ]
+
+
+def test_the_readme_states_the_same_order() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    stated = re.search(r"Lowest first: ((?:`\w+`[^<.]*< )+`\w+`)\.", readme)
+    assert stated is not None, "README: no 'Lowest first: `a` < `b` < ...' sentence"
+    # Each entry is its first `name`; words after it, like "(the package's own `__init__`)", explain it.
+    assert tuple(re.findall(r"`(\w+)`", entry)[0] for entry in stated.group(1).split(" < ")) == TOP_LAYERS

@@ -40,7 +40,7 @@ def test_learn_on_an_embedded_redis_skips_bad_lines_and_writes_the_skillbook(
     )
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())  # rich wraps long lines
-    assert f"{traces}:2: skipped, not JSON" in said
+    assert f"skipped 1 line(s) of {traces}: line 2 (not JSON" in said
     assert "9 done, 0 failed" in said
     assert "deduplication is off: set ACE_DEDUP_PROVIDER=sentence_transformers" in said
     book = Skillbook.load_from_file(out)

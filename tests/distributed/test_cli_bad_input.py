@@ -42,7 +42,7 @@ def test_a_line_nested_too_deeply_is_named_and_skipped_not_a_traceback(
     Path("deep.jsonl").write_text(TOO_DEEP)
     code, output = run(*command, "deep.jsonl", "--skillbook", "book")
     assert code == 2
-    assert "deep.jsonl:1: skipped, not JSON (nested too deeply to read)" in output
+    assert "skipped 1 line(s) of deep.jsonl: line 1 (not JSON: nested too deeply to read)" in output
     assert "deep.jsonl holds no usable line" in output
     assert keys_of(redis_client, PREFIX) == []
 

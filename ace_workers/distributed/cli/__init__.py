@@ -7,7 +7,7 @@ import typer
 from ..ops.flower import flower_command
 from ..producer.errors import NoWorkersError
 from .batch import batch_app, enqueue_command, learn_command, status_command, worker_command
-from .common import iter_jsonl, require_workers, scan_inputs, stream_inputs
+from .common import read_input_lines, require_workers, scan_inputs, stream_inputs
 from .dead_letters import dead_letters_app
 from .hook import hook_app
 from .nightly import beat_command, nightly_app
@@ -23,7 +23,7 @@ __all__ = [
     "nightly_app",
     "hook_app",
     # reading inputs
-    "iter_jsonl",
+    "read_input_lines",
     "scan_inputs",
     "stream_inputs",
     # checks

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from ...core.environments import Sample
 from ...core.files import write_text_atomically
+from ...core.jsonl import SkippedLines, iter_jsonl
 from ...core.skillbook import Skillbook
 from ..ops.embedded_redis import resolve_redis
 from ..producer.errors import BatchSizeError, NoWorkersError
@@ -33,13 +34,14 @@ __all__ = [
     "describe_fill",
     "enqueue_file",
     "enqueue_inputs",
-    "iter_jsonl",
     "open_service",
     "print_json",
+    "read_input_lines",
     "redis_settings",
     "write_skillbook_files",
     "require_workers",
     "scan_inputs",
+    "skipped_lines_reported",
     "settings_for_model",
     "skillbook_fill",
     "store_or_fail",
@@ -101,24 +103,31 @@ def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, Any, str | None]]:
-    """(line number, value, None) per JSON line of a JSONL file, (line number, None, reason) per other line.
+def read_input_lines(
+    path: Path, skipped: SkippedLines, *, objects_only: bool = False
+) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` per JSON line of a JSONL input (core.jsonl's reader); others to ``skipped``.
 
-    Blank lines are skipped. Reads one line at a time: memory does not grow with the file.
+    A file that cannot be read is a usage error naming it, not a traceback.
     """
     try:
-        with path.open("rb") as lines:
-            for number, raw in enumerate(lines, start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    yield number, json.loads(raw), None
-                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                    yield number, None, str(exc)
-                except RecursionError:
-                    yield number, None, "nested too deeply to read"
+        yield from iter_jsonl(path, skipped, objects_only=objects_only)
     except OSError as exc:
         raise typer.BadParameter(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+@contextmanager
+def skipped_lines_reported(path: Path) -> Iterator[SkippedLines]:
+    """A record of the lines of ``path`` a reading skips, printed as one warning when the reading ends.
+
+    Printed even when the reading ends in an error, so the lines skipped before it are not lost.
+    """
+    skipped = SkippedLines(str(path))
+    try:
+        yield skipped
+    finally:
+        if skipped:
+            console.print(skipped.describe(), style="yellow", markup=False)
 
 
 def sample_from_line(item: Any, path: Path, number: int) -> Sample:
@@ -143,18 +152,16 @@ def scan_inputs(path: Path, recipe: str, settings: WorkerSettings, epochs: int =
             f"{epochs} epochs is above ACE_MAX_BATCH_SIZE={limit} samples", param_hint="--epochs"
         )
     count = 0
-    for number, value, error in iter_jsonl(path):
-        if error is not None:
-            console.print(f"[yellow]{path}:{number}: skipped, not JSON ({error})[/]")
-            continue
-        if recipe == "ace":
-            sample_from_line(value, path, number)
-        else:
-            try:
-                check_trace(value, max_bytes=settings.max_trace_bytes)
-            except PayloadError as exc:
-                raise typer.BadParameter(f"{path}:{number}: {exc}") from exc
-        count += 1
+    with skipped_lines_reported(path) as skipped:
+        for number, value in read_input_lines(path, skipped):
+            if recipe == "ace":
+                sample_from_line(value, path, number)
+            else:
+                try:
+                    check_trace(value, max_bytes=settings.max_trace_bytes)
+                except PayloadError as exc:
+                    raise typer.BadParameter(f"{path}:{number}: {exc}") from exc
+            count += 1
     if not count:
         raise typer.BadParameter(f"{path} holds no usable line")
     if count * epochs > limit:
@@ -168,9 +175,9 @@ def scan_inputs(path: Path, recipe: str, settings: WorkerSettings, epochs: int =
 
 def stream_inputs(path: Path, recipe: str) -> Iterator[Any]:
     """The second pass: the inputs of a JSONL file checked by scan_inputs, one line at a time."""
-    for number, value, error in iter_jsonl(path):
-        if error is None:
-            yield sample_from_line(value, path, number) if recipe == "ace" else value
+    # The first pass reported the skipped lines already.
+    for number, value in read_input_lines(path, SkippedLines(str(path))):
+        yield sample_from_line(value, path, number) if recipe == "ace" else value
 
 
 def enqueue_file(

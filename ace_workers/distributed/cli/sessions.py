@@ -27,15 +27,14 @@ from typing import Any
 
 import typer
 
+from ...core.jsonl import SkippedLines
 from ...errors import EmptySessionError
-from ...integrations.browser_use import browser_history_to_trace
-from ...integrations.browser_use.history import is_saved_history
-from ...integrations.claude_code import claude_events_to_trace
-from ...integrations.openclaw import openclaw_events_to_trace
+from ...traces import browser_history_to_trace, claude_events_to_trace, openclaw_events_to_trace
+from ...traces.browser_use.history import is_saved_history
 from ..settings import WorkerSettings
 from ..worker.errors import PayloadError
 from ..worker.payload import check_trace
-from .common import console, iter_jsonl
+from .common import console, read_input_lines
 
 __all__ = [
     "INPUT_FORMATS",
@@ -189,18 +188,11 @@ def _read_history(file: Path, *, warn: bool) -> dict[str, Any] | None:
 
 
 def _read_events(file: Path, *, warn: bool) -> list[Any]:
-    """The JSON objects of a session file; other lines skipped with a warning naming file and line."""
-    events: list[Any] = []
-    for number, value, error in iter_jsonl(file):
-        if error is None and isinstance(value, dict):
-            events.append(value)
-        elif warn:
-            reason = (
-                f"not JSON ({error})"
-                if error is not None
-                else f"a JSON {type(value).__name__}, not an object"
-            )
-            console.print(f"{file}:{number}: skipped, {reason}", style="yellow", markup=False)
+    """The JSON objects of a session file; the other lines skipped, with one warning naming them."""
+    skipped = SkippedLines(str(file))
+    events = [event for _, event in read_input_lines(file, skipped, objects_only=True)]
+    if warn and skipped:
+        console.print(skipped.describe(), style="yellow", markup=False)
     return events
 
 

@@ -13,8 +13,8 @@ from celery import Celery
 from pipeline import SampleResult
 
 from ...core.context import ACEStepContext
-from ...integrations.browser_use.history import is_agent_history
-from ...integrations.browser_use.to_trace import browser_history_to_trace
+from ...traces.browser_use.history import is_agent_history
+from ...traces.browser_use.to_trace import browser_history_to_trace
 from ..settings import WorkerSettings, client_url_for, env_name
 from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys, validate_skillbook_name
@@ -169,7 +169,7 @@ class Producer:
         """Learn from recorded traces (TraceAnalyser's chain by default).
 
         A browser-use ``AgentHistoryList`` among the traces is sent as its trace
-        dict (:func:`~ace_workers.integrations.browser_use.browser_history_to_trace`).
+        dict (:func:`~ace_workers.traces.browser_history_to_trace`).
 
         ``batch_id`` (default: a new uuid) lets a caller that records the id
         before sending, like the nightly job, find the batch again after a crash.

@@ -24,11 +24,9 @@ from typing import Any
 
 from ...core.environments import SimpleEnvironment
 from ...core.writable import WritableSkillbook
-from ...integrations.browser_use import BrowserToTrace
-from ...integrations.claude_code import ClaudeCodeToTrace
-from ...integrations.openclaw import OpenClawToTraceStep
 from ...protocols import AgentLike, DeduplicationManagerLike, ReflectorLike, SkillManagerLike
 from ...steps import AgentStep, EvaluateStep, learning_tail
+from ...traces import BrowserToTrace, ClaudeCodeToTrace, OpenClawToTraceStep
 from .errors import UnknownRecipeError
 
 __all__ = ["BUILT_IN_RECIPES", "Recipe", "RecipeInputs", "import_object", "resolve_recipe"]

@@ -13,9 +13,13 @@ imports browser-use.
   converts one with it).
 """
 
+from ...traces.browser_use import (
+    BrowserResult,
+    BrowserToTrace,
+    browser_history_to_trace,
+    browser_result_to_trace,
+)
 from .execute import BrowserExecuteStep
-from .result import BrowserResult
-from .to_trace import BrowserToTrace, browser_history_to_trace, browser_result_to_trace
 
 __all__ = [
     # execute -> convert

@@ -13,10 +13,10 @@ from ...core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget
 from ...errors import UnknownOptionError
 from ...extras import require_extra
 from ...steps._checks import require_field
-from ..skillbook_context import inject_skillbook_context
+from ...traces.browser_use.history import history_steps, run_outcome, steps_cited_skill_ids
+from ...traces.browser_use.result import BrowserResult
+from ...traces.skillbook_context import inject_skillbook_context
 from ..tasks import task_text
-from .history import history_steps, run_outcome, steps_cited_skill_ids
-from .result import BrowserResult
 
 __all__ = ["BrowserExecuteStep", "DEFAULT_MAX_STEPS"]
 

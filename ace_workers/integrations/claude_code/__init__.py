@@ -11,13 +11,15 @@ fails at construction, naming that, when it is not installed.
 - :class:`ClaudeCodeLLMClient`: the CLI behind the Reflector and SkillManager.
 """
 
-from .events import claude_events_to_trace
+from ...traces.claude_code import (
+    ClaudeCodeResult,
+    ClaudeCodeToTrace,
+    claude_events_to_trace,
+    read_claude_code_transcript,
+)
 from .execute import ClaudeCodeExecuteStep
 from .llm_client import ClaudeCodeLLMClient, ClaudeCodeLLMConfig
 from .process import CLAUDE_INSTALL_HINT
-from .result import ClaudeCodeResult
-from .to_trace import ClaudeCodeToTrace
-from .transcript import read_claude_code_transcript
 
 __all__ = [
     # execute -> convert

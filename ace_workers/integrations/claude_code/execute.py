@@ -10,11 +10,11 @@ from typing import Any
 from ...core.context import ACEStepContext
 from ...core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget
 from ...steps._checks import require_field
-from ..skillbook_context import inject_skillbook_context
+from ...traces.claude_code.events import result_event
+from ...traces.claude_code.result import ClaudeCodeResult
+from ...traces.skillbook_context import inject_skillbook_context
 from ..tasks import task_text
-from .events import result_event
 from .process import ClaudeRun, find_claude, print_mode_args, run_claude
-from .result import ClaudeCodeResult
 
 __all__ = ["ClaudeCodeExecuteStep"]
 
@@ -101,7 +101,7 @@ class ClaudeCodeExecuteStep:
             usage=_get(final, "usage", dict) or {},
             num_turns=_get(final, "num_turns", int),
             duration_seconds=run.duration_seconds,
-            skipped_lines=len(run.bad_lines),
+            skipped_lines=run.skipped_lines,
         )
 
     def __repr__(self) -> str:

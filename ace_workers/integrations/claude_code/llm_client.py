@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from ...errors import ExternalAgentError
 from ...providers.reask import complete_structured_by_reasking
 from ...providers.response import LLMResponse
-from .events import result_event
+from ...traces.claude_code.events import result_event
 from .process import find_claude, print_mode_args, run_claude
 
 __all__ = ["ClaudeCodeLLMClient", "ClaudeCodeLLMConfig"]

@@ -9,23 +9,22 @@ one command-line argument may be (128 KiB on Linux).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from ...core.jsonl import SkippedLines, iter_json_lines
 from ...errors import MissingExecutableError
 
 __all__ = [
     "CLAUDE_INSTALL_HINT",
     "ClaudeRun",
     "find_claude",
-    "parse_json_lines",
     "print_mode_args",
     "run_claude",
 ]
@@ -37,9 +36,6 @@ CLAUDE_INSTALL_HINT = (
     "or pass executable= the path of the claude program"
 )
 
-# Enough line numbers to find the damage without flooding the log.
-MAX_REPORTED_LINES = 20
-
 
 @dataclass(frozen=True)
 class ClaudeRun:
@@ -47,7 +43,7 @@ class ClaudeRun:
 
     returncode: int | None
     events: list[dict[str, Any]]
-    bad_lines: list[int] = field(default_factory=list)
+    skipped_lines: int = 0
     stderr: str = ""
     duration_seconds: float = 0.0
 
@@ -102,7 +98,7 @@ def run_claude(
     """Run the CLI with ``prompt`` on stdin; its stdout read as JSON lines, never raising for its failure.
 
     A run killed at ``timeout`` comes back with ``returncode`` None and what it printed until then.
-    Lines that are not JSON objects are skipped and logged with their numbers.
+    Lines that are not JSON objects are skipped and logged with their numbers (one WARNING).
     """
     started = time.monotonic()
     try:
@@ -118,42 +114,17 @@ def run_claude(
         stdout, stderr = completed.stdout, completed.stderr
     except subprocess.TimeoutExpired as exc:
         returncode, stdout, stderr = None, _bytes(exc.stdout), _bytes(exc.stderr)
-    events, bad_lines = parse_json_lines(stdout.decode("utf-8", errors="replace"))
-    if bad_lines:
-        shown = ", ".join(str(n) for n in bad_lines[:MAX_REPORTED_LINES])
-        logger.warning(
-            "%s: skipped %d output line(s) that are not JSON objects: line(s) %s%s",
-            executable,
-            len(bad_lines),
-            shown,
-            " and more" if len(bad_lines) > MAX_REPORTED_LINES else "",
-        )
+    skipped = SkippedLines(f"the output of {executable}")
+    events = [event for _, event in iter_json_lines(stdout.split(b"\n"), skipped, objects_only=True)]
+    if skipped:
+        logger.warning("%s", skipped.describe())
     return ClaudeRun(
         returncode=returncode,
         events=events,
-        bad_lines=bad_lines,
+        skipped_lines=len(skipped),
         stderr=stderr.decode("utf-8", errors="replace"),
         duration_seconds=time.monotonic() - started,
     )
-
-
-def parse_json_lines(text: str) -> tuple[list[dict[str, Any]], list[int]]:
-    """The JSON objects of ``text``, one per line, and the numbers of the other non-blank lines."""
-    events: list[dict[str, Any]] = []
-    bad: list[int] = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except (ValueError, RecursionError):
-            bad.append(number)
-            continue
-        if isinstance(value, dict):
-            events.append(value)
-        else:
-            bad.append(number)
-    return events, bad
 
 
 def _bytes(value: bytes | str | None) -> bytes:

@@ -16,9 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...providers.langchain_litellm import LangChainLiteLLMClient
+from ...traces.langchain import LangChainResult, LangChainToTrace, langchain_result_to_trace
 from .execute import LangChainExecuteStep
-from .result import LangChainResult
-from .to_trace import LangChainToTrace, langchain_result_to_trace
 
 if TYPE_CHECKING:
     from .callback import AceCallbackHandler, HandlerStats

@@ -34,11 +34,11 @@ from ...distributed.store.keys import validate_skillbook_name
 from ...distributed.worker.epochs import send_rest_of_epoch
 from ...distributed.worker.errors import PayloadError
 from ...distributed.worker.payload import check_trace
-from ..trace_text import DEFAULT_MAX_STEP_CHARS
+from ...traces.langchain.to_trace import langchain_result_to_trace
+from ...traces.trace_text import DEFAULT_MAX_STEP_CHARS
 from .inputs import task_of
 from .outputs import make_result
 from .recorder import RecordedRun, RunRecorder
-from .to_trace import langchain_result_to_trace
 
 if TYPE_CHECKING:
     from ...distributed.producer import Producer

@@ -10,10 +10,10 @@ from ...core.context import ACEStepContext
 from ...core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget
 from ...extras import require_extra
 from ...steps._checks import require_field
-from ..skillbook_context import wrap_skillbook_context
+from ...traces.langchain.result import LangChainResult
+from ...traces.skillbook_context import wrap_skillbook_context
 from .inputs import inject_into_input, task_of
 from .outputs import make_result
-from .result import LangChainResult
 
 __all__ = ["LangChainExecuteStep", "with_callback"]
 

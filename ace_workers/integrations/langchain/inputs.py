@@ -13,8 +13,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..skillbook_context import prefix_task
-from ..trace_text import part_text
+from ...traces.skillbook_context import prefix_task
+from ...traces.trace_text import part_text
 from .values import is_message, text_of
 
 __all__ = ["inject_into_input", "task_of"]

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .result import LangChainResult, ResultType
+from ...traces.langchain.result import LangChainResult, ResultType
 from .values import message_dict, plain, text_of
 
 __all__ = ["agent_steps", "default_output_text", "make_result", "output_messages", "result_type_of"]

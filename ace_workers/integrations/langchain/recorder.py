@@ -21,7 +21,7 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from ..trace_text import DEFAULT_MAX_STEP_CHARS, cut_text
+from ...traces.trace_text import DEFAULT_MAX_STEP_CHARS, cut_text
 from .values import plain, text_of
 
 __all__ = ["RecordedRun", "RunRecorder"]

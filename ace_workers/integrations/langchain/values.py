@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..trace_text import DEFAULT_MAX_STEP_CHARS, cut_text, part_text
+from ...traces.trace_text import DEFAULT_MAX_STEP_CHARS, cut_text, part_text
 
 __all__ = ["is_message", "message_dict", "plain", "text_of"]
 

@@ -5,6 +5,6 @@ before a learning tail, :func:`openclaw_events_to_trace` on events you read
 yourself, or ``ace-workers enqueue --format openclaw`` for the fleet.
 """
 
-from .to_trace import OpenClawToTraceStep, openclaw_events_to_trace
+from ...traces.openclaw import OpenClawToTraceStep, openclaw_events_to_trace
 
 __all__ = ["OpenClawToTraceStep", "openclaw_events_to_trace"]

@@ -16,7 +16,7 @@ from ace_workers.integrations.browser_use import (
     BrowserToTrace,
     browser_history_to_trace,
 )
-from ace_workers.integrations.skillbook_context import inject_skillbook_context
+from ace_workers.traces.skillbook_context import inject_skillbook_context
 
 from ..skillbooks import skillbook_with_rule
 from .histories import SITE, ZORB_TASK, brain, failed_zorb_run, step

@@ -9,7 +9,7 @@ from typing import Any
 
 from mcp import Client
 
-from ace_workers.integrations.mcp import TOOLS
+from ace_workers.mcp import TOOLS
 from ace_workers.sim.tasks import make_tasks
 
 from .clients import call

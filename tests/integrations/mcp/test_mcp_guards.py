@@ -10,12 +10,12 @@ import pytest
 from ace_workers.distributed.errors import InvalidSettingError, UnknownSettingError
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.errors import MissingExtraError
-from ace_workers.integrations.mcp import MCPServerConfig, PathNotAllowedError, UnknownSessionError
-from ace_workers.integrations.mcp.handlers import MCPHandlers
-from ace_workers.integrations.mcp.local_backend import LocalBackend
-from ace_workers.integrations.mcp.paths import path_in_directory
-from ace_workers.integrations.mcp.server import build_server
-from ace_workers.integrations.mcp.sessions import SessionStore
+from ace_workers.mcp import MCPServerConfig, PathNotAllowedError, UnknownSessionError
+from ace_workers.mcp.handlers import MCPHandlers
+from ace_workers.mcp.local_backend import LocalBackend
+from ace_workers.mcp.paths import path_in_directory
+from ace_workers.mcp.server import build_server
+from ace_workers.mcp.sessions import SessionStore
 from ace_workers.sim import SimulatedLLM
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ace_workers.integrations.mcp import TOOLS
+from ace_workers.mcp import TOOLS
 
 from .clients import CLIENTS, call, refused, server_env, stdio_client
 from .scenario import exercise_every_tool, samples

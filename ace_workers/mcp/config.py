@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ...distributed.errors import InvalidSettingError
-from ...distributed.settings import SIM_MODEL, read_env_fields
-from ...distributed.store.keys import validate_skillbook_name
+from ..distributed.errors import InvalidSettingError
+from ..distributed.settings import SIM_MODEL, read_env_fields
+from ..distributed.store.keys import validate_skillbook_name
 
 __all__ = ["MCPServerConfig", "MCP_ENV_PREFIX", "BACKENDS"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from ...distributed.settings import WorkerSettings
-from ...distributed.worker.runtime import build_llm
+from ..distributed.settings import WorkerSettings
+from ..distributed.worker.runtime import build_llm
 from .backend import MCPBackend
 from .config import MCPServerConfig
 from .handlers import MCPHandlers

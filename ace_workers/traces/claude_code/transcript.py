@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ...steps.load_traces import read_jsonl_objects
+from ...core.jsonl import read_jsonl_objects
 from ..trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS
 from .events import claude_events_to_trace
 
@@ -38,18 +38,13 @@ def read_claude_code_transcript(
         EmptySessionError: the file holds no message.
     """
     file = Path(path)
-    events, bad_lines = read_jsonl_objects(file)
-    if bad_lines:
-        logger.warning(
-            "%s: skipped %d line(s) that are not JSON objects: %s",
-            file,
-            len(bad_lines),
-            ", ".join(f"line {number} ({reason})" for number, reason in bad_lines[:20]),
-        )
+    events, skipped = read_jsonl_objects(file)
+    if skipped:
+        logger.warning("%s", skipped.describe())
     trace = claude_events_to_trace(
         events, str(file), max_step_chars=max_step_chars, max_trace_chars=max_trace_chars
     )
-    if bad_lines:
-        trace["skipped_lines"] = len(bad_lines)
+    if skipped:
+        trace["skipped_lines"] = len(skipped)
     trace.setdefault("session_id", file.stem)
     return trace

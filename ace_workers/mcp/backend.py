@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from ...core.skill import Skill
-from ...core.skillbook import Skillbook
+from ..core.skill import Skill
+from ..core.skillbook import Skillbook
 from .models import (
     AskRequest,
     AskResponse,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.environments import Sample
-from ...protocols import LLMClientLike
-from ...runners.ace_litellm import ACELiteLLM
+from ..core.environments import Sample
+from ..protocols import LLMClientLike
+from ..runners.ace_litellm import ACELiteLLM
 from .backend import skill_items
 from .errors import InvalidToolRequest
 from .models import (

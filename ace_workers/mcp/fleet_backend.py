@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.environments import Sample
-from ...core.skillbook import Skillbook
-from ...distributed.producer import Producer
-from ...distributed.settings import WorkerSettings
-from ...roles import Agent
+from ..core.environments import Sample
+from ..core.skillbook import Skillbook
+from ..distributed.producer import Producer
+from ..distributed.settings import WorkerSettings
+from ..roles import Agent
 from .backend import skill_items
 from .errors import BackendError, InvalidToolRequest
 from .models import (

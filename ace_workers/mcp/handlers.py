@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ...errors import SkillbookFormatError
+from ..errors import SkillbookFormatError
 from .backend import MCPBackend
 from .config import MCPServerConfig
 from .errors import BackendError, InvalidToolRequest, MCPToolError, ReadOnlyError

@@ -7,7 +7,7 @@ client can branch on) and the tool's name.
 
 from __future__ import annotations
 
-from ...errors import AceError
+from ..errors import AceError
 
 __all__ = [
     "MCPToolError",

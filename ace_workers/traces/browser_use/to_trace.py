@@ -29,7 +29,8 @@ SOURCE = "browser-use run"
 class BrowserToTrace(TraceConverter):
     """Rewrite ``trace`` as the standard trace dict the learning tail reads.
 
-    Takes a :class:`BrowserResult` (from :class:`BrowserExecuteStep`), a
+    Takes a :class:`BrowserResult` (from
+    :class:`~ace_workers.integrations.browser_use.BrowserExecuteStep`), a
     recorded browser-use ``AgentHistoryList``, or the JSON one saves (the
     ``browser_use_traces`` recipe's input). The trace holds the task as
     ``question``, every step in order as ``reasoning`` (the page it started

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ...extras import require_extra
+from ..extras import require_extra
 from .errors import INVALID_PARAMS, MCPToolError
 from .handlers import MCPHandlers
 from .models import (

@@ -16,7 +16,8 @@ __all__ = ["ClaudeCodeToTrace", "claude_result_to_trace"]
 class ClaudeCodeToTrace(TraceConverter):
     """Rewrite ``trace`` as the standard trace dict the learning tail reads.
 
-    Takes a :class:`ClaudeCodeResult` (from :class:`ClaudeCodeExecuteStep`) or
+    Takes a :class:`ClaudeCodeResult` (from
+    :class:`~ace_workers.integrations.claude_code.ClaudeCodeExecuteStep`) or
     a recorded session: the list of a transcript's events (``~/.claude/projects/
     <project>/<session-id>.jsonl``, as :class:`~ace_workers.steps.LoadTracesStep`
     reads it). The trace holds the task as ``question``, every step in order as

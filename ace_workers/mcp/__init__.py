@@ -6,6 +6,12 @@ over stdio or streamable HTTP by the official ``mcp`` SDK, from one of two back
 ends: in this process (an ACELiteLLM per session) or the fleet (learning
 enqueued to the workers, one versioned skillbook in Redis shared by all).
 Importing this package needs no extra; building the server does.
+
+An application on top of the library, like the CLI: the local back end serves an
+:class:`~ace_workers.runners.ACELiteLLM` per session and the fleet back end a
+:class:`~ace_workers.distributed.Producer`, so it sits above both the runners and
+the fleet (the spec files it under ``integrations/``, but the integrations sit
+below the runners, which build on their execute steps).
 """
 
 from .config import MCPServerConfig

@@ -13,7 +13,7 @@ class BrowserResult:
     """One run of a browser-use ``Agent`` on a task.
 
     ``chronological_steps`` holds the run's steps in order as plain dicts
-    (see :func:`~ace_workers.integrations.browser_use.history.history_steps`);
+    (see :func:`~ace_workers.traces.browser_use.history.history_steps`);
     :class:`BrowserToTrace` turns them into the Reflector's trace.
     ``raw_history`` is the ``AgentHistoryList`` itself (None when the run
     raised before returning one). ``success`` is False when the agent raised,
