@@ -41,10 +41,11 @@ rabbitmq:  ## install Debian's rabbitmq-server for the RabbitMQ tests, if missin
 	@# The package starts the machine's own node; the tests never use it, they start their own.
 
 # Each pytest-xdist worker starts its own redis-server (and RabbitMQ node when a test needs one),
+# tests sharing a costly session fixture share a worker (loadgroup; see tests/conftest.py),
 # so the suite runs in parallel and beside another test run. The suite mostly waits on real
 # time and subprocesses: 4 workers keep 2 cores busy.
 TEST_WORKERS ?= 4
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist load
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
 test: install browser rabbitmq  ## run the whole test suite (what CI runs)
 	$(BIN)/pytest $(PYTEST_PARALLEL)

@@ -35,17 +35,27 @@ pytest_plugins = ["tests.support.fixtures"]
 DRILLS = Path(__file__).parent / "drills"
 # The fixtures that start headless chromium; a test using one is a browser test.
 BROWSER_FIXTURES = {"browser_session"}
+# Session fixtures that take seconds to build (a model load, a broker node): their tests
+# share one xdist worker.
+SHARED_FIXTURE_GROUPS = {"minilm": "minilm", "rabbitmq_node": "rabbitmq"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the drills and the browser tests (make test-fast leaves them out), and run the drills first.
+    """Mark the drills and browser tests (make test-fast leaves them out); group and order for xdist.
 
-    xdist hands tests out in this order, so the longest ones start while the rest fill the gaps
-    instead of one drill starting last and holding the whole run up.
+    Tests that share a costly session fixture run in one xdist worker (``--dist loadgroup``),
+    so it is built once, not once per worker. The drills come first: xdist hands tests out
+    in this order, so the longest start while the rest fill the gaps, instead of one starting
+    last and holding the whole run up.
     """
     for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
         if item.path.is_relative_to(DRILLS):
             item.add_marker(pytest.mark.drill)
-        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if BROWSER_FIXTURES & fixtures:
             item.add_marker(pytest.mark.browser)
+        for fixture, group in SHARED_FIXTURE_GROUPS.items():
+            if fixture in fixtures:
+                item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: item.get_closest_marker("drill") is None)
