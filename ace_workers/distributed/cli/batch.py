@@ -28,12 +28,10 @@ from ..worker.app import (
     redis_out_of_memory,
     wait_while_redis_is_full,
 )
-from ..worker.epochs import send_rest_of_epoch
 from ..worker.errors import WritePartitionsChanged
 from ..worker.health import ConsumptionWatchdog
 from ..worker.partitions import check_partition_count, queue_consumers
 from ..worker.reconcile import reconcile_batch
-from ..worker.tasks import start_next_epoch
 from ..worker.trace_context import flush_spans_at_worker_shutdown
 from .common import (
     check_output_path,
@@ -529,12 +527,7 @@ def resume_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue
             )
             raise typer.Exit(code=1)
         require_workers(service)
-        batches = service.runtime.batches
-        start_next_epoch(service.app, service.runtime, batch_id, status.epoch, None)
-        current = batches.status(batch_id).epoch
-        sent = send_rest_of_epoch(
-            service.app, service.runtime, batch_id, current, lambda: batches.iter_items(batch_id)
-        )
+        sent = service.producer.resume(batch_id)
         report = reconcile_batch(service.app, service.runtime, batch_id)
         console.print(
             f"batch {batch_id}: {sent} sample(s) never sent are on their way; "

@@ -44,7 +44,6 @@ from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys
 from ..store.replies import decode_text
 from ..store.write_scope import dedup_write_scope, write_scope
-from ..worker.epochs import send_rest_of_epoch
 from ..worker.payload import context_to_payload
 from ..worker.reconcile import abandon_batch, lost_after_seconds, reconcile_batch
 from ..worker.runtime import WorkerRuntime
@@ -291,8 +290,8 @@ class NightlyRunner:
     def _send_rest_of_first_epoch(self, keys: SkillbookKeys, state: dict[str, str]) -> None:
         """Send the samples of epoch 1 a crashed run created its batch for but never sent.
 
-        As a worker finishing a half-sent later epoch does: :func:`send_rest_of_epoch`, from
-        the batch's ``enqueued`` count on, from its stored inputs. A run that died while
+        Through ``Producer.resume``, as any sender that died mid-send is resumed: from the
+        batch's ``enqueued`` count on, from its stored inputs. A run that died while
         storing them stores them again first, from the inbox range it recorded.
         """
         batch_id = state["batch_id"]
@@ -306,9 +305,7 @@ class NightlyRunner:
             if len(items) != status.per_epoch:
                 raise NightlyInboxChanged(batch_id, len(items), status.per_epoch)
             batches.replace_items(batch_id, items)
-        if send_rest_of_epoch(
-            self.producer.app, self.runtime, batch_id, 1, lambda: batches.iter_items(batch_id)
-        ):
+        if self.producer.resume(batch_id):
             logger.warning("nightly batch %s: sent the rest of epoch 1 after a crash", batch_id)
 
     def _wait(

@@ -20,6 +20,7 @@ from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..worker.app import create_app
 from ..worker.chains import enqueue_epoch
+from ..worker.epochs import resume_batch
 from ..worker.partitions import recorded_partitions
 from ..worker.payload import check_trace, context_to_payload, payload_to_context
 from ..worker.reconcile import reconcile_batch
@@ -218,6 +219,15 @@ class Producer:
             max_in_flight,
             count=count,
         )
+
+    def resume(self, batch_id: str) -> int:
+        """Send what a batch has not sent of its current epoch (or the next, once that one finished).
+
+        For a batch whose sender died mid-send: its stored inputs are sent from its
+        ``enqueued`` count on (:func:`~ace_workers.distributed.worker.epochs.resume_batch`).
+        Returns how many samples were sent; 0 for a batch with nothing left to send.
+        """
+        return resume_batch(self.app, self.runtime, batch_id)
 
     def _enqueue(
         self,
