@@ -21,6 +21,7 @@ from ..core.prompt_budget import PromptBudget
 from ..dedup.pruning import PruneRule
 from ..observability.logs import LOG_FORMATS
 from .errors import InvalidSettingError, UnknownSettingError
+from .recipe_registry import BUILT_IN_RECIPES
 from .store.clients import CLUSTER_SCHEMES
 from .store.keys import validate_key_prefix, validate_skillbook_name
 
@@ -33,7 +34,6 @@ __all__ = [
     "IGNORED_VARIABLES",
     "IGNORED_PREFIXES",
     "read_env_fields",
-    "BUILT_IN_RECIPE_NAMES",
     # Redis URLs
     "broker_url_for",
     "client_url_for",
@@ -63,14 +63,6 @@ _SIM_LOOKALIKES = frozenset({"simulated", "simulator", "simulation", "fake", "mo
 _MODEL_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]*")
 _IMPORT_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*")
 _RECIPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-# The recipes every worker has; ACE_RECIPES adds names of its own beside them.
-BUILT_IN_RECIPE_NAMES = (
-    "ace",
-    "trace_analyser",
-    "claude_code_traces",
-    "openclaw_traces",
-    "browser_use_traces",
-)
 _REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+socket")
 AMQP_SCHEMES = ("amqp", "amqps")
 
@@ -303,7 +295,7 @@ class WorkerSettings:
                 raise InvalidSettingError(
                     variable, self.recipes, f"{entry!r} is not 'name=package.module:function'"
                 )
-            if name in BUILT_IN_RECIPE_NAMES or name in paths:
+            if name in BUILT_IN_RECIPES or name in paths:
                 raise InvalidSettingError(variable, self.recipes, f"recipe name {name!r} is taken")
             paths[name] = path
         return paths

@@ -18,8 +18,9 @@ from ...core.skillbook import Skillbook
 from ..ops.embedded_redis import resolve_redis
 from ..producer.errors import BatchSizeError, NoWorkersError
 from ..producer.producer import BatchHandle
+from ..recipe_registry import BUILT_IN_RECIPES
 from ..service import Service, build_service, local_workers
-from ..settings import BUILT_IN_RECIPE_NAMES, WorkerSettings, env_name
+from ..settings import WorkerSettings, env_name
 from ..store.keys import STAT_ADDS_SKIPPED_FULL, validate_skillbook_name
 from ..store.store import RedisSkillbookStore, list_skillbooks
 from ..worker.errors import PayloadError
@@ -62,7 +63,7 @@ def check_skillbook_name(name: str, param: str = "NAME") -> str:
 
 def check_recipe(recipe: str, settings: WorkerSettings) -> str:
     """``recipe`` if workers configured like this process know it (built-in or ACE_RECIPES)."""
-    known = [*BUILT_IN_RECIPE_NAMES, *settings.recipe_paths()]
+    known = [*BUILT_IN_RECIPES, *settings.recipe_paths()]
     if recipe not in known:
         raise typer.BadParameter(
             f"unknown recipe {recipe!r}: use {', '.join(known)} "
