@@ -27,14 +27,14 @@ from typing import Any
 
 import typer
 
-from ...errors import EmptySessionError
-from ...integrations.browser_use import browser_history_to_trace
-from ...integrations.browser_use.history import is_saved_history
-from ...integrations.claude_code import claude_events_to_trace
-from ...integrations.openclaw import openclaw_events_to_trace
-from ..settings import WorkerSettings
-from ..worker.errors import PayloadError
-from ..worker.payload import check_trace
+from ..distributed.settings import WorkerSettings
+from ..distributed.worker.errors import PayloadError
+from ..distributed.worker.payload import check_trace
+from ..errors import EmptySessionError
+from ..integrations.browser_use import browser_history_to_trace
+from ..integrations.browser_use.history import is_saved_history
+from ..integrations.claude_code import claude_events_to_trace
+from ..integrations.openclaw import openclaw_events_to_trace
 from .common import console, iter_jsonl
 
 __all__ = [
