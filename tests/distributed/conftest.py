@@ -49,9 +49,9 @@ def connect_test_redis(url: str, **options: Any) -> redis.Redis:
 
 
 @pytest.fixture
-def redis_url() -> str:
+def redis_url(test_redis_url_override: str | None) -> str:
     """Where the test Redis is: $ACE_TEST_REDIS_URL, else database 15 of the local server."""
-    return os.environ.get(TEST_REDIS_URL_ENV, DEFAULT_TEST_REDIS_URL)
+    return test_redis_url_override or DEFAULT_TEST_REDIS_URL
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from pipeline import SampleResult
 from ...core.context import ACEStepContext
 from ...integrations.browser_use.history import is_agent_history
 from ...integrations.browser_use.to_trace import browser_history_to_trace
-from ..settings import WorkerSettings, client_url_for, env_name
+from ..connections import client_url_for
+from ..settings import WorkerSettings, env_name
 from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..worker.app import create_app

@@ -24,8 +24,9 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ExecAbortError
 from redis.retry import Retry
 
+from ..connections import broker_url_for, client_url_for, is_amqp
 from ..errors import InvalidSettingError
-from ..settings import WorkerSettings, broker_url_for, client_url_for, env_name, is_amqp
+from ..settings import WorkerSettings, env_name
 from .errors import RedisUnavailable, UnsafeSerializerError, WriteConcurrencyError
 
 __all__ = [

@@ -31,7 +31,8 @@ from typing import Any
 from celery import Celery, Task
 from kombu.exceptions import OperationalError
 
-from ..settings import WorkerSettings, is_amqp
+from ..connections import is_amqp
+from ..settings import WorkerSettings
 from ..store.batches import BatchState, BatchStatus, sample_key
 from ..store.keys import batch_key
 from ..store.locks import try_lock

@@ -20,7 +20,7 @@ from celery.exceptions import Ignore, Reject, WorkerShutdown, WorkerTerminate
 
 from ...errors import AceError, LLMError, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
-from ..settings import is_amqp
+from ..connections import is_amqp
 from ..store.batches import sample_key
 from ..store.errors import VersionConflict
 from ..store.write_scope import WriteScope, write_scope
