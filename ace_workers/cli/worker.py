@@ -161,14 +161,17 @@ def _run_worker_until_signalled(
     backoff = 1.0
     try:
         while True:
-            wait_while_redis_is_full(redis_url, on_wait=watchdog.note_problem)
+            wait_while_redis_is_full(
+                redis_url, on_wait=watchdog.note_problem, prefix=service.runtime.settings.queue_prefix
+            )
             started = time.monotonic()
             service.app.worker_main(argv)
             if signalled:
                 return
             if time.monotonic() - started > 60:
                 backoff = 1.0  # it ran a while: this stop is news, not a loop
-            cause = "Redis is out of memory" if redis_out_of_memory(redis_url) else "an unrecoverable error"
+            full = redis_out_of_memory(redis_url, prefix=service.runtime.settings.queue_prefix)
+            cause = "Redis is out of memory" if full else "an unrecoverable error"
             logger.warning("the worker stopped by itself (%s); starting it again in %.0f s", cause, backoff)
             reset_event_loop()
             time.sleep(backoff)
@@ -209,7 +212,9 @@ def _check_partitions_when_redis_has_room(
     /healthz, as it does before serving, instead of dying on the refused SET.
     """
     while True:
-        wait_while_redis_is_full(redis_url, on_wait=watchdog.note_problem)
+        wait_while_redis_is_full(
+            redis_url, on_wait=watchdog.note_problem, prefix=service.runtime.settings.queue_prefix
+        )
         try:
             check_partition_count(service.app, service.runtime.redis, settings, writer=writer)
             return

@@ -41,7 +41,14 @@ from ...core.files import write_text_atomically
 from ..producer.producer import BatchHandle, Producer
 from ..settings import DEDUP_OFF, WorkerSettings
 from ..store.batches import BatchState, BatchStatus
-from ..store.keys import SkillbookKeys
+from ..store.keys import (
+    INBOX_TRACE_FIELD,
+    NIGHTLY_CURSOR,
+    NIGHTLY_LAST_NIGHT,
+    NIGHTLY_RUN_FIELDS,
+    NIGHTLY_STALLS,
+    SkillbookKeys,
+)
 from ..store.replies import decode_text
 from ..store.write_scope import dedup_write_scope, write_scope
 from ..worker.payload import context_to_payload
@@ -201,7 +208,7 @@ class NightlyRunner:
             raise NightlyBusy(skillbook)
         try:
             state = self._state(keys)
-            if scheduled and state.get("last_night") == night and not state.get("run_id"):
+            if scheduled and state.get(NIGHTLY_LAST_NIGHT) == night and not state.get("run_id"):
                 logger.info("nightly %s: night %s already has its run; skipped", skillbook, night)
                 return None
             return self._run_locked(skillbook, keys, night, state, lock)
@@ -219,7 +226,7 @@ class NightlyRunner:
     def pending(self, skillbook: str) -> int:
         """Inbox traces the next run would take (after the cursor)."""
         keys = self.keys(skillbook)
-        return len(self._inbox_after(keys, self._state(keys).get("cursor") or "0-0"))
+        return len(self._inbox_after(keys, self._state(keys).get(NIGHTLY_CURSOR) or "0-0"))
 
     # -- one run -----------------------------------------------------------------------
     def _run_locked(
@@ -255,7 +262,7 @@ class NightlyRunner:
 
     def _plan_run(self, skillbook: str, keys: SkillbookKeys) -> dict[str, str]:
         """Record the run (its inbox range and batch id) before anything is sent."""
-        cursor = self._state(keys).get("cursor") or "0-0"
+        cursor = self._state(keys).get(NIGHTLY_CURSOR) or "0-0"
         entries = self._inbox_after(keys, cursor, count=self.settings.nightly_max_traces)
         state = {
             "run_id": uuid.uuid4().hex,
@@ -284,7 +291,7 @@ class NightlyRunner:
 
     def _traces(self, keys: SkillbookKeys, state: dict[str, str]) -> list[Any]:
         """The traces of the run: the inbox range it recorded, after the cursor."""
-        cursor = self._state(keys).get("cursor") or "0-0"
+        cursor = self._state(keys).get(NIGHTLY_CURSOR) or "0-0"
         return [json.loads(line) for _, line in self._inbox_after(keys, cursor, until=state["range_end"])]
 
     def _send_rest_of_first_epoch(self, keys: SkillbookKeys, state: dict[str, str]) -> None:
@@ -328,7 +335,7 @@ class NightlyRunner:
                 reconcile_batch(self.producer.app, self.runtime, batch_id)
                 reconcile_at = now + self.settings.reconcile_interval_seconds
             if time.time() - max(status.progress_at, waiting_since) > self.stall_seconds:
-                stalls = int(self.redis.hincrby(keys.nightly, "stalls", 1))
+                stalls = int(self.redis.hincrby(keys.nightly, NIGHTLY_STALLS, 1))
                 if stalls < self.settings.nightly_max_stalls:
                     raise NightlyStalled(
                         skillbook, status, self.stall_seconds, stalls, self.settings.nightly_max_stalls
@@ -381,10 +388,8 @@ class NightlyRunner:
         report.finished_at = datetime.now(UTC).isoformat()
         # One transaction: the cursor moves, the run ends and its report appears together.
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(keys.nightly, mapping={"cursor": state["range_end"], "last_night": night})
-        pipe.hdel(
-            keys.nightly, "run_id", "started_at", "range_end", "traces", "batch_id", "skills_before", "stalls"
-        )
+        pipe.hset(keys.nightly, mapping={NIGHTLY_CURSOR: state["range_end"], NIGHTLY_LAST_NIGHT: night})
+        pipe.hdel(keys.nightly, *NIGHTLY_RUN_FIELDS)
         pipe.lpush(keys.nightly_reports, json.dumps(report.to_dict()))
         pipe.ltrim(keys.nightly_reports, 0, REPORTS_KEPT - 1)
         # What the cursor has passed is learned: trim it so the inbox stays bounded.
@@ -406,7 +411,7 @@ class NightlyRunner:
         """Inbox entries after ``cursor`` up to ``until``: (entry id, trace JSON), oldest first."""
         entries = self.redis.xrange(keys.inbox, min=f"({cursor}", max=until, count=count) or []
         return [
-            (decode_text(entry_id or b""), decode_text((fields or {})[b"trace"]))
+            (decode_text(entry_id or b""), decode_text((fields or {})[INBOX_TRACE_FIELD.encode()]))
             for entry_id, fields in entries
         ]
 
