@@ -28,7 +28,6 @@ __all__ = [
     "AMQP_SCHEMES",
     "CLUSTER_SCHEMES",
     "is_amqp",
-    "is_cluster_url",
     "url_problem",
     # URL forms
     "client_url_for",
@@ -49,11 +48,6 @@ SOCKET_SCHEMES = ("unix", "redis+socket")
 def is_amqp(url: str) -> bool:
     """True for a RabbitMQ (AMQP) broker URL."""
     return urlsplit(url).scheme in AMQP_SCHEMES
-
-
-def is_cluster_url(url: str) -> bool:
-    """True for a ``redis+cluster://`` or ``rediss+cluster://`` URL."""
-    return urlsplit(url).scheme in CLUSTER_SCHEMES
 
 
 def url_problem(url: str, schemes: tuple[str, ...]) -> str | None:
