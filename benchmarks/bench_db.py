@@ -14,8 +14,8 @@ from pathlib import Path
 
 import redis
 
+from ace_workers.distributed.connections import client_url_for
 from ace_workers.distributed.ops.embedded_redis import EmbeddedRedis
-from ace_workers.distributed.settings import client_url_for
 
 __all__ = ["BENCH_DB", "DEFAULT_REDIS_URL", "bench_redis", "claim_bench_db"]
 

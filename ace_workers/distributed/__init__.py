@@ -5,8 +5,8 @@
 - ``producer``: sending inputs as batches and following them.
 - ``ops``: nightly learning, Flower, the app of Celery's own tools, an embedded Redis.
 
-``cli`` holds the commands, ``settings`` the one settings object, ``service`` the
-composition of app, runtime and producer. Names are re-exported here lazily, so
+``settings`` holds the one settings object, ``service`` the composition of app,
+runtime and producer; the commands are in :mod:`ace_workers.cli`. Names are re-exported here lazily, so
 ``import ace_workers.distributed.store`` imports no Celery.
 """
 

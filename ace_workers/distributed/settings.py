@@ -1,27 +1,27 @@
 """WorkerSettings: every option of the producers and workers, loaded from ``ACE_*`` variables.
 
-The environment is read in :meth:`WorkerSettings.from_env` and nowhere else,
-never at import time. A misspelled ``ACE_*`` variable fails loudly with the
-closest known name instead of being silently ignored.
+The environment is read in :meth:`WorkerSettings.from_env` (through the one reader,
+:mod:`ace_workers.env`) and nowhere else, never at import time. A misspelled
+``ACE_*`` variable fails loudly with the closest known name instead of being silently
+ignored. URL schemes and forms are :mod:`.connections`'.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import os
 import re
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..core.prompt_budget import PromptBudget
+from ..env import environment, read_env_fields
 from ..observability.logs import LOG_FORMATS
 from ..protocols.deduplication import PruneRule
-from .errors import InvalidSettingError, UnknownSettingError
-from .store.clients import CLUSTER_SCHEMES
+from .connections import AMQP_SCHEMES, CLUSTER_SCHEMES, REDIS_SCHEMES, redact_url, url_problem
+from .errors import InvalidSettingError
+from .recipe_registry import BUILT_IN_RECIPES
 from .store.keys import validate_key_prefix, validate_skillbook_name
 
 __all__ = [
@@ -30,17 +30,10 @@ __all__ = [
     "ENV_PREFIX",
     "QUEUE_ROLES",
     "SIM_MODEL",
-    "IGNORED_VARIABLES",
     "IGNORED_PREFIXES",
-    "read_env_fields",
-    "BUILT_IN_RECIPE_NAMES",
-    # Redis URLs
-    "broker_url_for",
-    "client_url_for",
-    "is_amqp",
-    "write_partition",
-    "redact_url",
     "env_name",
+    # queues
+    "write_partition",
 ]
 
 ENV_PREFIX = "ACE_"
@@ -50,9 +43,8 @@ DEDUP_OFF = "off"
 DEDUP_PROVIDERS = (DEDUP_OFF, "sentence_transformers", "litellm")
 REFLECTORS = ("single", "rr")
 
-# ACE_* variables that belong to other parts of the project, not to the workers: the tests'
-# and the MCP server's (ACE_MCP_*, checked for typos by its own settings).
-IGNORED_VARIABLES = frozenset({"ACE_TEST_REDIS_URL"})
+# ACE_* variables that belong to another part of the project, not to the workers: the MCP
+# server's (ACE_MCP_*, checked for typos by its own settings).
 IGNORED_PREFIXES = ("ACE_MCP_",)
 # OpenTelemetry's standard collector variable: the default of ACE_OTLP_ENDPOINT.
 OTEL_ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -63,16 +55,6 @@ _SIM_LOOKALIKES = frozenset({"simulated", "simulator", "simulation", "fake", "mo
 _MODEL_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]*")
 _IMPORT_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*")
 _RECIPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-# The recipes every worker has; ACE_RECIPES adds names of its own beside them.
-BUILT_IN_RECIPE_NAMES = (
-    "ace",
-    "trace_analyser",
-    "claude_code_traces",
-    "openclaw_traces",
-    "browser_use_traces",
-)
-_REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+socket")
-AMQP_SCHEMES = ("amqp", "amqps")
 
 
 def _setting(default: Any, *, minimum: float | None = 0, positive: bool = False) -> Any:
@@ -165,8 +147,6 @@ class WorkerSettings:
       run abandons it: its unfinished samples are dead-lettered and the run reports it [2]
     - ``ACE_NIGHTLY_DIR``: folder for the nightly checkpoint and markdown export [unset: none written]
     - ``ACE_NIGHTLY_LOCK_SECONDS``: lifetime of the nightly lock, renewed while a run is alive [600]
-
-    ``ACE_TEST_REDIS_URL`` belongs to the test suite and is ignored here.
     """
 
     # repr=False: a password in either URL must not reach logs through the settings' repr.
@@ -233,9 +213,9 @@ class WorkerSettings:
         for spec in dataclasses.fields(self):
             if "minimum" in spec.metadata:
                 _check_number(spec, getattr(self, spec.name))
-        _check_url("redis_url", self.redis_url, _REDIS_SCHEMES)
-        _check_url("broker_url", self.broker_url, (*AMQP_SCHEMES, *_REDIS_SCHEMES))
-        _check_url("store_url", self.store_url, (*_REDIS_SCHEMES, *CLUSTER_SCHEMES))
+        _check_url("redis_url", self.redis_url, REDIS_SCHEMES)
+        _check_url("broker_url", self.broker_url, (*AMQP_SCHEMES, *REDIS_SCHEMES))
+        _check_url("store_url", self.store_url, (*REDIS_SCHEMES, *CLUSTER_SCHEMES))
         if self.log_format not in LOG_FORMATS:
             formats = " or ".join(LOG_FORMATS)
             raise InvalidSettingError(env_name("log_format"), self.log_format, f"use {formats}")
@@ -303,7 +283,7 @@ class WorkerSettings:
                 raise InvalidSettingError(
                     variable, self.recipes, f"{entry!r} is not 'name=package.module:function'"
                 )
-            if name in BUILT_IN_RECIPE_NAMES or name in paths:
+            if name in BUILT_IN_RECIPES or name in paths:
                 raise InvalidSettingError(variable, self.recipes, f"recipe name {name!r} is taken")
             paths[name] = path
         return paths
@@ -320,7 +300,7 @@ class WorkerSettings:
             UnknownSettingError: an ``ACE_*`` variable names no setting (the message suggests the closest).
             SettingsError: a value does not parse or is out of range (the message names the variable).
         """
-        env = os.environ if environ is None else environ
+        env = environment(environ)
         values = read_env_fields(cls, env, prefix=ENV_PREFIX, owner="WorkerSettings", skip=_not_ours)
         if "otlp_endpoint" not in values and env.get(OTEL_ENDPOINT_VARIABLE):
             values["otlp_endpoint"] = env[OTEL_ENDPOINT_VARIABLE]  # OpenTelemetry's standard variable
@@ -372,77 +352,11 @@ def env_name(field_name: str) -> str:
     return f"{ENV_PREFIX}{field_name.upper()}"
 
 
-# -- parsing and checking ------------------------------------------------------------
-
-
-def _parse_int(raw: str) -> int:
-    return int(raw.strip().replace("_", ""))
-
-
-def _parse_float(raw: str) -> float:
-    value = float(raw.strip())
-    if value != value or value in (float("inf"), float("-inf")):
-        raise ValueError("not a finite number")
-    return value
-
-
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
-
-
-def _parse_bool(raw: str) -> bool:
-    word = raw.strip().lower()
-    if word not in _TRUE | _FALSE:
-        raise ValueError(raw)
-    return word in _TRUE
-
-
-def _parse_optional_str(raw: str) -> str | None:
-    return raw.strip() or None
-
-
-_PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
-    "bool": (_parse_bool, "true or false (1/0, yes/no, on/off)"),
-    "int": (_parse_int, "an integer"),
-    "float": (_parse_float, "a number"),
-    "str": (str.strip, "a string"),
-    "str | None": (_parse_optional_str, "a string"),
-}
+# -- checking -------------------------------------------------------------------------
 
 
 def _not_ours(variable: str) -> bool:
-    return variable in IGNORED_VARIABLES or variable.startswith(IGNORED_PREFIXES)
-
-
-def read_env_fields(
-    cls: Any, env: Mapping[str, str], *, prefix: str, owner: str, skip: Callable[[str], bool] | None = None
-) -> dict[str, Any]:
-    """The dataclass ``cls``'s fields given as ``PREFIX<FIELD>`` variables of ``env``, parsed.
-
-    Raises:
-        UnknownSettingError: a ``PREFIX*`` variable (not ``skip``-ped) names no field.
-        InvalidSettingError: a value does not parse as its field's type.
-    """
-    by_variable = {f"{prefix}{spec.name.upper()}": spec for spec in dataclasses.fields(cls)}
-    given = {name: raw for name, raw in env.items() if name.startswith(prefix) and not (skip and skip(name))}
-    unknown = sorted(name for name in given if name not in by_variable)
-    if unknown:
-        known = list(by_variable)
-        suggestions = {
-            name: next(iter(difflib.get_close_matches(name, known, n=1)), None) for name in unknown
-        }
-        raise UnknownSettingError(unknown, suggestions, owner=owner, prefix=prefix)
-    return {by_variable[name].name: _parse(by_variable[name], name, raw) for name, raw in given.items()}
-
-
-def _parse(spec: dataclasses.Field[Any], variable: str, raw: str) -> Any:
-    # Annotations are strings under `from __future__ import annotations`; the field
-    # types are few and fixed, so a table keyed by their text is exact.
-    parse, expected = _PARSERS[str(spec.type)]
-    try:
-        return parse(raw)
-    except ValueError:
-        raise InvalidSettingError(variable, raw, f"expected {expected}") from None
+    return variable.startswith(IGNORED_PREFIXES)
 
 
 def _check_number(spec: dataclasses.Field[Any], value: object) -> None:
@@ -549,13 +463,9 @@ def _check_url(field_name: str, url: object, schemes: tuple[str, ...]) -> None:
     variable = env_name(field_name)
     if not isinstance(url, str):
         raise InvalidSettingError(variable, url, "expected a URL string")
-    scheme = urlsplit(url).scheme
-    if scheme not in schemes:
-        raise InvalidSettingError(
-            variable, redact_url(url), f"unsupported scheme {scheme!r}: use one of {', '.join(schemes)}"
-        )
-    if scheme in ("unix", "redis+socket") and not urlsplit(url).path:
-        raise InvalidSettingError(variable, redact_url(url), "a unix-socket URL needs the socket's path")
+    problem = url_problem(url, schemes)
+    if problem:
+        raise InvalidSettingError(variable, redact_url(url), problem)
 
 
 def write_partition(skillbook: str, partitions: int) -> int:
@@ -564,56 +474,3 @@ def write_partition(skillbook: str, partitions: int) -> int:
     (Python's own hash() differs between processes; CRC-32 does not.)
     """
     return zlib.crc32(skillbook.encode("utf-8")) % partitions
-
-
-def is_amqp(url: str) -> bool:
-    """True for a RabbitMQ (AMQP) broker URL."""
-    return urlsplit(url).scheme in AMQP_SCHEMES
-
-
-# -- Redis URL forms ------------------------------------------------------------------
-#
-# redis-py and kombu spell a unix-socket URL differently: redis-py wants
-# unix:///path?db=N, kombu (broker) and Celery (result backend) want
-# redis+socket:///path?virtual_host=N. TCP URLs are the same for both.
-
-
-def client_url_for(url: str) -> str:
-    """The form of ``url`` redis-py's ``Redis.from_url`` accepts (redis+socket:// becomes unix://)."""
-    parts = urlsplit(url)
-    if parts.scheme != "redis+socket":
-        return url
-    query = dict(parse_qsl(parts.query))
-    if "virtual_host" in query:
-        query["db"] = query.pop("virtual_host")
-    return _join_url("unix", parts.netloc, parts.path, query)
-
-
-def broker_url_for(url: str) -> str:
-    """The form of ``url`` Celery accepts as broker and result backend (unix:// becomes redis+socket://)."""
-    parts = urlsplit(url)
-    if parts.scheme != "unix":
-        return url
-    query = dict(parse_qsl(parts.query))
-    if "db" in query:
-        query["virtual_host"] = query.pop("db")
-    return _join_url("redis+socket", parts.netloc, parts.path, query)
-
-
-def _join_url(scheme: str, netloc: str, path: str, query: dict[str, str]) -> str:
-    # urlunsplit drops the "//" of an empty authority ("unix:/path"), which neither
-    # redis-py nor kombu reads as a socket path.
-    return f"{scheme}://{netloc}{path}" + (f"?{urlencode(query)}" if query else "")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***``, for messages and logs."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    credentials, _, location = parts.netloc.rpartition("@")
-    user, has_password, _ = credentials.partition(":")
-    if not has_password:
-        return url
-    netloc = f"{user}:***@{location}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from ..distributed.errors import InvalidSettingError
-from ..distributed.settings import SIM_MODEL, read_env_fields
+from ..distributed.settings import SIM_MODEL
 from ..distributed.store.keys import validate_skillbook_name
+from ..env import environment, read_env_fields
 
 __all__ = ["MCPServerConfig", "MCP_ENV_PREFIX", "BACKENDS"]
 
@@ -63,8 +63,7 @@ class MCPServerConfig:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> MCPServerConfig:
         """Options from the ``ACE_MCP_*`` variables; a misspelled one fails naming the closest."""
-        env = os.environ if environ is None else environ
-        values = read_env_fields(cls, env, prefix=MCP_ENV_PREFIX, owner="MCPServerConfig")
+        values = read_env_fields(cls, environment(environ), prefix=MCP_ENV_PREFIX, owner="MCPServerConfig")
         return cls(**values)
 
     def directory(self) -> Path:

@@ -9,7 +9,6 @@ from .logs import (
     StepContextFilter,
     StepLogContext,
     configure_logging,
-    current_step,
     step_log_context,
 )
 from .metrics import METRIC_NAMES, MetricsServer, WorkerMetrics, start_metrics_server
@@ -26,7 +25,6 @@ __all__ = [
     # logs
     "StepLogContext",
     "step_log_context",
-    "current_step",
     "StepContextFilter",
     "JsonFormatter",
     "configure_logging",

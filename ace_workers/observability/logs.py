@@ -26,7 +26,6 @@ __all__ = [
     "StepContextFilter",
     "StepLogContext",
     "configure_logging",
-    "current_step",
     "step_log_context",
 ]
 
@@ -46,11 +45,6 @@ class StepLogContext:
     sample: str
     skillbook: str
     step: str
-
-
-def current_step() -> StepLogContext | None:
-    """The step running in this context, or None."""
-    return _current.get()
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..env import environment, is_true
 from ..errors import MissingExtraError, TracingSetupError
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ logger = logging.getLogger(__name__)
 
 # The name of the ace-workers extra that installs the Opik SDK.
 OPIK_EXTRA = "opik"
-_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 
 # Each reason tracing is off is logged once per process, not once per step or sample.
 _logged_reasons: set[str] = set()
@@ -67,12 +67,12 @@ class OpikSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OpikSettings:
         """Read ``OPIK_URL_OVERRIDE``, ``OPIK_WORKSPACE``, ``OPIK_API_KEY`` and ``OPIK_DISABLED``."""
-        env = os.environ if environ is None else environ
+        env = environment(environ)
         return cls(
             url_override=env.get("OPIK_URL_OVERRIDE") or None,
             workspace=env.get("OPIK_WORKSPACE") or None,
             api_key=env.get("OPIK_API_KEY") or None,
-            disabled=env.get("OPIK_DISABLED", "").strip().lower() in _TRUE_WORDS,
+            disabled=is_true(env.get("OPIK_DISABLED")),
         )
 
 

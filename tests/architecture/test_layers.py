@@ -119,7 +119,7 @@ def test_importing_the_store_loads_no_celery() -> None:
 
 
 # The distributed layers, lowest first: a module may import its own layer and those below.
-LAYERS = ("store", "worker", "producer", "ops", "cli")
+LAYERS = ("store", "worker", "producer", "ops")
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -156,6 +156,7 @@ def test_an_import_from_the_store_into_the_worker_counts_as_upward() -> None:
 TOP_LAYERS = (
     "pipeline",
     "errors",
+    "env",
     "extras",
     "core",
     "observability",

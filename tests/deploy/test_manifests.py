@@ -361,7 +361,7 @@ def test_one_writer_per_write_partition_with_one_slot_and_one_beat() -> None:
 
 
 def test_the_write_partitions_variant_runs_one_writer_for_each_of_its_two_partitions() -> None:
-    from ace_workers.distributed.cli.batch import worker_queues
+    from ace_workers.cli.worker import worker_queues
 
     base = compose_services()
     override = yaml.safe_load(PARTITIONS_COMPOSE.read_text())["services"]

@@ -15,7 +15,6 @@ import redis
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
 from ace_workers.distributed.service import Service, build_service, local_workers, reset_event_loop
 from ace_workers.distributed.settings import WorkerSettings
-from tests.support.fixtures import TEST_REDIS_URL_ENV
 
 from .helpers import ENV_PREFIX
 from .recipes import TEST_RECIPES
@@ -59,7 +58,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyP
     (Short, because rich breaks a word longer than the terminal, such as a long path.)
     """
     for name in list(os.environ):
-        if name.startswith(ENV_PREFIX) and name != TEST_REDIS_URL_ENV:
+        if name.startswith(ENV_PREFIX):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     return monkeypatch

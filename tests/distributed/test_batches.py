@@ -7,12 +7,14 @@ import uuid
 import pytest
 import redis
 
+from ace_workers.core.context import ACEStepContext
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStore
 from ace_workers.distributed.store.keys import batch_key
 from ace_workers.distributed.worker.chains import enqueue_epoch
 from ace_workers.distributed.worker.epochs import epoch_payload
+from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.distributed.worker.tasks import start_next_epoch
 from ace_workers.sim import failure_traces
 
@@ -161,3 +163,46 @@ def test_a_batch_ended_at_an_epoch_that_already_finished_is_done_and_expires(
     # No sample is left to finish it: ending it finishes it, so its records expire.
     assert 0 < redis_client.ttl(batch_key("tb", "b1")) <= 3600
     assert status.elapsed_seconds == batches.status("b1").elapsed_seconds  # its clock stopped
+
+
+def test_resume_sends_the_next_epoch_of_a_batch_whose_current_epoch_finished(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    settings = WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}")
+    service = build_service(settings, redis_url=redis_url)
+    runtime = service.runtime
+    try:
+        handle = service.producer.enqueue_traces(failure_traces(4), "book", epochs=2)
+        # Epoch 1 finished, but the worker that finished it died before sending epoch 2.
+        for index in range(1, 5):
+            runtime.batches.record_done(handle.batch_id, 1, index, {"trace": {}})
+        assert service.producer.resume(handle.batch_id) == 4
+        assert runtime.batches.status(handle.batch_id).enqueued == 8
+        assert service.producer.resume(handle.batch_id) == 0  # nothing left to send
+    finally:
+        service.app.control.purge()
+        service.close()
+
+
+def test_resume_sends_the_rest_of_a_half_sent_epoch_from_where_it_stopped(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    settings = WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}")
+    service = build_service(settings, redis_url=redis_url)
+    batches = service.runtime.batches
+    try:
+        batches.create(
+            "half", skillbook="book", recipe="trace_analyser", per_epoch=5, epochs=1, skills_at_start=0
+        )
+        items = [
+            context_to_payload(ACEStepContext(trace=trace), claims=service.runtime.claims)
+            for trace in failure_traces(5)
+        ]
+        batches.store_items("half", items)
+        for index in (1, 2):
+            batches.record_sent("half", 1, index)
+        assert service.producer.resume("half") == 3
+        assert batches.status("half").enqueued == 5
+    finally:
+        service.app.control.purge()
+        service.close()

@@ -206,7 +206,7 @@ def test_skillbook_dedup_finds_paraphrases_with_the_packaged_model_and_remembers
 
 
 def test_the_dedup_hint_is_given_only_while_deduplication_is_off() -> None:
-    from ace_workers.distributed.cli.batch import dedup_hint
+    from ace_workers.cli.learn import dedup_hint
     from ace_workers.distributed.settings import WorkerSettings
 
     assert dedup_hint(WorkerSettings()) is not None

@@ -11,8 +11,8 @@ import pytest
 import redis
 from typer.testing import CliRunner
 
+from ace_workers import cli
 from ace_workers.cli import app
-from ace_workers.distributed import cli
 from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings

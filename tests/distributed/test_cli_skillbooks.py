@@ -53,7 +53,7 @@ REFERENCE_FILE = {
 def env(monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str) -> pytest.MonkeyPatch:
     """ACE_* settings of these tests only, on the test Redis."""
     for name in list(os.environ):
-        if name.startswith("ACE_") and name != "ACE_TEST_REDIS_URL":
+        if name.startswith("ACE_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("ACE_REDIS_URL", redis_url)
     monkeypatch.setenv("ACE_QUEUE_PREFIX", PREFIX)

@@ -25,6 +25,7 @@ from ace_workers.distributed.ops.errors import NightlyBusy
 from ace_workers.distributed.ops.nightly import NightlyRunner, beat_schedule, parse_schedule
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.store.keys import NIGHTLY_CURSOR, NIGHTLY_LAST_NIGHT
 from ace_workers.distributed.worker.errors import PayloadError
 from ace_workers.sim import failure_traces
 
@@ -207,3 +208,11 @@ def test_settings_carry_the_nightly_options_from_the_environment() -> None:
     )
     assert settings.nightly_skillbook_names() == ["a", "b"]
     assert dataclasses.replace(settings).nightly_epochs == 2
+
+
+def test_a_finished_run_leaves_only_the_cursor_and_the_night_in_the_nightly_hash(service: Service) -> None:
+    service.producer.append_to_inbox(failure_traces(2), "book")
+    runner = NightlyRunner(service.producer, batch_timeout=60)
+    assert runner.run("book", night="2026-11-22") is not None
+    fields = {field.decode() for field in service.runtime.redis.hkeys(runner.keys("book").nightly)}
+    assert fields == {NIGHTLY_CURSOR, NIGHTLY_LAST_NIGHT}

@@ -32,7 +32,7 @@ def env(
 ) -> pytest.MonkeyPatch:
     """No ACE_* settings from the shell; the test Redis under a fresh prefix; checkpoints in tmp_path."""
     for name in list(os.environ):
-        if name.startswith("ACE_") and name != "ACE_TEST_REDIS_URL":
+        if name.startswith("ACE_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("ACE_REDIS_URL", redis_url)
     monkeypatch.setenv("ACE_QUEUE_PREFIX", f"t{uuid.uuid4().hex[:8]}")

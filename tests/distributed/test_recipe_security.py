@@ -7,6 +7,7 @@ in-process workers.
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 import uuid
@@ -19,13 +20,16 @@ import redis
 from ace_workers.core import ACEStepContext
 from ace_workers.distributed.errors import InvalidSettingError
 from ace_workers.distributed.producer.producer import BatchHandle
+from ace_workers.distributed.recipe_registry import BUILT_IN_RECIPES
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import dead_letters_key
+from ace_workers.distributed.worker import recipes as worker_recipes
 from ace_workers.distributed.worker.chains import STEP_TASK
 from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry_dead_letters
 from ace_workers.distributed.worker.errors import UnknownRecipeError
 from ace_workers.distributed.worker.payload import context_to_payload
+from ace_workers.distributed.worker.recipes import resolve_recipe
 from ace_workers.sim import failure_traces
 
 from .conftest import running_service
@@ -179,3 +183,28 @@ def test_a_malformed_ace_recipes_fails_at_start_naming_the_variable(value: str, 
     with pytest.raises(InvalidSettingError, match="ACE_RECIPES") as raised:
         WorkerSettings.from_env({"ACE_RECIPES": value})
     assert problem in str(raised.value)
+
+
+@pytest.mark.parametrize("name", list(BUILT_IN_RECIPES))
+def test_every_built_in_recipe_of_the_registry_resolves_to_its_function(name: str) -> None:
+    recipe = resolve_recipe(name, {})
+    assert recipe is getattr(worker_recipes, f"{name}_recipe")
+
+
+def test_every_recipe_function_of_the_worker_is_in_the_registry() -> None:
+    # A recipe is a public function of the module taking RecipeInputs (annotations are strings here).
+    functions = {
+        name
+        for name, value in vars(worker_recipes).items()
+        if inspect.isfunction(value)
+        and value.__module__ == worker_recipes.__name__
+        and not name.startswith("_")
+        and [p.annotation for p in inspect.signature(value).parameters.values()] == ["RecipeInputs"]
+    }
+    assert functions == {f"{name}_recipe" for name in BUILT_IN_RECIPES}
+
+
+@pytest.mark.parametrize("name", list(BUILT_IN_RECIPES))
+def test_ace_recipes_cannot_take_a_built_in_name(name: str) -> None:
+    with pytest.raises(InvalidSettingError, match=f"recipe name '{name}' is taken"):
+        WorkerSettings.from_env({"ACE_RECIPES": f"{name}=pkg.mod:make"})

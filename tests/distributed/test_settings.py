@@ -6,14 +6,9 @@ import dataclasses
 
 import pytest
 
+from ace_workers.distributed.connections import broker_url_for, client_url_for, redact_url
 from ace_workers.distributed.errors import InvalidSettingError, SettingsError, UnknownSettingError
-from ace_workers.distributed.settings import (
-    WorkerSettings,
-    broker_url_for,
-    client_url_for,
-    env_name,
-    redact_url,
-)
+from ace_workers.distributed.settings import WorkerSettings, env_name
 from ace_workers.errors import AceError
 
 
@@ -60,8 +55,13 @@ def test_variables_override_their_fields_with_parsed_values() -> None:
 
 def test_from_env_reads_os_environ_when_called_not_when_imported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACE_MAX_BATCH_SIZE", "12")
-    monkeypatch.setenv("ACE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")  # the tests' variable: ignored
     assert WorkerSettings.from_env().max_batch_size == 12
+
+
+def test_the_test_suites_variable_is_no_setting_of_the_workers() -> None:
+    # The suite takes ACE_TEST_REDIS_URL out of the environment itself (tests/conftest.py).
+    with pytest.raises(UnknownSettingError, match="ACE_TEST_REDIS_URL"):
+        WorkerSettings.from_env({"ACE_TEST_REDIS_URL": "redis://127.0.0.1:6379/15"})
 
 
 def test_an_empty_redis_url_means_the_embedded_redis() -> None:

@@ -13,7 +13,8 @@ import pytest
 import redis
 from celery import Celery
 
-from ace_workers.distributed.settings import WorkerSettings, client_url_for
+from ace_workers.distributed.connections import client_url_for
+from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.worker.app import create_app, tls_config
 
 TLS_URL = "rediss://:s3cret@redis.example.com:6380/0"

@@ -30,7 +30,7 @@ from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStatus
 from ace_workers.distributed.store.keys import dead_letters_key
 from tests.distributed.helpers import stop
-from tests.support.fixtures import TEST_RABBITMQ_URL_ENV
+from tests.support.fixtures import TEST_RABBITMQ_URL_ENV, override
 from tests.support.servers import PrivateRabbitMQ, PrivateRedis
 
 __all__ = [
@@ -66,8 +66,9 @@ def drill_broker(broker: str, directory: Path) -> Iterator[str | None]:
     if broker == "redis":
         yield None
     elif broker == "rabbitmq":
-        if os.environ.get(TEST_RABBITMQ_URL_ENV):
-            yield os.environ[TEST_RABBITMQ_URL_ENV]
+        url = override(TEST_RABBITMQ_URL_ENV)
+        if url:
+            yield url
             return
         with PrivateRabbitMQ(directory / "rabbitmq") as node:
             yield node.url

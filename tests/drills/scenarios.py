@@ -21,9 +21,9 @@ from pathlib import Path
 
 import redis
 
+from ace_workers.distributed.connections import is_amqp
 from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import Service
-from ace_workers.distributed.settings import is_amqp
 from ace_workers.distributed.store.batches import BatchStatus
 from tests.support.servers import PrivateRedis, free_port
 

@@ -27,6 +27,30 @@ TEST_REDIS_URL_ENV = "ACE_TEST_REDIS_URL"
 TEST_RABBITMQ_URL_ENV = "ACE_TEST_RABBITMQ_URL"
 OVERRIDE_DB = 15  # the only database of a server of your own the tests may flush
 
+# The suite's own variables, not settings of ace-workers: taken out of the environment when
+# this plugin loads, so neither WorkerSettings.from_env() (which refuses an unknown ACE_*
+# variable) nor a command a test starts (which inherits the environment) sees them. xdist
+# workers, started after that, get them through pytest_configure_node.
+_overrides: dict[str, str] = {
+    name: os.environ.pop(name) for name in (TEST_REDIS_URL_ENV, TEST_RABBITMQ_URL_ENV) if name in os.environ
+}
+
+
+def override(name: str) -> str | None:
+    """The value of the suite's variable ``name`` ($ACE_TEST_REDIS_URL, ...) as the run found it."""
+    return _overrides.get(name)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Hand the override variables to an xdist worker (an xdist hook)."""
+    node.workerinput["ace_test_overrides"] = dict(_overrides)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In an xdist worker, take the override variables the controller handed over."""
+    _overrides.update(getattr(config, "workerinput", {}).get("ace_test_overrides", {}))
+
 
 def _check_override(url: str) -> None:
     db = redis.connection.parse_url(url).get("db", 0)
@@ -48,10 +72,10 @@ def _check_override(url: str) -> None:
 @pytest.fixture(scope="session")
 def redis_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """This test process's Redis: a private redis-server, or $ACE_TEST_REDIS_URL."""
-    override = os.environ.get(TEST_REDIS_URL_ENV)
-    if override:
-        _check_override(override)
-        yield override
+    url = override(TEST_REDIS_URL_ENV)
+    if url:
+        _check_override(url)
+        yield url
         return
     with PrivateRedis(tmp_path_factory.mktemp("redis"), persistent=False) as server:
         yield server.url
@@ -118,7 +142,7 @@ def server_or_cluster(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
 @pytest.fixture(scope="session")
 def rabbitmq_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateRabbitMQ | None]:
     """This test process's private RabbitMQ node (None when $ACE_TEST_RABBITMQ_URL names a broker)."""
-    if os.environ.get(TEST_RABBITMQ_URL_ENV):
+    if override(TEST_RABBITMQ_URL_ENV):
         yield None
         return
     # A short folder: the node's files live under it, and Erlang dislikes long paths.
@@ -133,8 +157,8 @@ def rabbitmq_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateR
 @pytest.fixture(scope="session")
 def rabbitmq_url(rabbitmq_node: PrivateRabbitMQ | None) -> Iterator[str]:
     """A vhost of this test process on its RabbitMQ node (user guest), or $ACE_TEST_RABBITMQ_URL."""
-    if rabbitmq_node is None:
-        yield os.environ[TEST_RABBITMQ_URL_ENV]
+    if rabbitmq_node is None:  # $ACE_TEST_RABBITMQ_URL names the broker
+        yield str(override(TEST_RABBITMQ_URL_ENV))
         return
     with rabbitmq_node.vhost() as url:
         yield url

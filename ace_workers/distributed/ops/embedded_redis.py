@@ -27,7 +27,8 @@ from types import TracebackType
 
 import redis
 
-from ..settings import WorkerSettings, broker_url_for, client_url_for
+from ..connections import broker_url_for, client_url_for
+from ..settings import WorkerSettings
 from ..worker.app import ping_redis
 from .errors import EmbeddedRedisError
 

@@ -41,10 +41,16 @@ from ...core.files import write_text_atomically
 from ..producer.producer import BatchHandle, Producer
 from ..settings import DEDUP_OFF, WorkerSettings
 from ..store.batches import BatchState, BatchStatus
-from ..store.keys import SkillbookKeys
+from ..store.keys import (
+    INBOX_TRACE_FIELD,
+    NIGHTLY_CURSOR,
+    NIGHTLY_LAST_NIGHT,
+    NIGHTLY_RUN_FIELDS,
+    NIGHTLY_STALLS,
+    SkillbookKeys,
+)
 from ..store.replies import decode_text
 from ..store.write_scope import dedup_write_scope, write_scope
-from ..worker.epochs import send_rest_of_epoch
 from ..worker.payload import context_to_payload
 from ..worker.reconcile import abandon_batch, lost_after_seconds, reconcile_batch
 from ..worker.runtime import WorkerRuntime
@@ -202,7 +208,7 @@ class NightlyRunner:
             raise NightlyBusy(skillbook)
         try:
             state = self._state(keys)
-            if scheduled and state.get("last_night") == night and not state.get("run_id"):
+            if scheduled and state.get(NIGHTLY_LAST_NIGHT) == night and not state.get("run_id"):
                 logger.info("nightly %s: night %s already has its run; skipped", skillbook, night)
                 return None
             return self._run_locked(skillbook, keys, night, state, lock)
@@ -220,7 +226,7 @@ class NightlyRunner:
     def pending(self, skillbook: str) -> int:
         """Inbox traces the next run would take (after the cursor)."""
         keys = self.keys(skillbook)
-        return len(self._inbox_after(keys, self._state(keys).get("cursor") or "0-0"))
+        return len(self._inbox_after(keys, self._state(keys).get(NIGHTLY_CURSOR) or "0-0"))
 
     # -- one run -----------------------------------------------------------------------
     def _run_locked(
@@ -256,7 +262,7 @@ class NightlyRunner:
 
     def _plan_run(self, skillbook: str, keys: SkillbookKeys) -> dict[str, str]:
         """Record the run (its inbox range and batch id) before anything is sent."""
-        cursor = self._state(keys).get("cursor") or "0-0"
+        cursor = self._state(keys).get(NIGHTLY_CURSOR) or "0-0"
         entries = self._inbox_after(keys, cursor, count=self.settings.nightly_max_traces)
         state = {
             "run_id": uuid.uuid4().hex,
@@ -285,14 +291,14 @@ class NightlyRunner:
 
     def _traces(self, keys: SkillbookKeys, state: dict[str, str]) -> list[Any]:
         """The traces of the run: the inbox range it recorded, after the cursor."""
-        cursor = self._state(keys).get("cursor") or "0-0"
+        cursor = self._state(keys).get(NIGHTLY_CURSOR) or "0-0"
         return [json.loads(line) for _, line in self._inbox_after(keys, cursor, until=state["range_end"])]
 
     def _send_rest_of_first_epoch(self, keys: SkillbookKeys, state: dict[str, str]) -> None:
         """Send the samples of epoch 1 a crashed run created its batch for but never sent.
 
-        As a worker finishing a half-sent later epoch does: :func:`send_rest_of_epoch`, from
-        the batch's ``enqueued`` count on, from its stored inputs. A run that died while
+        Through ``Producer.resume``, as any sender that died mid-send is resumed: from the
+        batch's ``enqueued`` count on, from its stored inputs. A run that died while
         storing them stores them again first, from the inbox range it recorded.
         """
         batch_id = state["batch_id"]
@@ -306,9 +312,7 @@ class NightlyRunner:
             if len(items) != status.per_epoch:
                 raise NightlyInboxChanged(batch_id, len(items), status.per_epoch)
             batches.replace_items(batch_id, items)
-        if send_rest_of_epoch(
-            self.producer.app, self.runtime, batch_id, 1, lambda: batches.iter_items(batch_id)
-        ):
+        if self.producer.resume(batch_id):
             logger.warning("nightly batch %s: sent the rest of epoch 1 after a crash", batch_id)
 
     def _wait(
@@ -331,7 +335,7 @@ class NightlyRunner:
                 reconcile_batch(self.producer.app, self.runtime, batch_id)
                 reconcile_at = now + self.settings.reconcile_interval_seconds
             if time.time() - max(status.progress_at, waiting_since) > self.stall_seconds:
-                stalls = int(self.redis.hincrby(keys.nightly, "stalls", 1))
+                stalls = int(self.redis.hincrby(keys.nightly, NIGHTLY_STALLS, 1))
                 if stalls < self.settings.nightly_max_stalls:
                     raise NightlyStalled(
                         skillbook, status, self.stall_seconds, stalls, self.settings.nightly_max_stalls
@@ -384,10 +388,8 @@ class NightlyRunner:
         report.finished_at = datetime.now(UTC).isoformat()
         # One transaction: the cursor moves, the run ends and its report appears together.
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(keys.nightly, mapping={"cursor": state["range_end"], "last_night": night})
-        pipe.hdel(
-            keys.nightly, "run_id", "started_at", "range_end", "traces", "batch_id", "skills_before", "stalls"
-        )
+        pipe.hset(keys.nightly, mapping={NIGHTLY_CURSOR: state["range_end"], NIGHTLY_LAST_NIGHT: night})
+        pipe.hdel(keys.nightly, *NIGHTLY_RUN_FIELDS)
         pipe.lpush(keys.nightly_reports, json.dumps(report.to_dict()))
         pipe.ltrim(keys.nightly_reports, 0, REPORTS_KEPT - 1)
         # What the cursor has passed is learned: trim it so the inbox stays bounded.
@@ -409,7 +411,7 @@ class NightlyRunner:
         """Inbox entries after ``cursor`` up to ``until``: (entry id, trace JSON), oldest first."""
         entries = self.redis.xrange(keys.inbox, min=f"({cursor}", max=until, count=count) or []
         return [
-            (decode_text(entry_id or b""), decode_text((fields or {})[b"trace"]))
+            (decode_text(entry_id or b""), decode_text((fields or {})[INBOX_TRACE_FIELD.encode()]))
             for entry_id, fields in entries
         ]
 

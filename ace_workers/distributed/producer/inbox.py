@@ -8,7 +8,7 @@ from typing import Any
 
 import redis
 
-from ..store.keys import SkillbookKeys
+from ..store.keys import INBOX_TRACE_FIELD, SkillbookKeys
 from ..worker.errors import PayloadError
 from ..worker.payload import check_trace
 
@@ -36,6 +36,6 @@ def append_to_inbox(
     for start in range(0, len(lines), _CHUNK):
         pipe = client.pipeline(transaction=False)
         for line in lines[start : start + _CHUNK]:
-            pipe.xadd(keys.inbox, {"trace": line})
+            pipe.xadd(keys.inbox, {INBOX_TRACE_FIELD: line})
         pipe.execute()
     return len(lines)

@@ -15,11 +15,13 @@ from pipeline import SampleResult
 from ...core.context import ACEStepContext
 from ...traces.browser_use.history import is_agent_history
 from ...traces.browser_use.to_trace import browser_history_to_trace
-from ..settings import WorkerSettings, client_url_for, env_name
+from ..connections import client_url_for
+from ..settings import WorkerSettings, env_name
 from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..worker.app import create_app
 from ..worker.chains import enqueue_epoch
+from ..worker.epochs import resume_batch
 from ..worker.partitions import recorded_partitions
 from ..worker.payload import check_trace, context_to_payload, payload_to_context
 from ..worker.reconcile import reconcile_batch
@@ -218,6 +220,15 @@ class Producer:
             max_in_flight,
             count=count,
         )
+
+    def resume(self, batch_id: str) -> int:
+        """Send what a batch has not sent of its current epoch (or the next, once that one finished).
+
+        For a batch whose sender died mid-send: its stored inputs are sent from its
+        ``enqueued`` count on (:func:`~ace_workers.distributed.worker.epochs.resume_batch`).
+        Returns how many samples were sent; 0 for a batch with nothing left to send.
+        """
+        return resume_batch(self.app, self.runtime, batch_id)
 
     def _enqueue(
         self,

@@ -12,7 +12,7 @@ Layout for a skillbook ``NAME`` under the default prefix ``ace``::
     ace:{sb:NAME}:idem:KEY     string  result of the apply that carried idempotency key KEY, with a TTL
     ace:{sb:NAME}:embeddings   hash    embedding cache: content hash -> float32 vector bytes
     ace:{sb:NAME}:inbox        stream  traces waiting for the nightly run, one JSON "trace" field each
-    ace:{sb:NAME}:nightly      hash    the nightly job's cursor and the state of its current run
+    ace:{sb:NAME}:nightly      hash    the nightly job's cursor, last night, and its current run's fields
     ace:{sb:NAME}:nightly:lock string  held by the one nightly run of this skillbook in progress
     ace:{sb:NAME}:nightly:reports list  the newest nightly run reports (JSON), newest first
     ace:skillbooks             set     names of the skillbooks under this prefix
@@ -27,11 +27,15 @@ A batch ``ID`` (the ledger of what was sent and what finished)::
     ace:{batch:ID}:records     hash    sample key -> its result payload or error record
     ace:{batch:ID}:redrives    hash    sample key -> how often the reconciler sent it again
     ace:{batch:ID}:traces      hash    sample key -> the W3C trace context it was sent with (tracing on)
+    ace:{batch:ID}:starting:eN string  lock: held while one sender sends epoch N's samples (expires)
+    ace:{batch:ID}:reconciling string  lock: held by the one reconciler of this batch (expires)
     ace:batches:running        set     ids of batches not yet finished (the reconciler's work list)
 
 A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it finished.
 
     ace:write_partitions       string  the ACE_WRITE_PARTITIONS the workers run with
+    ace:write-probe:ID         string  a worker's look whether Redis takes writes; expires in 1 s
+    ace:claim:SHA256           string  a claim-checked payload value too big for a message, with a TTL
 
 Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
 they all live in one hash slot and one MULTI/EXEC can span them; every key of a
@@ -73,6 +77,13 @@ __all__ = [
     "batch_key",
     "content_field",
     "dead_letters_key",
+    "INBOX_TRACE_FIELD",
+    "NIGHTLY_CURSOR",
+    "NIGHTLY_LAST_NIGHT",
+    "NIGHTLY_RUN_FIELDS",
+    "NIGHTLY_STALLS",
+    "write_probe_key",
+    "claim_key",
     "decision_field",
     "registry_key",
     "running_batches_key",
@@ -112,6 +123,25 @@ STATS_FIELDS = (
 # Unit separator. Python's str.split() treats it as whitespace, so a
 # normalised content never holds one: the last separator in a field ends the section.
 _FIELD_SEPARATOR = "\x1f"
+
+# The one field of an inbox stream entry: the trace's JSON.
+INBOX_TRACE_FIELD = "trace"
+
+# Fields of the nightly hash. The cursor (the last inbox entry learned) and the last night
+# run stay; a run's own fields are written when it is planned (``stalls`` counted while it
+# waits) and deleted, with the cursor moved, in the transaction that finishes it.
+NIGHTLY_CURSOR = "cursor"
+NIGHTLY_LAST_NIGHT = "last_night"
+NIGHTLY_STALLS = "stalls"
+NIGHTLY_RUN_FIELDS = (
+    "run_id",
+    "started_at",
+    "range_end",
+    "traces",
+    "batch_id",
+    "skills_before",
+    NIGHTLY_STALLS,
+)
 
 
 def validate_skillbook_name(name: object) -> str:
@@ -156,6 +186,16 @@ def write_partitions_key(prefix: str = DEFAULT_PREFIX) -> str:
 def running_batches_key(prefix: str = DEFAULT_PREFIX) -> str:
     """The set of unfinished batch ids; like the registry, a global key written outside any transaction."""
     return f"{validate_key_prefix(prefix)}:batches:running"
+
+
+def write_probe_key(token: str, prefix: str = DEFAULT_PREFIX) -> str:
+    """String: a throwaway write that shows whether Redis takes writes (``token`` makes it unique)."""
+    return f"{prefix}:write-probe:{token}"
+
+
+def claim_key(prefix: str, digest: str) -> str:
+    """String with a TTL: a claim-checked value; ``digest`` is the SHA-256 of its JSON."""
+    return f"{prefix}:claim:{digest}"
 
 
 def batch_key(prefix: str, batch_id: str, part: str = "") -> str:

@@ -24,8 +24,10 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ExecAbortError
 from redis.retry import Retry
 
+from ..connections import broker_url_for, client_url_for, is_amqp
 from ..errors import InvalidSettingError
-from ..settings import WorkerSettings, broker_url_for, client_url_for, env_name, is_amqp
+from ..settings import WorkerSettings, env_name
+from ..store.keys import DEFAULT_PREFIX, write_probe_key
 from .errors import RedisUnavailable, UnsafeSerializerError, WriteConcurrencyError
 
 __all__ = [
@@ -334,8 +336,11 @@ def _probe_client(url: str, timeout: float) -> redis.Redis:
 MAX_MEMORY_WAIT_SECONDS = 30.0
 
 
-def redis_out_of_memory(url: str, timeout: float = 3.0) -> bool:
-    """True if the Redis at ``url`` refuses writes because it reached its maxmemory (noeviction)."""
+def redis_out_of_memory(url: str, timeout: float = 3.0, *, prefix: str = DEFAULT_PREFIX) -> bool:
+    """True if the Redis at ``url`` refuses writes because it reached its maxmemory (noeviction).
+
+    It tries one write, of a key under ``prefix`` (ACE_QUEUE_PREFIX) that expires in a second.
+    """
     client = redis.Redis.from_url(
         client_url_for(url),
         socket_connect_timeout=timeout,
@@ -345,7 +350,7 @@ def redis_out_of_memory(url: str, timeout: float = 3.0) -> bool:
     try:
         # A MULTI, like kombu's own commands: what a worker starting now would meet.
         pipe = client.pipeline()
-        pipe.set(f"ace:write-probe:{uuid.uuid4().hex}", 1, px=1000)
+        pipe.set(write_probe_key(uuid.uuid4().hex, prefix), 1, px=1000)
         pipe.execute()
     except (redis.OutOfMemoryError, ExecAbortError) as exc:
         return "maxmemory" in f"{exc} {exc.__context__}"
@@ -354,13 +359,16 @@ def redis_out_of_memory(url: str, timeout: float = 3.0) -> bool:
     return False
 
 
-def wait_while_redis_is_full(url: str, on_wait: Callable[[str], None] | None = None) -> float:
+def wait_while_redis_is_full(
+    url: str, on_wait: Callable[[str], None] | None = None, *, prefix: str = DEFAULT_PREFIX
+) -> float:
     """Block while the Redis at ``url`` is out of memory, looking again with a growing backoff.
 
     ``on_wait`` hears what is waited for (the worker shows it on /healthz); returns the seconds waited.
+    ``prefix`` is the key prefix of the probing write (:func:`redis_out_of_memory`).
     """
     waited, delay = 0.0, 1.0
-    while redis_out_of_memory(url):
+    while redis_out_of_memory(url, prefix=prefix):
         problem = f"Redis is out of memory (maxmemory); the worker waits for room, next look in {delay:.0f} s"
         logger.warning("%s", problem)
         if on_wait is not None:

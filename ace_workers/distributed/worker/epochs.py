@@ -1,25 +1,27 @@
-"""Starting an epoch, or finishing the start of one half sent: one way, used by workers and the nightly job.
+"""Resuming a batch: starting an epoch, or finishing the start of one half sent, in one way.
 
 A batch counts the samples it sent (``enqueued``). Whoever finds an epoch not wholly
-sent (the task that completes the previous epoch, its redelivery, a nightly run that
-crashed mid-send) sends the rest from that count on, under the batch's short epoch-start
-lock so two senders never send the same samples at once.
+sent (the task that completes the previous epoch, its redelivery, the reconciler, a
+nightly run or a producer that crashed mid-send, ``ace-workers batch resume``) calls
+:func:`resume_batch`, which sends the rest from that count on, from the batch's stored
+inputs, under the batch's short epoch-start lock so two senders never send the same
+samples at once. Producers reach it as ``Producer.resume(batch_id)``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
 from typing import Any
 
 from celery import Celery
 
 from ..settings import WorkerSettings
+from ..store.batches import BatchStatus, BatchStore
 from .chains import enqueue_epoch
 from .payload import context_to_payload, payload_to_context
 from .runtime import WorkerRuntime
 
-__all__ = ["epoch_lock_seconds", "epoch_payload", "send_rest_of_epoch"]
+__all__ = ["epoch_lock_seconds", "epoch_payload", "resume_batch"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,22 +46,20 @@ def epoch_payload(
     return context_to_payload(ctx, claims=runtime.claims)
 
 
-def send_rest_of_epoch(
-    app: Celery,
-    runtime: WorkerRuntime,
-    batch_id: str,
-    epoch: int,
-    load_items: Callable[[], Iterable[dict[str, Any]]],
-) -> int:
-    """Send the samples of ``epoch`` the batch has not counted as sent; return how many were sent.
+def resume_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: int | None = None) -> int:
+    """Send the samples of an epoch the batch has not counted as sent; return how many were sent.
 
-    ``load_items`` gives the batch's stored inputs (read only when something is left to
-    send, and streamed). A sample counted just before a crash but never sent is the
+    ``epoch`` defaults to where the batch stands: its current epoch, or the next one once
+    every sample of the current one finished (the worker that completed it died before
+    sending on). The samples come from the batch's stored inputs, streamed, read only when
+    something is left to send. A sample counted just before a crash but never sent is the
     reconciler's to send again. A batch whose producer died while storing its inputs
     cannot be finished from them: nothing is sent, and the log says what to do.
     """
     batches = runtime.batches
     status = batches.status(batch_id)
+    if epoch is None:
+        epoch = _current_epoch(batches, status)
     before = status.per_epoch * (epoch - 1)  # samples of the earlier epochs
     if status.enqueued - before >= status.per_epoch:
         return 0
@@ -88,7 +88,7 @@ def send_rest_of_epoch(
             epoch_payload(
                 runtime, item, epoch=epoch, epochs=status.epochs, index=index, total=status.per_epoch
             )
-            for index, item in enumerate(load_items(), start=1)
+            for index, item in enumerate(batches.iter_items(batch_id), start=1)
             if index > sent
         )
         return enqueue_epoch(
@@ -101,3 +101,9 @@ def send_rest_of_epoch(
             epoch=epoch,
             first_index=sent + 1,
         )
+
+
+def _current_epoch(batches: BatchStore, status: BatchStatus) -> int:
+    """The epoch a batch is in: the last one it sent to, or the next once that one finished."""
+    finished = batches.finished_in_epoch(status.batch_id, status.epoch)
+    return status.epoch + 1 if status.epoch < status.epochs and finished >= status.per_epoch else status.epoch

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...errors import AceError
-from ..settings import env_name, redact_url
+from ..connections import redact_url
+from ..settings import env_name
 
 __all__ = [
     "WorkerError",

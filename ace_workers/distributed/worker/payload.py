@@ -44,6 +44,7 @@ from pydantic_core import PydanticSerializationError
 from ...core.context import ACEStepContext, SkillbookView
 from ...core.environments import Sample
 from ...core.outputs import AgentOutput, ReflectorOutput, SkillManagerOutput
+from ..store.keys import claim_key
 from .errors import ClaimMissing, PayloadError, PayloadTooLarge
 
 __all__ = [
@@ -55,14 +56,10 @@ __all__ = [
     "find_non_json",
     "KEPT_RAW_KEYS",
     # the claim check
-    "CLAIM_KEY",
     "ClaimCheck",
 ]
 
 FORMAT_VERSION: Final = 1
-
-# Redis key of a claimed value; ``digest`` is the SHA-256 of its JSON.
-CLAIM_KEY: Final = "{prefix}:claim:{digest}"
 
 # The fields that can be big enough to claim; the rest are small by construction.
 CLAIMABLE_FIELDS: Final = ("sample", "trace")
@@ -214,7 +211,7 @@ class ClaimCheck:
 
     def key_for(self, data: bytes) -> str:
         """The Redis key ``data`` is stored under."""
-        return CLAIM_KEY.format(prefix=self.prefix, digest=hashlib.sha256(data).hexdigest())
+        return claim_key(self.prefix, hashlib.sha256(data).hexdigest())
 
     def put(self, data: bytes) -> str:
         """Store ``data`` for ``ttl_seconds`` and return its key."""

@@ -27,6 +27,7 @@ from ...core.writable import WritableSkillbook
 from ...protocols import AgentLike, DeduplicationManagerLike, ReflectorLike, SkillManagerLike
 from ...steps import AgentStep, EvaluateStep, learning_tail
 from ...traces import BrowserToTrace, ClaudeCodeToTrace, OpenClawToTraceStep
+from ..recipe_registry import BUILT_IN_RECIPES
 from .errors import UnknownRecipeError
 
 __all__ = ["BUILT_IN_RECIPES", "Recipe", "RecipeInputs", "import_object", "resolve_recipe"]
@@ -83,15 +84,6 @@ def _tail(inputs: RecipeInputs) -> list[Any]:
     )
 
 
-BUILT_IN_RECIPES: dict[str, Recipe] = {
-    "trace_analyser": trace_analyser_recipe,
-    "ace": ace_recipe,
-    "claude_code_traces": claude_code_traces_recipe,
-    "openclaw_traces": openclaw_traces_recipe,
-    "browser_use_traces": browser_use_traces_recipe,
-}
-
-
 def import_object(path: str) -> Any:
     """Import ``"package.module:attribute"``; ValueError naming the path when it cannot."""
     module_name, _, attribute = path.partition(":")
@@ -106,15 +98,14 @@ def import_object(path: str) -> Any:
 def resolve_recipe(name: str, configured: Mapping[str, str]) -> Recipe:
     """The recipe called ``name``: a built-in one, or one of ``configured`` (name -> import path).
 
-    Any other name is refused before anything is imported.
+    The built-in ones are named in :data:`~ace_workers.distributed.recipe_registry.BUILT_IN_RECIPES`,
+    as import paths of the functions above. Any other name is refused before anything is imported.
 
     Raises:
         UnknownRecipeError: ``name`` is neither built in nor configured.
         ValueError: a configured import path does not import, or names no callable.
     """
-    if name in BUILT_IN_RECIPES:
-        return BUILT_IN_RECIPES[name]
-    path = configured.get(name) if isinstance(name, str) else None
+    path = (BUILT_IN_RECIPES.get(name) or configured.get(name)) if isinstance(name, str) else None
     if path is None:
         raise UnknownRecipeError(name, [*BUILT_IN_RECIPES, *configured])
     recipe = import_object(path)

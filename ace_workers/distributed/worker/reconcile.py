@@ -31,13 +31,14 @@ from typing import Any
 from celery import Celery, Task
 from kombu.exceptions import OperationalError
 
-from ..settings import WorkerSettings, is_amqp
+from ..connections import is_amqp
+from ..settings import WorkerSettings
 from ..store.batches import BatchState, BatchStatus, sample_key
 from ..store.keys import batch_key
 from ..store.locks import try_lock
 from .chains import sample_chain
 from .dead_letters import park_dead_letter
-from .epochs import epoch_payload, send_rest_of_epoch
+from .epochs import epoch_payload, resume_batch
 from .health import queue_depths
 from .retries import total_backoff_bound
 from .runtime import WorkerRuntime
@@ -130,8 +131,7 @@ def _reconcile(
     # left samples never sent: send them too.
     status = batches.status(batch_id)
     if status.state is BatchState.RUNNING and status.sealed:
-        start_next_epoch(app, runtime, batch_id, status.epoch, None)
-        send_rest_of_epoch(app, runtime, batch_id, status.epoch, lambda: batches.iter_items(batch_id))
+        resume_batch(app, runtime, batch_id)
 
 
 def reconcile_running(app: Celery, runtime: WorkerRuntime) -> ReconcileReport:

@@ -22,10 +22,10 @@ from ...dedup import (
 from ...observability.metrics import WorkerMetrics
 from ...protocols import LLMClientLike, ReflectorLike
 from ...roles import Agent, Reflector, SkillManager
-from ..settings import DEDUP_OFF, WorkerSettings, client_url_for
+from ..connections import client_url_for, store_client
+from ..settings import DEDUP_OFF, WorkerSettings
 from ..store.backed_skillbook import StoreBackedSkillbook
 from ..store.batches import BatchStore
-from ..store.clients import store_client
 from ..store.embedding_cache import RedisEmbeddingCache
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..store.store import RedisSkillbookStore

@@ -20,14 +20,14 @@ from celery.exceptions import Ignore, Reject, WorkerShutdown, WorkerTerminate
 
 from ...errors import AceError, LLMError, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
-from ..settings import is_amqp
+from ..connections import is_amqp
 from ..store.batches import sample_key
 from ..store.errors import VersionConflict
 from ..store.write_scope import WriteScope, write_scope
 from .app import WORKER_PUBLISH_RETRY_POLICY
 from .chains import STEP_TASK
 from .dead_letters import park_dead_letter
-from .epochs import send_rest_of_epoch
+from .epochs import resume_batch
 from .errors import UnknownRecipeError
 from .payload import context_to_payload, payload_to_context
 from .retries import broker_countdown, retry_countdown
@@ -115,7 +115,7 @@ def start_next_epoch(
     The task whose count completes the epoch starts the next one. A final task delivered
     again (its sample counted already, ``finished`` None) checks too: if the worker that
     completed the epoch died while sending the next one, the rest is sent from where it
-    stopped (:func:`send_rest_of_epoch`).
+    stopped (:func:`~.epochs.resume_batch`).
     """
     status = runtime.batches.status(batch_id)
     if epoch >= status.epochs:
@@ -124,7 +124,7 @@ def start_next_epoch(
         finished = runtime.batches.finished_in_epoch(batch_id, epoch)
     if finished < status.per_epoch:
         return
-    if send_rest_of_epoch(app, runtime, batch_id, epoch + 1, lambda: runtime.batches.iter_items(batch_id)):
+    if resume_batch(app, runtime, batch_id, epoch=epoch + 1):
         logger.info("batch %s: epoch %d finished, epoch %d sent", batch_id, epoch, epoch + 1)
 
 

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from ...distributed.producer.producer import BatchHandle
 from ...distributed.store.batches import BatchState
 from ...distributed.store.keys import validate_skillbook_name
-from ...distributed.worker.epochs import send_rest_of_epoch
 from ...distributed.worker.errors import PayloadError
 from ...distributed.worker.payload import check_trace
 from ...traces.langchain.to_trace import langchain_result_to_trace
@@ -238,13 +237,7 @@ class AceCallbackHandler(RunRecorder):
         if batches.exists(batch_id):
             status = batches.status(batch_id)
             if status.fully_stored and status.state is not BatchState.CANCELLED:
-                send_rest_of_epoch(
-                    self.producer.app,
-                    self.producer.runtime,
-                    batch_id,
-                    1,
-                    lambda: batches.iter_items(batch_id),
-                )
+                self.producer.resume(batch_id)
                 self._unconfirmed = None
                 self._confirm(traces)
                 self.handles.append(BatchHandle(batch_id, self.producer.runtime, self.producer.app))

@@ -12,19 +12,20 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from ...core.environments import Sample
-from ...core.files import write_text_atomically
-from ...core.jsonl import SkippedLines, iter_jsonl
-from ...core.skillbook import Skillbook
-from ..ops.embedded_redis import resolve_redis
-from ..producer.errors import BatchSizeError, NoWorkersError
-from ..producer.producer import BatchHandle
-from ..service import Service, build_service, local_workers
-from ..settings import BUILT_IN_RECIPE_NAMES, WorkerSettings, env_name
-from ..store.keys import STAT_ADDS_SKIPPED_FULL, validate_skillbook_name
-from ..store.store import RedisSkillbookStore, list_skillbooks
-from ..worker.errors import PayloadError
-from ..worker.payload import check_trace
+from ..core.environments import Sample
+from ..core.files import write_text_atomically
+from ..core.jsonl import SkippedLines, iter_jsonl
+from ..core.skillbook import Skillbook
+from ..distributed.ops.embedded_redis import resolve_redis
+from ..distributed.producer.errors import BatchSizeError, NoWorkersError
+from ..distributed.producer.producer import BatchHandle
+from ..distributed.recipe_registry import BUILT_IN_RECIPES
+from ..distributed.service import Service, build_service, local_workers
+from ..distributed.settings import WorkerSettings, env_name
+from ..distributed.store.keys import STAT_ADDS_SKIPPED_FULL, validate_skillbook_name
+from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
+from ..distributed.worker.errors import PayloadError
+from ..distributed.worker.payload import check_trace
 
 __all__ = [
     "check_output_path",
@@ -64,7 +65,7 @@ def check_skillbook_name(name: str, param: str = "NAME") -> str:
 
 def check_recipe(recipe: str, settings: WorkerSettings) -> str:
     """``recipe`` if workers configured like this process know it (built-in or ACE_RECIPES)."""
-    known = [*BUILT_IN_RECIPE_NAMES, *settings.recipe_paths()]
+    known = [*BUILT_IN_RECIPES, *settings.recipe_paths()]
     if recipe not in known:
         raise typer.BadParameter(
             f"unknown recipe {recipe!r}: use {', '.join(known)} "

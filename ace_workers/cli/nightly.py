@@ -9,10 +9,10 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..ops.errors import NightlyBusy, NightlyStalled
-from ..ops.nightly import NightlyReport, NightlyRunner, beat_schedule
-from ..settings import env_name
-from ..worker.reconcile import reconcile_schedule
+from ..distributed.ops.errors import NightlyBusy, NightlyStalled
+from ..distributed.ops.nightly import NightlyReport, NightlyRunner, beat_schedule
+from ..distributed.settings import env_name
+from ..distributed.worker.reconcile import reconcile_schedule
 from .common import (
     check_skillbook_name,
     console,

@@ -29,8 +29,8 @@ from typing import IO, Annotated, Any
 import redis
 import typer
 
-from ...errors import AceError
-from ..producer.errors import HookInputError, NoWorkersError
+from ..distributed.producer.errors import HookInputError, NoWorkersError
+from ..errors import AceError
 from .common import check_skillbook_name, console, open_service, redis_settings, require_workers
 from .sessions import session_trace
 

@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..settings import WorkerSettings
-from ..worker.dead_letters import DeadLetter, read_dead_letters, retry_dead_letters
+from ..distributed.settings import WorkerSettings
+from ..distributed.worker.dead_letters import DeadLetter, read_dead_letters, retry_dead_letters
 from .common import open_service, print_json
 
 __all__ = ["dead_letters_app"]

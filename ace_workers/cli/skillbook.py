@@ -9,14 +9,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ...core.skillbook import Skillbook
-from ...errors import AceError, SkillbookFormatError
-from ..settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
-from ..store.changelog import ChangeRecord, SkillImage
-from ..store.errors import SkillbookExistsError
-from ..store.planning import skill_order_key
-from ..store.store import list_skillbooks
-from ..store.write_scope import dedup_write_scope, write_scope
+from ..core.skillbook import Skillbook
+from ..distributed.settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
+from ..distributed.store.changelog import ChangeRecord, SkillImage
+from ..distributed.store.errors import SkillbookExistsError
+from ..distributed.store.planning import skill_order_key
+from ..distributed.store.store import list_skillbooks
+from ..distributed.store.write_scope import dedup_write_scope, write_scope
+from ..errors import AceError, SkillbookFormatError
 from .common import (
     check_output_path,
     check_skillbook_name,

@@ -27,13 +27,13 @@ from typing import Any
 
 import typer
 
-from ...core.jsonl import SkippedLines
-from ...errors import EmptySessionError
-from ...traces import browser_history_to_trace, claude_events_to_trace, openclaw_events_to_trace
-from ...traces.browser_use.history import is_saved_history
-from ..settings import WorkerSettings
-from ..worker.errors import PayloadError
-from ..worker.payload import check_trace
+from ..core.jsonl import SkippedLines
+from ..distributed.settings import WorkerSettings
+from ..distributed.worker.errors import PayloadError
+from ..distributed.worker.payload import check_trace
+from ..errors import EmptySessionError
+from ..traces import browser_history_to_trace, claude_events_to_trace, openclaw_events_to_trace
+from ..traces.browser_use.history import is_saved_history
 from .common import console, read_input_lines
 
 __all__ = [

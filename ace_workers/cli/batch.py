@@ -1,0 +1,67 @@
+"""``ace-workers batch``: one batch, resumed where a crashed producer left it, or cancelled."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..distributed.service import Service
+from ..distributed.store.batches import BatchState, BatchStatus
+from ..distributed.worker.reconcile import reconcile_batch
+from .common import console, open_service, redis_settings, require_workers
+
+__all__ = ["batch_app"]
+
+
+batch_app = typer.Typer(
+    help="One batch: resume what a crashed producer left unsent, or cancel it.", no_args_is_help=True
+)
+
+
+@batch_app.command("resume")
+def resume_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")]) -> None:
+    """Send the samples of a batch never sent (its producer died), and again those lost on the way."""
+    settings = redis_settings("batch resume", "batches live in a shared Redis")
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        status = _status_or_fail(service, batch_id)
+        if status.state is not BatchState.RUNNING:
+            console.print(f"batch {batch_id} is {status.state.value}: nothing to resume")
+            return
+        if not status.fully_stored:
+            console.print(
+                f"[red]batch {batch_id} stores {status.stored} of its {status.per_epoch} inputs (its "
+                "producer died while storing them): it cannot be resumed; cancel it and send the inputs "
+                "again[/]"
+            )
+            raise typer.Exit(code=1)
+        require_workers(service)
+        sent = service.producer.resume(batch_id)
+        report = reconcile_batch(service.app, service.runtime, batch_id)
+        console.print(
+            f"batch {batch_id}: {sent} sample(s) never sent are on their way; "
+            f"{len(report.redriven)} lost sample(s) sent again"
+        )
+
+
+@batch_app.command("cancel")
+def cancel_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")]) -> None:
+    """Stop a batch: steps not yet run are skipped, nothing is sent again, its records expire."""
+    settings = redis_settings("batch cancel", "batches live in a shared Redis")
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        status = _status_or_fail(service, batch_id)
+        if status.state is not BatchState.RUNNING:
+            console.print(f"batch {batch_id} is {status.state.value} already")
+            return
+        service.runtime.batches.cancel(batch_id)
+    console.print(
+        f"batch {batch_id} cancelled: {status.done} done and {status.failed} failed of {status.total}; "
+        "the rest will not run"
+    )
+
+
+def _status_or_fail(service: Service, batch_id: str) -> BatchStatus:
+    try:
+        return service.runtime.batches.status(batch_id)
+    except LookupError as exc:
+        raise typer.BadParameter(str(exc), param_hint="BATCH_ID") from exc

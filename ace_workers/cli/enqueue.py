@@ -1,0 +1,76 @@
+"""``ace-workers enqueue``: send a JSONL file, or recorded agent sessions, as one batch to running workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..distributed.settings import WorkerSettings
+from .common import (
+    check_recipe,
+    check_skillbook_name,
+    enqueue_file,
+    enqueue_inputs,
+    open_service,
+    require_workers,
+    scan_inputs,
+)
+from .sessions import check_format, scan_sessions, stream_sessions
+
+__all__ = ["enqueue_command"]
+
+
+def enqueue_command(
+    traces: Annotated[
+        Path,
+        typer.Argument(
+            help="JSONL file of traces (samples with --recipe ace); with --format claude-code or openclaw, "
+            "a session file or a folder of them (every *.jsonl below it); with --format browser-use, a "
+            "saved AgentHistoryList or a folder of them (every *.json below it)."
+        ),
+    ],
+    skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
+    epochs: Annotated[int, typer.Option(min=1)] = 1,
+    recipe: Annotated[
+        str,
+        typer.Option(
+            help="trace_analyser, ace, claude_code_traces, openclaw_traces, browser_use_traces, or a name "
+            "set in ACE_RECIPES."
+        ),
+    ] = "trace_analyser",
+    input_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="jsonl: one input per line. claude-code, openclaw, browser-use: one trace per session "
+            "file, converted here, or on the workers with --recipe claude_code_traces / openclaw_traces / "
+            "browser_use_traces.",
+        ),
+    ] = "jsonl",
+) -> None:
+    """Enqueue a JSONL file, or recorded agent sessions, as one batch for running workers; print the batch id.
+
+    Every argument is checked first, then the input is read twice, a line (or a
+    session) at a time: everything is checked and counted, then sent. The
+    producer's memory does not grow with the input.
+    """
+    settings = WorkerSettings.from_env()
+    check_skillbook_name(skillbook, "--skillbook")
+    check_recipe(recipe, settings)
+    check_format(input_format, recipe)
+    if not settings.redis_url:
+        raise typer.BadParameter("enqueue needs ACE_REDIS_URL (use 'learn' to run everything in-process)")
+    if input_format == "jsonl":
+        count = scan_inputs(traces, recipe, settings, epochs)
+    else:
+        count = scan_sessions(traces, input_format, recipe, settings, epochs)
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        require_workers(service)
+        if input_format == "jsonl":
+            handle = enqueue_file(service, traces, count, skillbook, epochs, recipe)
+        else:
+            inputs = stream_sessions(traces, input_format, recipe)
+            handle = enqueue_inputs(service, inputs, traces, count, skillbook, epochs, recipe)
+        typer.echo(handle.batch_id)

@@ -1,0 +1,47 @@
+"""``ace-workers mcp``: serve ACE to MCP clients over stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+__all__ = ["mcp_command"]
+
+
+def mcp_command(
+    transport: Annotated[
+        str,
+        typer.Option(help="stdio (for assistants that start the server) or http (streamable HTTP at /mcp)."),
+    ] = "stdio",
+    host: Annotated[str, typer.Option(help="HTTP: the address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="HTTP: the port to listen on.")] = 8765,
+    backend: Annotated[
+        str | None,
+        typer.Option(help="local, fleet or auto (fleet when ACE_REDIS_URL is set) [ACE_MCP_BACKEND]."),
+    ] = None,
+    skillbook_dir: Annotated[
+        Path | None, typer.Option(help="The only directory save/load may use [ACE_MCP_SKILLBOOK_DIR].")
+    ] = None,
+    read_only: Annotated[
+        bool | None, typer.Option("--read-only", help="Refuse learning and loading [ACE_MCP_READ_ONLY].")
+    ] = None,
+) -> None:
+    """Serve ACE to MCP clients: ace.ask, ace.learn.*, ace.skillbook.* (needs the 'mcp' extra)."""
+    import dataclasses
+
+    from ..distributed.settings import WorkerSettings
+    from ..mcp import MCPServerConfig, create_handlers, serve
+
+    if transport not in ("stdio", "http"):
+        raise typer.BadParameter(f"{transport!r}: use stdio or http", param_hint="--transport")
+    overrides: dict[str, Any] = {"backend": backend, "read_only": read_only}
+    overrides["skillbook_dir"] = str(skillbook_dir) if skillbook_dir else None
+    config = dataclasses.replace(
+        MCPServerConfig.from_env(), **{name: value for name, value in overrides.items() if value is not None}
+    )
+    handlers = create_handlers(config, WorkerSettings.from_env())
+    if transport == "http":
+        typer.echo(f"MCP server on http://{host}:{port}/mcp ({handlers.backend.name} back end)", err=True)
+    serve(handlers, transport=transport, host=host, port=port)

@@ -1,0 +1,80 @@
+"""``ace-workers status``: a batch's progress and errors, its skillbook's fill, and who writes it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..distributed.producer.producer import BatchHandle
+from ..distributed.settings import WorkerSettings
+from ..distributed.worker.partitions import queue_consumers
+from .common import console, describe_fill, open_service, print_json, skillbook_fill
+
+__all__ = ["status_command"]
+
+
+def status_command(
+    batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts.")] = False,
+) -> None:
+    """Show a batch's progress and its errors, and whether its skillbook is full."""
+    settings = WorkerSettings.from_env()
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        handle = BatchHandle(batch_id, service.runtime, service.app)
+        try:
+            status = handle.status()
+        except LookupError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        fill = skillbook_fill(service.runtime.store(status.skillbook))
+        write_queue = settings.write_queue(status.skillbook)
+        writers = queue_consumers(service.app).get(write_queue, [])
+        if as_json:
+            print_json(
+                {
+                    "batch_id": batch_id,
+                    "skillbook": status.skillbook,
+                    "recipe": status.recipe,
+                    "state": status.state.value,
+                    "total": status.total,
+                    "done": status.done,
+                    "failed": status.failed,
+                    "running": status.running,
+                    "queued": status.queued,
+                    "epoch": status.epoch,
+                    "epochs": status.epochs,
+                    "elapsed_seconds": round(status.elapsed_seconds, 3),
+                    "skillbook_fill": fill,
+                    "write_queue": write_queue,
+                    "write_queue_consumers": writers,
+                    "errors": handle.errors(),
+                }
+            )
+            return
+        console.print(
+            f"batch {batch_id} on {status.skillbook!r} ({status.recipe}): {status.state.value}, "
+            f"{status.done} done, {status.failed} failed, {status.running} running, "
+            f"{status.queued} queued of {status.total}, "
+            f"epoch {status.epoch}/{status.epochs}, {status.elapsed_seconds:.1f} s"
+        )
+        console.print(_describe_writer(settings, status.skillbook, write_queue, writers))
+        full = describe_fill(status.skillbook, fill)
+        if full:
+            console.print(f"[yellow]{full}[/]")
+        for error in handle.errors():
+            console.print(
+                f"[red]epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}[/]"
+            )
+
+
+def _describe_writer(settings: WorkerSettings, skillbook: str, queue: str, writers: list[str]) -> str:
+    """Where the skillbook's writes go and who serves that queue; a warning if nobody does."""
+    partitions = settings.write_partitions
+    where = f"partition {queue.rsplit('.', 1)[-1]} of {partitions}, " if partitions > 1 else ""
+    if writers:
+        return f"writes of {skillbook!r} go to {queue} ({where}served by {', '.join(writers)})"
+    start = f"--queues write --partition {queue.rsplit('.', 1)[-1]}" if partitions > 1 else "--queues write"
+    return (
+        f"[yellow]writes of {skillbook!r} go to {queue} ({where}no worker serves it: "
+        f"start one with 'ace-workers worker {start} --concurrency 1')[/]"
+    )
