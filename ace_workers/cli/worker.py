@@ -101,6 +101,13 @@ def worker_command(
             f"--loglevel={loglevel}",
             # Distinct default names per role, so Flower and `celery inspect` tell the workers apart.
             f"--hostname={hostname or '-'.join(roles) + '@%h'}",
+            # Mingle (a new worker asks the others for revoked task ids, waiting ~1 s for answers)
+            # and gossip (workers tracking each other's events) serve nothing here: a batch is
+            # cancelled in Redis, not by revoking tasks, and Flower follows the workers'
+            # heartbeats, which stay on. Without them a worker starts faster and a fleet of
+            # N workers sends no N x N gossip.
+            "--without-mingle",
+            "--without-gossip",
         ]
         _run_worker_until_signalled(service, argv, redis_url, watchdog)
 

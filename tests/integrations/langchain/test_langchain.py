@@ -233,12 +233,6 @@ def test_the_runner_refuses_an_option_it_does_not_take() -> None:
 
 # -- LangChainLiteLLMClient: the real ChatLiteLLM -> litellm path, offline (mock_response) ----------
 
-# litellm's own types, not this code: its first completion in a process rebuilds ModelResponse's
-# schema and pydantic warns of a ReadOnly TypedDict item. Only that message is ignored.
-LITELLM_SCHEMA_WARNING = "ignore:Item 'summary' on TypedDict class 'ChatCompletionReasoningItem':UserWarning"
-
-
-@pytest.mark.filterwarnings(LITELLM_SCHEMA_WARNING)
 def test_the_langchain_litellm_client_answers_through_litellm() -> None:
     client = LangChainLiteLLMClient("gpt-4o-mini", mock_response="Paris")
     response = client.complete("Capital of France?")
@@ -246,7 +240,6 @@ def test_the_langchain_litellm_client_answers_through_litellm() -> None:
     assert response.usage["total_tokens"] > 0 and response.cost is not None and response.cost > 0
 
 
-@pytest.mark.filterwarnings(LITELLM_SCHEMA_WARNING)
 def test_the_langchain_litellm_client_gives_validated_structured_output_or_gives_up() -> None:
     from ace_workers.core.outputs import AgentOutput
 

@@ -12,13 +12,6 @@ from ace_workers.sim import SimulatedLLM
 
 from .stub import NetworkGuard, OpikStub
 
-# litellm's own types, not this code: when litellm was first imported inside an earlier test, the
-# first completion rebuilds ModelResponse's pydantic schema, and pydantic warns that litellm's
-# ChatCompletionReasoningItem TypedDict has a ReadOnly item. Only that message is ignored.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Item 'summary' on TypedDict class 'ChatCompletionReasoningItem':UserWarning"
-)
-
 PROJECT = "ace-opik-test"
 
 
