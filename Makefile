@@ -41,11 +41,11 @@ rabbitmq:  ## install Debian's rabbitmq-server for the RabbitMQ tests, if missin
 	@# The package starts the machine's own node; the tests never use it, they start their own.
 
 # Each pytest-xdist worker starts its own redis-server (and RabbitMQ node when a test needs one),
-# tests sharing a costly session fixture share a worker (loadgroup; see tests/conftest.py),
+# tests sharing a costly session fixture share a worker (tests/support/scheduling.py),
 # so the suite runs in parallel and beside another test run. The suite mostly waits on real
 # time and subprocesses: 4 workers keep 2 cores busy.
 TEST_WORKERS ?= 4
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist load
 
 test: install browser rabbitmq  ## run the whole test suite (what CI runs)
 	$(BIN)/pytest $(PYTEST_PARALLEL)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,27 +36,27 @@ pytest_plugins = ["tests.support.fixtures"]
 DRILLS = Path(__file__).parent / "drills"
 # The fixtures that start headless chromium; a test using one is a browser test.
 BROWSER_FIXTURES = {"browser_session"}
-# Session fixtures that take seconds to build (a model load, a broker node): their tests
-# share one xdist worker.
-SHARED_FIXTURE_GROUPS = {"minilm": "minilm", "rabbitmq_node": "rabbitmq"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the drills and browser tests (make test-fast leaves them out); group and order for xdist.
+    """Mark the drills and browser tests (make test-fast leaves them out), and put the drills first.
 
-    Tests that share a costly session fixture run in one xdist worker (``--dist loadgroup``),
-    so it is built once, not once per worker. The drills come first: xdist hands tests out
-    in this order, so the longest start while the rest fill the gaps, instead of one starting
-    last and holding the whole run up.
+    xdist hands tests out in this order, so the longest start while the rest fill the gaps,
+    instead of one starting last and holding the whole run up.
     """
     for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
         if item.path.is_relative_to(DRILLS):
             item.add_marker(pytest.mark.drill)
-        if BROWSER_FIXTURES & fixtures:
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.browser)
-        for fixture, group in SHARED_FIXTURE_GROUPS.items():
-            if fixture in fixtures:
-                item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: item.get_closest_marker("drill") is None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``--dist load``, tests sharing a costly session fixture share a worker (support/scheduling.py)."""
+    if config.getvalue("dist") != "load":
+        return None
+    from tests.support.scheduling import make_scheduler
+
+    return make_scheduler(config, log)
