@@ -70,6 +70,7 @@ from .errors import (
     SkillbookFormatError,
     TracingSetupError,
     UnknownSkillError,
+    UnknownTagError,
 )
 from .integrations import (
     BrowserExecuteStep,
@@ -250,6 +251,7 @@ __all__ = [
     "AceError",
     "SkillbookError",
     "UnknownSkillError",
+    "UnknownTagError",
     "InvalidUpdateError",
     "InvalidConsolidationError",
     "SkillbookFormatError",

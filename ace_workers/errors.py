@@ -30,6 +30,7 @@ __all__ = [
     "SkillbookFormatError",
     "TracingSetupError",
     "UnknownSkillError",
+    "UnknownTagError",
 ]
 
 
@@ -83,6 +84,16 @@ class UnknownSkillError(SkillbookError, LookupError):
     def __init__(self, skill_id: str) -> None:
         self.skill_id = skill_id
         super().__init__(f"no skill with id {skill_id!r}")
+
+
+class UnknownTagError(SkillbookError, ValueError):
+    """A skill was to be tagged with a tag other than the known ones (helpful, harmful, neutral)."""
+
+    def __init__(self, skill_id: str, tag: str, known: tuple[str, ...]) -> None:
+        self.skill_id = skill_id
+        self.tag = tag
+        self.known = known
+        super().__init__(f"tag must be one of {', '.join(known)}, got {tag!r}")
 
 
 class InvalidUpdateError(SkillbookError, ValueError):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import SkillbookFormatError, UnknownSkillError
+from ..errors import SkillbookFormatError, UnknownSkillError, UnknownTagError
 from .consolidation import (
     ConsolidationBatch,
     ConsolidationOp,
@@ -162,7 +162,7 @@ class Skillbook:
     def tag_skill(self, skill_id: str, tag: str, increment: int = 1) -> Skill:
         """Add ``increment`` to a skill's helpful, harmful or neutral counter."""
         if tag not in TAGS:
-            raise ValueError(f"tag must be one of {', '.join(TAGS)}, got {tag!r}")
+            raise UnknownTagError(skill_id, tag, TAGS)
         with self._lock:
             self._index = None
             return copy.deepcopy(self._tag(self._require(skill_id), tag, increment))

@@ -1,7 +1,14 @@
 """Producers: send inputs as tracked batches, follow them, keep traces for the nightly run."""
 
 from .distributed_runner import DistributedRunner
-from .errors import BatchSizeError, NoWorkersError, ProducerConfigError, ProducerError, RemoteStepError
+from .errors import (
+    BatchExistsError,
+    BatchSizeError,
+    NoWorkersError,
+    ProducerConfigError,
+    ProducerError,
+    RemoteStepError,
+)
 from .inbox import append_to_inbox
 from .producer import BatchHandle, Producer
 
@@ -13,6 +20,7 @@ __all__ = [
     "append_to_inbox",
     # errors
     "ProducerError",
+    "BatchExistsError",
     "BatchSizeError",
     "NoWorkersError",
     "ProducerConfigError",

@@ -6,6 +6,7 @@ from ...errors import AceError
 
 __all__ = [
     "ProducerError",
+    "BatchExistsError",
     "BatchSizeError",
     "HookInputError",
     "NoWorkersError",
@@ -17,6 +18,14 @@ __all__ = [
 
 class ProducerError(AceError):
     """A producer could not send or follow a batch."""
+
+
+class BatchExistsError(ProducerError, ValueError):
+    """A batch id given to send under is taken already; nothing was sent (samples are never sent twice)."""
+
+    def __init__(self, batch_id: str) -> None:
+        self.batch_id = batch_id
+        super().__init__(f"batch {batch_id!r} exists already; its samples are not sent twice")
 
 
 class BatchSizeError(ProducerError, ValueError):

@@ -26,7 +26,13 @@ from ..worker.partitions import recorded_partitions
 from ..worker.payload import check_trace, context_to_payload, payload_to_context
 from ..worker.reconcile import reconcile_batch
 from ..worker.runtime import WorkerRuntime
-from .errors import BatchSizeError, PartitionMismatchError, ProducerConfigError, RemoteStepError
+from .errors import (
+    BatchExistsError,
+    BatchSizeError,
+    PartitionMismatchError,
+    ProducerConfigError,
+    RemoteStepError,
+)
 from .inbox import append_to_inbox
 
 __all__ = ["BatchHandle", "Producer"]
@@ -269,7 +275,7 @@ class Producer:
         self._check_partitions()
         batch_id = batch_id or uuid.uuid4().hex
         if self.runtime.batches.exists(batch_id):
-            raise ValueError(f"batch {batch_id!r} exists already; its samples are not sent twice")
+            raise BatchExistsError(batch_id)
         per_epoch = count or 0
         most = limit if count is None else count
         bounded = items if isinstance(items, Sequence) else _at_most(items, most)

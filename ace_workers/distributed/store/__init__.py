@@ -8,11 +8,17 @@ from .batches import BatchState, BatchStatus, BatchStore
 from .changelog import ChangeKind, ChangeRecord
 from .embedding_cache import RedisEmbeddingCache
 from .errors import (
+    BatchInputMissingError,
+    BatchNotFoundError,
+    ChangelogTrimmedError,
+    InvalidKeyPrefixError,
+    InvalidSkillbookNameError,
     SkillbookExistsError,
     SkillbookFullError,
     StoreError,
     UnknownSkillbookError,
     VersionConflict,
+    VersionRangeError,
 )
 from .keys import SkillbookKeys, dead_letters_key, registry_key, validate_skillbook_name
 from .snapshots import SnapshotCache
@@ -48,4 +54,10 @@ __all__ = [
     "UnknownSkillbookError",
     "SkillbookExistsError",
     "SkillbookFullError",
+    "InvalidSkillbookNameError",
+    "InvalidKeyPrefixError",
+    "VersionRangeError",
+    "ChangelogTrimmedError",
+    "BatchNotFoundError",
+    "BatchInputMissingError",
 ]

@@ -25,6 +25,7 @@ from typing import Any, cast
 import redis
 from redis.typing import EncodableT, FieldT
 
+from .errors import BatchInputMissingError, BatchNotFoundError
 from .keys import batch_key, running_batches_key
 from .locks import try_lock
 from .replies import decode_text
@@ -239,10 +240,10 @@ class BatchStore:
             start += len(chunk)
 
     def item(self, batch_id: str, index: int) -> dict[str, Any]:
-        """The input payload of sample ``index`` (from 1); LookupError if it was never stored."""
+        """The input payload of sample ``index`` (from 1); BatchInputMissingError if it was never stored."""
         raw = self.redis.lindex(self._key(batch_id, "items"), index - 1)
         if raw is None:
-            raise LookupError(f"batch {batch_id!r} stores no input for sample {index}")
+            raise BatchInputMissingError(batch_id, index)
         loaded: dict[str, Any] = json.loads(raw)
         return loaded
 
@@ -378,7 +379,7 @@ class BatchStore:
         return try_lock(self.redis, self._key(batch_id, f"starting:e{epoch}"), seconds)
 
     def status(self, batch_id: str) -> BatchStatus:
-        """The batch's counters; LookupError naming the batch if it is unknown."""
+        """The batch's counters; BatchNotFoundError (a LookupError) if it is unknown."""
         pipe = self.redis.pipeline(transaction=True)
         pipe.hgetall(self._key(batch_id))
         pipe.hlen(self._key(batch_id, "started"))
@@ -387,7 +388,7 @@ class BatchStore:
         text = {decode_text(k): decode_text(v) for k, v in meta.items()}
         # A counter bumped by a late task after the record expired leaves a hash without its fields.
         if "skillbook" not in text:
-            raise LookupError(f"no batch {batch_id!r} (unknown, or expired after {self.ttl_seconds} s)")
+            raise BatchNotFoundError(batch_id, self.ttl_seconds)
         return BatchStatus(
             batch_id=batch_id,
             skillbook=text["skillbook"],

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 from ...core.updates import UpdateBatch, UpdateOperation
+from .errors import ChangelogTrimmedError
 from .replies import decode_text
 
 __all__ = [
@@ -120,17 +121,11 @@ def decode_change(fields: Mapping[Any, Any] | list[Any]) -> ChangeRecord:
 
 
 def require_contiguous(name: str, records: list[ChangeRecord], first: int, last: int) -> None:
-    """Raise ValueError unless ``records`` hold exactly versions ``first``..``last``, oldest first."""
+    """Raise ChangelogTrimmedError unless ``records`` hold exactly versions ``first``..``last``, in order."""
     found = [record.version for record in records]
     if found == list(range(first, last + 1)):
         return
-    oldest = found[0] if found else None
-    retained = f"the oldest version it still holds is {oldest}" if oldest else "it holds no entry there"
-    raise ValueError(
-        f"skillbook {name!r}: the change log no longer reaches back to version {first} "
-        f"({retained}); it was trimmed to its maximum length (changelog_maxlen), so changes "
-        f"from version {first - 1} to {last} cannot be reconstructed"
-    )
+    raise ChangelogTrimmedError(name, first, last, found[0] if found else None)
 
 
 def aggregate_diff(records: Iterable[ChangeRecord]) -> dict[str, tuple[SkillImage, SkillImage]]:

@@ -5,11 +5,17 @@ from __future__ import annotations
 from ...errors import AceError
 
 __all__ = [
+    "BatchInputMissingError",
+    "BatchNotFoundError",
+    "ChangelogTrimmedError",
+    "InvalidKeyPrefixError",
+    "InvalidSkillbookNameError",
     "SkillbookExistsError",
     "SkillbookFullError",
     "StoreError",
     "UnknownSkillbookError",
     "VersionConflict",
+    "VersionRangeError",
 ]
 
 
@@ -65,3 +71,69 @@ class SkillbookFullError(StoreError):
             "(ACE_MAX_SKILLBOOK_SKILLS), so the skill was not added; consolidate or remove skills "
             "(ace-workers skillbook dedup), or raise the limit"
         )
+
+
+class InvalidSkillbookNameError(StoreError, ValueError):
+    """A skillbook name could break out of its key's hash tag (bad characters or length)."""
+
+    def __init__(self, name: object) -> None:
+        self.name = name
+        super().__init__(
+            f"invalid skillbook name {name!r}: use 1 to 128 characters of letters, digits, "
+            "'_', '.' and '-', starting with a letter or digit"
+        )
+
+
+class InvalidKeyPrefixError(StoreError, ValueError):
+    """A key prefix cannot start Redis key names (bad characters or length)."""
+
+    def __init__(self, prefix: object) -> None:
+        self.prefix = prefix
+        super().__init__(
+            f"invalid key prefix {prefix!r}: use 1 to 64 characters of letters, digits, "
+            "'_', '.', ':' and '-', starting with a letter or digit"
+        )
+
+
+class VersionRangeError(StoreError, ValueError):
+    """Versions were asked for that the skillbook does not have (beyond its current one, or reversed)."""
+
+    def __init__(self, message: str, *, name: str, current: int, requested: tuple[int, ...]) -> None:
+        self.name = name
+        self.current = current
+        self.requested = requested
+        super().__init__(message)
+
+
+class ChangelogTrimmedError(StoreError, ValueError):
+    """The change log was trimmed (changelog_maxlen) and no longer reaches back to a version asked for."""
+
+    def __init__(self, name: str, first: int, last: int, oldest: int | None) -> None:
+        self.name = name
+        self.first = first
+        self.last = last
+        self.oldest = oldest
+        retained = f"the oldest version it still holds is {oldest}" if oldest else "it holds no entry there"
+        super().__init__(
+            f"skillbook {name!r}: the change log no longer reaches back to version {first} "
+            f"({retained}); it was trimmed to its maximum length (changelog_maxlen), so changes "
+            f"from version {first - 1} to {last} cannot be reconstructed"
+        )
+
+
+class BatchNotFoundError(StoreError, LookupError):
+    """No batch of this id is recorded in Redis (never sent, or its record expired)."""
+
+    def __init__(self, batch_id: str, ttl_seconds: int) -> None:
+        self.batch_id = batch_id
+        self.ttl_seconds = ttl_seconds
+        super().__init__(f"no batch {batch_id!r} (unknown, or expired after {ttl_seconds} s)")
+
+
+class BatchInputMissingError(StoreError, LookupError):
+    """A batch stores no input for a sample (its producer died while storing them, or it expired)."""
+
+    def __init__(self, batch_id: str, index: int) -> None:
+        self.batch_id = batch_id
+        self.index = index
+        super().__init__(f"batch {batch_id!r} stores no input for sample {index}")

@@ -59,6 +59,7 @@ import re
 from dataclasses import dataclass
 
 from ...core.skillbook import normalise_content
+from .errors import InvalidKeyPrefixError, InvalidSkillbookNameError
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -145,26 +146,20 @@ NIGHTLY_RUN_FIELDS = (
 
 
 def validate_skillbook_name(name: object) -> str:
-    """Return ``name`` if it can name a skillbook, else raise ValueError naming it.
+    """Return ``name`` if it can name a skillbook, else raise InvalidSkillbookNameError (a ValueError).
 
     A name is 1 to 128 characters of ``A-Z a-z 0-9 _ . -``, starting with a
     letter or digit, so it can never break out of its key's hash tag.
     """
     if not isinstance(name, str) or _SKILLBOOK_NAME.fullmatch(name) is None:
-        raise ValueError(
-            f"invalid skillbook name {name!r}: use 1 to 128 characters of letters, digits, "
-            "'_', '.' and '-', starting with a letter or digit"
-        )
+        raise InvalidSkillbookNameError(name)
     return name
 
 
 def validate_key_prefix(prefix: object) -> str:
-    """Return ``prefix`` if it can start key names, else raise ValueError naming it."""
+    """Return ``prefix`` if it can start key names, else raise InvalidKeyPrefixError (a ValueError)."""
     if not isinstance(prefix, str) or _KEY_PREFIX.fullmatch(prefix) is None:
-        raise ValueError(
-            f"invalid key prefix {prefix!r}: use 1 to 64 characters of letters, digits, "
-            "'_', '.', ':' and '-', starting with a letter or digit"
-        )
+        raise InvalidKeyPrefixError(prefix)
     return prefix
 
 

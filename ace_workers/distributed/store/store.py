@@ -30,7 +30,7 @@ from ...core.skill import SimilarityDecision
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
 from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, stream_id
-from .errors import UnknownSkillbookError, VersionConflict
+from .errors import UnknownSkillbookError, VersionConflict, VersionRangeError
 from .keys import (
     DEFAULT_PREFIX,
     META_INCARNATION,
@@ -315,14 +315,18 @@ class RedisSkillbookStore:
         """Skill id -> (state at ``from_version``, state at ``to_version``) for every skill changed between.
 
         A state is the skill's file-format dict, None where the skill did not
-        exist. Raises ValueError for versions out of range, or when the
-        change log was trimmed and no longer reaches back to ``from_version``.
+        exist. Raises VersionRangeError for versions out of range, or
+        ChangelogTrimmedError when the change log no longer reaches back to
+        ``from_version`` (both ValueErrors).
         """
         current = self.version()
         if not 0 <= from_version <= to_version <= current:
-            raise ValueError(
+            raise VersionRangeError(
                 f"skillbook {self.name!r}: need 0 <= from_version <= to_version <= {current} "
-                f"(the current version), got {from_version} and {to_version}"
+                f"(the current version), got {from_version} and {to_version}",
+                name=self.name,
+                current=current,
+                requested=(from_version, to_version),
             )
         if from_version == to_version:
             return {}
@@ -334,8 +338,9 @@ class RedisSkillbookStore:
         History is never rewritten: the rollback is recorded in the change log
         (source ``{"rollback_to": to_version}``). The id counter is not wound
         back, so no id is ever issued twice; similarity decisions are kept.
-        Raises ValueError if ``to_version`` is out of range or the change log
-        no longer reaches back to it, UnknownSkillbookError for a new skillbook.
+        Raises VersionRangeError if ``to_version`` is beyond the current version,
+        ChangelogTrimmedError if the change log no longer reaches back to it (both
+        ValueErrors), UnknownSkillbookError for a new skillbook.
         """
         if isinstance(to_version, bool) or not isinstance(to_version, int) or to_version < 0:
             raise ValueError(f"to_version must be a non-negative int, got {to_version!r}")

@@ -39,7 +39,7 @@ from .changelog import (
     require_contiguous,
     stream_id,
 )
-from .errors import SkillbookExistsError, StoreError, UnknownSkillbookError
+from .errors import SkillbookExistsError, StoreError, UnknownSkillbookError, VersionRangeError
 from .keys import (
     META_CREATED_AT,
     META_INCARNATION,
@@ -381,9 +381,12 @@ class SkillbookWrites:
         if version == 0:
             raise UnknownSkillbookError(self.name)
         if to_version > version:
-            raise ValueError(
+            raise VersionRangeError(
                 f"skillbook {self.name!r}: cannot roll back to version {to_version}, "
-                f"the current version is {version}"
+                f"the current version is {version}",
+                name=self.name,
+                current=version,
+                requested=(to_version,),
             )
         if to_version == version:
             pipe.unwatch()

@@ -4,9 +4,13 @@ from .app import check_app_security, check_write_concurrency, create_app, ping_r
 from .chains import STEP_TASK, enqueue_epoch, sample_chain
 from .errors import (
     ClaimMissing,
+    ImportPathError,
     PayloadError,
     PayloadTooLarge,
+    RecipeNotCallableError,
     RedisUnavailable,
+    StepAborted,
+    UnknownStepError,
     UnsafeSerializerError,
     WorkerConfigError,
     WorkerError,
@@ -50,4 +54,8 @@ __all__ = [
     "PayloadError",
     "PayloadTooLarge",
     "ClaimMissing",
+    "ImportPathError",
+    "RecipeNotCallableError",
+    "UnknownStepError",
+    "StepAborted",
 ]

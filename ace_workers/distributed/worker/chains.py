@@ -8,6 +8,7 @@ from typing import Any
 from celery import Celery, chain
 
 from .app import WORKER_PUBLISH_RETRY_POLICY
+from .errors import UnknownStepError
 from .runtime import WorkerRuntime
 from .trace_context import traced_send, with_carrier
 
@@ -34,7 +35,7 @@ def sample_chain(
     """
     _, routes = runtime.pipeline(recipe, skillbook)
     if not 0 <= start < len(routes):
-        raise ValueError(f"recipe {recipe!r} has steps 0 to {len(routes) - 1}; no step {start}")
+        raise UnknownStepError(recipe, start, len(routes))
     signatures = []
     for route in routes[start:]:
         kwargs = {

@@ -19,6 +19,10 @@ __all__ = [
     "PayloadTooLarge",
     "ClaimMissing",
     "UnknownRecipeError",
+    "ImportPathError",
+    "RecipeNotCallableError",
+    "UnknownStepError",
+    "StepAborted",
 ]
 
 
@@ -125,3 +129,33 @@ class UnknownRecipeError(WorkerError, ValueError):
             f"unknown recipe {name!r}: this process runs {', '.join(known)}; recipes of your own are "
             "named in ACE_RECIPES (name=package.module:function) on the workers and the producer"
         )
+
+
+class ImportPathError(WorkerError, ValueError):
+    """An import path (``package.module:attribute``, of a recipe or an LLM factory) does not import."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+class RecipeNotCallableError(ImportPathError):
+    """A recipe's import path names something that is not callable."""
+
+    def __init__(self, name: str, path: str) -> None:
+        self.name = name
+        super().__init__(f"recipe {name!r} ({path}) is not callable", path=path)
+
+
+class UnknownStepError(WorkerError, ValueError):
+    """A message or dead letter names a step its recipe does not have (the recipe changed since)."""
+
+    def __init__(self, recipe: str, index: int, steps: int) -> None:
+        self.recipe = recipe
+        self.index = index
+        self.steps = steps
+        super().__init__(f"recipe {recipe!r} has steps 0 to {steps - 1}; no step {index}")
+
+
+class StepAborted(WorkerError):
+    """A step raised a BaseException (SystemExit, ...); its sample is failed and dead-lettered."""

@@ -28,7 +28,7 @@ from ...protocols import AgentLike, DeduplicationManagerLike, ReflectorLike, Ski
 from ...steps import AgentStep, EvaluateStep, learning_tail
 from ...traces import BrowserToTrace, ClaudeCodeToTrace, OpenClawToTraceStep
 from ..recipe_registry import BUILT_IN_RECIPES
-from .errors import UnknownRecipeError
+from .errors import ImportPathError, RecipeNotCallableError, UnknownRecipeError
 
 __all__ = ["BUILT_IN_RECIPES", "Recipe", "RecipeInputs", "import_object", "resolve_recipe"]
 
@@ -85,14 +85,16 @@ def _tail(inputs: RecipeInputs) -> list[Any]:
 
 
 def import_object(path: str) -> Any:
-    """Import ``"package.module:attribute"``; ValueError naming the path when it cannot."""
+    """Import ``"package.module:attribute"``; ImportPathError naming the path when it cannot."""
     module_name, _, attribute = path.partition(":")
     if not module_name or not attribute:
-        raise ValueError(f"{path!r} is not an import path of the form 'package.module:attribute'")
+        raise ImportPathError(
+            f"{path!r} is not an import path of the form 'package.module:attribute'", path=path
+        )
     try:
         return getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot import {path!r}: {exc}") from exc
+        raise ImportPathError(f"cannot import {path!r}: {exc}", path=path) from exc
 
 
 def resolve_recipe(name: str, configured: Mapping[str, str]) -> Recipe:
@@ -103,12 +105,13 @@ def resolve_recipe(name: str, configured: Mapping[str, str]) -> Recipe:
 
     Raises:
         UnknownRecipeError: ``name`` is neither built in nor configured.
-        ValueError: a configured import path does not import, or names no callable.
+        ImportPathError: a configured import path does not import (RecipeNotCallableError: it
+            names no callable); both are ValueErrors.
     """
     path = (BUILT_IN_RECIPES.get(name) or configured.get(name)) if isinstance(name, str) else None
     if path is None:
         raise UnknownRecipeError(name, [*BUILT_IN_RECIPES, *configured])
     recipe = import_object(path)
     if not callable(recipe):
-        raise ValueError(f"recipe {name!r} ({path}) is not callable")
+        raise RecipeNotCallableError(name, path)
     return recipe  # type: ignore[no-any-return]

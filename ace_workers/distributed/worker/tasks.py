@@ -28,7 +28,7 @@ from .app import WORKER_PUBLISH_RETRY_POLICY
 from .chains import STEP_TASK
 from .dead_letters import park_dead_letter
 from .epochs import resume_batch
-from .errors import UnknownRecipeError
+from .errors import StepAborted, UnknownRecipeError
 from .payload import context_to_payload, payload_to_context
 from .retries import broker_countdown, retry_countdown
 from .runtime import Route, WorkerRuntime
@@ -51,10 +51,6 @@ REDIS_OUTAGE = (redis.ConnectionError, redis.TimeoutError)
 NOT_RETRYABLE = (RetriesExhausted, UnknownRecipeError)
 # BaseExceptions that mean this worker process is stopping, not that the step failed.
 SHUTDOWN = (KeyboardInterrupt, WorkerShutdown, WorkerTerminate)
-
-
-class StepAborted(Exception):
-    """A step raised a BaseException (SystemExit, ...); its sample is failed and dead-lettered."""
 
 
 def run_step(
