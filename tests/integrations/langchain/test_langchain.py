@@ -233,6 +233,7 @@ def test_the_runner_refuses_an_option_it_does_not_take() -> None:
 
 # -- LangChainLiteLLMClient: the real ChatLiteLLM -> litellm path, offline (mock_response) ----------
 
+
 def test_the_langchain_litellm_client_answers_through_litellm() -> None:
     client = LangChainLiteLLMClient("gpt-4o-mini", mock_response="Paris")
     response = client.complete("Capital of France?")
