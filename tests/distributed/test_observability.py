@@ -41,6 +41,7 @@ from ace_workers.observability import (
 )
 from ace_workers.sim import failure_traces
 from tests.support.fixtures import connect_test_redis
+from tests.support.waiting import wait_for
 
 from .helpers import HookedRedis
 from .recipes import TEST_RECIPES
@@ -96,6 +97,12 @@ def test_a_batch_counts_each_step_once_per_sample_with_latency_and_llm_tokens(se
     metrics = service.runtime.metrics
     _, routes = service.runtime.pipeline("trace_analyser", "metered")
     assert [r.name for r in routes] == ["ReflectStep", "TagStep", "UpdateStep", "ApplyStep"]
+    # A sample is recorded done inside its last step; the step's metrics follow as it returns.
+    wait_for(
+        lambda: metrics.value("ace_step_samples_total", step=routes[-1].name, skillbook="metered") == 8,
+        timeout=10,
+        what="the last step's metrics",
+    )
     for route in routes:
         labels = {"step": route.name, "skillbook": "metered"}
         assert metrics.value("ace_step_samples_total", **labels) == 8, route.name
