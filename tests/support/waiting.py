@@ -12,7 +12,7 @@ T = TypeVar("T")
 
 
 def wait_for(check: Callable[[], T], timeout: float, what: str, *, every: float = 0.02) -> T:
-    """Poll ``check()`` until it returns something truthy and return it; after ``timeout`` s, fail naming ``what``."""
+    """Poll ``check()`` until it returns something truthy and return it; fail naming ``what`` on timeout."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
