@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import Pipeline, SampleResult
-
-from .conftest import Ctx, make_step
+from tests.support.pipeline import Ctx, make_step
 
 TIMEOUT = 10.0
 REPO = "/work/main"

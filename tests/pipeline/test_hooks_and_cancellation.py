@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pipeline import CancellationToken, Pipeline, PipelineCancelled, PipelineHook
-from tests.pipeline.conftest import Ctx, make_step
+from tests.support.pipeline import Ctx, make_step
 
 TIMEOUT = 10.0
 

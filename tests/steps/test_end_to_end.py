@@ -18,8 +18,7 @@ from ace_workers.steps import (
     learning_tail,
 )
 from pipeline import Pipeline, PipelineHook
-
-from .conftest import TIMEOUT, FakeAgent, FakeDedupManager, FakeReflector, FakeSkillManager
+from tests.support.roles import TIMEOUT, FakeAgent, FakeDedupManager, FakeReflector, FakeSkillManager
 
 TAIL = [
     "ReflectStep",
