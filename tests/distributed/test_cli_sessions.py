@@ -120,7 +120,7 @@ def test_an_unknown_format_is_refused(clean_env: pytest.MonkeyPatch, redis_url: 
 
 def saved_browser_runs(folder: Path) -> Path:
     """Two browser-use runs saved as the library saves them, an empty one, and a file that is not one."""
-    from ..integrations.browser_use.histories import failed_zorb_run
+    from tests.support.browser_agents import failed_zorb_run
 
     folder.mkdir()
     failed_zorb_run().save_to_file(folder / "zorb-1.json")
@@ -151,7 +151,7 @@ def test_saved_browser_use_runs_are_one_trace_each_converted_here_or_on_the_work
 def test_a_saved_browser_run_with_a_huge_extract_travels_by_claim_check_and_is_cut_on_the_worker(
     clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
 ) -> None:
-    from ..integrations.browser_use.histories import failed_zorb_run
+    from tests.support.browser_agents import failed_zorb_run
 
     run = Path("huge.json")
     failed_zorb_run(extracted="row " * 100_000).save_to_file(run)  # 400 kB, above ACE_CLAIM_CHECK_BYTES

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import socket
 import subprocess
@@ -22,8 +21,9 @@ from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.worker.payload import payload_to_context
 from ace_workers.integrations.langchain import AceCallbackHandler
 from ace_workers.sim import make_tasks
+from tests.support.langchain_agents import replies, scripted
+from tests.support.readme import code_blocks, run_example
 
-from ..integrations.langchain.conftest import replies, scripted
 from .conftest import running_service
 
 
@@ -162,9 +162,7 @@ def test_a_send_that_failed_after_its_batch_was_stored_is_finished_not_sent_agai
 def test_the_readme_fleet_example_sends_its_run_to_the_redis_it_is_pointed_at(
     redis_client: redis.Redis, redis_url: str, tmp_path: Path
 ) -> None:
-    from ..test_readme_examples import run_example, section_text
-
-    (code,) = re.findall(r"```py\n(.*?)```", section_text("### LangChain"), re.S)
+    (code,) = code_blocks("### LangChain", language="py")
     done = run_example(code, tmp_path, ACE_REDIS_URL=redis_url)
     assert done.returncode == 0, done.stderr
     assert "runs=1, sent=1, batches=1, failed_sends=0, dropped=0, refused=0" in done.stdout

@@ -28,8 +28,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from ace_workers.distributed import WorkerSettings
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.sim import failure_traces
+from tests.support.tracing import memory_spans, named, parent_id, span_id, trace_id
 
-from ..observability.support import memory_spans, named, parent_id, span_id, trace_id
 from .conftest import TEST_RECIPES, running_service
 from .helpers import stop
 

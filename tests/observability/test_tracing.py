@@ -19,8 +19,7 @@ from ace_workers.observability.tracing import configure_tracing, otlp_traces_url
 from ace_workers.roles import Agent, Reflector, SkillManager
 from ace_workers.runners import ACE, TraceAnalyser
 from ace_workers.sim import SimulatedLLM, failure_traces, make_tasks
-
-from .support import memory_spans, named, parent_id, span_id, trace_id
+from tests.support.tracing import memory_spans, named, parent_id, span_id, trace_id
 
 
 @pytest.fixture

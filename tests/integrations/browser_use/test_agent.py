@@ -14,9 +14,8 @@ from ace_workers.integrations.browser_use import BrowserExecuteStep, BrowserResu
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.runners.browser_use import BrowserUse
 from ace_workers.sim import SimulatedLLM, make_tasks
-
-from ..skillbooks import context, skillbook_with_rule
-from .conftest import AGENT_OPTIONS, ScriptedChatModel, navigate_then_give_up
+from tests.support.browser_agents import AGENT_OPTIONS, ScriptedChatModel, navigate_then_give_up
+from tests.support.skillbooks import context, skillbook_with_rule
 
 ZORB_TASK = make_tasks(1, topics=1)[0].question  # a zorb puzzle; the scripted agent answers "no idea"
 

@@ -22,9 +22,8 @@ from ace_workers.integrations import (
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.runners import ClaudeCode
 from ace_workers.sim import SimulatedLLM, make_tasks
-
-from ..skillbooks import context, skillbook_with_rule
-from .conftest import FakeClaude
+from tests.support.claude_code import FakeClaude
+from tests.support.skillbooks import context, skillbook_with_rule
 
 TRANSCRIPTS = Path(__file__).with_name("transcripts")
 

@@ -23,8 +23,15 @@ from ace_workers.core.context import SkillbookView
 from ace_workers.errors import MissingExtraError, RetriesExhausted
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.sim import SimulatedLLM, make_tasks
-
-from .conftest import broken_lookup, call, huge_dump, replies, scripted, tool_agent, zorb_table
+from tests.support.langchain_agents import (
+    broken_lookup,
+    call,
+    huge_dump,
+    replies,
+    scripted,
+    tool_agent,
+    zorb_table,
+)
 
 STRATEGY = "Check the units before converting a length"
 

@@ -15,9 +15,8 @@ from ace_workers.dedup import DeduplicationConfig
 from ace_workers.errors import SkillbookFormatError
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.sim import SimulatedLLM, make_tasks
-
-from ..skillbooks import ZORB_RULE
-from .conftest import replies, scripted
+from tests.support.langchain_agents import replies, scripted
+from tests.support.skillbooks import ZORB_RULE
 
 RESTATED = "On zorb questions, reverse the digits of the input number."
 OTHER = "For zorb questions, add one to the input."

@@ -16,8 +16,7 @@ from ace_workers.runners import ACELiteLLM
 from ace_workers.sim import SimulatedLLM, make_tasks
 from ace_workers.steps import OpikStep
 from pipeline import SampleResult
-
-from .stub import NetworkGuard, OpikStub
+from tests.support.opik import NetworkGuard, OpikStub
 
 PROJECT = "ace-opik-test"
 SAMPLES = 4

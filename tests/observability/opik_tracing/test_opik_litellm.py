@@ -9,8 +9,7 @@ import pytest
 from ace_workers.observability import register_opik_litellm_callback
 from ace_workers.runners import ACELiteLLM
 from ace_workers.sim import SimulatedLLM
-
-from .stub import NetworkGuard, OpikStub
+from tests.support.opik import NetworkGuard, OpikStub
 
 # litellm's own types, not this code: when litellm was first imported inside an earlier test, the
 # first completion rebuilds ModelResponse's pydantic schema, and pydantic warns that litellm's
