@@ -33,8 +33,7 @@ from ace_workers.distributed.worker.errors import (
     WriteConcurrencyError,
 )
 from ace_workers.errors import AceError
-
-from .helpers import stop
+from tests.support.processes import stop
 
 
 @pytest.fixture

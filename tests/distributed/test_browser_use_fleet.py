@@ -12,8 +12,7 @@ from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.keys import SkillbookKeys
 from ace_workers.integrations import browser_history_to_trace
 from tests.support.browser_agents import failed_zorb_run
-
-from .conftest import running_service
+from tests.support.workers import running_service
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import SkillbookKeys
-
-from .helpers import claude_session, keys_of, said
+from tests.support.claude_code import claude_session
+from tests.support.cli import keys_of, said
 
 ZORB_TASK = "Solve the zorb puzzle. Input: 1234"
 REPO = Path(__file__).resolve().parents[2]

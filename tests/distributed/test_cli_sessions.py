@@ -14,8 +14,8 @@ from ace_workers.cli import app
 from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
-
-from .helpers import claude_session, keys_of, said
+from tests.support.claude_code import claude_session
+from tests.support.cli import keys_of, said
 
 ROOT = Path(__file__).resolve().parents[1] / "integrations"
 OPENCLAW = ROOT / "openclaw" / "sessions"

@@ -21,9 +21,8 @@ from ace_workers.distributed.store.embedding_cache import RedisEmbeddingCache
 from ace_workers.sim import failure_traces
 from ace_workers.sim.tasks import TOPICS
 from ace_workers.steps import AgentStep, DeduplicateStep, UpdateStep
-
-from .conftest import running_service
-from .helpers import add, batch
+from tests.support.operations import add, batch
+from tests.support.workers import running_service
 
 TOPIC_COUNT = 5
 

@@ -13,8 +13,7 @@ import pytest
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.batches import BatchState
 from tests.support.mcp import CLIENTS, call, exercise_every_tool, refused, server_env
-
-from .conftest import running_service
+from tests.support.workers import running_service
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,7 @@ from redis.cluster import RedisCluster
 from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore, VersionConflict
 from tests.support.fixtures import connect_test_redis, server_or_cluster
-
-from .helpers import HookedCluster, HookedRedis
+from tests.support.hooked_redis import HookedCluster, HookedRedis
 
 HookedClients = Callable[[Callable[[], None]], Any]
 
