@@ -121,7 +121,8 @@ def test_a_message_of_a_worker_killed_while_sweeping_comes_back_soon_after_the_v
             start_new_session=True,
         )
         try:
-            assert dying.stdout is not None and dying.stdout.readline() == b"taken\n"
+            assert dying.stdout is not None
+            assert dying.stdout.readline() == b"taken\n"
         finally:
             stop(dying, signal.SIGKILL)
             if dying.stdout is not None:

@@ -99,7 +99,8 @@ def test_now_without_running_workers_keeps_the_session_in_the_inbox(
     result = run_hook(hook_input(transcript), "--skillbook", "cc", "--now")
 
     assert result.exit_code == 0, result.output
-    assert "no worker serves" in said(result.output) and "kept in the inbox instead" in said(result.output)
+    assert "no worker serves" in said(result.output)
+    assert "kept in the inbox instead" in said(result.output)
     assert [trace["session_id"] for trace in inbox(redis_client, "cc", hook_env)] == ["5f0c-session"]
 
 

@@ -92,9 +92,8 @@ def test_a_raw_session_above_the_trace_limit_is_refused_naming_the_file(
     args = ["enqueue", str(session), "--format", "claude-code", "--recipe", "claude_code_traces"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code != 0
-    assert f"{session}: trace is" in said(result.output) and "above the limit of 100,000 bytes" in said(
-        result.output
-    )
+    assert f"{session}: trace is" in said(result.output)
+    assert "above the limit of 100,000 bytes" in said(result.output)
     assert keys_of(redis_client, "clirawbig") == []
 
 

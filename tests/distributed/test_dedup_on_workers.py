@@ -63,7 +63,8 @@ def test_learning_chains_consolidate_paraphrases_on_the_write_queue(dedup_servic
 
     consolidations = [r for r in store.history(limit=200) if r.kind is ChangeKind.CONSOLIDATE]
     assert consolidations, "no consolidation reached the change log"
-    assert all(r.source is not None and r.source["step"] == "DeduplicateStep" for r in consolidations)
+    assert all(r.source is not None for r in consolidations)
+    assert all(r.source["step"] == "DeduplicateStep" for r in consolidations)
     assert {op["type"] for r in consolidations for op in r.consolidation} == {"MERGE"}
 
     _, routes = dedup_service.runtime.pipeline("trace_analyser", "support")

@@ -375,9 +375,8 @@ def test_a_worker_process_serves_metrics_and_writes_json_logs(
         ("looked at trace p1", "e1:1"),
         ("looked at trace p2", "e1:2"),
     ]
-    assert all(
-        x["batch_id"] == handle.batch_id and x["skillbook"] == "proc" and x["step"] == "Chatty"
-        for x in chatty
-    )
+    assert all(x["batch_id"] == handle.batch_id for x in chatty)
+    assert all(x["skillbook"] == "proc" for x in chatty)
+    assert all(x["step"] == "Chatty" for x in chatty)
     # No banner on stdout: Celery prints only its shutdown notice there, past any logging.
     assert stdout.read_text().split() in ([], ["worker:", "Warm", "shutdown", "(MainProcess)"])

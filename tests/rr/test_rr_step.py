@@ -61,7 +61,8 @@ def test_the_trace_analyser_learns_through_rr_and_records_the_iterations() -> No
     (result,) = analyser.run([TRACE])
     assert result.ok, result.error
     assert [s.content for s in analyser.skillbook.skills()] == [RULE]
-    assert result.output is not None and result.output.reflection is not None
+    assert result.output is not None
+    assert result.output.reflection is not None
     rr_trace = result.output.reflection.raw["rr_trace"]
     assert (rr_trace["iterations_used"], rr_trace["max_iterations"], rr_trace["final_called"]) == (2, 3, True)
     assert [set(item) for item in rr_trace["iterations"]] == [ITERATION_KEYS, ITERATION_KEYS]
@@ -130,5 +131,6 @@ def test_rr_step_runs_as_a_pipeline_step() -> None:
     (result,) = pipeline.run([context])
     pipeline.wait_for_background()
     assert result.ok, result.error
-    assert result.output is not None and result.output.reflection is not None
+    assert result.output is not None
+    assert result.output.reflection is not None
     assert result.output.reflection.key_insight == RULE

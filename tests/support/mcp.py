@@ -130,7 +130,8 @@ async def exercise_every_tool(
     )
     if shared:
         assert (feedback["learned"], feedback["queued"]) == (False, True)
-        assert settle is not None and feedback["batch_id"]
+        assert settle is not None
+        assert feedback["batch_id"]
         settle(feedback["batch_id"])
     else:
         assert (feedback["learned"], feedback["queued"]) == (True, False)

@@ -116,6 +116,7 @@ def test_the_runner_composes_execute_convert_and_the_learning_tail() -> None:
         dedup_interval=5,
     )
     names = [type(step).__name__ for step in steps]
-    assert names[:2] == ["BrowserExecuteStep", "BrowserToTrace"] and names[2] == "ReflectStep"
+    assert names[:2] == ["BrowserExecuteStep", "BrowserToTrace"]
+    assert names[2] == "ReflectStep"
     assert (steps[0].max_steps, steps[0].agent_kwargs["use_vision"]) == (7, False)
     assert isinstance(steps[1], BrowserToTrace)

@@ -49,7 +49,8 @@ def test_dedup_config_on_from_roles_builds_a_manager_on_the_skill_managers_llm()
     assert llm.call_count("ConsolidationResponse") == 1
     assert [s.id for s in book.skills()] == [rule, other]  # the restatement merged into the rule
     merged = book.get_skill(restated)
-    assert merged is not None and merged.status == "invalid"
+    assert merged is not None
+    assert merged.status == "invalid"
 
 
 def test_a_loaded_skillbook_is_the_one_the_next_run_prompts_with(tmp_path: Path) -> None:
@@ -85,4 +86,5 @@ def test_wait_for_learning_waits_for_the_background_learning() -> None:
     runner = LangChain.from_model(scripted(*replies("no idea")), ace_llm=SimulatedLLM())
     results = runner.run([task.question for task in make_tasks(3, topics=1)], wait=False)
     runner.wait_for_learning(timeout=30)
-    assert len(results) == 3 and runner.learning_stats["completed"] == 3
+    assert len(results) == 3
+    assert runner.learning_stats["completed"] == 3
