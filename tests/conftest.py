@@ -8,30 +8,24 @@ from typing import Any
 
 import pytest
 
+from tests.support.browser import BROWSER_USE_OFFLINE
+
 # Before anything imports huggingface_hub: no test may reach the network, and a model
 # name that is not on disk must fail at once instead of retrying the hub for a minute.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-# Read by browser-use when it is imported (logging) and on every access of its CONFIG (the rest):
-# no telemetry, cloud sync, version check or extension download, and the root logger's handlers
-# left alone. Each browser-use test also gets a config folder of its own.
-BROWSER_USE_OFFLINE = {
-    "ANONYMIZED_TELEMETRY": "false",
-    "BROWSER_USE_CLOUD_SYNC": "false",
-    "BROWSER_USE_VERSION_CHECK": "false",
-    "BROWSER_USE_CLOUD_HINTS": "false",
-    "BROWSER_USE_DISABLE_EXTENSIONS": "true",
-    "BROWSER_USE_SETUP_LOGGING": "false",
-}
+# browser-use reads these when it is imported and on every access of its CONFIG (see
+# tests/support/browser.py); each browser-use test also gets a config folder of its own.
 os.environ.update(BROWSER_USE_OFFLINE)
 
 # Rich wraps the CLI's output at the terminal's width (80 when there is none), and a path under
 # an xdist worker's temporary folder (.../popen-gw0/...) is long enough to be broken mid-word.
 os.environ["COLUMNS"] = "200"
 
-# The private servers (Redis, Redis Cluster, RabbitMQ) every test process starts for itself.
-pytest_plugins = ["tests.support.fixtures"]
+# The private servers (Redis, Redis Cluster, RabbitMQ) every test process starts for itself,
+# and the stand-in Opik server.
+pytest_plugins = ["tests.support.fixtures", "tests.support.opik"]
 
 DRILLS = Path(__file__).parent / "drills"
 # The fixtures that start headless chromium; a test using one is a browser test.

@@ -8,18 +8,13 @@ a reader would have their own.
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from .observability.opik_tracing.conftest import opik_stub  # noqa: F401 (a fixture)
-from .observability.opik_tracing.stub import OpikStub
+from tests.support.opik import OpikStub
+from tests.support.readme import examples, run_example
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 # The sections whose examples need no network, no API key and no service of their own.
 SELF_CONTAINED = (
     "### MCP server",
@@ -30,35 +25,6 @@ SELF_CONTAINED = (
     "### Tracing with OpenTelemetry",
 )
 OPIK_SECTION = "### Tracing with Opik"
-BLOCK = re.compile(r"```python\n(.*?)```", re.S)
-
-
-def section_text(heading: str) -> str:
-    text = README.read_text()
-    start = text.index(f"\n{heading}\n")
-    body = start + len(heading) + 2
-    following = re.search(r"\n#{2,3} ", text[body:])
-    return text[start : body + following.start()] if following else text[start:]
-
-
-def examples(*headings: str) -> list[tuple[str, int, str]]:
-    found = []
-    for heading in headings:
-        blocks = BLOCK.findall(section_text(heading))
-        assert blocks, f"README section {heading!r} has no python example"
-        found += [(heading, number, code) for number, code in enumerate(blocks, 1)]
-    return found
-
-
-def run_example(code: str, workdir: Path, **settings: str) -> subprocess.CompletedProcess[str]:
-    prefixes = ("ACE_", "OTEL_", "OPIK_")
-    env = {name: value for name, value in os.environ.items() if not name.startswith(prefixes)}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["HOME"] = str(workdir)  # whatever an example keeps under ~ stays in the test's directory
-    env.update(settings)
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=workdir, env=env, capture_output=True, text=True, timeout=180
-    )
 
 
 @pytest.mark.slow
@@ -70,7 +36,7 @@ def test_the_readme_example_runs_as_written(heading: str, number: int, code: str
 
 @pytest.mark.slow
 def test_the_opik_example_sends_a_trace_per_sample_to_the_opik_it_is_pointed_at(
-    opik_stub: OpikStub,  # noqa: F811 (the imported fixture)
+    opik_stub: OpikStub,
     tmp_path: Path,
 ) -> None:
     ((_, _, code),) = examples(OPIK_SECTION)

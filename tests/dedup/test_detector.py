@@ -14,8 +14,7 @@ from ace_workers.dedup import (
     SimilarityDetector,
     find_similar_pairs,
 )
-
-from .conftest import CLUSTERS, CountingEmbedder, keyword_embedder
+from tests.support.embedders import CLUSTERS, CountingEmbedder, keyword_embedder
 
 
 def _pairs(detector: SimilarityDetector, book: Skillbook, **options: object) -> set[frozenset[str]]:

@@ -9,8 +9,7 @@ import numpy as np
 
 from ace_workers.core import PromptBudget, Skillbook
 from ace_workers.dedup import EmbeddingRelevance, SimilarityDetector
-
-from .conftest import CountingEmbedder
+from tests.support.embedders import CountingEmbedder
 
 WORDS = [f"w{index}" for index in range(40)]
 BUDGET = PromptBudget(max_skills=4, max_chars=None)

@@ -22,8 +22,8 @@ from ace_workers.dedup import (
 )
 from ace_workers.errors import EmbeddingUnavailableError, InvalidUpdateError, LLMError
 from ace_workers.sim import SimulatedLLM
-
-from .conftest import keyword_embedder
+from tests.support.embedders import keyword_embedder
+from tests.support.llms import ScriptedStructuredLLM
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -54,25 +54,6 @@ def _book(*words: str) -> tuple[Skillbook, list[str]]:
     book = Skillbook()
     ids = [book.add_skill("s", f"{word} skill {n}").id for n, word in enumerate(words)]
     return book, ids
-
-
-class ScriptedLLM:
-    """Answers consolidation calls from a script of responses (or exceptions), recording prompts."""
-
-    def __init__(self, *answers: ConsolidationResponse | Exception) -> None:
-        self.answers = list(answers)
-        self.prompts: list[str] = []
-
-    def complete(self, prompt: str, **kwargs: Any) -> Any:
-        raise AssertionError("not used")
-
-    def complete_structured(self, prompt: str, response_model: type[ModelT], **kwargs: Any) -> ModelT:
-        assert response_model is ConsolidationResponse
-        self.prompts.append(prompt)
-        answer = self.answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return response_model.model_validate(answer.model_dump())
 
 
 def test_without_an_llm_only_pairs_above_the_auto_merge_threshold_merge_keeping_the_older() -> None:
@@ -107,8 +88,9 @@ def test_auto_merge_never_chains_a_merged_skill_into_another() -> None:
 
 def test_the_llm_decides_the_reported_pairs_and_keep_decisions_stop_them_being_reported() -> None:
     book, (base, near, far) = _book("base", "near", "far")
-    llm = ScriptedLLM(
-        ConsolidationResponse(consolidation_operations=[KeepOp(skill_ids=[base, near], similarity=0.9)])
+    llm = ScriptedStructuredLLM(
+        ConsolidationResponse,
+        ConsolidationResponse(consolidation_operations=[KeepOp(skill_ids=[base, near], similarity=0.9)]),
     )
     manager = _manager(llm)
     report = manager.deduplicate(book)
@@ -124,7 +106,8 @@ def test_the_llm_decides_the_reported_pairs_and_keep_decisions_stop_them_being_r
 
 def test_an_answer_naming_unknown_ids_is_fed_back_and_retried() -> None:
     book, (base, near) = _book("base", "near")
-    llm = ScriptedLLM(
+    llm = ScriptedStructuredLLM(
+        ConsolidationResponse,
         ConsolidationResponse(consolidation_operations=[DeleteOp(skill_id="s-99999")]),
         ConsolidationResponse(
             consolidation_operations=[MergeOp(keep_id=base, merge_ids=[near], merged_content="Both.")]
@@ -150,7 +133,7 @@ def test_an_answer_naming_unknown_ids_is_fed_back_and_retried() -> None:
 )
 def test_when_the_llm_fails_the_auto_merge_rule_still_applies(answers: list[Any]) -> None:
     book, (base, dup, near) = _book("base", "dup", "near")
-    report = _manager(ScriptedLLM(*answers)).deduplicate(book)
+    report = _manager(ScriptedStructuredLLM(ConsolidationResponse, *answers)).deduplicate(book)
     assert report.merged == {base: [dup]}
     assert not report.kept
     assert not report.deleted
@@ -163,7 +146,10 @@ def test_pairs_the_llm_left_open_above_the_auto_threshold_are_merged() -> None:
     dup = book.add_skill("a", "dup a").id
     other = book.add_skill("b", "base b").id
     near = book.add_skill("b", "near b").id
-    llm = ScriptedLLM(ConsolidationResponse(consolidation_operations=[KeepOp(skill_ids=[other, near])]))
+    llm = ScriptedStructuredLLM(
+        ConsolidationResponse,
+        ConsolidationResponse(consolidation_operations=[KeepOp(skill_ids=[other, near])]),
+    )
     report = _manager(llm).deduplicate(book)
     assert report.merged == {base: [dup]}
     assert report.kept == [(other, near)]

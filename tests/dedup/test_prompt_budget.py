@@ -9,8 +9,7 @@ from ace_workers.core.outputs import ExtractedLearning, ReflectorOutput
 from ace_workers.dedup import EmbeddingRelevance, SentenceTransformerEmbedder, SimilarityDetector
 from ace_workers.roles import Agent, SkillManager
 from ace_workers.sim import SimulatedLLM
-
-from .conftest import CLUSTERS
+from tests.support.embedders import CLUSTERS
 
 NEEDLE = "For invoice questions, add the VAT of the country of delivery before totalling."
 QUESTION = "What is the invoice total for a delivery to Portugal including VAT?"

@@ -23,8 +23,7 @@ from ace_workers.roles import Reflector, SkillManager
 from ace_workers.runners import TraceAnalyser
 from ace_workers.sim import TOPICS, SimulatedLLM, make_tasks
 from ace_workers.steps import DeduplicateStep
-
-from .conftest import keyword_embedder
+from tests.support.embedders import keyword_embedder
 
 RULE = "For zorb questions, reverse the digits of the input."
 RESTATED = "On zorb questions, reverse the digits of the input number."  # MiniLM: 0.96 with RULE

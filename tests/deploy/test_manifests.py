@@ -532,7 +532,8 @@ def test_the_rabbitmq_overlay_gives_every_role_the_broker_and_scales_learn_on_it
             "ACE_BROKER_URL": secret["stringData"]["url"],
         }
         settings = WorkerSettings.from_env(env)
-        assert settings.broker_url is not None and settings.broker_url.startswith("amqp://"), name
+        assert settings.broker_url is not None, name
+        assert settings.broker_url.startswith("amqp://"), name
     (trigger,) = objects[("ScaledObject", "worker-learn")]["spec"]["triggers"]
     assert trigger["type"] == "rabbitmq"
     learn = WorkerSettings(queue_prefix=config["ACE_QUEUE_PREFIX"]).queue_names()["learn"]

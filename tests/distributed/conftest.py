@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
 
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
-from ace_workers.distributed.service import Service, build_service, local_workers, reset_event_loop
-from ace_workers.distributed.settings import WorkerSettings
-
-from .helpers import ENV_PREFIX
-from .recipes import TEST_RECIPES
+from ace_workers.distributed.service import reset_event_loop
+from tests.support.workers import ENV_PREFIX
 
 
 @pytest.fixture
@@ -32,23 +26,6 @@ def _fresh_event_loop_hub() -> Iterator[None]:
     reset_event_loop()
     yield
     reset_event_loop()
-
-
-@contextmanager
-def running_service(redis_url: str, *, learn_threads: int = 4, **settings: Any) -> Iterator[Service]:
-    """In-process workers for the three queues on the test Redis, with a queue prefix of their own."""
-    options = {
-        "queue_prefix": f"t{uuid.uuid4().hex[:8]}",
-        "sim_trust_threshold": 0,
-        "recipes": TEST_RECIPES,
-        **settings,
-    }
-    built = build_service(WorkerSettings(redis_url=redis_url, **options), redis_url=redis_url)
-    try:
-        with local_workers(built, learn_threads=learn_threads):
-            yield built
-    finally:
-        built.close()
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,8 +34,8 @@ from ace_workers.distributed.worker.errors import (
     WriteConcurrencyError,
 )
 from ace_workers.errors import AceError
-
-from .helpers import stop
+from tests.support.processes import stop
+from tests.support.servers import PrivateRedis
 
 
 @pytest.fixture
@@ -122,7 +123,8 @@ def test_a_message_of_a_worker_killed_while_sweeping_comes_back_soon_after_the_v
             start_new_session=True,
         )
         try:
-            assert dying.stdout is not None and dying.stdout.readline() == b"taken\n"
+            assert dying.stdout is not None
+            assert dying.stdout.readline() == b"taken\n"
         finally:
             stop(dying, signal.SIGKILL)
             if dying.stdout is not None:
@@ -249,8 +251,21 @@ def test_write_concurrency_must_be_at_least_one() -> None:
         check_write_concurrency(["ace.learn"], 0)
 
 
-def test_ping_redis_passes_on_the_real_redis(redis_url: str) -> None:
-    ping_redis(redis_url)
+def test_ping_redis_sends_one_ping_to_the_redis_at_the_url_and_closes_its_connection(tmp_path: Path) -> None:
+    # A server of this test's own: its command counts and client list are this test's alone.
+    with PrivateRedis(tmp_path / "redis", persistent=False) as server:
+        observer = redis.Redis(port=server.port)
+        try:
+            observer.config_resetstat()
+            connected = len(observer.client_list())
+            assert ping_redis(server.url) is None
+            assert observer.info("commandstats")["cmdstat_ping"]["calls"] == 1  # once: no retry
+            deadline = time.monotonic() + 5
+            while len(observer.client_list()) > connected and time.monotonic() < deadline:
+                time.sleep(0.01)  # the server notices the closed socket on its next turn
+            assert len(observer.client_list()) == connected  # the probe's connection is closed, not pooled
+        finally:
+            observer.close()
 
 
 def test_ping_redis_on_a_closed_port_fails_fast_with_a_clear_error_and_no_password() -> None:

@@ -21,8 +21,8 @@ from ace_workers.distributed.store.batches import BatchState
 from ace_workers.distributed.store.keys import batch_key, running_batches_key
 from ace_workers.distributed.worker.chains import enqueue_epoch
 from ace_workers.sim import failure_traces
+from tests.support.cli import said
 
-from .helpers import said
 from .recipes import TEST_RECIPES
 
 TIMEOUT = 60

@@ -11,9 +11,8 @@ import redis
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.keys import SkillbookKeys
 from ace_workers.integrations import browser_history_to_trace
-
-from ..integrations.browser_use.histories import failed_zorb_run
-from .conftest import running_service
+from tests.support.browser_agents import failed_zorb_run
+from tests.support.workers import running_service
 
 
 @pytest.fixture

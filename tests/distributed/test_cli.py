@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from ace_workers.cli import app
 from ace_workers.core import Skillbook
+from tests.support.cli import write_traces
 
-from .helpers import write_traces
 from .recipes import TEST_RECIPES
 
 

@@ -14,8 +14,7 @@ from ace_workers.core import Skillbook
 from ace_workers.distributed import WorkerSettings
 from ace_workers.distributed.store.store import RedisSkillbookStore
 from ace_workers.distributed.worker.payload import PayloadError, check_trace
-
-from .helpers import keys_of, said, write_traces
+from tests.support.cli import keys_of, said, write_traces
 
 PREFIX = "clibad"
 # Deeper than Python's JSON decoder can go (its recursion limit), on one line.

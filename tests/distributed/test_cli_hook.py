@@ -19,8 +19,8 @@ from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import SkillbookKeys
-
-from .helpers import claude_session, keys_of, said
+from tests.support.claude_code import claude_session
+from tests.support.cli import keys_of, said
 
 ZORB_TASK = "Solve the zorb puzzle. Input: 1234"
 REPO = Path(__file__).resolve().parents[2]
@@ -99,7 +99,8 @@ def test_now_without_running_workers_keeps_the_session_in_the_inbox(
     result = run_hook(hook_input(transcript), "--skillbook", "cc", "--now")
 
     assert result.exit_code == 0, result.output
-    assert "no worker serves" in said(result.output) and "kept in the inbox instead" in said(result.output)
+    assert "no worker serves" in said(result.output)
+    assert "kept in the inbox instead" in said(result.output)
     assert [trace["session_id"] for trace in inbox(redis_client, "cc", hook_env)] == ["5f0c-session"]
 
 

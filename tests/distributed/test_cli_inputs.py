@@ -16,8 +16,7 @@ from ace_workers.cli import app
 from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
-
-from .helpers import keys_of, said, write_traces
+from tests.support.cli import keys_of, said, write_traces
 
 
 def test_enqueue_refuses_a_file_over_the_batch_limit_before_sending_anything(

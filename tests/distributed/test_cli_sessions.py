@@ -14,8 +14,8 @@ from ace_workers.cli import app
 from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
-
-from .helpers import claude_session, keys_of, said
+from tests.support.claude_code import claude_session
+from tests.support.cli import keys_of, said
 
 ROOT = Path(__file__).resolve().parents[1] / "integrations"
 OPENCLAW = ROOT / "openclaw" / "sessions"
@@ -93,9 +93,8 @@ def test_a_raw_session_above_the_trace_limit_is_refused_naming_the_file(
     args = ["enqueue", str(session), "--format", "claude-code", "--recipe", "claude_code_traces"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code != 0
-    assert f"{session}: trace is" in said(result.output) and "above the limit of 100,000 bytes" in said(
-        result.output
-    )
+    assert f"{session}: trace is" in said(result.output)
+    assert "above the limit of 100,000 bytes" in said(result.output)
     assert keys_of(redis_client, "clirawbig") == []
 
 
@@ -121,7 +120,7 @@ def test_an_unknown_format_is_refused(clean_env: pytest.MonkeyPatch, redis_url: 
 
 def saved_browser_runs(folder: Path) -> Path:
     """Two browser-use runs saved as the library saves them, an empty one, and a file that is not one."""
-    from ..integrations.browser_use.histories import failed_zorb_run
+    from tests.support.browser_agents import failed_zorb_run
 
     folder.mkdir()
     failed_zorb_run().save_to_file(folder / "zorb-1.json")
@@ -152,7 +151,7 @@ def test_saved_browser_use_runs_are_one_trace_each_converted_here_or_on_the_work
 def test_a_saved_browser_run_with_a_huge_extract_travels_by_claim_check_and_is_cut_on_the_worker(
     clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
 ) -> None:
-    from ..integrations.browser_use.histories import failed_zorb_run
+    from tests.support.browser_agents import failed_zorb_run
 
     run = Path("huge.json")
     failed_zorb_run(extracted="row " * 100_000).save_to_file(run)  # 400 kB, above ACE_CLAIM_CHECK_BYTES

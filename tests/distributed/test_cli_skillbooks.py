@@ -15,8 +15,8 @@ from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
+from tests.support.cli import said
 
-from .helpers import said
 from .recipes import TEST_RECIPES
 
 PREFIX = "clibooks"

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -20,11 +19,7 @@ from ace_workers.distributed.service import build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import sample_key
 from ace_workers.sim import make_tasks
-
-from .helpers import stop
-
-REPO = Path(__file__).resolve().parents[2]
-
+from tests.support.processes import start_worker, stop
 
 # Where kombu's Redis transport keeps the messages delivered and not yet acknowledged.
 KOMBU_UNACKED_KEYS = ("unacked", "unacked_index")
@@ -32,20 +27,7 @@ KOMBU_UNACKED_KEYS = ("unacked", "unacked_index")
 
 def start_worker_process(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """A real `ace-workers worker` process (prefork pool) serving all three queues, in its own session."""
-    command = [
-        sys.executable,
-        "-c",
-        "from ace_workers.cli import main; main()",
-        "worker",
-        "--queues=execute,learn,write",
-        "--pool=prefork",
-        "--concurrency=1",
-        "--loglevel=INFO",
-    ]
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    return start_worker(env, log, queues="execute,learn,write", pool="prefork", loglevel="INFO")
 
 
 def step_of(raw: bytes) -> tuple[int, int, int]:

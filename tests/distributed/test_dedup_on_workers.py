@@ -21,9 +21,8 @@ from ace_workers.distributed.store.embedding_cache import RedisEmbeddingCache
 from ace_workers.sim import failure_traces
 from ace_workers.sim.tasks import TOPICS
 from ace_workers.steps import AgentStep, DeduplicateStep, UpdateStep
-
-from .conftest import running_service
-from .helpers import add, batch
+from tests.support.operations import add, batch
+from tests.support.workers import running_service
 
 TOPIC_COUNT = 5
 
@@ -64,7 +63,8 @@ def test_learning_chains_consolidate_paraphrases_on_the_write_queue(dedup_servic
 
     consolidations = [r for r in store.history(limit=200) if r.kind is ChangeKind.CONSOLIDATE]
     assert consolidations, "no consolidation reached the change log"
-    assert all(r.source is not None and r.source["step"] == "DeduplicateStep" for r in consolidations)
+    assert all(r.source is not None for r in consolidations)
+    assert all(r.source["step"] == "DeduplicateStep" for r in consolidations)
     assert {op["type"] for r in consolidations for op in r.consolidation} == {"MERGE"}
 
     _, routes = dedup_service.runtime.pipeline("trace_analyser", "support")

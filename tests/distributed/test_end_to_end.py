@@ -18,8 +18,8 @@ from ace_workers.distributed.worker.tasks import run_step
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.runners import TraceAnalyser
 from ace_workers.sim import SimulatedLLM, failure_traces, make_tasks
+from tests.support.workers import running_service
 
-from .conftest import running_service
 from .recipes import TEST_RECIPES
 
 
@@ -142,7 +142,8 @@ def test_the_distributed_runner_is_a_drop_in_for_the_in_process_runners(service:
     samples = make_tasks(6, seed=9, topics=3)
     results = runner.run(samples, epochs=2, timeout=60)
     assert len(results) == 12
-    assert all(r.ok and r.done for r in results)
+    assert all(r.ok for r in results)
+    assert all(r.done for r in results)
     assert [r.sample.question for r in results[:6]] == [s.question for s in samples]
     assert runner.learning_stats == {"active": 0, "completed": 12, "failed": 0}
     assert runner.run(samples[:2], wait=False) == []

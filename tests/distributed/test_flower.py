@@ -34,18 +34,12 @@ from ace_workers.distributed.service import Service, build_service, reset_event_
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim import failure_traces
 from tests.support.browser import chromium
+from tests.support.processes import terminate
+from tests.support.servers import free_port
 
 BIN = Path(sys.executable).parent
 USER, PASSWORD = "ops", "s3cret-flower"
 NODES = ("execute-learn@flowertest", "write@flowertest")
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def http_get(url: str, *, auth: tuple[str, str] | None = (USER, PASSWORD)) -> tuple[int, bytes]:
@@ -154,12 +148,7 @@ def flower(fleet: Service, redis_url: str, tmp_path: Path) -> Iterator[Flower]:
         wait_for(healthy, 30, "Flower to answer /healthcheck")
         yield running
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        terminate(process, timeout=15)
 
 
 def step_task_names(service: Service) -> set[str]:

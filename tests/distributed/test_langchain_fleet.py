@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import shutil
-import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -22,9 +18,10 @@ from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.worker.payload import payload_to_context
 from ace_workers.integrations.langchain import AceCallbackHandler
 from ace_workers.sim import make_tasks
-
-from ..integrations.langchain.conftest import replies, scripted
-from .conftest import running_service
+from tests.support.langchain_agents import replies, scripted
+from tests.support.readme import code_blocks, run_example
+from tests.support.servers import PrivateRedis
+from tests.support.workers import running_service
 
 
 def chain_answering(answer: str) -> Runnable[Any, Any]:
@@ -52,50 +49,11 @@ def test_each_top_level_run_becomes_one_trace_the_workers_learn_from(
     assert [skill.section for skill in skills] == ["zorb"]
 
 
-class PrivateRedis:
-    """A redis-server of this test's own, to stop and start again on the same port."""
-
-    def __init__(self, directory: Path) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.directory = directory
-        self.process: subprocess.Popen[bytes] | None = None
-        self.url = f"redis://127.0.0.1:{self.port}/15"
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-        self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            cwd=self.directory,
-            stdout=subprocess.DEVNULL,
-        )
-        client = redis.Redis(port=self.port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                return
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-            self.process = None
-
-
 @pytest.fixture
 def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
-    server = PrivateRedis(tmp_path)
-    server.start()
-    try:
+    """A redis-server of this test's own, to stop and start again on the same port."""
+    with PrivateRedis(tmp_path / "redis", persistent=False) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_a_redis_outage_never_breaks_the_chain_and_the_kept_traces_go_out_after(
@@ -162,9 +120,7 @@ def test_a_send_that_failed_after_its_batch_was_stored_is_finished_not_sent_agai
 def test_the_readme_fleet_example_sends_its_run_to_the_redis_it_is_pointed_at(
     redis_client: redis.Redis, redis_url: str, tmp_path: Path
 ) -> None:
-    from ..test_readme_examples import run_example, section_text
-
-    (code,) = re.findall(r"```py\n(.*?)```", section_text("### LangChain"), re.S)
+    (code,) = code_blocks("### LangChain", language="py")
     done = run_example(code, tmp_path, ACE_REDIS_URL=redis_url)
     assert done.returncode == 0, done.stderr
     assert "runs=1, sent=1, batches=1, failed_sends=0, dropped=0, refused=0" in done.stdout

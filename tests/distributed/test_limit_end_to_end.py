@@ -10,8 +10,7 @@ import redis
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.keys import dead_letters_key
 from ace_workers.sim import failure_traces
-
-from .conftest import running_service
+from tests.support.workers import running_service
 
 LIMIT = 2
 

@@ -12,10 +12,8 @@ import pytest
 
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.batches import BatchState
-
-from ..integrations.mcp.clients import CLIENTS, call, refused, server_env
-from ..integrations.mcp.scenario import exercise_every_tool
-from .conftest import running_service
+from tests.support.mcp import CLIENTS, call, exercise_every_tool, refused, server_env
+from tests.support.workers import running_service
 
 pytestmark = pytest.mark.slow
 

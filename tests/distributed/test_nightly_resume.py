@@ -189,10 +189,8 @@ def test_a_batch_that_stalls_runs_in_a_row_is_abandoned_reported_and_its_samples
             4,
         ]
         assert all(letter.problem is None for letter in letters)
-        assert all(
-            letter.letter and letter.letter["error"].startswith("Abandoned: no progress")
-            for letter in letters
-        )
+        assert all(letter.letter for letter in letters)
+        assert all(letter.letter["error"].startswith("Abandoned: no progress") for letter in letters)
 
         # Nothing lost: the broker's copies gone too, the letters alone teach the skillbook.
         with service.app.connection_for_write() as connection:

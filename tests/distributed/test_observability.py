@@ -6,10 +6,6 @@ import io
 import json
 import logging
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 import uuid
@@ -40,31 +36,23 @@ from ace_workers.observability import (
     step_log_context,
 )
 from ace_workers.sim import failure_traces
+from tests.support.cli import said
 from tests.support.fixtures import connect_test_redis
+from tests.support.hooked_redis import HookedRedis
+from tests.support.processes import start_worker, stop
+from tests.support.servers import free_port
 from tests.support.waiting import wait_for
+from tests.support.workers import build_test_service
 
-from .helpers import HookedRedis
 from .recipes import TEST_RECIPES
 
-REPO = Path(__file__).resolve().parents[2]
 CHATTY = "chatty"
-
-
-def _service(redis_url: str, **options: object) -> Service:
-    settings = WorkerSettings(
-        redis_url=redis_url,
-        queue_prefix=f"o{uuid.uuid4().hex[:8]}",
-        sim_trust_threshold=0,
-        recipes=TEST_RECIPES,
-        **options,
-    )
-    return build_service(settings, redis_url=redis_url)
 
 
 @pytest.fixture
 def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
     """In-process workers for the three queues; the runtime's metrics are the workers' metrics."""
-    built = _service(redis_url)
+    built = build_test_service(redis_url)
     with local_workers(built, learn_threads=4):
         yield built
     built.close()
@@ -72,7 +60,7 @@ def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
 
 @pytest.fixture
 def quick_retry_service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
-    built = _service(redis_url, task_max_retries=3, retry_backoff_seconds=0.01)
+    built = build_test_service(redis_url, task_max_retries=3, retry_backoff_seconds=0.01)
     with local_workers(built, learn_threads=2):
         yield built
     built.close()
@@ -237,7 +225,7 @@ def test_the_metrics_endpoint_serves_the_workers_registry_over_http(service: Ser
 def test_two_runtimes_in_one_process_keep_separate_registries(
     redis_client: redis.Redis, redis_url: str
 ) -> None:
-    first, second = _service(redis_url), _service(redis_url)
+    first, second = build_test_service(redis_url), build_test_service(redis_url)
     try:
         assert first.runtime.metrics.registry is not second.runtime.metrics.registry
         first.runtime.metrics.observe_dead_letter("X")
@@ -346,16 +334,7 @@ def test_the_worker_refuses_metrics_on_a_prefork_pool(monkeypatch: pytest.Monkey
     assert "use text or json" in said(result.output)
 
 
-def said(output: str) -> str:
-    """CLI output without rich's error-panel borders and line wrapping."""
-    return " ".join(output.replace("│", " ").split())
-
-
 # -- a real worker process --------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.mark.slow
@@ -371,18 +350,9 @@ def test_a_worker_process_serves_metrics_and_writes_json_logs(
         "ACE_RECIPES": TEST_RECIPES,
     }
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), **values}
-    command = [
-        sys.executable,
-        "-c",
-        "from ace_workers.cli import main; main()",
-        "worker",
-        "--queues=execute,learn,write",
-        "--concurrency=1",
-        f"--metrics-port={port}",
-    ]
     stdout, stderr = tmp_path / "stdout.log", tmp_path / "stderr.log"
-    with stdout.open("wb") as out, stderr.open("wb") as err:
-        worker = subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=err, start_new_session=True)
+    extra = (f"--metrics-port={port}",)
+    worker = start_worker(env, stdout, queues="execute,learn,write", extra=extra, errors=stderr)
     service = build_service(WorkerSettings.from_env(values), redis_url=redis_url)
     try:
         deadline = time.monotonic() + 30
@@ -399,8 +369,7 @@ def test_a_worker_process_serves_metrics_and_writes_json_logs(
         served = fetch_metrics(port)
     finally:
         service.close()
-        os.killpg(worker.pid, signal.SIGTERM)
-        worker.wait(timeout=30)
+        stop(worker)
     assert served[("ace_step_samples_total", (("skillbook", "proc"), ("step", "Chatty")))] == 2
     assert served[("ace_step_duration_seconds_count", (("step", "Chatty"),))] == 2
     # Celery's own logging did not replace ours: every line on stderr is a JSON object.
@@ -413,9 +382,8 @@ def test_a_worker_process_serves_metrics_and_writes_json_logs(
         ("looked at trace p1", "e1:1"),
         ("looked at trace p2", "e1:2"),
     ]
-    assert all(
-        x["batch_id"] == handle.batch_id and x["skillbook"] == "proc" and x["step"] == "Chatty"
-        for x in chatty
-    )
+    assert all(x["batch_id"] == handle.batch_id for x in chatty)
+    assert all(x["skillbook"] == "proc" for x in chatty)
+    assert all(x["step"] == "Chatty" for x in chatty)
     # No banner on stdout: Celery prints only its shutdown notice there, past any logging.
     assert stdout.read_text().split() in ([], ["worker:", "Warm", "shutdown", "(MainProcess)"])

@@ -10,8 +10,7 @@ import redis
 from ace_workers.distributed import Producer, ProducerConfigError, WorkerSettings
 from ace_workers.distributed.settings import env_name
 from ace_workers.sim import failure_traces
-
-from .conftest import running_service
+from tests.support.workers import running_service
 
 
 def test_a_producer_from_the_environment_sends_a_batch_the_workers_learn(

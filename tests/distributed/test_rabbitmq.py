@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
@@ -11,24 +10,16 @@ import redis
 
 from ace_workers.distributed import WorkerSettings
 from ace_workers.distributed.errors import InvalidSettingError
-from ace_workers.distributed.service import Service, build_service, local_workers
+from ace_workers.distributed.service import Service, local_workers
 from ace_workers.sim import failure_traces
-
-from .recipes import TEST_RECIPES
+from tests.support.workers import build_test_service
 
 TIMEOUT = 90
 
 
 def service_on(rabbitmq_url: str, redis_url: str, **settings: object) -> Service:
-    options = WorkerSettings(
-        redis_url=redis_url,
-        broker_url=rabbitmq_url,
-        queue_prefix=f"t{uuid.uuid4().hex[:8]}",
-        sim_trust_threshold=0,
-        recipes=TEST_RECIPES,
-        **settings,  # type: ignore[arg-type]
-    )
-    return build_service(options, redis_url=redis_url)
+    """A service with RabbitMQ as its broker and the test Redis as its store."""
+    return build_test_service(redis_url, broker_url=rabbitmq_url, **settings)
 
 
 @pytest.fixture

@@ -31,8 +31,7 @@ from ace_workers.distributed.worker.errors import UnknownRecipeError
 from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.distributed.worker.recipes import resolve_recipe
 from ace_workers.sim import failure_traces
-
-from .conftest import running_service
+from tests.support.workers import running_service
 
 HOSTILE_MODULE = "tests.distributed.hostile_recipe"
 HOSTILE = f"{HOSTILE_MODULE}:run"

@@ -25,7 +25,7 @@ from ace_workers.distributed.worker.reconcile import (
 )
 from ace_workers.sim import failure_traces
 
-from .conftest import TEST_RECIPES
+from .recipes import TEST_RECIPES
 
 TIMEOUT = 60
 # A sample counts as lost after ~1 s without progress: the visibility timeout plus the retry backoff.

@@ -8,8 +8,7 @@ from ace_workers.distributed.errors import InvalidSettingError
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.rr import RRStep
 from ace_workers.sim import failure_traces
-
-from .conftest import running_service
+from tests.support.workers import running_service
 
 pytestmark = pytest.mark.slow
 

@@ -145,9 +145,11 @@ def test_a_reader_whose_version_another_thread_already_passed_reads_no_whole_ski
     # A reader that saw version 2 (then waited) finds the cache already past it.
     incarnation = redis_client.hget(store.keys.meta, META_INCARNATION).decode()
     base = store._cache.newest(store._identity(incarnation))
-    assert base is not None and base[0] == 4
+    assert base is not None
+    assert base[0] == 4
     advanced = store._advance_cached(incarnation, 2)
-    assert advanced is not None and advanced[0] == 4
+    assert advanced is not None
+    assert advanced[0] == 4
     assert advanced[1] is base[1]  # nothing written since: the same snapshot, not a copy
     assert full_reads == []
 
@@ -163,7 +165,9 @@ def test_the_cache_keeps_only_the_newest_versions_of_each_skillbook() -> None:
     assert [cache.get(("a", version)) for version in range(1, 6)] == [None, None, None, books[4], books[5]]
     assert cache.get(("b", 1)) is other
     newest = cache.newest("a")
-    assert newest is not None and newest[0] == 5
+    assert newest is not None
+    assert newest[0] == 5
     # A late put of an older version does not push the newest out.
     cache.put(("a", 3), books[3], identity="a", version=3)
-    assert cache.get(("a", 5)) is books[5] and cache.get(("a", 4)) is books[4]
+    assert cache.get(("a", 5)) is books[5]
+    assert cache.get(("a", 4)) is books[4]

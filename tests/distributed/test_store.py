@@ -22,8 +22,7 @@ from ace_workers.distributed import (
 )
 from ace_workers.errors import InvalidUpdateError
 from tests.support.fixtures import connect_test_redis, server_or_cluster
-
-from .helpers import add, batch, remove, tag, update
+from tests.support.operations import add, batch, remove, tag, update
 
 # --- apply ---------------------------------------------------------------------------------------
 

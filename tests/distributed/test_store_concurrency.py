@@ -14,8 +14,7 @@ from redis.cluster import RedisCluster
 from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore, VersionConflict
 from tests.support.fixtures import connect_test_redis, server_or_cluster
-
-from .helpers import HookedCluster, HookedRedis
+from tests.support.hooked_redis import HookedCluster, HookedRedis
 
 HookedClients = Callable[[Callable[[], None]], Any]
 
@@ -137,7 +136,8 @@ def test_of_n_writers_racing_on_one_version_exactly_one_wins(hooked_clients: Hoo
     conflicts = [o for o in outcomes if isinstance(o, VersionConflict)]
     assert wins == [1]
     assert len(conflicts) == writers - 1
-    assert all(c.attempts == 1 and c.name == "race" for c in conflicts)
+    assert all(c.attempts == 1 for c in conflicts)
+    assert all(c.name == "race" for c in conflicts)
     assert stores[0].version() == 1
     assert len(stores[0].snapshot()[1]) == 1
     assert stores[0].stats()["conflicts"] == writers - 1

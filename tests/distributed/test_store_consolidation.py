@@ -27,8 +27,7 @@ from ace_workers.distributed.store.backed_skillbook import StoreBackedSkillbook
 from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.store.embedding_cache import RedisEmbeddingCache
 from ace_workers.errors import InvalidConsolidationError
-
-from .helpers import add, batch, tag, update
+from tests.support.operations import add, batch, tag, update
 
 
 def seeded(store: RedisSkillbookStore) -> list[str]:

@@ -9,8 +9,7 @@ import redis
 
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import ChangeKind, RedisSkillbookStore, UnknownSkillbookError
-
-from .helpers import add, batch
+from tests.support.operations import add, batch
 
 
 def ops(*operations: dict[str, Any]) -> UpdateBatch:

@@ -12,8 +12,7 @@ from ace_workers.core import DeleteOp, Skillbook
 from ace_workers.core.consolidation import ConsolidationBatch
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
 from ace_workers.distributed.store.transactions import META_ACTIVE_SKILLS
-
-from .helpers import add, batch, remove, tag
+from tests.support.operations import add, batch, remove, tag
 
 
 def limited(client: redis.Redis, limit: int, name: str = "book") -> RedisSkillbookStore:

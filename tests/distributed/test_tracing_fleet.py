@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import gzip
 import os
-import subprocess
-import sys
 import threading
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,10 +25,11 @@ from opentelemetry.trace import SpanKind, StatusCode
 from ace_workers.distributed import WorkerSettings
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.sim import failure_traces
+from tests.support.processes import start_worker, stop
+from tests.support.tracing import by_trace, memory_spans, named, parent_id, span_id, trace_id
+from tests.support.workers import running_service
 
-from ..observability.support import memory_spans, named, parent_id, span_id, trace_id
-from .conftest import TEST_RECIPES, running_service
-from .helpers import stop
+from .recipes import TEST_RECIPES
 
 TIMEOUT = 60
 LEARNING_STEPS = ["ReflectStep", "TagStep", "UpdateStep", "ApplyStep"]
@@ -54,13 +52,6 @@ def wait_for_spans(spans: InMemorySpanExporter, name: str, count: int) -> list[R
         assert time.monotonic() < deadline, [span.name for span in spans.get_finished_spans()]
         time.sleep(0.05)
     return list(spans.get_finished_spans())
-
-
-def by_trace(spans: list[ReadableSpan]) -> dict[int, list[ReadableSpan]]:
-    traces: dict[int, list[ReadableSpan]] = defaultdict(list)
-    for span in spans:
-        traces[trace_id(span)].append(span)
-    return traces
 
 
 def steps_in_order(spans: list[ReadableSpan]) -> list[ReadableSpan]:
@@ -183,8 +174,6 @@ def test_a_sample_sent_again_by_the_reconciler_stays_in_its_trace(
 
 # -- worker processes exporting over OTLP/HTTP (the real --otlp-endpoint path) -------------------------
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 @dataclass(frozen=True)
 class ExportedSpan:
@@ -261,22 +250,6 @@ def collector() -> Iterator[Collector]:
         server.server_close()
 
 
-def start_worker_process(
-    queues: str, env: dict[str, str], endpoint: str, log: Path
-) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable,
-        "-c",
-        "from ace_workers.cli import main; main()",
-        "worker",
-        f"--queues={queues}",
-        "--concurrency=1",
-        f"--otlp-endpoint={endpoint}",
-    ]
-    with log.open("wb") as out:
-        return subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=out, start_new_session=True)
-
-
 @pytest.mark.slow
 def test_worker_processes_export_the_steps_of_a_sample_to_the_otlp_endpoint_in_its_trace(
     redis_url: str,
@@ -294,9 +267,10 @@ def test_worker_processes_export_the_steps_of_a_sample_to_the_otlp_endpoint_in_i
         "ACE_SIM_TRUST_THRESHOLD": "0",
         "OTEL_BSP_SCHEDULE_DELAY": "100",  # export every 0.1 s rather than every 5 s
     }
+    otlp = (f"--otlp-endpoint={collector.url}",)
     workers = [
-        start_worker_process("execute,learn", env, collector.url, tmp_path / "learn.log"),
-        start_worker_process("write", env, collector.url, tmp_path / "write.log"),
+        start_worker(env, tmp_path / "learn.log", queues="execute,learn", extra=otlp),
+        start_worker(env, tmp_path / "write.log", queues="write", extra=otlp),
     ]
     service = build_service(WorkerSettings(redis_url=redis_url, queue_prefix=prefix), redis_url=redis_url)
     try:

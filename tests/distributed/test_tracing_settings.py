@@ -8,8 +8,7 @@ from typer.testing import CliRunner
 from ace_workers.cli import app
 from ace_workers.distributed.errors import InvalidSettingError
 from ace_workers.distributed.settings import WorkerSettings
-
-from .helpers import said
+from tests.support.cli import said
 
 
 def test_the_standard_otel_variable_is_the_default_and_ace_otlp_endpoint_wins() -> None:

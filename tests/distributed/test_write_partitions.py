@@ -16,9 +16,9 @@ from ace_workers.distributed.settings import WorkerSettings, write_partition
 from ace_workers.distributed.worker.errors import WritePartitionsChanged
 from ace_workers.distributed.worker.partitions import check_partition_count, recorded_partitions
 from ace_workers.sim import failure_traces
+from tests.support.cli import said
+from tests.support.workers import running_service
 
-from .conftest import running_service
-from .helpers import said
 from .recipes import TEST_RECIPES
 
 TIMEOUT = 90

@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -29,12 +28,14 @@ from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStatus
 from ace_workers.distributed.store.keys import dead_letters_key
-from tests.distributed.helpers import stop
 from tests.support.fixtures import TEST_RABBITMQ_URL_ENV, override
+from tests.support.processes import CLI, REPO, stop
+from tests.support.processes import start_worker as start_worker_process
 from tests.support.servers import PrivateRabbitMQ, PrivateRedis
 
 __all__ = [
     "BROKERS",
+    "CLI",
     "REPO",
     "BookCheck",
     "Fleet",
@@ -49,9 +50,6 @@ __all__ = [
     "failure_traces",
     "wait_for_batch",
 ]
-
-REPO = Path(__file__).resolve().parents[2]
-CLI = "from ace_workers.cli import main; main()"
 
 
 BROKERS = ("redis", "rabbitmq")
@@ -113,22 +111,16 @@ def start_worker(
     extra: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """A real ``ace-workers worker`` process named ``name@drill``, in a session of its own."""
-    command = [
-        sys.executable,
-        "-c",
-        CLI,
-        "worker",
-        f"--queues={queues}",
-        f"--pool={pool}",
-        f"--concurrency={concurrency}",
-        "--loglevel=INFO",
-        f"--hostname={name}@drill",
-        *extra,
-    ]
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    return start_worker_process(
+        env,
+        log,
+        queues=queues,
+        concurrency=concurrency,
+        pool=pool,
+        loglevel="INFO",
+        hostname=f"{name}@drill",
+        extra=extra,
+    )
 
 
 @dataclass

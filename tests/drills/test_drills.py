@@ -170,9 +170,8 @@ def test_dead_letters_list_shows_the_parked_samples_with_their_errors(tmp_path: 
         ).stdout
     lines = listed.strip().splitlines()
     assert len(lines) == 2, listed
-    assert all("LLMError: simulated rate limit: 429" in line and handle.batch_id in line for line in lines), (
-        listed
-    )
+    assert all("LLMError: simulated rate limit: 429" in line for line in lines), listed
+    assert all(handle.batch_id in line for line in lines), listed
 
 
 @pytest.mark.slow

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
@@ -19,8 +18,7 @@ from ace_workers.observability.tracing import configure_tracing, otlp_traces_url
 from ace_workers.roles import Agent, Reflector, SkillManager
 from ace_workers.runners import ACE, TraceAnalyser
 from ace_workers.sim import SimulatedLLM, failure_traces, make_tasks
-
-from .support import memory_spans, named, parent_id, span_id, trace_id
+from tests.support.tracing import by_trace, memory_spans, named, parent_id, span_id, trace_id
 
 
 @pytest.fixture
@@ -51,13 +49,6 @@ def make_ace(llm: SimulatedLLM, **options: object) -> ACE:
         environment=SimpleEnvironment(),
         **options,  # type: ignore[arg-type]
     )
-
-
-def by_trace(spans: list[ReadableSpan]) -> dict[int, list[ReadableSpan]]:
-    traces: dict[int, list[ReadableSpan]] = defaultdict(list)
-    for span in spans:
-        traces[trace_id(span)].append(span)
-    return traces
 
 
 def step_names(spans: list[ReadableSpan]) -> list[str]:

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import Pipeline, SampleResult
-
-from .conftest import Ctx, make_step
+from tests.support.pipeline import Ctx, make_step
 
 TIMEOUT = 10.0
 REPO = "/work/main"
@@ -179,7 +178,8 @@ def test_background_failure_lands_in_the_same_sample_result() -> None:
 
     results = pipeline.run([Ctx(x=i) for i in range(4)])
     originals = list(results)
-    assert all(r.error is None and not r.done for r in results)
+    assert all(r.error is None for r in results)
+    assert all(not r.done for r in results)
 
     release.set()
     pipeline.wait_for_background(timeout=TIMEOUT)
@@ -214,7 +214,8 @@ def test_multi_step_tail_runs_every_step_in_order() -> None:
     results = pipeline.run([Ctx(x=i) for i in range(20)], workers=2)
     pipeline.wait_for_background(timeout=TIMEOUT)
 
-    assert all(r.ok and r.done for r in results), [r.error for r in results]
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert all(r.done for r in results), [r.error for r in results]
     assert [r.output.x for r in results] == list(range(20))
     assert {r.output.trail for r in results} == {("A", "B", "C", "D")}
 
@@ -234,7 +235,8 @@ def test_background_step_with_max_workers_one_never_overlaps() -> None:
     results = pipeline.run([Ctx(x=i) for i in range(40)], workers=4)
     pipeline.wait_for_background(timeout=TIMEOUT)
 
-    assert all(r.ok and r.done for r in results), [r.error for r in results]
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert all(r.done for r in results), [r.error for r in results]
     assert probe.calls == 40
     assert probe.max_inside == 1
 
@@ -397,7 +399,8 @@ def test_back_pressure_blocks_run_when_max_background_is_reached() -> None:
     assert not runner.is_alive()
     pipeline.wait_for_background(timeout=TIMEOUT)
     assert len(out) == 8
-    assert all(r.ok and r.done for r in out), [r.error for r in out]
+    assert all(r.ok for r in out), [r.error for r in out]
+    assert all(r.done for r in out), [r.error for r in out]
     assert [r.output.y for r in out] == list(range(8))
     assert state["entered"] == 8
     assert 1 <= state["max_active"] <= 2
@@ -427,7 +430,8 @@ def test_run_async_back_pressure_waits_without_blocking_the_loop() -> None:
     results = asyncio.run(main())
     pipeline.wait_for_background(timeout=TIMEOUT)
 
-    assert all(r.ok and r.done for r in results), [r.error for r in results]
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert all(r.done for r in results), [r.error for r in results]
     assert [r.output.trail for r in results] == [("Tail",)] * 3
 
 
@@ -449,7 +453,8 @@ def test_run_async_with_a_boundary_returns_pending_results() -> None:
     release.set()
     pipeline.wait_for_background(timeout=TIMEOUT)
 
-    assert all(r.ok and r.done for r in results), [r.error for r in results]
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert all(r.done for r in results), [r.error for r in results]
     assert [r.output.trail for r in results] == [("Fg", "Tail", "Last")] * 3
     assert [r.output.x for r in results] == [0, 1, 2]
 

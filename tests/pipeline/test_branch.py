@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pipeline import Branch, BranchError, MergeStrategy, Pipeline
-from tests.pipeline.conftest import Ctx, make_step
+from tests.support.pipeline import Ctx, make_step
 
 TIMEOUT = 10.0
 

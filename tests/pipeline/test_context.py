@@ -25,8 +25,7 @@ from pipeline import (
     StepContext,
     StepProtocol,
 )
-
-from .conftest import Ctx, make_step
+from tests.support.pipeline import Ctx, make_step
 
 PUBLIC_NAMES = [
     "Pipeline",

@@ -15,8 +15,7 @@ from pipeline import (
     PipelineOrderError,
     StepProtocol,
 )
-
-from .conftest import Ctx, make_step
+from tests.support.pipeline import Ctx, make_step
 
 
 def test_contracts_are_frozensets_of_external_requires_and_all_provides():

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pipeline import CancellationToken, Pipeline, PipelineCancelled, PipelineHook
-from tests.pipeline.conftest import Ctx, make_step
+from tests.support.pipeline import Ctx, make_step
 
 TIMEOUT = 10.0
 
@@ -136,7 +136,8 @@ def test_a_raising_hook_is_logged_and_never_breaks_the_sample(
     ]
     hook_errors = [r for r in caplog.records if r.name == "pipeline.hooks" and r.levelno == logging.ERROR]
     assert len(hook_errors) == 4  # two steps x two samples
-    assert all(r.exc_info and isinstance(r.exc_info[1], RuntimeError) for r in hook_errors)
+    assert all(r.exc_info for r in hook_errors)
+    assert all(isinstance(r.exc_info[1], RuntimeError) for r in hook_errors)
     assert len(behind.calls) == 8
 
 

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from pipeline import Pipeline, PipelineError, SampleResult
-
-from .conftest import Ctx, make_step
+from tests.support.pipeline import Ctx, make_step
 
 TIMEOUT = 10.0
 

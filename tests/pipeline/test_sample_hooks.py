@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from pipeline import Pipeline, PipelineHook, SampleResult
-from tests.pipeline.conftest import Ctx, make_step
+from tests.support.pipeline import Ctx, make_step
 
 # What a hook sets for its sample and the sample's steps read back.
 CURRENT_SAMPLE: contextvars.ContextVar[int] = contextvars.ContextVar("current_sample", default=-1)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from ace_workers.providers._lazy_imports import import_litellm
-
-from .support import ScriptedCompletion
+from tests.support.llms import ScriptedCompletion, install_scripted_completion, refuse_connections
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -24,22 +21,14 @@ def local_cost_map() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail any test that tries to open a connection, instead of letting it reach a provider."""
-
-    def refuse(self: socket.socket, address: Any) -> None:
-        raise AssertionError(f"a provider test tried to connect to {address}")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    refuse_connections(monkeypatch, "a provider test")
 
 
 @pytest.fixture
 def script(monkeypatch: pytest.MonkeyPatch) -> Callable[..., ScriptedCompletion]:
     """Install a ScriptedCompletion as ``litellm.completion`` for the test."""
-    litellm = import_litellm()
 
     def install(*outcomes: Any) -> ScriptedCompletion:
-        scripted = ScriptedCompletion(litellm.completion, outcomes)
-        monkeypatch.setattr(litellm, "completion", scripted)
-        return scripted
+        return install_scripted_completion(monkeypatch, *outcomes)
 
     return install

@@ -15,8 +15,7 @@ from ace_workers.errors import LLMError, RetriesExhausted
 from ace_workers.protocols import LLMClientLike
 from ace_workers.providers import InstructorClient, LiteLLMClient, wrap_with_instructor
 from ace_workers.providers._lazy_imports import import_instructor
-
-from .support import FALLBACK, MOCK_USAGE, MODEL, ScriptedCompletion, auth_error, connection_error
+from tests.support.llms import FALLBACK, MOCK_USAGE, MODEL, ScriptedCompletion, auth_error, connection_error
 
 Script = Callable[..., ScriptedCompletion]
 

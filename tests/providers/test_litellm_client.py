@@ -11,8 +11,7 @@ from ace_workers.errors import LLMError
 from ace_workers.protocols import LLMClientLike
 from ace_workers.providers import LiteLLMClient, LLMResponse
 from ace_workers.providers._lazy_imports import import_litellm
-
-from .support import FALLBACK, MOCK_USAGE, MODEL, ScriptedCompletion, auth_error, connection_error
+from tests.support.llms import FALLBACK, MOCK_USAGE, MODEL, ScriptedCompletion, auth_error, connection_error
 
 Script = Callable[..., ScriptedCompletion]
 

@@ -11,8 +11,7 @@ from ace_workers.errors import LLMError, RetriesExhausted
 from ace_workers.protocols import AgentLike
 from ace_workers.roles import Agent
 from ace_workers.sim import SimulatedLLM
-
-from .conftest import RecordingLLM
+from tests.support.llms import RecordingLLM
 
 
 def make_llm(reasoning: str = "No skill needed.", answer: str = "42") -> RecordingLLM:

@@ -9,8 +9,7 @@ from ace_workers.errors import LLMError
 from ace_workers.protocols import ReflectorLike
 from ace_workers.roles import MAX_TRACE_CHARS, Reflector
 from ace_workers.sim import SimulatedLLM
-
-from .conftest import RecordingLLM
+from tests.support.llms import RecordingLLM
 
 REPLY = ReflectorOutput(reasoning="Fine.", key_insight="Keep units consistent.")
 

@@ -20,8 +20,7 @@ from ace_workers.errors import RetriesExhausted
 from ace_workers.protocols import SkillManagerLike
 from ace_workers.roles import SkillManager
 from ace_workers.sim import SimulatedLLM
-
-from .conftest import RecordingLLM
+from tests.support.llms import RecordingLLM
 
 REPLY = SkillManagerOutput(
     update=UpdateBatch(

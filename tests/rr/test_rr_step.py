@@ -12,8 +12,7 @@ from ace_workers.rr import RR_TITLE, RRConfig, RRStep, SandboxLimits
 from ace_workers.runners import TraceAnalyser
 from ace_workers.sim import SimulatedLLM
 from pipeline import Pipeline
-
-from .conftest import ScriptedLLM, python_block
+from tests.support.llms import ScriptedTextLLM, python_block
 
 pytestmark = pytest.mark.slow  # each iteration starts a sandbox interpreter
 
@@ -38,7 +37,7 @@ LEARN = python_block(
 ITERATION_KEYS = {"iteration", "code", "stdout", "stderr", "error", "final_called", "killed", "duration_s"}
 
 
-def reflect(llm: ScriptedLLM, config: RRConfig = FAST) -> ReflectorOutput:
+def reflect(llm: ScriptedTextLLM, config: RRConfig = FAST) -> ReflectorOutput:
     return RRStep(llm, config).reflect(
         question=QUESTION,
         agent_output=AgentOutput(reasoning="I echo.", final_answer="1234"),
@@ -49,20 +48,21 @@ def reflect(llm: ScriptedLLM, config: RRConfig = FAST) -> ReflectorOutput:
 
 
 def test_rr_step_is_a_reflector_and_a_step() -> None:
-    rr = RRStep(ScriptedLLM([]))
+    rr = RRStep(ScriptedTextLLM([]))
     assert isinstance(rr, ReflectorLike)
     assert (rr.requires, rr.provides) == (frozenset({"trace", "skillbook"}), frozenset({"reflection"}))
 
 
 def test_the_trace_analyser_learns_through_rr_and_records_the_iterations() -> None:
-    llm = ScriptedLLM([INSPECT, LEARN])
+    llm = ScriptedTextLLM([INSPECT, LEARN])
     analyser = TraceAnalyser.from_roles(
         reflector=RRStep(llm, FAST), skill_manager=SkillManager(SimulatedLLM())
     )
     (result,) = analyser.run([TRACE])
     assert result.ok, result.error
     assert [s.content for s in analyser.skillbook.skills()] == [RULE]
-    assert result.output is not None and result.output.reflection is not None
+    assert result.output is not None
+    assert result.output.reflection is not None
     rr_trace = result.output.reflection.raw["rr_trace"]
     assert (rr_trace["iterations_used"], rr_trace["max_iterations"], rr_trace["final_called"]) == (2, 3, True)
     assert [set(item) for item in rr_trace["iterations"]] == [ITERATION_KEYS, ITERATION_KEYS]
@@ -71,12 +71,12 @@ def test_the_trace_analyser_learns_through_rr_and_records_the_iterations() -> No
 
 
 def test_the_extracted_learning_is_computed_in_the_sandbox() -> None:
-    reflection = reflect(ScriptedLLM([LEARN]))
+    reflection = reflect(ScriptedTextLLM([LEARN]))
     assert reflection.extracted_learnings[0].evidence == "1234 vs 4321"
 
 
 def test_what_the_code_printed_is_in_the_next_prompt() -> None:
-    llm = ScriptedLLM([INSPECT, LEARN])
+    llm = ScriptedTextLLM([INSPECT, LEARN])
     reflect(llm)
     assert llm.prompts[0].startswith(RR_TITLE + "\n")
     assert "user: the digits should be reversed" not in llm.prompts[0].split("## Iterations")[1]
@@ -84,7 +84,7 @@ def test_what_the_code_printed_is_in_the_next_prompt() -> None:
 
 
 def test_no_final_within_max_iterations_is_a_clear_error() -> None:
-    llm = ScriptedLLM([python_block("print('looking')"), python_block("1 / 0")])
+    llm = ScriptedTextLLM([python_block("print('looking')"), python_block("1 / 0")])
     with pytest.raises(RecursiveReflectorError, match=r"after 2 iteration\(s\).*ZeroDivisionError") as caught:
         reflect(llm, RRConfig(max_iterations=2, limits=FAST.limits))
     assert isinstance(caught.value, RetriesExhausted)
@@ -93,7 +93,7 @@ def test_no_final_within_max_iterations_is_a_clear_error() -> None:
 
 
 def test_an_invalid_final_is_fed_back_and_fixed_on_the_next_iteration() -> None:
-    llm = ScriptedLLM(
+    llm = ScriptedTextLLM(
         [
             python_block("FINAL({'key_insight': 'no reasoning'})"),
             python_block("FINAL({'reasoning': 'fixed'})"),
@@ -110,7 +110,7 @@ def test_an_invalid_final_is_fed_back_and_fixed_on_the_next_iteration() -> None:
 
 
 def test_a_reply_without_code_is_fed_back() -> None:
-    llm = ScriptedLLM(["I think the answer was wrong.", python_block("FINAL({'reasoning': 'ok'})")])
+    llm = ScriptedTextLLM(["I think the answer was wrong.", python_block("FINAL({'reasoning': 'ok'})")])
     reflection = reflect(llm)
     assert reflection.raw["rr_trace"]["iterations"][0]["error"].startswith(
         "the reply holds no ```python code block"
@@ -119,17 +119,18 @@ def test_a_reply_without_code_is_fed_back() -> None:
 
 
 def test_a_timed_out_iteration_is_recorded_and_reported_to_the_llm() -> None:
-    llm = ScriptedLLM([python_block("while True:\n    pass"), python_block("FINAL({'reasoning': 'ok'})")])
+    llm = ScriptedTextLLM([python_block("while True:\n    pass"), python_block("FINAL({'reasoning': 'ok'})")])
     reflection = reflect(llm, RRConfig(max_iterations=2, limits=SandboxLimits(timeout_s=1)))
     assert reflection.raw["rr_trace"]["iterations"][0]["killed"] == "timeout"
     assert "Error: TimeoutError" in llm.prompts[1]
 
 
 def test_rr_step_runs_as_a_pipeline_step() -> None:
-    pipeline: Pipeline[ACEStepContext] = Pipeline([RRStep(ScriptedLLM([LEARN]), FAST)])
+    pipeline: Pipeline[ACEStepContext] = Pipeline([RRStep(ScriptedTextLLM([LEARN]), FAST)])
     context = ACEStepContext(skillbook=SkillbookView(Skillbook()), trace=TRACE, step_index=1, total_steps=1)
     (result,) = pipeline.run([context])
     pipeline.wait_for_background()
     assert result.ok, result.error
-    assert result.output is not None and result.output.reflection is not None
+    assert result.output is not None
+    assert result.output.reflection is not None
     assert result.output.reflection.key_insight == RULE

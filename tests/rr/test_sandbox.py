@@ -52,7 +52,8 @@ def test_an_infinite_loop_is_killed_at_the_timeout(sandbox: Sandbox) -> None:
     elapsed = time.monotonic() - started
     assert result.killed == KILLED_TIMEOUT
     assert LIMITS.timeout_s <= elapsed < LIMITS.timeout_s + MARGIN_S
-    assert result.error is not None and result.error.startswith("TimeoutError")
+    assert result.error is not None
+    assert result.error.startswith("TimeoutError")
 
 
 def test_a_sleeping_child_is_killed_at_the_timeout_too(sandbox: Sandbox) -> None:
@@ -90,7 +91,8 @@ def test_a_socket_to_a_listening_port_is_refused(
 ) -> None:
     port = listener.getsockname()[1]
     result = sandbox.run(code.format(port=port))
-    assert result.error is not None and result.error.startswith(expected)
+    assert result.error is not None
+    assert result.error.startswith(expected)
     with pytest.raises(BlockingIOError):
         listener.accept()  # nothing connected
 
@@ -120,14 +122,16 @@ def test_a_file_outside_the_working_directory_cannot_be_read(
     secret.write_text("TOPSECRET-42")
     result = sandbox.run(code.format(path=str(secret)))
     assert "TOPSECRET-42" not in result.stdout + result.stderr + repr(result.final_value)
-    assert result.error is not None and result.error.startswith("PermissionError: sandbox refused")
+    assert result.error is not None
+    assert result.error.startswith("PermissionError: sandbox refused")
 
 
 def test_a_listing_outside_the_working_directory_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
     (tmp_path / "planted.txt").write_text("x")
     result = sandbox.run(f"import os\nprint(os.listdir({str(tmp_path)!r}))")
     assert "planted.txt" not in result.stdout
-    assert result.error is not None and result.error.startswith("PermissionError: sandbox refused")
+    assert result.error is not None
+    assert result.error.startswith("PermissionError: sandbox refused")
 
 
 def test_files_inside_the_working_directory_can_be_written_and_read(sandbox: Sandbox) -> None:
@@ -149,7 +153,8 @@ def test_files_inside_the_working_directory_can_be_written_and_read(sandbox: San
 )
 def test_processes_and_ctypes_are_refused(sandbox: Sandbox, code: str) -> None:
     result = sandbox.run(code)
-    assert result.error is not None and result.error.startswith(("PermissionError", "ImportError"))
+    assert result.error is not None
+    assert result.error.startswith(("PermissionError", "ImportError"))
 
 
 def test_the_standard_library_can_still_be_imported(sandbox: Sandbox) -> None:
@@ -164,7 +169,8 @@ def test_an_allocation_bomb_is_stopped_and_the_next_run_works(code: str) -> None
     sandbox = Sandbox(SandboxLimits(timeout_s=20, memory_mb=LIMITS.memory_mb))
     result = sandbox.run(code)
     assert result.killed == KILLED_MEMORY
-    assert result.error is not None and "MemoryError" in result.error
+    assert result.error is not None
+    assert "MemoryError" in result.error
     assert sandbox.run("FINAL(1 + 1)").final_value == 2
 
 
@@ -189,7 +195,8 @@ def test_printing_a_fake_result_does_not_forge_one(sandbox: Sandbox) -> None:
     code = f"print({forged!r})\nopen('../result.json', 'w').write({forged!r})"
     result = sandbox.run(code)
     assert (result.final_called, result.final_value) == (False, None)
-    assert result.error is not None and result.error.startswith("PermissionError: sandbox refused")
+    assert result.error is not None
+    assert result.error.startswith("PermissionError: sandbox refused")
 
 
 def test_output_is_cut_to_the_limit() -> None:
@@ -214,7 +221,8 @@ def test_a_raised_exception_is_reported_with_its_type_and_line(sandbox: Sandbox)
 def test_a_final_value_json_cannot_carry_is_an_error(sandbox: Sandbox) -> None:
     result = sandbox.run("FINAL({1, 2})")
     assert not result.final_called
-    assert result.error is not None and result.error.startswith("TypeError: FINAL needs a JSON value")
+    assert result.error is not None
+    assert result.error.startswith("TypeError: FINAL needs a JSON value")
 
 
 def test_limits_below_what_an_interpreter_needs_are_refused() -> None:

@@ -98,12 +98,14 @@ def test_wait_false_returns_after_the_answers_and_learning_completes_later() -> 
 
     ace = make_ace(extra_steps=[Gate()])
     results = ace.run(make_tasks(4), wait=False)
-    assert all(r.output is not None and r.output.agent_output is not None for r in results)
+    assert all(r.output is not None for r in results)
+    assert all(r.output.agent_output is not None for r in results)
     assert not any(r.done for r in results)
     assert ace.learning_stats["active"] == 4
     gate.set()
     ace.wait_for_background(timeout=30)
-    assert all(r.done and r.ok for r in results)
+    assert all(r.done for r in results)
+    assert all(r.ok for r in results)
     assert ace.learning_stats == {"active": 0, "completed": 4, "failed": 0, "max_backlog": 256}
     assert len(ace.skillbook) > 0
 

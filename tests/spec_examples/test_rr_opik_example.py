@@ -15,15 +15,18 @@ from typing import Any
 import pytest
 
 from ace_workers.providers._lazy_imports import import_litellm
+from tests.support.llms import SPEC_LESSON, SPEC_REPLY
 
-from .conftest import LESSON, REPLY
-
-REFLECTION = {"reasoning": "r", "key_insight": LESSON, "extracted_learnings": [{"learning": LESSON}]}
+REFLECTION = {
+    "reasoning": "r",
+    "key_insight": SPEC_LESSON,
+    "extracted_learnings": [{"learning": SPEC_LESSON}],
+}
 FINAL_CODE = f"```python\nprint(question)\nFINAL({json.dumps(REFLECTION)})\n```"
 
 
 class RRAwareLiteLLM:
-    """The real ``litellm.completion``: code for the Recursive Reflector, REPLY for the other roles."""
+    """The real ``litellm.completion``: code for the Recursive Reflector, SPEC_REPLY for the other roles."""
 
     def __init__(self, real: Any) -> None:
         self.real = real
@@ -34,7 +37,7 @@ class RRAwareLiteLLM:
         if prompt.startswith("# Recursive reflector"):
             self.rr_prompts.append(prompt)
             return self.real(**kwargs, mock_response=FINAL_CODE)
-        return self.real(**kwargs, mock_response=REPLY)
+        return self.real(**kwargs, mock_response=SPEC_REPLY)
 
 
 def test_acelitellm_with_the_recursive_reflector_and_opik(
@@ -58,7 +61,7 @@ def test_acelitellm_with_the_recursive_reflector_and_opik(
         [Sample(question="Capital of France?", ground_truth="Paris")], environment=SimpleEnvironment()
     )
     assert [result.error for result in results] == [None]
-    assert [skill.content for skill in ace.skillbook.skills()] == [LESSON]
+    assert [skill.content for skill in ace.skillbook.skills()] == [SPEC_LESSON]
     assert len(scripted.rr_prompts) == 1  # FINAL on the first turn
     reflection = results[0].output.reflection
     assert reflection is not None

@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ace_workers import Skillbook
-
-from .conftest import LESSON, ScriptedLiteLLM
+from tests.support.llms import SPEC_LESSON, ScriptedCompletion
 
 
 def lessons_in(path: str) -> list[str]:
@@ -22,7 +21,7 @@ def lessons_in(path: str) -> list[str]:
 
 
 def test_trace_analyser_learns_from_browser_use_history(
-    litellm_replies: ScriptedLiteLLM, workdir: Path
+    litellm_replies: ScriptedCompletion, workdir: Path
 ) -> None:
     from ace_workers import LiteLLMClient, Reflector, SkillManager, TraceAnalyser, wrap_with_instructor
 
@@ -49,7 +48,7 @@ def test_trace_analyser_learns_from_browser_use_history(
 
     assert len(results) == 4
     assert [result.error for result in results] == [None] * 4
-    assert LESSON in lessons_in("travel_agent.json")
+    assert SPEC_LESSON in lessons_in("travel_agent.json")
     # The trace's own keys (task, output) reach the Reflector, not only the six known ones.
     prompts = "\n".join(litellm_replies.prompts)
     assert "Find the cheapest flight to Tokyo" in prompts
@@ -66,7 +65,7 @@ def geography_samples() -> list:
     ]
 
 
-def test_ace_live_qa_training_with_an_environment(litellm_replies: ScriptedLiteLLM, workdir: Path) -> None:
+def test_ace_live_qa_training_with_an_environment(litellm_replies: ScriptedCompletion, workdir: Path) -> None:
     from ace_workers import (
         ACE,
         Agent,
@@ -96,11 +95,11 @@ def test_ace_live_qa_training_with_an_environment(litellm_replies: ScriptedLiteL
     feedback = [result.output.trace["feedback"] for result in results]
     assert any("Correct" in text for text in feedback)
     assert any("Incorrect" in text for text in feedback)
-    assert LESSON in lessons_in("geography.json")
+    assert SPEC_LESSON in lessons_in("geography.json")
 
 
 def test_ace_without_an_environment_learns_from_ground_truth(
-    litellm_replies: ScriptedLiteLLM, workdir: Path
+    litellm_replies: ScriptedCompletion, workdir: Path
 ) -> None:
     from ace_workers import ACE, Agent, LiteLLMClient, Reflector, SkillManager, wrap_with_instructor
 
@@ -115,7 +114,7 @@ def test_ace_without_an_environment_learns_from_ground_truth(
     results = ace.run(samples, epochs=3)
 
     assert [result.error for result in results] == [None] * 6
-    assert LESSON in [skill.content for skill in ace.skillbook.skills()]
+    assert SPEC_LESSON in [skill.content for skill in ace.skillbook.skills()]
     assert "Pacific" in "\n".join(litellm_replies.prompts)  # the ground truth reached the Reflector
 
 
@@ -128,7 +127,7 @@ def load_samples_from_csv(path: str) -> Iterator:
             yield Sample(question=row["question"], ground_truth=row["answer"])
 
 
-def test_ace_single_pass_over_a_generator(litellm_replies: ScriptedLiteLLM, workdir: Path) -> None:
+def test_ace_single_pass_over_a_generator(litellm_replies: ScriptedCompletion, workdir: Path) -> None:
     from ace_workers import ACE, Agent, LiteLLMClient, Reflector, SkillManager, wrap_with_instructor
 
     llm = wrap_with_instructor(LiteLLMClient(model="gpt-4o-mini"))
@@ -148,7 +147,7 @@ def test_ace_single_pass_over_a_generator(litellm_replies: ScriptedLiteLLM, work
 PARAPHRASE = "Answer only with the name of the place."
 
 
-def test_ace_with_checkpoints_and_deduplication(litellm_replies: ScriptedLiteLLM, workdir: Path) -> None:
+def test_ace_with_checkpoints_and_deduplication(litellm_replies: ScriptedCompletion, workdir: Path) -> None:
     from ace_workers import (
         ACE,
         Agent,
@@ -185,16 +184,16 @@ def test_ace_with_checkpoints_and_deduplication(litellm_replies: ScriptedLiteLLM
     merged_away = [skill.content for skill in every if skill.status != "active"]
     active = [skill.content for skill in every if skill.status == "active"]
     assert merged_away
-    assert set(merged_away) == {LESSON}
+    assert set(merged_away) == {SPEC_LESSON}
     assert PARAPHRASE in active
-    assert set(active) <= {LESSON, PARAPHRASE}
+    assert set(active) <= {SPEC_LESSON, PARAPHRASE}
     # Checkpoints every 10 samples: 30 samples give 3 of them plus the latest.
     saved = sorted(path.name for path in Path("checkpoints").iterdir())
     assert saved == ["checkpoint_10.json", "checkpoint_20.json", "checkpoint_30.json", "latest.json"]
 
 
 def test_acelitellm_asks_learns_and_learns_from_feedback(
-    litellm_replies: ScriptedLiteLLM, workdir: Path
+    litellm_replies: ScriptedCompletion, workdir: Path
 ) -> None:
     from ace_workers import ACELiteLLM, Sample, SimpleEnvironment
 
@@ -213,14 +212,14 @@ def test_acelitellm_asks_learns_and_learns_from_feedback(
     ace.save("learned.json")
 
     assert answer == "Paris"
-    assert LESSON in lessons_in("learned.json")
+    assert SPEC_LESSON in lessons_in("learned.json")
     prompts = "\n".join(litellm_replies.prompts)
     assert "The answer should be 4" in prompts  # the feedback reached the Reflector
     assert "What is 2+2?" in prompts
 
 
 def test_fire_and_forget_returns_answers_while_learning_continues(
-    litellm_replies: ScriptedLiteLLM, workdir: Path, capsys: object
+    litellm_replies: ScriptedCompletion, workdir: Path, capsys: object
 ) -> None:
     from ace_workers import ACE, Agent, LiteLLMClient, Reflector, SkillManager, wrap_with_instructor
 
@@ -242,10 +241,10 @@ def test_fire_and_forget_returns_answers_while_learning_continues(
     assert answers == ["Paris", "Paris"]
     assert set(stats) >= {"active", "completed"}
     assert ace.learning_stats["completed"] == 2
-    assert LESSON in lessons_in("learned.json")
+    assert SPEC_LESSON in lessons_in("learned.json")
 
 
-def test_mixed_workflow_batch_then_live(litellm_replies: ScriptedLiteLLM, workdir: Path) -> None:
+def test_mixed_workflow_batch_then_live(litellm_replies: ScriptedCompletion, workdir: Path) -> None:
     from ace_workers import ACE, LiteLLMClient, Sample, Skillbook, TraceAnalyser, wrap_with_instructor
     from ace_workers.implementations import Agent, Reflector, SkillManager
 
@@ -275,10 +274,10 @@ def test_mixed_workflow_batch_then_live(litellm_replies: ScriptedLiteLLM, workdi
     ace.run(live_samples, epochs=1)
     ace.save("production.json")
 
-    assert learned_in_batch == [LESSON]
+    assert learned_in_batch == [SPEC_LESSON]
     # The live agent's prompt carried the skill learned from the historical traces.
     live_prompts = "\n".join(litellm_replies.prompts[calls_in_batch:])
-    assert LESSON in live_prompts
+    assert SPEC_LESSON in live_prompts
     assert "Capital of France?" in live_prompts
     saved = Skillbook.load_from_file("production.json").skills()
-    assert [skill.content for skill in saved] == [LESSON]
+    assert [skill.content for skill in saved] == [SPEC_LESSON]

@@ -31,8 +31,14 @@ from ace_workers.steps import (
     learning_tail,
 )
 from pipeline import Pipeline, PipelineOrderError, StepProtocol
-
-from .conftest import FakeAgent, FakeDedupManager, FakeReflector, FakeSkillManager, manager_output, reflection
+from tests.support.roles import (
+    FakeAgent,
+    FakeDedupManager,
+    FakeReflector,
+    FakeSkillManager,
+    manager_output,
+    reflection,
+)
 
 NOTHING: frozenset[str] = frozenset()
 

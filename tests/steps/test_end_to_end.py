@@ -18,8 +18,7 @@ from ace_workers.steps import (
     learning_tail,
 )
 from pipeline import Pipeline, PipelineHook
-
-from .conftest import TIMEOUT, FakeAgent, FakeDedupManager, FakeReflector, FakeSkillManager
+from tests.support.roles import TIMEOUT, FakeAgent, FakeDedupManager, FakeReflector, FakeSkillManager
 
 TAIL = [
     "ReflectStep",
@@ -101,7 +100,8 @@ def test_ace_pipeline_answers_in_the_foreground_and_learns_in_background_threads
     gate.set()
     pipeline.wait_for_background(timeout=TIMEOUT)
 
-    assert all(r.done and r.ok for r in results), [(r.failed_at, r.error) for r in results]
+    assert all(r.done for r in results), [(r.failed_at, r.error) for r in results]
+    assert all(r.ok for r in results), [(r.failed_at, r.error) for r in results]
     assert pipeline.background_stats()["completed"] == 4
     # The skillbook changed: one lesson per sample, and the cited skill tagged helpful four times.
     assert len(skillbook) == 5

@@ -17,8 +17,7 @@ from ace_workers.core import (
 )
 from ace_workers.errors import AceError
 from ace_workers.steps import AgentStep, EvaluateStep, MissingFieldError
-
-from .conftest import FakeAgent
+from tests.support.roles import FakeAgent
 
 MakeCtx = Callable[..., ACEStepContext]
 

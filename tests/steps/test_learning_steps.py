@@ -8,8 +8,7 @@ import pytest
 
 from ace_workers.core import ACEStepContext, AgentOutput, Sample, UpdateOperation
 from ace_workers.steps import MissingFieldError, ReflectStep, UpdateStep
-
-from .conftest import FakeReflector, FakeSkillManager, manager_output, reflection
+from tests.support.roles import FakeReflector, FakeSkillManager, manager_output, reflection
 
 MakeCtx = Callable[..., ACEStepContext]
 

@@ -9,8 +9,7 @@ import pytest
 
 from ace_workers.core import ACEStepContext, AgentOutput, UpdateOperation
 from ace_workers.steps import MissingFieldError, ObservabilityStep
-
-from .conftest import manager_output
+from tests.support.roles import manager_output
 
 MakeCtx = Callable[..., ACEStepContext]
 LOGGER = "ace_workers.steps.observability"

@@ -14,8 +14,7 @@ from ace_workers.core import ACEStepContext, Skillbook, UpdateOperation
 from ace_workers.errors import InvalidUpdateError
 from ace_workers.steps import ApplyStep, DeduplicateStep, MissingFieldError, TagStep
 from pipeline import Pipeline
-
-from .conftest import FakeDedupManager, manager_output, reflection
+from tests.support.roles import FakeDedupManager, manager_output, reflection
 
 MakeCtx = Callable[..., ACEStepContext]
 

@@ -1,10 +1,22 @@
-"""Debian's chromium, for the tests that drive a real headless browser."""
+"""browser-use kept off the network, and Debian's chromium for the tests that drive a headless browser."""
 
 from __future__ import annotations
 
 import shutil
 
 import pytest
+
+# Read by browser-use when it is imported (logging) and on every access of its CONFIG (the rest):
+# no telemetry, cloud sync, version check or extension download, and the root logger's handlers
+# left alone. tests/conftest.py sets them for the whole run, the browser-use tests again per test.
+BROWSER_USE_OFFLINE = {
+    "ANONYMIZED_TELEMETRY": "false",
+    "BROWSER_USE_CLOUD_SYNC": "false",
+    "BROWSER_USE_VERSION_CHECK": "false",
+    "BROWSER_USE_CLOUD_HINTS": "false",
+    "BROWSER_USE_DISABLE_EXTENSIONS": "true",
+    "BROWSER_USE_SETUP_LOGGING": "false",
+}
 
 
 def chromium() -> str:

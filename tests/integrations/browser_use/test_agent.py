@@ -14,9 +14,8 @@ from ace_workers.integrations.browser_use import BrowserExecuteStep, BrowserResu
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.runners.browser_use import BrowserUse
 from ace_workers.sim import SimulatedLLM, make_tasks
-
-from ..skillbooks import context, skillbook_with_rule
-from .conftest import AGENT_OPTIONS, ScriptedChatModel, navigate_then_give_up
+from tests.support.browser_agents import AGENT_OPTIONS, ScriptedChatModel, navigate_then_give_up
+from tests.support.skillbooks import context, skillbook_with_rule
 
 ZORB_TASK = make_tasks(1, topics=1)[0].question  # a zorb puzzle; the scripted agent answers "no idea"
 
@@ -117,6 +116,7 @@ def test_the_runner_composes_execute_convert_and_the_learning_tail() -> None:
         dedup_interval=5,
     )
     names = [type(step).__name__ for step in steps]
-    assert names[:2] == ["BrowserExecuteStep", "BrowserToTrace"] and names[2] == "ReflectStep"
+    assert names[:2] == ["BrowserExecuteStep", "BrowserToTrace"]
+    assert names[2] == "ReflectStep"
     assert (steps[0].max_steps, steps[0].agent_kwargs["use_vision"]) == (7, False)
     assert isinstance(steps[1], BrowserToTrace)

@@ -17,9 +17,8 @@ from ace_workers.integrations.browser_use import (
     browser_history_to_trace,
 )
 from ace_workers.traces.skillbook_context import inject_skillbook_context
-
-from ..skillbooks import skillbook_with_rule
-from .histories import SITE, ZORB_TASK, brain, failed_zorb_run, step
+from tests.support.browser_agents import SITE, ZORB_TASK, brain, failed_zorb_run, step
+from tests.support.skillbooks import skillbook_with_rule
 
 
 def convert(trace: object) -> dict:  # type: ignore[type-arg]

@@ -2,40 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.support.claude_code import FakeClaude
+
 FAKE = Path(__file__).with_name("fake_claude.py")
-
-
-@dataclass
-class FakeClaude:
-    """Where the fake logs its runs, and how to steer it."""
-
-    log: Path
-    replies: Path
-    monkeypatch: pytest.MonkeyPatch
-
-    def runs(self) -> list[dict[str, Any]]:
-        """One ``{"argv", "stdin", "cwd"}`` per run so far."""
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
-
-    def mode(self, mode: str) -> None:
-        """ok, fail, huge or garbage (stream-json runs)."""
-        self.monkeypatch.setenv("FAKE_CLAUDE_MODE", mode)
-
-    def reply_with(self, *replies: str) -> None:
-        """The ``result`` texts of the next json runs, in order (``!error``: a failed run)."""
-        self.replies.write_text(json.dumps(list(replies)))
 
 
 @pytest.fixture

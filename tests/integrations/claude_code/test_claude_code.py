@@ -22,9 +22,8 @@ from ace_workers.integrations import (
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.runners import ClaudeCode
 from ace_workers.sim import SimulatedLLM, make_tasks
-
-from ..skillbooks import context, skillbook_with_rule
-from .conftest import FakeClaude
+from tests.support.claude_code import FakeClaude
+from tests.support.skillbooks import context, skillbook_with_rule
 
 TRANSCRIPTS = Path(__file__).with_name("transcripts")
 
@@ -188,10 +187,8 @@ def test_structured_output_is_validated_and_a_bad_reply_is_asked_again_with_its_
     verdict = ClaudeCodeLLMClient().complete_structured("Judge it.", Verdict)
     assert verdict == Verdict(correct=True, reason="fits")
     second_prompt = fake_claude.runs()[1]["stdin"]
-    assert (
-        '{"correct": "maybe"}' in second_prompt
-        and "reason" in second_prompt.split("## Why it was rejected")[1]
-    )
+    assert '{"correct": "maybe"}' in second_prompt
+    assert "reason" in second_prompt.split("## Why it was rejected")[1]
 
 
 def test_structured_output_gives_up_after_the_retries_with_attempts_and_usage(
@@ -234,7 +231,8 @@ def test_the_runner_can_return_before_learning_ends(fake_claude: FakeClaude) -> 
     runner = ClaudeCode.from_roles(reflector=Reflector(llm), skill_manager=SkillManager(llm))
     results = runner.run(make_tasks(2, topics=1), wait=False)
     runner.wait_for_background(timeout=30)
-    assert len(results) == 2 and runner.learning_stats["completed"] == 2
+    assert len(results) == 2
+    assert runner.learning_stats["completed"] == 2
 
 
 def test_the_runner_refuses_an_option_it_does_not_take(fake_claude: FakeClaude) -> None:

@@ -23,8 +23,15 @@ from ace_workers.core.context import SkillbookView
 from ace_workers.errors import MissingExtraError, RetriesExhausted
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.sim import SimulatedLLM, make_tasks
-
-from .conftest import broken_lookup, call, huge_dump, replies, scripted, tool_agent, zorb_table
+from tests.support.langchain_agents import (
+    broken_lookup,
+    call,
+    huge_dump,
+    replies,
+    scripted,
+    tool_agent,
+    zorb_table,
+)
 
 STRATEGY = "Check the units before converting a length"
 
@@ -60,7 +67,8 @@ def test_a_chain_gets_the_skillbook_in_its_prompt_variable_and_its_answer_is_rec
         LangChainExecuteStep(chain), {"input": "How many metres in 5 km?"}, skillbook_with_strategy()
     )
     prompt = model.last_prompt()
-    assert STRATEGY in prompt and prompt.index(STRATEGY) < prompt.index("How many metres in 5 km?")
+    assert STRATEGY in prompt
+    assert prompt.index(STRATEGY) < prompt.index("How many metres in 5 km?")
     assert (result.task, result.output, result.result_type, result.success) == (
         "How many metres in 5 km?",
         "5 km is 5000 m",
@@ -82,7 +90,8 @@ def test_a_message_list_gets_the_skillbook_merged_into_its_system_message() -> N
     execute(LangChainExecuteStep(model), messages, skillbook_with_strategy())
     sent = model.seen[-1]
     assert [m.type for m in sent] == ["system", "human"]
-    assert STRATEGY in str(sent[0].content) and str(sent[0].content).endswith("You are terse.")
+    assert STRATEGY in str(sent[0].content)
+    assert str(sent[0].content).endswith("You are terse.")
 
 
 def test_a_langgraph_state_gets_a_system_message_and_its_messages_are_the_result() -> None:
@@ -92,7 +101,8 @@ def test_a_langgraph_state_gets_a_system_message_and_its_messages_are_the_result
         LangChainExecuteStep(agent), {"input": "What is the zorb of 42?"}, skillbook_with_strategy()
     )
     assert STRATEGY in model.last_prompt()
-    assert result.result_type == "langgraph" and result.output == "I could not find it"
+    assert result.result_type == "langgraph"
+    assert result.output == "I could not find it"
     assert [m["role"] for m in result.messages] == ["human", "ai", "tool", "ai"]
     assert [e["type"] for e in result.events] == ["llm", "tool_call", "tool_result", "llm"]
 
@@ -107,7 +117,8 @@ def test_a_dict_input_without_the_task_key_is_refused_naming_its_keys() -> None:
 def test_a_run_that_raised_is_a_failed_result_with_the_tool_error_not_an_exception() -> None:
     agent = tool_agent(scripted(call("broken_lookup", n=7), "unused"), [broken_lookup])
     result = execute(LangChainExecuteStep(agent), {"input": "What is the zorb of 7?"})
-    assert not result.success and result.result_type == "error"
+    assert not result.success
+    assert result.result_type == "error"
     assert result.error == "ConnectionError: lookup backend unreachable for 7"
     trace = to_trace(result)
     assert trace["success"] is False
@@ -120,8 +131,10 @@ def test_a_failing_output_parser_fails_the_run_but_keeps_the_output() -> None:
         raise KeyError("answer")
 
     result = execute(LangChainExecuteStep(scripted("fine"), output_parser=parser), "q")
-    assert not result.success and result.error == "output_parser failed: KeyError: 'answer'"
-    assert isinstance(result.raw_result, AIMessage) and result.result_type == "simple"
+    assert not result.success
+    assert result.error == "output_parser failed: KeyError: 'answer'"
+    assert isinstance(result.raw_result, AIMessage)
+    assert result.result_type == "simple"
 
 
 def test_a_value_without_invoke_is_refused_at_construction() -> None:
@@ -148,12 +161,14 @@ def test_the_trace_holds_the_task_the_tool_calls_in_order_and_the_answer() -> No
     agent = tool_agent(scripted(call("zorb_table", n=42), "no idea"), [zorb_table])
     trace = to_trace(execute(LangChainExecuteStep(agent), {"input": "What is the zorb of 42?"}))
     assert trace["question"] == "What is the zorb of 42?"
-    assert trace["answer"] == "no idea" and trace["tool_calls"] == 1
+    assert trace["answer"] == "no idea"
+    assert trace["tool_calls"] == 1
     reasoning = str(trace["reasoning"])
     assert reasoning.index('tool call zorb_table: {"n": 42}') < reasoning.index(
         "zorb_table result: the table has no entry for 42"
     )
-    assert trace["result_type"] == "langgraph" and trace["success"] is True
+    assert trace["result_type"] == "langgraph"
+    assert trace["success"] is True
     assert trace["model"] == "ScriptedChatModel"  # the model each reply came from
 
 
@@ -177,12 +192,14 @@ def test_unknown_events_are_counted_not_fatal_and_agent_steps_fill_in_for_missin
     )
     trace = to_trace(result)
     assert trace["skipped_events"] == {"event telepathy": 1}
-    assert trace["tool_calls"] == 1 and "zorb_table result: no" in str(trace["reasoning"])
+    assert trace["tool_calls"] == 1
+    assert "zorb_table result: no" in str(trace["reasoning"])
 
 
 def test_a_run_with_no_task_text_still_gives_a_trace() -> None:
     trace = to_trace(LangChainResult(task="", output="", result_type="error", success=False, error="boom"))
-    assert trace["question"] == "(no task text)" and trace["errors"] == ["boom"]
+    assert trace["question"] == "(no task text)"
+    assert trace["errors"] == ["boom"]
 
 
 def test_the_converter_refuses_what_is_not_a_result() -> None:
@@ -220,7 +237,8 @@ def test_the_runner_can_return_before_learning_ends() -> None:
     )
     results = runner.run([s.question for s in make_tasks(2, topics=1)], wait=False)
     runner.wait_for_background(timeout=30)
-    assert len(results) == 2 and runner.learning_stats["completed"] == 2
+    assert len(results) == 2
+    assert runner.learning_stats["completed"] == 2
 
 
 def test_the_runner_refuses_an_option_it_does_not_take() -> None:
@@ -238,7 +256,9 @@ def test_the_langchain_litellm_client_answers_through_litellm() -> None:
     client = LangChainLiteLLMClient("gpt-4o-mini", mock_response="Paris")
     response = client.complete("Capital of France?")
     assert (response.text, response.model) == ("Paris", "gpt-4o-mini")
-    assert response.usage["total_tokens"] > 0 and response.cost is not None and response.cost > 0
+    assert response.usage["total_tokens"] > 0
+    assert response.cost is not None
+    assert response.cost > 0
 
 
 def test_the_langchain_litellm_client_gives_validated_structured_output_or_gives_up() -> None:
@@ -246,7 +266,8 @@ def test_the_langchain_litellm_client_gives_validated_structured_output_or_gives
 
     reply = json.dumps({"reasoning": "r", "final_answer": "Paris", "skill_ids": []})
     output = LangChainLiteLLMClient("gpt-4o-mini", mock_response=reply).complete_structured("Q?", AgentOutput)
-    assert output.final_answer == "Paris" and output.raw["attempts"] == 1
+    assert output.final_answer == "Paris"
+    assert output.raw["attempts"] == 1
     with pytest.raises(RetriesExhausted) as caught:
         LangChainLiteLLMClient("gpt-4o-mini", mock_response="not json", max_retries=1).complete_structured(
             "Q?", AgentOutput

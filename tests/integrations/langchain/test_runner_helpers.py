@@ -15,9 +15,8 @@ from ace_workers.dedup import DeduplicationConfig
 from ace_workers.errors import SkillbookFormatError
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.sim import SimulatedLLM, make_tasks
-
-from ..skillbooks import ZORB_RULE
-from .conftest import replies, scripted
+from tests.support.langchain_agents import replies, scripted
+from tests.support.skillbooks import ZORB_RULE
 
 RESTATED = "On zorb questions, reverse the digits of the input number."
 OTHER = "For zorb questions, add one to the input."
@@ -50,7 +49,8 @@ def test_dedup_config_on_from_roles_builds_a_manager_on_the_skill_managers_llm()
     assert llm.call_count("ConsolidationResponse") == 1
     assert [s.id for s in book.skills()] == [rule, other]  # the restatement merged into the rule
     merged = book.get_skill(restated)
-    assert merged is not None and merged.status == "invalid"
+    assert merged is not None
+    assert merged.status == "invalid"
 
 
 def test_a_loaded_skillbook_is_the_one_the_next_run_prompts_with(tmp_path: Path) -> None:
@@ -86,4 +86,5 @@ def test_wait_for_learning_waits_for_the_background_learning() -> None:
     runner = LangChain.from_model(scripted(*replies("no idea")), ace_llm=SimulatedLLM())
     results = runner.run([task.question for task in make_tasks(3, topics=1)], wait=False)
     runner.wait_for_learning(timeout=30)
-    assert len(results) == 3 and runner.learning_stats["completed"] == 3
+    assert len(results) == 3
+    assert runner.learning_stats["completed"] == 3

@@ -9,9 +9,7 @@ import anyio
 import pytest
 
 from ace_workers.mcp import TOOLS
-
-from .clients import CLIENTS, call, refused, server_env, stdio_client
-from .scenario import exercise_every_tool, samples
+from tests.support.mcp import CLIENTS, call, exercise_every_tool, refused, samples, server_env, stdio_client
 
 pytestmark = pytest.mark.slow
 

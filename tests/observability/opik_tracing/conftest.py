@@ -1,41 +1,23 @@
-"""The fixtures of the Opik tests: a stub Opik server, the real SDK pointed at it, a network guard.
+"""The fixtures of the Opik tests: the real SDK pointed at the stub Opik server, a network guard.
 
-The real opik SDK runs unchanged; only its URL is ours (see ``stub.py`` for
-what the stub records and answers).
+The real opik SDK runs unchanged; only its URL is ours (see tests/support/opik.py, whose
+``opik_stub`` fixture every test has, for what the stub records and answers).
 """
 
 from __future__ import annotations
 
 import socket
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .stub import NetworkGuard, OpikStub, OpikStubHandler
+from tests.support.opik import NetworkGuard, OpikStub
 
 # Every OPIK_* variable the tests rely on being unset (a developer's shell may set them).
 _UNSET = ("OPIK_DISABLED", "OPIK_PROJECT_NAME", "OPIK_TRACK_DISABLE", "OPIK_URL_OVERRIDE", "OPIK_API_KEY")
-
-
-@pytest.fixture
-def opik_stub() -> Iterator[OpikStub]:
-    """A running stub Opik server on 127.0.0.1 (a free port)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), OpikStubHandler)
-    port = server.server_address[1]
-    stub = OpikStub(url=f"http://127.0.0.1:{port}/", port=port)
-    server.RequestHandlerClass = type("Handler", (OpikStubHandler,), {"stub": stub})
-    # A short poll interval: shutdown() waits up to one interval.
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield stub
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ from ace_workers.runners import ACELiteLLM
 from ace_workers.sim import SimulatedLLM, make_tasks
 from ace_workers.steps import OpikStep
 from pipeline import SampleResult
-
-from .stub import NetworkGuard, OpikStub
+from tests.support.opik import NetworkGuard, OpikStub
 
 PROJECT = "ace-opik-test"
 SAMPLES = 4
@@ -86,7 +85,8 @@ def test_each_trace_output_is_the_agents_answer(learned: LearnedRun) -> None:
 def test_each_trace_carries_the_reflections_key_insight(learned: LearnedRun) -> None:
     for question, trace in by_question(learned).items():
         reflection = ctx_of(learned, question).reflection
-        assert reflection is not None and reflection.key_insight
+        assert reflection is not None
+        assert reflection.key_insight
         assert trace["metadata"]["reflection"]["key_insight"] == reflection.key_insight
 
 

@@ -9,8 +9,7 @@ import pytest
 from ace_workers.observability import register_opik_litellm_callback
 from ace_workers.runners import ACELiteLLM
 from ace_workers.sim import SimulatedLLM
-
-from .stub import NetworkGuard, OpikStub
+from tests.support.opik import NetworkGuard, OpikStub
 
 PROJECT = "ace-opik-test"
 

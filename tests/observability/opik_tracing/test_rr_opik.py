@@ -9,8 +9,7 @@ import pytest
 
 from ace_workers.core import ACEStepContext, ReflectorOutput, Sample, Skillbook, SkillbookView
 from ace_workers.rr.opik import RROpikStep
-
-from .stub import NetworkGuard, OpikStub
+from tests.support.opik import NetworkGuard, OpikStub
 
 PROJECT = "ace-rr-test"
 RR_TRACE: dict[str, Any] = {

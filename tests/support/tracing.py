@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -51,3 +52,11 @@ def trace_id(span: ReadableSpan) -> int:
     """The id of ``span``'s trace."""
     context: Any = span.get_span_context()
     return int(context.trace_id)
+
+
+def by_trace(spans: Sequence[ReadableSpan]) -> dict[int, list[ReadableSpan]]:
+    """The spans grouped by the id of their trace."""
+    traces: dict[int, list[ReadableSpan]] = defaultdict(list)
+    for span in spans:
+        traces[trace_id(span)].append(span)
+    return traces

@@ -1,5 +1,7 @@
 """The stand-in Opik server the tests point the SDK at, and the record of where sockets went.
 
+A pytest plugin (listed in tests/conftest.py): its ``opik_stub`` fixture serves every folder.
+
 The stub records every request (method, path, decoded JSON body; the SDK
 gzips its bodies) and answers what the Opik backend answers to what the SDK
 calls: ``GET /is-alive/ping`` (its connection monitor) and the
@@ -10,9 +12,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
 
 
 @dataclass(frozen=True)
@@ -93,3 +99,19 @@ class NetworkGuard:
         """What went (or tried to go) anywhere but 127.0.0.1."""
         hosts = [host for host, _ in self.connections] + self.lookups
         return [host for host in hosts if host not in ("127.0.0.1", "localhost")]
+
+
+@pytest.fixture
+def opik_stub() -> Iterator[OpikStub]:
+    """A running stub Opik server on 127.0.0.1 (a free port)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OpikStubHandler)
+    port = server.server_address[1]
+    stub = OpikStub(url=f"http://127.0.0.1:{port}/", port=port)
+    server.RequestHandlerClass = type("Handler", (OpikStubHandler,), {"stub": stub})
+    # A short poll interval: shutdown() waits up to one interval.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield stub
+    server.shutdown()
+    server.server_close()
+    thread.join(5)

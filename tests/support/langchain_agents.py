@@ -1,4 +1,4 @@
-"""A scripted LangChain chat model and a tool-calling agent built from real langchain_core parts."""
+"""LangChain offline: a scripted chat model and a tool-calling agent built from real langchain_core parts."""
 
 from __future__ import annotations
 

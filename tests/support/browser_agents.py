@@ -1,4 +1,5 @@
-"""Recorded browser-use runs built through the library's own classes (needs browser-use)."""
+"""browser-use agents offline: a scripted chat model, scripts of steps, and recorded runs built
+through the library's own classes (needs browser-use)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from browser_use.agent.views import ActionResult, AgentHistory, AgentHistoryList, AgentOutput, StepMetadata
 from browser_use.browser.views import BrowserStateHistory
+from browser_use.llm.views import ChatInvokeCompletion
 from browser_use.tools.service import Tools
 
 ZORB_TASK = "Solve the zorb puzzle. Input: 1234"
@@ -82,3 +84,66 @@ def failed_zorb_run(
             ),
         ]
     )
+
+
+# -- a scripted agent -------------------------------------------------------------------------
+
+# Options of every agent in these tests: no screenshots sent to the (scripted) model and no
+# judge call after the run (the script answers the agent's steps only).
+AGENT_OPTIONS: dict[str, Any] = {"use_vision": False, "use_judge": False}
+
+
+class ScriptedChatModel:
+    """A ``browser_use.llm`` chat model that answers each call with the next scripted step.
+
+    Each step is the JSON of the agent's output (thinking, goals, actions);
+    it is validated into the ``output_format`` model the agent asks for, so a
+    script the library would reject fails here as it would from a provider.
+    """
+
+    _verified_api_keys = True  # nothing to verify: no API key, no network
+    model = "scripted"
+
+    def __init__(self, steps: list[dict[str, Any]]) -> None:
+        self.steps = list(steps)
+        self.prompts: list[str] = []
+
+    @property
+    def provider(self) -> str:
+        return "scripted"
+
+    @property
+    def name(self) -> str:
+        return "scripted"
+
+    @property
+    def model_name(self) -> str:
+        return self.model
+
+    async def ainvoke(self, messages: list[Any], output_format: Any = None, **kwargs: Any) -> Any:
+        self.prompts.append("\n".join(str(getattr(m, "text", m)) for m in messages))
+        if not self.steps:
+            raise AssertionError("the scripted chat model ran out of steps")
+        step = self.steps.pop(0)
+        completion = output_format.model_validate(step) if output_format is not None else str(step)
+        return ChatInvokeCompletion(completion=completion, usage=None)
+
+
+def navigate_then_give_up(url: str, answer: str = "no idea") -> list[dict[str, Any]]:
+    """Open ``url``, find nothing, and finish reporting failure with ``answer``."""
+    return [
+        {
+            "thinking": "The puzzle may be explained on the site.",
+            "evaluation_previous_goal": "Starting.",
+            "memory": "Nothing yet.",
+            "next_goal": "Open the puzzle page.",
+            "action": [{"navigate": {"url": url}}],
+        },
+        {
+            "thinking": "The page has no rule for zorb puzzles.",
+            "evaluation_previous_goal": "The page opened but explains nothing.",
+            "memory": "Visited the puzzle page.",
+            "next_goal": "Give up.",
+            "action": [{"done": {"text": answer, "success": False}}],
+        },
+    ]

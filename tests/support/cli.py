@@ -1,0 +1,34 @@
+"""Reading what the CLI said, and the inputs and Redis keys of CLI runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import redis
+
+from ace_workers.sim import make_tasks
+
+
+def said(output: str) -> str:
+    """The output as one line: rich wraps long lines, and draws a box around usage errors."""
+    return " ".join(output.translate(str.maketrans("", "", "│╭╮╰╯─")).split())
+
+
+def keys_of(client: redis.Redis, prefix: str) -> list[bytes]:
+    """The keys under ``prefix`` (kombu's bookkeeping keys left out)."""
+    return [key for key in client.scan_iter(match=f"*{prefix}*") if not key.startswith(b"_kombu")]
+
+
+def write_traces(path: Path, n: int, bad_line_at: int | None = None) -> Path:
+    """A JSONL file of ``n`` recorded failures on three topics, a line of bad JSON at ``bad_line_at``."""
+    lines = [
+        json.dumps(
+            {"question": t.question, "answer": "?", "ground_truth": t.ground_truth, "feedback": "Incorrect."}
+        )
+        for t in make_tasks(n, seed=2, topics=3)
+    ]
+    if bad_line_at is not None:
+        lines.insert(bad_line_at - 1, "{not json")
+    path.write_text("\n".join(lines) + "\n")
+    return path

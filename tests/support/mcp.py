@@ -1,0 +1,154 @@
+"""Reaching ``ace-workers mcp`` with the SDK's own client (over stdio or streamable HTTP), and one walk
+through all six tools, shared by every transport and back end."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from ace_workers.mcp import TOOLS
+from ace_workers.sim.tasks import make_tasks
+
+from .processes import terminate
+from .servers import free_port
+
+ACE_WORKERS = str(Path(sys.executable).with_name("ace-workers"))
+
+
+def server_env(skillbook_dir: Path, **settings: str) -> dict[str, str]:
+    """This process's environment less its ACE_* settings, plus the server's own."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("ACE_")}
+    env["ACE_MCP_SKILLBOOK_DIR"] = str(skillbook_dir)
+    env.update(settings)
+    return env
+
+
+@asynccontextmanager
+async def stdio_client(env: Mapping[str, str], *args: str) -> AsyncIterator[Client]:
+    """The SDK's client on a server it starts as a subprocess and talks to over stdin/stdout."""
+    params = StdioServerParameters(command=ACE_WORKERS, args=["mcp", *args], env=dict(env))
+    async with Client(params, read_timeout_seconds=60) as client:
+        yield client
+
+
+@asynccontextmanager
+async def http_client(env: Mapping[str, str], *args: str) -> AsyncIterator[Client]:
+    """The SDK's client on a server started with ``--transport http`` on a free local port."""
+    port = free_port()
+    command = [ACE_WORKERS, "mcp", "--transport", "http", "--port", str(port), *args]
+    process = subprocess.Popen(command, env=dict(env), stderr=subprocess.PIPE)
+    try:
+        _wait_for_port(port, process)
+        async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client:
+            yield client
+    finally:
+        terminate(process)
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            assert process.stderr is not None
+            raise AssertionError(
+                f"the MCP server exited {process.returncode}: {process.stderr.read().decode()}"
+            )
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"the MCP server did not listen on port {port} within {timeout} s")
+
+
+CLIENTS = {"stdio": stdio_client, "http": http_client}
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The tool's structured result; fails the test when the call errs."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def refused(client: Client, tool: str, arguments: dict[str, Any]) -> MCPError:
+    """The MCP error the call raised; fails the test when it succeeds."""
+    with pytest.raises(MCPError) as info:
+        await client.call_tool(tool, arguments)
+    return info.value
+
+
+# -- one walk through every tool ---------------------------------------------------------------
+
+
+def samples(n: int, seed: int) -> list[dict[str, Any]]:
+    return [
+        {"question": s.question, "ground_truth": s.ground_truth} for s in make_tasks(n, seed=seed, topics=1)
+    ]
+
+
+async def exercise_every_tool(
+    client: Client, skillbook_dir: Path, *, shared: bool, settle: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Learn, ask, give feedback, read, save and load; ``shared``: sessions see one skillbook (fleet).
+
+    ``settle`` waits for a queued batch by id (fleet), so later reads see what it learned.
+    """
+    listed = await client.list_tools()
+    assert {tool.name for tool in listed.tools} == set(TOOLS)
+    ask_schema = next(tool for tool in listed.tools if tool.name == "ace.ask").input_schema
+    assert set(ask_schema["required"]) == {"session_id", "question"}
+
+    learned = await call(client, "ace.learn.sample", {"session_id": "alice", "samples": samples(4, seed=3)})
+    assert (learned["processed"], learned["failed"], learned["queued"]) == (4, 0, 4)
+    assert learned["skill_count_after"] > learned["skill_count_before"]
+
+    task = make_tasks(1, seed=41, topics=1)[0]
+    asked = await call(client, "ace.ask", {"session_id": "alice", "question": task.question})
+    assert asked["skill_count"] == learned["skill_count_after"]
+    assert asked["answer"]
+
+    feedback = await call(
+        client,
+        "ace.learn.feedback",
+        {"session_id": "alice", "feedback": "that was wrong", "ground_truth": "not " + asked["answer"]},
+    )
+    if shared:
+        assert (feedback["learned"], feedback["queued"]) == (False, True)
+        assert settle is not None
+        assert feedback["batch_id"]
+        settle(feedback["batch_id"])
+    else:
+        assert (feedback["learned"], feedback["queued"]) == (True, False)
+
+    got = await call(client, "ace.skillbook.get", {"session_id": "alice", "limit": 100})
+    assert got["stats"]["skills"] == len(got["skills"]) >= learned["skill_count_after"]
+    assert all(skill["content"] for skill in got["skills"])
+
+    saved = await call(client, "ace.skillbook.save", {"session_id": "alice", "path": "team.json"})
+    written = json.loads((skillbook_dir / "team.json").read_text())
+    assert saved["saved_skill_count"] == len(written["skills"]) >= learned["skill_count_after"]
+
+    fresh = await call(client, "ace.skillbook.get", {"session_id": "bob"})
+    assert fresh["stats"]["skills"] == (got["stats"]["skills"] if shared else 0)
+
+    loaded = await call(client, "ace.skillbook.load", {"session_id": "bob", "path": "team.json"})
+    assert loaded["skill_count"] == saved["saved_skill_count"]
+    after_load = await call(client, "ace.skillbook.get", {"session_id": "bob", "limit": 100})
+    assert {s["content"] for s in after_load["skills"]} == {s["content"] for s in got["skills"]}
+    return {"learned": learned, "feedback": feedback, "got": got, "loaded": loaded}

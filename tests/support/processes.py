@@ -1,0 +1,65 @@
+"""Child processes of the tests: real ``ace-workers worker`` processes, and stopping what was started."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+# The CLI as a worker process runs it: this interpreter, whatever is on PATH.
+CLI = "from ace_workers.cli import main; main()"
+
+
+def start_worker(
+    env: dict[str, str],
+    log: Path,
+    *,
+    queues: str,
+    concurrency: int = 1,
+    pool: str | None = None,
+    loglevel: str | None = None,
+    hostname: str | None = None,
+    extra: tuple[str, ...] = (),
+    errors: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """A real ``ace-workers worker`` process in a session of its own (stop it with :func:`stop`).
+
+    Its output is appended to ``log``; its stderr to ``errors`` when given, else to ``log`` too.
+    ``pool``, ``loglevel`` and ``hostname`` are left to the CLI's defaults when None.
+    """
+    command = [sys.executable, "-c", CLI, "worker", f"--queues={queues}", f"--concurrency={concurrency}"]
+    command += [f"--pool={pool}"] if pool else []
+    command += [f"--loglevel={loglevel}"] if loglevel else []
+    command += [f"--hostname={hostname}"] if hostname else []
+    command += extra
+    with ExitStack() as files:
+        out = files.enter_context(log.open("ab"))
+        err: int | object = files.enter_context(errors.open("ab")) if errors else subprocess.STDOUT
+        return subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=err, start_new_session=True)
+
+
+def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    """Signal a process group started with start_new_session; SIGKILL it if still there after 30 s."""
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+def terminate(process: subprocess.Popen[bytes], timeout: float = 10) -> None:
+    """SIGTERM a child (not a session leader); SIGKILL it if it is still there after ``timeout`` s."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
