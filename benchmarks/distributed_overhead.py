@@ -219,7 +219,7 @@ def latency_bare(service: Service, payloads: list[dict[str, Any]]) -> float:
 
 
 def synthetic_traces(n: int) -> list[dict[str, str]]:
-    """Recorded failures on synthetic tasks, as in tests/distributed/test_end_to_end.py."""
+    """Recorded failures on synthetic tasks, as in tests/distributed/worker/test_end_to_end.py."""
     return [
         {"question": t.question, "answer": "no idea", "ground_truth": t.ground_truth or "", "feedback": "x"}
         for t in make_tasks(n, seed=11, topics=5)

@@ -2,7 +2,7 @@
 
 Each drill starts its own redis-server on a free port (never the shared one: drills
 restart it) and real ``ace-workers worker`` processes; the scenarios are those of
-tests/drills/scenarios.py. Columns: done / failed / dead-lettered of the batch,
+tests/support/drills/scenarios.py. Columns: done / failed / dead-lettered of the batch,
 duplicate skills, writes applied twice (an idempotency key twice in the change log),
 whether the change log's versions run without a gap, and the duration.
 
@@ -29,8 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests.drills
 
-from tests.drills.harness import BROKERS, Outcome
-from tests.drills.scenarios import (
+from tests.support.drills.harness import BROKERS, Outcome
+from tests.support.drills.scenarios import (
     cli_enqueue,
     llm_rate_limited,
     message_lost,

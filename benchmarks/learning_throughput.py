@@ -13,7 +13,7 @@ threads) and one ``ace-workers worker --queues write --concurrency 1``
 process. ``--workers threads`` runs both inside this process instead
 (``local_workers``), where the learn threads and the single writer share one
 GIL. Each level enqueues ``--per-slot`` x N synthetic traces (as in
-tests/distributed/test_end_to_end.py) as one batch into a new skillbook and
+tests/distributed/worker/test_end_to_end.py) as one batch into a new skillbook and
 times enqueue to the last sample done.
 
 Two comparison figures on the same machine:

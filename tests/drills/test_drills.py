@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from .harness import BROKERS, CLI, REPO, Outcome, drill_env
-from .scenarios import (
+from tests.support.drills.harness import BROKERS, CLI, REPO, Outcome, drill_env
+from tests.support.drills.scenarios import (
     cli_enqueue,
     llm_rate_limited,
     message_lost,
@@ -143,13 +143,13 @@ def test_llm_always_rate_limited_dead_letters_every_sample_and_workers_stay_heal
 @pytest.mark.slow
 @pytest.mark.timeout(DRILL_TIMEOUT)
 def test_dead_letters_list_shows_the_parked_samples_with_their_errors(tmp_path: Path) -> None:
-    from .harness import PrivateRedis, drill_service, failure_traces
+    from tests.support.drills.harness import PrivateRedis, drill_service, failure_traces
 
     with PrivateRedis(tmp_path / "redis", persistent=False) as server:
         env, settings = drill_env(server.url, tmp_path, ACE_QUEUE_PREFIX="drill")
         with drill_service(settings, server.url) as service:
             # Park two letters as a worker would, through a batch whose every LLM call fails.
-            from .harness import Fleet
+            from tests.support.drills.harness import Fleet
 
             failing_env = {**env, "ACE_SIM_FAILURE_RATE": "1", "ACE_TASK_MAX_RETRIES": "0"}
             fleet = Fleet(failing_env, tmp_path)

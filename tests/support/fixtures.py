@@ -1,4 +1,4 @@
-"""The suite's server fixtures (a pytest plugin, loaded by the top conftest).
+"""The suite's server and environment fixtures (a pytest plugin, loaded by the top conftest).
 
 Each pytest process (each xdist worker) starts its own ``redis-server`` on a free port the
 first time a test asks for Redis, its own Redis Cluster and RabbitMQ node likewise, and stops
@@ -21,7 +21,11 @@ from typing import Any
 import pytest
 import redis
 
+from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
+from ace_workers.distributed.service import reset_event_loop
+
 from .servers import LocalCluster, PrivateRabbitMQ, PrivateRedis
+from .workers import ENV_PREFIX
 
 TEST_REDIS_URL_ENV = "ACE_TEST_REDIS_URL"
 TEST_RABBITMQ_URL_ENV = "ACE_TEST_RABBITMQ_URL"
@@ -178,3 +182,30 @@ def local_rabbitmqctl(*args: str) -> str:
     if done.returncode != 0:
         raise RuntimeError(f"rabbitmqctl {' '.join(args)} failed: {done.stderr.strip()}")
     return done.stdout
+
+
+@pytest.fixture
+def store(redis_client: redis.Redis) -> RedisSkillbookStore:
+    """An empty skillbook "book" with its own snapshot cache."""
+    return RedisSkillbookStore(redis_client, "book", snapshot_cache=SnapshotCache())
+
+
+@pytest.fixture(autouse=True)
+def _fresh_event_loop_hub() -> Iterator[None]:
+    """Each test's in-process Celery workers start with no leftover (closed) kombu hub."""
+    reset_event_loop()
+    yield
+    reset_event_loop()
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No ACE_* settings from the surrounding shell; run in tmp_path, so files have short names.
+
+    (Short, because rich breaks a word longer than the terminal, such as a long path.)
+    """
+    for name in list(os.environ):
+        if name.startswith(ENV_PREFIX):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    return monkeypatch

@@ -16,7 +16,7 @@ from xdist.scheduler import LoadScopeScheduling
 # worker: the MiniLM model (torch import and model load, 10-20 s of CPU each), a RabbitMQ node.
 SHARED_FIXTURE_PATHS = {
     "tests/dedup/": "minilm",
-    "tests/distributed/test_rabbitmq.py": "rabbitmq",
+    "tests/distributed/worker/test_rabbitmq.py": "rabbitmq",
 }
 
 

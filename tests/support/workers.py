@@ -9,7 +9,7 @@ from typing import Any
 
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
-from tests.distributed.recipes import TEST_RECIPES
+from tests.support.recipes import TEST_RECIPES
 
 # Every setting of ace-workers is read from a variable with this prefix.
 ENV_PREFIX = "ACE_"

@@ -22,8 +22,7 @@ from ace_workers.distributed.store.keys import batch_key, running_batches_key
 from ace_workers.distributed.worker.chains import enqueue_epoch
 from ace_workers.sim import failure_traces
 from tests.support.cli import said
-
-from .recipes import TEST_RECIPES
+from tests.support.recipes import TEST_RECIPES
 
 TIMEOUT = 60
 SENT_BEFORE_CRASH = 2

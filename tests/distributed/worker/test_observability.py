@@ -40,11 +40,10 @@ from tests.support.cli import said
 from tests.support.fixtures import connect_test_redis
 from tests.support.hooked_redis import HookedRedis
 from tests.support.processes import start_worker, stop
+from tests.support.recipes import TEST_RECIPES
 from tests.support.servers import free_port
 from tests.support.waiting import wait_for
 from tests.support.workers import build_test_service
-
-from .recipes import TEST_RECIPES
 
 CHATTY = "chatty"
 

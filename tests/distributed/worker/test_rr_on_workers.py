@@ -12,7 +12,7 @@ from tests.support.workers import running_service
 
 pytestmark = pytest.mark.slow
 
-FACTORY = "tests.distributed.rr_llm:hostile_llm"
+FACTORY = "tests.support.rr_llm:hostile_llm"
 
 
 @pytest.mark.parametrize(("model", "killed"), [("rr-bomb", "memory"), ("rr-loop", "timeout")])

@@ -12,9 +12,8 @@ from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import SkillbookKeys, batch_key
 from ace_workers.sim import failure_traces
+from tests.support.recipes import TEST_RECIPES
 from tests.support.servers import LocalCluster
-
-from .recipes import TEST_RECIPES
 
 TIMEOUT = 90
 

@@ -24,8 +24,7 @@ from ace_workers.distributed.worker.reconcile import (
     reconcile_schedule,
 )
 from ace_workers.sim import failure_traces
-
-from .recipes import TEST_RECIPES
+from tests.support.recipes import TEST_RECIPES
 
 TIMEOUT = 60
 # A sample counts as lost after ~1 s without progress: the visibility timeout plus the retry backoff.

@@ -18,9 +18,8 @@ from ace_workers.distributed.worker.tasks import run_step
 from ace_workers.roles import Reflector, SkillManager
 from ace_workers.runners import TraceAnalyser
 from ace_workers.sim import SimulatedLLM, failure_traces, make_tasks
+from tests.support.recipes import TEST_RECIPES
 from tests.support.workers import running_service
-
-from .recipes import TEST_RECIPES
 
 
 @pytest.fixture

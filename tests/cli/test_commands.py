@@ -14,8 +14,7 @@ from typer.testing import CliRunner
 from ace_workers.cli import app
 from ace_workers.core import Skillbook
 from tests.support.cli import write_traces
-
-from .recipes import TEST_RECIPES
+from tests.support.recipes import TEST_RECIPES
 
 
 def test_learn_on_an_embedded_redis_skips_bad_lines_and_writes_the_skillbook(

@@ -74,7 +74,9 @@ def drill_broker(broker: str, directory: Path) -> Iterator[str | None]:
         raise ValueError(f"unknown broker {broker!r}: expected one of {', '.join(BROKERS)}")
 
 
-DRILL_RECIPES = "held=tests.drills.recipes:held_trace_analyser,echo=tests.drills.recipes:echo_recipe"
+DRILL_RECIPES = (
+    "held=tests.support.drills.recipes:held_trace_analyser,echo=tests.support.drills.recipes:echo_recipe"
+)
 
 
 def drill_env(

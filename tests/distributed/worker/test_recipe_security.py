@@ -33,7 +33,7 @@ from ace_workers.distributed.worker.recipes import resolve_recipe
 from ace_workers.sim import failure_traces
 from tests.support.workers import running_service
 
-HOSTILE_MODULE = "tests.distributed.hostile_recipe"
+HOSTILE_MODULE = "tests.support.hostile_recipe"
 HOSTILE = f"{HOSTILE_MODULE}:run"
 
 

@@ -16,8 +16,7 @@ from ace_workers.distributed import RedisSkillbookStore
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from tests.support.cli import said
-
-from .recipes import TEST_RECIPES
+from tests.support.recipes import TEST_RECIPES
 
 PREFIX = "clibooks"
 

@@ -26,10 +26,9 @@ from ace_workers.distributed import WorkerSettings
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.sim import failure_traces
 from tests.support.processes import start_worker, stop
+from tests.support.recipes import TEST_RECIPES
 from tests.support.tracing import by_trace, memory_spans, named, parent_id, span_id, trace_id
 from tests.support.workers import running_service
-
-from .recipes import TEST_RECIPES
 
 TIMEOUT = 60
 LEARNING_STEPS = ["ReflectStep", "TagStep", "UpdateStep", "ApplyStep"]

@@ -17,9 +17,8 @@ from ace_workers.distributed.worker.errors import WritePartitionsChanged
 from ace_workers.distributed.worker.partitions import check_partition_count, recorded_partitions
 from ace_workers.sim import failure_traces
 from tests.support.cli import said
+from tests.support.recipes import TEST_RECIPES
 from tests.support.workers import running_service
-
-from .recipes import TEST_RECIPES
 
 TIMEOUT = 90
 

@@ -110,11 +110,11 @@ def system_exit_recipe(inputs: RecipeInputs) -> list[Any]:
 # ACE_RECIPES of the tests' workers and producers: a message names a recipe, never an import path.
 TEST_RECIPES = ",".join(
     [
-        "failing=tests.distributed.recipes:failing_recipe",
-        "flaky=tests.distributed.recipes:flaky_recipe",
-        "rate_limited=tests.distributed.recipes:rate_limited_recipe",
-        "meeting=tests.distributed.recipes:meeting_recipe",
-        "system_exit=tests.distributed.recipes:system_exit_recipe",
-        "chatty=tests.distributed.observability_recipes:chatty_recipe",
+        "failing=tests.support.recipes:failing_recipe",
+        "flaky=tests.support.recipes:flaky_recipe",
+        "rate_limited=tests.support.recipes:rate_limited_recipe",
+        "meeting=tests.support.recipes:meeting_recipe",
+        "system_exit=tests.support.recipes:system_exit_recipe",
+        "chatty=tests.support.observability_recipes:chatty_recipe",
     ]
 )
