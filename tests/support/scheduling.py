@@ -13,9 +13,11 @@ from typing import Any
 from xdist.scheduler import LoadScopeScheduling
 
 # Tests under these paths share one worker, so the fixture is built once instead of once per
-# worker: the MiniLM model (torch import and model load, 10-20 s of CPU each), a RabbitMQ node.
+# worker: the MiniLM model (torch import and model load, 10-20 s of CPU each), the Opik SDK, a
+# RabbitMQ node.
 SHARED_FIXTURE_PATHS = {
     "tests/dedup/": "minilm",
+    "tests/observability/opik_tracing/": "opik",  # the opik SDK and litellm, and a stand-in server
     "tests/distributed/worker/test_rabbitmq.py": "rabbitmq",
 }
 

@@ -71,6 +71,7 @@ def kill_holding_a_task(worker: subprocess.Popen[bytes], deadline: float, holds:
 
 
 @pytest.mark.slow
+@pytest.mark.drill  # kills a worker process: with the drills, not in make test-fast
 @pytest.mark.parametrize("kill_loses_its_tasks", [False, True], ids=["tasks-kept", "tasks-lost"])
 def test_a_worker_killed_mid_batch_is_replaced_and_every_sample_completes_once(
     tmp_path: Path, redis_client: redis.Redis, redis_url: str, kill_loses_its_tasks: bool
