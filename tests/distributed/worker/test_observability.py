@@ -374,6 +374,8 @@ def test_a_worker_process_serves_metrics_and_writes_json_logs(
     # Celery's own logging did not replace ours: every line on stderr is a JSON object.
     lines = [json.loads(line) for line in stderr.read_text().splitlines() if line.strip()]
     assert any(line["logger"].startswith("celery") for line in lines)
+    # Workers start without mingle (asking the others for revoked tasks, a second's wait) and gossip.
+    assert [line["message"] for line in lines if line["logger"] == "celery.worker.consumer.mingle"] == []
     chatty = sorted(
         (x for x in lines if x["logger"] == "tests.observability.chatty"), key=lambda x: x["sample"]
     )
