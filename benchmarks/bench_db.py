@@ -1,6 +1,6 @@
 """Database 14 of a shared Redis, claimed for one benchmark run at a time (or an embedded Redis).
 
-Shared by the distributed benchmarks; tests use database 15 and never this one.
+Shared by the distributed benchmarks; the tests run on private servers of their own and never touch it.
 """
 
 from __future__ import annotations

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 
 from celery import Celery
 from celery.contrib.testing.worker import start_worker
-from celery.worker import WorkController
-from celery.worker import state as worker_state
 from kombu.asynchronous import set_event_loop
 
 from .ops.nightly import register_nightly_task
@@ -96,24 +94,17 @@ def local_workers(
     served = settings.write_queues() if write_queues is None else write_queues
     with ExitStack() as stack:
         stack.enter_context(_own_hub())
-        workers = [
-            _start_in_thread(stack, service, [queues["execute"], queues["learn"]], learn_threads, "learn")
-        ]
+        _start_in_thread(stack, service, [queues["execute"], queues["learn"]], learn_threads, "learn")
         for write_queue in served:  # one single-thread writer each
             reset_event_loop()  # each write worker gets a hub of its own
             role = write_queue.removeprefix(f"{settings.queue_prefix}.")
-            workers.append(_start_in_thread(stack, service, [write_queue], 1, role))
-        try:
-            yield service
-        finally:
-            _stop_together(workers)
+            _start_in_thread(stack, service, [write_queue], 1, role)
+        yield service
 
 
-def _start_in_thread(
-    stack: ExitStack, service: Service, queues: list[str], threads: int, role: str
-) -> WorkController:
+def _start_in_thread(stack: ExitStack, service: Service, queues: list[str], threads: int, role: str) -> None:
     """A thread-pool worker of ``threads`` threads on ``queues``, running until ``stack`` closes."""
-    worker: WorkController = stack.enter_context(
+    stack.enter_context(
         start_worker(
             service.app,
             pool="threads",
@@ -125,21 +116,3 @@ def _start_in_thread(
             shutdown_timeout=30.0,
         )
     )
-    return worker
-
-
-def _stop_together(workers: list[WorkController]) -> None:
-    """Tell every in-process worker to stop at once, and wake each one's event loop.
-
-    Otherwise each worker's exit waits out its loop's poll (1 s, Redis's BRPOP timeout) in
-    turn. ``should_terminate`` is what ``start_worker``'s exit sets; it is process-wide.
-    """
-    worker_state.should_terminate = 0
-    for worker in workers:
-        hub = getattr(worker, "hub", None)
-        if hub is not None:
-            hub.call_soon(_do_nothing)  # from another thread, this wakes the loop's poll
-
-
-def _do_nothing() -> None:
-    """A callback whose only effect is that the event loop wakes to run it."""
