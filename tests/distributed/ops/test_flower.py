@@ -15,7 +15,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -36,6 +35,7 @@ from ace_workers.sim import failure_traces
 from tests.support.browser import chromium
 from tests.support.processes import terminate
 from tests.support.servers import free_port
+from tests.support.waiting import wait_for
 
 BIN = Path(sys.executable).parent
 USER, PASSWORD = "ops", "s3cret-flower"
@@ -53,18 +53,6 @@ def http_get(url: str, *, auth: tuple[str, str] | None = (USER, PASSWORD)) -> tu
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
-
-
-def wait_for(check: Any, timeout: float, what: str) -> Any:
-    """Poll ``check()`` until it returns something truthy; fail naming ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}", pytrace=False)
-        time.sleep(0.25)
 
 
 @dataclass
@@ -145,7 +133,7 @@ def flower(fleet: Service, redis_url: str, tmp_path: Path) -> Iterator[Flower]:
             except OSError:
                 return False
 
-        wait_for(healthy, 30, "Flower to answer /healthcheck")
+        wait_for(healthy, 30, "Flower to answer /healthcheck", every=0.25)
         yield running
     finally:
         terminate(process, timeout=15)
@@ -165,7 +153,7 @@ def run_batch_seen_by_flower(fleet: Service, flower: Flower) -> dict[str, Any]:
         return set(NODES) <= set(workers)
 
     # The worker answering inspect also means Flower's event receiver has been up for a while.
-    wait_for(both_workers, 30, f"Flower to list the workers {NODES}")
+    wait_for(both_workers, 30, f"Flower to list the workers {NODES}", every=0.25)
     handle = fleet.producer.enqueue_traces(failure_traces(5), "support")
     status = handle.wait(timeout=60)
     assert (status.done, status.failed) == (5, 0)
@@ -177,7 +165,9 @@ def run_batch_seen_by_flower(fleet: Service, flower: Flower) -> dict[str, Any]:
         done = {t["name"] for t in ours if t["state"] == "SUCCESS"}
         return tasks if done == expected and len(ours) == 5 * len(expected) else None
 
-    tasks: dict[str, Any] = wait_for(all_succeeded, 30, f"Flower to show {sorted(expected)} succeeded")
+    tasks: dict[str, Any] = wait_for(
+        all_succeeded, 30, f"Flower to show {sorted(expected)} succeeded", every=0.25
+    )
     return tasks
 
 
@@ -289,7 +279,7 @@ def test_flower_lists_the_workers_and_the_step_tasks_and_exports_metrics(
         return f'flower_worker_online{{worker="{node}"}} 1.0' in http_get(f"{flower.url}/metrics")[1].decode()
 
     for node in NODES:
-        wait_for(lambda node=node: online(node), 15, f"flower_worker_online of {node}")
+        wait_for(lambda node=node: online(node), 15, f"flower_worker_online of {node}", every=0.25)
 
 
 def listening_addresses(port: int) -> set[str]:
