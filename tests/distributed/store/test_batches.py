@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 
 import pytest
 import redis
 
 from ace_workers.core.context import ACEStepContext
-from ace_workers.distributed.service import build_service, local_workers
+from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStore
 from ace_workers.distributed.store.keys import batch_key
@@ -17,6 +18,19 @@ from ace_workers.distributed.worker.epochs import epoch_payload
 from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.distributed.worker.tasks import start_next_epoch
 from ace_workers.sim import failure_traces
+
+
+@pytest.fixture
+def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
+    """An app, runtime and producer with a queue prefix of their own; no workers until a test starts them."""
+    built = build_service(
+        WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}"), redis_url=redis_url
+    )
+    try:
+        yield built
+    finally:
+        built.app.control.purge()
+        built.close()
 
 
 def test_queued_running_and_finished_add_up(redis_client: redis.Redis) -> None:
@@ -41,20 +55,13 @@ def test_a_batch_whose_record_vanished_is_a_lookup_error(redis_client: redis.Red
         batches.status("gone")
 
 
-def test_a_batch_without_workers_is_all_queued_then_all_finished(
-    redis_client: redis.Redis, redis_url: str
-) -> None:
-    settings = WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}")
-    service = build_service(settings, redis_url=redis_url)
-    try:
-        handle = service.producer.enqueue_traces(failure_traces(6), "book", epochs=2)
-        waiting = handle.status()
-        assert (waiting.enqueued, waiting.queued, waiting.running) == (6, 6, 0)
-        with local_workers(service, learn_threads=2):
-            status = handle.wait(timeout=60)
-        assert (status.done, status.started, status.queued, status.running) == (12, 12, 0, 0)
-    finally:
-        service.close()
+def test_a_batch_without_workers_is_all_queued_then_all_finished(service: Service) -> None:
+    handle = service.producer.enqueue_traces(failure_traces(6), "book", epochs=2)
+    waiting = handle.status()
+    assert (waiting.enqueued, waiting.queued, waiting.running) == (6, 6, 0)
+    with local_workers(service, learn_threads=2):
+        status = handle.wait(timeout=60)
+    assert (status.done, status.started, status.queued, status.running) == (12, 12, 0, 0)
 
 
 def test_a_sample_recorded_again_is_counted_once_and_says_so(redis_client: redis.Redis) -> None:
@@ -70,68 +77,55 @@ def test_a_sample_recorded_again_is_counted_once_and_says_so(redis_client: redis
 
 
 def test_a_redelivered_final_task_sends_the_rest_of_an_epoch_a_dead_worker_half_sent(
-    redis_client: redis.Redis, redis_url: str
+    service: Service,
 ) -> None:
-    settings = WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}")
-    service = build_service(settings, redis_url=redis_url)
     runtime = service.runtime
-    try:
-        handle = service.producer.enqueue_traces(failure_traces(4), "book", epochs=2)
-        batch_id = handle.batch_id
-        # Epoch 1 ran: its samples are counted, but the worker that counted the last one died
-        # after sending two of epoch 2's four samples.
-        service.app.control.purge()
-        for index in range(1, 5):
-            runtime.batches.record_done(batch_id, 1, index, {"trace": {}})
-        payloads = [
-            epoch_payload(runtime, item, epoch=2, epochs=2, index=index, total=4)
-            for index, item in enumerate(runtime.batches.items(batch_id), start=1)
-        ]
-        enqueue_epoch(
-            service.app,
-            runtime,
-            payloads[:2],
-            recipe="trace_analyser",
-            skillbook="book",
-            batch_id=batch_id,
-            epoch=2,
-        )
-        # Its task comes back (acks_late): counted already, it finishes sending epoch 2.
-        start_next_epoch(service.app, runtime, batch_id, 1, runtime.batches.record_done(batch_id, 1, 4, {}))
-        start_next_epoch(service.app, runtime, batch_id, 1, None)  # and a third delivery sends nothing more
-        assert runtime.batches.status(batch_id).enqueued == 8
-        with local_workers(service, learn_threads=2):
-            status = handle.wait(timeout=60)
-        assert (status.done, status.failed, status.enqueued) == (8, 0, 8)
-        assert sorted(k for k in runtime.batches.records(batch_id) if k.startswith("e2:")) == [
-            "e2:1",
-            "e2:2",
-            "e2:3",
-            "e2:4",
-        ]
-    finally:
-        service.close()
+    handle = service.producer.enqueue_traces(failure_traces(4), "book", epochs=2)
+    batch_id = handle.batch_id
+    # Epoch 1 ran: its samples are counted, but the worker that counted the last one died
+    # after sending two of epoch 2's four samples.
+    service.app.control.purge()
+    for index in range(1, 5):
+        runtime.batches.record_done(batch_id, 1, index, {"trace": {}})
+    payloads = [
+        epoch_payload(runtime, item, epoch=2, epochs=2, index=index, total=4)
+        for index, item in enumerate(runtime.batches.items(batch_id), start=1)
+    ]
+    enqueue_epoch(
+        service.app,
+        runtime,
+        payloads[:2],
+        recipe="trace_analyser",
+        skillbook="book",
+        batch_id=batch_id,
+        epoch=2,
+    )
+    # Its task comes back (acks_late): counted already, it finishes sending epoch 2.
+    start_next_epoch(service.app, runtime, batch_id, 1, runtime.batches.record_done(batch_id, 1, 4, {}))
+    start_next_epoch(service.app, runtime, batch_id, 1, None)  # and a third delivery sends nothing more
+    assert runtime.batches.status(batch_id).enqueued == 8
+    with local_workers(service, learn_threads=2):
+        status = handle.wait(timeout=60)
+    assert (status.done, status.failed, status.enqueued) == (8, 0, 8)
+    assert sorted(k for k in runtime.batches.records(batch_id) if k.startswith("e2:")) == [
+        "e2:1",
+        "e2:2",
+        "e2:3",
+        "e2:4",
+    ]
 
 
-def test_an_epoch_being_sent_by_another_task_is_not_sent_again(
-    redis_client: redis.Redis, redis_url: str
-) -> None:
-    settings = WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}")
-    service = build_service(settings, redis_url=redis_url)
+def test_an_epoch_being_sent_by_another_task_is_not_sent_again(service: Service) -> None:
     runtime = service.runtime
-    try:
-        handle = service.producer.enqueue_traces(failure_traces(2), "book", epochs=2)
-        for index in (1, 2):
-            runtime.batches.record_done(handle.batch_id, 1, index, {"trace": {}})
-        with runtime.batches.epoch_start_lock(handle.batch_id, 2, 30) as held:
-            assert held
-            start_next_epoch(service.app, runtime, handle.batch_id, 1, None)
-            assert runtime.batches.status(handle.batch_id).enqueued == 2
+    handle = service.producer.enqueue_traces(failure_traces(2), "book", epochs=2)
+    for index in (1, 2):
+        runtime.batches.record_done(handle.batch_id, 1, index, {"trace": {}})
+    with runtime.batches.epoch_start_lock(handle.batch_id, 2, 30) as held:
+        assert held
         start_next_epoch(service.app, runtime, handle.batch_id, 1, None)
-        assert runtime.batches.status(handle.batch_id).enqueued == 4
-    finally:
-        service.app.control.purge()
-        service.close()
+        assert runtime.batches.status(handle.batch_id).enqueued == 2
+    start_next_epoch(service.app, runtime, handle.batch_id, 1, None)
+    assert runtime.batches.status(handle.batch_id).enqueued == 4
 
 
 def test_each_app_in_a_process_sends_its_own_next_epochs(redis_client: redis.Redis, redis_url: str) -> None:
@@ -165,44 +159,28 @@ def test_a_batch_ended_at_an_epoch_that_already_finished_is_done_and_expires(
     assert status.elapsed_seconds == batches.status("b1").elapsed_seconds  # its clock stopped
 
 
-def test_resume_sends_the_next_epoch_of_a_batch_whose_current_epoch_finished(
-    redis_client: redis.Redis, redis_url: str
-) -> None:
-    settings = WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}")
-    service = build_service(settings, redis_url=redis_url)
+def test_resume_sends_the_next_epoch_of_a_batch_whose_current_epoch_finished(service: Service) -> None:
     runtime = service.runtime
-    try:
-        handle = service.producer.enqueue_traces(failure_traces(4), "book", epochs=2)
-        # Epoch 1 finished, but the worker that finished it died before sending epoch 2.
-        for index in range(1, 5):
-            runtime.batches.record_done(handle.batch_id, 1, index, {"trace": {}})
-        assert service.producer.resume(handle.batch_id) == 4
-        assert runtime.batches.status(handle.batch_id).enqueued == 8
-        assert service.producer.resume(handle.batch_id) == 0  # nothing left to send
-    finally:
-        service.app.control.purge()
-        service.close()
+    handle = service.producer.enqueue_traces(failure_traces(4), "book", epochs=2)
+    # Epoch 1 finished, but the worker that finished it died before sending epoch 2.
+    for index in range(1, 5):
+        runtime.batches.record_done(handle.batch_id, 1, index, {"trace": {}})
+    assert service.producer.resume(handle.batch_id) == 4
+    assert runtime.batches.status(handle.batch_id).enqueued == 8
+    assert service.producer.resume(handle.batch_id) == 0  # nothing left to send
 
 
-def test_resume_sends_the_rest_of_a_half_sent_epoch_from_where_it_stopped(
-    redis_client: redis.Redis, redis_url: str
-) -> None:
-    settings = WorkerSettings(redis_url=redis_url, queue_prefix=f"t{uuid.uuid4().hex[:8]}")
-    service = build_service(settings, redis_url=redis_url)
+def test_resume_sends_the_rest_of_a_half_sent_epoch_from_where_it_stopped(service: Service) -> None:
     batches = service.runtime.batches
-    try:
-        batches.create(
-            "half", skillbook="book", recipe="trace_analyser", per_epoch=5, epochs=1, skills_at_start=0
-        )
-        items = [
-            context_to_payload(ACEStepContext(trace=trace), claims=service.runtime.claims)
-            for trace in failure_traces(5)
-        ]
-        batches.store_items("half", items)
-        for index in (1, 2):
-            batches.record_sent("half", 1, index)
-        assert service.producer.resume("half") == 3
-        assert batches.status("half").enqueued == 5
-    finally:
-        service.app.control.purge()
-        service.close()
+    batches.create(
+        "half", skillbook="book", recipe="trace_analyser", per_epoch=5, epochs=1, skills_at_start=0
+    )
+    items = [
+        context_to_payload(ACEStepContext(trace=trace), claims=service.runtime.claims)
+        for trace in failure_traces(5)
+    ]
+    batches.store_items("half", items)
+    for index in (1, 2):
+        batches.record_sent("half", 1, index)
+    assert service.producer.resume("half") == 3
+    assert batches.status("half").enqueued == 5
