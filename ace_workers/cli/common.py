@@ -25,6 +25,7 @@ from ..distributed.settings import WorkerSettings, env_name
 from ..distributed.store.keys import STAT_ADDS_SKIPPED_FULL, validate_skillbook_name
 from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
 from ..distributed.worker.errors import PayloadError
+from ..distributed.worker.partitions import queue_consumers
 from ..distributed.worker.payload import check_trace
 
 __all__ = [
@@ -221,9 +222,8 @@ def settings_for_model(model: str | None) -> WorkerSettings:
 
 def require_workers(service: Service, timeout: float = 3.0) -> None:
     """Raise NoWorkersError unless some worker answers and consumes every queue of the settings."""
-    replies = service.app.control.inspect(timeout=timeout).active_queues() or {}
-    served = {queue["name"] for queues in replies.values() for queue in queues}
-    missing = sorted(set(service.runtime.settings.all_queues()) - served)
+    wanted = service.runtime.settings.all_queues()
+    missing = sorted(set(wanted) - queue_consumers(service.app, wanted, timeout).keys())
     if missing:
         raise NoWorkersError(
             f"no worker serves {', '.join(missing)}; start them with 'ace-workers worker --queues ...' "

@@ -28,7 +28,7 @@ def status_command(
             raise typer.BadParameter(str(exc)) from exc
         fill = skillbook_fill(service.runtime.store(status.skillbook))
         write_queue = settings.write_queue(status.skillbook)
-        writers = queue_consumers(service.app).get(write_queue, [])
+        writers = queue_consumers(service.app, [write_queue]).get(write_queue, [])
         if as_json:
             print_json(
                 {

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
+from collections.abc import Iterable
 
 import redis
 from celery import Celery
@@ -61,11 +63,24 @@ def check_partition_count(
     client.set(write_partitions_key(settings.queue_prefix), wanted)
 
 
-def queue_consumers(app: Celery, timeout: float = 2.0) -> dict[str, list[str]]:
-    """The workers consuming each queue, by queue name (a queue nobody serves is absent)."""
-    replies = app.control.inspect(timeout=timeout).active_queues() or {}
-    consumers: dict[str, list[str]] = {}
-    for worker, queues in replies.items():
-        for queue in queues:
-            consumers.setdefault(queue["name"], []).append(worker)
-    return {queue: sorted(workers) for queue, workers in consumers.items()}
+def queue_consumers(app: Celery, wanted: Iterable[str] = (), timeout: float = 3.0) -> dict[str, list[str]]:
+    """The workers consuming each queue, by queue name (a queue nobody serves is absent).
+
+    A broadcast cannot know how many workers will answer, so one ``inspect`` always waits its
+    whole timeout. With ``wanted`` queues it asks in short rounds (0.1 s, then doubling) and
+    stops once each of them has a consumer: a command checking a live fleet answers in a
+    fraction of a second, and waits ``timeout`` only when some queue really has no worker.
+    """
+    wanted = set(wanted)
+    deadline = time.monotonic() + timeout
+    wait = 0.1 if wanted else timeout
+    consumers: dict[str, set[str]] = {}
+    while True:
+        remaining = deadline - time.monotonic()
+        replies = app.control.inspect(timeout=max(0.01, min(wait, remaining))).active_queues() or {}
+        for worker, queues in replies.items():
+            for queue in queues:
+                consumers.setdefault(queue["name"], set()).add(worker)
+        if wanted <= consumers.keys() or time.monotonic() >= deadline:
+            return {queue: sorted(workers) for queue, workers in consumers.items()}
+        wait *= 2
