@@ -45,6 +45,9 @@ rabbitmq:  ## install Debian's rabbitmq-server for the RabbitMQ tests, if missin
 # so the suite runs in parallel and beside another test run. The suite mostly waits on real
 # time and subprocesses: 4 workers keep 2 cores busy.
 TEST_WORKERS ?= 4
+# Where the environment forbids bytecode caches, every pytest worker would rewrite all test
+# modules' asserts and every CLI or worker subprocess would recompile the project, on each run.
+unexport PYTHONDONTWRITEBYTECODE
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist load
 
 test: install browser rabbitmq  ## run the whole test suite (what CI runs)
