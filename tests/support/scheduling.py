@@ -12,12 +12,24 @@ from typing import Any
 
 from xdist.scheduler import LoadScopeScheduling
 
-# Tests under these paths share one worker, so the fixture is built once instead of once per
-# worker: the MiniLM model (torch import and model load, 10-20 s of CPU each), the Opik SDK, a
-# RabbitMQ node.
+# Tests under these paths (or node ids) share one worker, so what they load is loaded once
+# instead of once per worker. "models": the MiniLM model (torch import and model load, 5-10 s
+# of CPU per process), litellm (about 5 s per process, with the Opik SDK it brings); one group,
+# as some tests need both. "rabbitmq": a RabbitMQ node (about 5 s to boot).
 SHARED_FIXTURE_PATHS = {
-    "tests/dedup/": "minilm",
-    "tests/observability/opik_tracing/": "opik",  # the opik SDK and litellm, and a stand-in server
+    "tests/dedup/": "models",
+    "tests/distributed/worker/test_dedup_on_workers.py": "models",
+    "tests/cli/test_nightly_cli.py::test_a_night_with_deduplication": "models",
+    "tests/cli/test_commands.py::test_skillbook_dedup_finds_paraphrases": "models",
+    "tests/observability/opik_tracing/": "models",  # with a stand-in Opik server
+    "tests/providers/test_litellm_client.py": "models",
+    "tests/providers/test_instructor_client.py": "models",
+    "tests/integrations/langchain/test_langchain.py": "models",
+    "tests/spec_examples/test_usage_examples.py": "models",
+    "tests/spec_examples/test_rr_opik_example.py": "models",
+    "tests/steps/test_contracts.py::test_step_contract_matches_the_spec_table[OpikStep]": "models",
+    "tests/steps/test_contracts.py::test_steps_keep_no_state_between_calls[OpikStep]": "models",
+    "tests/test_readme_examples.py::test_the_opik_example": "models",
     "tests/distributed/worker/test_rabbitmq.py": "rabbitmq",
 }
 
