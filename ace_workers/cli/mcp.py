@@ -25,14 +25,26 @@ def mcp_command(
         Path | None, typer.Option(help="The only directory save/load may use [ACE_MCP_SKILLBOOK_DIR].")
     ] = None,
     read_only: Annotated[
-        bool | None, typer.Option("--read-only", help="Refuse learning and loading [ACE_MCP_READ_ONLY].")
+        bool | None,
+        typer.Option(
+            "--read-only", help="Refuse every tool that writes: learn, save, load [ACE_MCP_READ_ONLY]."
+        ),
     ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(help="HTTP: a file holding the bearer token requests must carry [or ACE_MCP_TOKEN]."),
+    ] = None,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="HTTP: serve without a token (a loopback --host only).")
+    ] = False,
 ) -> None:
     """Serve ACE to MCP clients: ace.ask, ace.learn.*, ace.skillbook.* (needs the 'mcp' extra)."""
     import dataclasses
 
     from ..distributed.settings import WorkerSettings
     from ..mcp import MCPServerConfig, create_handlers, serve
+    from ..mcp.auth import http_token
+    from ..mcp.server import HTTPOptions
 
     if transport not in ("stdio", "http"):
         raise typer.BadParameter(f"{transport!r}: use stdio or http", param_hint="--transport")
@@ -41,7 +53,12 @@ def mcp_command(
     config = dataclasses.replace(
         MCPServerConfig.from_env(), **{name: value for name, value in overrides.items() if value is not None}
     )
+    # Refuse a missing token before building anything: the one line is the whole story.
+    token = http_token(config.token, token_file, no_auth=no_auth, host=host) if transport == "http" else None
     handlers = create_handlers(config, WorkerSettings.from_env())
     if transport == "http":
-        typer.echo(f"MCP server on http://{host}:{port}/mcp ({handlers.backend.name} back end)", err=True)
-    serve(handlers, transport=transport, host=host, port=port)
+        auth = "bearer token required" if token else "no authentication"
+        typer.echo(
+            f"MCP server on http://{host}:{port}/mcp ({handlers.backend.name} back end, {auth})", err=True
+        )
+    serve(handlers, transport=transport, http=HTTPOptions(host, port, token))

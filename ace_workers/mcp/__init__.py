@@ -17,10 +17,12 @@ below the runners, which build on their execute steps).
 from .config import MCPServerConfig
 from .errors import (
     BackendError,
+    HTTPAuthSettingError,
     InvalidToolRequest,
     MCPToolError,
     PathNotAllowedError,
     ReadOnlyError,
+    SessionNotYoursError,
     UnknownSessionError,
 )
 from .factory import create_handlers
@@ -42,4 +44,6 @@ __all__ = [
     "ReadOnlyError",
     "PathNotAllowedError",
     "BackendError",
+    "SessionNotYoursError",
+    "HTTPAuthSettingError",
 ]

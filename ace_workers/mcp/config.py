@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -29,9 +29,12 @@ class MCPServerConfig:
     - ``ACE_MCP_MODEL``: local back end's model: "sim" or a litellm model string [sim]
     - ``ACE_MCP_SKILLBOOK``: fleet back end's skillbook, shared by every session [mcp]
     - ``ACE_MCP_SKILLBOOK_DIR``: the one directory ace.skillbook.save/load use [~/.ace-workers/skillbooks]
-    - ``ACE_MCP_READ_ONLY``: refuse learning and loading (ask, get and save still work) [false]
-    - ``ACE_MCP_SESSION_TTL_SECONDS``: a session unused this long is forgotten [3600]
+    - ``ACE_MCP_READ_ONLY``: refuse every tool that writes: learning, saving, loading [false]
+    - ``ACE_MCP_TOKEN``: HTTP: the bearer token every request must carry (or ``--token-file``)
+    - ``ACE_MCP_SESSION_TTL_SECONDS``: a session (and an HTTP connection) unused this long is
+      forgotten [3600]
     - ``ACE_MCP_MAX_SESSIONS``: sessions kept at once; the least recently used goes first [64]
+    - ``ACE_MCP_MAX_CONNECTIONS``: HTTP connections open at once; a new one beyond is refused [32]
     - ``ACE_MCP_MAX_TEXT_CHARS``: longest question, context, feedback or ground truth [20000]
     - ``ACE_MCP_MAX_SAMPLES``: most samples one ace.learn.sample call takes [25]
     - ``ACE_MCP_WAIT_SECONDS``: fleet back end: how long ace.learn.sample waits for its batch [120]
@@ -42,8 +45,11 @@ class MCPServerConfig:
     skillbook: str = "mcp"
     skillbook_dir: str = "~/.ace-workers/skillbooks"
     read_only: bool = False
+    # Kept out of repr so a logged or printed config never shows it.
+    token: str | None = field(default=None, repr=False)
     session_ttl_seconds: float = 3600.0
     max_sessions: int = 64
+    max_connections: int = 32
     max_text_chars: int = 20_000
     max_samples: int = 25
     wait_seconds: float = 120.0
@@ -54,7 +60,15 @@ class MCPServerConfig:
                 "ACE_MCP_BACKEND", self.backend, f"expected one of {', '.join(BACKENDS)}"
             )
         validate_skillbook_name(self.skillbook)
-        for name in ("session_ttl_seconds", "max_sessions", "max_text_chars", "max_samples", "wait_seconds"):
+        positive = (
+            "session_ttl_seconds",
+            "max_sessions",
+            "max_connections",
+            "max_text_chars",
+            "max_samples",
+            "wait_seconds",
+        )
+        for name in positive:
             if getattr(self, name) <= 0:
                 raise InvalidSettingError(
                     f"{MCP_ENV_PREFIX}{name.upper()}", getattr(self, name), "must be > 0"

@@ -7,7 +7,7 @@ client can branch on) and the tool's name.
 
 from __future__ import annotations
 
-from ..errors import AceError
+from ..errors import AceError, SettingsError
 
 __all__ = [
     "MCPToolError",
@@ -16,6 +16,8 @@ __all__ = [
     "ReadOnlyError",
     "PathNotAllowedError",
     "BackendError",
+    "SessionNotYoursError",
+    "HTTPAuthSettingError",
     "INVALID_PARAMS",
 ]
 
@@ -25,6 +27,7 @@ _UNKNOWN_SESSION = -32001
 _READ_ONLY = -32002
 _PATH_NOT_ALLOWED = -32003
 _BACKEND = -32004
+_SESSION_NOT_YOURS = -32005
 
 
 class MCPToolError(AceError):
@@ -64,3 +67,14 @@ class BackendError(MCPToolError):
 
     code = _BACKEND
     kind = "backend_error"
+
+
+class SessionNotYoursError(MCPToolError):
+    """The session was opened by another connection; its data stays with that connection."""
+
+    code = _SESSION_NOT_YOURS
+    kind = "session_not_yours"
+
+
+class HTTPAuthSettingError(SettingsError):
+    """The HTTP server has no usable bearer token and may not run without one."""

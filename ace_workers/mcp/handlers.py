@@ -1,8 +1,10 @@
 """MCPHandlers: the six tools' checks (sizes, sessions, paths, read-only), then the back end.
 
 Handlers are synchronous and thread-safe; the server runs each call in a
-worker thread. Every failure leaves as an :class:`MCPToolError` whose message
-names the problem; nothing is changed by a refused call.
+worker thread. Each takes the request and ``owner``, the connection calling
+(see :mod:`.sessions`), which alone may use the sessions it opened. Every
+failure leaves as an :class:`MCPToolError` whose message names the problem;
+nothing is changed by a refused call.
 """
 
 from __future__ import annotations
@@ -52,11 +54,11 @@ class MCPHandlers:
         )
 
     # -- the tools ------------------------------------------------------------------------
-    def ask(self, request: AskRequest) -> AskResponse:
+    def ask(self, request: AskRequest, owner: str) -> AskResponse:
         self._check_text(question=request.question, context=request.context)
-        return self._run(self.sessions.open(request.session_id), self.backend.ask, request)
+        return self._run(self.sessions.open(request.session_id, owner), self.backend.ask, request)
 
-    def learn_sample(self, request: LearnSampleRequest) -> LearnSampleResponse:
+    def learn_sample(self, request: LearnSampleRequest, owner: str) -> LearnSampleResponse:
         self._refuse_if_read_only("ace.learn.sample")
         if len(request.samples) > self.config.max_samples:
             raise InvalidToolRequest(
@@ -70,12 +72,13 @@ class MCPHandlers:
                 context=sample.context,
                 ground_truth=sample.ground_truth or "",
             )
-        return self._run(self.sessions.open(request.session_id), self.backend.learn_samples, request)
+        session = self.sessions.open(request.session_id, owner)
+        return self._run(session, self.backend.learn_samples, request)
 
-    def learn_feedback(self, request: LearnFeedbackRequest) -> LearnFeedbackResponse:
+    def learn_feedback(self, request: LearnFeedbackRequest, owner: str) -> LearnFeedbackResponse:
         self._refuse_if_read_only("ace.learn.feedback")
         self._check_text(feedback=request.feedback, ground_truth=request.ground_truth or "")
-        session = self.sessions.existing(request.session_id)
+        session = self.sessions.existing(request.session_id, owner)
         if session.last_ask is None:
             raise InvalidToolRequest(
                 f"session {request.session_id!r} has asked nothing yet: ace.learn.feedback learns "
@@ -83,17 +86,20 @@ class MCPHandlers:
             )
         return self._run(session, self.backend.learn_feedback, request)
 
-    def get_skillbook(self, request: SkillbookGetRequest) -> SkillbookGetResponse:
-        return self._run(self.sessions.open(request.session_id), self.backend.get_skillbook, request)
+    def get_skillbook(self, request: SkillbookGetRequest, owner: str) -> SkillbookGetResponse:
+        session = self.sessions.open(request.session_id, owner)
+        return self._run(session, self.backend.get_skillbook, request)
 
-    def save_skillbook(self, request: SkillbookSaveRequest) -> SkillbookSaveResponse:
+    def save_skillbook(self, request: SkillbookSaveRequest, owner: str) -> SkillbookSaveResponse:
+        # Saving writes a file, possibly over one already there: read-only refuses it too.
+        self._refuse_if_read_only("ace.skillbook.save")
         path = path_in_directory(self.directory, request.path)
-        return self._run(self.sessions.open(request.session_id), self.backend.save_skillbook, path)
+        return self._run(self.sessions.open(request.session_id, owner), self.backend.save_skillbook, path)
 
-    def load_skillbook(self, request: SkillbookLoadRequest) -> SkillbookLoadResponse:
+    def load_skillbook(self, request: SkillbookLoadRequest, owner: str) -> SkillbookLoadResponse:
         self._refuse_if_read_only("ace.skillbook.load")
         path = path_in_directory(self.directory, request.path)
-        return self._run(self.sessions.open(request.session_id), self.backend.load_skillbook, path)
+        return self._run(self.sessions.open(request.session_id, owner), self.backend.load_skillbook, path)
 
     def close(self) -> None:
         """Release the back end's connections."""
@@ -111,7 +117,8 @@ class MCPHandlers:
     def _refuse_if_read_only(self, tool: str) -> None:
         if self.config.read_only:
             raise ReadOnlyError(
-                f"{tool} changes the skillbook, and this server is read-only (ACE_MCP_READ_ONLY)"
+                f"{tool} writes (a skillbook or a file), and this server is read-only "
+                "(--read-only, ACE_MCP_READ_ONLY)"
             )
 
     @staticmethod

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -35,10 +35,14 @@ from .models import (
     SkillbookSaveResponse,
 )
 
-__all__ = ["TOOLS", "ToolSpec", "build_server", "serve"]
+__all__ = ["TOOLS", "ToolSpec", "HTTPOptions", "build_server", "serve"]
 
 logger = logging.getLogger(__name__)
 SERVER_NAME = "ace-workers"
+# The owner of every session over stdio: a stdio server has exactly one peer.
+STDIO_PEER = "stdio"
+_INVALID_REQUEST = -32600
+_METHOD_NOT_FOUND = -32601
 
 
 @dataclass(frozen=True)
@@ -85,8 +89,12 @@ TOOLS: dict[str, ToolSpec] = {
 }
 
 
-def build_server(handlers: MCPHandlers) -> Any:
-    """The low-level ``mcp`` Server answering the six tools with ``handlers``."""
+def build_server(handlers: MCPHandlers, *, handshake_only: bool = False) -> Any:
+    """The low-level ``mcp`` Server answering the six tools with ``handlers``.
+
+    ``handshake_only`` (HTTP): refuse the 2026 era's ``server/discover``, whose requests come
+    without a connection, so every client opens one with the initialize handshake instead.
+    """
     require_extra("mcp", "the MCP server")
     import anyio
     import mcp_types as types
@@ -111,10 +119,11 @@ def build_server(handlers: MCPHandlers) -> Any:
         spec = TOOLS.get(name)
         if spec is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
+        owner = _connection_of(ctx, MCPError)
         request = _parse_request(name, spec, params.arguments or {}, MCPError)
-        handler: Callable[[Any], BaseModel] = getattr(handlers, spec.handler)
+        handler: Callable[[Any, str], BaseModel] = getattr(handlers, spec.handler)
         try:
-            response = await anyio.to_thread.run_sync(handler, request)
+            response = await anyio.to_thread.run_sync(handler, request, owner)
         except MCPToolError as exc:
             logger.info("%s refused: %s", name, exc)
             raise MCPError(exc.code, f"{name}: {exc}", {"kind": exc.kind, "tool": name}) from None
@@ -123,7 +132,30 @@ def build_server(handlers: MCPHandlers) -> Any:
             content=[types.TextContent(type="text", text=json.dumps(data))], structured_content=data
         )
 
-    return Server(SERVER_NAME, on_list_tools=list_tools, on_call_tool=call_tool)
+    async def refuse_discover(ctx: Any, params: Any) -> Any:
+        # Over HTTP the 2026 era has no connections, so no owner for a session: refusing its
+        # probe makes every client fall back to the initialize handshake, which opens one.
+        # (A stdio process has one peer, so either era has an owner there.)
+        raise MCPError(_METHOD_NOT_FOUND, "server/discover: this server speaks the initialize handshake only")
+
+    server = Server(SERVER_NAME, on_list_tools=list_tools, on_call_tool=call_tool)
+    if handshake_only:
+        server.add_request_handler("server/discover", types.RequestParams, refuse_discover)
+    return server
+
+
+def _connection_of(ctx: Any, error: Any) -> str:
+    """Who calls: the stdio peer, or the HTTP connection named by its MCP session id."""
+    request = ctx.request
+    if request is None:
+        return STDIO_PEER
+    session_id = request.headers.get("mcp-session-id")
+    if not session_id:
+        raise error(
+            _INVALID_REQUEST,
+            "tools/call: no MCP session: connect with the initialize handshake, which opens one",
+        )
+    return f"http:{session_id}"
 
 
 def _parse_request(name: str, spec: ToolSpec, arguments: dict[str, Any], error: Any) -> BaseModel:
@@ -141,18 +173,25 @@ def _parse_request(name: str, spec: ToolSpec, arguments: dict[str, Any], error: 
         ) from None
 
 
-def serve(
-    handlers: MCPHandlers, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765
-) -> None:
+@dataclass(frozen=True)
+class HTTPOptions:
+    """Where the HTTP server listens and the bearer token it requires (None: ``--no-auth``)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = field(default=None, repr=False)
+
+
+def serve(handlers: MCPHandlers, *, transport: str = "stdio", http: HTTPOptions | None = None) -> None:
     """Serve until stdin closes (stdio) or the process is stopped (HTTP at ``/mcp``)."""
     import anyio
 
-    server = build_server(handlers)
+    server = build_server(handlers, handshake_only=transport == "http")
     try:
         if transport == "stdio":
             anyio.run(_serve_stdio, server)
         else:
-            _serve_http(server, host, port)
+            _serve_http(server, http or HTTPOptions(), handlers)
     finally:
         handlers.close()
 
@@ -160,12 +199,24 @@ def serve(
 async def _serve_stdio(server: Any) -> None:
     from mcp.server.stdio import stdio_server
 
+    from .stdio_input import AnswerMalformedInput
+
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        readable = AnswerMalformedInput(read_stream, write_stream)
+        await server.run(readable, write_stream, server.create_initialization_options())
 
 
-def _serve_http(server: Any, host: str, port: int) -> None:
+def _serve_http(server: Any, http: HTTPOptions, handlers: MCPHandlers) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    from .http_app import build_http_app
+
+    app = build_http_app(
+        server,
+        host=http.host,
+        port=http.port,
+        token=http.token,
+        idle_seconds=handlers.config.session_ttl_seconds,
+        max_connections=handlers.config.max_connections,
+    )
+    uvicorn.run(app, host=http.host, port=http.port, log_level="warning")

@@ -1,4 +1,9 @@
-"""Sessions of the MCP server: per-conversation state that expires when unused."""
+"""Sessions of the MCP server: per-conversation state, owned by one connection, that expires when unused.
+
+A session's id is chosen by the client, so anyone can name it; the connection that
+opened it (the stdio peer, or one HTTP connection's MCP session id) owns it, and
+any other connection naming it is refused rather than shown or given its state.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import UnknownSessionError
+from .errors import SessionNotYoursError, UnknownSessionError
 
 __all__ = ["LastAsk", "Session", "SessionStore"]
 
@@ -27,9 +32,10 @@ class LastAsk:
 
 @dataclass
 class Session:
-    """One conversation: its last ask and its back end's state (the local ACELiteLLM)."""
+    """One conversation: its owner, its last ask and its back end's state (the local ACELiteLLM)."""
 
     id: str
+    owner: str
     state: Any
     last_ask: LastAsk | None = None
     # One call at a time per session: an ask must not race a learn on the same skillbook.
@@ -54,19 +60,29 @@ class SessionStore:
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, tuple[Session, float]] = OrderedDict()
 
-    def open(self, session_id: str) -> Session:
-        """The session ``session_id``, created when it does not exist (or expired)."""
+    def open(self, session_id: str, owner: str) -> Session:
+        """``owner``'s session ``session_id``, created when it does not exist (or expired).
+
+        Raises:
+            SessionNotYoursError: another connection opened ``session_id``.
+        """
         with self._lock:
             self._expire()
             entry = self._sessions.get(session_id)
-            session = entry[0] if entry else Session(session_id, self._new_state())
+            session = entry[0] if entry else Session(session_id, owner, self._new_state())
+            self._check_owner(session, owner)
             self._touch(session)
             while len(self._sessions) > self._max:
                 self._sessions.popitem(last=False)
             return session
 
-    def existing(self, session_id: str) -> Session:
-        """The live session ``session_id``; UnknownSessionError when there is none."""
+    def existing(self, session_id: str, owner: str) -> Session:
+        """``owner``'s live session ``session_id``.
+
+        Raises:
+            UnknownSessionError: there is none (or it expired).
+            SessionNotYoursError: another connection opened it.
+        """
         with self._lock:
             self._expire()
             entry = self._sessions.get(session_id)
@@ -75,6 +91,7 @@ class SessionStore:
                     f"session {session_id!r} does not exist or expired (sessions unused for "
                     f"{self._ttl:g} s are forgotten); call ace.ask with it first"
                 )
+            self._check_owner(entry[0], owner)
             self._touch(entry[0])
             return entry[0]
 
@@ -82,6 +99,13 @@ class SessionStore:
         with self._lock:
             self._expire()
             return len(self._sessions)
+
+    @staticmethod
+    def _check_owner(session: Session, owner: str) -> None:
+        if session.owner != owner:
+            raise SessionNotYoursError(
+                f"session {session.id!r} belongs to another connection; choose another session_id"
+            )
 
     def _touch(self, session: Session) -> None:
         self._sessions[session.id] = (session, self._clock())

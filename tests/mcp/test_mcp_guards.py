@@ -10,7 +10,7 @@ import pytest
 from ace_workers.distributed.errors import InvalidSettingError, UnknownSettingError
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.errors import MissingExtraError
-from ace_workers.mcp import MCPServerConfig, PathNotAllowedError, UnknownSessionError
+from ace_workers.mcp import MCPServerConfig, PathNotAllowedError, SessionNotYoursError, UnknownSessionError
 from ace_workers.mcp.handlers import MCPHandlers
 from ace_workers.mcp.local_backend import LocalBackend
 from ace_workers.mcp.paths import path_in_directory
@@ -30,27 +30,37 @@ class Clock:
 def test_a_session_lives_while_used_and_expires_after_its_ttl() -> None:
     clock = Clock()
     store = SessionStore(dict, ttl_seconds=10, max_sessions=8, clock=clock)
-    first = store.open("a")
+    first = store.open("a", "me")
     clock.now = 9
-    assert store.existing("a") is first  # used at 9: lives until 19
+    assert store.existing("a", "me") is first  # used at 9: lives until 19
     clock.now = 18
-    assert store.open("a") is first
+    assert store.open("a", "me") is first
     clock.now = 28.5
     with pytest.raises(UnknownSessionError, match="'a' does not exist or expired"):
-        store.existing("a")
-    assert store.open("a") is not first
+        store.existing("a", "me")
+    assert store.open("a", "me") is not first
 
 
 def test_the_least_recently_used_session_goes_first_when_full() -> None:
     store = SessionStore(dict, ttl_seconds=100, max_sessions=2)
-    store.open("a")
-    store.open("b")
-    store.existing("a")
-    store.open("c")
+    store.open("a", "me")
+    store.open("b", "me")
+    store.existing("a", "me")
+    store.open("c", "me")
     assert len(store) == 2
-    store.existing("a")
+    store.existing("a", "me")
     with pytest.raises(UnknownSessionError):
-        store.existing("b")
+        store.existing("b", "me")
+
+
+def test_a_session_answers_only_the_connection_that_opened_it() -> None:
+    store = SessionStore(dict, ttl_seconds=100, max_sessions=8)
+    mine = store.open("alice", "http:one")
+    with pytest.raises(SessionNotYoursError, match="'alice' belongs to another connection"):
+        store.open("alice", "http:two")
+    with pytest.raises(SessionNotYoursError):
+        store.existing("alice", "http:two")
+    assert store.existing("alice", "http:one") is mine
 
 
 def test_paths_resolve_inside_the_directory_only(tmp_path: Path) -> None:

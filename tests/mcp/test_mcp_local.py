@@ -79,25 +79,30 @@ def test_bad_input_of_every_tool_is_an_mcp_error_naming_the_problem(tmp_path: Pa
     anyio.run(scenario)
 
 
-def test_a_read_only_server_refuses_learning_and_loading_but_answers(tmp_path: Path) -> None:
+def test_a_read_only_server_refuses_every_tool_that_writes_but_answers(tmp_path: Path) -> None:
     env = server_env(tmp_path)
+    existing = tmp_path / "team.json"
+    existing.write_text('{"skills": {"s1": {"content": "kept"}}}')
 
     async def scenario() -> None:
         async with stdio_client(env, "--read-only") as client:
-            asked = await call(client, "ace.ask", {"session_id": "s", "question": "What is 2+2?"})
+            await call(client, "ace.ask", {"session_id": "s", "question": "What is 2+2?"})
+            await call(client, "ace.skillbook.get", {"session_id": "s"})
             refusals = {
                 "ace.learn.sample": {"session_id": "s", "samples": samples(1, 1)},
                 "ace.learn.feedback": {"session_id": "s", "feedback": "wrong"},
+                "ace.skillbook.save": {"session_id": "s", "path": "team.json"},
                 "ace.skillbook.load": {"session_id": "s", "path": "team.json"},
             }
             for tool, arguments in refusals.items():
                 error = await refused(client, tool, arguments)
                 assert (error.code, error.data["kind"]) == (-32002, "read_only"), tool
+                assert f"{tool} writes" in error.message
                 assert "read-only" in error.message
-            saved = await call(client, "ace.skillbook.save", {"session_id": "s", "path": "team.json"})
-            assert saved["saved_skill_count"] == asked["skill_count"] == 0
 
     anyio.run(scenario)
+    # The finding: save overwrote an existing skillbook with an empty one.
+    assert existing.read_text() == '{"skills": {"s1": {"content": "kept"}}}'
 
 
 def test_a_session_unused_past_its_ttl_is_forgotten(tmp_path: Path) -> None:

@@ -9,13 +9,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from ace_workers.mcp import TOOLS
@@ -25,12 +27,15 @@ from .processes import terminate
 from .servers import free_port
 
 ACE_WORKERS = str(Path(sys.executable).with_name("ace-workers"))
+# The bearer token every HTTP server of the tests requires (server_env sets it).
+TOKEN = "test-token-" + "x" * 16
 
 
 def server_env(skillbook_dir: Path, **settings: str) -> dict[str, str]:
     """This process's environment less its ACE_* settings, plus the server's own."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("ACE_")}
     env["ACE_MCP_SKILLBOOK_DIR"] = str(skillbook_dir)
+    env["ACE_MCP_TOKEN"] = TOKEN
     env.update(settings)
     return env
 
@@ -45,21 +50,39 @@ async def stdio_client(env: Mapping[str, str], *args: str) -> AsyncIterator[Clie
 
 @asynccontextmanager
 async def http_client(env: Mapping[str, str], *args: str) -> AsyncIterator[Client]:
-    """The SDK's client on a server started with ``--transport http`` on a free local port."""
+    """The SDK's client, with the token, on a server started with ``--transport http`` on a free port."""
+    with http_server(env, *args) as url:
+        async with connect_http(url, TOKEN) as client:
+            yield client
+
+
+@contextmanager
+def http_server(env: Mapping[str, str], *args: str, host: str = "127.0.0.1") -> Iterator[str]:
+    """``ace-workers mcp --transport http`` on a free port of ``host``; yields its URL."""
     port = free_port()
-    command = [ACE_WORKERS, "mcp", "--transport", "http", "--port", str(port), *args]
+    command = [ACE_WORKERS, "mcp", "--transport", "http", "--host", host, "--port", str(port), *args]
     process = subprocess.Popen(command, env=dict(env), stderr=subprocess.PIPE)
     try:
-        _wait_for_port(port, process)
-        async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client:
-            yield client
+        _wait_for_port(host, port, process)
+        yield f"http://{host}:{port}/mcp"
     finally:
         terminate(process)
         assert process.stderr is not None
         process.stderr.close()
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+@asynccontextmanager
+async def connect_http(url: str, token: str | None) -> AsyncIterator[Client]:
+    """The SDK's client on ``url``, sending ``token`` as its bearer token (None: no header)."""
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else None
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60) as client,
+    ):
+        yield client
+
+
+def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -68,7 +91,7 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float =
                 f"the MCP server exited {process.returncode}: {process.stderr.read().decode()}"
             )
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            with socket.create_connection((host, port), timeout=0.2):
                 return
         except OSError:
             time.sleep(0.1)
