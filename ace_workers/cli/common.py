@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from ..core.environments import Sample
-from ..core.files import write_text_atomically
+from ..core.files import special_file_kind, write_text_atomically
 from ..core.jsonl import SkippedLines, iter_jsonl
 from ..core.skillbook import Skillbook
 from ..distributed.ops.embedded_redis import resolve_redis
@@ -77,11 +77,20 @@ def check_recipe(recipe: str, settings: WorkerSettings) -> str:
 
 
 def check_output_path(path: Path | None, param: str) -> None:
-    """Refuse an output file that is a folder, or whose folder does not exist, before any work is done."""
+    """Refuse an output file that is not a regular file, or whose folder does not exist, before any work.
+
+    A FIFO, a device or a socket (or a link to one) is refused, never written: the
+    write renames a temporary file over the path, which would replace /dev/null itself.
+    """
     if path is None:
         return
-    if path.is_dir():
+    kind = special_file_kind(path)
+    if kind == "a folder":
         raise typer.BadParameter(f"{path} is a folder: name a file to write", param_hint=param)
+    if kind is not None:
+        raise typer.BadParameter(
+            f"{path} is {kind}, not a regular file: name a regular file to write", param_hint=param
+        )
     if not path.parent.is_dir():
         raise typer.BadParameter(f"{path}: the folder {path.parent} does not exist", param_hint=param)
 
