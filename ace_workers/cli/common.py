@@ -38,6 +38,7 @@ __all__ = [
     "enqueue_inputs",
     "open_service",
     "print_json",
+    "printable",
     "read_input_lines",
     "redis_settings",
     "write_skillbook_files",
@@ -51,6 +52,21 @@ __all__ = [
 ]
 
 console = Console()
+
+# C0 and C1 control characters and DEL: a terminal acts on them (an escape sequence in a name
+# read from Redis could set the window title, move the cursor or clear the screen).
+_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)]}
+_CONTROLS_BUT_LINES = {code: text for code, text in _CONTROLS.items() if chr(code) not in "\n\t"}
+# What JSON leaves as it is though a terminal acts on it (it escapes only C0 itself).
+_JSON_CONTROLS = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
+
+
+def printable(text: object, *, keep_lines: bool = False) -> str:
+    """``text`` read from Redis, safe for a terminal: control characters as escapes (``\\x1b``).
+
+    Newlines and tabs are escaped too, unless ``keep_lines`` (for multi-line text such as markdown).
+    """
+    return str(text).translate(_CONTROLS_BUT_LINES if keep_lines else _CONTROLS)
 
 
 # -- arguments: checked before anything connects ------------------------------------------
@@ -111,7 +127,8 @@ def write_skillbook_files(book: Skillbook, out: Path | None, markdown: Path | No
 
 def print_json(value: Any) -> None:
     """One JSON document on stdout, for scripts (``--json``)."""
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    typer.echo(text.translate(_JSON_CONTROLS))  # such characters occur only inside JSON strings
 
 
 def read_input_lines(
