@@ -18,6 +18,7 @@ __all__ = [
     "EmptySessionError",
     "ExternalAgentError",
     "MissingExecutableError",
+    "NotARegularFileError",
     "UnknownOptionError",
     "InvalidConsolidationError",
     "InvalidUpdateError",
@@ -201,6 +202,19 @@ class MissingExecutableError(AceError, FileNotFoundError):
         self.executable = executable
         self.install = install
         super().__init__(f"{what} needs the {executable!r} executable, which is not on PATH: {install}")
+
+
+class NotARegularFileError(AceError, OSError):
+    """A path to write or read is a FIFO, a device, a socket or a folder, not a regular file."""
+
+    def __init__(self, path: object, kind: str) -> None:
+        self.path = path
+        self.kind = kind
+        super().__init__(f"{path} is {kind}, not a regular file")
+
+    def __str__(self) -> str:
+        # OSError's own __str__ would print the arguments as a tuple.
+        return str(self.args[0])
 
 
 class EmptySessionError(AceError, ValueError):

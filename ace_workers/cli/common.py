@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from ..core.environments import Sample
-from ..core.files import write_text_atomically
+from ..core.files import special_file_kind, write_text_atomically
 from ..core.jsonl import SkippedLines, iter_jsonl
 from ..core.skillbook import Skillbook
 from ..distributed.ops.embedded_redis import resolve_redis
@@ -38,6 +38,7 @@ __all__ = [
     "enqueue_inputs",
     "open_service",
     "print_json",
+    "printable",
     "read_input_lines",
     "redis_settings",
     "write_skillbook_files",
@@ -51,6 +52,21 @@ __all__ = [
 ]
 
 console = Console()
+
+# C0 and C1 control characters and DEL: a terminal acts on them (an escape sequence in a name
+# read from Redis could set the window title, move the cursor or clear the screen).
+_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)]}
+_CONTROLS_BUT_LINES = {code: text for code, text in _CONTROLS.items() if chr(code) not in "\n\t"}
+# What JSON leaves as it is though a terminal acts on it (it escapes only C0 itself).
+_JSON_CONTROLS = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
+
+
+def printable(text: object, *, keep_lines: bool = False) -> str:
+    """``text`` read from Redis, safe for a terminal: control characters as escapes (``\\x1b``).
+
+    Newlines and tabs are escaped too, unless ``keep_lines`` (for multi-line text such as markdown).
+    """
+    return str(text).translate(_CONTROLS_BUT_LINES if keep_lines else _CONTROLS)
 
 
 # -- arguments: checked before anything connects ------------------------------------------
@@ -77,11 +93,20 @@ def check_recipe(recipe: str, settings: WorkerSettings) -> str:
 
 
 def check_output_path(path: Path | None, param: str) -> None:
-    """Refuse an output file that is a folder, or whose folder does not exist, before any work is done."""
+    """Refuse an output file that is not a regular file, or whose folder does not exist, before any work.
+
+    A FIFO, a device or a socket (or a link to one) is refused, never written: the
+    write renames a temporary file over the path, which would replace /dev/null itself.
+    """
     if path is None:
         return
-    if path.is_dir():
+    kind = special_file_kind(path)
+    if kind == "a folder":
         raise typer.BadParameter(f"{path} is a folder: name a file to write", param_hint=param)
+    if kind is not None:
+        raise typer.BadParameter(
+            f"{path} is {kind}, not a regular file: name a regular file to write", param_hint=param
+        )
     if not path.parent.is_dir():
         raise typer.BadParameter(f"{path}: the folder {path.parent} does not exist", param_hint=param)
 
@@ -102,7 +127,8 @@ def write_skillbook_files(book: Skillbook, out: Path | None, markdown: Path | No
 
 def print_json(value: Any) -> None:
     """One JSON document on stdout, for scripts (``--json``)."""
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    typer.echo(text.translate(_JSON_CONTROLS))  # such characters occur only inside JSON strings
 
 
 def read_input_lines(

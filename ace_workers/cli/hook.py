@@ -11,6 +11,13 @@ Claude Code reads a hook's exit code, and 2 blocks some events: every failure
 here exits 1 (shown to the user, blocking nothing) with one line on stderr.
 Claude Code may leave stdin open, so the input is read until one whole JSON
 object has arrived, for at most ``--input-timeout`` seconds.
+
+What the hook reads is bounded, since anything can write to its stdin: at most
+MAX_HOOK_INPUT_BYTES of input (reading stops there), and a transcript only if,
+its symlinks resolved, it is a regular file of at most MAX_TRANSCRIPT_BYTES
+under the user's home (where Claude Code keeps transcripts, ``~/.claude/projects``)
+or under the project directory (the working directory Claude Code runs hooks in).
+A link to ``/etc/shadow``, a FIFO or a device is refused before it is opened.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import json
 import os
 import select
 import shlex
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -41,6 +49,10 @@ hook_app = typer.Typer(help="Hooks that agents call when a session ends.", no_ar
 # What Claude Code's settings call the event this hook is meant for.
 HOOK_EVENT = "SessionEnd"
 _CHUNK_BYTES = 65536
+# The hook's JSON is a few hundred bytes; a megabyte leaves room for long paths and new fields.
+MAX_HOOK_INPUT_BYTES = 1024 * 1024
+# Long Claude Code sessions reach tens of MiB; the trace made of one is held in memory whole.
+MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 
 
 @hook_app.command("claude-code")
@@ -86,7 +98,8 @@ def read_hook_input(stream: IO[str], timeout: float) -> dict[str, Any]:
     """The first JSON object on ``stream``, read until it is whole (the stream may stay open).
 
     Raises:
-        HookInputError: nothing arrived within ``timeout`` seconds, or it is not a JSON object.
+        HookInputError: nothing arrived within ``timeout`` seconds, it is not a JSON object, or
+            more than MAX_HOOK_INPUT_BYTES arrived first (the rest is never read).
     """
     decoder = json.JSONDecoder()
     text = ""
@@ -107,13 +120,16 @@ def read_hook_input(stream: IO[str], timeout: float) -> dict[str, Any]:
 
 
 def _chunks(stream: IO[str], deadline: float) -> Iterator[str]:
-    """Text from ``stream`` as it arrives, until end of file or ``deadline``."""
+    """Text from ``stream`` as it arrives, until end of file or ``deadline``; at most MAX_HOOK_INPUT_BYTES."""
     try:
         descriptor = stream.fileno()
-    except (AttributeError, OSError, ValueError):  # not a real file (an in-memory stream): read it all
-        yield stream.read()
+    except (AttributeError, OSError, ValueError):  # not a real file (an in-memory stream)
+        text = stream.read(MAX_HOOK_INPUT_BYTES + 1)
+        _check_input_size(len(text.encode()))
+        yield text
         return
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    received = 0
     while (remaining := deadline - time.monotonic()) > 0:
         ready, _, _ = select.select([descriptor], [], [], remaining)
         if not ready:
@@ -121,7 +137,48 @@ def _chunks(stream: IO[str], deadline: float) -> Iterator[str]:
         data = os.read(descriptor, _CHUNK_BYTES)
         if not data:
             return
+        received += len(data)
+        _check_input_size(received)
         yield decoder.decode(data)
+
+
+def _check_input_size(received: int) -> None:
+    if received > MAX_HOOK_INPUT_BYTES:
+        raise HookInputError(
+            f"the hook input is over {MAX_HOOK_INPUT_BYTES} bytes (a SessionEnd hook's is a few "
+            "hundred); refused without reading the rest"
+        )
+
+
+def checked_transcript(transcript: str) -> Path:
+    """The transcript's real path, if the hook may read it: the rule is the module docstring's.
+
+    A regular file of at most MAX_TRANSCRIPT_BYTES under the user's home or the project
+    directory (the working directory), checked once its symlinks are resolved.
+
+    Raises:
+        HookInputError: naming the path and the rule it breaks.
+    """
+    try:
+        path = Path(transcript).expanduser().resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, a dangling link, a link loop
+        raise HookInputError(f"transcript_path {transcript}: no such file") from None
+    roots = [root for root in (Path.home().resolve(), Path.cwd().resolve()) if root != Path(root.anchor)]
+    if not any(path.is_relative_to(root) for root in roots):
+        where = " or ".join(str(root) for root in roots) or "(none: home and working directory are /)"
+        raise HookInputError(
+            f"transcript_path {transcript} is {path}, outside your home and the project directory "
+            f"({where}); refused"
+        )
+    status = path.stat()
+    if not stat.S_ISREG(status.st_mode):
+        raise HookInputError(f"transcript_path {transcript} is not a regular file; refused")
+    if status.st_size > MAX_TRANSCRIPT_BYTES:
+        raise HookInputError(
+            f"transcript_path {transcript} holds {status.st_size} bytes, over the {MAX_TRANSCRIPT_BYTES} "
+            "a transcript may have; refused"
+        )
+    return path
 
 
 def _learn_from_session(hook: dict[str, Any], skillbook: str, *, now: bool) -> None:
@@ -129,9 +186,7 @@ def _learn_from_session(hook: dict[str, Any], skillbook: str, *, now: bool) -> N
     transcript = hook.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:
         raise HookInputError(f"the hook input has no transcript_path (its keys: {', '.join(sorted(hook))})")
-    path = Path(transcript).expanduser()
-    if not path.is_file():
-        raise HookInputError(f"transcript_path {transcript}: no such file")
+    path = checked_transcript(transcript)
     settings = redis_settings("hook claude-code", "the trace goes to the skillbook's inbox in Redis")
     trace = session_trace(path, "claude-code")
     if trace is None:

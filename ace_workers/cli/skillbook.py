@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..core.skillbook import Skillbook
 from ..distributed.settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
@@ -24,6 +25,7 @@ from .common import (
     describe_fill,
     open_service,
     print_json,
+    printable,
     skillbook_fill,
     store_or_fail,
     write_skillbook_files,
@@ -44,7 +46,7 @@ def skillbook_list(as_json: JsonOption = False) -> None:
         names = list_skillbooks(service.runtime.redis, service.runtime.settings.queue_prefix)
         if not as_json:
             for name in names:
-                typer.echo(name)
+                typer.echo(printable(name))
             return
         stores = [service.runtime.store(name) for name in names]
         print_json(
@@ -73,7 +75,7 @@ def skillbook_show(name: str, as_json: JsonOption = False) -> None:
         full = describe_fill(name, fill)
         if full:
             console.print(f"[yellow]{full}[/]")
-        console.print(book.as_markdown(), markup=False)
+        console.print(printable(book.as_markdown(), keep_lines=True), markup=False)
 
 
 @skillbook_app.command("import")
@@ -131,12 +133,12 @@ def skillbook_diff(
         f"{len(changes['removed'])} removed, {len(changes['changed'])} changed"
     )
     for skill in changes["added"]:
-        typer.echo(f"+ {skill['id']} [{skill['section']}] {skill['content']}")
+        typer.echo(printable(f"+ {skill['id']} [{skill['section']}] {skill['content']}"))
     for skill in changes["removed"]:
-        typer.echo(f"- {skill['id']} [{skill['section']}] {skill['content']}")
+        typer.echo(printable(f"- {skill['id']} [{skill['section']}] {skill['content']}"))
     for change in changes["changed"]:
         for field_name, (old, new) in change["fields"].items():
-            typer.echo(f"~ {change['id']} {field_name}: {old!r} -> {new!r}")
+            typer.echo(printable(f"~ {change['id']} {field_name}: {old!r} -> {new!r}"))
 
 
 @skillbook_app.command("export")
@@ -173,7 +175,13 @@ def skillbook_history(
                 + [_consolidation_label(op) for op in change.consolidation]
             )
             ops = ops or f"({change.kind.value})"
-            table.add_row(str(change.version), str(change.base_version), ops, json.dumps(change.source or {}))
+            # Text, not str: rich would read markup in a section name as styles.
+            table.add_row(
+                str(change.version),
+                str(change.base_version),
+                Text(printable(ops)),
+                Text(json.dumps(change.source or {})),
+            )
         console.print(table)
 
 
@@ -205,7 +213,7 @@ def skillbook_dedup(
         if dry_run:
             plan = manager.plan(book)
             for op in plan.operations:
-                console.print(_consolidation_label(op.to_dict()), markup=False)
+                console.print(printable(_consolidation_label(op.to_dict())), markup=False)
             typer.echo(f"{len(plan.operations)} operation(s) planned; nothing changed")
             return
         before = store.version()

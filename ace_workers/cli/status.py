@@ -9,7 +9,7 @@ import typer
 from ..distributed.producer.producer import BatchHandle
 from ..distributed.settings import WorkerSettings
 from ..distributed.worker.partitions import queue_consumers
-from .common import console, describe_fill, open_service, print_json, skillbook_fill
+from .common import console, describe_fill, open_service, print_json, printable, skillbook_fill
 
 __all__ = ["status_command"]
 
@@ -51,11 +51,14 @@ def status_command(
                 }
             )
             return
+        # The skillbook, recipe and errors come from Redis: printed escaped, never read as markup.
         console.print(
-            f"batch {batch_id} on {status.skillbook!r} ({status.recipe}): {status.state.value}, "
+            f"batch {batch_id} on {printable(repr(status.skillbook))} ({printable(status.recipe)}): "
+            f"{status.state.value}, "
             f"{status.done} done, {status.failed} failed, {status.running} running, "
             f"{status.queued} queued of {status.total}, "
-            f"epoch {status.epoch}/{status.epochs}, {status.elapsed_seconds:.1f} s"
+            f"epoch {status.epoch}/{status.epochs}, {status.elapsed_seconds:.1f} s",
+            markup=False,
         )
         console.print(_describe_writer(settings, status.skillbook, write_queue, writers))
         full = describe_fill(status.skillbook, fill)
@@ -63,7 +66,11 @@ def status_command(
             console.print(f"[yellow]{full}[/]")
         for error in handle.errors():
             console.print(
-                f"[red]epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}[/]"
+                printable(
+                    f"epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}"
+                ),
+                style="red",
+                markup=False,
             )
 
 

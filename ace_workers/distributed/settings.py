@@ -21,7 +21,7 @@ from ..observability.logs import LOG_FORMATS
 from ..protocols.deduplication import PruneRule
 from .connections import AMQP_SCHEMES, CLUSTER_SCHEMES, REDIS_SCHEMES, redact_url, url_problem
 from .errors import InvalidSettingError
-from .recipe_registry import BUILT_IN_RECIPES
+from .recipe_registry import BUILT_IN_RECIPES, recipe_target_problem
 from .store.keys import validate_key_prefix, validate_skillbook_name
 
 __all__ = [
@@ -132,7 +132,8 @@ class WorkerSettings:
     - ``ACE_LOG_FORMAT``: worker log lines: "text", or "json" (one object per line with batch id,
       sample, skillbook and step); ``ace-workers worker --log-format`` overrides it [text]
     - ``ACE_RECIPES``: recipes of your own a worker may run, besides the built-in ``ace`` and
-      ``trace_analyser``: ``name=package.module:function,...``. A task names its recipe; a name
+      ``trace_analyser``: ``name=package.module:function,...``, each imported when the settings are built
+      (a path that does not import is refused then). A task names its recipe; a name
       configured nowhere is refused, never imported [unset]
     - ``ACE_FLOWER_BASIC_AUTH``: "user:password" (comma-separated for several) ``ace-workers flower``
       requires unless started with ``--no-auth`` [unset]
@@ -271,7 +272,8 @@ class WorkerSettings:
 
         Raises:
             InvalidSettingError: an entry is not ``name=package.module:function``, a name
-                repeats, or a name is a built-in recipe's.
+                repeats, a name is a built-in recipe's, or its function cannot be imported
+                (a dotted attribute after the colon, a missing module or function).
         """
         variable = env_name("recipes")
         paths: dict[str, str] = {}
@@ -285,6 +287,9 @@ class WorkerSettings:
                 )
             if name in BUILT_IN_RECIPES or name in paths:
                 raise InvalidSettingError(variable, self.recipes, f"recipe name {name!r} is taken")
+            problem = recipe_target_problem(path)
+            if problem is not None:
+                raise InvalidSettingError(variable, self.recipes, f"recipe {name!r}: {problem}")
             paths[name] = path
         return paths
 

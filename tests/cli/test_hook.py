@@ -7,6 +7,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import redis
 from typer.testing import CliRunner
 
 from ace_workers.cli import app
+from ace_workers.cli.hook import MAX_HOOK_INPUT_BYTES
 from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
@@ -237,3 +239,114 @@ def test_a_hook_given_nothing_on_an_open_stdin_gives_up_after_the_input_timeout(
     assert returncode == 1
     assert "no hook input on stdin within 0.5 s" in err
     assert keys_of(redis_client, hook_env) == []
+
+
+# -- what the hook reads is bounded ------------------------------------------------------------
+
+
+@pytest.fixture
+def home(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A home of its own, beside the project directory (the working directory, tmp_path)."""
+    folder = tmp_path.parent / f"{tmp_path.name}-home"
+    folder.mkdir()
+    clean_env.setenv("HOME", str(folder))
+    return folder
+
+
+def test_a_transcript_linked_to_etc_shadow_is_refused_unread(
+    hook_env: str, home: Path, redis_client: redis.Redis
+) -> None:
+    Path("session.jsonl").symlink_to("/etc/shadow")
+
+    result = run_hook(json.dumps({"transcript_path": str(Path("session.jsonl").absolute())}))
+
+    assert result.exit_code == 1
+    assert "is /etc/shadow, outside your home and the project directory" in said(result.stderr)
+    assert keys_of(redis_client, hook_env) == []
+
+
+def test_a_transcript_outside_home_and_project_is_refused(
+    hook_env: str, clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    elsewhere.mkdir()
+    transcript = claude_session(elsewhere / "a1.jsonl", ZORB_TASK)
+    (tmp_path / "project-home").mkdir()
+    clean_env.setenv("HOME", str(tmp_path / "project-home"))
+
+    result = run_hook(hook_input(transcript))
+
+    assert result.exit_code == 1
+    assert "outside your home and the project directory" in said(result.stderr)
+
+
+def test_a_transcript_in_the_home_is_read_from_any_working_directory(
+    hook_env: str, home: Path, clean_env: pytest.MonkeyPatch, redis_client: redis.Redis
+) -> None:
+    transcript = claude_session(home / "a1.jsonl", ZORB_TASK)
+    clean_env.chdir(home.parent)  # neither home nor project: the home alone admits it
+
+    result = run_hook(hook_input(transcript, session_id="from-home"), "--skillbook", "cc")
+
+    assert result.exit_code == 0, result.output
+    assert [trace["session_id"] for trace in inbox(redis_client, "cc", hook_env)] == ["from-home"]
+
+
+def test_a_transcript_that_is_a_fifo_is_refused_unopened(hook_env: str, home: Path) -> None:
+    os.mkfifo("session.jsonl")  # opening it to read would block until someone writes
+
+    result = run_hook(hook_input(Path("session.jsonl")))
+
+    assert result.exit_code == 1
+    assert "transcript_path" in said(result.stderr)
+    assert "session.jsonl is not a regular file; refused" in said(result.stderr)
+
+
+def test_a_transcript_over_the_size_limit_is_refused(
+    hook_env: str, home: Path, clean_env: pytest.MonkeyPatch, redis_client: redis.Redis
+) -> None:
+    transcript = claude_session(Path("a1.jsonl"), ZORB_TASK)
+    clean_env.setattr("ace_workers.cli.hook.MAX_TRANSCRIPT_BYTES", transcript.stat().st_size - 1)
+
+    result = run_hook(hook_input(transcript))
+
+    assert result.exit_code == 1
+    assert f"holds {transcript.stat().st_size} bytes, over the" in said(result.stderr)
+    assert keys_of(redis_client, hook_env) == []
+
+
+def test_hook_input_over_the_limit_is_refused_in_one_line(hook_env: str) -> None:
+    result = run_hook("\0" * (MAX_HOOK_INPUT_BYTES + 1))
+
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1
+    assert f"the hook input is over {MAX_HOOK_INPUT_BYTES} bytes" in result.stderr
+
+
+def test_an_endless_hook_input_is_refused_without_being_read_to_its_end(
+    hook_env: str, tmp_path: Path
+) -> None:
+    total = 16 * MAX_HOOK_INPUT_BYTES
+    hook = hook_process("ace-workers hook claude-code", tmp_path)
+    written = 0
+
+    def feed() -> None:
+        nonlocal written
+        assert hook.stdin is not None
+        chunk = b"\0" * 65536
+        try:
+            while written < total:
+                hook.stdin.write(chunk)
+                written += len(chunk)
+            hook.stdin.flush()
+        except BrokenPipeError:  # the hook stopped reading and exited
+            pass
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    returncode, err = finish(hook)
+    feeder.join()
+
+    assert returncode == 1
+    assert f"the hook input is over {MAX_HOOK_INPUT_BYTES} bytes" in err
+    assert written < total

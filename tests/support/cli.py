@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import redis
 
+from ace_workers.cli import main
 from ace_workers.sim import make_tasks
 
 
@@ -32,3 +36,24 @@ def write_traces(path: Path, n: int, bad_line_at: int | None = None) -> Path:
         lines.insert(bad_line_at - 1, "{not json")
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a command run through main() said, and its exit status."""
+
+    code: int
+    out: str
+    err: str
+
+
+def run_console_script(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> Ran:
+    """Run ``ace-workers ARGS`` in-process as its console script does (main(): errors end as one line)."""
+    monkeypatch.setattr(sys, "argv", ["ace-workers", *args])
+    with pytest.raises(SystemExit) as ended:
+        main()
+    captured = capsys.readouterr()
+    code = ended.value.code
+    return Ran(code if isinstance(code, int) else 1, captured.out, captured.err)

@@ -8,6 +8,7 @@ __all__ = [
     "BatchInputMissingError",
     "BatchNotFoundError",
     "ChangelogTrimmedError",
+    "CorruptDataError",
     "InvalidKeyPrefixError",
     "InvalidSkillbookNameError",
     "SkillbookExistsError",
@@ -21,6 +22,15 @@ __all__ = [
 
 class StoreError(AceError):
     """The Redis skillbook store could not carry out an operation."""
+
+
+class CorruptDataError(StoreError):
+    """A Redis key holds what the store cannot read: not JSON, not a number, a key of the wrong type."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key = key
+        self.problem = problem
+        super().__init__(f"corrupt data in Redis: key {key!r} {problem}")
 
 
 class VersionConflict(StoreError):

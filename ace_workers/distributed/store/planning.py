@@ -26,7 +26,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -34,7 +34,9 @@ from typing import Any
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
 from .changelog import SkillImage
+from .errors import CorruptDataError
 from .keys import content_field
+from .replies import decode_json, decode_text
 
 __all__ = [
     "ORDER_KEY",
@@ -66,9 +68,15 @@ def encode_stored_skill(image: Mapping[str, Any], order: int) -> str:
     return json.dumps({**image, ORDER_KEY: order}, ensure_ascii=False)
 
 
-def decode_stored_skill(raw: bytes | str) -> tuple[dict[str, Any], int | None]:
-    """A skills-hash value as (file-format dict, insertion order or None if it has none)."""
-    image = json.loads(raw)
+def decode_stored_skill(raw: bytes | str, key: str, skill_id: str) -> tuple[dict[str, Any], int | None]:
+    """A skills-hash value (field ``skill_id`` of ``key``) as (file-format dict, insertion order or None).
+
+    Raises:
+        CorruptDataError: the value is not a JSON object.
+    """
+    image = decode_json(raw, key, skill_id)
+    if not isinstance(image, dict):
+        raise CorruptDataError(key, f"field {skill_id!r} holds a JSON {type(image).__name__}, not a skill")
     order = image.pop(ORDER_KEY, None)
     return image, order if isinstance(order, int) else None
 
@@ -77,6 +85,7 @@ def decode_stored_skill(raw: bytes | str) -> tuple[dict[str, Any], int | None]:
 class SkillReads:
     """What was read from Redis under the current WATCH: skills by id, index fields."""
 
+    key: str  # the skills hash read, named when a value in it is corrupt
     skills: dict[str, SkillImage] = field(default_factory=dict)  # None: the id does not exist
     order: dict[str, int] = field(default_factory=dict)  # insertion order of the present skills
     fields: dict[str, list[str]] = field(default_factory=dict)  # []: no active skill says it
@@ -86,7 +95,7 @@ class SkillReads:
         if raw is None:
             self.skills[skill_id] = None
             return
-        image, order = decode_stored_skill(raw)
+        image, order = decode_stored_skill(raw, self.key, skill_id)
         self.skills[skill_id] = image
         if order is not None:
             self.order[skill_id] = order
@@ -143,9 +152,12 @@ def active_growth(changes: Mapping[str, tuple[SkillImage, SkillImage]]) -> int:
     return sum(is_active(new) - is_active(old) for old, new in changes.values())
 
 
-def count_active(raw_values: Iterable[bytes | str]) -> int:
-    """The active skills among values of the skills hash."""
-    return sum(is_active(decode_stored_skill(raw)[0]) for raw in raw_values)
+def count_active(raw_skills: Mapping[Any, bytes | str], key: str) -> int:
+    """The active skills among the id -> value pairs of the skills hash ``key``."""
+    return sum(
+        is_active(decode_stored_skill(raw, key, decode_text(skill_id))[0])
+        for skill_id, raw in raw_skills.items()
+    )
 
 
 def plan_batch(batch: UpdateBatch, reads: SkillReads, next_id: int, next_order: int) -> ApplyPlan:

@@ -1,10 +1,34 @@
-"""Redis replies as Python values, whether the client decodes responses or not."""
+"""Redis replies as Python values, whether the client decodes responses or not.
+
+The one place where what Redis holds becomes a value: a reply that is not what
+the store wrote (not JSON, not a number, a key of the wrong type) raises
+CorruptDataError naming the key and what is wrong, never a bare ValueError or
+a ResponseError from deep inside a read.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["decode_int", "decode_text", "optional_text"]
+import redis
+from redis.client import Pipeline
+
+from .errors import CorruptDataError
+
+__all__ = [
+    "decode_int",
+    "decode_json",
+    "decode_text",
+    "execute_reads",
+    "optional_text",
+    "reading",
+]
+
+_WRONG_TYPE = "WRONGTYPE"
+_SHOWN_CHARS = 40  # of a corrupt value, in the error: enough to recognise it
 
 
 def decode_text(value: bytes | str) -> str:
@@ -17,6 +41,53 @@ def optional_text(value: bytes | str | None) -> str | None:
     return None if value is None else decode_text(value)
 
 
-def decode_int(value: Any) -> int:
-    """A reply as an int, a missing key (None) counting as 0."""
-    return 0 if value is None else int(value)
+def decode_int(value: Any, key: str | None = None) -> int:
+    """A reply as an int, a missing key (None) counting as 0; CorruptDataError if it is not a whole number."""
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise CorruptDataError(key or "(a counter)", f"holds {_shown(value)}, not a whole number") from None
+
+
+def decode_json(value: bytes | str, key: str, field: str | None = None) -> Any:
+    """A reply holding JSON (``field`` of the hash ``key``, or ``key`` itself) as its value."""
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        where = f"field {field!r} " if field is not None else ""
+        raise CorruptDataError(key, f"{where}holds {_shown(value)}, not JSON ({exc})") from None
+
+
+def execute_reads(pipe: Pipeline, keys: Sequence[str]) -> list[Any]:
+    """Run ``pipe``'s queued reads, the i-th of ``keys[i]``; a key of the wrong type is a CorruptDataError."""
+    replies: list[Any] = pipe.execute(raise_on_error=False)
+    for reply, key in zip(replies, keys, strict=True):
+        if isinstance(reply, redis.ResponseError):
+            raise _wrong_type(key, reply) or reply
+    return replies
+
+
+@contextmanager
+def reading(key: str) -> Iterator[None]:
+    """Around one command reading ``key``: a key of the wrong type becomes a CorruptDataError naming it."""
+    try:
+        yield
+    except redis.ResponseError as exc:
+        corrupt = _wrong_type(key, exc)
+        if corrupt is None:
+            raise
+        raise corrupt from exc
+
+
+def _wrong_type(key: str, error: redis.ResponseError) -> CorruptDataError | None:
+    """The CorruptDataError of a WRONGTYPE reply; None for any other error (out of memory, ...)."""
+    if not str(error).startswith(_WRONG_TYPE):
+        return None
+    return CorruptDataError(key, "is of the wrong type for this read (WRONGTYPE): something else wrote it")
+
+
+def _shown(value: object) -> str:
+    text = decode_text(value) if isinstance(value, bytes | str) else str(value)
+    return repr(text[:_SHOWN_CHARS] + ("..." if len(text) > _SHOWN_CHARS else ""))

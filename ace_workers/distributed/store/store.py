@@ -30,7 +30,7 @@ from ...core.skill import SimilarityDecision
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
 from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, stream_id
-from .errors import UnknownSkillbookError, VersionConflict, VersionRangeError
+from .errors import CorruptDataError, UnknownSkillbookError, VersionConflict, VersionRangeError
 from .keys import (
     DEFAULT_PREFIX,
     META_INCARNATION,
@@ -40,6 +40,7 @@ from .keys import (
     SkillbookKeys,
     decision_field,
     registry_key,
+    validate_skillbook_name,
 )
 from .planning import (
     SkillReads,
@@ -49,7 +50,7 @@ from .planning import (
     skill_field,
     skill_order_key,
 )
-from .replies import decode_int, decode_text, optional_text
+from .replies import decode_int, decode_json, decode_text, execute_reads, optional_text, reading
 from .snapshots import SnapshotCache, advance_snapshot, default_snapshot_cache
 from .transactions import (
     META_ACTIVE_SKILLS,
@@ -86,8 +87,20 @@ _LAST = 2**62  # sorts a skill whose stored order is unknown after every known o
 
 
 def list_skillbooks(client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> list[str]:
-    """Names of the skillbooks stored under ``prefix``, sorted."""
-    return sorted(decode_text(name) for name in client.smembers(registry_key(prefix)))
+    """Names of the skillbooks stored under ``prefix``, sorted.
+
+    Raises:
+        CorruptDataError: the registry is not a set, or lists a name no skillbook can have.
+    """
+    key = registry_key(prefix)
+    with reading(key):
+        names = sorted(decode_text(name) for name in client.smembers(key))
+    for name in names:
+        try:
+            validate_skillbook_name(name)
+        except ValueError:
+            raise CorruptDataError(key, f"lists {name!r}, which cannot name a skillbook") from None
+    return names
 
 
 class StoreObserver(Protocol):
@@ -162,7 +175,8 @@ class RedisSkillbookStore:
     # -- reads ---------------------------------------------------------------------------
     def version(self) -> int:
         """The current version; 0 for a skillbook never written."""
-        return decode_int(self._redis.get(self.keys.version))
+        with reading(self.keys.version):
+            return decode_int(self._redis.get(self.keys.version), self.keys.version)
 
     def exists(self) -> bool:
         """True once the skillbook has been written at least once (and not deleted)."""
@@ -184,8 +198,8 @@ class RedisSkillbookStore:
         with self._redis.pipeline(transaction=True) as pipe:
             pipe.get(self.keys.version)
             pipe.hget(self.keys.meta, META_INCARNATION)
-            raw_version, raw_incarnation = pipe.execute()
-        version, incarnation = decode_int(raw_version), optional_text(raw_incarnation)
+            raw_version, raw_incarnation = execute_reads(pipe, [self.keys.version, self.keys.meta])
+        version, incarnation = decode_int(raw_version, self.keys.version), optional_text(raw_incarnation)
         cached = self._cache.get(self._cache_key(incarnation, version))
         if cached is not None:
             return version, SkillbookView(cached)
@@ -223,9 +237,11 @@ class RedisSkillbookStore:
             pipe.get(self.keys.version)
             pipe.hmget(self.keys.meta, [META_NEXT_ID, META_INCARNATION])
             pipe.xrange(self.keys.changes, min=stream_id(base_version + 1))
-            raw_version, (raw_next_id, raw_incarnation), entries = pipe.execute()
-        current = decode_int(raw_version)
-        records = records_of(entries)
+            raw_version, (raw_next_id, raw_incarnation), entries = execute_reads(
+                pipe, [self.keys.version, self.keys.meta, self.keys.changes]
+            )
+        current = decode_int(raw_version, self.keys.version)
+        records = records_of(entries, self.keys.changes)
         contiguous = [r.version for r in records] == list(range(base_version + 1, current + 1))
         # Rollbacks and imports may restore skills to earlier places, decisions change what an
         # apply never does: those versions are read whole.
@@ -242,7 +258,7 @@ class RedisSkillbookStore:
         book = advance_snapshot(
             base,
             (r.after for r in records),
-            next_id=decode_int(raw_next_id) or 1,
+            next_id=decode_int(raw_next_id, self.keys.meta) or 1,
             new_order=lambda skill_id: (orders.get(skill_id, _LAST), *skill_order_key(skill_id)),
         )
         return current, book
@@ -253,7 +269,7 @@ class RedisSkillbookStore:
             return {}
         orders = {}
         for skill_id, raw in zip(skill_ids, self._redis.hmget(self.keys.skills, skill_ids), strict=True):
-            order = decode_stored_skill(raw)[1] if raw is not None else None
+            order = decode_stored_skill(raw, self.keys.skills, skill_id)[1] if raw is not None else None
             if order is not None:
                 orders[skill_id] = order
         return orders
@@ -270,26 +286,33 @@ class RedisSkillbookStore:
         with self._redis.pipeline(transaction=True) as pipe:
             pipe.get(self.keys.version)
             pipe.hget(self.keys.meta, META_ACTIVE_SKILLS)
-            raw_version, raw_active = pipe.execute()
-        if raw_active is not None or not decode_int(raw_version):
-            return decode_int(raw_active)
+            raw_version, raw_active = execute_reads(pipe, [self.keys.version, self.keys.meta])
+        if raw_active is not None or not decode_int(raw_version, self.keys.version):
+            return decode_int(raw_active, self.keys.meta)
         # Last written before the count was kept: count now; its next write stores the count.
-        return count_active(self._redis.hvals(self.keys.skills))
+        with reading(self.keys.skills):
+            return count_active(self._redis.hgetall(self.keys.skills), self.keys.skills)
 
     def stats(self) -> dict[str, int]:
         """The store's counters: applies, stale_applies, skipped_ops (of them adds_skipped_full: ADDs
         left out because the skillbook was full), duplicate_deliveries, conflicts."""
         counts = dict.fromkeys(STATS_FIELDS, 0)
-        for key, value in self._redis.hgetall(self.keys.stats).items():
-            counts[decode_text(key)] = int(value)
+        with reading(self.keys.stats):
+            raw_counts = self._redis.hgetall(self.keys.stats)
+        for key, value in raw_counts.items():
+            counts[decode_text(key)] = decode_int(value, self.keys.stats)
         return counts
 
     def similarity_decisions(self) -> dict[tuple[str, str], SimilarityDecision]:
         """Every recorded similarity decision, keyed by the sorted pair of skill ids."""
         decisions: dict[tuple[str, str], SimilarityDecision] = {}
-        for key, value in self._redis.hgetall(self.keys.decisions).items():
+        with reading(self.keys.decisions):
+            raw_decisions = self._redis.hgetall(self.keys.decisions)
+        for key, value in raw_decisions.items():
             id_a, _, id_b = decode_text(key).partition(",")
-            decisions[(id_a, id_b)] = SimilarityDecision.from_dict(json.loads(value))
+            decisions[(id_a, id_b)] = SimilarityDecision.from_dict(
+                decode_json(value, self.keys.decisions, decode_text(key))
+            )
         return decisions
 
     # -- change log ------------------------------------------------------------------------
@@ -303,13 +326,14 @@ class RedisSkillbookStore:
         newest = "+"
         while len(entries) < limit:
             wanted = min(_HISTORY_PAGE, limit - len(entries))
-            page = self._redis.xrevrange(self.keys.changes, max=newest, count=wanted) or []
+            with reading(self.keys.changes):
+                page = self._redis.xrevrange(self.keys.changes, max=newest, count=wanted) or []
             entries.extend(page)
             if len(page) < wanted:
                 break
             last_id = page[-1][0]
             newest = "(" + str(optional_text(last_id))
-        return records_of(entries)
+        return records_of(entries, self.keys.changes)
 
     def diff(self, from_version: int, to_version: int) -> dict[str, tuple[SkillImage, SkillImage]]:
         """Skill id -> (state at ``from_version``, state at ``to_version``) for every skill changed between.
@@ -519,8 +543,10 @@ class RedisSkillbookStore:
             pipe.hmget(keys.meta, [META_NEXT_ID, META_INCARNATION])
             pipe.hgetall(keys.skills)
             pipe.hgetall(keys.decisions)
-            raw_version, (raw_next_id, raw_incarnation), raw_skills, raw_decisions = pipe.execute()
-        reads = SkillReads()
+            raw_version, (raw_next_id, raw_incarnation), raw_skills, raw_decisions = execute_reads(
+                pipe, [keys.version, keys.meta, keys.skills, keys.decisions]
+            )
+        reads = SkillReads(keys.skills)
         for key, value in raw_skills.items():
             reads.add_skill(decode_text(key), value)
         data = {
@@ -528,11 +554,14 @@ class RedisSkillbookStore:
             "skills": {
                 skill_id: reads.skills[skill_id] for skill_id in sorted(reads.skills, key=reads.sort_key)
             },
-            "next_id": (decode_int(raw_next_id) or 1) - 1,
-            "similarity_decisions": {decode_text(k): json.loads(v) for k, v in raw_decisions.items()},
+            "next_id": (decode_int(raw_next_id, keys.meta) or 1) - 1,
+            "similarity_decisions": {
+                decode_text(k): decode_json(v, keys.decisions, decode_text(k))
+                for k, v in raw_decisions.items()
+            },
         }
         book = Skillbook.from_dict(data, source=f"redis skillbook {self.name!r}")
-        return decode_int(raw_version), optional_text(raw_incarnation), book
+        return decode_int(raw_version, keys.version), optional_text(raw_incarnation), book
 
     def _identity(self, incarnation: str | None) -> tuple[str, str, str | None]:
         """Which skillbook a cached snapshot is of: every version of one incarnation shares it."""

@@ -39,7 +39,13 @@ from .changelog import (
     require_contiguous,
     stream_id,
 )
-from .errors import SkillbookExistsError, StoreError, UnknownSkillbookError, VersionRangeError
+from .errors import (
+    CorruptDataError,
+    SkillbookExistsError,
+    StoreError,
+    UnknownSkillbookError,
+    VersionRangeError,
+)
 from .keys import (
     META_CREATED_AT,
     META_INCARNATION,
@@ -70,7 +76,7 @@ from .planning import (
     skill_order_key,
     without_operations,
 )
-from .replies import decode_int, decode_text
+from .replies import decode_int, decode_text, optional_text
 
 __all__ = [
     "META_ACTIVE_SKILLS",
@@ -124,7 +130,7 @@ def read_changes(
 ) -> list[ChangeRecord]:
     """The change records of versions (from_version, to_version], oldest first, checked complete."""
     entries = client.xrange(keys.changes, min=stream_id(from_version + 1), max=stream_id(to_version))
-    records = records_of(entries)
+    records = records_of(entries, keys.changes)
     require_contiguous(keys.name, records, from_version + 1, to_version)
     return records
 
@@ -245,7 +251,7 @@ class SkillbookWrites:
             return 0
         # Written before the count was kept: count it once (O(skills)); this write stores it.
         logger.info("skillbook %r: counting its active skills once, to keep the count", self.name)
-        return count_active(pipe.hvals(self.keys.skills))
+        return count_active(pipe.hgetall(self.keys.skills), self.keys.skills)
 
     def _read_active_skills(self, pipe: Pipeline, version: int) -> tuple[int, bool]:
         """The active-skill count under the current WATCH, and whether the meta hash holds it."""
@@ -286,7 +292,7 @@ class SkillbookWrites:
         self, pipe: Pipeline, batch: UpdateBatch, version: int, next_id: int, next_order: int
     ) -> ApplyPlan:
         """Read what ``batch`` depends on, round by round, until its plan is complete."""
-        reads = SkillReads()
+        reads = SkillReads(self.keys.skills)
         self._read_into(
             pipe,
             reads,
@@ -335,7 +341,7 @@ class SkillbookWrites:
         if version == 0:
             raise UnknownSkillbookError(self.name)
         active, stored = self._read_active_skills(pipe, version)
-        reads = SkillReads()
+        reads = SkillReads(self.keys.skills)
         self._read_into(pipe, reads, batch.named_ids(), ())
         skills = {i: Skill.from_dict(image) for i, image in reads.skills.items() if image is not None}
         check_consolidation(batch.operations, skills, batch.planned_contents)
@@ -395,7 +401,7 @@ class SkillbookWrites:
         next_order = decode_int(pipe.hget(self.keys.meta, META_NEXT_ORDER))
         # Not held to the size limit: a rollback restores a state the skillbook had.
         active, stored = self._read_active_skills(pipe, version)
-        reads = SkillReads()
+        reads = SkillReads(self.keys.skills)
         self._read_into(pipe, reads, targets, ())
         changes = {
             skill_id: (reads.skills[skill_id], target)
@@ -440,7 +446,9 @@ class SkillbookWrites:
         if version and not replace:
             raise SkillbookExistsError(self.name, version)
         stored = pipe.hgetall(keys.skills) if version else {}
-        old = {decode_text(k): decode_stored_skill(v)[0] for k, v in stored.items()}
+        old = {
+            decode_text(k): decode_stored_skill(v, keys.skills, decode_text(k))[0] for k, v in stored.items()
+        }
         next_id = max(decode_int(pipe.hget(keys.meta, META_NEXT_ID)) or 1, payload.next_id)
         changes = {
             skill_id: (old.get(skill_id), payload.skills.get(skill_id))
@@ -592,9 +600,26 @@ def read_watched(pipe: Pipeline | ClusterPipeline, keys: list[str]) -> list[Any]
     return list(pipe.mget(keys))
 
 
-def records_of(entries: Any) -> list[ChangeRecord]:
-    """Change records from an XRANGE/XREVRANGE reply."""
-    return [decode_change(fields) for _, fields in entries or []]
+_SHOWN_PROBLEM_CHARS = 200  # of why a change-log entry cannot be read
+
+
+def records_of(entries: Any, key: str) -> list[ChangeRecord]:
+    """Change records from an XRANGE/XREVRANGE reply of the change log ``key``.
+
+    Raises:
+        CorruptDataError: an entry is not a change record as encode_change writes one.
+    """
+    records = []
+    for entry_id, fields in entries or []:
+        try:
+            records.append(decode_change(fields))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # JSON, pydantic, int(), enum
+            # One line, however many a pydantic error spans.
+            problem = " ".join(str(exc).split())[:_SHOWN_PROBLEM_CHARS] or type(exc).__name__
+            raise CorruptDataError(
+                key, f"entry {optional_text(entry_id)} is not a change record ({problem})"
+            ) from None
+    return records
 
 
 def as_fields(values: Mapping[str, str]) -> dict[FieldT, EncodableT]:

@@ -164,9 +164,33 @@ def test_an_unreadable_dead_letter_is_kept_and_named(service: Service) -> None:
     assert service.runtime.redis.llen(key) == 1
 
 
+MINE = "tests.support.recipes:failing_recipe"
+OTHER = "tests.support.recipes:flaky_recipe"
+
+
 def test_ace_recipes_maps_names_to_import_paths() -> None:
-    settings = WorkerSettings.from_env({"ACE_RECIPES": "mine=pkg.mod:make, other=pkg.other:build"})
-    assert settings.recipe_paths() == {"mine": "pkg.mod:make", "other": "pkg.other:build"}
+    settings = WorkerSettings.from_env({"ACE_RECIPES": f"mine={MINE}, other={OTHER}"})
+    assert settings.recipe_paths() == {"mine": MINE, "other": OTHER}
+
+
+@pytest.mark.parametrize(
+    ("path", "problem"),
+    [
+        (
+            "tests.support.recipes:failing_recipe.__call__",
+            "recipe 'mine': 'failing_recipe.__call__' is a dotted attribute",
+        ),
+        ("tests.support.no_such_module:make", "module 'tests.support.no_such_module' cannot be imported"),
+        ("tests.support.recipes:no_such_recipe", "module 'tests.support.recipes' has no 'no_such_recipe'"),
+        ("tests.support.recipes:TEST_RECIPES", "is a str, not a function"),
+    ],
+)
+def test_an_ace_recipes_target_that_cannot_be_imported_fails_when_the_settings_are_built(
+    path: str, problem: str
+) -> None:
+    with pytest.raises(InvalidSettingError, match="ACE_RECIPES") as raised:
+        WorkerSettings.from_env({"ACE_RECIPES": f"mine={path}"})
+    assert problem in str(raised.value)
 
 
 @pytest.mark.parametrize(
@@ -175,7 +199,7 @@ def test_ace_recipes_maps_names_to_import_paths() -> None:
         ("pkg.mod:make", "is not 'name=package.module:function'"),
         ("mine=not a path", "is not 'name=package.module:function'"),
         ("ace=pkg.mod:make", "recipe name 'ace' is taken"),
-        ("a=pkg.m:f,a=pkg.m:g", "recipe name 'a' is taken"),
+        (f"a={MINE},a={OTHER}", "recipe name 'a' is taken"),
     ],
 )
 def test_a_malformed_ace_recipes_fails_at_start_naming_the_variable(value: str, problem: str) -> None:
