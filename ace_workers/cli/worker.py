@@ -80,6 +80,8 @@ def worker_command(
     with resolve_redis(settings) as (broker_url, redis_url):
         service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
         check_app_security(service.app)
+        if "learn" in roles:
+            service.runtime.check_reflector()  # e.g. ACE_REFLECTOR=rr without its sandbox's OS boundary
         watchdog = ConsumptionWatchdog(
             service.app,
             served,

@@ -84,6 +84,9 @@ class WorkerSettings:
       model writes code that a process sandbox runs, ``ace_workers.rr``) [single]
     - ``ACE_RR_MAX_ITERATIONS``, ``ACE_RR_TIMEOUT_SECONDS``, ``ACE_RR_MEMORY_MB``: with "rr", its LLM
       turns, and each sandbox run's wall-clock limit and address space [10, 10, 512]
+    - ``ACE_RR_UNSAFE_SANDBOX``: true lets "rr" run where its OS boundary (bubblewrap, libseccomp,
+      namespaces) cannot be set up, behind the in-process guards only; false: such a worker refuses
+      to start, naming what is missing [false]
     - ``ACE_LLM_FACTORY``: "package.module:callable" returning an LLMClientLike for a model name [unset]
     - ``ACE_LLM_MAX_RETRIES``: attempts per structured LLM call before RetriesExhausted [3]
     - ``ACE_LLM_TIMEOUT_SECONDS``: timeout of one LLM request [60]
@@ -163,6 +166,7 @@ class WorkerSettings:
     rr_max_iterations: int = _setting(10, minimum=1)
     rr_timeout_seconds: float = _setting(10.0, positive=True)
     rr_memory_mb: int = _setting(512, minimum=64)
+    rr_unsafe_sandbox: bool = False
     llm_factory: str | None = None
     recipes: str = ""
     llm_max_retries: int = _setting(3, minimum=1)

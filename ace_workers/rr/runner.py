@@ -70,7 +70,7 @@ class RRStep:
         self.llm = llm
         self.config = config or RRConfig()
         self.prompt_template = prompt_template
-        self.sandbox = sandbox or Sandbox(self.config.limits)
+        self.sandbox = sandbox or Sandbox(self.config.limits, isolation=self.config.isolation)
         self._step = ReflectStep(self)
 
     def __repr__(self) -> str:

@@ -2,36 +2,32 @@
 
 Each :meth:`Sandbox.run` starts a fresh interpreter (``python -I -S``, no
 environment variables, so no API key leaks into it) in a new session, in a
-fresh temporary directory that is deleted afterwards. The child script
-(:mod:`ace_workers.rr.sandbox_child`) lowers its own resource limits with
-``resource.setrlimit`` -- address space, CPU seconds, file size, open files,
-no core dumps -- and installs in-process guards before the code runs:
+fresh temporary directory that is deleted afterwards. With
+``Isolation.OS`` (the default) it starts behind the OS boundary of
+:mod:`ace_workers.rr.boundary`: bubblewrap namespaces (no network, no host
+files but the interpreter's, read-only), uid 65534 and a seccomp filter
+against new processes, programs and sockets. Where that boundary cannot be
+set up, a Sandbox refuses to be built (:class:`SandboxUnavailableError`)
+unless ``Isolation.OS_OR_GUARDS`` allows the in-process guards alone.
+
+The child script (:mod:`ace_workers.rr.sandbox_child`) drops to the sandbox
+uid, lowers its own resource limits with ``resource.setrlimit`` -- address
+space, CPU seconds, file size, open files, processes, no core dumps -- loads
+the seccomp filter and installs in-process guards before the code runs:
 sockets raise ``PermissionError("network access is disabled in the
 sandbox")``, process creation and ``ctypes``/``subprocess`` imports are
 refused, and any file path that resolves outside the working directory is
-refused. The parent enforces the wall-clock timeout and kills the child's
-whole process group when it expires. Nothing here uses signals or
+refused. The guards are a second layer, not the boundary: code can dig
+through ``object.__subclasses__()`` to the unguarded originals, and then
+meets the kernel's refusals. The parent enforces the wall-clock timeout and
+kills the child's whole process group (and, through bwrap's PID namespace,
+everything the run started) when it expires. Nothing here uses signals or
 ``preexec_fn``, so many threads (Celery worker threads) may run code at once.
 
 The trace goes in as JSON (``input.json``); the result comes back in
 ``result.json``, written by the child through a file handle it opened before
 the code ran, while the code's stdout and stderr go to files of their own:
 printing cannot forge a result.
-
-**What this is not.** The in-process guards are defence in depth, not a
-security boundary: the code runs as the worker's user, in an interpreter it
-can introspect (``object.__subclasses__()``, frames, the garbage collector)
-to reach the unguarded originals. For untrusted models in production, add an
-OS boundary around the worker or around each run:
-
-- a network namespace with no interfaces (``unshare -n``, or a container
-  with ``network_mode: none``), so no socket can reach anything;
-- a seccomp filter (e.g. via nsjail, bubblewrap or firejail) that denies
-  ``socket``, ``connect``, ``execve``, ``fork``/``clone``, ``ptrace``;
-- a container or a read-only bind of only the sandbox directory
-  (bubblewrap/nsjail), so foreign files are absent, not merely refused;
-- a dedicated unprivileged user for the runs (``RLIMIT_NPROC``, which the
-  child sets to 0, is then enforced by the kernel; it is not for root).
 """
 
 from __future__ import annotations
@@ -48,13 +44,18 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any, Final
+
+from ..errors import SandboxUnavailableError
+from .boundary import SANDBOX_UID, OSBoundary, find_boundary
 
 __all__ = [
     "KILLED_CPU",
     "KILLED_MEMORY",
     "KILLED_TIMEOUT",
+    "Isolation",
     "Sandbox",
     "SandboxLimits",
     "SandboxResult",
@@ -72,6 +73,16 @@ CHILD_ENV: Final = {"LC_ALL": "C.UTF-8"}
 # What a child killed for lack of memory leaves on stderr when it could not raise MemoryError.
 _MEMORY_MARKERS: Final = ("MemoryError", "Cannot allocate memory", "out of memory")
 _BYTES_PER_CHAR: Final = 4  # the most UTF-8 needs for one character
+# bwrap exits with 128 + the signal number when the child it started was killed by a signal.
+_BWRAP_SIGNAL_BASE: Final = 128
+
+
+class Isolation(str, Enum):
+    """What stands between the code and the host."""
+
+    OS = "os"  # the OS boundary, or no sandbox at all (SandboxUnavailableError)
+    OS_OR_GUARDS = "os-or-guards"  # the OS boundary where it can be set up, else the guards alone
+    GUARDS = "guards"  # the in-process guards alone (no boundary: for comparison and tests)
 
 
 @dataclass(frozen=True)
@@ -159,14 +170,30 @@ class SandboxResult:
 
 
 class Sandbox:
-    """Runs Python code in a fresh, limited, guarded child process; thread-safe."""
+    """Runs Python code in a fresh, limited, guarded child process, behind the OS boundary; thread-safe."""
 
-    def __init__(self, limits: SandboxLimits | None = None, *, python: str | None = None) -> None:
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        python: str | None = None,
+        isolation: Isolation = Isolation.OS,
+    ) -> None:
+        """Raises SandboxUnavailableError if ``isolation`` is OS and the boundary cannot be set up here."""
         self.limits = limits or SandboxLimits()
         self.python = python or sys.executable
+        self.boundary: OSBoundary | None = None
+        if isolation is not Isolation.GUARDS:
+            try:
+                self.boundary = find_boundary()
+            except SandboxUnavailableError as exc:
+                if isolation is Isolation.OS:
+                    raise
+                logger.warning("sandboxed code runs behind the in-process guards only: %s", exc.missing)
 
     def __repr__(self) -> str:
-        return f"Sandbox({self.limits!r})"
+        isolation = "os" if self.boundary is not None else "guards"
+        return f"Sandbox({self.limits!r}, isolation={isolation!r})"
 
     def run(self, code: str, variables: Mapping[str, Any] | None = None) -> SandboxResult:
         """Run ``code`` with ``variables`` (JSON values; others become strings) as globals.
@@ -183,14 +210,23 @@ class Sandbox:
     def _run_in(self, root: str, code: str, variables: dict[str, Any]) -> SandboxResult:
         workdir = os.path.join(root, "work")
         os.mkdir(workdir)
-        request = {"code": code, "variables": variables, "limits": self.limits.for_child()}
+        request: dict[str, Any] = {"code": code, "variables": variables, "limits": self.limits.for_child()}
+        argv = [self.python, "-I", "-S", "-B", CHILD_SCRIPT, root]
+        if self.boundary is not None:
+            request["boundary"] = {"uid": SANDBOX_UID, "seccomp": self.boundary.seccomp.hex()}
+            argv = self.boundary.command(self.python, CHILD_SCRIPT, root)
+            if os.getuid() == 0:
+                # The code runs as SANDBOX_UID: its own directory is the one it may write; the
+                # run's directory stays root's, searchable only (input and result are root's).
+                os.chown(workdir, SANDBOX_UID, SANDBOX_UID)
+                os.chmod(root, 0o711)
         with open(os.path.join(root, "input.json"), "w", encoding="utf-8") as handle:
             json.dump(request, handle, default=str)
         out_path, err_path = os.path.join(root, "stdout"), os.path.join(root, "stderr")
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             started = time.monotonic()
             process = subprocess.Popen(
-                [self.python, "-I", "-S", "-B", CHILD_SCRIPT, root],
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -204,7 +240,10 @@ class Sandbox:
         outcome = _read_outcome(os.path.join(root, "result.json"))
         stdout = _read_capped(out_path, self.limits.max_output_chars, outcome.get("stdout_chars"))
         stderr = _read_capped(err_path, self.limits.max_output_chars, outcome.get("stderr_chars"))
-        killed, error = self._diagnose(process.returncode, timed_out, outcome, stderr)
+        returncode = process.returncode
+        if self.boundary is not None and not outcome and returncode > _BWRAP_SIGNAL_BASE:
+            returncode = _BWRAP_SIGNAL_BASE - returncode  # as Popen reports a signal: negative
+        killed, error = self._diagnose(returncode, timed_out, outcome, stderr)
         if killed is not None:
             logger.info("sandboxed code stopped: %s after %.2fs", killed, duration)
         return SandboxResult(
@@ -215,7 +254,7 @@ class Sandbox:
             error=error,
             killed=killed,
             duration_s=duration,
-            exit_code=process.returncode,
+            exit_code=returncode,
         )
 
     def _diagnose(

@@ -3,21 +3,26 @@
 Never imported by the parent. The script, standard library only:
 
 1. reads ``ROOT/input.json`` (the code, its variables and the limits);
-2. lowers its own resource limits with ``resource.setrlimit`` (address space,
-   CPU seconds, file size, open files, no core dumps) -- done here rather than
-   in a ``preexec_fn``, which is unsafe in a multi-threaded parent;
-3. pre-imports the standard modules analysis code wants, then installs the
+2. behind the OS boundary, drops to the sandbox uid when it starts as root
+   (and refuses to go on as root);
+3. lowers its own resource limits with ``resource.setrlimit`` (address space,
+   CPU seconds, file size, open files, processes, no core dumps) -- done here
+   rather than in a ``preexec_fn``, which is unsafe in a multi-threaded
+   parent, and after the uid drop, so ``RLIMIT_NPROC`` holds;
+4. behind the OS boundary, loads the parent's seccomp program (``prctl``),
+   after its own start-up, which needed ``execve``;
+5. pre-imports the standard modules analysis code wants, then installs the
    guards: no sockets, no processes, no ``ctypes``, no file path outside
    ``ROOT/work`` (its working directory);
-4. runs the code with the variables, ``FINAL`` and a capped ``print``;
-5. writes ``ROOT/result.json`` with a file object opened *before* the guards
+6. runs the code with the variables, ``FINAL`` and a capped ``print``;
+7. writes ``ROOT/result.json`` with a file object opened *before* the guards
    went up, so printing cannot forge the result: the parent reads stdout and
    stderr from their own files, and the result only from this one.
 
 The guards are defence in depth inside one interpreter, not a security
 boundary: code that digs through ``object.__subclasses__()`` or the garbage
 collector can reach the unguarded originals. The boundary is the OS: see
-:mod:`ace_workers.rr.sandbox`.
+:mod:`ace_workers.rr.boundary`.
 """
 
 from __future__ import annotations
@@ -132,6 +137,42 @@ def set_limits(limits: dict[str, int]) -> None:
         if current_hard != resource.RLIM_INFINITY:
             soft, hard = min(soft, current_hard), min(hard, current_hard)
         resource.setrlimit(which, (soft, hard))
+
+
+def drop_privileges(uid: int) -> None:
+    """Become ``uid`` (and its gid, no supplementary groups) for good; refuse to go on as root."""
+    if os.getuid() == 0:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)  # from root to another uid for real, saved uid too: no way back
+    if os.getuid() == 0 or os.geteuid() == 0:
+        raise SystemExit("sandbox: refusing to run code as root")
+
+
+# prctl options and the seccomp mode, from <linux/prctl.h> and <linux/seccomp.h>.
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+BPF_INSTRUCTION_BYTES = 8  # struct sock_filter
+
+
+def load_seccomp(program: bytes) -> None:
+    """Load the BPF seccomp ``program`` into this process for good (no new privileges either)."""
+    import ctypes
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // BPF_INSTRUCTION_BYTES, ctypes.cast(buffer, ctypes.c_char_p))
+    for option, argument in (
+        (PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1)),
+        (PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER)),
+    ):
+        extra = ctypes.byref(fprog) if option == PR_SET_SECCOMP else ctypes.c_ulong(0)
+        if libc.prctl(option, argument, extra, ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
+            raise SystemExit(f"sandbox: prctl({option}) failed: {os.strerror(ctypes.get_errno())}")
 
 
 class PathGuard:
@@ -354,7 +395,12 @@ def main(root: str) -> None:
     stdout = CappedWriter(sys.stdout, limit)  # type: ignore[arg-type]
     stderr = CappedWriter(sys.stderr, limit)  # type: ignore[arg-type]
     sys.stdout, sys.stderr = stdout, stderr
+    boundary = request.get("boundary")
+    if boundary is not None:
+        drop_privileges(int(boundary["uid"]))
     set_limits(request["limits"])
+    if boundary is not None:
+        load_seccomp(bytes.fromhex(boundary["seccomp"]))
     install_guards(workdir)
     outcome = run_code(request["code"], request["variables"])
     outcome.update(stdout_chars=stdout.chars, stderr_chars=stderr.chars)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -183,11 +184,14 @@ def test_many_threads_run_code_at_once_and_each_gets_its_own_answer(sandbox: San
 
 
 @pytest.mark.parametrize("tail", ["", "while True:\n    pass"])
-def test_the_temporary_directory_is_deleted_afterwards(sandbox: Sandbox, tail: str) -> None:
-    result = sandbox.run(f"import os\nprint(os.getcwd())\n{tail}")
-    workdir = Path(result.stdout.strip())
-    assert workdir.name == "work"
-    assert not workdir.parent.exists()
+def test_the_temporary_directory_is_deleted_afterwards(
+    sandbox: Sandbox, tail: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The code sees its directory at /sandbox/work: look where the parent made it instead.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    result = sandbox.run(f"open('notes.txt', 'w').write('x')\nprint('written')\n{tail}")
+    assert result.stdout == "written\n"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_printing_a_fake_result_does_not_forge_one(sandbox: Sandbox) -> None:

@@ -176,16 +176,27 @@ class WorkerRuntime:
         with self._lock:
             return self._pipelines.setdefault(key, entry)
 
+    def check_reflector(self) -> None:
+        """Build the settings' reflector once, so one that cannot run here stops a worker at start.
+
+        Raises:
+            SandboxUnavailableError: with ACE_REFLECTOR=rr where the sandbox's OS boundary
+                cannot be set up (and ACE_RR_UNSAFE_SANDBOX is not set).
+        """
+        self.reflector()
+
     def reflector(self) -> ReflectorLike:
         """The settings' reflector: the single-pass one, or the Recursive Reflector ("rr")."""
         settings = self.settings
         llm = self.llm(settings.reflector_model)
         if settings.reflector != "rr":
             return Reflector(llm)
-        from ...rr import RRConfig, RRStep, SandboxLimits
+        from ...rr import Isolation, RRConfig, RRStep, SandboxLimits
 
         limits = SandboxLimits(timeout_s=settings.rr_timeout_seconds, memory_mb=settings.rr_memory_mb)
-        return RRStep(llm, config=RRConfig(max_iterations=settings.rr_max_iterations, limits=limits))
+        isolation = Isolation.OS_OR_GUARDS if settings.rr_unsafe_sandbox else Isolation.OS
+        config = RRConfig(max_iterations=settings.rr_max_iterations, limits=limits, isolation=isolation)
+        return RRStep(llm, config=config)
 
     def deduplicator(self, skillbook: str, provider: str | None = None) -> DeduplicationManager:
         """A deduplication manager for ``skillbook``: the settings' embeddings, cached in its Redis.

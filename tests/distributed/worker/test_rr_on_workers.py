@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
+import redis
 
 from ace_workers.distributed.errors import InvalidSettingError
 from ace_workers.distributed.settings import WorkerSettings
-from ace_workers.rr import RRStep
+from ace_workers.rr import RRStep, SandboxUnavailableError
 from ace_workers.sim import failure_traces
+from tests.support.rr_llm import ESCAPED_KEY
+from tests.support.sandbox import boundary_missing
 from tests.support.workers import running_service
 
 pytestmark = pytest.mark.slow
@@ -43,3 +48,45 @@ def test_workers_learn_through_the_sandbox_and_outlive_code_it_kills(
 def test_an_unknown_reflector_is_refused_naming_the_choices() -> None:
     with pytest.raises(InvalidSettingError, match=r"ACE_REFLECTOR='deep': use one of single, rr"):
         WorkerSettings(reflector="deep")
+
+
+def test_a_worker_with_rr_refuses_to_start_without_the_sandbox_boundary(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refused = pytest.raises(SandboxUnavailableError, match="bubblewrap")
+    with (
+        boundary_missing(monkeypatch),
+        refused,
+        running_service(redis_url, reflector="rr", llm_factory=FACTORY),
+    ):
+        pass
+
+
+def test_ace_rr_unsafe_sandbox_lets_it_start_behind_the_guards(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with (
+        boundary_missing(monkeypatch),
+        running_service(redis_url, reflector="rr", llm_factory=FACTORY, rr_unsafe_sandbox=True) as service,
+    ):
+        reflector = service.runtime.reflector()
+        assert isinstance(reflector, RRStep)
+        assert reflector.sandbox.boundary is None
+
+
+def test_ace_rr_unsafe_sandbox_is_read_from_the_environment() -> None:
+    settings = WorkerSettings.from_env({"ACE_REFLECTOR": "rr", "ACE_RR_UNSAFE_SANDBOX": "1"})
+    assert settings.rr_unsafe_sandbox is True
+
+
+def test_code_on_a_worker_cannot_write_into_the_fleets_redis(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    port = urlsplit(redis_url).port
+    options = {"reflector": "rr", "reflector_model": f"rr-redis-{port}", "llm_factory": FACTORY}
+    with running_service(redis_url, learn_threads=2, rr_timeout_seconds=3, **options) as service:
+        handle = service.producer.enqueue_traces(failure_traces(2), "rr")
+        assert handle.wait(timeout=90).done == 2
+        for result in handle.results():
+            assert result.output.reflection.raw["rr_trace"]["iterations"][0]["error"] is not None
+    assert redis_client.exists(ESCAPED_KEY) == 0
