@@ -114,7 +114,7 @@ def local_workers(
     settings = service.runtime.settings
     queues = settings.queue_names()
     served = settings.write_queues() if write_queues is None else write_queues
-    service.runtime.check_reflector()  # these workers reflect: a reflector that cannot run stops them here
+    service.runtime.check_reflector()  # an rr reflector that cannot run stops these workers here
     service.app.steps["consumer"].add(_WakeUp)
     # kombu's Redis transport takes its BRPOP timeout from the polling interval.
     options = service.app.conf.broker_transport_options or {}

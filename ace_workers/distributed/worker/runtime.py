@@ -177,13 +177,17 @@ class WorkerRuntime:
             return self._pipelines.setdefault(key, entry)
 
     def check_reflector(self) -> None:
-        """Build the settings' reflector once, so one that cannot run here stops a worker at start.
+        """Build a Recursive Reflector once, so one that cannot run here stops a worker at start.
+
+        The single-pass reflector needs nothing of the machine: it is not built here (its
+        model's client may be costly to load, and a worker builds it when it first reflects).
 
         Raises:
             SandboxUnavailableError: with ACE_REFLECTOR=rr where the sandbox's OS boundary
                 cannot be set up (and ACE_RR_UNSAFE_SANDBOX is not set).
         """
-        self.reflector()
+        if self.settings.reflector == "rr":
+            self.reflector()
 
     def reflector(self) -> ReflectorLike:
         """The settings' reflector: the single-pass one, or the Recursive Reflector ("rr")."""
