@@ -25,12 +25,12 @@ from ace_workers.distributed.service import Service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import dead_letters_key
 from ace_workers.distributed.worker import recipes as worker_recipes
-from ace_workers.distributed.worker.chains import STEP_TASK
 from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry_dead_letters
 from ace_workers.distributed.worker.errors import UnknownRecipeError
 from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.distributed.worker.recipes import resolve_recipe
 from ace_workers.sim import failure_traces
+from tests.support.crafted import publish_step, trace_payload
 from tests.support.workers import running_service
 
 HOSTILE_MODULE = "tests.support.hostile_recipe"
@@ -46,22 +46,8 @@ def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
 
 
 def publish_crafted_step(service: Service, recipe: Any, *, batch_id: str) -> None:
-    """Publish an ace.step message as an attacker would, for a one-sample batch made for it."""
-    runtime = service.runtime
-    runtime.batches.create(
-        batch_id, skillbook="book", recipe="trace_analyser", per_epoch=1, epochs=1, skills_at_start=0
-    )
-    payload = context_to_payload(ACEStepContext(trace=failure_traces(1)[0]), claims=runtime.claims)
-    kwargs = {
-        "recipe": recipe,
-        "skillbook": "book",
-        "index": 0,
-        "batch_id": batch_id,
-        "epoch": 1,
-        "sample_index": 1,
-    }
-    runtime.batches.record_sent(batch_id, 1, 1)
-    service.app.send_task(STEP_TASK, args=[payload], kwargs=kwargs, queue=runtime.queue("learn"))
+    """Publish an ace.step message naming ``recipe``, for a one-sample batch made for it."""
+    publish_step(service, trace_payload(service), recipe=recipe, batch_id=batch_id)
 
 
 def dead_letters(service: Service) -> list[dict[str, Any]]:
