@@ -101,7 +101,8 @@ class WorkerSettings:
       so its supervisor restarts it; > slowest step [300]
     - ``ACE_CLAIM_CHECK_BYTES``: larger payloads go to Redis; the message carries a reference [262144]
     - ``ACE_CLAIM_CHECK_TTL_SECONDS``: lifetime of a claim-checked payload in Redis [604800]
-    - ``ACE_MAX_TRACE_BYTES``: largest trace accepted at enqueue [16777216]
+    - ``ACE_MAX_TRACE_BYTES``: largest trace accepted at enqueue, and by a worker from a message
+      (inline or claim-checked) [16777216]
     - ``ACE_MAX_BATCH_SIZE``: most inputs one batch may hold [1000000]
     - ``ACE_MAX_SKILLBOOK_SKILLS``: most skills one skillbook may hold [100000]
     - ``ACE_CHANGELOG_MAXLEN``: entries kept in a skillbook's change log (approximate cap) [10000]

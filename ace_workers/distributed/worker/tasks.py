@@ -82,7 +82,13 @@ def run_step(
             raise Ignore()  # acknowledged; the chain's next steps are never sent
         book = runtime.skillbook(skillbook)
         version = book.refresh()
-        ctx = payload_to_context(payload, skillbook=book.view(), claims=runtime.claims)
+        # The producer checked the trace's size; a message need not come from a producer of ours.
+        ctx = payload_to_context(
+            payload,
+            skillbook=book.view(),
+            claims=runtime.claims,
+            max_trace_bytes=runtime.settings.max_trace_bytes,
+        )
         metadata = dict(ctx.metadata)
         # A writer rebases on the version the steps before it read (the SkillManager's snapshot).
         base_version = metadata.get("skillbook_version") if route.writes_skillbook else None
