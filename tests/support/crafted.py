@@ -1,11 +1,18 @@
-"""Step messages published as someone with access to the broker would: straight onto a queue."""
+"""Step messages published as someone with access to the broker would: straight onto a queue.
+
+And dead letters parked as a worker parks them.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import redis
 
 from ace_workers.core import ACEStepContext
 from ace_workers.distributed.service import Service
+from ace_workers.distributed.store.keys import dead_letters_key
 from ace_workers.distributed.worker.chains import STEP_TASK, sample_chain
 from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.sim import failure_traces
@@ -65,3 +72,22 @@ def create_one_sample_batch(service: Service, batch_id: str) -> None:
         batch_id, skillbook="book", recipe="trace_analyser", per_epoch=1, epochs=1, skills_at_start=0
     )
     batches.record_sent(batch_id, 1, 1)
+
+
+def park_letter(client: redis.Redis, prefix: str, *, recipe: str, batch_id: str) -> None:
+    """Park a dead letter as the step task writes one: step 0 (ReflectStep) of ``recipe``, sample 1."""
+    letter = {
+        "task_id": "t",
+        "step": "ReflectStep",
+        "kwargs": {
+            "recipe": recipe,
+            "skillbook": "book",
+            "index": 0,
+            "batch_id": batch_id,
+            "epoch": 1,
+            "sample_index": 1,
+        },
+        "payload": context_to_payload(ACEStepContext(trace=failure_traces(1)[0])),
+        "error": "LLMError: earlier",
+    }
+    client.rpush(dead_letters_key(prefix), json.dumps(letter))

@@ -18,6 +18,7 @@ from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.worker.dead_letters import read_dead_letters
 from tests.support.crafted import publish_chain, publish_step, trace_payload
+from tests.support.waiting import wait_for
 from tests.support.workers import running_service
 
 # The workers' ACE_MAX_TRACE_BYTES: small, so an oversized trace is cheap to make.
@@ -103,3 +104,32 @@ def test_a_claimed_trace_above_the_limit_fails_its_sample(service: Service) -> N
 def test_a_trace_above_the_limit_is_dead_lettered_once_not_retried(service: Service) -> None:
     failure_of(service, {**trace_payload(service), "trace": ["z" * 3000]})
     assert [letter["error"].split(":")[0] for letter in letters(service)] == ["PayloadTooLarge"]
+
+
+# --- batches that do not exist ------------------------------------------------------------------
+
+
+def batch_keys(redis_client: redis.Redis, batch_id: str) -> list[bytes]:
+    return sorted(redis_client.scan_iter(match=f"*{{batch:{batch_id}}}*"))
+
+
+def test_messages_for_a_batch_that_does_not_exist_create_no_batch_key(
+    service: Service, redis_client: redis.Redis
+) -> None:
+    for _ in range(3):
+        publish_step(service, trace_payload(service), batch_id="many", create_batch=False)
+    wait_for(lambda: len(letters(service)) == 3, 30, "three dead letters")
+    assert batch_keys(redis_client, "many") == []
+
+
+def test_a_message_for_a_batch_that_does_not_exist_is_dead_lettered_with_one_line(service: Service) -> None:
+    publish_step(service, trace_payload(service), batch_id="many", create_batch=False)
+    (letter,) = wait_for(lambda: letters(service), 30, "a dead letter")
+    assert letter["error"] == "BatchNotFoundError: no batch 'many' (unknown, or expired after 86400 s)"
+
+
+def test_a_worker_keeps_serving_after_messages_for_a_batch_that_does_not_exist(service: Service) -> None:
+    publish_step(service, trace_payload(service), batch_id="many", create_batch=False)
+    wait_for(lambda: letters(service), 30, "a dead letter")
+    status = service.producer.enqueue_traces([{"question": "q"}], "after").wait(timeout=60)
+    assert (status.done, status.failed) == (1, 0)
