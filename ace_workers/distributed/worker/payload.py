@@ -234,13 +234,19 @@ class ClaimCheck:
         return claim_digest(self.prefix, key)
 
     def size(self, key: str) -> int:
-        """The length of the value under ``key`` (STRLEN: the value is not loaded); 0 once it expired."""
-        return int(self.redis.strlen(key))
+        """The length of the value under claim ``key`` (STRLEN: not loaded); 0 once it expired."""
+        return int(self.redis.strlen(self._checked(key)))
 
     def get(self, key: str) -> bytes | None:
-        """The data stored under ``key``, or None once it has expired."""
-        data = self.redis.get(key)
+        """The data stored under claim ``key``, or None once it has expired."""
+        data = self.redis.get(self._checked(key))
         return data.encode() if isinstance(data, str) else data
+
+    def _checked(self, key: str) -> str:
+        # A key comes from a message: through this class, no other key of the store is ever read.
+        if self.digest_of(key) is None:
+            raise ValueError(f"{key!r} is not a claim key ({self.prefix}:claim:<sha256>)")
+        return key
 
     def claim_if_large(self, data: bytes) -> dict[str, Any] | None:
         """``{"claim": key, "bytes": n}`` after storing ``data`` (JSON) if above the threshold, else None."""

@@ -572,3 +572,11 @@ def test_a_claimed_sample_is_not_held_to_the_trace_limit(claims: ClaimCheck) -> 
     ctx = ACEStepContext(sample=Sample(question="q" * 5000, context="c"), trace={"small": True})
     payload = context_to_payload(ctx, claims=claims)
     assert payload_to_context(payload, skillbook=None, claims=claims, max_trace_bytes=1000) == ctx
+
+
+def test_the_claim_check_reads_no_key_but_its_own(claims: ClaimCheck, redis_client: redis.Redis) -> None:
+    redis_client.set("secretkey", json.dumps("the secret"))
+    with pytest.raises(ValueError, match="'secretkey' is not a claim key"):
+        claims.get("secretkey")
+    with pytest.raises(ValueError, match="'secretkey' is not a claim key"):
+        claims.size("secretkey")
