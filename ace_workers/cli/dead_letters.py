@@ -38,7 +38,9 @@ def dead_letters_retry() -> None:
     """Send every parked message back to its step's queue (needs running workers).
 
     A letter is removed only once sent. One naming a recipe this process is not
-    configured with (ACE_RECIPES), or that does not parse, stays parked and is listed.
+    configured with (ACE_RECIPES), one whose batch no longer exists (expired), or
+    one that does not parse, stays parked and is listed, one line each; the exit
+    status is then 1.
     """
     with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
         report = retry_dead_letters(service.app, service.runtime)

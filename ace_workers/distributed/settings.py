@@ -101,10 +101,14 @@ class WorkerSettings:
       so its supervisor restarts it; > slowest step [300]
     - ``ACE_CLAIM_CHECK_BYTES``: larger payloads go to Redis; the message carries a reference [262144]
     - ``ACE_CLAIM_CHECK_TTL_SECONDS``: lifetime of a claim-checked payload in Redis [604800]
-    - ``ACE_MAX_TRACE_BYTES``: largest trace accepted at enqueue [16777216]
+    - ``ACE_MAX_TRACE_BYTES``: largest trace accepted at enqueue, and by a worker from a message
+      (inline or claim-checked) [16777216]
     - ``ACE_MAX_BATCH_SIZE``: most inputs one batch may hold [1000000]
     - ``ACE_MAX_SKILLBOOK_SKILLS``: most skills one skillbook may hold [100000]
     - ``ACE_CHANGELOG_MAXLEN``: entries kept in a skillbook's change log (approximate cap) [10000]
+    - ``ACE_SKILLBOOK_CACHE_SIZE``: most skillbooks a process keeps loaded (each one's skills and
+      its recipes' pipelines); the least recently used is dropped, and loaded again from Redis when
+      next used [256]
     - ``ACE_DEDUP_INTERVAL``: run deduplication every this many samples [10]
     - ``ACE_DEDUP_PROVIDER``: embeddings for deduplication: "sentence_transformers" (local),
       "litellm" (remote), or "off"; when on, learning chains end with a DeduplicateStep and the
@@ -183,6 +187,7 @@ class WorkerSettings:
     max_batch_size: int = _setting(1_000_000, minimum=1)
     max_skillbook_skills: int = _setting(100_000, minimum=1)
     changelog_maxlen: int = _setting(10_000, minimum=1)
+    skillbook_cache_size: int = _setting(256, minimum=1)
     dedup_interval: int = _setting(10, minimum=1)
     dedup_provider: str = "off"
     dedup_model: str = "all-MiniLM-L6-v2"

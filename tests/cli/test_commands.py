@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from ace_workers.cli import app
 from ace_workers.core import Skillbook
 from tests.support.cli import write_traces
+from tests.support.crafted import park_letter
 from tests.support.recipes import TEST_RECIPES
 
 
@@ -151,6 +152,24 @@ def test_status_and_dead_letters_list_and_retry(
     unknown = runner.invoke(app, ["status", "nope"])
     assert unknown.exit_code != 0
     assert "no batch 'nope'" in unknown.output
+
+
+def test_dead_letters_retry_keeps_a_letter_whose_batch_expired_and_says_so_in_one_line(
+    clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    from ace_workers.distributed.store.keys import dead_letters_key
+
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "cliexpired")
+    park_letter(redis_client, "cliexpired", recipe="trace_analyser", batch_id="expired")
+    retried = CliRunner().invoke(app, ["dead-letters", "retry"])
+    assert retried.exit_code == 1
+    assert retried.stdout == "0 message(s) sent back\n"
+    assert retried.stderr == (
+        "kept 0 (ReflectStep): batch 'expired' no longer exists (a batch's records expire "
+        "ACE_RESULT_TTL_SECONDS after it finished); the letter stays parked\n"
+    )
+    assert redis_client.llen(dead_letters_key("cliexpired")) == 1
 
 
 PARAPHRASES = {

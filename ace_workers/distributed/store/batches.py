@@ -34,6 +34,8 @@ __all__ = ["BatchState", "BatchStatus", "BatchStore", "parse_sample_key", "sampl
 
 # Marker, record and counters of a finished sample in one atomic step (see the script).
 _FINISH_SAMPLE_LUA = (Path(__file__).parent / "finish_sample.lua").read_text(encoding="utf-8")
+# A step's progress, written only if its batch exists and was not cancelled (see the script).
+_RECORD_PROGRESS_LUA = (Path(__file__).parent / "record_progress.lua").read_text(encoding="utf-8")
 
 
 class BatchState(str, Enum):
@@ -43,6 +45,9 @@ class BatchState(str, Enum):
     DONE = "done"
     CANCELLED = "cancelled"
 
+
+# What the scripts answer for a batch with no record.
+_NO_BATCH = -2
 
 # Inputs stored (and read back to send) per round trip.
 _CHUNK = 500
@@ -123,6 +128,7 @@ class BatchStore:
         self.prefix = prefix
         self.ttl_seconds = ttl_seconds
         self._finish_script = client.register_script(_FINISH_SAMPLE_LUA)
+        self._progress_script = client.register_script(_RECORD_PROGRESS_LUA)
 
     def _key(self, batch_id: str, part: str = "") -> str:
         return batch_key(self.prefix, batch_id, part)
@@ -199,7 +205,8 @@ class BatchStore:
 
     def exists(self, batch_id: str) -> bool:
         """True if the batch is known (and not expired)."""
-        return bool(self.redis.exists(self._key(batch_id)))
+        # Its record, not just its hash: a counter bumped after the record expired leaves a bare hash.
+        return bool(self.redis.hexists(self._key(batch_id), "skillbook"))
 
     def store_items(self, batch_id: str, payloads: Iterable[dict[str, Any]]) -> int:
         """Append the first epoch's inputs, a chunk per round trip; return how many were stored.
@@ -285,17 +292,16 @@ class BatchStore:
         """Note that a step of a sample started (for its first step, that the sample started).
 
         Returns False if the batch was cancelled (the step should not run), in the same round trip.
-        XX: a sample finished meanwhile (a late duplicate delivery) is not put back among the unfinished.
+
+        Raises:
+            BatchNotFoundError: the batch has no record (never created, or expired); nothing was written.
         """
-        now = time.time()
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hget(self._key(batch_id), "cancelled")
-        pipe.zadd(self._key(batch_id, "progress"), {sample_key(epoch, index): now}, xx=True)
-        pipe.hset(self._key(batch_id), "progress_at", now)
-        if first_step:
-            pipe.hsetnx(self._key(batch_id, "started"), sample_key(epoch, index), 1)
-        cancelled = pipe.execute()[0]
-        return cancelled is None
+        keys = [self._key(batch_id), self._key(batch_id, "progress"), self._key(batch_id, "started")]
+        args: list[EncodableT] = [sample_key(epoch, index), time.time(), int(first_step)]
+        answer = int(self._progress_script(keys=keys, args=args))
+        if answer == _NO_BATCH:
+            raise BatchNotFoundError(batch_id, self.ttl_seconds)
+        return answer == 1
 
     def stalled(self, batch_id: str, before: float) -> list[tuple[int, int]]:
         """(epoch, index) of every unfinished sample whose last progress was before ``before``."""
@@ -326,7 +332,11 @@ class BatchStore:
         self.redis.srem(running_batches_key(self.prefix), batch_id)
 
     def record_done(self, batch_id: str, epoch: int, index: int, payload: dict[str, Any]) -> int | None:
-        """Record a finished sample; return how many of its epoch finished, None if already recorded."""
+        """Record a finished sample; return how many of its epoch finished, None if already recorded.
+
+        Raises:
+            BatchNotFoundError: the batch has no record (it expired); nothing was written.
+        """
         return self._finish(batch_id, epoch, index, "done", {"payload": payload})
 
     def record_failure(
@@ -340,7 +350,11 @@ class BatchStore:
         traceback: str = "",
         sample: Any = None,
     ) -> int | None:
-        """Record a failed sample with the step, the error, a traceback summary and its input sample."""
+        """Record a failed sample with the step, the error, a traceback summary and its input sample.
+
+        Raises:
+            BatchNotFoundError: the batch has no record (never created, or expired); nothing was written.
+        """
         record = {
             "step": step,
             "error": error,
@@ -364,6 +378,8 @@ class BatchStore:
             time.time(),
         ]
         finished = int(self._finish_script(keys=keys, args=args))
+        if finished == _NO_BATCH:
+            raise BatchNotFoundError(batch_id, self.ttl_seconds)
         return None if finished < 0 else finished  # None: a redelivered final task, counted already
 
     def finished_in_epoch(self, batch_id: str, epoch: int) -> int:

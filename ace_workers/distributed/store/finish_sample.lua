@@ -9,7 +9,11 @@
 -- KEYS[5..] the batch's other keys (items, started, redrives, traces), for the TTL
 -- ARGV[1] sample key, ARGV[2] outcome ("done" or "failed"), ARGV[3] record JSON,
 -- ARGV[4] epoch counter field ("finished:eN"), ARGV[5] TTL in seconds, ARGV[6] now (unix time)
--- Returns the epoch's finished count, or -1 if this sample was recorded already.
+-- Returns the epoch's finished count, -1 if this sample was recorded already, or -2 if the batch
+-- has no record (never created, or expired): then nothing is written, no key is made again.
+if redis.call('HEXISTS', KEYS[1], 'skillbook') == 0 then
+    return -2
+end
 if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then
     return -1
 end

@@ -85,6 +85,7 @@ __all__ = [
     "NIGHTLY_STALLS",
     "write_probe_key",
     "claim_key",
+    "claim_digest",
     "decision_field",
     "registry_key",
     "running_batches_key",
@@ -98,6 +99,8 @@ DEFAULT_PREFIX = "ace"
 # spaces or glob characters can get in.
 _SKILLBOOK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _KEY_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+# The digest of a claim key, as hashlib's hexdigest() writes it.
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 # Fields of the meta hash.
 META_NEXT_ID = "next_id"  # the number the next allocated skill id gets
@@ -191,6 +194,17 @@ def write_probe_key(token: str, prefix: str = DEFAULT_PREFIX) -> str:
 def claim_key(prefix: str, digest: str) -> str:
     """String with a TTL: a claim-checked value; ``digest`` is the SHA-256 of its JSON."""
     return f"{prefix}:claim:{digest}"
+
+
+def claim_digest(prefix: str, key: str) -> str | None:
+    """The SHA-256 (64 lowercase hex digits) in ``key`` if it is exactly a claim key under ``prefix``.
+
+    None for any other key. A payload names its claims by key, and a payload may be crafted: only a key of
+    this form may be read for it, so no other key of the store can be.
+    """
+    head = f"{prefix}:claim:"
+    digest = key[len(head) :] if key.startswith(head) else ""
+    return digest if _SHA256_HEX.fullmatch(digest) else None
 
 
 def batch_key(prefix: str, batch_id: str, part: str = "") -> str:

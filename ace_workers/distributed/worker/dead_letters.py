@@ -15,6 +15,7 @@ from typing import Any
 from celery import Celery
 
 from ...errors import AceError
+from ..settings import env_name
 from ..store.keys import dead_letters_key
 from .chains import sample_chain
 from .runtime import WorkerRuntime
@@ -84,7 +85,8 @@ def retry_dead_letters(app: Celery, runtime: WorkerRuntime) -> RetryReport:
 
     Sent first, removed after: a crash in between leaves the letter parked, and
     sending it again is harmless (a step's writes are idempotent). A letter whose
-    recipe this process does not know, or that does not parse, stays where it is.
+    recipe this process does not know, whose batch no longer exists, or that does
+    not parse, stays where it is.
     """
     key = dead_letters_key(runtime.settings.queue_prefix)
     report = RetryReport()
@@ -103,6 +105,12 @@ def _send(app: Celery, runtime: WorkerRuntime, letter: DeadLetter) -> str | None
     """Resume the letter's chain at its failed step; the reason if it cannot be."""
     assert letter.letter is not None
     kwargs = letter.letter["kwargs"]
+    if not runtime.batches.exists(kwargs["batch_id"]):
+        # Its steps would be refused by the workers and parked again: keep the letter, say why.
+        return (
+            f"batch {kwargs['batch_id']!r} no longer exists (a batch's records expire "
+            f"{env_name('result_ttl_seconds')} after it finished); the letter stays parked"
+        )
     try:
         sample_chain(
             app,

@@ -24,6 +24,12 @@ path of the first offender (e.g. ``trace['steps'][3] is a set``).
 With a :class:`ClaimCheck`, a ``sample`` or ``trace`` whose JSON is larger
 than its threshold is stored in Redis and replaced by ``{"claim": key,
 "bytes": n}``; its name is listed in ``claimed``.
+
+A payload may have been crafted by whoever can write to the broker, so a worker
+trusts none of it: a claim reference must be exactly a claim key
+(``PREFIX:claim:<sha256>``) and what is read under it must hash to that digest,
+and a trace larger than ACE_MAX_TRACE_BYTES, inline or claimed, is refused (a
+claimed one by its length in Redis, before it is read).
 """
 
 from __future__ import annotations
@@ -40,11 +46,13 @@ import redis
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
+from redis.exceptions import ResponseError
 
 from ...core.context import ACEStepContext, SkillbookView
 from ...core.environments import Sample
 from ...core.outputs import AgentOutput, ReflectorOutput, SkillManagerOutput
-from ..store.keys import claim_key
+from ..settings import env_name
+from ..store.keys import claim_digest, claim_key
 from .errors import ClaimMissing, PayloadError, PayloadTooLarge
 
 __all__ = [
@@ -221,10 +229,24 @@ class ClaimCheck:
             self.redis.set(key, data, ex=self.ttl_seconds)
         return key
 
+    def digest_of(self, key: str) -> str | None:
+        """The SHA-256 ``key`` names if it is exactly one of this check's keys, else None."""
+        return claim_digest(self.prefix, key)
+
+    def size(self, key: str) -> int:
+        """The length of the value under claim ``key`` (STRLEN: not loaded); 0 once it expired."""
+        return int(self.redis.strlen(self._checked(key)))
+
     def get(self, key: str) -> bytes | None:
-        """The data stored under ``key``, or None once it has expired."""
-        data = self.redis.get(key)
+        """The data stored under claim ``key``, or None once it has expired."""
+        data = self.redis.get(self._checked(key))
         return data.encode() if isinstance(data, str) else data
+
+    def _checked(self, key: str) -> str:
+        # A key comes from a message: through this class, no other key of the store is ever read.
+        if self.digest_of(key) is None:
+            raise ValueError(f"{key!r} is not a claim key ({self.prefix}:claim:<sha256>)")
+        return key
 
     def claim_if_large(self, data: bytes) -> dict[str, Any] | None:
         """``{"claim": key, "bytes": n}`` after storing ``data`` (JSON) if above the threshold, else None."""
@@ -336,14 +358,23 @@ def _claim_large_fields(payload: dict[str, Any], encoded: dict[str, bytes], clai
 
 
 def payload_to_context(
-    payload: Mapping[str, Any], *, skillbook: SkillbookView | None, claims: ClaimCheck | None = None
+    payload: Mapping[str, Any],
+    *,
+    skillbook: SkillbookView | None,
+    claims: ClaimCheck | None = None,
+    max_trace_bytes: int | None = None,
 ) -> ACEStepContext:
     """The step context ``payload`` was made from, carrying ``skillbook``.
 
-    Claimed fields are fetched from Redis through ``claims`` and left there.
+    Claimed fields are fetched from Redis through ``claims`` and left there, each
+    only from a claim key and only if it hashes to the key's digest. With
+    ``max_trace_bytes`` (a worker passes ACE_MAX_TRACE_BYTES), a larger trace is
+    refused, a claimed one before it is read.
 
     Raises:
-        PayloadError: unknown format version, a malformed field, or a claim without ``claims``.
+        PayloadError: unknown format version, a malformed field, a claim without ``claims``, a claim
+            reference that is not a claim key, or a claimed value that does not match its digest.
+        PayloadTooLarge: the trace, inline or claimed, is larger than ``max_trace_bytes``.
         ClaimMissing: a claimed value has expired.
     """
     if not isinstance(payload, Mapping):
@@ -355,7 +386,9 @@ def payload_to_context(
             f"version {FORMAT_VERSION} (are producers and workers running the same release?)",
             field="v",
         )
-    values = _unclaim(payload, claims)
+    values = _unclaim(payload, claims, max_trace_bytes)
+    if max_trace_bytes is not None and "trace" not in (payload.get("claimed") or []):
+        _check_inline_trace(_field(values, "trace"), max_trace_bytes)
     metadata = _field(values, "metadata")
     if not isinstance(metadata, dict):
         raise PayloadError(
@@ -384,28 +417,68 @@ def _field(values: Mapping[str, Any], name: str) -> Any:
         raise PayloadError(f"payload has no {name!r} field", field=name) from None
 
 
-def _unclaim(payload: Mapping[str, Any], claims: ClaimCheck | None) -> Mapping[str, Any]:
+def _unclaim(
+    payload: Mapping[str, Any], claims: ClaimCheck | None, max_trace_bytes: int | None
+) -> Mapping[str, Any]:
     claimed = payload.get("claimed") or []
     if not claimed:
         return payload
+    if not isinstance(claimed, list):
+        raise PayloadError(
+            f"claimed must be a list of field names, got {type(claimed).__qualname__}", field="claimed"
+        )
     values = dict(payload)
     for name in claimed:
         if name not in CLAIMABLE_FIELDS:
-            raise PayloadError(f"payload claims field {name!r}, which is never claimed", field=name)
-        values[name] = _fetch_claim(name, _field(payload, name), claims)
+            raise PayloadError(
+                f"payload claims field {_preview(name)}, which is never claimed", field="claimed"
+            )
+        limit = max_trace_bytes if name == "trace" else None
+        values[name] = _fetch_claim(name, _field(payload, name), claims, limit)
     return values
 
 
-def _fetch_claim(name: str, ref: object, claims: ClaimCheck | None) -> Any:
+def _fetch_claim(name: str, ref: object, claims: ClaimCheck | None, max_bytes: int | None) -> Any:
     key = ref.get("claim") if isinstance(ref, dict) else None
     if not isinstance(key, str):
-        raise PayloadError(f"{name} is listed as claimed but holds no claim reference: {ref!r}", field=name)
+        raise PayloadError(
+            f"{name} is listed as claimed but holds no claim reference: {_preview(ref)}", field=name
+        )
     if claims is None:
         raise PayloadError(
             f"{name} is stored in Redis under {key!r} (claim check), but no ClaimCheck was given to fetch it",
             field=name,
         )
-    data = claims.get(key)
+    digest = claims.digest_of(key)
+    if digest is None:
+        # Refused unread: a reference to any other key would make the worker read that key.
+        raise PayloadError(
+            f"{name}'s claim reference {_preview(key)} is not a claim key "
+            f"({claims.prefix}:claim:<64 hex digits of SHA-256>); it was not read",
+            field=name,
+        )
+    declared = ref.get("bytes") if isinstance(ref, dict) else None
+    if max_bytes is not None and isinstance(declared, int) and not isinstance(declared, bool):
+        _check_size(name, declared, max_bytes, "as its claim reference says")
+    data = _read_claim(name, key, claims, max_bytes)
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise PayloadError(
+            f"claim {key!r} holding {name} does not hash to its key's SHA-256: it was not written "
+            "by a producer or worker of ours; refused",
+            field=name,
+        )
+    return json.loads(data)
+
+
+def _read_claim(name: str, key: str, claims: ClaimCheck, max_bytes: int | None) -> bytes:
+    """The bytes under claim ``key``; with ``max_bytes``, their length is checked before they are loaded."""
+    try:
+        size = claims.size(key)
+    except ResponseError as exc:  # WRONGTYPE: something else was written under a claim key
+        raise PayloadError(f"claim {key!r} holding {name} is not a string: {exc}", field=name) from exc
+    if max_bytes is not None:
+        _check_size(name, size, max_bytes, "in Redis")
+    data = claims.get(key) if size else None
     if data is None:
         raise ClaimMissing(
             f"claim {key!r} holding {name} is not in Redis: it expired (claims live {claims.ttl_seconds} s "
@@ -413,7 +486,30 @@ def _fetch_claim(name: str, ref: object, claims: ClaimCheck | None) -> Any:
             field=name,
             key=key,
         )
-    return json.loads(data)
+    if max_bytes is not None:
+        _check_size(name, len(data), max_bytes, "in Redis")  # rewritten between STRLEN and GET
+    return data
+
+
+def _check_inline_trace(trace: object, max_bytes: int) -> None:
+    if trace is None:
+        return
+    try:
+        size = len(_encode(trace))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise PayloadError(f"trace cannot be measured as JSON: {exc}", field="trace", path="trace") from exc
+    _check_size("trace", size, max_bytes, "in the message")
+
+
+def _check_size(name: str, size: int, max_bytes: int, where: str) -> None:
+    if size > max_bytes:
+        raise PayloadTooLarge(
+            f"{name} is {size:,} bytes as JSON ({where}), above the limit of {max_bytes:,} bytes "
+            f"({env_name('max_trace_bytes')}); refused",
+            field=name,
+            size=size,
+            limit=max_bytes,
+        )
 
 
 # Any, not ACESample: the context's field is typed for steps that read a Sample, but pipelines

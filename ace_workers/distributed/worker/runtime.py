@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+from collections import OrderedDict
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipeline import Pipeline
 
@@ -83,8 +84,24 @@ def routes_of(pipeline: Pipeline[ACEStepContext]) -> list[Route]:
     return routes
 
 
+PipelineAndRoutes = tuple[Pipeline[ACEStepContext], list[Route]]
+
+
+@dataclass
+class _LoadedSkillbook:
+    """What a process builds for one skillbook: its Redis-backed skillbook, and a pipeline per recipe."""
+
+    book: StoreBackedSkillbook
+    pipelines: dict[str, PipelineAndRoutes] = field(default_factory=dict)
+
+
 class WorkerRuntime:
-    """Per-process cache of Redis clients, skillbook stores and recipe pipelines."""
+    """Per-process cache of Redis clients, skillbook stores and recipe pipelines.
+
+    The skillbooks and their pipelines are kept for the ``ACE_SKILLBOOK_CACHE_SIZE``
+    skillbooks used last: a message names its skillbook, so a cache that never
+    dropped one would grow with every name any message ever named.
+    """
 
     def __init__(self, settings: WorkerSettings, redis_url: str) -> None:
         """``redis_url``: the Redis of the store unless ``settings.store_url`` names another."""
@@ -101,8 +118,8 @@ class WorkerRuntime:
         )
         self._lock = threading.Lock()
         self._llms: dict[str, LLMClientLike] = {}
-        self._skillbooks: dict[str, StoreBackedSkillbook] = {}
-        self._pipelines: dict[tuple[str, str], tuple[Pipeline[ACEStepContext], list[Route]]] = {}
+        # By skillbook name, least recently used first.
+        self._loaded: OrderedDict[str, _LoadedSkillbook] = OrderedDict()
         self._embedders: dict[tuple[str, str], Embedder] = {}
         # Embeddings already read from Redis, by content hash (model and text): they never go
         # stale, and prompt relevance reads every skill's embedding on each budgeted call.
@@ -119,21 +136,37 @@ class WorkerRuntime:
         return self.skillbook(name).store
 
     def skillbook(self, name: str) -> StoreBackedSkillbook:
-        """The Redis-backed skillbook ``name`` (one object per process)."""
+        """The Redis-backed skillbook ``name`` (one object per process while it stays loaded)."""
         validate_skillbook_name(name)
         with self._lock:
-            book = self._skillbooks.get(name)
-            if book is None:
-                store = RedisSkillbookStore(
-                    self.redis,
-                    name,
-                    prefix=self.settings.queue_prefix,
-                    changelog_maxlen=self.settings.changelog_maxlen,
-                    max_skills=self.settings.max_skillbook_skills,
-                    observer=self.metrics,
-                )
-                book = self._skillbooks[name] = StoreBackedSkillbook(store)
-            return book
+            return self._load(name).book
+
+    def loaded_skillbooks(self) -> list[str]:
+        """The names of the skillbooks this process holds, least recently used first."""
+        with self._lock:
+            return list(self._loaded)
+
+    def _load(self, name: str) -> _LoadedSkillbook:
+        """``name``'s entry, made the most recently used; built, and the oldest dropped, if absent.
+
+        Called with the lock held.
+        """
+        loaded = self._loaded.get(name)
+        if loaded is not None:
+            self._loaded.move_to_end(name)
+            return loaded
+        store = RedisSkillbookStore(
+            self.redis,
+            name,
+            prefix=self.settings.queue_prefix,
+            changelog_maxlen=self.settings.changelog_maxlen,
+            max_skills=self.settings.max_skillbook_skills,
+            observer=self.metrics,
+        )
+        loaded = self._loaded[name] = _LoadedSkillbook(StoreBackedSkillbook(store))
+        while len(self._loaded) > self.settings.skillbook_cache_size:
+            self._loaded.popitem(last=False)
+        return loaded
 
     def llm(self, model: str) -> LLMClientLike:
         """One client per model string per process."""
@@ -142,19 +175,23 @@ class WorkerRuntime:
                 self._llms[model] = build_llm(model, self.settings)
             return self._llms[model]
 
-    def pipeline(self, recipe: str, skillbook: str) -> tuple[Pipeline[ACEStepContext], list[Route]]:
+    def pipeline(self, recipe: str, skillbook: str) -> PipelineAndRoutes:
         """The validated pipeline of ``recipe`` writing to ``skillbook``, and its routes.
 
         Raises:
             UnknownRecipeError: ``recipe`` is neither built in nor in this process's ACE_RECIPES.
+            InvalidSkillbookNameError: ``skillbook`` cannot name a skillbook.
         """
-        key = (recipe, skillbook)
-        cached = self._pipelines.get(key)
-        if cached is not None:
-            return cached
+        with self._lock:
+            loaded = self._loaded.get(skillbook)
+            cached = loaded.pipelines.get(recipe) if loaded is not None else None
+            if cached is not None:
+                self._loaded.move_to_end(skillbook)
+                return cached
         settings = self.settings
         # First, before anything is built: a name from a message imports only what is configured.
         make_steps = resolve_recipe(recipe, settings.recipe_paths())
+        book = self.skillbook(skillbook)
         deduplicator = self.deduplicator(skillbook) if settings.dedup_provider != DEDUP_OFF else None
         # With embeddings at hand, a skillbook over the budget is cut by embedding
         # similarity to the task; without, by shared words.
@@ -166,7 +203,7 @@ class WorkerRuntime:
             skill_manager=SkillManager(
                 self.llm(settings.skill_manager_model), prompt_budget=budget, relevance=relevance
             ),
-            skillbook=self.skillbook(skillbook),
+            skillbook=book,
             checkpoint_interval=settings.checkpoint_interval,
             deduplicator=deduplicator,
             dedup_interval=settings.dedup_interval,
@@ -174,7 +211,10 @@ class WorkerRuntime:
         built: Pipeline[ACEStepContext] = Pipeline(make_steps(inputs))
         entry = (built, routes_of(built))
         with self._lock:
-            return self._pipelines.setdefault(key, entry)
+            loaded = self._load(skillbook)
+            if loaded.book is not book:  # dropped and loaded again meanwhile: the next call builds anew
+                return entry
+            return loaded.pipelines.setdefault(recipe, entry)
 
     def check_reflector(self) -> None:
         """Build a Recursive Reflector once, so one that cannot run here stops a worker at start.

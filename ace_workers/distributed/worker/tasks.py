@@ -22,7 +22,7 @@ from ...errors import AceError, LLMError, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
 from ..connections import is_amqp
 from ..store.batches import sample_key
-from ..store.errors import VersionConflict
+from ..store.errors import BatchNotFoundError, VersionConflict
 from ..store.write_scope import WriteScope, write_scope
 from .app import WORKER_PUBLISH_RETRY_POLICY
 from .chains import STEP_TASK
@@ -82,7 +82,13 @@ def run_step(
             raise Ignore()  # acknowledged; the chain's next steps are never sent
         book = runtime.skillbook(skillbook)
         version = book.refresh()
-        ctx = payload_to_context(payload, skillbook=book.view(), claims=runtime.claims)
+        # The producer checked the trace's size; a message need not come from a producer of ours.
+        ctx = payload_to_context(
+            payload,
+            skillbook=book.view(),
+            claims=runtime.claims,
+            max_trace_bytes=runtime.settings.max_trace_bytes,
+        )
         metadata = dict(ctx.metadata)
         # A writer rebases on the version the steps before it read (the SkillManager's snapshot).
         base_version = metadata.get("skillbook_version") if route.writes_skillbook else None
@@ -202,19 +208,23 @@ def _give_up(
     batch_id, epoch, index = kwargs.get("batch_id"), kwargs.get("epoch"), kwargs.get("sample_index")
     if not (isinstance(batch_id, str) and isinstance(epoch, int) and isinstance(index, int)):
         return
-    if not runtime.batches.exists(batch_id):
-        return
-    finished = runtime.batches.record_failure(
-        batch_id,
-        epoch,
-        index,
-        step=step,
-        error=error,
-        traceback="".join(traceback.format_exception(exc, limit=-3)),
-        sample=payload.get("sample") if isinstance(payload, dict) else None,
-    )
-    # A failed sample still finishes its epoch.
-    start_next_epoch(task.app, runtime, batch_id, epoch, finished)
+    try:
+        finished = runtime.batches.record_failure(
+            batch_id,
+            epoch,
+            index,
+            step=step,
+            error=error,
+            traceback="".join(traceback.format_exception(exc, limit=-3)),
+            sample=payload.get("sample") if isinstance(payload, dict) else None,
+        )
+        # A failed sample still finishes its epoch.
+        start_next_epoch(task.app, runtime, batch_id, epoch, finished)
+    except BatchNotFoundError:
+        # Never created, or expired: the letter is all there is to keep, and it is parked.
+        logger.warning(
+            "batch %s does not exist: the failure of %s is kept as a dead letter only", batch_id, step
+        )
 
 
 def _step_name(runtime: WorkerRuntime, kwargs: dict[str, Any]) -> str:

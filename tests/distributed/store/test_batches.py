@@ -12,6 +12,7 @@ from ace_workers.core.context import ACEStepContext
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStore
+from ace_workers.distributed.store.errors import BatchNotFoundError
 from ace_workers.distributed.store.keys import batch_key
 from ace_workers.distributed.worker.chains import enqueue_epoch
 from ace_workers.distributed.worker.epochs import epoch_payload
@@ -184,3 +185,35 @@ def test_resume_sends_the_rest_of_a_half_sent_epoch_from_where_it_stopped(servic
         batches.record_sent("half", 1, index)
     assert service.producer.resume("half") == 3
     assert batches.status("half").enqueued == 5
+
+
+def test_progress_for_a_batch_with_no_record_is_a_lookup_error_and_writes_nothing(
+    redis_client: redis.Redis,
+) -> None:
+    batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
+    with pytest.raises(BatchNotFoundError, match="no batch 'gone'"):
+        batches.record_progress("gone", 1, 1, first_step=True)
+    assert list(redis_client.scan_iter(match="tb:{batch:gone}*")) == []
+
+
+def test_a_failure_for_a_batch_with_no_record_is_a_lookup_error_and_writes_nothing(
+    redis_client: redis.Redis,
+) -> None:
+    batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
+    with pytest.raises(BatchNotFoundError, match="no batch 'gone'"):
+        batches.record_failure("gone", 1, 1, step="ReflectStep", error="boom")
+    assert list(redis_client.scan_iter(match="tb:{batch:gone}*")) == []
+
+
+def test_a_bare_hash_left_by_a_late_counter_is_no_batch(redis_client: redis.Redis) -> None:
+    batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
+    redis_client.hset(batch_key("tb", "gone"), "progress_at", 1.0)
+    assert not batches.exists("gone")
+
+
+def test_progress_for_a_cancelled_batch_says_so_and_makes_no_key(redis_client: redis.Redis) -> None:
+    batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
+    batches.create("b1", skillbook="book", recipe="trace_analyser", per_epoch=1, epochs=1, skills_at_start=0)
+    batches.cancel("b1")
+    assert batches.record_progress("b1", 1, 1, first_step=True) is False
+    assert redis_client.exists(batch_key("tb", "b1", "started")) == 0

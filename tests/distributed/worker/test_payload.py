@@ -456,3 +456,127 @@ def test_claim_check_settings_are_checked(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         ClaimCheck(redis_client, **{"threshold_bytes": 1024, "ttl_seconds": 60, **options})
+
+
+# --- claims and limits a crafted payload cannot get around (real Redis) ------------------------
+
+
+def keys_read(redis_client: redis.Redis) -> int:
+    """How many key lookups the server has answered (hits and misses): any read of any key counts."""
+    stats = redis_client.info("stats")
+    return int(stats["keyspace_hits"]) + int(stats["keyspace_misses"])
+
+
+def gets_sent(redis_client: redis.Redis) -> int:
+    """How many GET commands the server has run."""
+    return int(redis_client.info("commandstats").get("cmdstat_get", {}).get("calls", 0))
+
+
+def claimed_trace(ref: dict[str, Any]) -> dict[str, Any]:
+    """A payload whose trace is claimed under ``ref``, as a crafted message could carry it."""
+    payload = context_to_payload(ACEStepContext(trace={"small": True}))
+    return {**payload, "trace": ref, "claimed": ["trace"]}
+
+
+def not_claim_keys(prefix: str) -> list[str]:
+    digest = "ab" * 32
+    return [
+        "secretkey",
+        f"{prefix}:{{sb:book}}:skills",
+        f"{prefix}:claim:{digest.upper()}",  # hexdigest() writes lowercase
+        f"{prefix}:claim:{digest[:-1]}",
+        f"{prefix}:claim:{digest}:x",
+        f"other:claim:{digest}",
+        f"x{prefix}:claim:{digest}",
+    ]
+
+
+def test_a_claim_reference_that_is_not_a_claim_key_is_refused_naming_the_field(
+    claims: ClaimCheck, redis_client: redis.Redis
+) -> None:
+    for key in not_claim_keys(claims.prefix):
+        with pytest.raises(PayloadError, match="is not a claim key") as info:
+            payload_to_context(claimed_trace({"claim": key, "bytes": 10}), skillbook=None, claims=claims)
+        assert info.value.field == "trace", key
+
+
+def test_a_claim_reference_that_is_not_a_claim_key_is_never_read(
+    claims: ClaimCheck, redis_client: redis.Redis
+) -> None:
+    redis_client.set("secretkey", json.dumps("the secret"))
+    before = keys_read(redis_client)
+    for key in not_claim_keys(claims.prefix):
+        with pytest.raises(PayloadError):
+            payload_to_context(claimed_trace({"claim": key, "bytes": 10}), skillbook=None, claims=claims)
+    assert keys_read(redis_client) == before
+
+
+def test_a_claim_whose_value_does_not_hash_to_its_key_is_refused_naming_the_key(
+    claims: ClaimCheck, redis_client: redis.Redis
+) -> None:
+    key = claims.key_for(b'"what the producer stored"')
+    redis_client.set(key, b'"something else"')
+    with pytest.raises(PayloadError, match=f"claim '{key}' holding trace does not hash to") as info:
+        payload_to_context(claimed_trace({"claim": key, "bytes": 16}), skillbook=None, claims=claims)
+    assert info.value.field == "trace"
+
+
+def test_a_claim_key_holding_another_type_is_a_payload_error(
+    claims: ClaimCheck, redis_client: redis.Redis
+) -> None:
+    key = claims.key_for(b"[1]")
+    redis_client.hset(key, "a", "b")
+    with pytest.raises(PayloadError, match=f"claim '{key}' holding trace is not a string"):
+        payload_to_context(claimed_trace({"claim": key, "bytes": 3}), skillbook=None, claims=claims)
+
+
+def test_an_inline_trace_above_the_limit_is_refused_with_its_size_and_the_limit() -> None:
+    payload = context_to_payload(ACEStepContext(trace=["z" * 5000]))
+    with pytest.raises(PayloadTooLarge, match="ACE_MAX_TRACE_BYTES") as info:
+        payload_to_context(payload, skillbook=None, max_trace_bytes=1000)
+    assert (info.value.field, info.value.size, info.value.limit) == ("trace", 5004, 1000)
+
+
+def test_a_trace_at_the_limit_is_accepted_inline_and_claimed(claims: ClaimCheck) -> None:
+    ctx = ACEStepContext(trace=["z" * 5000])
+    inline = context_to_payload(ctx)
+    claimed = context_to_payload(ctx, claims=claims)
+    assert payload_to_context(inline, skillbook=None, max_trace_bytes=5004) == ctx
+    assert payload_to_context(claimed, skillbook=None, claims=claims, max_trace_bytes=5004) == ctx
+
+
+def test_a_claimed_trace_above_the_limit_is_refused_without_being_read(
+    claims: ClaimCheck, redis_client: redis.Redis
+) -> None:
+    payload = context_to_payload(ACEStepContext(trace=["z" * 5000]), claims=claims)
+    # The reference understates the size: the length in Redis is checked before any GET.
+    payload["trace"]["bytes"] = 10
+    before = gets_sent(redis_client)
+    with pytest.raises(PayloadTooLarge, match="5,004 bytes as JSON \\(in Redis\\)") as info:
+        payload_to_context(payload, skillbook=None, claims=claims, max_trace_bytes=1000)
+    assert (info.value.field, info.value.size, info.value.limit) == ("trace", 5004, 1000)
+    assert gets_sent(redis_client) == before
+
+
+def test_a_claim_reference_declaring_a_size_above_the_limit_is_refused_before_any_read(
+    claims: ClaimCheck, redis_client: redis.Redis
+) -> None:
+    payload = context_to_payload(ACEStepContext(trace=["z" * 5000]), claims=claims)
+    before = keys_read(redis_client)
+    with pytest.raises(PayloadTooLarge, match="as its claim reference says"):
+        payload_to_context(payload, skillbook=None, claims=claims, max_trace_bytes=1000)
+    assert keys_read(redis_client) == before
+
+
+def test_a_claimed_sample_is_not_held_to_the_trace_limit(claims: ClaimCheck) -> None:
+    ctx = ACEStepContext(sample=Sample(question="q" * 5000, context="c"), trace={"small": True})
+    payload = context_to_payload(ctx, claims=claims)
+    assert payload_to_context(payload, skillbook=None, claims=claims, max_trace_bytes=1000) == ctx
+
+
+def test_the_claim_check_reads_no_key_but_its_own(claims: ClaimCheck, redis_client: redis.Redis) -> None:
+    redis_client.set("secretkey", json.dumps("the secret"))
+    with pytest.raises(ValueError, match="'secretkey' is not a claim key"):
+        claims.get("secretkey")
+    with pytest.raises(ValueError, match="'secretkey' is not a claim key"):
+        claims.size("secretkey")

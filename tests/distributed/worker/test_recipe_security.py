@@ -8,7 +8,6 @@ in-process workers.
 from __future__ import annotations
 
 import inspect
-import json
 import sys
 import uuid
 from collections.abc import Iterator
@@ -17,7 +16,6 @@ from typing import Any
 import pytest
 import redis
 
-from ace_workers.core import ACEStepContext
 from ace_workers.distributed.errors import InvalidSettingError
 from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.recipe_registry import BUILT_IN_RECIPES
@@ -25,12 +23,11 @@ from ace_workers.distributed.service import Service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import dead_letters_key
 from ace_workers.distributed.worker import recipes as worker_recipes
-from ace_workers.distributed.worker.chains import STEP_TASK
 from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry_dead_letters
 from ace_workers.distributed.worker.errors import UnknownRecipeError
-from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.distributed.worker.recipes import resolve_recipe
 from ace_workers.sim import failure_traces
+from tests.support.crafted import create_one_sample_batch, park_letter, publish_step, trace_payload
 from tests.support.workers import running_service
 
 HOSTILE_MODULE = "tests.support.hostile_recipe"
@@ -46,22 +43,8 @@ def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
 
 
 def publish_crafted_step(service: Service, recipe: Any, *, batch_id: str) -> None:
-    """Publish an ace.step message as an attacker would, for a one-sample batch made for it."""
-    runtime = service.runtime
-    runtime.batches.create(
-        batch_id, skillbook="book", recipe="trace_analyser", per_epoch=1, epochs=1, skills_at_start=0
-    )
-    payload = context_to_payload(ACEStepContext(trace=failure_traces(1)[0]), claims=runtime.claims)
-    kwargs = {
-        "recipe": recipe,
-        "skillbook": "book",
-        "index": 0,
-        "batch_id": batch_id,
-        "epoch": 1,
-        "sample_index": 1,
-    }
-    runtime.batches.record_sent(batch_id, 1, 1)
-    service.app.send_task(STEP_TASK, args=[payload], kwargs=kwargs, queue=runtime.queue("learn"))
+    """Publish an ace.step message naming ``recipe``, for a one-sample batch made for it."""
+    publish_step(service, trace_payload(service), recipe=recipe, batch_id=batch_id)
 
 
 def dead_letters(service: Service) -> list[dict[str, Any]]:
@@ -126,24 +109,13 @@ def test_a_configured_recipe_runs_by_its_name(service: Service) -> None:
     assert "boom on purpose" in handle.errors()[0]["error"]
 
 
-def park(service: Service, recipe: str) -> None:
-    """A dead letter as the step task writes one, naming ``recipe``."""
-    payload = context_to_payload(ACEStepContext(trace=failure_traces(1)[0]), claims=service.runtime.claims)
-    letter = {
-        "task_id": "t",
-        "step": "ReflectStep",
-        "kwargs": {
-            "recipe": recipe,
-            "skillbook": "book",
-            "index": 0,
-            "batch_id": "gone",
-            "epoch": 1,
-            "sample_index": 1,
-        },
-        "payload": payload,
-        "error": "LLMError: earlier",
-    }
-    service.runtime.redis.rpush(dead_letters_key(service.runtime.settings.queue_prefix), json.dumps(letter))
+def park(service: Service, recipe: str, *, batch_id: str = "parked") -> None:
+    """A dead letter as the step task writes one, naming ``recipe``, of a batch that exists."""
+    if not service.runtime.batches.exists(batch_id):
+        create_one_sample_batch(service, batch_id)
+    park_letter(
+        service.runtime.redis, service.runtime.settings.queue_prefix, recipe=recipe, batch_id=batch_id
+    )
 
 
 def test_retrying_dead_letters_never_imports_a_letters_recipe_and_keeps_that_letter(service: Service) -> None:
