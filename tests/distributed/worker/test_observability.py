@@ -129,6 +129,12 @@ def test_retried_steps_count_as_failures_and_retries_then_as_samples(
     handle = quick_retry_service.producer.enqueue_traces(traces, "retry", recipe="flaky")
     assert handle.wait(timeout=60).done == 3
     metrics = quick_retry_service.runtime.metrics
+    # A sample is recorded done inside its last step; the step's metrics follow as it returns.
+    wait_for(
+        lambda: metrics.value("ace_step_samples_total", step="Flaky", skillbook="retry") == 3,
+        timeout=10,
+        what="the last step's metrics",
+    )
     # Flaky fails twice per sample, then succeeds.
     assert metrics.value("ace_step_failures_total", step="Flaky", exception="LLMError") == 6
     assert metrics.value("ace_step_retries_total", step="Flaky") == 6
