@@ -371,11 +371,14 @@ def test_a_worker_process_serves_metrics_and_writes_json_logs(
                 time.sleep(0.1)
         handle = service.producer.enqueue_traces([{"id": "p1"}, {"id": "p2"}], "proc", recipe=CHATTY)
         assert handle.wait(timeout=60).done == 2
+        # A sample is recorded done inside its last step; the step's metrics follow as it returns.
+        samples = ("ace_step_samples_total", (("skillbook", "proc"), ("step", "Chatty")))
+        wait_for(lambda: fetch_metrics(port).get(samples) == 2, timeout=10, what="the last step's metrics")
         served = fetch_metrics(port)
     finally:
         service.close()
         stop(worker)
-    assert served[("ace_step_samples_total", (("skillbook", "proc"), ("step", "Chatty")))] == 2
+    assert served[samples] == 2
     assert served[("ace_step_duration_seconds_count", (("step", "Chatty"),))] == 2
     # Celery's own logging did not replace ours: every line on stderr is a JSON object.
     lines = [json.loads(line) for line in stderr.read_text().splitlines() if line.strip()]
