@@ -13,7 +13,7 @@ from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import SkillbookKeys, registry_key
 from ace_workers.distributed.store.store import RedisSkillbookStore
-from tests.support.cli import Ran, run_console_script, write_traces
+from tests.support.cli import Ran, env_with_one_skillbook, run_console_script, write_traces
 from tests.support.operations import add, batch
 
 PREFIX = "clicorrupt"
@@ -23,12 +23,7 @@ ESCAPE = "\x1b]0;pwned\x07"  # sets a terminal's window title
 
 @pytest.fixture
 def env(clean_env: pytest.MonkeyPatch, redis_url: str, redis_client: redis.Redis) -> pytest.MonkeyPatch:
-    clean_env.setenv("ACE_REDIS_URL", redis_url)
-    clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
-    book = Skillbook()
-    book.add_skill("general", "Check units before answering.")
-    RedisSkillbookStore(redis_client, "book", prefix=PREFIX).import_skillbook(book)
-    return clean_env
+    return env_with_one_skillbook(clean_env, redis_url, redis_client, PREFIX)
 
 
 Ace = Callable[..., Ran]

@@ -11,22 +11,16 @@ import redis
 from typer.testing import CliRunner
 
 from ace_workers.cli import app
-from ace_workers.core import Skillbook, write_text_atomically
-from ace_workers.distributed.store.store import RedisSkillbookStore
+from ace_workers.core import write_text_atomically
 from ace_workers.errors import NotARegularFileError
-from tests.support.cli import said
+from tests.support.cli import env_with_one_skillbook, said
 
 PREFIX = "cliexport"
 
 
 @pytest.fixture
 def env(clean_env: pytest.MonkeyPatch, redis_url: str, redis_client: redis.Redis) -> pytest.MonkeyPatch:
-    clean_env.setenv("ACE_REDIS_URL", redis_url)
-    clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
-    book = Skillbook()
-    book.add_skill("general", "Check units before answering.")
-    RedisSkillbookStore(redis_client, "book", prefix=PREFIX).import_skillbook(book)
-    return clean_env
+    return env_with_one_skillbook(clean_env, redis_url, redis_client, PREFIX)
 
 
 def export(out: str, *more: str) -> tuple[int, str]:

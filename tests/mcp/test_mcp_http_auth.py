@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.mcp import (
     ACE_WORKERS,
+    INITIALIZE,
     TOKEN,
     call,
     connect_http,
@@ -24,16 +25,6 @@ from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "1"},
-    },
-}
 JSON_ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.mcp import ACE_WORKERS, server_env
+from tests.support.mcp import ACE_WORKERS, INITIALIZE, server_env
 from tests.support.processes import terminate
 
 pytestmark = pytest.mark.slow
@@ -25,16 +25,6 @@ MALFORMED = {
     "a-json-array": (b'[{"jsonrpc": "2.0", "id": 7, "method": "ping"}]\n', -32600),
     "a-number": (b"42\n", -32600),
     "deep-nesting": (b"[" * DEPTH + b"]" * DEPTH + b"\n", -32700),
-}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
 }
 
 

@@ -6,33 +6,17 @@ import os
 import socket
 import tempfile
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from ace_workers.rr import KILLED_CPU, KILLED_MEMORY, KILLED_TIMEOUT, Sandbox, SandboxLimits
+from tests.support.sandbox import LIMITS
 
 pytestmark = pytest.mark.slow  # every test starts real interpreters
 
-LIMITS = SandboxLimits(timeout_s=1.5, memory_mb=256)
 MARGIN_S = 0.75  # killing and reaping a process group, on a loaded CI machine
-
-
-@pytest.fixture
-def sandbox() -> Sandbox:
-    return Sandbox(LIMITS)
-
-
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.setblocking(False)
-    yield server
-    server.close()
 
 
 def test_code_sees_its_variables_and_final_returns_a_value(sandbox: Sandbox) -> None:

@@ -5,35 +5,18 @@ from __future__ import annotations
 import os
 import signal
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ace_workers.rr import Sandbox, SandboxLimits
+from ace_workers.rr import Sandbox
 from ace_workers.rr.boundary import SANDBOX_UID
 from tests.support.sandbox import RAW_SOCKET, REMOVE_IMPORT_GUARD, processes_running
 
 pytestmark = pytest.mark.slow  # every test starts real interpreters
 
-LIMITS = SandboxLimits(timeout_s=1.5, memory_mb=256)
 SECRET = "TOPSECRET-42"
 HOST_FILES_MARKER = "root:"  # the first line of /etc/passwd and /etc/shadow
-
-
-@pytest.fixture
-def sandbox() -> Sandbox:
-    return Sandbox(LIMITS)
-
-
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.setblocking(False)
-    yield server
-    server.close()
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ import pytest
 import redis
 
 from ace_workers.cli import main
+from ace_workers.core import Skillbook
+from ace_workers.distributed.store.store import RedisSkillbookStore
 from ace_workers.sim import make_tasks
 
 
@@ -22,6 +24,18 @@ def said(output: str) -> str:
 def keys_of(client: redis.Redis, prefix: str) -> list[bytes]:
     """The keys under ``prefix`` (kombu's bookkeeping keys left out)."""
     return [key for key in client.scan_iter(match=f"*{prefix}*") if not key.startswith(b"_kombu")]
+
+
+def env_with_one_skillbook(
+    env: pytest.MonkeyPatch, redis_url: str, client: redis.Redis, prefix: str
+) -> pytest.MonkeyPatch:
+    """``env`` pointing the CLI at ``redis_url`` under ``prefix``, where skillbook "book" holds one skill."""
+    env.setenv("ACE_REDIS_URL", redis_url)
+    env.setenv("ACE_QUEUE_PREFIX", prefix)
+    book = Skillbook()
+    book.add_skill("general", "Check units before answering.")
+    RedisSkillbookStore(client, "book", prefix=prefix).import_skillbook(book)
+    return env
 
 
 def write_traces(path: Path, n: int, bad_line_at: int | None = None) -> Path:

@@ -39,7 +39,13 @@ def publish_step(
     runtime = service.runtime
     if create_batch:
         create_one_sample_batch(service, batch_id)
-    kwargs = {
+    kwargs = first_step_kwargs(recipe, batch_id)
+    service.app.send_task(STEP_TASK, args=[payload], kwargs=kwargs, queue=runtime.queue("learn"))
+
+
+def first_step_kwargs(recipe: Any, batch_id: str) -> dict[str, Any]:
+    """The kwargs of step 0 of ``recipe`` on skillbook "book", for sample 1 of ``batch_id``."""
+    return {
         "recipe": recipe,
         "skillbook": "book",
         "index": 0,
@@ -47,7 +53,6 @@ def publish_step(
         "epoch": 1,
         "sample_index": 1,
     }
-    service.app.send_task(STEP_TASK, args=[payload], kwargs=kwargs, queue=runtime.queue("learn"))
 
 
 def publish_chain(service: Service, payload: dict[str, Any], *, batch_id: str) -> None:
@@ -79,14 +84,7 @@ def park_letter(client: redis.Redis, prefix: str, *, recipe: str, batch_id: str)
     letter = {
         "task_id": "t",
         "step": "ReflectStep",
-        "kwargs": {
-            "recipe": recipe,
-            "skillbook": "book",
-            "index": 0,
-            "batch_id": batch_id,
-            "epoch": 1,
-            "sample_index": 1,
-        },
+        "kwargs": first_step_kwargs(recipe, batch_id),
         "payload": context_to_payload(ACEStepContext(trace=failure_traces(1)[0])),
         "error": "LLMError: earlier",
     }

@@ -29,6 +29,17 @@ from .servers import free_port
 ACE_WORKERS = str(Path(sys.executable).with_name("ace-workers"))
 # The bearer token every HTTP server of the tests requires (server_env sets it).
 TOKEN = "test-token-" + "x" * 16
+# A raw JSON-RPC initialize request, for tests that speak the protocol without the SDK's client.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
 
 
 def server_env(skillbook_dir: Path, **settings: str) -> dict[str, str]:

@@ -8,7 +8,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from ace_workers.rr import boundary
+from ace_workers.rr import SandboxLimits, boundary
+
+# Short limits, so a test of a kill waits little.
+LIMITS = SandboxLimits(timeout_s=1.5, memory_mb=256)
 
 # The one line that removed the in-process import guard on the old sandbox (issue 23).
 REMOVE_IMPORT_GUARD = (
