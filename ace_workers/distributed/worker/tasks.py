@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import redis
+from billiard import common as billiard_common
 from celery import Celery, Task
-from celery.exceptions import Ignore, Reject, WorkerShutdown, WorkerTerminate
+from celery.exceptions import Ignore, Reject, TaskPredicate
 
 from ...errors import AceError, LLMError, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
@@ -49,8 +50,12 @@ REDIS_OUTAGE = (redis.ConnectionError, redis.TimeoutError)
 # Failing for good: another delivery would meet the same answer, so the sample fails and its
 # message is dead-lettered.
 NOT_RETRYABLE = (RetriesExhausted, UnknownRecipeError)
-# BaseExceptions that mean this worker process is stopping, not that the step failed.
-SHUTDOWN = (KeyboardInterrupt, WorkerShutdown, WorkerTerminate)
+# What Celery mishandles when a task raises it, besides every BaseException that is not an
+# Exception (KeyboardInterrupt wedges a threads worker with its message unacknowledged; SystemExit
+# ends a prefork child): MemoryError, which it re-raises before acknowledging, so the message comes
+# back and fails again forever. A step raising one fails its sample like any error, and Celery is
+# shown StepAborted instead. Only a pool child told to stop differs (see process_is_stopping).
+CELERY_MISHANDLES = (MemoryError,)
 
 
 def run_step(
@@ -135,48 +140,12 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
                 payload, kwargs, _step_name(runtime, kwargs), self.request, expected=(Ignore,)
             ) as carrier:
                 return with_carrier(run_step(self.app, runtime, payload, **kwargs), carrier)
-        except NOT_RETRYABLE as exc:
-            _give_up(runtime, self, payload, kwargs, exc)
-            raise
-        except REDIS_OUTAGE as exc:
-            logger.warning(
-                "%s on %s: Redis unreachable; the step goes back to its queue", type(exc).__name__, kwargs
-            )
-            raise Reject(exc, requeue=True) from exc
-        except RETRYABLE as exc:
-            if self.request.retries < runtime.settings.task_max_retries:
-                countdown = broker_countdown(
-                    retry_countdown(self.request.retries, runtime.settings.retry_backoff_seconds),
-                    amqp=is_amqp(str(self.app.conf.broker_url)),
-                )
-                logger.warning(
-                    "%s on %s; retry %d in %.1f s",
-                    type(exc).__name__,
-                    kwargs,
-                    self.request.retries + 1,
-                    countdown,
-                )
-                runtime.metrics.observe_retry(_step_name(runtime, kwargs))
-                # max_retries: Celery's own cap (3 by default) would otherwise re-raise the error
-                # from inside retry() on the 4th retry, past our give-up path: a lost sample.
-                raise self.retry(
-                    exc=exc,
-                    countdown=countdown,
-                    max_retries=runtime.settings.task_max_retries,
-                    retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
-                ) from exc
-            _give_up(runtime, self, payload, kwargs, exc)
-            raise
-        except Exception as exc:
-            _give_up(runtime, self, payload, kwargs, exc)
-            raise
-        except SHUTDOWN:
-            raise  # the worker is stopping: the message stays unacknowledged and comes back
+        except TaskPredicate:
+            raise  # Celery's control flow, as Ignore for a step of a cancelled batch: no failure
         except BaseException as exc:
-            # SystemExit and the like from a step: left alone they would escape Celery's error
-            # handling, the message would never be acknowledged, and it would come back forever.
-            _give_up(runtime, self, payload, kwargs, exc)
-            raise StepAborted(f"step raised {type(exc).__name__}: {exc}") from exc
+            if process_is_stopping():
+                raise  # not the step's failure: its message stays unacknowledged and comes back
+            _handle_step_error(self, runtime, payload, kwargs, exc)
 
     # shared=False: the task belongs to this app only, so several apps in one process never clash.
     # ignore_result: a chain hands each result to the next task in the message, and outcomes live
@@ -184,6 +153,62 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
     # pubsub connection per worker thread that Celery never closes).
     task: Task = app.task(name=STEP_TASK, bind=True, shared=False, ignore_result=True)(step_task)
     return task
+
+
+def _handle_step_error(
+    task: Task, runtime: WorkerRuntime, payload: Any, kwargs: dict[str, Any], exc: BaseException
+) -> NoReturn:
+    """Raise what Celery should see of a step's error: a retry, a requeue, or a failure for good."""
+    if isinstance(exc, NOT_RETRYABLE):
+        _give_up(runtime, task, payload, kwargs, exc)
+        raise exc
+    if isinstance(exc, REDIS_OUTAGE):
+        logger.warning(
+            "%s on %s: Redis unreachable; the step goes back to its queue", type(exc).__name__, kwargs
+        )
+        raise Reject(exc, requeue=True) from exc
+    if isinstance(exc, RETRYABLE) and task.request.retries < runtime.settings.task_max_retries:
+        _retry(task, runtime, kwargs, exc)
+    _give_up(runtime, task, payload, kwargs, exc)
+    if isinstance(exc, Exception) and not isinstance(exc, CELERY_MISHANDLES):
+        raise exc
+    raise StepAborted(f"step raised {type(exc).__name__}: {exc}") from exc
+
+
+def _retry(task: Task, runtime: WorkerRuntime, kwargs: dict[str, Any], exc: BaseException) -> NoReturn:
+    """Send the step again after its backoff (Celery's retry: this message is acknowledged)."""
+    countdown = broker_countdown(
+        retry_countdown(task.request.retries, runtime.settings.retry_backoff_seconds),
+        amqp=is_amqp(str(task.app.conf.broker_url)),
+    )
+    logger.warning(
+        "%s on %s; retry %d in %.1f s", type(exc).__name__, kwargs, task.request.retries + 1, countdown
+    )
+    runtime.metrics.observe_retry(_step_name(runtime, kwargs))
+    # max_retries: Celery's own cap (3 by default) would otherwise re-raise the error
+    # from inside retry() on the 4th retry, past our give-up path: a lost sample.
+    raise task.retry(
+        exc=exc,
+        countdown=countdown,
+        max_retries=runtime.settings.task_max_retries,
+        retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
+    ) from exc
+
+
+def process_is_stopping() -> bool:
+    """True once this process handled a signal to stop: a prefork pool child sent SIGTERM.
+
+    billiard's handler in a pool child raises ``SystemExit(-241)`` inside whatever step
+    runs, and sets a flag first: what the step raises then (that SystemExit, or an error
+    of its cleanup) is the shutdown's, not the step's. Nothing else stops a step from
+    outside: Celery's own handlers (threads and solo pools) only set a flag its consumer
+    loop reads, so a running step finishes. A KeyboardInterrupt or SystemExit raised while
+    this answers False is the step's own, and fails its sample.
+    """
+    fired = getattr(billiard_common, "terminate_handler_fired", None)
+    if fired is not None:
+        return bool(fired())
+    return bool(billiard_common._should_have_exited[0])  # billiard before 4.3: the same flag
 
 
 def _give_up(
