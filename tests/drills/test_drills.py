@@ -19,6 +19,7 @@ from tests.support.drills.scenarios import (
     message_lost,
     redis_full,
     redis_restarted,
+    worker_group_terminated,
     worker_killed,
     worker_stops_consuming,
 )
@@ -77,6 +78,15 @@ def test_worker_killed_mid_step_is_replaced_and_every_sample_completes_once(
     assert outcome.notes[0] != f"done at the kill: {outcome.total}/{outcome.total}", (
         "killed too late: nothing tested"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(DRILL_TIMEOUT)
+def test_sigterm_to_a_prefork_workers_process_group_mid_step_dead_letters_nothing(tmp_path: Path) -> None:
+    outcome = worker_group_terminated(tmp_path)
+    assert_nothing_lost_or_twice(outcome)
+    assert (outcome.done, outcome.failed, outcome.dead_lettered) == (outcome.total, 0, 0), outcome
+    assert outcome.notes[0] != f"done at the stop: {outcome.total}/{outcome.total}", "stopped too late"
 
 
 @pytest.mark.slow

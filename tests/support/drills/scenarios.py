@@ -53,6 +53,7 @@ __all__ = [
     "worker_stops_consuming",
     "redis_restarted",
     "worker_killed",
+    "worker_group_terminated",
     "write_traces",
 ]
 
@@ -178,6 +179,39 @@ def worker_killed(directory: Path, *, step: str, samples: int = 12, broker: str 
             seconds=time.monotonic() - started,
         )
         outcome.notes.append(f"done at the kill: {at_kill.done}/{at_kill.total}")
+        return _outcome(outcome, service, handle, status)
+
+
+def worker_group_terminated(directory: Path, *, samples: int = 12) -> Outcome:
+    """SIGTERM a prefork learn worker's whole process group while a child holds in Reflect, then replace it.
+
+    What systemd's KillMode=control-group (or a container's stop) does: every pool child gets
+    the signal too, mid-step. Their steps are no failures: each message comes back.
+    """
+    with quick_fleet(directory, "redis") as (service, client, fleet):
+        fleet.learn_pool = "prefork"
+        fleet.start(service)
+        started = time.monotonic()
+        client.set(arm_key("ReflectStep"), 1)
+        handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK, recipe="held")
+        deadline = time.monotonic() + 30
+        while not client.exists(holding_key("ReflectStep")):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"ReflectStep never held; log:\n{fleet.log.read_text()[-4000:]}")
+            time.sleep(0.02)
+        stopped = fleet.processes["learn"]
+        stop(stopped, signal.SIGTERM)
+        at_stop = handle.status()
+        fleet.start_one("learn")
+        status, _ = wait_for_batch(handle, timeout=60)
+        outcome = Outcome(
+            drill="worker's process group sent SIGTERM mid-step",
+            load=f"{samples} traces, 4 prefork learn processes + 1 writer",
+            faults="SIGTERM to the learn worker's process group while a child held in Reflect",
+            seconds=time.monotonic() - started,
+        )
+        outcome.notes.append(f"done at the stop: {at_stop.done}/{at_stop.total}")
+        outcome.notes.append(f"exit status of the stopped worker: {stopped.returncode}")
         return _outcome(outcome, service, handle, status)
 
 
