@@ -10,9 +10,10 @@ epoch starts the next epoch from the batch's stored items.
 from __future__ import annotations
 
 import logging
+import time
 import traceback
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import redis
 from billiard import common as billiard_common
@@ -25,7 +26,7 @@ from ..connections import is_amqp
 from ..store.batches import sample_key
 from ..store.errors import VersionConflict
 from ..store.write_scope import WriteScope, write_scope
-from .app import WORKER_PUBLISH_RETRY_POLICY
+from .app import MAX_MEMORY_WAIT_SECONDS, WORKER_PUBLISH_RETRY_POLICY, is_redis_full, refuses_writes
 from .chains import STEP_TASK
 from .dead_letters import park_dead_letter
 from .epochs import resume_batch
@@ -38,6 +39,8 @@ from .trace_context import traced_task, with_carrier
 __all__ = ["register_tasks", "run_step", "start_next_epoch"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # Worth another delivery: rate limits and timeouts the client gave up on, and lost CAS races.
 RETRYABLE = (LLMError, VersionConflict)
@@ -134,18 +137,33 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
 
     def step_task(self: Task, payload: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         runtime = get_runtime()
-        try:
-            # The step's span, in the sample's trace; the next step gets the sample's trace context.
-            with traced_task(
-                payload, kwargs, _step_name(runtime, kwargs), self.request, expected=(Ignore,)
-            ) as carrier:
-                return with_carrier(run_step(self.app, runtime, payload, **kwargs), carrier)
-        except TaskPredicate:
-            raise  # Celery's control flow, as Ignore for a step of a cancelled batch: no failure
-        except BaseException as exc:
-            if process_is_stopping():
-                raise  # not the step's failure: its message stays unacknowledged and comes back
-            _handle_step_error(self, runtime, payload, kwargs, exc)
+        waits_for_room = 0
+        while True:
+            try:
+                if waits_for_room:
+                    _wait_for_room(runtime, waits_for_room)
+                # The step's span, in the sample's trace; the next step gets the sample's trace context.
+                with traced_task(
+                    payload, kwargs, _step_name(runtime, kwargs), self.request, expected=(Ignore,)
+                ) as carrier:
+                    return with_carrier(run_step(self.app, runtime, payload, **kwargs), carrier)
+            except TaskPredicate:
+                raise  # Celery's control flow, as Ignore for a step of a cancelled batch: no failure
+            except BaseException as exc:
+                if process_is_stopping():
+                    raise  # not the step's failure: its message stays unacknowledged and comes back
+                if not is_redis_full(exc):
+                    _handle_step_error(self, runtime, payload, kwargs, exc)
+                # Redis out of memory (maxmemory, noeviction) passes, and is no failure of the sample.
+                # The broker is as full as the store: a requeue or a retry would be refused too, and
+                # a requeue refused half-way leaves the message held by this worker for good. So the
+                # step waits for room and runs again in this delivery (its writes are idempotent).
+                logger.warning(
+                    "%s on %s: Redis is out of memory; the step runs again once it has room",
+                    type(exc).__name__,
+                    kwargs,
+                )
+                waits_for_room += 1
 
     # shared=False: the task belongs to this app only, so several apps in one process never clash.
     # ignore_result: a chain hands each result to the next task in the message, and outcomes live
@@ -159,17 +177,20 @@ def _handle_step_error(
     task: Task, runtime: WorkerRuntime, payload: Any, kwargs: dict[str, Any], exc: BaseException
 ) -> NoReturn:
     """Raise what Celery should see of a step's error: a retry, a requeue, or a failure for good."""
-    if isinstance(exc, NOT_RETRYABLE):
-        _give_up(runtime, task, payload, kwargs, exc)
-        raise exc
     if isinstance(exc, REDIS_OUTAGE):
         logger.warning(
             "%s on %s: Redis unreachable; the step goes back to its queue", type(exc).__name__, kwargs
         )
         raise Reject(exc, requeue=True) from exc
-    if isinstance(exc, RETRYABLE) and task.request.retries < runtime.settings.task_max_retries:
-        _retry(task, runtime, kwargs, exc)
-    _give_up(runtime, task, payload, kwargs, exc)
+    retryable = isinstance(exc, RETRYABLE) and not isinstance(exc, NOT_RETRYABLE)
+    try:
+        if retryable and task.request.retries < runtime.settings.task_max_retries:
+            _retry(task, runtime, kwargs, exc)
+        _give_up(runtime, task, payload, kwargs, exc)
+    except REDIS_OUTAGE as lost:
+        # Neither the retry nor the failure could be written: acknowledged now, the sample would
+        # have no outcome. Delivered again, the step meets its error again.
+        raise Reject(lost, requeue=True) from exc
     if isinstance(exc, Exception) and not isinstance(exc, CELERY_MISHANDLES):
         raise exc
     raise StepAborted(f"step raised {type(exc).__name__}: {exc}") from exc
@@ -185,14 +206,53 @@ def _retry(task: Task, runtime: WorkerRuntime, kwargs: dict[str, Any], exc: Base
         "%s on %s; retry %d in %.1f s", type(exc).__name__, kwargs, task.request.retries + 1, countdown
     )
     runtime.metrics.observe_retry(_step_name(runtime, kwargs))
-    # max_retries: Celery's own cap (3 by default) would otherwise re-raise the error
-    # from inside retry() on the 4th retry, past our give-up path: a lost sample.
-    raise task.retry(
-        exc=exc,
-        countdown=countdown,
-        max_retries=runtime.settings.task_max_retries,
-        retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
-    ) from exc
+    waits = 0
+    while True:
+        try:
+            # max_retries: Celery's own cap (3 by default) would otherwise re-raise the error
+            # from inside retry() on the 4th retry, past our give-up path: a lost sample.
+            raise task.retry(
+                exc=exc,
+                countdown=countdown,
+                max_retries=runtime.settings.task_max_retries,
+                retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
+            ) from exc
+        except Reject as refused:
+            # Celery rejects for good a retry it could not publish: not when Redis is only full.
+            if not is_redis_full(refused.reason):
+                raise
+        waits += 1
+        _wait_for_room(runtime, waits)
+
+
+def _while_redis_is_full(runtime: WorkerRuntime, write: Callable[[], T]) -> T:
+    """Call ``write`` until Redis has the memory for it, waiting for room between tries."""
+    waits = 0
+    while True:
+        try:
+            return write()
+        except redis.ResponseError as exc:
+            if not is_redis_full(exc):
+                raise
+            logger.warning("%s: Redis is out of memory; written again once it has room", exc)
+        waits += 1
+        _wait_for_room(runtime, waits)
+
+
+def _wait_for_room(runtime: WorkerRuntime, waits: int) -> None:
+    """Sleep a backoff that grows with ``waits`` (the waits so far), then on while Redis refuses writes.
+
+    The first pause is taken even if Redis takes the probe's small write at once: the step's
+    own writes may be larger, and running it again at once would only be refused again.
+    """
+    backoff = runtime.settings.retry_backoff_seconds
+    delay = min(retry_countdown(waits - 1, backoff), MAX_MEMORY_WAIT_SECONDS)
+    time.sleep(delay)
+    while refuses_writes(runtime.redis, prefix=runtime.settings.queue_prefix):
+        waits += 1
+        delay = min(retry_countdown(waits - 1, backoff), MAX_MEMORY_WAIT_SECONDS)
+        logger.warning("Redis is out of memory (maxmemory); next look in %.1f s", delay)
+        time.sleep(delay)
 
 
 def process_is_stopping() -> bool:
@@ -223,23 +283,31 @@ def _give_up(
     error = f"{type(exc).__name__}: {exc}"
     logger.error("%s failed for good: %s", step, error)
     # Park the message first: once the failure is counted, a waiting producer may look for it.
-    park_dead_letter(runtime, task_id=task.request.id, step=step, kwargs=kwargs, payload=payload, error=error)
+    _while_redis_is_full(
+        runtime,
+        lambda: park_dead_letter(
+            runtime, task_id=task.request.id, step=step, kwargs=kwargs, payload=payload, error=error
+        ),
+    )
     batch_id, epoch, index = kwargs.get("batch_id"), kwargs.get("epoch"), kwargs.get("sample_index")
     if not (isinstance(batch_id, str) and isinstance(epoch, int) and isinstance(index, int)):
         return
     if not runtime.batches.exists(batch_id):
         return
-    finished = runtime.batches.record_failure(
-        batch_id,
-        epoch,
-        index,
-        step=step,
-        error=error,
-        traceback="".join(traceback.format_exception(exc, limit=-3)),
-        sample=payload.get("sample") if isinstance(payload, dict) else None,
+    finished = _while_redis_is_full(
+        runtime,
+        lambda: runtime.batches.record_failure(
+            batch_id,
+            epoch,
+            index,
+            step=step,
+            error=error,
+            traceback="".join(traceback.format_exception(exc, limit=-3)),
+            sample=payload.get("sample") if isinstance(payload, dict) else None,
+        ),
     )
     # A failed sample still finishes its epoch.
-    start_next_epoch(task.app, runtime, batch_id, epoch, finished)
+    _while_redis_is_full(runtime, lambda: start_next_epoch(task.app, runtime, batch_id, epoch, finished))
 
 
 def _step_name(runtime: WorkerRuntime, kwargs: dict[str, Any]) -> str:
