@@ -8,6 +8,8 @@ import pytest
 import redis
 
 from ace_workers.distributed.worker.app import is_redis_full, refuses_writes
+from ace_workers.sim import failure_traces
+from tests.support.workers import build_test_service
 
 
 @pytest.fixture
@@ -46,3 +48,17 @@ def test_a_full_redis_refuses_the_probing_write(full_redis: redis.Redis) -> None
 
 def test_a_redis_with_room_takes_the_probing_write(redis_client: redis.Redis) -> None:
     assert not refuses_writes(redis_client, prefix="t")
+
+
+def test_a_waiting_producer_waits_on_through_a_full_redis(redis_client: redis.Redis, redis_url: str) -> None:
+    service = build_test_service(redis_url)  # no workers: the batch stays unfinished
+    try:
+        handle = service.producer.enqueue_traces(failure_traces(2), "book")
+        redis_client.config_set("maxmemory", 1)
+        try:
+            with pytest.raises(TimeoutError):  # not the refusal: the wait goes on to its timeout
+                handle.wait(timeout=0.3)
+        finally:
+            redis_client.config_set("maxmemory", 0)
+    finally:
+        service.close()
