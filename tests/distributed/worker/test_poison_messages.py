@@ -6,7 +6,9 @@ would hold that one slot, and the next batch would never run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -14,9 +16,10 @@ import redis
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.worker.dead_letters import read_dead_letters
 from ace_workers.sim import failure_traces
-from tests.support.recipes import RAISED_BY_STEPS
+from tests.support.processes import start_worker, stop
+from tests.support.recipes import RAISED_BY_STEPS, TEST_RECIPES
 from tests.support.waiting import wait_for
-from tests.support.workers import running_service
+from tests.support.workers import build_test_service, running_service
 
 # Where kombu's Redis transport keeps the messages delivered and not yet acknowledged.
 KOMBU_UNACKED = "unacked"
@@ -70,3 +73,41 @@ def test_the_worker_takes_the_next_task_after_a_step_raised_a_base_exception(
     service.producer.enqueue_traces(failure_traces(1), "book", recipe=f"raises_{error}")
     status = service.producer.enqueue_traces(failure_traces(3), "later").wait(timeout=TIMEOUT)
     assert (status.done, status.failed) == (3, 0)
+
+
+@pytest.fixture
+def prefork_worker(
+    tmp_path: Path, redis_client: redis.Redis, redis_url: str
+) -> Iterator[tuple[Service, Path]]:
+    """A real ``ace-workers worker`` process, prefork pool of one child, and a producer beside it."""
+    service = build_test_service(redis_url)
+    values = {
+        "ACE_REDIS_URL": redis_url,
+        "ACE_QUEUE_PREFIX": service.runtime.settings.queue_prefix,
+        "ACE_RECIPES": TEST_RECIPES,
+        "ACE_SIM_TRUST_THRESHOLD": "0",
+        "ACE_VISIBILITY_TIMEOUT_SECONDS": "2",
+    }
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), **values}
+    log = tmp_path / "worker.log"
+    worker = start_worker(env, log, queues="execute,learn,write", pool="prefork", concurrency=1)
+    try:
+        yield service, log
+    finally:
+        stop(worker)
+        service.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("error", sorted(RAISED_BY_STEPS))
+def test_a_prefork_child_fails_the_sample_of_a_step_raising_a_base_exception_and_serves_on(
+    prefork_worker: tuple[Service, Path], error: str
+) -> None:
+    service, log = prefork_worker
+    raising = service.producer.enqueue_traces(failure_traces(1), "book", recipe=f"raises_{error}")
+    later = service.producer.enqueue_traces(failure_traces(2), "later")
+    try:
+        statuses = [raising.wait(timeout=60), later.wait(timeout=60)]
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}; worker log:\n{log.read_text()[-3000:]}") from exc
+    assert [(status.done, status.failed) for status in statuses] == [(0, 1), (2, 0)]
