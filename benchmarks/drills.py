@@ -36,11 +36,12 @@ from tests.support.drills.scenarios import (
     message_lost,
     redis_full,
     redis_restarted,
+    worker_group_terminated,
     worker_killed,
     worker_stops_consuming,
 )
 
-DRILLS = ("restart", "full", "kill", "lost", "stuck", "llm", "cli")
+DRILLS = ("restart", "full", "kill", "term", "lost", "stuck", "llm", "cli")
 
 
 def run(only: set[str], cli_counts: tuple[int, ...], brokers: tuple[str, ...], root: Path) -> list[Outcome]:
@@ -79,6 +80,7 @@ def run(only: set[str], cli_counts: tuple[int, ...], brokers: tuple[str, ...], r
     drills += [
         ("full", "redis out of memory at start", lambda: redis_full(root / "full")),
         ("stuck", "worker stops consuming", lambda: worker_stops_consuming(root / "stuck")),
+        ("term", "worker's process group sent SIGTERM", lambda: worker_group_terminated(root / "term")),
         ("llm", "LLM rate-limited 50%", lambda: llm_rate_limited(root / "llm-50", rate=0.5, max_retries=12)),
         ("llm", "LLM rate-limited 100%", lambda: llm_rate_limited(root / "llm-100", rate=1.0, max_retries=2)),
         ("cli", "traces through the CLI", lambda: cli_enqueue(root / "cli", counts=cli_counts)),

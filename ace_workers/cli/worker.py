@@ -20,6 +20,7 @@ from ..distributed.worker.app import (
     redis_out_of_memory,
     wait_while_redis_is_full,
 )
+from ..distributed.worker.deliveries import hold_deliveries_while_redis_is_full
 from ..distributed.worker.errors import WritePartitionsChanged
 from ..distributed.worker.health import ConsumptionWatchdog
 from ..distributed.worker.partitions import check_partition_count
@@ -111,6 +112,7 @@ def worker_command(
             "--without-mingle",
             "--without-gossip",
         ]
+        hold_deliveries_while_redis_is_full()  # a message taken from a full Redis is never dropped
         _run_worker_until_signalled(service, argv, redis_url, watchdog)
 
 

@@ -23,6 +23,7 @@ from .ops.nightly import register_nightly_task
 from .producer.producer import Producer
 from .settings import WorkerSettings
 from .worker.app import create_app, declare_broker_queues
+from .worker.deliveries import hold_deliveries_while_redis_is_full
 from .worker.reconcile import register_reconcile_task
 from .worker.runtime import WorkerRuntime
 from .worker.tasks import register_tasks
@@ -115,6 +116,7 @@ def local_workers(
     queues = settings.queue_names()
     served = settings.write_queues() if write_queues is None else write_queues
     service.runtime.check_reflector()  # an rr reflector that cannot run stops these workers here
+    hold_deliveries_while_redis_is_full()  # a message taken from a full Redis is never dropped
     service.app.steps["consumer"].add(_WakeUp)
     # kombu's Redis transport takes its BRPOP timeout from the polling interval.
     options = service.app.conf.broker_transport_options or {}

@@ -18,7 +18,9 @@ from tests.support.drills.scenarios import (
     llm_rate_limited,
     message_lost,
     redis_full,
+    redis_full_mid_batch,
     redis_restarted,
+    worker_group_terminated,
     worker_killed,
     worker_stops_consuming,
 )
@@ -81,6 +83,15 @@ def test_worker_killed_mid_step_is_replaced_and_every_sample_completes_once(
 
 @pytest.mark.slow
 @pytest.mark.timeout(DRILL_TIMEOUT)
+def test_sigterm_to_a_prefork_workers_process_group_mid_step_dead_letters_nothing(tmp_path: Path) -> None:
+    outcome = worker_group_terminated(tmp_path)
+    assert_nothing_lost_or_twice(outcome)
+    assert (outcome.done, outcome.failed, outcome.dead_lettered) == (outcome.total, 0, 0), outcome
+    assert outcome.notes[0] != f"done at the stop: {outcome.total}/{outcome.total}", "stopped too late"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(DRILL_TIMEOUT)
 @pytest.mark.parametrize("broker", BROKERS)
 def test_messages_the_broker_lost_are_sent_again_and_every_sample_completes_once(
     tmp_path: Path, broker: str
@@ -114,6 +125,18 @@ def test_a_worker_started_on_a_full_redis_waits_says_so_and_serves_once_there_is
     assert "alive while Redis was full: True" in outcome.notes, outcome
     (health,) = [note for note in outcome.notes if note.startswith("/healthz while full: ")]
     assert health.startswith("/healthz while full: 200 Redis is out of memory"), outcome
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(DRILL_TIMEOUT)
+def test_redis_out_of_memory_mid_batch_fails_no_sample_and_every_sample_finishes_once(tmp_path: Path) -> None:
+    outcome = redis_full_mid_batch(tmp_path)
+    assert_nothing_lost_or_twice(outcome)
+    assert (outcome.done, outcome.failed, outcome.dead_lettered) == (outcome.total, 0, 0), outcome
+    assert "worker log lines naming OutOfMemoryError: 0" not in outcome.notes, "Redis was never full"
+    assert f"done when Redis was full: {outcome.total}/{outcome.total}" not in outcome.notes, "full too late"
+    # Nothing was acknowledged without its outcome, so nothing had to be sent again.
+    assert "samples sent again: 0" in outcome.notes, outcome
 
 
 @pytest.mark.slow

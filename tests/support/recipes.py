@@ -107,6 +107,44 @@ def system_exit_recipe(inputs: RecipeInputs) -> list[Any]:
     return [ExitProcess(), *tail]
 
 
+class RaiseBase:
+    """A learning step that raises a BaseException of its own accord (nobody asked the worker to stop)."""
+
+    requires = frozenset({"trace"})
+    provides: frozenset[str] = frozenset()
+    async_boundary = True
+
+    def __init__(self, error: type[BaseException]) -> None:
+        self.error = error
+
+    def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
+        raise self.error(f"{self.error.__name__} raised by a step on purpose")
+
+
+# The BaseExceptions a step may raise that Celery would not acknowledge, fail, and move past.
+RAISED_BY_STEPS: dict[str, type[BaseException]] = {
+    "MemoryError": MemoryError,
+    "KeyboardInterrupt": KeyboardInterrupt,
+    "SystemExit": SystemExit,
+    "GeneratorExit": GeneratorExit,
+}
+
+
+def raising_recipe(error: str) -> Any:
+    """The recipe whose only step raises RAISED_BY_STEPS[error]; its name is ``raises_<error>``."""
+
+    def recipe(inputs: RecipeInputs) -> list[Any]:
+        return [RaiseBase(RAISED_BY_STEPS[error])]
+
+    return recipe
+
+
+raises_MemoryError = raising_recipe("MemoryError")
+raises_KeyboardInterrupt = raising_recipe("KeyboardInterrupt")
+raises_SystemExit = raising_recipe("SystemExit")
+raises_GeneratorExit = raising_recipe("GeneratorExit")
+
+
 # ACE_RECIPES of the tests' workers and producers: a message names a recipe, never an import path.
 TEST_RECIPES = ",".join(
     [
@@ -116,5 +154,6 @@ TEST_RECIPES = ",".join(
         "meeting=tests.support.recipes:meeting_recipe",
         "system_exit=tests.support.recipes:system_exit_recipe",
         "chatty=tests.support.observability_recipes:chatty_recipe",
+        *(f"raises_{name}=tests.support.recipes:raises_{name}" for name in RAISED_BY_STEPS),
     ]
 )

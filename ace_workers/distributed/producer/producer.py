@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import redis
 from celery import Celery
 
 from pipeline import SampleResult
@@ -19,7 +20,7 @@ from ..connections import client_url_for
 from ..settings import WorkerSettings, env_name
 from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys, validate_skillbook_name
-from ..worker.app import create_app
+from ..worker.app import create_app, is_redis_full
 from ..worker.chains import enqueue_epoch
 from ..worker.epochs import resume_batch
 from ..worker.partitions import recorded_partitions
@@ -75,18 +76,22 @@ class BatchHandle:
         """Block until every sample of every epoch finished (or the batch was cancelled); TimeoutError."""
         deadline = None if timeout is None else time.monotonic() + timeout
         reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
+        finished = "no count read"
         while True:
-            status = self.status()
-            if status.state is not BatchState.RUNNING:  # done, or cancelled
-                return status
-            if self.app is not None and time.monotonic() > reconcile_at:
-                reconcile_batch(self.app, self.runtime, self.batch_id)
-                reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
+            try:
+                status = self.status()
+                if status.state is not BatchState.RUNNING:  # done, or cancelled
+                    return status
+                finished = f"{status.done + status.failed} of {status.total} samples finished"
+                if self.app is not None and time.monotonic() > reconcile_at:
+                    reconcile_batch(self.app, self.runtime, self.batch_id)
+                    reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
+            except redis.ResponseError as exc:
+                # A full Redis refuses even a MULTI of reads. Its workers wait for room; so does this.
+                if not is_redis_full(exc):
+                    raise
             if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"batch {self.batch_id}: {status.done + status.failed} of {status.total} samples "
-                    f"finished after {timeout} s"
-                )
+                raise TimeoutError(f"batch {self.batch_id}: {finished} after {timeout} s")
             time.sleep(POLL_SECONDS)
 
     def results(self) -> list[SampleResult[ACEStepContext]]:

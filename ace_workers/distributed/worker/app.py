@@ -41,6 +41,11 @@ __all__ = [
     "check_app_security",
     "check_write_concurrency",
     "ping_redis",
+    # Redis out of memory
+    "is_redis_full",
+    "redis_out_of_memory",
+    "refuses_writes",
+    "wait_while_redis_is_full",
 ]
 
 logger = logging.getLogger(__name__)
@@ -348,15 +353,36 @@ def redis_out_of_memory(url: str, timeout: float = 3.0, *, prefix: str = DEFAULT
         retry=Retry(NoBackoff(), 0),
     )
     try:
+        return refuses_writes(client, prefix=prefix)
+    finally:
+        client.close()
+
+
+def refuses_writes(client: Any, *, prefix: str = DEFAULT_PREFIX) -> bool:
+    """True if Redis (``client``'s, a server or a cluster) is out of memory: one probing write is refused.
+
+    Connection errors are raised: a Redis that is down is not full.
+    """
+    try:
         # A MULTI, like kombu's own commands: what a worker starting now would meet.
         pipe = client.pipeline()
         pipe.set(write_probe_key(uuid.uuid4().hex, prefix), 1, px=1000)
         pipe.execute()
     except (redis.OutOfMemoryError, ExecAbortError) as exc:
-        return "maxmemory" in f"{exc} {exc.__context__}"
-    finally:
-        client.close()
+        return is_redis_full(exc)
     return False
+
+
+def is_redis_full(exc: BaseException) -> bool:
+    """True if ``exc`` is Redis refusing a write for want of memory (maxmemory with noeviction).
+
+    Also when a transaction was aborted for it (EXECABORT, the refusal as its context).
+    """
+    if isinstance(exc, redis.OutOfMemoryError):
+        return True
+    if isinstance(exc, ExecAbortError) and exc.__context__ is not None and exc.__context__ is not exc:
+        return is_redis_full(exc.__context__)
+    return isinstance(exc, redis.ResponseError) and "maxmemory" in str(exc)
 
 
 def wait_while_redis_is_full(

@@ -158,4 +158,4 @@ class UnknownStepError(WorkerError, ValueError):
 
 
 class StepAborted(WorkerError):
-    """A step raised a BaseException (SystemExit, ...); its sample is failed and dead-lettered."""
+    """A step raised what Celery mishandles (SystemExit, MemoryError, ...); its sample was failed."""

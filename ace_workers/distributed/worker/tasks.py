@@ -10,13 +10,15 @@ epoch starts the next epoch from the batch's stored items.
 from __future__ import annotations
 
 import logging
+import time
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import redis
+from billiard import common as billiard_common
 from celery import Celery, Task
-from celery.exceptions import Ignore, Reject, WorkerShutdown, WorkerTerminate
+from celery.exceptions import Ignore, Reject, TaskPredicate
 
 from ...errors import AceError, LLMError, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
@@ -24,7 +26,7 @@ from ..connections import is_amqp
 from ..store.batches import sample_key
 from ..store.errors import BatchNotFoundError, VersionConflict
 from ..store.write_scope import WriteScope, write_scope
-from .app import WORKER_PUBLISH_RETRY_POLICY
+from .app import MAX_MEMORY_WAIT_SECONDS, WORKER_PUBLISH_RETRY_POLICY, is_redis_full, refuses_writes
 from .chains import STEP_TASK
 from .dead_letters import park_dead_letter
 from .epochs import resume_batch
@@ -38,6 +40,8 @@ __all__ = ["register_tasks", "run_step", "start_next_epoch"]
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 # Worth another delivery: rate limits and timeouts the client gave up on, and lost CAS races.
 RETRYABLE = (LLMError, VersionConflict)
 # Redis went away mid-step (a restart, a failover). Not a failure of the sample, and not for
@@ -49,8 +53,12 @@ REDIS_OUTAGE = (redis.ConnectionError, redis.TimeoutError)
 # Failing for good: another delivery would meet the same answer, so the sample fails and its
 # message is dead-lettered.
 NOT_RETRYABLE = (RetriesExhausted, UnknownRecipeError)
-# BaseExceptions that mean this worker process is stopping, not that the step failed.
-SHUTDOWN = (KeyboardInterrupt, WorkerShutdown, WorkerTerminate)
+# What Celery mishandles when a task raises it, besides every BaseException that is not an
+# Exception (KeyboardInterrupt wedges a threads worker with its message unacknowledged; SystemExit
+# ends a prefork child): MemoryError, which it re-raises before acknowledging, so the message comes
+# back and fails again forever. A step raising one fails its sample like any error, and Celery is
+# shown StepAborted instead. Only a pool child told to stop differs (see process_is_stopping).
+CELERY_MISHANDLES = (MemoryError,)
 
 
 def run_step(
@@ -135,54 +143,33 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
 
     def step_task(self: Task, payload: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         runtime = get_runtime()
-        try:
-            # The step's span, in the sample's trace; the next step gets the sample's trace context.
-            with traced_task(
-                payload, kwargs, _step_name(runtime, kwargs), self.request, expected=(Ignore,)
-            ) as carrier:
-                return with_carrier(run_step(self.app, runtime, payload, **kwargs), carrier)
-        except NOT_RETRYABLE as exc:
-            _give_up(runtime, self, payload, kwargs, exc)
-            raise
-        except REDIS_OUTAGE as exc:
-            logger.warning(
-                "%s on %s: Redis unreachable; the step goes back to its queue", type(exc).__name__, kwargs
-            )
-            raise Reject(exc, requeue=True) from exc
-        except RETRYABLE as exc:
-            if self.request.retries < runtime.settings.task_max_retries:
-                countdown = broker_countdown(
-                    retry_countdown(self.request.retries, runtime.settings.retry_backoff_seconds),
-                    amqp=is_amqp(str(self.app.conf.broker_url)),
-                )
+        waits_for_room = 0
+        while True:
+            try:
+                if waits_for_room:
+                    _wait_for_room(runtime, waits_for_room)
+                # The step's span, in the sample's trace; the next step gets the sample's trace context.
+                with traced_task(
+                    payload, kwargs, _step_name(runtime, kwargs), self.request, expected=(Ignore,)
+                ) as carrier:
+                    return with_carrier(run_step(self.app, runtime, payload, **kwargs), carrier)
+            except TaskPredicate:
+                raise  # Celery's control flow, as Ignore for a step of a cancelled batch: no failure
+            except BaseException as exc:
+                if process_is_stopping():
+                    raise  # not the step's failure: its message stays unacknowledged and comes back
+                if not is_redis_full(exc):
+                    _handle_step_error(self, runtime, payload, kwargs, exc)
+                # Redis out of memory (maxmemory, noeviction) passes, and is no failure of the sample.
+                # The broker is as full as the store: a requeue or a retry would be refused too, and
+                # a requeue refused half-way leaves the message held by this worker for good. So the
+                # step waits for room and runs again in this delivery (its writes are idempotent).
                 logger.warning(
-                    "%s on %s; retry %d in %.1f s",
+                    "%s on %s: Redis is out of memory; the step runs again once it has room",
                     type(exc).__name__,
                     kwargs,
-                    self.request.retries + 1,
-                    countdown,
                 )
-                runtime.metrics.observe_retry(_step_name(runtime, kwargs))
-                # max_retries: Celery's own cap (3 by default) would otherwise re-raise the error
-                # from inside retry() on the 4th retry, past our give-up path: a lost sample.
-                raise self.retry(
-                    exc=exc,
-                    countdown=countdown,
-                    max_retries=runtime.settings.task_max_retries,
-                    retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
-                ) from exc
-            _give_up(runtime, self, payload, kwargs, exc)
-            raise
-        except Exception as exc:
-            _give_up(runtime, self, payload, kwargs, exc)
-            raise
-        except SHUTDOWN:
-            raise  # the worker is stopping: the message stays unacknowledged and comes back
-        except BaseException as exc:
-            # SystemExit and the like from a step: left alone they would escape Celery's error
-            # handling, the message would never be acknowledged, and it would come back forever.
-            _give_up(runtime, self, payload, kwargs, exc)
-            raise StepAborted(f"step raised {type(exc).__name__}: {exc}") from exc
+                waits_for_room += 1
 
     # shared=False: the task belongs to this app only, so several apps in one process never clash.
     # ignore_result: a chain hands each result to the next task in the message, and outcomes live
@@ -190,6 +177,104 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
     # pubsub connection per worker thread that Celery never closes).
     task: Task = app.task(name=STEP_TASK, bind=True, shared=False, ignore_result=True)(step_task)
     return task
+
+
+def _handle_step_error(
+    task: Task, runtime: WorkerRuntime, payload: Any, kwargs: dict[str, Any], exc: BaseException
+) -> NoReturn:
+    """Raise what Celery should see of a step's error: a retry, a requeue, or a failure for good."""
+    if isinstance(exc, REDIS_OUTAGE):
+        logger.warning(
+            "%s on %s: Redis unreachable; the step goes back to its queue", type(exc).__name__, kwargs
+        )
+        raise Reject(exc, requeue=True) from exc
+    retryable = isinstance(exc, RETRYABLE) and not isinstance(exc, NOT_RETRYABLE)
+    try:
+        if retryable and task.request.retries < runtime.settings.task_max_retries:
+            _retry(task, runtime, kwargs, exc)
+        _give_up(runtime, task, payload, kwargs, exc)
+    except REDIS_OUTAGE as lost:
+        # Neither the retry nor the failure could be written: acknowledged now, the sample would
+        # have no outcome. Delivered again, the step meets its error again.
+        raise Reject(lost, requeue=True) from exc
+    if isinstance(exc, Exception) and not isinstance(exc, CELERY_MISHANDLES):
+        raise exc
+    raise StepAborted(f"step raised {type(exc).__name__}: {exc}") from exc
+
+
+def _retry(task: Task, runtime: WorkerRuntime, kwargs: dict[str, Any], exc: BaseException) -> NoReturn:
+    """Send the step again after its backoff (Celery's retry: this message is acknowledged)."""
+    countdown = broker_countdown(
+        retry_countdown(task.request.retries, runtime.settings.retry_backoff_seconds),
+        amqp=is_amqp(str(task.app.conf.broker_url)),
+    )
+    logger.warning(
+        "%s on %s; retry %d in %.1f s", type(exc).__name__, kwargs, task.request.retries + 1, countdown
+    )
+    runtime.metrics.observe_retry(_step_name(runtime, kwargs))
+    waits = 0
+    while True:
+        try:
+            # max_retries: Celery's own cap (3 by default) would otherwise re-raise the error
+            # from inside retry() on the 4th retry, past our give-up path: a lost sample.
+            raise task.retry(
+                exc=exc,
+                countdown=countdown,
+                max_retries=runtime.settings.task_max_retries,
+                retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
+            ) from exc
+        except Reject as refused:
+            # Celery rejects for good a retry it could not publish: not when Redis is only full.
+            if not is_redis_full(refused.reason):
+                raise
+        waits += 1
+        _wait_for_room(runtime, waits)
+
+
+def _while_redis_is_full(runtime: WorkerRuntime, write: Callable[[], T]) -> T:
+    """Call ``write`` until Redis has the memory for it, waiting for room between tries."""
+    waits = 0
+    while True:
+        try:
+            return write()
+        except redis.ResponseError as exc:
+            if not is_redis_full(exc):
+                raise
+            logger.warning("%s: Redis is out of memory; written again once it has room", exc)
+        waits += 1
+        _wait_for_room(runtime, waits)
+
+
+def _wait_for_room(runtime: WorkerRuntime, waits: int) -> None:
+    """Sleep a backoff that grows with ``waits`` (the waits so far), then on while Redis refuses writes.
+
+    The first pause is taken even if Redis takes the probe's small write at once: the step's
+    own writes may be larger, and running it again at once would only be refused again.
+    """
+    backoff = runtime.settings.retry_backoff_seconds
+    delay = min(retry_countdown(waits - 1, backoff), MAX_MEMORY_WAIT_SECONDS)
+    time.sleep(delay)
+    while refuses_writes(runtime.redis, prefix=runtime.settings.queue_prefix):
+        waits += 1
+        delay = min(retry_countdown(waits - 1, backoff), MAX_MEMORY_WAIT_SECONDS)
+        logger.warning("Redis is out of memory (maxmemory); next look in %.1f s", delay)
+        time.sleep(delay)
+
+
+def process_is_stopping() -> bool:
+    """True once this process handled a signal to stop: a prefork pool child sent SIGTERM.
+
+    billiard's handler in a pool child raises ``SystemExit(-241)`` inside whatever step
+    runs, and sets a flag first: what the step raises then (that SystemExit, or an error
+    of its cleanup) is the shutdown's, not the step's. Nothing else stops a step from
+    outside: Celery's own handlers (threads and solo pools) only set a flag its consumer
+    loop reads, so a running step finishes. A KeyboardInterrupt or SystemExit raised while
+    this answers False is the step's own, and fails its sample.
+    """
+    fired = getattr(billiard_common, "terminate_handler_fired", None)
+    if fired is not None:
+        return bool(fired())
+    return bool(billiard_common._should_have_exited[0])  # billiard before 4.3: the same flag
 
 
 def _give_up(
@@ -204,27 +289,36 @@ def _give_up(
     error = f"{type(exc).__name__}: {exc}"
     logger.error("%s failed for good: %s", step, error)
     # Park the message first: once the failure is counted, a waiting producer may look for it.
-    park_dead_letter(runtime, task_id=task.request.id, step=step, kwargs=kwargs, payload=payload, error=error)
+    _while_redis_is_full(
+        runtime,
+        lambda: park_dead_letter(
+            runtime, task_id=task.request.id, step=step, kwargs=kwargs, payload=payload, error=error
+        ),
+    )
     batch_id, epoch, index = kwargs.get("batch_id"), kwargs.get("epoch"), kwargs.get("sample_index")
     if not (isinstance(batch_id, str) and isinstance(epoch, int) and isinstance(index, int)):
         return
     try:
-        finished = runtime.batches.record_failure(
-            batch_id,
-            epoch,
-            index,
-            step=step,
-            error=error,
-            traceback="".join(traceback.format_exception(exc, limit=-3)),
-            sample=payload.get("sample") if isinstance(payload, dict) else None,
+        finished = _while_redis_is_full(
+            runtime,
+            lambda: runtime.batches.record_failure(
+                batch_id,
+                epoch,
+                index,
+                step=step,
+                error=error,
+                traceback="".join(traceback.format_exception(exc, limit=-3)),
+                sample=payload.get("sample") if isinstance(payload, dict) else None,
+            ),
         )
-        # A failed sample still finishes its epoch.
-        start_next_epoch(task.app, runtime, batch_id, epoch, finished)
     except BatchNotFoundError:
         # Never created, or expired: the letter is all there is to keep, and it is parked.
         logger.warning(
             "batch %s does not exist: the failure of %s is kept as a dead letter only", batch_id, step
         )
+        return
+    # A failed sample still finishes its epoch.
+    _while_redis_is_full(runtime, lambda: start_next_epoch(task.app, runtime, batch_id, epoch, finished))
 
 
 def _step_name(runtime: WorkerRuntime, kwargs: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from ace_workers.distributed.connections import is_amqp
 from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.batches import BatchStatus
+from ace_workers.distributed.store.keys import batch_key
 from tests.support.servers import PrivateRedis, free_port
 
 from .harness import (
@@ -50,9 +51,11 @@ __all__ = [
     "llm_rate_limited",
     "message_lost",
     "redis_full",
+    "redis_full_mid_batch",
     "worker_stops_consuming",
     "redis_restarted",
     "worker_killed",
+    "worker_group_terminated",
     "write_traces",
 ]
 
@@ -178,6 +181,39 @@ def worker_killed(directory: Path, *, step: str, samples: int = 12, broker: str 
             seconds=time.monotonic() - started,
         )
         outcome.notes.append(f"done at the kill: {at_kill.done}/{at_kill.total}")
+        return _outcome(outcome, service, handle, status)
+
+
+def worker_group_terminated(directory: Path, *, samples: int = 12) -> Outcome:
+    """SIGTERM a prefork learn worker's whole process group while a child holds in Reflect, then replace it.
+
+    What systemd's KillMode=control-group (or a container's stop) does: every pool child gets
+    the signal too, mid-step. Their steps are no failures: each message comes back.
+    """
+    with quick_fleet(directory, "redis") as (service, client, fleet):
+        fleet.learn_pool = "prefork"
+        fleet.start(service)
+        started = time.monotonic()
+        client.set(arm_key("ReflectStep"), 1)
+        handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK, recipe="held")
+        deadline = time.monotonic() + 30
+        while not client.exists(holding_key("ReflectStep")):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"ReflectStep never held; log:\n{fleet.log.read_text()[-4000:]}")
+            time.sleep(0.02)
+        stopped = fleet.processes["learn"]
+        stop(stopped, signal.SIGTERM)
+        at_stop = handle.status()
+        fleet.start_one("learn")
+        status, _ = wait_for_batch(handle, timeout=60)
+        outcome = Outcome(
+            drill="worker's process group sent SIGTERM mid-step",
+            load=f"{samples} traces, 4 prefork learn processes + 1 writer",
+            faults="SIGTERM to the learn worker's process group while a child held in Reflect",
+            seconds=time.monotonic() - started,
+        )
+        outcome.notes.append(f"done at the stop: {at_stop.done}/{at_stop.total}")
+        outcome.notes.append(f"exit status of the stopped worker: {stopped.returncode}")
         return _outcome(outcome, service, handle, status)
 
 
@@ -319,12 +355,64 @@ def redis_full(directory: Path, *, samples: int = 6, full_for: float = 6.0) -> O
                 client.close()
 
 
-def fill_until_out_of_memory(client: redis.Redis) -> int:
-    """Write 10 KB keys until Redis refuses one; return how many it took."""
+def redis_full_mid_batch(
+    directory: Path, *, samples: int = 24, headroom: int = 2 * 1024 * 1024, full_for: float = 2.0
+) -> Outcome:
+    """Let Redis run out of memory mid-batch; free it ``full_for`` s after a worker met it.
+
+    Nobody resumes the batch: it must finish from what the workers and the waiting producer do.
+    """
+    with quick_fleet(directory, "redis") as (service, client, fleet):
+        fleet.start(service)
+        started = time.monotonic()
+        handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK)
+        deadline = time.monotonic() + 30
+        while handle.status().done < 2:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the batch never got under way; log:\n{fleet.log.read_text()[-4000:]}")
+            time.sleep(0.02)
+        # Just above what Redis holds now, filled: every write that needs memory is refused.
+        client.config_set("maxmemory", int(client.info("memory")["used_memory"]) + headroom)
+        filled = 0
+        try:
+            filled = fill_until_out_of_memory(client)
+            at_full = client.hget(batch_key(service.runtime.batches.prefix, handle.batch_id), "done")
+            # Not handle.status(): Redis refuses even a MULTI of reads while it is full.
+            deadline, until = time.monotonic() + 30, None
+            while time.monotonic() < (until or deadline):
+                # Each acknowledgement frees a message's bytes: take them, or the workers would.
+                filled += fill_until_out_of_memory(client, start=filled, size=500)
+                if until is None and fleet.log_count("OutOfMemoryError"):
+                    until = time.monotonic() + full_for  # every worker meets it, not only the first
+                time.sleep(0.01)
+        finally:
+            client.config_set("maxmemory", 0)
+            client.delete(*(f"fill:{i}" for i in range(filled)))
+        status, _ = wait_for_batch(handle, timeout=90, supervise=fleet)
+        outcome = Outcome(
+            drill="redis out of memory mid-batch",
+            load=f"{samples} traces, 4 learn threads + 1 writer",
+            faults=f"maxmemory {headroom // 1024} KiB above use, filled; freed {full_for:g} s after refusals",
+            seconds=time.monotonic() - started,
+        )
+        outcome.notes.append(f"done when Redis was full: {int(at_full or 0)}/{samples}")
+        refusals = fleet.log_count("OutOfMemoryError")
+        outcome.notes.append(f"worker log lines naming OutOfMemoryError: {refusals}")
+        redrives = service.runtime.batches.redrives(handle.batch_id)
+        outcome.notes.append(f"samples sent again: {len(redrives)}")
+        outcome.notes.append(f"workers the supervisor restarted: {fleet.restarts}")
+        return _outcome(outcome, service, handle, status)
+
+
+def fill_until_out_of_memory(client: redis.Redis, *, start: int = 0, size: int = 10_000) -> int:
+    """Write keys ``fill:<start>``, ``fill:<start + 1>``, ... of ``size`` bytes until Redis refuses one.
+
+    Returns how many it wrote.
+    """
     count = 0
     try:
         while True:
-            client.set(f"fill:{count}", "x" * 10_000)
+            client.set(f"fill:{start + count}", "x" * size)
             count += 1
     except redis.OutOfMemoryError:
         return count
