@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import redis
 import typer
 
 from .. import __version__
+from ..distributed.worker.app import is_redis_full
 from ..errors import AceError
 from .batch import batch_app
+from .common import printable
 from .dead_letters import dead_letters_app
 from .demo import demo_command
 from .enqueue import enqueue_command
@@ -24,7 +27,7 @@ from .skillbook import skillbook_app
 from .status import status_command
 from .worker import worker_command
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "redis_error_line"]
 
 app = typer.Typer(
     help="Agentic Context Engineering on distributed Celery workers.",
@@ -78,3 +81,19 @@ def main() -> None:
     except AceError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(1) from None
+    except redis.RedisError as exc:
+        # An answer of Redis no command handles (out of memory, a read-only replica, ...): one
+        # line naming it, instead of a traceback hundreds of lines long.
+        typer.echo(f"error: {redis_error_line(exc)}", err=True)
+        raise SystemExit(1) from None
+
+
+def redis_error_line(exc: redis.RedisError) -> str:
+    """What Redis refused, in one line (its message may carry key names: control characters escaped)."""
+    said = printable(f"{type(exc).__name__}: {exc}").rstrip(".")
+    if is_redis_full(exc):
+        return (
+            f"Redis is out of memory (used memory > maxmemory, no eviction) and refused a command: {said}. "
+            "Free memory or raise maxmemory, then run the command again."
+        )
+    return f"Redis refused a command: {said}"
