@@ -28,8 +28,10 @@ TIMEOUT = 30
 
 @pytest.fixture
 def service(redis_client: redis.Redis, redis_url: str) -> Iterator[Service]:
-    # A visibility timeout of 1 s: a message left unacknowledged comes back within about 2 s.
-    with running_service(redis_url, learn_threads=1, visibility_timeout_seconds=1) as built:
+    # A message left unacknowledged comes back after the visibility timeout. 1 s was too short:
+    # on a loaded machine a failing step's dead letter and acknowledgement took longer, and the
+    # message came back (once, at least once) before it was acknowledged.
+    with running_service(redis_url, learn_threads=1, visibility_timeout_seconds=5) as built:
         yield built
 
 
