@@ -19,7 +19,9 @@ JITTER = 0.5
 def retry_countdown(retries: int, backoff_seconds: float, rng: random.Random | None = None) -> float:
     """Seconds before retry ``retries + 1``: ``backoff * 2**retries``, jittered by +-JITTER."""
     draw = (rng or random).random()
-    return float(backoff_seconds * 2.0**retries * (1 - JITTER + 2 * JITTER * draw))
+    # The exponent capped: a caller counting waits without end (a Redis full for hours) would
+    # otherwise overflow a float (2.0**1024); its own cap on the wait is reached long before.
+    return float(backoff_seconds * 2.0 ** min(retries, 64) * (1 - JITTER + 2 * JITTER * draw))
 
 
 def total_backoff_bound(max_retries: int, backoff_seconds: float, *, amqp: bool = False) -> float:

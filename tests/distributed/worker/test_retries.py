@@ -25,6 +25,12 @@ def test_each_wait_stays_within_the_jitter_of_its_exponential_step() -> None:
         assert max(waits) < step * (1 + JITTER)
 
 
+def test_a_wait_counted_without_end_stays_a_finite_number() -> None:
+    # A step waiting out a full Redis counts its waits for hours: 2.0**1024 would overflow.
+    wait = retry_countdown(5_000, 0.1, random.Random(4))
+    assert wait == pytest.approx(0.1 * 2.0**64, rel=JITTER)
+
+
 def test_samples_retrying_together_do_not_wait_alike() -> None:
     rng = random.Random(2)
     waits = {round(retry_countdown(1, 2.0, rng), 6) for _ in range(20)}
