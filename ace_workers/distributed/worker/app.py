@@ -14,7 +14,7 @@ import ssl
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 import redis
@@ -44,6 +44,7 @@ __all__ = [
     # Redis out of memory
     "is_redis_full",
     "redis_out_of_memory",
+    "when_redis_has_room",
     "refuses_writes",
     "wait_while_redis_is_full",
 ]
@@ -383,6 +384,27 @@ def is_redis_full(exc: BaseException) -> bool:
     if isinstance(exc, ExecAbortError) and exc.__context__ is not None and exc.__context__ is not exc:
         return is_redis_full(exc.__context__)
     return isinstance(exc, redis.ResponseError) and "maxmemory" in str(exc)
+
+
+T = TypeVar("T")
+
+
+def when_redis_has_room(call: Callable[[], T], pause: Callable[[int], None], what: str) -> T:
+    """``call()``, called again after ``pause(refusals)`` each time a full Redis refuses it.
+
+    A refused command wrote nothing (nor did a refused MULTI), so calling it again is safe.
+    ``what`` names the call in the log. Any other error is raised.
+    """
+    refusals = 0
+    while True:
+        try:
+            return call()
+        except redis.ResponseError as exc:
+            if not is_redis_full(exc):
+                raise
+        refusals += 1
+        logger.warning("Redis is out of memory: %s waits for room (refused %d time(s))", what, refusals)
+        pause(refusals)
 
 
 def wait_while_redis_is_full(

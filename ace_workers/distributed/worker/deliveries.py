@@ -10,19 +10,15 @@ nothing, so writing it again once there is room is safe: that is what this does.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-import redis
 from kombu.transport import redis as kombu_redis
 
-from .app import MAX_MEMORY_WAIT_SECONDS, is_redis_full
+from .app import MAX_MEMORY_WAIT_SECONDS, when_redis_has_room
 
 __all__ = ["hold_deliveries_while_redis_is_full"]
-
-logger = logging.getLogger(__name__)
 
 # The first wait before recording a delivery again; it doubles up to MAX_MEMORY_WAIT_SECONDS.
 FIRST_WAIT_SECONDS = 0.2
@@ -42,20 +38,14 @@ def hold_deliveries_while_redis_is_full() -> None:
 
 def _holding(append: Callable[..., Any]) -> Callable[..., Any]:
     def append_when_there_is_room(qos: Any, message: Any, delivery_tag: str) -> Any:
-        wait = FIRST_WAIT_SECONDS
-        while True:
-            try:
-                return append(qos, message, delivery_tag)
-            except redis.ResponseError as exc:
-                if not is_redis_full(exc):
-                    raise
-            logger.warning(
-                "Redis is out of memory: message %s taken, held until it can be recorded; next try in %.1f s",
-                delivery_tag,
-                wait,
-            )
-            time.sleep(wait)
-            wait = min(2 * wait, MAX_MEMORY_WAIT_SECONDS)
+        return when_redis_has_room(
+            lambda: append(qos, message, delivery_tag), _pause, f"message {delivery_tag}, taken and held,"
+        )
 
     append_when_there_is_room.holds_while_full = True  # type: ignore[attr-defined]
     return append_when_there_is_room
+
+
+def _pause(refusals: int) -> None:
+    # Doubling from FIRST_WAIT_SECONDS (the exponent capped: the wait is capped long before).
+    time.sleep(min(FIRST_WAIT_SECONDS * 2.0 ** min(refusals - 1, 16), MAX_MEMORY_WAIT_SECONDS))

@@ -26,7 +26,13 @@ from ..connections import is_amqp
 from ..store.batches import sample_key
 from ..store.errors import BatchNotFoundError, VersionConflict
 from ..store.write_scope import WriteScope, write_scope
-from .app import MAX_MEMORY_WAIT_SECONDS, WORKER_PUBLISH_RETRY_POLICY, is_redis_full, refuses_writes
+from .app import (
+    MAX_MEMORY_WAIT_SECONDS,
+    WORKER_PUBLISH_RETRY_POLICY,
+    is_redis_full,
+    refuses_writes,
+    when_redis_has_room,
+)
 from .chains import STEP_TASK
 from .dead_letters import park_dead_letter
 from .epochs import resume_batch
@@ -233,16 +239,7 @@ def _retry(task: Task, runtime: WorkerRuntime, kwargs: dict[str, Any], exc: Base
 
 def _while_redis_is_full(runtime: WorkerRuntime, write: Callable[[], T]) -> T:
     """Call ``write`` until Redis has the memory for it, waiting for room between tries."""
-    waits = 0
-    while True:
-        try:
-            return write()
-        except redis.ResponseError as exc:
-            if not is_redis_full(exc):
-                raise
-            logger.warning("%s: Redis is out of memory; written again once it has room", exc)
-        waits += 1
-        _wait_for_room(runtime, waits)
+    return when_redis_has_room(write, lambda refusals: _wait_for_room(runtime, refusals), "a step's write")
 
 
 def _wait_for_room(runtime: WorkerRuntime, waits: int) -> None:
