@@ -143,5 +143,9 @@ def _start_in_thread(stack: ExitStack, service: Service, queues: list[str], thre
             perform_ping_check=False,
             loglevel="WARNING",
             shutdown_timeout=30.0,
+            # No task events: nothing watches an in-process fleet (its Redis is usually the
+            # embedded one, Flower's events need a fleet of its own), and each step would
+            # publish three of them.
+            task_events=False,
         )
     )
