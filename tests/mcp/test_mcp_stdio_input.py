@@ -7,8 +7,6 @@ import queue
 import subprocess
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -54,21 +52,28 @@ class StdioPeer:
             pytest.fail(f"no reply within {timeout} s: the client would wait forever", pytrace=False)
 
 
-@contextmanager
-def stdio_peer(tmp_path: Path) -> Iterator[StdioPeer]:
+@pytest.fixture(scope="module")
+def peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioPeer]:
+    """One initialized stdio server for every malformed line: each must leave it serving.
+
+    One server, not one per line: starting one costs over a second of CPU (the SDK's import).
+    """
     process = subprocess.Popen(
         [ACE_WORKERS, "mcp"],
-        env=server_env(tmp_path),
+        env=server_env(tmp_path_factory.mktemp("stdio")),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
-    peer = StdioPeer(process)
+    started = StdioPeer(process)
     try:
-        yield peer
+        started.send(json.dumps(INITIALIZE).encode() + b"\n")
+        assert started.reply()["result"]["serverInfo"]["name"] == "ace-workers"
+        started.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        yield started
     finally:
         terminate(process)
-        peer.reader.join(timeout=30)  # the server exited: its stdout ended, and so did the reader
+        started.reader.join(timeout=30)  # the server exited: its stdout ended, and so did the reader
         for pipe in (process.stdin, process.stdout):
             assert pipe is not None
             pipe.close()
@@ -76,15 +81,14 @@ def stdio_peer(tmp_path: Path) -> Iterator[StdioPeer]:
 
 @pytest.mark.parametrize("kind", sorted(MALFORMED))
 def test_a_malformed_line_gets_its_json_rpc_error_with_id_null_and_serving_goes_on(
-    kind: str, tmp_path: Path
+    kind: str, peer: StdioPeer
 ) -> None:
     line, code = MALFORMED[kind]
-    with stdio_peer(tmp_path) as peer:
-        peer.send(line)
-        error = peer.reply()
-        assert error["id"] is None
-        assert error["error"]["code"] == code
-        peer.send(json.dumps(INITIALIZE).encode() + b"\n")
-        answer = peer.reply()
-        assert answer["id"] == 1
-        assert answer["result"]["serverInfo"]["name"] == "ace-workers"
+    peer.send(line)
+    error = peer.reply()
+    assert error["id"] is None
+    assert error["error"]["code"] == code
+    request_id = f"ping-after-{kind}"
+    peer.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "ping"}).encode() + b"\n")
+    answer = peer.reply()
+    assert answer == {"jsonrpc": "2.0", "id": request_id, "result": {}}

@@ -15,7 +15,8 @@ from xdist.scheduler import LoadScopeScheduling
 # Tests under these paths (or node ids) share one worker, so what they load is loaded once
 # instead of once per worker. "models": the MiniLM model (torch import and model load, 5-10 s
 # of CPU per process), litellm (about 5 s per process, with the Opik SDK it brings); one group,
-# as some tests need both. "rabbitmq": a RabbitMQ node (about 5 s to boot).
+# as some tests need both. "rabbitmq": a RabbitMQ node (about 5 s to boot). "mcp-stdio": one
+# MCP server the malformed lines share (over a second of CPU to start).
 SHARED_FIXTURE_PATHS = {
     "tests/dedup/": "models",
     "tests/distributed/worker/test_dedup_on_workers.py": "models",
@@ -31,6 +32,7 @@ SHARED_FIXTURE_PATHS = {
     "tests/steps/test_contracts.py::test_steps_keep_no_state_between_calls[OpikStep]": "models",
     "tests/test_readme_examples.py::test_the_opik_example": "models",
     "tests/distributed/worker/test_rabbitmq.py": "rabbitmq",
+    "tests/mcp/test_mcp_stdio_input.py": "mcp-stdio",
 }
 
 
