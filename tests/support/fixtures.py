@@ -160,12 +160,11 @@ def rabbitmq_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateR
 
 @pytest.fixture(scope="session")
 def rabbitmq_url(rabbitmq_node: PrivateRabbitMQ | None) -> Iterator[str]:
-    """A vhost of this test process on its RabbitMQ node (user guest), or $ACE_TEST_RABBITMQ_URL."""
+    """The default vhost of this test process's RabbitMQ node (user guest), or $ACE_TEST_RABBITMQ_URL."""
     if rabbitmq_node is None:  # $ACE_TEST_RABBITMQ_URL names the broker
         yield str(override(TEST_RABBITMQ_URL_ENV))
         return
-    with rabbitmq_node.vhost() as url:
-        yield url
+    yield rabbitmq_node.url
 
 
 @pytest.fixture(scope="session")

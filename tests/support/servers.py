@@ -16,10 +16,10 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 
+import amqp
 import redis
 from redis.cluster import RedisCluster
 
@@ -261,7 +261,7 @@ class PrivateRabbitMQ:
 
     @property
     def url(self) -> str:
-        """The URL of the default vhost (user guest)."""
+        """The URL of the node's default vhost (user guest): the node is this test process's alone."""
         return f"amqp://guest:guest@127.0.0.1:{self.port}//"
 
     def _env(self) -> dict[str, str]:
@@ -302,16 +302,28 @@ class PrivateRabbitMQ:
                 [server], env=self._env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
         deadline = time.monotonic() + timeout
-        while True:
+        while not self._accepts_a_login():
             if self.process.poll() is not None:
                 raise RuntimeError(f"rabbitmq-server exited: {log.read_text(errors='replace')[-3000:]}")
-            try:
-                self.ctl("await_startup", "--timeout", "5")
-                return
-            except RuntimeError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)  # not registered with epmd yet
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"RabbitMQ did not boot within {timeout:g} s; its log: {log}")
+            time.sleep(0.2)
+
+    def _accepts_a_login(self) -> bool:
+        """True once the node lets guest log in to its default vhost: it has booted.
+
+        An AMQP login, not ``rabbitmqctl await_startup``: each rabbitmqctl starts an Erlang VM
+        (over half a second of CPU), and one fails fast until the node has registered.
+        """
+        connection = amqp.Connection(
+            f"127.0.0.1:{self.port}", userid="guest", password="guest", connect_timeout=1
+        )
+        try:
+            connection.connect()
+        except (OSError, amqp.exceptions.AMQPError):
+            return False
+        connection.close()
+        return True
 
     def ctl(self, *args: str) -> str:
         """Run ``rabbitmqctl`` against this node; a RuntimeError that says why if it fails."""
@@ -325,17 +337,6 @@ class PrivateRabbitMQ:
         if done.returncode != 0:
             raise RuntimeError(f"rabbitmqctl {' '.join(args)} failed: {done.stderr.strip()[-1000:]}")
         return done.stdout
-
-    @contextmanager
-    def vhost(self, prefix: str = "ace-test") -> Iterator[str]:
-        """A vhost of its own on this node (user guest): its amqp:// URL, deleted after."""
-        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-        self.ctl("add_vhost", name)
-        try:
-            self.ctl("set_permissions", "-p", name, "guest", ".*", ".*", ".*")
-            yield f"amqp://guest:guest@127.0.0.1:{self.port}/{name}"
-        finally:
-            self.ctl("delete_vhost", name)
 
     def stop(self) -> None:
         """Stop the node (and every process of its session) and remove its files."""

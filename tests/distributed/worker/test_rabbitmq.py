@@ -55,7 +55,7 @@ def test_the_queues_are_quorum_queues_and_each_write_queue_has_a_single_active_c
             assert handle.wait(timeout=TIMEOUT).done == 2
     finally:
         service.close()
-    vhost = urlsplit(rabbitmq_url).path.lstrip("/")
+    vhost = urlsplit(rabbitmq_url).path[1:] or "/"  # "amqp://host//" names the vhost "/"
     listed = rabbitmqctl("list_queues", "-p", vhost, "--no-table-headers", "name", "type", "arguments")
     rows = {line.split("\t")[0]: line for line in listed.splitlines() if line.strip()}
     settings = service.runtime.settings
