@@ -12,19 +12,20 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.exceptions import MCPError
 
 from ace_workers.mcp import TOOLS
 from ace_workers.sim.tasks import make_tasks
 
 from .processes import terminate
 from .servers import free_port
+
+if TYPE_CHECKING:  # the SDK loads when a test connects: over a second of CPU, spared to the
+    # pytest workers that only collect these tests
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
 
 ACE_WORKERS = str(Path(sys.executable).with_name("ace-workers"))
 # The bearer token every HTTP server of the tests requires (server_env sets it).
@@ -54,6 +55,8 @@ def server_env(skillbook_dir: Path, **settings: str) -> dict[str, str]:
 @asynccontextmanager
 async def stdio_client(env: Mapping[str, str], *args: str) -> AsyncIterator[Client]:
     """The SDK's client on a server it starts as a subprocess and talks to over stdin/stdout."""
+    from mcp import Client, StdioServerParameters
+
     params = StdioServerParameters(command=ACE_WORKERS, args=["mcp", *args], env=dict(env))
     async with Client(params, read_timeout_seconds=60) as client:
         yield client
@@ -85,6 +88,10 @@ def http_server(env: Mapping[str, str], *args: str, host: str = "127.0.0.1") -> 
 @asynccontextmanager
 async def connect_http(url: str, token: str | None) -> AsyncIterator[Client]:
     """The SDK's client on ``url``, sending ``token`` as its bearer token (None: no header)."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
     headers = {"Authorization": f"Bearer {token}"} if token is not None else None
     async with (
         create_mcp_http_client(headers=headers) as http,
@@ -122,6 +129,8 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
 
 async def refused(client: Client, tool: str, arguments: dict[str, Any]) -> MCPError:
     """The MCP error the call raised; fails the test when it succeeds."""
+    from mcp.shared.exceptions import MCPError
+
     with pytest.raises(MCPError) as info:
         await client.call_tool(tool, arguments)
     return info.value
