@@ -9,9 +9,16 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import sys
+import threading
+from collections.abc import Callable
 from types import ModuleType
 
-__all__ = ["import_instructor", "import_litellm"]
+__all__ = ["import_instructor", "import_litellm", "when_litellm_loads"]
+
+# What runs once litellm is imported (when_litellm_loads), each exactly once.
+_on_litellm_load: list[Callable[[ModuleType], object]] = []
+_on_litellm_load_lock = threading.Lock()
 
 
 @functools.cache
@@ -22,7 +29,26 @@ def import_litellm() -> ModuleType:
     # The copy bundled with litellm is enough to price completions; a caller who
     # wants the live map sets the variable to "False" before the first call.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    return importlib.import_module("litellm")
+    litellm = importlib.import_module("litellm")
+    with _on_litellm_load_lock:
+        waiting = list(_on_litellm_load)
+        _on_litellm_load.clear()
+    for callback in waiting:
+        callback(litellm)
+    return litellm
+
+
+def when_litellm_loads(callback: Callable[[ModuleType], object]) -> None:
+    """Call ``callback(litellm)`` now if litellm is loaded, else when :func:`import_litellm` first loads it.
+
+    For set-up that only matters to LiteLLM calls (a callback on ``litellm.callbacks``): a
+    process whose model is not a LiteLLM one never pays the seconds litellm takes to import.
+    """
+    with _on_litellm_load_lock:
+        if "litellm" not in sys.modules:  # imported by anyone: litellm's calls may start any time
+            _on_litellm_load.append(callback)
+            return
+    callback(import_litellm())
 
 
 @functools.cache

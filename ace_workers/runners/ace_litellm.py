@@ -16,6 +16,7 @@ from ..core.outputs import AgentOutput
 from ..core.skillbook import Skillbook
 from ..observability.opik import register_opik_litellm_callback
 from ..protocols import AgentLike, LLMClientLike, ReflectorLike, SkillManagerLike
+from ..providers._lazy_imports import when_litellm_loads
 from ..roles import Agent, Reflector, SkillManager
 from ..steps import OpikStep, check_tail_options, learning_tail
 from .ace import ACE
@@ -46,7 +47,8 @@ class ACELiteLLM:
     ``opik=True`` traces to Opik project ``opik_project``: one trace per
     sample (an :class:`~ace_workers.steps.OpikStep`, plus an ``RROpikStep``
     that logs the Recursive Reflector's iterations when it is the reflector),
-    and every LiteLLM call through LiteLLM's Opik callback. It fails here,
+    and every LiteLLM call through LiteLLM's Opik callback (registered when litellm
+    loads, so a client that is not a LiteLLM one never pays its import). It fails here,
     not silently later: ImportError without the ``opik`` extra, RuntimeError
     when the client cannot log. ``OPIK_DISABLED=true`` still switches it off.
     """
@@ -243,5 +245,11 @@ def _opik_steps(project_name: str, tags: Sequence[str] | None) -> list[OpikStep 
         # A no-op unless the reflector is the Recursive Reflector (it reads reflection.raw["rr_trace"]).
         RROpikStep(project_name=project_name, tags=tags, strict=True),
     ]
-    register_opik_litellm_callback(project_name=project_name, strict=True)
+
+    # LiteLLM's own calls are logged from when litellm loads: a runner whose model is not a
+    # LiteLLM one (SimulatedLLM, a custom client) never imports it, which takes seconds.
+    def register(_litellm: object) -> None:
+        register_opik_litellm_callback(project_name=project_name, strict=True)
+
+    when_litellm_loads(register)
     return steps

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
 
 from ace_workers.observability import register_opik_litellm_callback
+from ace_workers.providers._lazy_imports import import_litellm
 from ace_workers.runners import ACELiteLLM
 from ace_workers.sim import SimulatedLLM
 from tests.support.opik import NetworkGuard, OpikStub
@@ -28,6 +30,24 @@ def test_acelitellm_with_opik_registers_the_litellm_callback(opik_env: OpikStub)
     from litellm.integrations.opik.opik import OpikLogger
 
     ACELiteLLM(SimulatedLLM(), opik=True, opik_project=PROJECT)
+    (registered,) = [cb for cb in litellm.callbacks if isinstance(cb, OpikLogger)]
+    assert registered.opik_project_name == PROJECT
+
+
+def test_acelitellm_with_opik_registers_the_litellm_callback_when_litellm_loads(
+    opik_env: OpikStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import litellm
+    from litellm.integrations.opik.opik import OpikLogger
+
+    monkeypatch.delitem(sys.modules, "litellm")  # as in a process that never imported it
+    ACELiteLLM(SimulatedLLM(), opik=True, opik_project=PROJECT)
+    assert "litellm" not in sys.modules  # a SimulatedLLM runner does not pay for importing litellm
+    assert not [cb for cb in litellm.callbacks if isinstance(cb, OpikLogger)]
+
+    monkeypatch.setitem(sys.modules, "litellm", litellm)
+    import_litellm.cache_clear()  # the first LiteLLM call of the process loads it
+    assert import_litellm() is litellm
     (registered,) = [cb for cb in litellm.callbacks if isinstance(cb, OpikLogger)]
     assert registered.opik_project_name == PROJECT
 
