@@ -35,15 +35,18 @@ def _exit_without_finalizing() -> None:
 
     A worker that loaded litellm, torch and the Opik SDK spends 2-3 s freeing them one object
     at a time after its tests and fixtures are done, and the run waits for its slowest worker.
-    Registered first, so it runs after every other exit handler.
+    Registered before the tests import anything, so it runs after their exit handlers.
     """
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
 
 
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    atexit.register(_exit_without_finalizing)
+def pytest_configure(config: pytest.Config) -> None:
+    """In an xdist worker (it has ``workerinput``), end the process fast (see above)."""
+    if hasattr(config, "workerinput"):
+        atexit.register(_exit_without_finalizing)
+
 
 DRILLS = Path(__file__).parent / "drills"
 # The fixtures that start headless chromium; a test using one is a browser test.
