@@ -45,7 +45,8 @@ def when_litellm_loads(callback: Callable[[ModuleType], object]) -> None:
     process whose model is not a LiteLLM one never pays the seconds litellm takes to import.
     """
     with _on_litellm_load_lock:
-        if "litellm" not in sys.modules:  # imported by anyone: litellm's calls may start any time
+        # Not import_litellm's cache: once anyone has imported litellm, its calls may start now.
+        if "litellm" not in sys.modules:
             _on_litellm_load.append(callback)
             return
     callback(import_litellm())

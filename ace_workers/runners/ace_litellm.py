@@ -47,8 +47,8 @@ class ACELiteLLM:
     ``opik=True`` traces to Opik project ``opik_project``: one trace per
     sample (an :class:`~ace_workers.steps.OpikStep`, plus an ``RROpikStep``
     that logs the Recursive Reflector's iterations when it is the reflector),
-    and every LiteLLM call through LiteLLM's Opik callback (registered when litellm
-    loads, so a client that is not a LiteLLM one never pays its import). It fails here,
+    and every LiteLLM call through LiteLLM's Opik callback (registered when ace_workers
+    first loads litellm, so a client that is not a LiteLLM one never pays its import). It fails here,
     not silently later: ImportError without the ``opik`` extra, RuntimeError
     when the client cannot log. ``OPIK_DISABLED=true`` still switches it off.
     """
