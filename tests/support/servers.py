@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
@@ -55,20 +56,32 @@ def redis_server_binary() -> str:
         ) from exc
 
 
-def _wait_for_ping(client: redis.Redis, process: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+def _wait_until_up(
+    name: str,
+    is_up: Callable[[], bool],
+    process: subprocess.Popen[bytes],
+    log: Path,
+    timeout: float,
+    every: float,
+) -> None:
+    """Poll ``is_up()`` every ``every`` s; an error naming ``name`` if it exits or is not up in time."""
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if client.ping():
-                return
-        except redis.BusyLoadingError:
-            pass  # still loading its append-only file
-        except redis.ConnectionError as exc:
-            if process.poll() is not None:
-                raise RuntimeError(f"redis-server exited: {log.read_text(errors='replace')[-2000:]}") from exc
+    while not is_up():
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited: {log.read_text(errors='replace')[-3000:]}")
         if time.monotonic() > deadline:
-            raise TimeoutError(f"redis-server did not answer in {timeout} s; log: {log}")
-        time.sleep(0.02)
+            raise TimeoutError(f"{name} was not up within {timeout:g} s; its log: {log}")
+        time.sleep(every)
+
+
+def _wait_for_ping(client: redis.Redis, process: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    def answers() -> bool:
+        try:
+            return bool(client.ping())
+        except (redis.BusyLoadingError, redis.ConnectionError):
+            return False  # not listening yet, or still loading its append-only file
+
+    _wait_until_up("redis-server", answers, process, log, timeout, every=0.02)
 
 
 class PrivateRedis:
@@ -301,13 +314,7 @@ class PrivateRabbitMQ:
             self.process = subprocess.Popen(
                 [server], env=self._env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        deadline = time.monotonic() + timeout
-        while not self._accepts_a_login():
-            if self.process.poll() is not None:
-                raise RuntimeError(f"rabbitmq-server exited: {log.read_text(errors='replace')[-3000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"RabbitMQ did not boot within {timeout:g} s; its log: {log}")
-            time.sleep(0.2)
+        _wait_until_up("rabbitmq-server", self._accepts_a_login, self.process, log, timeout, every=0.2)
 
     def _accepts_a_login(self) -> bool:
         """True once the node lets guest log in to its default vhost: it has booted.
