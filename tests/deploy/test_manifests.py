@@ -38,6 +38,18 @@ CLI_APP = "ace_workers.distributed.ops.inspect_app"
 SECRET_STAND_IN = "example-secret"
 POD_INDEX_FIELD = "metadata.labels['apps.kubernetes.io/pod-index']"
 HOSTNAME = "pod-1"
+# libyaml's parser where PyYAML was built with it: the pure-Python one took over a second of every
+# pytest worker's collection, since the k8s command lines are parametrized from these files.
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=YAML_LOADER)  # a safe loader, C or Python
+
+
+def load_yaml_all(text: str) -> list[Any]:
+    return list(yaml.load_all(text, Loader=YAML_LOADER))  # a safe loader, C or Python
+
 
 _VARIABLE = re.compile(r"\$\{(?P<name>\w+)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}")
 
@@ -80,7 +92,7 @@ def interpolate(text: str, env: dict[str, str]) -> str:
 
 
 def load_compose() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+    data: dict[str, Any] = load_yaml(COMPOSE.read_text())
     return data
 
 
@@ -95,7 +107,7 @@ def k8s_documents() -> list[tuple[str, dict[str, Any]]]:
     for path in sorted(K8S.glob("*.yaml")):
         if path.name == KUSTOMIZATION:  # kustomize's own file, not an object of the cluster
             continue
-        for doc in yaml.safe_load_all(path.read_text()):
+        for doc in load_yaml_all(path.read_text()):
             if doc is not None:
                 docs.append((path.name, doc))
     return docs
@@ -357,7 +369,7 @@ def test_the_write_partitions_variant_runs_one_writer_for_each_of_its_two_partit
     from ace_workers.cli.worker import worker_queues
 
     base = compose_services()
-    override = yaml.safe_load(PARTITIONS_COMPOSE.read_text())["services"]
+    override = load_yaml(PARTITIONS_COMPOSE.read_text())["services"]
     roles = {name for name, service in base.items() if service.get("command", [""])[0] == "ace-workers"}
     assert roles <= set(override)
     writers = {}
@@ -467,7 +479,7 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
 
 def test_the_rabbitmq_variant_gives_every_role_the_broker_and_waits_for_rabbitmq() -> None:
     base = compose_services()
-    override = yaml.safe_load(RABBITMQ_COMPOSE.read_text())["services"]
+    override = load_yaml(RABBITMQ_COMPOSE.read_text())["services"]
     roles = {name for name, service in base.items() if service.get("command", [""])[0] == "ace-workers"}
     assert roles <= set(override)
     values = {**compose_environment(), "RABBITMQ_PASSWORD": "pw"}
@@ -495,11 +507,11 @@ def kustomize(folder: Path) -> list[dict[str, Any]]:
         )
     built = subprocess.run([kubectl, "kustomize", str(folder)], capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
-    return [doc for doc in yaml.safe_load_all(built.stdout) if doc is not None]
+    return [doc for doc in load_yaml_all(built.stdout) if doc is not None]
 
 
 def test_the_base_kustomization_builds_exactly_the_manifests_of_deploy_k8s() -> None:
-    listed = yaml.safe_load((K8S / KUSTOMIZATION).read_text())["resources"]
+    listed = load_yaml((K8S / KUSTOMIZATION).read_text())["resources"]
     assert sorted(listed) == sorted(p.name for p in K8S.glob("*.yaml") if p.name != KUSTOMIZATION)
     names = sorted((doc["kind"], doc["metadata"]["name"]) for doc in kustomize(K8S))
     assert names == sorted((doc["kind"], doc["metadata"]["name"]) for _, doc in k8s_documents())
