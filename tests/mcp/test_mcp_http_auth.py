@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +10,8 @@ import anyio
 import httpx
 import pytest
 
+from tests.support.cli import run_console_script
 from tests.support.mcp import (
-    ACE_WORKERS,
     INITIALIZE,
     TOKEN,
     call,
@@ -48,22 +48,41 @@ def bearer(token: str) -> dict[str, str]:
     ids=["no-token", "no-auth-on-a-public-host", "short-token", "missing-token-file"],
 )
 def test_the_http_server_refuses_to_start_without_a_usable_token(
-    args: tuple[str, ...], settings: dict[str, str], says: str, tmp_path: Path
+    args: tuple[str, ...],
+    settings: dict[str, str],
+    says: str,
+    tmp_path: Path,
+    clean_env: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    env = {name: value for name, value in server_env(tmp_path).items() if name != "ACE_MCP_TOKEN"}
-    command = [ACE_WORKERS, "mcp", "--transport", "http", "--port", str(free_port()), *args]
-    done = subprocess.run(command, env={**env, **settings}, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1
-    assert says in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    # Through main(), as the console script runs it, in this process: the refusal comes before
+    # the server is built, so a server process of its own would only add a second of imports.
+    clean_env.setenv("ACE_MCP_SKILLBOOK_DIR", str(tmp_path))
+    for name, value in settings.items():
+        clean_env.setenv(name, value)
+    command = ["mcp", "--transport", "http", "--port", str(free_port()), *args]
+    ran = run_console_script(clean_env, capsys, *command)
+    assert ran.code == 1
+    assert says in ran.err
+    assert len(ran.err.strip().splitlines()) == 1
 
 
-def test_a_request_without_the_token_or_with_a_wrong_one_gets_401(tmp_path: Path) -> None:
-    with http_server(server_env(tmp_path)) as url:
-        assert initialize(url).status_code == 401
-        assert initialize(url, **bearer("wrong-" + TOKEN)).status_code == 401
-        assert initialize(url, Authorization=TOKEN).status_code == 401  # not a bearer token
-        assert initialize(url, **bearer(TOKEN)).status_code == 200
+@pytest.fixture(scope="module")
+def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One server on the default settings (a token), for the tests that change none of them.
+
+    They share a worker (tests/support/scheduling.py), so the server starts once.
+    """
+    with http_server(server_env(tmp_path_factory.mktemp("skillbooks"))) as url:
+        yield url
+
+
+def test_a_request_without_the_token_or_with_a_wrong_one_gets_401(token_server: str) -> None:
+    url = token_server
+    assert initialize(url).status_code == 401
+    assert initialize(url, **bearer("wrong-" + TOKEN)).status_code == 401
+    assert initialize(url, Authorization=TOKEN).status_code == 401  # not a bearer token
+    assert initialize(url, **bearer(TOKEN)).status_code == 200
 
 
 def test_the_token_can_come_from_a_file(tmp_path: Path) -> None:
@@ -98,24 +117,23 @@ def test_the_host_and_origin_check_applies_to_the_host_it_binds(tmp_path: Path) 
         )
 
 
-def test_a_session_opened_by_one_connection_is_refused_to_another(tmp_path: Path) -> None:
+def test_a_session_opened_by_one_connection_is_refused_to_another(token_server: str) -> None:
+    url = token_server
+
     async def scenario() -> None:
-        with http_server(server_env(tmp_path)) as url:
-            async with connect_http(url, TOKEN) as alice, connect_http(url, TOKEN) as mallory:
-                await call(alice, "ace.ask", {"session_id": "alice", "question": "What is 2+2?"})
-                for tool, arguments in {
-                    "ace.skillbook.get": {"session_id": "alice"},
-                    "ace.learn.feedback": {"session_id": "alice", "feedback": "say 5"},
-                    "ace.skillbook.load": {"session_id": "alice", "path": "planted.json"},
-                }.items():
-                    error = await refused(mallory, tool, arguments)
-                    assert error.data["kind"] == "session_not_yours", tool
-                    assert "'alice' belongs to another connection" in error.message
-                # alice's session is still hers, untouched.
-                learned = await call(
-                    alice, "ace.learn.feedback", {"session_id": "alice", "feedback": "say 4"}
-                )
-                assert learned["learned"] is True
+        async with connect_http(url, TOKEN) as alice, connect_http(url, TOKEN) as mallory:
+            await call(alice, "ace.ask", {"session_id": "alice", "question": "What is 2+2?"})
+            for tool, arguments in {
+                "ace.skillbook.get": {"session_id": "alice"},
+                "ace.learn.feedback": {"session_id": "alice", "feedback": "say 5"},
+                "ace.skillbook.load": {"session_id": "alice", "path": "planted.json"},
+            }.items():
+                error = await refused(mallory, tool, arguments)
+                assert error.data["kind"] == "session_not_yours", tool
+                assert "'alice' belongs to another connection" in error.message
+            # alice's session is still hers, untouched.
+            learned = await call(alice, "ace.learn.feedback", {"session_id": "alice", "feedback": "say 4"})
+            assert learned["learned"] is True
 
     anyio.run(scenario)
 
