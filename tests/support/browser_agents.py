@@ -3,17 +3,25 @@ through the library's own classes (needs browser-use)."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
-from browser_use.agent.views import ActionResult, AgentHistory, AgentHistoryList, AgentOutput, StepMetadata
-from browser_use.browser.views import BrowserStateHistory
-from browser_use.llm.views import ChatInvokeCompletion
-from browser_use.tools.service import Tools
+# browser_use is imported on first use, not with this module: every xdist worker collects every
+# test module, and loading the SDK there would cost each worker its import time.
+if TYPE_CHECKING:
+    from browser_use.agent.views import ActionResult, AgentHistory, AgentHistoryList, AgentOutput
 
 ZORB_TASK = "Solve the zorb puzzle. Input: 1234"
 SITE = "http://127.0.0.1:8000/zorb.html"
-# The agent's actions as a real Tools registry declares them.
-AgentOutputWithActions = AgentOutput.type_with_custom_actions(Tools().registry.create_action_model())
+
+
+@functools.cache
+def agent_output_with_actions() -> type[AgentOutput]:
+    """The agent's output model, with the actions as a real Tools registry declares them."""
+    from browser_use.agent.views import AgentOutput
+    from browser_use.tools.service import Tools
+
+    return AgentOutput.type_with_custom_actions(Tools().registry.create_action_model())
 
 
 def step(
@@ -25,8 +33,11 @@ def step(
     task: str = ZORB_TASK,
 ) -> AgentHistory:
     """One step: the model's output (None: the step had none), what its actions returned, the page."""
+    from browser_use.agent.views import AgentHistory, StepMetadata
+    from browser_use.browser.views import BrowserStateHistory
+
     return AgentHistory(
-        model_output=AgentOutputWithActions.model_validate(output) if output is not None else None,
+        model_output=agent_output_with_actions().model_validate(output) if output is not None else None,
         result=results,
         state=BrowserStateHistory(url=url, title="Zorb puzzles", tabs=[], interacted_element=[None]),
         metadata=StepMetadata(
@@ -51,6 +62,8 @@ def failed_zorb_run(
     *, task: str = ZORB_TASK, extracted: str = "Zorb puzzles: no rule given"
 ) -> AgentHistoryList:
     """Navigate, click an element that is gone (an error), extract the page, give up."""
+    from browser_use.agent.views import ActionResult, AgentHistoryList
+
     return AgentHistoryList(
         history=[
             step(
@@ -121,6 +134,8 @@ class ScriptedChatModel:
         return self.model
 
     async def ainvoke(self, messages: list[Any], output_format: Any = None, **kwargs: Any) -> Any:
+        from browser_use.llm.views import ChatInvokeCompletion
+
         self.prompts.append("\n".join(str(getattr(m, "text", m)) for m in messages))
         if not self.steps:
             raise AssertionError("the scripted chat model ran out of steps")

@@ -2,32 +2,51 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatResult
-from langchain_core.runnables import Runnable, RunnableLambda
-from langchain_core.tools import BaseTool, tool
-from pydantic import Field
+# langchain_core is imported on first use, not with this module: every xdist worker collects every
+# test module, and loading the SDK there would cost each worker its import time.
+if TYPE_CHECKING:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.outputs import ChatResult
+    from langchain_core.runnables import Runnable
+    from langchain_core.tools import BaseTool
+
+    class ScriptedChatModel(GenericFakeChatModel):
+        """The class scripted_chat_model() builds, as the type checker sees it."""
+
+        seen: list[list[BaseMessage]]
+
+        def last_prompt(self) -> str: ...
 
 
-class ScriptedChatModel(GenericFakeChatModel):
-    """LangChain's own fake chat model, replying from a script, keeping every conversation it was sent."""
+@functools.cache
+def scripted_chat_model() -> type[GenericFakeChatModel]:
+    """The ScriptedChatModel class (a subclass of a langchain_core class, so built on first use)."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import BaseMessage  # noqa: F401  (pydantic resolves `seen` from here)
+    from pydantic import Field
 
-    seen: list[list[BaseMessage]] = Field(default_factory=list)
+    class ScriptedChatModel(GenericFakeChatModel):
+        """LangChain's own fake chat model, replying from a script, keeping every conversation it was sent."""
 
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        self.seen.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
+        seen: list[list[BaseMessage]] = Field(default_factory=list)
 
-    def last_prompt(self) -> str:
-        return "\n".join(str(message.content) for message in self.seen[-1])
+        def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+            self.seen.append(list(messages))
+            return super()._generate(messages, *args, **kwargs)
+
+        def last_prompt(self) -> str:
+            return "\n".join(str(message.content) for message in self.seen[-1])
+
+    return ScriptedChatModel
 
 
 def scripted(*replies: AIMessage | str) -> ScriptedChatModel:
-    return ScriptedChatModel(messages=iter(replies), seen=[])
+    return cast("ScriptedChatModel", scripted_chat_model()(messages=iter(replies)))
 
 
 def replies(*replies: AIMessage | str, times: int = 20) -> Iterator[AIMessage | str]:
@@ -38,11 +57,16 @@ def replies(*replies: AIMessage | str, times: int = 20) -> Iterator[AIMessage | 
 
 def call(name: str, **args: Any) -> AIMessage:
     """A model reply that calls one tool."""
+    from langchain_core.messages import AIMessage
+
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call-{name}"}])
 
 
 def tool_agent(model: ScriptedChatModel, tools: list[BaseTool]) -> Runnable[Any, Any]:
     """A minimal tool-calling agent (the loop LangGraph's prebuilt agent runs): model, tools, model..."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.runnables import RunnableLambda
+
     by_name = {t.name: t for t in tools}
 
     def run(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -59,19 +83,40 @@ def tool_agent(model: ScriptedChatModel, tools: list[BaseTool]) -> Runnable[Any,
     return RunnableLambda(run, name="tool_agent")
 
 
-@tool
-def zorb_table(n: int) -> str:
-    """Look up the zorb of n in the reference table."""
-    return f"the table has no entry for {n}"
+# The tools, each built once on first use: the tool's name and description are its function's.
 
 
-@tool
-def broken_lookup(n: int) -> str:
-    """A lookup whose backend is down."""
-    raise ConnectionError(f"lookup backend unreachable for {n}")
+@functools.cache
+def zorb_table() -> BaseTool:
+    from langchain_core.tools import tool
+
+    @tool
+    def zorb_table(n: int) -> str:
+        """Look up the zorb of n in the reference table."""
+        return f"the table has no entry for {n}"
+
+    return zorb_table
 
 
-@tool
-def huge_dump(n: int) -> str:
-    """Dump everything known about n."""
-    return "row " * 50_000
+@functools.cache
+def broken_lookup() -> BaseTool:
+    from langchain_core.tools import tool
+
+    @tool
+    def broken_lookup(n: int) -> str:
+        """A lookup whose backend is down."""
+        raise ConnectionError(f"lookup backend unreachable for {n}")
+
+    return broken_lookup
+
+
+@functools.cache
+def huge_dump() -> BaseTool:
+    from langchain_core.tools import tool
+
+    @tool
+    def huge_dump(n: int) -> str:
+        """Dump everything known about n."""
+        return "row " * 50_000
+
+    return huge_dump

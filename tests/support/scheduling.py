@@ -25,7 +25,8 @@ SHARED_FIXTURE_PATHS = {
     "tests/observability/opik_tracing/": "models",  # with a stand-in Opik server
     "tests/providers/test_litellm_client.py": "models",
     "tests/providers/test_instructor_client.py": "models",
-    "tests/integrations/langchain/test_langchain.py": "models",
+    "tests/integrations/langchain/": "models",  # langchain_core: a second more per process
+    "tests/integrations/browser_use/test_to_trace.py": "models",  # browser_use: a second more too
     "tests/spec_examples/test_usage_examples.py": "models",
     "tests/spec_examples/test_rr_opik_example.py": "models",
     "tests/steps/test_contracts.py::test_step_contract_matches_the_spec_table[OpikStep]": "models",

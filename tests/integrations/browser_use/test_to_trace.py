@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from browser_use.agent.views import ActionResult, AgentHistoryList
 from pydantic import BaseModel
 
 from ace_workers.core import ACEStepContext
@@ -58,6 +57,8 @@ def test_a_run_that_reported_failure_says_so_in_the_feedback() -> None:
 
 
 def test_a_successful_run_gives_its_done_text_and_a_success_feedback() -> None:
+    from browser_use.agent.views import ActionResult, AgentHistoryList
+
     history = AgentHistoryList(
         history=[
             step(
@@ -75,6 +76,8 @@ def test_a_successful_run_gives_its_done_text_and_a_success_feedback() -> None:
 
 
 def test_skill_ids_cited_in_the_models_thinking_are_in_the_trace() -> None:
+    from browser_use.agent.views import ActionResult, AgentHistoryList
+
     history = AgentHistoryList(
         history=[
             step(
@@ -93,6 +96,8 @@ def test_a_huge_extracted_content_is_cut_with_a_note_so_the_trace_stays_small() 
 
 
 def test_a_run_stopped_before_done_failed_with_its_last_error() -> None:
+    from browser_use.agent.views import ActionResult
+
     # What Agent.run appends when max_steps runs out: a step with no model output, only an error.
     history = failed_zorb_run()
     history.history[-1] = step(
@@ -107,6 +112,8 @@ def test_a_run_stopped_before_done_failed_with_its_last_error() -> None:
 
 
 def test_an_empty_history_is_a_clear_error() -> None:
+    from browser_use.agent.views import AgentHistoryList
+
     with pytest.raises(
         EmptySessionError, match="browser-use run: the session holds no user or assistant message"
     ):
@@ -152,6 +159,8 @@ def test_anything_else_on_the_trace_is_refused_naming_what_it_takes() -> None:
 
 
 def test_a_history_of_a_structured_output_model_is_still_recognised() -> None:
+    from browser_use.agent.views import AgentHistoryList
+
     class Answer(BaseModel):
         value: str
 

@@ -6,31 +6,38 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import redis
-from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import Runnable
 
 from ace_workers.distributed.producer import Producer
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.worker.payload import payload_to_context
-from ace_workers.integrations.langchain import AceCallbackHandler
 from ace_workers.sim import make_tasks
 from tests.support.langchain_agents import replies, scripted
 from tests.support.readme import code_blocks, run_example
 from tests.support.servers import PrivateRedis
 from tests.support.workers import running_service
 
+if TYPE_CHECKING:
+    from langchain_core.runnables import Runnable
+
+# langchain_core, and AceCallbackHandler (a subclass of its handler), are imported in the tests
+# that use them, so that collecting this module in every xdist worker stays cheap.
+
 
 def chain_answering(answer: str) -> Runnable[Any, Any]:
+    from langchain_core.prompts import ChatPromptTemplate
+
     return ChatPromptTemplate.from_template("{input}") | scripted(*replies(answer))
 
 
 def test_each_top_level_run_becomes_one_trace_the_workers_learn_from(
     redis_client: redis.Redis, redis_url: str
 ) -> None:
+    from ace_workers.integrations.langchain import AceCallbackHandler
+
     tasks = [sample.question for sample in make_tasks(2, topics=1)]  # zorb puzzles
     with running_service(redis_url) as service:
         with AceCallbackHandler(service.producer, "chains") as handler:
@@ -59,6 +66,8 @@ def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
 def test_a_redis_outage_never_breaks_the_chain_and_the_kept_traces_go_out_after(
     private_redis: PrivateRedis,
 ) -> None:
+    from ace_workers.integrations.langchain import AceCallbackHandler
+
     producer = Producer(WorkerSettings(redis_url=private_redis.url))
     handler = AceCallbackHandler(producer, "chains", max_pending=2, retry_seconds=60)
     try:
@@ -90,6 +99,8 @@ def test_a_redis_outage_never_breaks_the_chain_and_the_kept_traces_go_out_after(
 def test_a_send_that_failed_after_its_batch_was_stored_is_finished_not_sent_again(
     redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from ace_workers.integrations.langchain import AceCallbackHandler
+
     producer = Producer(WorkerSettings(redis_url=redis_url))
     try:
         handler = AceCallbackHandler(producer, "chains", retry_seconds=60)
@@ -130,6 +141,8 @@ def test_the_readme_fleet_example_sends_its_run_to_the_redis_it_is_pointed_at(
 
 
 def test_the_chain_does_not_wait_for_a_send_that_hangs(redis_client: redis.Redis, redis_url: str) -> None:
+    from ace_workers.integrations.langchain import AceCallbackHandler
+
     producer = Producer(WorkerSettings(redis_url=redis_url))
     entered, released = threading.Event(), threading.Event()
     enqueue = producer.enqueue_traces

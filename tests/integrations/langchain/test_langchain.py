@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-from langchain_core.prompts import ChatPromptTemplate
 
 from ace_workers import (
     LangChain,
@@ -61,6 +59,8 @@ def to_trace(result: LangChainResult) -> dict[str, object]:
 
 
 def test_a_chain_gets_the_skillbook_in_its_prompt_variable_and_its_answer_is_recorded() -> None:
+    from langchain_core.prompts import ChatPromptTemplate
+
     model = scripted("5 km is 5000 m")
     chain = ChatPromptTemplate.from_template("Answer briefly: {input}") | model
     result = execute(
@@ -85,6 +85,8 @@ def test_an_empty_skillbook_leaves_the_input_as_it_was() -> None:
 
 
 def test_a_message_list_gets_the_skillbook_merged_into_its_system_message() -> None:
+    from langchain_core.messages import HumanMessage, SystemMessage
+
     model = scripted("ok")
     messages = [SystemMessage("You are terse."), HumanMessage("Convert 3 miles")]
     execute(LangChainExecuteStep(model), messages, skillbook_with_strategy())
@@ -96,7 +98,7 @@ def test_a_message_list_gets_the_skillbook_merged_into_its_system_message() -> N
 
 def test_a_langgraph_state_gets_a_system_message_and_its_messages_are_the_result() -> None:
     model = scripted(call("zorb_table", n=42), "I could not find it")
-    agent = tool_agent(model, [zorb_table])
+    agent = tool_agent(model, [zorb_table()])
     result = execute(
         LangChainExecuteStep(agent), {"input": "What is the zorb of 42?"}, skillbook_with_strategy()
     )
@@ -115,7 +117,7 @@ def test_a_dict_input_without_the_task_key_is_refused_naming_its_keys() -> None:
 
 
 def test_a_run_that_raised_is_a_failed_result_with_the_tool_error_not_an_exception() -> None:
-    agent = tool_agent(scripted(call("broken_lookup", n=7), "unused"), [broken_lookup])
+    agent = tool_agent(scripted(call("broken_lookup", n=7), "unused"), [broken_lookup()])
     result = execute(LangChainExecuteStep(agent), {"input": "What is the zorb of 7?"})
     assert not result.success
     assert result.result_type == "error"
@@ -127,6 +129,8 @@ def test_a_run_that_raised_is_a_failed_result_with_the_tool_error_not_an_excepti
 
 
 def test_a_failing_output_parser_fails_the_run_but_keeps_the_output() -> None:
+    from langchain_core.messages import AIMessage
+
     def parser(output: object) -> str:
         raise KeyError("answer")
 
@@ -158,7 +162,7 @@ def test_without_langchain_litellm_the_client_names_the_extra(monkeypatch: pytes
 
 
 def test_the_trace_holds_the_task_the_tool_calls_in_order_and_the_answer() -> None:
-    agent = tool_agent(scripted(call("zorb_table", n=42), "no idea"), [zorb_table])
+    agent = tool_agent(scripted(call("zorb_table", n=42), "no idea"), [zorb_table()])
     trace = to_trace(execute(LangChainExecuteStep(agent), {"input": "What is the zorb of 42?"}))
     assert trace["question"] == "What is the zorb of 42?"
     assert trace["answer"] == "no idea"
@@ -173,7 +177,7 @@ def test_the_trace_holds_the_task_the_tool_calls_in_order_and_the_answer() -> No
 
 
 def test_a_huge_tool_output_is_cut_with_a_note_and_the_trace_stays_small() -> None:
-    agent = tool_agent(scripted(call("huge_dump", n=1), "done"), [huge_dump])
+    agent = tool_agent(scripted(call("huge_dump", n=1), "done"), [huge_dump()])
     trace = to_trace(execute(LangChainExecuteStep(agent), {"input": "Dump 1"}))
     assert "characters cut from this output" in str(trace["reasoning"])
     assert len(json.dumps(trace)) < 20_000  # the tool printed 200,000 characters
@@ -211,6 +215,8 @@ def test_the_converter_refuses_what_is_not_a_result() -> None:
 
 
 def test_the_runner_learns_the_rule_from_a_wrong_answer_and_uses_it_next_time(tmp_path: Path) -> None:
+    from langchain_core.prompts import ChatPromptTemplate
+
     llm = SimulatedLLM()
     model = scripted(*replies("no idea"))
     chain = ChatPromptTemplate.from_template("{input}") | model

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from langchain_core.prompts import ChatPromptTemplate
 
 from ace_workers import LangChain
 from ace_workers.core import Skillbook
@@ -54,6 +53,8 @@ def test_dedup_config_on_from_roles_builds_a_manager_on_the_skill_managers_llm()
 
 
 def test_a_loaded_skillbook_is_the_one_the_next_run_prompts_with(tmp_path: Path) -> None:
+    from langchain_core.prompts import ChatPromptTemplate
+
     llm = SimulatedLLM()
     chain = ChatPromptTemplate.from_template("{input}") | scripted(*replies("no idea"))
     teacher = LangChain.from_model(chain, ace_llm=llm)
