@@ -36,6 +36,7 @@ import contextlib
 import json
 import logging
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -280,14 +281,37 @@ class Sandbox:
 def _wait(process: subprocess.Popen[bytes], timeout_s: float) -> bool:
     """Wait for ``process``; on timeout (or if interrupted) kill its process group. True if timed out."""
     try:
-        process.wait(timeout=timeout_s)
-        return False
-    except subprocess.TimeoutExpired:
+        if _exits_within(process, timeout_s):
+            process.wait()  # it has exited: this only reaps it
+            return False
         _kill_group(process)
         return True
     except BaseException:
         _kill_group(process)
         raise
+
+
+def _exits_within(process: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    """Whether ``process`` exits within ``timeout_s``, woken by its pidfd where Linux gives one.
+
+    ``Popen.wait(timeout=...)`` polls, sleeping up to 50 ms between looks: a run of 70 ms was
+    seen to end about 120 ms after it started. A pidfd becomes readable the moment the process
+    exits. The process is not reaped yet, so its pid cannot have been reused.
+    """
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # not Linux 5.3 or later: Popen's own wait
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        return bool(poller.poll(timeout_s * 1000))
+    finally:
+        os.close(pidfd)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
