@@ -83,40 +83,33 @@ def tool_agent(model: ScriptedChatModel, tools: list[BaseTool]) -> Runnable[Any,
     return RunnableLambda(run, name="tool_agent")
 
 
-# The tools, each built once on first use: the tool's name and description are its function's.
-
-
 @functools.cache
-def zorb_table() -> BaseTool:
+def _tools() -> dict[str, BaseTool]:
+    """The tools, built once on first use: a tool's name and description are its function's."""
     from langchain_core.tools import tool
 
-    @tool
     def zorb_table(n: int) -> str:
         """Look up the zorb of n in the reference table."""
         return f"the table has no entry for {n}"
 
-    return zorb_table
-
-
-@functools.cache
-def broken_lookup() -> BaseTool:
-    from langchain_core.tools import tool
-
-    @tool
     def broken_lookup(n: int) -> str:
         """A lookup whose backend is down."""
         raise ConnectionError(f"lookup backend unreachable for {n}")
 
-    return broken_lookup
-
-
-@functools.cache
-def huge_dump() -> BaseTool:
-    from langchain_core.tools import tool
-
-    @tool
     def huge_dump(n: int) -> str:
         """Dump everything known about n."""
         return "row " * 50_000
 
-    return huge_dump
+    return {function.__name__: tool(function) for function in (zorb_table, broken_lookup, huge_dump)}
+
+
+def zorb_table() -> BaseTool:
+    return _tools()["zorb_table"]
+
+
+def broken_lookup() -> BaseTool:
+    return _tools()["broken_lookup"]
+
+
+def huge_dump() -> BaseTool:
+    return _tools()["huge_dump"]
