@@ -186,14 +186,24 @@ def serve(handlers: MCPHandlers, *, transport: str = "stdio", http: HTTPOptions 
     """Serve until stdin closes (stdio) or the process is stopped (HTTP at ``/mcp``)."""
     import anyio
 
-    server = build_server(handlers, handshake_only=transport == "http")
     try:
         if transport == "stdio":
-            anyio.run(_serve_stdio, server)
+            anyio.run(_serve_stdio, build_server(handlers))
         else:
-            _serve_http(server, http or HTTPOptions(), handlers)
+            _serve_http(http_server(handlers, http or HTTPOptions()))
     finally:
         handlers.close()
+
+
+def _serve_http(server: Any) -> None:
+    """Run uvicorn's ``server`` as ``uvicorn.run`` would, failing when it could not start."""
+    try:
+        server.run()
+    except KeyboardInterrupt:  # Ctrl-C: uvicorn raises the signal again once it has shut down
+        return
+    if not server.started:
+        config = server.config
+        raise SystemExit(f"the MCP server could not listen on {config.host}:{config.port} (see above)")
 
 
 async def _serve_stdio(server: Any) -> None:
@@ -206,17 +216,22 @@ async def _serve_stdio(server: Any) -> None:
         await server.run(readable, write_stream, server.create_initialization_options())
 
 
-def _serve_http(server: Any, http: HTTPOptions, handlers: MCPHandlers) -> None:
+def http_server(handlers: MCPHandlers, http: HTTPOptions) -> Any:
+    """The uvicorn server for streamable HTTP at ``/mcp``, not yet running.
+
+    ``run()`` serves until the process is stopped; from a thread other than the main one,
+    setting ``should_exit`` stops it (uvicorn installs signal handlers in the main thread only).
+    """
     import uvicorn
 
     from .http_app import build_http_app
 
     app = build_http_app(
-        server,
+        build_server(handlers, handshake_only=True),
         host=http.host,
         port=http.port,
         token=http.token,
         idle_seconds=handlers.config.session_ttl_seconds,
         max_connections=handlers.config.max_connections,
     )
-    uvicorn.run(app, host=http.host, port=http.port, log_level="warning")
+    return uvicorn.Server(uvicorn.Config(app, host=http.host, port=http.port, log_level="warning"))

@@ -69,7 +69,7 @@ def test_a_read_only_fleet_server_reads_the_shared_skillbook_but_changes_nothing
         env = fleet_env(service, redis_url, tmp_path, ACE_MCP_READ_ONLY="true")
 
         async def scenario() -> None:
-            async with CLIENTS["stdio"](env) as client:
+            async with CLIENTS["http"](env) as client:  # in this process: one server process less
                 got = await call(client, "ace.skillbook.get", {"session_id": "s"})
                 assert (got["skillbook"], got["version"]) == ("shared", store.version())
                 await call(client, "ace.ask", {"session_id": "s", "question": "What is 2+2?"})

@@ -17,6 +17,7 @@ from tests.support.mcp import (
     call,
     connect_http,
     http_server,
+    http_server_in_process,
     refused,
     server_env,
 )
@@ -98,7 +99,7 @@ def test_no_auth_on_a_loopback_host_serves_without_a_token(tmp_path: Path) -> No
     env = {name: value for name, value in server_env(tmp_path).items() if name != "ACE_MCP_TOKEN"}
 
     async def scenario() -> dict[str, Any]:
-        with http_server(env, "--no-auth") as url:
+        with http_server_in_process(env, no_auth=True) as url:
             async with connect_http(url, None) as client:
                 return await call(client, "ace.skillbook.get", {"session_id": "s"})
 
@@ -106,7 +107,7 @@ def test_no_auth_on_a_loopback_host_serves_without_a_token(tmp_path: Path) -> No
 
 
 def test_the_host_and_origin_check_applies_to_the_host_it_binds(tmp_path: Path) -> None:
-    with http_server(server_env(tmp_path), host="127.0.0.2") as url:
+    with http_server_in_process(server_env(tmp_path), host="127.0.0.2") as url:
         authority = url.removeprefix("http://").removesuffix("/mcp")
         assert initialize(url, **bearer(TOKEN), Host="evil.example").status_code == 421
         assert (
@@ -140,7 +141,7 @@ def test_a_session_opened_by_one_connection_is_refused_to_another(token_server: 
 
 def test_open_connections_are_capped_and_an_idle_one_expires(tmp_path: Path) -> None:
     env = server_env(tmp_path, ACE_MCP_MAX_CONNECTIONS="2", ACE_MCP_SESSION_TTL_SECONDS="1")
-    with http_server(env) as url:
+    with http_server_in_process(env) as url:
         opened = [initialize(url, **bearer(TOKEN)) for _ in range(2)]
         assert [response.status_code for response in opened] == [200, 200]
         refused_response = initialize(url, **bearer(TOKEN))

@@ -9,7 +9,16 @@ import anyio
 import pytest
 
 from ace_workers.mcp import TOOLS
-from tests.support.mcp import CLIENTS, call, exercise_every_tool, refused, samples, server_env, stdio_client
+from tests.support.mcp import (
+    CLIENTS,
+    call,
+    exercise_every_tool,
+    http_client,
+    refused,
+    samples,
+    server_env,
+    stdio_client,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +39,8 @@ def test_bad_input_of_every_tool_is_an_mcp_error_naming_the_problem(tmp_path: Pa
     env = server_env(tmp_path, ACE_MCP_MAX_TEXT_CHARS="200", ACE_MCP_MAX_SAMPLES="3")
 
     async def scenario() -> None:
-        async with stdio_client(env) as client:
+        # Over HTTP, served in this process: what is refused does not depend on the transport.
+        async with http_client(env) as client:
             error = await refused(client, "ace.ask", {"session_id": "s", "question": "x" * 201})
             assert error.code == -32602
             assert "question: 201 characters, at most 200" in error.message

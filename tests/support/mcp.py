@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -21,6 +22,7 @@ from ace_workers.sim.tasks import make_tasks
 
 from .processes import terminate
 from .servers import free_port
+from .waiting import wait_for
 
 if TYPE_CHECKING:  # the SDK loads when a test connects: over a second of CPU, spared to the
     # pytest workers that only collect these tests
@@ -63,9 +65,9 @@ async def stdio_client(env: Mapping[str, str], *args: str) -> AsyncIterator[Clie
 
 
 @asynccontextmanager
-async def http_client(env: Mapping[str, str], *args: str) -> AsyncIterator[Client]:
-    """The SDK's client, with the token, on a server started with ``--transport http`` on a free port."""
-    with http_server(env, *args) as url:
+async def http_client(env: Mapping[str, str]) -> AsyncIterator[Client]:
+    """The SDK's client, with the token, on the HTTP server of ``env``'s settings (in this process)."""
+    with http_server_in_process(env) as url:
         async with connect_http(url, TOKEN) as client:
             yield client
 
@@ -83,6 +85,39 @@ def http_server(env: Mapping[str, str], *args: str, host: str = "127.0.0.1") -> 
         terminate(process)
         assert process.stderr is not None
         process.stderr.close()
+
+
+@contextmanager
+def http_server_in_process(
+    env: Mapping[str, str], *, host: str = "127.0.0.1", no_auth: bool = False
+) -> Iterator[str]:
+    """The server ``ace-workers mcp --transport http`` runs, in a thread of this process; yields its URL.
+
+    Built from ``env``'s settings as ace_workers/cli/mcp.py builds it. The command itself is
+    tested by the tests that use :func:`http_server`; this spares the others a process whose
+    imports alone take over a second of CPU.
+    """
+    from ace_workers.distributed.settings import WorkerSettings
+    from ace_workers.mcp import MCPServerConfig, create_handlers
+    from ace_workers.mcp.auth import http_token
+    from ace_workers.mcp.server import HTTPOptions, http_server
+
+    config = MCPServerConfig.from_env(env)
+    token = http_token(config.token, None, no_auth=no_auth, host=host)
+    handlers = create_handlers(config, WorkerSettings.from_env(env))
+    port = free_port()
+    server = http_server(handlers, HTTPOptions(host, port, token))
+    thread = threading.Thread(target=server.run, name=f"mcp-http-{port}", daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started or not thread.is_alive(), 30, f"the MCP server on port {port}")
+        assert server.started, f"the MCP server on port {port} did not start (its log is above)"
+        yield f"http://{host}:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        handlers.close()
+        assert not thread.is_alive(), f"the MCP server on port {port} did not stop within 30 s"
 
 
 @asynccontextmanager
