@@ -33,6 +33,7 @@ from ace_workers.distributed.service import Service, build_service, reset_event_
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim import failure_traces
 from tests.support.browser import chromium
+from tests.support.cli import run_console_script
 from tests.support.processes import terminate
 from tests.support.servers import free_port
 from tests.support.waiting import wait_for
@@ -223,27 +224,20 @@ def test_celery_inspect_ping_on_the_command_line_app_reaches_a_worker(fleet: Ser
 
 
 @pytest.mark.slow
-def test_flower_refuses_to_start_without_auth_unless_told_explicitly(redis_url: str) -> None:
-    env = flower_env(redis_url, "noauth")
-    result = subprocess.run(
-        [str(BIN / "ace-workers"), "flower", "--port", str(free_port())],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 2
-    assert "Flower needs basic auth" in result.stderr
-    assert "ACE_FLOWER_BASIC_AUTH" in result.stderr
-    contradictory = subprocess.run(
-        [str(BIN / "ace-workers"), "flower", "--no-auth", "--basic-auth", "a:b"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert contradictory.returncode == 2
-    assert "contradict" in contradictory.stderr
+def test_flower_refuses_to_start_without_auth_unless_told_explicitly(
+    redis_url: str, clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Through main(), as the console script runs it, in this process: the refusal comes before
+    # Flower is imported, so a process of its own would only add a second of imports.
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "noauth")
+    refused = run_console_script(clean_env, capsys, "flower", "--port", str(free_port()))
+    assert refused.code == 2
+    assert "Flower needs basic auth" in refused.err
+    assert "ACE_FLOWER_BASIC_AUTH" in refused.err
+    contradictory = run_console_script(clean_env, capsys, "flower", "--no-auth", "--basic-auth", "a:b")
+    assert contradictory.code == 2
+    assert "contradict" in contradictory.err
 
 
 @pytest.mark.slow
