@@ -246,10 +246,11 @@ def settings_for_model(model: str | None) -> WorkerSettings:
     return settings
 
 
-def require_workers(service: Service, timeout: float = 3.0) -> None:
+def require_workers(service: Service) -> None:
     """Raise NoWorkersError unless some worker answers and consumes every queue of the settings."""
-    wanted = service.runtime.settings.all_queues()
-    missing = sorted(set(wanted) - queue_consumers(service.app, wanted, timeout).keys())
+    settings = service.runtime.settings
+    wanted = settings.all_queues()
+    missing = sorted(set(wanted) - queue_consumers(service.app, wanted, settings.worker_reply_seconds).keys())
     if missing:
         raise NoWorkersError(
             f"no worker serves {', '.join(missing)}; start them with 'ace-workers worker --queues ...' "

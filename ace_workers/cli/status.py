@@ -28,7 +28,8 @@ def status_command(
             raise typer.BadParameter(str(exc)) from exc
         fill = skillbook_fill(service.runtime.store(status.skillbook))
         write_queue = settings.write_queue(status.skillbook)
-        writers = queue_consumers(service.app, [write_queue]).get(write_queue, [])
+        consumers = queue_consumers(service.app, [write_queue], settings.worker_reply_seconds)
+        writers = consumers.get(write_queue, [])
         if as_json:
             print_json(
                 {

@@ -136,6 +136,9 @@ class WorkerSettings:
     - ``ACE_REDIS_CONNECT_TIMEOUT_SECONDS``: timeout of one connection attempt to Redis [3]
     - ``ACE_REDIS_SOCKET_TIMEOUT_SECONDS``: timeout of one Redis command on an open connection [10]
     - ``ACE_REDIS_CONNECT_RETRIES``: reconnection attempts (broker and result backend) before failing [3]
+    - ``ACE_WORKER_REPLY_SECONDS``: how long ``enqueue``, ``learn``, ``status``, ``nightly run`` and
+      ``hook --now`` wait for the workers to say which queues they serve; a queue that no worker
+      serves costs the whole wait, as a broadcast cannot know who would answer [3]
     - ``ACE_LOG_FORMAT``: worker log lines: "text", or "json" (one object per line with batch id,
       sample, skillbook and step); ``ace-workers worker --log-format`` overrides it [text]
     - ``ACE_RECIPES``: recipes of your own a worker may run, besides the built-in ``ace`` and
@@ -207,6 +210,7 @@ class WorkerSettings:
     redis_connect_timeout_seconds: float = _setting(3.0, positive=True)
     redis_socket_timeout_seconds: float = _setting(10.0, positive=True)
     redis_connect_retries: int = _setting(3)
+    worker_reply_seconds: float = _setting(3.0, positive=True)
     log_format: str = "text"
     nightly_skillbooks: str = ""
     nightly_schedule: str = "0 2 * * *"

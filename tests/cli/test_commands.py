@@ -71,9 +71,13 @@ def test_enqueue_without_workers_is_refused(
     traces = write_traces(tmp_path / "traces.jsonl", 2)
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", "clinoworkers")
+    clean_env.setenv("ACE_WORKER_REPLY_SECONDS", "0.3")
+    started = time.monotonic()
     result = CliRunner().invoke(app, ["enqueue", str(traces), "--skillbook", "x"])
     assert result.exit_code != 0
     assert "no worker serves clinoworkers.execute" in str(result.exception)
+    # It waited for replies as long as the setting says, not the default 3 s.
+    assert time.monotonic() - started < 2.5
 
 
 def test_skillbook_commands_show_history_rollback_and_unknown_names(

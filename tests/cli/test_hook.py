@@ -94,8 +94,9 @@ def test_now_sends_the_session_to_the_running_workers_and_they_learn_from_it(
 
 
 def test_now_without_running_workers_keeps_the_session_in_the_inbox(
-    hook_env: str, redis_client: redis.Redis
+    hook_env: str, redis_client: redis.Redis, clean_env: pytest.MonkeyPatch
 ) -> None:
+    clean_env.setenv("ACE_WORKER_REPLY_SECONDS", "0.5")  # nobody will answer: a short wait
     transcript = claude_session(Path("a1.jsonl"), ZORB_TASK)
 
     result = run_hook(hook_input(transcript), "--skillbook", "cc", "--now")

@@ -63,13 +63,14 @@ def check_partition_count(
     client.set(write_partitions_key(settings.queue_prefix), wanted)
 
 
-def queue_consumers(app: Celery, wanted: Iterable[str] = (), timeout: float = 3.0) -> dict[str, list[str]]:
+def queue_consumers(app: Celery, wanted: Iterable[str], timeout: float) -> dict[str, list[str]]:
     """The workers consuming each queue, by queue name (a queue nobody serves is absent).
 
     A broadcast cannot know how many workers will answer, so one ``inspect`` always waits its
-    whole timeout. With ``wanted`` queues it asks in short rounds (0.1 s, then doubling) and
-    stops once each of them has a consumer: a command checking a live fleet answers in a
-    fraction of a second, and waits ``timeout`` only when some queue really has no worker.
+    whole timeout. This one asks in short rounds (0.1 s, then doubling) and stops once each
+    ``wanted`` queue has a consumer: a command checking a live fleet answers in a fraction of
+    a second, and waits ``timeout`` (ACE_WORKER_REPLY_SECONDS) only when some queue really has
+    no worker.
     """
     wanted = set(wanted)
     deadline = time.monotonic() + timeout
