@@ -51,20 +51,23 @@ def pytest_configure(config: pytest.Config) -> None:
 DRILLS = Path(__file__).parent / "drills"
 # The fixtures that start headless chromium; a test using one is a browser test.
 BROWSER_FIXTURES = {"browser_session"}
+# The marks of the long tests, in the order they are handed out (before every unmarked test).
+LONG_FIRST = ("drill", "browser", "slow")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the drills and browser tests (make test-fast leaves them out), and put the drills first.
+    """Mark the drills and browser tests (make test-fast leaves them out); put the long tests first.
 
-    xdist hands tests out in this order, so the longest start while the rest fill the gaps,
-    instead of one starting last and holding the whole run up.
+    xdist hands tests out in this order: the drills, then the browser tests, then the other slow
+    ones, so the longest start while the short ones fill the gaps at the end, instead of a long
+    one starting last and holding the whole run up.
     """
     for item in items:
         if item.path.is_relative_to(DRILLS):
             item.add_marker(pytest.mark.drill)
         if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.browser)
-    items.sort(key=lambda item: item.get_closest_marker("drill") is None)
+    items.sort(key=lambda item: [item.get_closest_marker(mark) is None for mark in LONG_FIRST])
 
 
 @pytest.hookimpl(optionalhook=True)

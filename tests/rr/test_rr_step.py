@@ -119,7 +119,9 @@ def test_a_reply_without_code_is_fed_back() -> None:
 
 
 def test_a_timed_out_iteration_is_recorded_and_reported_to_the_llm() -> None:
-    llm = ScriptedTextLLM([python_block("while True:\n    pass"), python_block("FINAL({'reasoning': 'ok'})")])
+    # Asleep, not a busy loop: the same timeout, without taking a core from the rest of the suite.
+    asleep = python_block("import time\ntime.sleep(60)")
+    llm = ScriptedTextLLM([asleep, python_block("FINAL({'reasoning': 'ok'})")])
     reflection = reflect(llm, RRConfig(max_iterations=2, limits=SandboxLimits(timeout_s=1)))
     assert reflection.raw["rr_trace"]["iterations"][0]["killed"] == "timeout"
     assert "Error: TimeoutError" in llm.prompts[1]

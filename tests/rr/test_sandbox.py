@@ -182,13 +182,16 @@ def test_many_threads_run_code_at_once_and_each_gets_its_own_answer(sandbox: San
     assert [r.stdout for r in results] == [f"{i}\n" for i in range(16)]
 
 
-@pytest.mark.parametrize("tail", ["", "while True:\n    pass"])
+# The second tail is killed at the timeout (sleeping: a busy loop would take a core from the
+# rest of the suite for the same verdict).
+@pytest.mark.parametrize("tail", ["", "import time\ntime.sleep(60)"], ids=["finished", "killed"])
 def test_the_temporary_directory_is_deleted_afterwards(
     sandbox: Sandbox, tail: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The code sees its directory at /sandbox/work: look where the parent made it instead.
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     result = sandbox.run(f"open('notes.txt', 'w').write('x')\nprint('written')\n{tail}")
+    assert result.killed == (KILLED_TIMEOUT if tail else None)
     assert result.stdout == "written\n"
     assert list(tmp_path.iterdir()) == []
 
