@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import NIGHTLY_CURSOR, NIGHTLY_LAST_NIGHT
 from ace_workers.distributed.worker.errors import PayloadError
 from ace_workers.sim import failure_traces
+from tests.support.waiting import wait_for
 
 ACE_WORKERS = str(Path(sys.executable).with_name("ace-workers"))
 
@@ -167,8 +169,9 @@ def test_the_nightly_crontab_is_due_at_its_utc_minute_whatever_the_app_timezone(
 
 @pytest.mark.slow
 def test_two_beats_firing_every_second_make_one_run_a_night(
-    service: Service, settings: WorkerSettings
+    service: Service, settings: WorkerSettings, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="ace_workers.distributed.ops.nightly")
     service.producer.append_to_inbox(failure_traces(5), "book")
     env = {
         **os.environ,
@@ -191,7 +194,8 @@ def test_two_beats_firing_every_second_make_one_run_a_night(
         deadline = time.monotonic() + 45
         while not runner.reports("book") and time.monotonic() < deadline:
             time.sleep(0.2)
-        time.sleep(4)  # both beats keep firing: the night has its run
+        # Both beats keep firing, and each firing finds the night has its run.
+        wait_for(lambda: skips(caplog) >= 4, 30, "four more firings to be skipped", every=0.1)
     finally:
         for beat in beats:
             beat.terminate()
@@ -200,6 +204,11 @@ def test_two_beats_firing_every_second_make_one_run_a_night(
     assert len(reports) == 1, errors
     assert reports[0].traces == 5
     assert reports[0].done == 5
+
+
+def skips(caplog: pytest.LogCaptureFixture) -> int:
+    """How many nightly runs were skipped as their night already had its run."""
+    return sum("already has its run; skipped" in record.getMessage() for record in caplog.records)
 
 
 def test_settings_carry_the_nightly_options_from_the_environment() -> None:
