@@ -42,17 +42,24 @@ def start_worker(
         return subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=err, start_new_session=True)
 
 
-def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-    """Signal a process group started with start_new_session; SIGKILL it if still there after 30 s."""
-    try:
-        os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        return
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+def stop(*processes: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    """Signal process groups started with start_new_session; SIGKILL any still there after 30 s.
+
+    Every group is signalled before any is waited for, so several workers stop together.
+    """
+    signalled = []
+    for process in processes:
+        try:
+            os.killpg(process.pid, sig)
+            signalled.append(process)
+        except ProcessLookupError:
+            continue
+    for process in signalled:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
 
 
 def terminate(process: subprocess.Popen[bytes], timeout: float = 10) -> None:

@@ -126,7 +126,7 @@ def test_a_message_of_a_worker_killed_while_sweeping_comes_back_soon_after_the_v
             assert dying.stdout is not None
             assert dying.stdout.readline() == b"taken\n"
         finally:
-            stop(dying, signal.SIGKILL)
+            stop(dying, sig=signal.SIGKILL)
             if dying.stdout is not None:
                 dying.stdout.close()
         assert redis_client.llen(name) == 0  # kombu keeps a queue in a Redis list of its name

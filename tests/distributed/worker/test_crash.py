@@ -63,7 +63,7 @@ def kill_holding_a_task(worker: subprocess.Popen[bytes], deadline: float, holds:
     while True:
         os.killpg(worker.pid, signal.SIGSTOP)
         if holds():
-            stop(worker, signal.SIGKILL)
+            stop(worker, sig=signal.SIGKILL)
             return
         os.killpg(worker.pid, signal.SIGCONT)
         assert time.monotonic() < deadline, "the worker never held the task the drill waits for"
@@ -131,7 +131,7 @@ def test_a_worker_killed_mid_batch_is_replaced_and_every_sample_completes_once(
         finally:
             stop(replacement)
     finally:
-        stop(first, signal.SIGKILL)
+        stop(first, sig=signal.SIGKILL)
         service.close()
 
     assert (status.done, status.failed) == (len(traces), 0), log.read_text()

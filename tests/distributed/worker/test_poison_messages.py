@@ -7,6 +7,7 @@ would hold that one slot, and the next batch would never run.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -96,7 +97,8 @@ def prefork_worker(
     try:
         yield service, log
     finally:
-        stop(worker)
+        # Its tests are over: a warm shutdown would only wait out the broker poll (about a second).
+        stop(worker, sig=signal.SIGKILL)
         service.close()
 
 

@@ -281,8 +281,7 @@ def test_worker_processes_export_the_steps_of_a_sample_to_the_otlp_endpoint_in_i
             time.sleep(0.1)
     finally:
         service.close()
-        for worker in workers:
-            stop(worker)
+        stop(*workers)
 
     (sample,) = named(list(spans.get_finished_spans()), "ace.sample")  # the producer's, in this process
     steps = {span.name: span for span in collector.received() if span.name.startswith("ace.step ")}

@@ -202,7 +202,7 @@ def worker_group_terminated(directory: Path, *, samples: int = 12) -> Outcome:
                 raise TimeoutError(f"ReflectStep never held; log:\n{fleet.log.read_text()[-4000:]}")
             time.sleep(0.02)
         stopped = fleet.processes["learn"]
-        stop(stopped, signal.SIGTERM)
+        stop(stopped, sig=signal.SIGTERM)
         at_stop = handle.status()
         fleet.start_one("learn")
         status, _ = wait_for_batch(handle, timeout=60)
@@ -301,7 +301,7 @@ def worker_stops_consuming(directory: Path, *, stall_seconds: float = 3.0, sampl
                 return _outcome(outcome, service, handle, status)
             finally:
                 if stuck.poll() is None:
-                    stop(stuck, signal.SIGKILL)
+                    stop(stuck, sig=signal.SIGKILL)
                 fleet.stop_all()
 
 
