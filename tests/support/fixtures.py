@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -114,10 +115,37 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
         client.close()
 
 
+# A cluster takes two seconds to reach state ok (Redis holds a new master back that long):
+# booted in the background as soon as collection shows a test that needs one.
+_cluster_boot: Future[LocalCluster] | None = None
+
+
+def _needs_cluster(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return "redis_cluster" in getattr(item, "fixturenames", ()) or (
+        callspec is not None and callspec.params.get("redis_client") == "cluster"
+    )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start booting this process's cluster while its first tests run, if any test may need it."""
+    global _cluster_boot
+    if _cluster_boot is None and any(_needs_cluster(item) for item in session.items):
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cluster-boot")
+        _cluster_boot = pool.submit(LocalCluster)
+        pool.shutdown(wait=False)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop a booted cluster that no test took (a worker given none of the cluster tests)."""
+    if _cluster_boot is not None and _cluster_boot.exception(timeout=60) is None:
+        _cluster_boot.result().close()  # closing twice is harmless
+
+
 @pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[LocalCluster]:
     """A Redis Cluster of three masters for this test process, stopped after it."""
-    cluster = LocalCluster()
+    cluster = _cluster_boot.result(timeout=60) if _cluster_boot is not None else LocalCluster()
     try:
         yield cluster
     finally:
