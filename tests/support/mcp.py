@@ -99,14 +99,14 @@ def http_server_in_process(
     """
     from ace_workers.distributed.settings import WorkerSettings
     from ace_workers.mcp import MCPServerConfig, create_handlers
+    from ace_workers.mcp import server as mcp_server
     from ace_workers.mcp.auth import http_token
-    from ace_workers.mcp.server import HTTPOptions, http_server
 
     config = MCPServerConfig.from_env(env)
     token = http_token(config.token, None, no_auth=no_auth, host=host)
     handlers = create_handlers(config, WorkerSettings.from_env(env))
     port = free_port()
-    server = http_server(handlers, HTTPOptions(host, port, token))
+    server = mcp_server.http_server(handlers, mcp_server.HTTPOptions(host, port, token))
     thread = threading.Thread(target=server.run, name=f"mcp-http-{port}", daemon=True)
     thread.start()
     try:
