@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -136,8 +135,7 @@ async def connect_http(url: str, token: str | None) -> AsyncIterator[Client]:
 
 
 def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if process.poll() is not None:
             assert process.stderr is not None
             raise AssertionError(
@@ -145,10 +143,11 @@ def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], timeo
             )
         try:
             with socket.create_connection((host, port), timeout=0.2):
-                return
+                return True
         except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"the MCP server did not listen on port {port} within {timeout} s")
+            return False
+
+    wait_for(listening, timeout, f"the MCP server to listen on port {port}", every=0.1)
 
 
 CLIENTS = {"stdio": stdio_client, "http": http_client}
