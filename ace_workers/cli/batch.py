@@ -54,9 +54,10 @@ def cancel_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue
             console.print(f"batch {batch_id} is {status.state.value} already")
             return
         service.runtime.batches.cancel(batch_id)
+        status = service.runtime.batches.status(batch_id)
     console.print(
-        f"batch {batch_id} cancelled: {status.done} done and {status.failed} failed of {status.total}; "
-        "the rest will not run"
+        f"batch {batch_id} cancelled: {status.summary()}; a step running now finishes, "
+        "no other step of the batch runs"
     )
 
 

@@ -114,7 +114,8 @@ def _print_reports(reports: list[NightlyReport]) -> None:
             f"[bold]night {r.night}[/]{' (resumed)' if r.resumed else ''}, finished {r.finished_at[:19]}"
         )
         epochs = f" x {r.epochs} epochs" if r.epochs > 1 else ""
-        console.print(f"  traces {r.traces}{epochs}: {r.done} done, {r.failed} failed")
+        cancelled = f", {r.cancelled} cancelled" if r.cancelled else ""
+        console.print(f"  traces {r.traces}{epochs}: {r.done} done, {r.failed} failed{cancelled}")
         if r.abandoned:
             console.print(
                 f"  [red]batch {r.batch_id} abandoned: {escape(r.abandoned)}[/]; its unfinished samples "

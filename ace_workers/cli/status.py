@@ -38,10 +38,7 @@ def status_command(
                     "recipe": status.recipe,
                     "state": status.state.value,
                     "total": status.total,
-                    "done": status.done,
-                    "failed": status.failed,
-                    "running": status.running,
-                    "queued": status.queued,
+                    **status.counts(),
                     "epoch": status.epoch,
                     "epochs": status.epochs,
                     "elapsed_seconds": round(status.elapsed_seconds, 3),
@@ -56,8 +53,7 @@ def status_command(
         console.print(
             f"batch {batch_id} on {printable(repr(status.skillbook))} ({printable(status.recipe)}): "
             f"{status.state.value}, "
-            f"{status.done} done, {status.failed} failed, {status.running} running, "
-            f"{status.queued} queued of {status.total}, "
+            f"{status.summary()}, "
             f"epoch {status.epoch}/{status.epochs}, {status.elapsed_seconds:.1f} s",
             markup=False,
         )

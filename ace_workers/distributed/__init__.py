@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .service import Service, build_service, local_workers
     from .settings import WorkerSettings
     from .store import (
+        BatchCancelledError,
         BatchInputMissingError,
         BatchNotFoundError,
         BatchState,
@@ -122,6 +123,7 @@ __all__ = [
     "InvalidKeyPrefixError",
     "VersionRangeError",
     "ChangelogTrimmedError",
+    "BatchCancelledError",
     "BatchNotFoundError",
     "BatchInputMissingError",
     "WorkerError",

@@ -67,6 +67,41 @@ def rate_limited_recipe(inputs: RecipeInputs) -> list[Any]:
     return [AlwaysRateLimited()]
 
 
+class Choosy:
+    """A learning step that fails the samples whose trace says ``"fail": true``, until healed.
+
+    Healed once the key ``choosy:healed`` exists in the trace's ``redis_url``: a retried
+    sample then goes through.
+    """
+
+    requires = frozenset({"trace"})
+    provides: frozenset[str] = frozenset()
+    async_boundary = True
+
+    def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
+        import redis
+
+        trace: Any = ctx.trace
+        if trace.get("fail"):
+            client = redis.Redis.from_url(trace["redis_url"])
+            healed = client.exists(CHOOSY_HEALED)
+            client.close()
+            if not healed:
+                raise RuntimeError(f"sample {trace['id']} fails on purpose")
+        return ctx
+
+
+CHOOSY_HEALED = "choosy:healed"
+
+
+def choosy_recipe(inputs: RecipeInputs) -> list[Any]:
+    """Choosy, then the usual learning tail (so a sample also has steps on the write queue)."""
+    tail = learning_tail(inputs.reflector, inputs.skill_manager, inputs.skillbook)
+    for step in tail:
+        step.async_boundary = False  # type: ignore[attr-defined]
+    return [Choosy(), *tail]
+
+
 MEETING = threading.Barrier(2, timeout=10)
 
 
@@ -149,6 +184,7 @@ raises_GeneratorExit = raising_recipe("GeneratorExit")
 TEST_RECIPES = ",".join(
     [
         "failing=tests.support.recipes:failing_recipe",
+        "choosy=tests.support.recipes:choosy_recipe",
         "flaky=tests.support.recipes:flaky_recipe",
         "rate_limited=tests.support.recipes:rate_limited_recipe",
         "meeting=tests.support.recipes:meeting_recipe",

@@ -101,6 +101,7 @@ class NightlyReport:
     epochs: int = 1
     done: int = 0
     failed: int = 0
+    cancelled: int = 0  # samples of a cancelled batch that never finished
     batch_id: str = ""
     resumed: bool = False
     skills_before: int = 0
@@ -251,6 +252,7 @@ class NightlyRunner:
         if report.traces:
             status, report.abandoned = self._learn(skillbook, keys, state, lock)
             report.done, report.failed, report.epochs = status.done, status.failed, status.epochs
+            report.cancelled = status.cancelled_samples
             report.errors = [
                 f"{e['step']}: {e['error']}" for e in self.producer.runtime.batches.errors(report.batch_id)
             ][:20]

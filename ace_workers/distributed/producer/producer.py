@@ -23,6 +23,7 @@ from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..worker.app import create_app, is_redis_full
 from ..worker.chains import enqueue_epoch
 from ..worker.epochs import resume_batch
+from ..worker.fleet import check_fleet_agrees
 from ..worker.partitions import recorded_partitions
 from ..worker.payload import check_trace, context_to_payload, payload_to_context
 from ..worker.reconcile import reconcile_batch
@@ -278,6 +279,9 @@ class Producer:
             )
         self.runtime.pipeline(recipe, skillbook)  # an unknown recipe fails here, before anything is sent
         self._check_partitions()
+        check_fleet_agrees(
+            self.runtime, recipe
+        )  # a worker with other recipe settings would fail every sample
         batch_id = batch_id or uuid.uuid4().hex
         if self.runtime.batches.exists(batch_id):
             raise BatchExistsError(batch_id)

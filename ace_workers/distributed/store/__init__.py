@@ -8,6 +8,7 @@ from .batches import BatchState, BatchStatus, BatchStore
 from .changelog import ChangeKind, ChangeRecord
 from .embedding_cache import RedisEmbeddingCache
 from .errors import (
+    BatchCancelledError,
     BatchInputMissingError,
     BatchNotFoundError,
     ChangelogTrimmedError,
@@ -58,6 +59,7 @@ __all__ = [
     "InvalidKeyPrefixError",
     "VersionRangeError",
     "ChangelogTrimmedError",
+    "BatchCancelledError",
     "BatchNotFoundError",
     "BatchInputMissingError",
 ]

@@ -25,7 +25,7 @@ from typing import Any, cast
 import redis
 from redis.typing import EncodableT, FieldT
 
-from .errors import BatchInputMissingError, BatchNotFoundError
+from .errors import BatchCancelledError, BatchInputMissingError, BatchNotFoundError
 from .keys import batch_key, running_batches_key
 from .locks import try_lock
 from .replies import decode_text
@@ -36,6 +36,8 @@ __all__ = ["BatchState", "BatchStatus", "BatchStore", "parse_sample_key", "sampl
 _FINISH_SAMPLE_LUA = (Path(__file__).parent / "finish_sample.lua").read_text(encoding="utf-8")
 # A step's progress, written only if its batch exists and was not cancelled (see the script).
 _RECORD_PROGRESS_LUA = (Path(__file__).parent / "record_progress.lua").read_text(encoding="utf-8")
+# A failed sample made unfinished again, as its dead letter is sent back (see the script).
+_REOPEN_SAMPLE_LUA = (Path(__file__).parent / "reopen_sample.lua").read_text(encoding="utf-8")
 
 
 class BatchState(str, Enum):
@@ -46,15 +48,17 @@ class BatchState(str, Enum):
     CANCELLED = "cancelled"
 
 
-# What the scripts answer for a batch with no record.
+# What the scripts answer for a batch with no record, and (reopen) for a cancelled one.
 _NO_BATCH = -2
+_CANCELLED = -3
 
 # Inputs stored (and read back to send) per round trip.
 _CHUNK = 500
 
 
-# The batch's keys besides its meta hash; all of them get the TTL when the batch finishes.
-_PARTS = ("outcomes", "records", "progress", "items", "started", "redrives", "traces")
+# The batch's keys besides its meta hash; all of them get the TTL when the batch finishes. The
+# first five in the order finish_sample.lua takes them.
+_PARTS = ("outcomes", "records", "progress", "started", "reopened", "items", "redrives", "traces")
 
 
 def sample_key(epoch: int, index: int) -> str:
@@ -70,7 +74,12 @@ def parse_sample_key(key: str) -> tuple[int, int]:
 
 @dataclass
 class BatchStatus:
-    """A batch's progress."""
+    """A batch's progress: every sample of every epoch is in exactly one of five states.
+
+    ``done``, ``failed`` (dead-lettered), ``running`` (its first step started), ``queued``
+    (sent and not started, or not sent yet: later epochs, or what a producer is still sending)
+    and ``cancelled`` (unfinished when the batch was cancelled) add up to ``total``.
+    """
 
     batch_id: str
     skillbook: str
@@ -89,6 +98,7 @@ class BatchStatus:
     progress_at: float = 0.0
     stored: int = 0
     cancelled: bool = False
+    retried: int = 0
 
     @property
     def in_flight(self) -> int:
@@ -96,14 +106,50 @@ class BatchStatus:
         return self.enqueued - self.done - self.failed
 
     @property
-    def queued(self) -> int:
-        """Samples enqueued whose first step has not started yet."""
-        return max(0, self.enqueued - self.started)
+    def unfinished(self) -> int:
+        """Samples of the batch with no outcome: running, queued, or cancelled."""
+        return max(0, self.total - self.done - self.failed)
 
     @property
     def running(self) -> int:
-        """Samples whose first step started and which have not finished."""
-        return max(0, self.in_flight - self.queued)
+        """Samples whose first step started and which have not finished (none once cancelled).
+
+        A finished sample is marked started too, and one whose dead letter was sent back is
+        running again.
+        """
+        if self.cancelled:
+            return 0
+        return min(self.unfinished, max(0, self.started - self.done - self.failed))
+
+    @property
+    def queued(self) -> int:
+        """Samples not started yet: sent and waiting, or still to be sent (none once cancelled)."""
+        return 0 if self.cancelled else self.unfinished - self.running
+
+    @property
+    def cancelled_samples(self) -> int:
+        """Samples of a cancelled batch that had not finished: none of them runs a step any more."""
+        return self.unfinished if self.cancelled else 0
+
+    def counts(self) -> dict[str, int]:
+        """The five states' counts, which add up to ``total``, and how many retried samples finished."""
+        return {
+            "done": self.done,
+            "failed": self.failed,
+            "running": self.running,
+            "queued": self.queued,
+            "cancelled": self.cancelled_samples,
+            "retried": self.retried,
+        }
+
+    def summary(self) -> str:
+        """'5 done (2 retried), 1 failed, 0 running, 4 queued of 10': every state, adding up to the total."""
+        retried = f" ({self.retried} retried)" if self.retried else ""
+        cancelled = f", {self.cancelled_samples} cancelled" if self.cancelled else ""
+        return (
+            f"{self.done} done{retried}, {self.failed} failed, {self.running} running, "
+            f"{self.queued} queued{cancelled} of {self.total}"
+        )
 
     @property
     def state(self) -> BatchState:
@@ -129,6 +175,7 @@ class BatchStore:
         self.ttl_seconds = ttl_seconds
         self._finish_script = client.register_script(_FINISH_SAMPLE_LUA)
         self._progress_script = client.register_script(_RECORD_PROGRESS_LUA)
+        self._reopen_script = client.register_script(_REOPEN_SAMPLE_LUA)
 
     def _key(self, batch_id: str, part: str = "") -> str:
         return batch_key(self.prefix, batch_id, part)
@@ -282,7 +329,11 @@ class BatchStore:
         return loaded if isinstance(loaded, dict) else None
 
     def cancel(self, batch_id: str) -> None:
-        """Stop a batch: its steps not yet run are skipped, its records expire, nothing is re-sent."""
+        """Stop a batch: its steps not yet run are skipped, its records expire, nothing is re-sent.
+
+        A step running now finishes, and a sample whose last step it is is counted done (or
+        failed); every other unfinished sample is counted cancelled, dead-lettered never.
+        """
         self.status(batch_id)  # LookupError for an unknown batch
         self.redis.hset(self._key(batch_id), mapping={"cancelled": 1, "finished_at": time.time()})
         self._expire(batch_id)
@@ -330,6 +381,36 @@ class BatchStore:
     def forget_running(self, batch_id: str) -> None:
         """Take a finished (or vanished) batch off the running set."""
         self.redis.srem(running_batches_key(self.prefix), batch_id)
+
+    def reopen(self, batch_id: str, epoch: int, index: int) -> bool:
+        """Make a failed sample unfinished again, before its dead letter is sent back.
+
+        Returns False if the sample is not failed (done, or reopened already): its letter
+        need not be sent again.
+
+        Raises:
+            BatchNotFoundError: the batch has no record (it expired).
+            BatchCancelledError: the batch was cancelled; nothing of it runs again.
+        """
+        keys = [
+            self._key(batch_id),
+            self._key(batch_id, "outcomes"),
+            self._key(batch_id, "progress"),
+            self._key(batch_id, "reopened"),
+            *(
+                self._key(batch_id, part)
+                for part in _PARTS
+                if part not in ("outcomes", "progress", "reopened")
+            ),
+        ]
+        answer = int(self._reopen_script(keys=keys, args=[sample_key(epoch, index), time.time()]))
+        if answer == _NO_BATCH:
+            raise BatchNotFoundError(batch_id, self.ttl_seconds)
+        if answer == _CANCELLED:
+            raise BatchCancelledError(batch_id)
+        if answer == 1:
+            self.redis.sadd(running_batches_key(self.prefix), batch_id)  # the reconciler watches it again
+        return answer == 1
 
     def record_done(self, batch_id: str, epoch: int, index: int, payload: dict[str, Any]) -> int | None:
         """Record a finished sample; return how many of its epoch finished, None if already recorded.
@@ -424,6 +505,7 @@ class BatchStore:
             progress_at=float(text.get("progress_at") or text["created"]),
             stored=int(stored),
             cancelled=text.get("cancelled") == "1",
+            retried=int(text.get("retried") or 0),
         )
 
     def records(self, batch_id: str) -> dict[str, dict[str, Any]]:

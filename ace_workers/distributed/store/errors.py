@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...errors import AceError
 
 __all__ = [
+    "BatchCancelledError",
     "BatchInputMissingError",
     "BatchNotFoundError",
     "ChangelogTrimmedError",
@@ -147,3 +148,11 @@ class BatchInputMissingError(StoreError, LookupError):
         self.batch_id = batch_id
         self.index = index
         super().__init__(f"batch {batch_id!r} stores no input for sample {index}")
+
+
+class BatchCancelledError(StoreError):
+    """The batch was cancelled: none of its samples runs again."""
+
+    def __init__(self, batch_id: str) -> None:
+        self.batch_id = batch_id
+        super().__init__(f"batch {batch_id!r} was cancelled; none of its samples runs again")

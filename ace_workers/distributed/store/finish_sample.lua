@@ -2,11 +2,16 @@
 -- the counters change together or not at all, so a task redelivered after a crash or a lost
 -- connection is counted exactly once (a marker written without its counters would leave the
 -- batch one sample short for ever). The sample leaves the unfinished set in the same step,
--- so the reconciler never sends a finished sample again; the sample that finishes the batch
--- gives every key of the batch its TTL (none while the batch runs).
+-- so the reconciler never sends a finished sample again, and is marked started (a sample that
+-- failed before its first step could start, as for an unknown recipe, is counted as finished,
+-- never as queued). A sample its dead letter's retry reopened (reopen_sample.lua) is counted
+-- once more as done or failed, but not again in its epoch, which counted it when it first
+-- failed. The sample that finishes the batch gives every key of the batch its TTL (none while
+-- the batch runs).
 --
 -- KEYS[1] batch meta hash, KEYS[2] outcomes hash, KEYS[3] records hash, KEYS[4] progress zset,
--- KEYS[5..] the batch's other keys (items, started, redrives, traces), for the TTL
+-- KEYS[5] started hash, KEYS[6] reopened hash,
+-- KEYS[7..] the batch's other keys (items, redrives, traces), for the TTL
 -- ARGV[1] sample key, ARGV[2] outcome ("done" or "failed"), ARGV[3] record JSON,
 -- ARGV[4] epoch counter field ("finished:eN"), ARGV[5] TTL in seconds, ARGV[6] now (unix time)
 -- Returns the epoch's finished count, -1 if this sample was recorded already, or -2 if the batch
@@ -17,10 +22,25 @@ end
 if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then
     return -1
 end
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+local retried = redis.call('HDEL', KEYS[6], ARGV[1]) == 1
+local record = ARGV[3]
+if retried then
+    -- The record is a JSON object with at least its outcome: the mark goes in front, the rest as sent.
+    record = '{"retried": true, ' .. string.sub(record, 2)
+    if ARGV[2] == 'done' then
+        redis.call('HINCRBY', KEYS[1], 'retried', 1)
+    end
+end
+redis.call('HSET', KEYS[3], ARGV[1], record)
 redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
-local finished = redis.call('HINCRBY', KEYS[1], ARGV[4], 1)
+local finished
+if retried then
+    finished = tonumber(redis.call('HGET', KEYS[1], ARGV[4]) or 0)
+else
+    finished = redis.call('HINCRBY', KEYS[1], ARGV[4], 1)
+end
 redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('HSETNX', KEYS[5], ARGV[1], 1)
 redis.call('HSET', KEYS[1], 'progress_at', ARGV[6])
 local meta = redis.call('HMGET', KEYS[1], 'done', 'failed', 'total', 'sealed')
 local all_done = tonumber(meta[1] or 0) + tonumber(meta[2] or 0) >= tonumber(meta[3] or 0)

@@ -22,7 +22,8 @@ A batch ``ID`` (the ledger of what was sent and what finished)::
     ace:{batch:ID}             hash    counters (enqueued, done, failed, finished:eN), sizes, progress_at
     ace:{batch:ID}:items       list    epoch 1's payloads in sample order, appended as they are sent
     ace:{batch:ID}:progress    zset    sample key -> when it last made progress; only unfinished samples
-    ace:{batch:ID}:started     hash    sample keys whose first step started
+    ace:{batch:ID}:started     hash    sample keys whose first step started (or that finished)
+    ace:{batch:ID}:reopened    hash    sample keys failed, and running again as their dead letter was retried
     ace:{batch:ID}:outcomes    hash    sample key -> done or failed (the count-once marker)
     ace:{batch:ID}:records     hash    sample key -> its result payload or error record
     ace:{batch:ID}:redrives    hash    sample key -> how often the reconciler sent it again
@@ -34,6 +35,8 @@ A batch ``ID`` (the ledger of what was sent and what finished)::
 A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it finished.
 
     ace:write_partitions       string  the ACE_WRITE_PARTITIONS the workers run with
+    ace:fleet:workers          hash    node name -> JSON of the settings that shape its recipes, refreshed
+    ace:fleet:shape:DIGEST     string  a recipe shape's steps and settings, as its sender had them (TTL)
     ace:write-probe:ID         string  a worker's look whether Redis takes writes; expires in 1 s
     ace:claim:SHA256           string  a claim-checked payload value too big for a message, with a TTL
 
@@ -78,6 +81,8 @@ __all__ = [
     "batch_key",
     "content_field",
     "dead_letters_key",
+    "fleet_workers_key",
+    "recipe_shape_key",
     "INBOX_TRACE_FIELD",
     "NIGHTLY_CURSOR",
     "NIGHTLY_LAST_NIGHT",
@@ -174,6 +179,16 @@ def registry_key(prefix: str = DEFAULT_PREFIX) -> str:
 def dead_letters_key(prefix: str = DEFAULT_PREFIX) -> str:
     """The list of step messages that failed after their retries, kept for inspection and retry."""
     return f"{validate_key_prefix(prefix)}:dead_letters"
+
+
+def fleet_workers_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """The hash of what shapes a recipe on each running worker, by node name (see worker/fleet.py)."""
+    return f"{validate_key_prefix(prefix)}:fleet:workers"
+
+
+def recipe_shape_key(prefix: str, digest: str) -> str:
+    """The steps and shaping settings a chain of recipe shape ``digest`` was sent with (worker/fleet.py)."""
+    return f"{validate_key_prefix(prefix)}:fleet:shape:{digest}"
 
 
 def write_partitions_key(prefix: str = DEFAULT_PREFIX) -> str:

@@ -9,6 +9,7 @@ from celery import Celery, chain
 
 from .app import WORKER_PUBLISH_RETRY_POLICY
 from .errors import UnknownStepError
+from .fleet import recipe_shape
 from .runtime import WorkerRuntime
 from .trace_context import traced_send, with_carrier
 
@@ -36,6 +37,10 @@ def sample_chain(
     _, routes = runtime.pipeline(recipe, skillbook)
     if not 0 <= start < len(routes):
         raise UnknownStepError(recipe, start, len(routes))
+    # Each task carries the shape of the recipe it was sent for: a worker that has other steps
+    # for it (its settings differ) fails the sample, naming the setting, rather than run a step
+    # that means something else there.
+    shape = recipe_shape(runtime, recipe, skillbook)
     signatures = []
     for route in routes[start:]:
         kwargs = {
@@ -45,6 +50,7 @@ def sample_chain(
             "batch_id": batch_id,
             "epoch": epoch,
             "sample_index": sample_index,
+            "shape": shape,
         }
         args = (payload,) if route.index == start else ()
         # Every step after the first is published by the worker that ran the one before it.

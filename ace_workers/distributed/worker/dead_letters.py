@@ -16,8 +16,11 @@ from celery import Celery
 
 from ...errors import AceError
 from ..settings import env_name
+from ..store.batches import sample_key
+from ..store.errors import BatchCancelledError
 from ..store.keys import dead_letters_key
 from .chains import sample_chain
+from .fleet import check_fleet_agrees
 from .runtime import WorkerRuntime
 
 __all__ = ["DeadLetter", "RetryReport", "park_dead_letter", "read_dead_letters", "retry_dead_letters"]
@@ -87,7 +90,12 @@ def retry_dead_letters(app: Celery, runtime: WorkerRuntime) -> RetryReport:
     sending it again is harmless (a step's writes are idempotent). A letter whose
     recipe this process does not know, whose batch no longer exists, or that does
     not parse, stays where it is.
+
+    Raises:
+        FleetSettingsMismatch: a running worker has other recipe settings than this process;
+            nothing was sent.
     """
+    check_fleet_agrees(runtime)  # sent back to workers that would fail them again, they would park again
     key = dead_letters_key(runtime.settings.queue_prefix)
     report = RetryReport()
     # Only what is parked now: a retried step that fails again parks a new letter behind these.
@@ -102,29 +110,47 @@ def retry_dead_letters(app: Celery, runtime: WorkerRuntime) -> RetryReport:
 
 
 def _send(app: Celery, runtime: WorkerRuntime, letter: DeadLetter) -> str | None:
-    """Resume the letter's chain at its failed step; the reason if it cannot be."""
+    """Resume the letter's chain at its failed step; the reason if it cannot be.
+
+    The sample is reopened in its batch first (failed -> running), so the batch counts it
+    once, as done or failed again, when the retry's last step finishes.
+    """
     assert letter.letter is not None
     kwargs = letter.letter["kwargs"]
-    if not runtime.batches.exists(kwargs["batch_id"]):
+    batch_id, epoch, index = kwargs["batch_id"], kwargs["epoch"], kwargs["sample_index"]
+    if not runtime.batches.exists(batch_id):
         # Its steps would be refused by the workers and parked again: keep the letter, say why.
         return (
-            f"batch {kwargs['batch_id']!r} no longer exists (a batch's records expire "
+            f"batch {batch_id!r} no longer exists (a batch's records expire "
             f"{env_name('result_ttl_seconds')} after it finished); the letter stays parked"
         )
     try:
-        sample_chain(
+        chain = sample_chain(
             app,
             runtime,
             letter.letter["payload"],
             recipe=kwargs["recipe"],
             skillbook=kwargs["skillbook"],
-            batch_id=kwargs["batch_id"],
-            epoch=kwargs["epoch"],
-            sample_index=kwargs["sample_index"],
+            batch_id=batch_id,
+            epoch=epoch,
+            sample_index=index,
             start=kwargs["index"],
-        ).apply_async()
+        )
+        reopened = runtime.batches.reopen(batch_id, epoch, index)
+    except BatchCancelledError as exc:
+        return f"{exc}; the letter stays parked"
     except (AceError, ValueError) as exc:
         return str(exc)
+    if reopened:
+        # Should this send be lost, the reopened sample is among the batch's unfinished ones, and
+        # the reconciler sends it again.
+        chain.apply_async()
+    else:
+        logger.info(
+            "sample %s of batch %s is not failed (done, or sent again already): its letter is removed unsent",
+            sample_key(epoch, index),
+            batch_id,
+        )
     return None
 
 

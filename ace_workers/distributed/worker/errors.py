@@ -22,6 +22,8 @@ __all__ = [
     "ImportPathError",
     "RecipeNotCallableError",
     "UnknownStepError",
+    "FleetSettingsMismatch",
+    "RecipeShapeMismatch",
     "StepAborted",
 ]
 
@@ -155,6 +157,30 @@ class UnknownStepError(WorkerError, ValueError):
         self.index = index
         self.steps = steps
         super().__init__(f"recipe {recipe!r} has steps 0 to {steps - 1}; no step {index}")
+
+
+class FleetSettingsMismatch(WorkerError, ValueError):
+    """A running worker has other settings that shape recipes than this process: nothing was sent."""
+
+    def __init__(self, node: str, difference: str) -> None:
+        self.node = node
+        self.difference = difference
+        super().__init__(
+            f"{difference} on worker {node}: give the producer and every worker the same value "
+            "(nothing was sent)"
+        )
+
+
+class RecipeShapeMismatch(WorkerError, ValueError):
+    """A message was sent for other steps of its recipe than this worker has (their settings differ)."""
+
+    def __init__(self, recipe: str, difference: str) -> None:
+        self.recipe = recipe
+        self.difference = difference
+        super().__init__(
+            f"recipe {recipe!r} differs between the sender and this worker: {difference}; the sample is "
+            "dead-lettered, and 'ace-workers dead-letters retry' sends it again once the settings agree"
+        )
 
 
 class StepAborted(WorkerError):

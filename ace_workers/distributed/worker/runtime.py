@@ -30,6 +30,7 @@ from ..store.batches import BatchStore
 from ..store.embedding_cache import RedisEmbeddingCache
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..store.store import RedisSkillbookStore
+from .ledger_metrics import LedgerCollector
 from .payload import ClaimCheck
 from .recipes import RecipeInputs, import_object, resolve_recipe
 
@@ -126,6 +127,16 @@ class WorkerRuntime:
         self.embedding_memo = InMemoryEmbeddingCache()
         # This process's metrics, in a registry of their own; `worker --metrics-port` serves them.
         self.metrics = WorkerMetrics()
+        self.metrics.registry.register(LedgerCollector(self.batches))  # read at scrape time only
+        self._published_shapes: set[str] = set()
+
+    def note_shape_published(self, digest: str) -> bool:
+        """True the first time this process sends a chain of recipe shape ``digest`` (see fleet.py)."""
+        with self._lock:
+            if digest in self._published_shapes:
+                return False
+            self._published_shapes.add(digest)
+            return True
 
     def close(self) -> None:
         """Close this process's Redis connections."""

@@ -36,7 +36,8 @@ from .app import (
 from .chains import STEP_TASK
 from .dead_letters import park_dead_letter
 from .epochs import resume_batch
-from .errors import StepAborted, UnknownRecipeError
+from .errors import RecipeShapeMismatch, StepAborted, UnknownRecipeError, UnknownStepError
+from .fleet import check_message_shape
 from .payload import context_to_payload, payload_to_context
 from .retries import broker_countdown, retry_countdown
 from .runtime import Route, WorkerRuntime
@@ -58,7 +59,7 @@ RETRYABLE = (LLMError, VersionConflict)
 REDIS_OUTAGE = (redis.ConnectionError, redis.TimeoutError)
 # Failing for good: another delivery would meet the same answer, so the sample fails and its
 # message is dead-lettered.
-NOT_RETRYABLE = (RetriesExhausted, UnknownRecipeError)
+NOT_RETRYABLE = (RetriesExhausted, UnknownRecipeError, UnknownStepError, RecipeShapeMismatch)
 # What Celery mishandles when a task raises it, besides every BaseException that is not an
 # Exception (KeyboardInterrupt wedges a threads worker with its message unacknowledged; SystemExit
 # ends a prefork child): MemoryError, which it re-raises before acknowledging, so the message comes
@@ -78,12 +79,18 @@ def run_step(
     batch_id: str,
     epoch: int,
     sample_index: int,
+    shape: str | None = None,
+    node: str = "",
 ) -> dict[str, Any]:
     """Run step ``index`` of ``recipe`` on one sample's payload and return the next payload.
 
-    ``app`` is the app the task runs on: the next epoch goes out through it.
+    ``app`` is the app the task runs on: the next epoch goes out through it. ``shape`` is
+    the recipe's shape where the sample was sent (see fleet.py), ``node`` this worker's name.
     """
     _, routes = runtime.pipeline(recipe, skillbook)
+    check_message_shape(runtime, recipe, skillbook, shape, node)
+    if not (isinstance(index, int) and 0 <= index < len(routes)):
+        raise UnknownStepError(recipe, index, len(routes))
     route = routes[index]
     # Every line logged while the step runs (roles and store included) names the step, and
     # the step is counted in the worker's metrics: a finished sample, or a failure by type.
@@ -158,7 +165,8 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
                 with traced_task(
                     payload, kwargs, _step_name(runtime, kwargs), self.request, expected=(Ignore,)
                 ) as carrier:
-                    return with_carrier(run_step(self.app, runtime, payload, **kwargs), carrier)
+                    result = run_step(self.app, runtime, payload, **kwargs, node=self.request.hostname or "")
+                    return with_carrier(result, carrier)
             except TaskPredicate:
                 raise  # Celery's control flow, as Ignore for a step of a cancelled batch: no failure
             except BaseException as exc:

@@ -149,7 +149,7 @@ def test_a_cancelled_batch_runs_none_of_its_queued_steps_and_expires(
         time.sleep(0.5)
 
     assert result.exit_code == 0, result.output
-    assert "cancelled: 0 done and 0 failed of 4; the rest will not run" in said(result.output)
+    assert "cancelled: 0 done, 0 failed, 0 running, 0 queued, 4 cancelled of 4" in said(result.output)
     assert handle.wait(timeout=1).state is BatchState.CANCELLED
     assert service.runtime.skillbook("book").view().skills() == []  # ...and run none of their steps
     assert (

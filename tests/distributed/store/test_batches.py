@@ -59,7 +59,8 @@ def test_a_batch_whose_record_vanished_is_a_lookup_error(redis_client: redis.Red
 def test_a_batch_without_workers_is_all_queued_then_all_finished(service: Service) -> None:
     handle = service.producer.enqueue_traces(failure_traces(6), "book", epochs=2)
     waiting = handle.status()
-    assert (waiting.enqueued, waiting.queued, waiting.running) == (6, 6, 0)
+    # Epoch 1's six sent and epoch 2's six to come are all queued: the states add up to the size.
+    assert (waiting.enqueued, waiting.queued, waiting.running) == (6, 12, 0)
     with local_workers(service, learn_threads=2):
         status = handle.wait(timeout=60)
     assert (status.done, status.started, status.queued, status.running) == (12, 12, 0, 0)

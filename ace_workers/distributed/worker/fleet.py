@@ -1,0 +1,229 @@
+"""A fleet whose settings disagree says so before it loses work.
+
+A recipe's step list depends on settings (ACE_DEDUP_PROVIDER adds a DeduplicateStep,
+ACE_REFLECTOR swaps the Reflector, ACE_RECIPES names recipes of your own), and a chain's
+step index means the same step everywhere only if the producer and every worker agree on
+them. Two guards, one for each side of a message:
+
+- Every running worker publishes its shaping settings to Redis (``fleet:workers``, by
+  node name, refreshed every :data:`REFRESH_SECONDS`, removed when it stops). A producer
+  compares its own before sending and refuses, naming the setting and both values.
+- Every message carries its recipe's *shape*, a digest of the steps and their queues as
+  the sender built them (the sender also stores what made it, under ``fleet:shape:DIGEST``).
+  A worker whose own shape differs fails the sample at once with the same kind of line,
+  read from that record, instead of running a step that means something else here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import redis
+from celery import bootsteps
+
+from ..settings import WorkerSettings, env_name
+from ..store.keys import fleet_workers_key, recipe_shape_key
+from ..store.replies import decode_text
+from .errors import FleetSettingsMismatch, RecipeShapeMismatch
+from .runtime import Route, WorkerRuntime
+
+__all__ = [
+    "FRESH_SECONDS",
+    "REFRESH_SECONDS",
+    "check_fleet_agrees",
+    "check_message_shape",
+    "fleet_shape_step",
+    "recipe_shape",
+    "shaping_settings",
+]
+
+logger = logging.getLogger(__name__)
+
+# The WorkerSettings fields that change which steps a recipe has (ACE_RECIPES, which says whether
+# a worker has a recipe of your own at all, is compared for the recipe a batch uses only).
+SHAPING_FIELDS = ("dedup_provider", "reflector", "write_partitions")
+# How often a worker refreshes its record; a record older than FRESH_SECONDS is a worker gone.
+REFRESH_SECONDS = 30.0
+FRESH_SECONDS = 3 * REFRESH_SECONDS
+# How long the record of a shape a sender used is kept: as long as a message may wait.
+SHAPE_RECORD_SECONDS = 7 * 24 * 3600
+
+
+def shaping_settings(settings: WorkerSettings) -> dict[str, str]:
+    """The settings that shape recipes, by environment variable name."""
+    return {env_name(field): str(getattr(settings, field)) for field in SHAPING_FIELDS}
+
+
+def route_digest(recipe: str, routes: Sequence[Route]) -> str:
+    """A short digest of a recipe's steps and the queue role of each."""
+    steps = [recipe, *(f"{route.name}@{route.queue_role}" for route in routes)]
+    return hashlib.sha256(json.dumps(steps).encode()).hexdigest()[:16]
+
+
+def recipe_shape(runtime: WorkerRuntime, recipe: str, skillbook: str) -> str:
+    """The digest of ``recipe``'s shape in this process; its record is stored for the workers."""
+    _, routes = runtime.pipeline(recipe, skillbook)
+    digest = route_digest(recipe, routes)
+    if runtime.note_shape_published(digest):  # once per process and shape
+        record = {
+            "recipe": recipe,
+            "steps": [route.name for route in routes],
+            "settings": shaping_settings(runtime.settings),
+        }
+        runtime.redis.set(
+            recipe_shape_key(runtime.settings.queue_prefix, digest),
+            json.dumps(record),
+            ex=SHAPE_RECORD_SECONDS,
+        )
+    return digest
+
+
+def check_message_shape(runtime: WorkerRuntime, recipe: str, skillbook: str, shape: Any, node: str) -> None:
+    """RecipeShapeMismatch if a message was sent for another shape of ``recipe`` than this worker's.
+
+    A message with no shape (from an older sender, or crafted) is not checked here.
+    """
+    if shape is None:
+        return
+    _, routes = runtime.pipeline(recipe, skillbook)
+    mine = route_digest(recipe, routes)
+    if shape == mine:
+        return
+    raw = runtime.redis.get(recipe_shape_key(runtime.settings.queue_prefix, str(shape)))
+    sender = _loaded(raw)
+    steps_here = [route.name for route in routes]
+    difference = _first_difference(
+        shaping_settings(runtime.settings),
+        sender.get("settings"),
+        ("this worker", node),
+        "where the sample was sent",
+    )
+    if difference is None:
+        sent = sender.get("steps")
+        difference = (
+            f"recipe {recipe!r} has the steps {sent} where the sample was sent and {steps_here} on "
+            f"worker {node}"
+            if isinstance(sent, list)
+            else f"the sample was sent for another shape of recipe {recipe!r} ({shape!r}) than worker "
+            f"{node} runs ({steps_here})"
+        )
+    raise RecipeShapeMismatch(recipe, difference)
+
+
+def check_fleet_agrees(
+    runtime: WorkerRuntime, recipe: str | None = None, *, now: float | None = None
+) -> None:
+    """FleetSettingsMismatch if a running worker has other shaping settings than this process,
+    or (``recipe`` given) runs that recipe from another import path, or not at all.
+
+    Records older than :data:`FRESH_SECONDS` belong to workers gone and are left out.
+    """
+    mine = shaping_settings(runtime.settings)
+    own_path = runtime.settings.recipe_paths().get(recipe) if recipe is not None else None
+    now = time.time() if now is None else now
+    raw = runtime.redis.hgetall(fleet_workers_key(runtime.settings.queue_prefix))
+    for node, value in sorted(raw.items()):
+        record = _loaded(value)
+        at = record.get("at")
+        if not isinstance(at, (int, float)) or now - at > FRESH_SECONDS:
+            continue
+        difference = _first_difference(mine, record.get("settings"), ("this process", ""), "")
+        if difference is None and own_path is not None:
+            difference = _recipe_difference(recipe, own_path, record.get("recipes"))
+        if difference is not None:
+            raise FleetSettingsMismatch(decode_text(node), difference)
+
+
+def publish_worker(runtime: WorkerRuntime, node: str) -> None:
+    """Record this worker's shaping settings and recipes of your own under its node name, with the time."""
+    record = {
+        "settings": shaping_settings(runtime.settings),
+        "recipes": runtime.settings.recipe_paths(),
+        "at": time.time(),
+    }
+    runtime.redis.hset(fleet_workers_key(runtime.settings.queue_prefix), node, json.dumps(record))
+
+
+def forget_worker(runtime: WorkerRuntime, node: str) -> None:
+    """Remove a stopping worker's record."""
+    runtime.redis.hdel(fleet_workers_key(runtime.settings.queue_prefix), node)
+
+
+def _first_difference(mine: Mapping[str, str], theirs: Any, here: tuple[str, str], there: str) -> str | None:
+    """'ACE_X is 'a' on this worker (node) but 'b' where ...': the first shaping setting that differs."""
+    if not isinstance(theirs, dict):
+        return None
+    where, node = here
+    for name, value in mine.items():
+        other = theirs.get(name)
+        if other is not None and str(other) != value:
+            local = f"{where} ({node})" if node else where
+            remote = f" {there}" if there else ""
+            return f"{name} is {value!r} in {local} but {str(other)!r}{remote}"
+    return None
+
+
+def _recipe_difference(recipe: str | None, own_path: str, theirs: Any) -> str | None:
+    """How a worker's ACE_RECIPES differs from this process's for ``recipe``, or None."""
+    if not isinstance(theirs, dict):
+        return None
+    name = env_name("recipes")
+    other = theirs.get(recipe)
+    if other is None:
+        return f"{name} names recipe {recipe!r} ({own_path}) in this process but not"
+    if other != own_path:
+        return f"{name} maps recipe {recipe!r} to {own_path!r} in this process but to {other!r}"
+    return None
+
+
+def _loaded(raw: Any) -> dict[str, Any]:
+    """A record read from Redis as a dict; anything else (absent, not JSON) as an empty one."""
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def fleet_shape_step(get_runtime: Callable[[], WorkerRuntime]) -> type[bootsteps.StartStopStep]:
+    """A worker bootstep: publish the shaping settings at start and every REFRESH_SECONDS; forget at stop."""
+
+    class FleetShapeStep(bootsteps.StartStopStep):  # type: ignore[misc]  # celery has no types
+        requires = ("celery.worker.components:Timer",)
+
+        def __init__(self, worker: Any, **kwargs: Any) -> None:
+            super().__init__(worker, **kwargs)
+            self._timer: Any = None
+
+        def start(self, worker: Any) -> None:
+            _publish(get_runtime(), worker.hostname)
+            self._timer = worker.timer.call_repeatedly(
+                REFRESH_SECONDS, _publish, (get_runtime(), worker.hostname), priority=10
+            )
+
+        def stop(self, worker: Any) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+            try:
+                forget_worker(get_runtime(), worker.hostname)
+            except redis.RedisError as exc:  # its record goes stale by itself
+                logger.warning("could not remove this worker's fleet record: %s", exc)
+
+        # A cold shutdown (an embedded worker's stop among them) terminates the steps instead.
+        terminate = stop
+
+    return FleetShapeStep
+
+
+def _publish(runtime: WorkerRuntime, node: str) -> None:
+    try:
+        publish_worker(runtime, node)
+    except redis.RedisError as exc:  # a Redis hiccup must not stop the worker; the next round retries
+        logger.warning("could not publish this worker's settings to the fleet record: %s", exc)
