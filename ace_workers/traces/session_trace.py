@@ -21,7 +21,6 @@ from ..errors import EmptySessionError
 from .trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS, cut_text, part_text
 
 __all__ = [
-    "STANDARD_TRACE_KEYS",
     "SessionRecorder",
     "PartHandler",
     "record_content",
@@ -32,8 +31,6 @@ __all__ = [
 
 # How much of an error message goes into the trace's ``errors`` list.
 MAX_ERROR_CHARS = 500
-# The keys ReflectStep reads (spec 001): every converted trace has each, "", [] or None when empty.
-STANDARD_TRACE_KEYS = ("question", "reasoning", "answer", "skill_ids", "feedback", "ground_truth")
 
 
 class SessionRecorder:
@@ -162,6 +159,7 @@ class SessionRecorder:
         final = answer if answer is not None else (self.assistant_texts[-1] if self.assistant_texts else "")
         if skill_ids is None:
             skill_ids = extract_cited_skill_ids("\n".join([*self.assistant_texts, final]))
+        # Spec 001's six keys, which ReflectStep reads: present even when empty ("", [] or None).
         standard: dict[str, Any] = {
             "question": self.question,
             "reasoning": cut_text("\n".join(self.steps), self.max_trace_chars),
