@@ -1,4 +1,9 @@
-"""Branch: run several pipelines on the same context in parallel, then merge their outputs."""
+"""Branch: run several pipelines on the same context in parallel, then merge their outputs.
+
+This module does not import :mod:`.pipeline`: ``Pipeline.branch`` builds a Branch, so
+pipeline.py imports this one. A child is any step (a Pipeline is one), called through
+its :class:`StepInfo` exactly as a Pipeline calls its own steps.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +16,9 @@ from typing import Any, Generic
 
 from .context import StepContext
 from .errors import BranchError, PipelineConfigError
-from .pipeline import Pipeline
 from .pools import WorkerPool
 from .protocol import CtxT
+from .stepinfo import StepInfo
 
 __all__ = ["Branch", "MergeStrategy"]
 
@@ -121,16 +126,17 @@ class Branch(Generic[CtxT]):
     ) -> None:
         if not pipelines:
             raise ValueError("Branch needs at least one child pipeline")
-        children = [p if isinstance(p, Pipeline) else Pipeline([p]) for p in pipelines]
-        for index, child in enumerate(children):
-            if child.contains_boundary():
+        infos = [StepInfo.of(child) for child in pipelines]
+        for index, info in enumerate(infos):
+            if info.async_boundary or (info.is_container and info.step.contains_boundary()):
                 raise PipelineConfigError(
-                    f"Branch child {index} ({child!r}) contains an async_boundary step; "
+                    f"Branch child {index} ({info.step!r}) contains an async_boundary step; "
                     "a boundary can only be a top-level step of the outer pipeline"
                 )
-        self.children: Sequence[Pipeline[Any]] = tuple(children)
-        self.requires = frozenset().union(*(c.requires for c in children))
-        self.provides = frozenset().union(*(c.provides for c in children))
+        self.children: Sequence[Any] = tuple(pipelines)
+        self._child_infos = infos
+        self.requires = frozenset().union(*(info.requires for info in infos))
+        self.provides = frozenset().union(*(info.provides for info in infos))
         self._merge = _resolve_merge(merge)
         self._pool: WorkerPool | None = None
 
@@ -143,17 +149,17 @@ class Branch(Generic[CtxT]):
 
     def __call__(self, ctx: CtxT) -> CtxT:
         """Run the children in parallel threads (the first in this one) and merge."""
-        first, rest = self.children[0], self.children[1:]
+        first, rest = self._child_infos[0], self._child_infos[1:]
         if rest and self._pool is None:
             self._pool = WorkerPool(len(rest), "pipeline-branch")
         futures = (
-            [self._pool.submit(contextvars.copy_context().run, child, ctx) for child in rest]
+            [self._pool.submit(contextvars.copy_context().run, child.call, ctx) for child in rest]
             if self._pool
             else []
         )
         outcomes: list[Any] = []
         try:
-            outcomes.append(first(ctx))
+            outcomes.append(first.call(ctx))
         except Exception as exc:
             outcomes.append(exc)
         for future in futures:
@@ -166,7 +172,7 @@ class Branch(Generic[CtxT]):
     async def acall(self, ctx: CtxT) -> CtxT:
         """Run the children concurrently on the event loop and merge."""
         outcomes = await asyncio.gather(
-            *(child.acall(ctx) for child in self.children), return_exceptions=True
+            *(child.acall(ctx) for child in self._child_infos), return_exceptions=True
         )
         return self._combine(ctx, list(outcomes))
 

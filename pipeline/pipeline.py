@@ -6,10 +6,11 @@ import asyncio
 import contextvars
 import warnings
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, Generic, cast
 
 from .background import BackgroundTail
+from .branch import Branch, MergeStrategy
 from .cancellation import CancellationToken
 from .context import StepContext
 from .errors import PipelineConfigError, PipelineOrderError
@@ -104,6 +105,14 @@ class Pipeline(Generic[CtxT]):
         """Append ``step`` (validated at once) and return this pipeline."""
         self._set_steps([*self._steps, StepInfo.of(step)])
         return self
+
+    def branch(
+        self,
+        *pipelines: Any,
+        merge: MergeStrategy | Callable[[list[Any]], Any] = MergeStrategy.RAISE_ON_CONFLICT,
+    ) -> Pipeline[CtxT]:
+        """Append a :class:`Branch` of ``pipelines``, run in parallel and merged by ``merge``; return self."""
+        return self.then(Branch(*pipelines, merge=merge))
 
     @property
     def steps(self) -> tuple[Any, ...]:

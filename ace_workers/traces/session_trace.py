@@ -3,9 +3,10 @@
 The Claude Code and OpenClaw converters read different event formats but
 record the same things: the user's task, the assistant's thinking, text and
 tool calls and the tool results in order, the final answer and any errors.
-:class:`SessionRecorder` collects them and renders the standard trace dict
-(``question``, ``reasoning``, ``answer``, ``feedback``, ``skill_ids`` and the
-extra fields ``errors``, ``tool_calls``, ``session_id``, ``skipped_events``).
+:class:`SessionRecorder` collects them and renders the standard trace dict: the six
+keys of spec 001 (``question``, ``reasoning``, ``answer``, ``skill_ids``, ``feedback``,
+``ground_truth``), always, and the extra fields ``errors``, ``tool_calls``,
+``session_id``, ``skipped_events`` and the like when they hold something.
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ class SessionRecorder:
         self.events = 0
         self.messages = 0
         self.tool_calls = 0
+        # Whole messages by role, for formats whose events are messages (OpenClaw's).
+        self.turns: Counter[str] = Counter()
+        # How the last assistant turn ended, where the format records it ("stop", "toolUse", ...).
+        self.stop_reason: str | None = None
         self._tool_names: dict[str, str] = {}
 
     # -- what a session holds ---------------------------------------------------------------
@@ -133,9 +138,18 @@ class SessionRecorder:
 
     # -- the trace ------------------------------------------------------------------------------
     def to_trace(
-        self, *, answer: str | None = None, feedback: str | None = None, **extra: Any
+        self,
+        *,
+        answer: str | None = None,
+        feedback: str | None = None,
+        skill_ids: list[str] | None = None,
+        **extra: Any,
     ) -> dict[str, Any]:
-        """The trace dict; fields with nothing to say are left out.
+        """The trace dict: the six standard keys always, the other fields when they hold something.
+
+        ``answer`` defaults to the last assistant text, ``feedback`` to the session's
+        summary or its errors, ``skill_ids`` to the skill ids the assistant cited. No
+        session records the expected answer, so ``ground_truth`` is None.
 
         Raises:
             EmptySessionError: the session held no message at all.
@@ -143,14 +157,18 @@ class SessionRecorder:
         if self.messages == 0 and not self.errors:
             raise EmptySessionError(self.source, self.events, sum(self.skipped.values()))
         final = answer if answer is not None else (self.assistant_texts[-1] if self.assistant_texts else "")
-        if feedback is None:
-            feedback = self._default_feedback()
-        trace: dict[str, Any] = {
+        if skill_ids is None:
+            skill_ids = extract_cited_skill_ids("\n".join([*self.assistant_texts, final]))
+        # Spec 001's six keys, which ReflectStep reads: present even when empty ("", [] or None).
+        standard: dict[str, Any] = {
             "question": self.question,
             "reasoning": cut_text("\n".join(self.steps), self.max_trace_chars),
             "answer": cut_text(final, self.max_step_chars * 4),
-            "feedback": feedback,
-            "skill_ids": extract_cited_skill_ids("\n".join([*self.assistant_texts, final])),
+            "skill_ids": list(skill_ids),
+            "feedback": feedback if feedback is not None else self._default_feedback(),
+            "ground_truth": None,
+        }
+        details: dict[str, Any] = {
             "errors": self.errors,
             "tool_calls": self.tool_calls,
             "session_id": self.session_id,
@@ -158,7 +176,7 @@ class SessionRecorder:
             "skipped_events": dict(sorted(self.skipped.items())),
             **extra,
         }
-        return {key: value for key, value in trace.items() if value not in (None, "", [], {})}
+        return standard | {key: value for key, value in details.items() if value not in (None, "", [], {})}
 
     def _default_feedback(self) -> str | None:
         # The session's own summary says what it was about; the errors are in ``errors`` either way.

@@ -18,146 +18,39 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from ace_workers.cli import app as cli_app
 from ace_workers.distributed.settings import ENV_PREFIX, WorkerSettings
+from tests.support.deploy_files import (
+    COMPOSE,
+    COMPOSE_VARIABLE,
+    DOCKERFILE,
+    K8S,
+    K8S_RABBITMQ,
+    KUSTOMIZATION,
+    PARTITIONS_COMPOSE,
+    POD_INDEX_FIELD,
+    RABBITMQ_COMPOSE,
+    ROOT,
+    command_option,
+    compose_environment,
+    compose_services,
+    container_env,
+    interpolate,
+    k8s_containers,
+    k8s_documents,
+    k8s_kind,
+    k8s_workloads,
+    load_compose,
+    load_yaml,
+    load_yaml_all,
+    read_env_example,
+    service_env,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-COMPOSE = ROOT / "docker-compose.yml"
-RABBITMQ_COMPOSE = ROOT / "docker-compose.rabbitmq.yml"  # the RabbitMQ variant, an override file
-PARTITIONS_COMPOSE = ROOT / "docker-compose.write-partitions.yml"  # two write partitions, an override
-ENV_EXAMPLE = ROOT / ".env.example"
-K8S = ROOT / "deploy" / "k8s"
-K8S_RABBITMQ = ROOT / "deploy" / "k8s-rabbitmq"  # the RabbitMQ variant, a kustomize overlay of K8S
-KUSTOMIZATION = "kustomization.yaml"
-DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 CLI_APP = "ace_workers.distributed.ops.inspect_app"
-# Stand-ins for what the example files leave for the operator to fill in.
-SECRET_STAND_IN = "example-secret"
-POD_INDEX_FIELD = "metadata.labels['apps.kubernetes.io/pod-index']"
 HOSTNAME = "pod-1"
-# libyaml's parser where PyYAML was built with it: the pure-Python one took over a second of every
-# pytest worker's collection, since the k8s command lines are parametrized from these files.
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def load_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=YAML_LOADER)  # a safe loader, C or Python
-
-
-def load_yaml_all(text: str) -> list[Any]:
-    return list(yaml.load_all(text, Loader=YAML_LOADER))  # a safe loader, C or Python
-
-
-_VARIABLE = re.compile(r"\$\{(?P<name>\w+)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}")
-
-
-# -- loading ---------------------------------------------------------------------------
-
-
-def read_env_example() -> dict[str, str]:
-    """The variables of .env.example, quotes removed."""
-    values = {}
-    for line in ENV_EXAMPLE.read_text().splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        name, sep, value = line.partition("=")
-        assert sep, f".env.example: not NAME=value: {line!r}"
-        values[name.strip()] = value.strip().strip('"').strip("'")
-    return values
-
-
-def compose_environment() -> dict[str, str]:
-    """What `docker compose` interpolates with: .env.example, its required (``:?``) blanks filled in."""
-    required = {m["name"] for m in _VARIABLE.finditer(COMPOSE.read_text()) if m["op"] == ":?"}
-    example = read_env_example()
-    return {name: value or (SECRET_STAND_IN if name in required else "") for name, value in example.items()}
-
-
-def interpolate(text: str, env: dict[str, str]) -> str:
-    """Compose's ``${VAR}``, ``${VAR:-default}`` and ``${VAR:?error}`` forms, and ``$$`` for ``$``."""
-
-    def substitute(match: re.Match[str]) -> str:
-        name, op, arg = match["name"], match["op"], match["arg"]
-        value = env.get(name)
-        if op in (":-", "-") and (value is None or (op == ":-" and not value)):
-            return arg or ""
-        if op in (":?", "?") and (value is None or (op == ":?" and not value)):
-            raise AssertionError(f"compose would refuse: {name}: {arg}")
-        return value or ""
-
-    return _VARIABLE.sub(substitute, text).replace("$$", "$")
-
-
-def load_compose() -> dict[str, Any]:
-    data: dict[str, Any] = load_yaml(COMPOSE.read_text())
-    return data
-
-
-def compose_services() -> dict[str, dict[str, Any]]:
-    services: dict[str, dict[str, Any]] = load_compose()["services"]
-    return services
-
-
-def k8s_documents() -> list[tuple[str, dict[str, Any]]]:
-    """(file name, document) of every manifest in deploy/k8s."""
-    docs = []
-    for path in sorted(K8S.glob("*.yaml")):
-        if path.name == KUSTOMIZATION:  # kustomize's own file, not an object of the cluster
-            continue
-        for doc in load_yaml_all(path.read_text()):
-            if doc is not None:
-                docs.append((path.name, doc))
-    return docs
-
-
-def k8s_kind(kind: str) -> dict[str, dict[str, Any]]:
-    return {doc["metadata"]["name"]: doc for _, doc in k8s_documents() if doc["kind"] == kind}
-
-
-def k8s_workloads() -> dict[str, dict[str, Any]]:
-    """The Deployments and StatefulSets (the writers), by name."""
-    return {**k8s_kind("Deployment"), **k8s_kind("StatefulSet")}
-
-
-def k8s_containers() -> list[tuple[str, dict[str, Any]]]:
-    return [
-        (name, container)
-        for name, workload in k8s_workloads().items()
-        for container in workload["spec"]["template"]["spec"]["containers"]
-    ]
-
-
-def service_env(service: dict[str, Any]) -> dict[str, str]:
-    """A compose service's container environment, interpolated."""
-    env = service.get("environment") or {}
-    assert isinstance(env, dict), "use the mapping form of environment:"
-    values = compose_environment()
-    return {name: interpolate(str(value), values) for name, value in env.items()}
-
-
-def container_env(container: dict[str, Any]) -> dict[str, str]:
-    """A k8s container's environment: its ConfigMaps, and stand-ins for its Secrets."""
-    config_maps = k8s_kind("ConfigMap")
-    env: dict[str, str] = {}
-    for source in container.get("envFrom", []):
-        env.update(config_maps[source["configMapRef"]["name"]]["data"])
-    for entry in container.get("env", []):
-        secret = entry.get("valueFrom", {}).get("secretKeyRef")
-        assert secret is None or secret["name"] in k8s_kind("Secret"), entry
-        if entry["name"] == "ACE_REDIS_URL":
-            env[entry["name"]] = "redis://:pw@redis:6379/0"
-        elif entry["name"] == "POD_INDEX":  # a StatefulSet pod's ordinal, from its label
-            assert entry["valueFrom"]["fieldRef"]["fieldPath"] == POD_INDEX_FIELD, entry
-            env[entry["name"]] = "0"
-        elif entry["name"] == "ACE_FLOWER_BASIC_AUTH":
-            env[entry["name"]] = "ops:pw"
-        else:
-            env[entry["name"]] = entry.get("value", SECRET_STAND_IN)
-    return env
-
 
 # -- command lines ---------------------------------------------------------------------
 
@@ -290,7 +183,7 @@ def test_one_image_everywhere_built_from_the_dockerfile() -> None:
 
 
 def test_compose_uses_exactly_the_variables_env_example_documents() -> None:
-    used = set(_VARIABLE.findall(COMPOSE.read_text() + RABBITMQ_COMPOSE.read_text()))
+    used = set(COMPOSE_VARIABLE.findall(COMPOSE.read_text() + RABBITMQ_COMPOSE.read_text()))
     used_names = {name for name, _, _ in used}
     assert used_names == set(read_env_example())
 
@@ -322,13 +215,8 @@ def test_every_container_environment_is_valid_settings() -> None:
 # -- topology --------------------------------------------------------------------------
 
 
-def _option(argv: list[str] | tuple[str, ...], name: str) -> str:
-    assert argv.count(name) == 1, (argv, name)
-    return argv[argv.index(name) + 1]
-
-
 def _queue_roles(argv: list[str]) -> set[str]:
-    return set(_option(argv, "--queues").split(","))
+    return set(command_option(argv, "--queues").split(","))
 
 
 def test_one_writer_per_write_partition_with_one_slot_and_one_beat() -> None:
@@ -337,8 +225,8 @@ def test_one_writer_per_write_partition_with_one_slot_and_one_beat() -> None:
     writers = [n for n in writers if "write" in _queue_roles(services[n]["command"])]
     assert writers == ["worker-write"]
     assert services["worker-write"]["deploy"]["replicas"] == 1
-    assert _option(services["worker-write"]["command"], "--concurrency") == "1"
-    assert _option(services["worker-write"]["command"], "--partition") == "0"
+    assert command_option(services["worker-write"]["command"], "--concurrency") == "1"
+    assert command_option(services["worker-write"]["command"], "--partition") == "0"
     assert service_env(services["worker-write"])["ACE_WRITE_PARTITIONS"] == "1"
     assert services["beat"]["command"] == ["ace-workers", "beat"]
     assert services["beat"]["deploy"]["replicas"] == 1
@@ -355,8 +243,8 @@ def test_one_writer_per_write_partition_with_one_slot_and_one_beat() -> None:
     # One pod per partition, pod K serving partition K (its ordinal), one slot each.
     assert writer_set["spec"]["replicas"] == int(config["data"]["ACE_WRITE_PARTITIONS"])
     (writer,) = writer_set["spec"]["template"]["spec"]["containers"]
-    assert _option(writer["command"], "--concurrency") == "1"
-    assert _option(writer["command"], "--partition") == "$(POD_INDEX)"
+    assert command_option(writer["command"], "--concurrency") == "1"
+    assert command_option(writer["command"], "--partition") == "$(POD_INDEX)"
     (index,) = [e for e in writer["env"] if e["name"] == "POD_INDEX"]
     assert index["valueFrom"]["fieldRef"]["fieldPath"] == POD_INDEX_FIELD
     beat = k8s_kind("Deployment")["beat"]
@@ -381,8 +269,8 @@ def test_the_write_partitions_variant_runs_one_writer_for_each_of_its_two_partit
         assert settings.write_partitions == 2, name
         command = service.get("command") or origin["command"]
         if command[:2] == ["ace-workers", "worker"] and "write" in _queue_roles(command):
-            assert _option(command, "--concurrency") == "1", name
-            partition = int(_option(command, "--partition"))
+            assert command_option(command, "--concurrency") == "1", name
+            partition = int(command_option(command, "--partition"))
             (served,) = worker_queues(settings, ["write"], partition)
             writers[partition] = served
     assert writers == {0: "ace.write.0", 1: "ace.write.1"}
@@ -412,7 +300,7 @@ def test_every_worker_is_health_checked_on_the_healthz_of_its_own_metrics_port()
             continue
         check = service["healthcheck"]["test"]
         assert check[:3] == ["CMD", "python", "-c"], name
-        url = f"http://127.0.0.1:{_option(command, '--metrics-port')}/healthz"
+        url = f"http://127.0.0.1:{command_option(command, '--metrics-port')}/healthz"
         assert f"urlopen('{url}'" in check[3], name
     for name, container in k8s_containers():
         if container["command"][:2] != ["ace-workers", "worker"]:
@@ -420,7 +308,7 @@ def test_every_worker_is_health_checked_on_the_healthz_of_its_own_metrics_port()
         probe = container["livenessProbe"]["httpGet"]
         ports = {port["name"]: port["containerPort"] for port in container["ports"]}
         assert probe["path"] == "/healthz", name
-        assert str(ports[probe["port"]]) == _option(container["command"], "--metrics-port"), name
+        assert str(ports[probe["port"]]) == command_option(container["command"], "--metrics-port"), name
 
 
 def test_flower_gets_its_credentials_and_is_never_started_without_auth() -> None:
@@ -439,9 +327,9 @@ def test_flower_gets_its_credentials_and_is_never_started_without_auth() -> None
 
 def test_deployed_flower_listens_on_every_interface_explicitly() -> None:
     # The command's default is loopback; the deployments serve Flower to other hosts, behind auth.
-    assert _option(compose_services()["flower"]["command"], "--address") == "0.0.0.0"
+    assert command_option(compose_services()["flower"]["command"], "--address") == "0.0.0.0"
     (container,) = k8s_kind("Deployment")["flower"]["spec"]["template"]["spec"]["containers"]
-    assert _option(container["command"], "--address") == "0.0.0.0"
+    assert command_option(container["command"], "--address") == "0.0.0.0"
 
 
 def test_every_worker_serves_its_metrics_where_prometheus_is_told_to_scrape() -> None:
@@ -450,7 +338,7 @@ def test_every_worker_serves_its_metrics_where_prometheus_is_told_to_scrape() ->
     }
     assert set(compose_workers) == {"worker-execute", "worker-learn", "worker-write"}
     for name, service in compose_workers.items():
-        assert _option(service["command"], "--metrics-port") == "9100", name
+        assert command_option(service["command"], "--metrics-port") == "9100", name
         # A prefork worker refuses --metrics-port: its children would each count alone.
         assert "prefork" not in service["command"], name
 
@@ -458,7 +346,7 @@ def test_every_worker_serves_its_metrics_where_prometheus_is_told_to_scrape() ->
     workers = [(n, c) for n, c in k8s_containers() if c["command"][:2] == ["ace-workers", "worker"]]
     assert {n for n, _ in workers} == set(compose_workers)
     for name, container in workers:
-        port = _option(container["command"], "--metrics-port")
+        port = command_option(container["command"], "--metrics-port")
         assert {"name": "metrics", "containerPort": int(port)} in container["ports"], name
         annotations = deployments[name]["spec"]["template"]["metadata"]["annotations"]
         assert annotations["prometheus.io/scrape"] == "true", name

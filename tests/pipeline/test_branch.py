@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pipeline import Branch, BranchError, MergeStrategy, Pipeline
+from pipeline import Branch, BranchError, MergeStrategy, Pipeline, PipelineConfigError
 from tests.support.pipeline import Ctx, make_step
 
 TIMEOUT = 10.0
@@ -339,3 +339,50 @@ def test_then_branch_runs_end_to_end() -> None:
     assert pipe.provides == frozenset({"x", "y", "z"})
     assert [r.error for r in results] == [None, None]
     assert [(r.output.x, r.output.y, r.output.z) for r in results] == [(2, 3, 20), (6, 7, 60)]
+
+
+def test_branch_appends_a_branch_of_every_child_and_returns_the_pipeline_for_chaining() -> None:
+    # Spec 003, 1.5: branch(*pipelines, merge=...) appends a Branch and returns self.
+    both_started = threading.Barrier(2, timeout=TIMEOUT)
+
+    def plus_one(ctx: Ctx) -> Ctx:
+        both_started.wait()  # raises BrokenBarrierError unless the two children run at once
+        return ctx.replace(y=ctx.x + 1)
+
+    def times_ten(ctx: Ctx) -> Ctx:
+        both_started.wait()
+        return ctx.replace(z=ctx.x * 10)
+
+    pipe: Pipeline[Ctx] = Pipeline([make_step("Double", {"x"}, {"x"}, lambda ctx: ctx.replace(x=ctx.x * 2))])
+    plain = make_step("TimesTen", {"x"}, {"z"}, times_ten)  # a bare step, not a Pipeline
+
+    returned = pipe.branch(Pipeline([make_step("PlusOne", {"x"}, {"y"}, plus_one)]), plain)
+    returned.then(make_step("Sum", {"x", "y", "z"}, {"x"}, lambda ctx: ctx.replace(x=ctx.x + ctx.y + ctx.z)))
+
+    assert returned is pipe
+    assert [type(step).__name__ for step in pipe.steps] == ["Double", "Branch", "Sum"]
+    assert pipe.steps[1].children[1] is plain
+    [result] = pipe.run([Ctx(x=3)])
+    assert result.error is None
+    assert (result.output.x, result.output.y, result.output.z) == (73, 7, 60)
+
+
+def test_branch_merges_as_told_and_raises_on_conflict_by_default() -> None:
+    def conflicting() -> tuple[Any, Any]:
+        return setter("YIsOne", "y", 1), setter("YIsTwo", "y", 2)
+
+    [by_default] = Pipeline[Ctx]().branch(*conflicting()).run([Ctx()])
+    [last_wins] = Pipeline[Ctx]().branch(*conflicting(), merge=MergeStrategy.LAST_WRITE_WINS).run([Ctx()])
+    [own_merge] = Pipeline[Ctx]().branch(*conflicting(), merge=lambda outputs: outputs[0]).run([Ctx()])
+
+    assert by_default.failed_at == "Branch"
+    assert "Branch merge conflict on field 'y'" in str(by_default.error)
+    assert last_wins.output.y == 2
+    assert own_merge.output.y == 1
+
+
+def test_branch_refuses_a_child_with_an_async_boundary_and_leaves_the_pipeline_as_it_was() -> None:
+    pipe: Pipeline[Ctx] = Pipeline([make_step("Start")])
+    with pytest.raises(PipelineConfigError, match=r"Branch child 1 .* contains an async_boundary step"):
+        pipe.branch(make_step("Fine"), Pipeline([make_step("Boundary", async_boundary=True)]))
+    assert [type(step).__name__ for step in pipe.steps] == ["Start"]

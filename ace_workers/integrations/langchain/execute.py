@@ -31,7 +31,9 @@ class LangChainExecuteStep:
 
     Raises:
         MissingExtraError: at construction, when the ``langchain`` extra is not installed.
-        TypeError: at construction, when ``runnable`` has no ``invoke``.
+        TypeError: at construction, when ``runnable`` has no ``invoke``; on an input with
+            no place for the skillbook (a dict with neither ``input_key`` nor
+            ``messages``, naming its keys), on every input, the skillbook empty or not.
     """
 
     requires = frozenset({"sample", "skillbook"})

@@ -45,18 +45,22 @@ def task_of(value: Any, input_key: str = "input") -> str:
 def inject_into_input(value: Any, context: str, input_key: str = "input") -> Any:
     """``value`` with ``context`` (the wrapped skillbook) in it; ``value`` itself when context is empty.
 
+    The input's shape is checked whether or not there is a context: an input with no place
+    for the skillbook fails while the skillbook is still empty, on the first input, not on
+    every input once the first skill is learned.
+
     Raises:
         TypeError: the input has no place for the context (a dict with neither
             ``input_key`` nor ``messages``, or an unknown shape), naming what it has.
     """
-    if not context:
-        return value
     if isinstance(value, str) or isinstance(getattr(value, "question", None), str):
-        return prefix_task(task_of(value), context)
+        return prefix_task(task_of(value), context) if context else value
     if isinstance(value, Mapping):
         if isinstance(value.get(input_key), str):
-            return {**value, input_key: prefix_task(value[input_key], context)}
+            return {**value, input_key: prefix_task(value[input_key], context)} if context else value
         if isinstance(value.get(MESSAGES_KEY), Sequence):
+            if not context:
+                return value
             return {**value, MESSAGES_KEY: _with_system_context(value[MESSAGES_KEY], context)}
         raise TypeError(
             f"LangChainExecuteStep: the input dict has no string {input_key!r} and no 'messages' to put "
@@ -64,7 +68,7 @@ def inject_into_input(value: Any, context: str, input_key: str = "input") -> Any
             "variable that holds the task"
         )
     if _is_message_list(value):
-        return _with_system_context(value, context)
+        return _with_system_context(value, context) if context else value
     raise TypeError(
         "LangChainExecuteStep takes a string, a dict of prompt variables, a {'messages': [...]} state or "
         f"a list of messages, got {type(value).__name__}"

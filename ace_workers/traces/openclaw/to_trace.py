@@ -36,12 +36,20 @@ from ..session_trace import (
 )
 from ..trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS, TraceConverter, part_text
 
-__all__ = ["OpenClawToTraceStep", "openclaw_events_to_trace"]
+__all__ = ["OpenClawToTraceStep", "openclaw_events_to_trace", "session_feedback"]
 
 # Bookkeeping events with nothing to learn from: not counted as unknown.
 IGNORED_EVENT_TYPES = frozenset({"thinking_level_change", "label", "custom"})
 # An assistant message that ended like this is an error of the run.
 ERROR_STOP_REASONS = frozenset({"error", "aborted"})
+# How a session ended, by the stopReason of its last assistant message.
+OUTCOMES = {
+    "stop": "it ended with the assistant's answer",
+    "length": "the assistant's last reply was cut at its output limit",
+    "toolUse": "it ended on a tool call, before a final answer",
+    "error": "its last assistant turn failed",
+    "aborted": "its last assistant turn was aborted",
+}
 
 
 class OpenClawToTraceStep(TraceConverter):
@@ -50,8 +58,8 @@ class OpenClawToTraceStep(TraceConverter):
     The first user message is the ``question``; thinking, text, tool calls and
     tool results in order are the ``reasoning`` (each tool output cut to
     ``max_step_chars`` with a note); the last assistant text is the ``answer``;
-    failed tool calls and errored turns are the ``errors``; a compaction
-    summary, or else the errors, is the ``feedback``.
+    failed tool calls and errored turns are the ``errors``; a summary of the
+    session is the ``feedback`` (see :func:`session_feedback`).
 
     Raises:
         EmptySessionError: the session holds no message.
@@ -90,7 +98,43 @@ def openclaw_events_to_trace(
             handler(recorder, event)
         elif kind not in IGNORED_EVENT_TYPES or not isinstance(kind, str):
             recorder.skip(str(kind) if isinstance(event, dict) else f"a JSON {type(event).__name__}")
-    return recorder.to_trace()
+    return recorder.to_trace(feedback=session_feedback(recorder))
+
+
+def session_feedback(recorder: SessionRecorder) -> str:
+    """What spec 001 puts in an OpenClaw trace's feedback: a summary of the session.
+
+    Its messages and tool calls, its errors (the last one quoted), how it ended, and the
+    session's own summary (a compaction's) when it has one, e.g. ``OpenClaw session: 1
+    user message, 2 assistant turns, 1 tool call; 1 error, the last: read failed: ENOENT;
+    it ended with the assistant's answer.``
+    """
+    counts = ", ".join(
+        _count(number, noun)
+        for number, noun in (
+            (recorder.turns["user"], "user message"),
+            (recorder.turns["assistant"], "assistant turn"),
+            (recorder.tool_calls, "tool call"),
+        )
+    )
+    text = f"OpenClaw session: {counts}"
+    if recorder.errors:
+        text += f"; {_count(len(recorder.errors), 'error')}, the last: {recorder.errors[-1]}"
+    text += f"; {_outcome(recorder)}."
+    if recorder.summaries:
+        text += f" Summary: {recorder.summaries[-1]}"
+    return text
+
+
+def _outcome(recorder: SessionRecorder) -> str:
+    stop = recorder.stop_reason
+    if stop is None:  # an older format, or no assistant turn at all
+        return "it ended with the assistant's answer" if recorder.assistant_texts else "it has no answer"
+    return OUTCOMES.get(stop, f"its last assistant turn ended with {stop}")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 # -- events ------------------------------------------------------------------------------------
@@ -119,6 +163,7 @@ def _message(recorder: SessionRecorder, event: dict[str, Any]) -> None:
     if handler is None:
         recorder.skip(f"message role {role}")
     else:
+        recorder.turns[str(role)] += 1
         handler(recorder, message)
 
 
@@ -130,6 +175,7 @@ def _assistant(recorder: SessionRecorder, message: dict[str, Any]) -> None:
     recorder.model = _str(message.get("model")) or recorder.model
     record_content(recorder, message.get("content"), "assistant", _PART_HANDLERS)
     stop = message.get("stopReason")
+    recorder.stop_reason = _str(stop)
     if stop in ERROR_STOP_REASONS:
         detail = _str(message.get("errorMessage")) or ""
         recorder.error(f"the assistant turn ended with {stop}" + (f": {detail}" if detail else ""))

@@ -116,6 +116,26 @@ def test_a_dict_input_without_the_task_key_is_refused_naming_its_keys() -> None:
     assert execute(LangChainExecuteStep(scripted("y"), input_key="query"), {"query": "x"}).task == "x"
 
 
+def test_a_dict_input_without_the_task_key_is_refused_while_the_skillbook_is_still_empty() -> None:
+    # With nothing to put in the input the step used to pass it on as it was: it ran until the
+    # first skill was learned, then refused every input. It refuses the first now.
+    model = scripted("x")
+    with pytest.raises(TypeError, match=r"the input dict has no string 'input' .*\['query'\].*input_key="):
+        execute(LangChainExecuteStep(model), {"query": "x"})
+    assert model.seen == []  # refused before the runnable ran
+
+
+def test_the_runner_fails_the_first_input_without_the_task_key_not_the_ones_after_learning() -> None:
+    llm = SimulatedLLM()
+    runner = LangChain.from_roles(
+        runnable=scripted(*replies("no idea")), reflector=Reflector(llm), skill_manager=SkillManager(llm)
+    )
+    results = runner.run([{"query": task.question} for task in make_tasks(2, topics=1)])
+    assert [type(r.error) for r in results] == [TypeError, TypeError]
+    assert "no string 'input'" in str(results[0].error)
+    assert runner.skillbook.skills() == []
+
+
 def test_a_run_that_raised_is_a_failed_result_with_the_tool_error_not_an_exception() -> None:
     agent = tool_agent(scripted(call("broken_lookup", n=7), "unused"), [broken_lookup()])
     result = execute(LangChainExecuteStep(agent), {"input": "What is the zorb of 7?"})

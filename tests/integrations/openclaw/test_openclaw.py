@@ -54,10 +54,41 @@ def test_a_failed_tool_call_is_listed_in_errors() -> None:
     ]
 
 
-def test_an_errored_turn_is_an_error_and_the_compaction_summary_is_the_feedback() -> None:
+def test_an_errored_turn_is_an_error_and_the_compaction_summary_ends_the_feedback() -> None:
     trace = convert(SESSIONS / "flux.jsonl")
     assert trace["errors"] == ["the assistant turn ended with error: 529 overloaded_error"]
-    assert trace["feedback"] == "The user asked a flux puzzle; the answer echoed the input."
+    assert trace["feedback"] == (
+        "OpenClaw session: 1 user message, 2 assistant turns, 1 tool call; 1 error, the last: the "
+        "assistant turn ended with error: 529 overloaded_error; its last assistant turn failed. "
+        "Summary: The user asked a flux puzzle; the answer echoed the input."
+    )
+
+
+def test_the_feedback_summarises_the_session_its_turns_tool_calls_errors_and_outcome() -> None:
+    # Spec 001: the OpenClaw converter puts "a session summary into feedback".
+    assert convert(SESSIONS / "zorb.jsonl")["feedback"] == (
+        "OpenClaw session: 1 user message, 2 assistant turns, 1 tool call; 1 error, the last: read "
+        "failed: ENOENT: no such file or directory, open 'notes/zorb.md'; "
+        "it ended with the assistant's answer."
+    )
+
+
+def test_a_session_that_stopped_on_a_tool_call_says_it_has_no_final_answer() -> None:
+    events = [
+        {"type": "message", "message": {"role": "user", "content": "list the files"}},
+        {
+            "type": "message",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "toolCall", "id": "c1", "name": "exec", "arguments": {"command": "ls"}}],
+                "stopReason": "toolUse",
+            },
+        },
+    ]
+    assert openclaw_events_to_trace(events)["feedback"] == (
+        "OpenClaw session: 1 user message, 1 assistant turn, 1 tool call; "
+        "it ended on a tool call, before a final answer."
+    )
 
 
 def test_unknown_events_and_roles_are_skipped_and_counted() -> None:
