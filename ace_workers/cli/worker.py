@@ -57,7 +57,10 @@ def worker_command(
         ),
     ] = 0,
     log_format: Annotated[
-        str | None, typer.Option(help="text (Celery's) or json, one object per line [ACE_LOG_FORMAT].")
+        str | None,
+        typer.Option(
+            help="text, or json (one object per line); both name each line's step [ACE_LOG_FORMAT]."
+        ),
     ] = None,
     otlp_endpoint: Annotated[
         str | None,
@@ -207,9 +210,8 @@ def _worker_log_format(log_format: str | None, settings: WorkerSettings, metrics
 def _start_observability(
     service: Service, log_format: str, loglevel: str, metrics_port: int, watchdog: ConsumptionWatchdog
 ) -> None:
-    """JSON logs (text leaves Celery's logging as it is), and /metrics and /healthz if asked for."""
-    if log_format == "json":
-        use_worker_logging("json", loglevel)
+    """Our logging in either format (both carry the step fields), and /metrics and /healthz if asked for."""
+    use_worker_logging(log_format, loglevel)
     if metrics_port:
         start_metrics_server(service.runtime.metrics, metrics_port, health=watchdog.health)
 

@@ -139,8 +139,9 @@ class WorkerSettings:
     - ``ACE_WORKER_REPLY_SECONDS``: how long ``enqueue``, ``learn``, ``status``, ``nightly run`` and
       ``hook --now`` wait for the workers to say which queues they serve; a queue that no worker
       serves costs the whole wait, as a broadcast cannot know who would answer [3]
-    - ``ACE_LOG_FORMAT``: worker log lines: "text", or "json" (one object per line with batch id,
-      sample, skillbook and step); ``ace-workers worker --log-format`` overrides it [text]
+    - ``ACE_LOG_FORMAT``: worker log lines: "text", or "json" (one object per line); a line logged
+      while a step runs carries its batch id, sample, skillbook and step in both;
+      ``ace-workers worker --log-format`` overrides it [text]
     - ``ACE_RECIPES``: recipes of your own a worker may run, besides the built-in ``ace`` and
       ``trace_analyser``: ``name=package.module:function,...``, each imported when the settings are built
       (a path that does not import is refused then). A task names its recipe; a name

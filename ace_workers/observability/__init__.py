@@ -8,7 +8,10 @@ from .logs import (
     JsonFormatter,
     StepContextFilter,
     StepLogContext,
+    TextFormatter,
     configure_logging,
+    enter_step_log_context,
+    leave_step_log_context,
     step_log_context,
 )
 from .metrics import METRIC_NAMES, MetricsServer, WorkerMetrics, start_metrics_server
@@ -25,8 +28,11 @@ __all__ = [
     # logs
     "StepLogContext",
     "step_log_context",
+    "enter_step_log_context",
+    "leave_step_log_context",
     "StepContextFilter",
     "JsonFormatter",
+    "TextFormatter",
     "configure_logging",
     "LOG_FORMATS",
     # Opik tracing (the opik package is imported on first use only)

@@ -1,11 +1,12 @@
 """Structured logs: which batch, sample, skillbook and step a log line comes from.
 
 While a worker runs a step, :func:`step_log_context` holds the step's identity
-in a context variable. :class:`StepContextFilter`, installed on a handler,
-copies it onto every record that handler emits, whichever logger logged it
-(a role, the store, Celery), so :class:`JsonFormatter` can write it as fields.
-A context variable, not a thread-local: it follows the step into the event
-loop of an async step and never leaks into the next task a thread runs.
+in a context variable (the worker's Celery signals hold it for a whole task:
+``distributed/worker/task_logs.py``). :class:`StepContextFilter`, installed on
+a handler, copies it onto every record that handler emits, whichever logger
+logged it (a role, the store, Celery), so :class:`JsonFormatter` writes it as
+fields and :class:`TextFormatter` appends it. A context variable, not a
+thread-local: it follows the step into the event loop of an async step.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -25,7 +26,10 @@ __all__ = [
     "JsonFormatter",
     "StepContextFilter",
     "StepLogContext",
+    "TextFormatter",
     "configure_logging",
+    "enter_step_log_context",
+    "leave_step_log_context",
     "step_log_context",
 ]
 
@@ -50,11 +54,24 @@ class StepLogContext:
 @contextmanager
 def step_log_context(context: StepLogContext) -> Iterator[StepLogContext]:
     """Tag every record logged inside the block with ``context`` (via StepContextFilter)."""
-    token = _current.set(context)
+    token = enter_step_log_context(context)
     try:
         yield context
     finally:
-        _current.reset(token)
+        leave_step_log_context(token)
+
+
+def enter_step_log_context(context: StepLogContext) -> Token[StepLogContext | None]:
+    """Tag every record logged from now on in this context with ``context``, until the token is left.
+
+    For a begin and an end that are two calls (Celery's task_prerun and task_postrun signals).
+    """
+    return _current.set(context)
+
+
+def leave_step_log_context(token: Token[StepLogContext | None]) -> None:
+    """Put back the step context that was current before ``token``'s enter."""
+    _current.reset(token)
 
 
 class StepContextFilter(logging.Filter):
@@ -87,22 +104,40 @@ class JsonFormatter(logging.Formatter):
             entry["exception"] = self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
-        # default=str: an argument that is not JSON must never cost the log line.
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        # default=str: an argument that is not JSON must never cost the log line. No spaces
+        # after the separators: a typical line stays under 300 characters.
+        return json.dumps(entry, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+class TextFormatter(logging.Formatter):
+    """The human form: time, level, process, logger and message, then the step fields in brackets.
+
+    ``... ApplyStep: ... [batch_id=9f2c... sample=e1:3 skillbook=support step=ApplyStep]``; a
+    line logged outside a step has no brackets. The exception, if any, follows on the next lines.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(_TEXT_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        fields = [f"{name}={value}" for name in CONTEXT_FIELDS if (value := getattr(record, name, None))]
+        return f"{line} [{' '.join(fields)}]" if fields else line
 
 
 def configure_logging(log_format: str, level: int | str = logging.INFO, stream: TextIO | None = None) -> None:
     """Replace the root logger's handlers with one writing ``log_format`` ("text" or "json") to ``stream``.
 
-    Both formats get the step fields on their records; "text" is the human
-    form, "json" one object per line for log shippers. Default stream: stderr.
+    Both formats carry the step fields: "text" is the human form (the fields
+    appended in brackets), "json" one object per line for log shippers (the
+    fields as keys). Default stream: stderr.
     Python warnings are logged too (``logging.captureWarnings``).
     """
     if log_format not in LOG_FORMATS:
         raise ValueError(f"unknown log format {log_format!r}: use {' or '.join(LOG_FORMATS)}")
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.addFilter(StepContextFilter())
-    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(_TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -71,7 +71,8 @@ def complete_structured_by_reasking(
                 response_model.__name__,
                 attempt,
                 max_retries + 1,
-                exc.errors(include_url=False)[:3],
+                # Where and why, never the rejected value: it may quote the sample the prompt holds.
+                exc.errors(include_url=False, include_input=False, include_context=False)[:3],
             )
             asked = RETRY_PROMPT.format(
                 prompt=structured,

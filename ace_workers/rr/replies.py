@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["extract_code", "reply_text", "reply_usage"]
+__all__ = ["extract_code", "reply_cost", "reply_model", "reply_text", "reply_usage"]
 
 # A fenced block; the language tag, if any, is the first word after the fence.
 _FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)```", re.DOTALL)
@@ -39,3 +39,18 @@ def reply_usage(completion: Any) -> dict[str, int]:
     if not isinstance(usage, dict):
         return {}
     return {key: value for key, value in usage.items() if isinstance(value, int)}
+
+
+def reply_model(completion: Any) -> str | None:
+    """The model that answered, as the client says (``.model``, or ``.raw["model"]``); None if unsaid."""
+    model = getattr(completion, "model", None)
+    if not isinstance(model, str):
+        raw = getattr(completion, "raw", None)
+        model = raw.get("model") if isinstance(raw, dict) else None
+    return model if isinstance(model, str) and model else None
+
+
+def reply_cost(completion: Any) -> float | None:
+    """What the call cost in USD, when the client priced it (``.cost``); None otherwise."""
+    cost = getattr(completion, "cost", None)
+    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None

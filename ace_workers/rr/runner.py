@@ -27,7 +27,7 @@ from ..steps.reflect import ReflectStep
 from .config import RRConfig
 from .prompts import RR_PROMPT, render_iterations
 from .records import RR_TRACE_KEY, RRIteration, make_rr_trace
-from .replies import extract_code, reply_text, reply_usage
+from .replies import extract_code, reply_cost, reply_model, reply_text, reply_usage
 from .sandbox import Sandbox
 
 __all__ = ["RRStep"]
@@ -128,7 +128,7 @@ class RRStep:
         trace = kwargs.pop("trace", None)
         variables = _variables(question, agent_output, skillbook, ground_truth, feedback, trace)
         iterations: list[RRIteration] = []
-        usage: dict[str, int] = {}
+        calls = _CallMetadata(self.llm)
         last_text = ""
         for number in range(1, self.config.max_iterations + 1):
             started = time.monotonic()
@@ -139,8 +139,7 @@ class RRStep:
                 completion = self.llm.complete(prompt, **kwargs)
                 call.record(completion)
             last_text = reply_text(completion)
-            for key, value in reply_usage(completion).items():
-                usage[key] = usage.get(key, 0) + value
+            calls.add(completion)
             record, reflection = self._run_turn(number, last_text, variables)
             record["duration_s"] = time.monotonic() - started
             iterations.append(record)
@@ -153,7 +152,7 @@ class RRStep:
             )
             if reflection is not None:
                 rr_trace = make_rr_trace(iterations, self.config.max_iterations, final_called=True)
-                raw = {RR_TRACE_KEY: rr_trace, "usage": usage}
+                raw = {RR_TRACE_KEY: rr_trace, **calls.provider_metadata()}
                 return reflection.model_copy(update={"raw": raw})
         last_error = iterations[-1]["error"] if iterations else None
         rr_trace = make_rr_trace(iterations, self.config.max_iterations, final_called=False)
@@ -184,6 +183,42 @@ class RRStep:
         except ValidationError as exc:
             record["error"] = f"FINAL value is not a valid reflection: {_describe(exc)}"
             return record, None
+
+
+class _CallMetadata:
+    """The LLM calls of one run, summed as role outputs report them in ``raw`` (and metrics count them).
+
+    The same keys the structured clients put there: the model that answered (the client's
+    own ``model`` when no reply says), token usage, attempts (one per turn) and the cost,
+    which stays unknown when any call was not priced.
+    """
+
+    def __init__(self, llm: object) -> None:
+        client_model = getattr(llm, "model", None)
+        self.model: str | None = client_model if isinstance(client_model, str) else None
+        self.usage: dict[str, int] = {}
+        self.attempts = 0
+        self.costs: list[float | None] = []
+
+    def add(self, completion: Any) -> None:
+        """Count one turn's completion."""
+        self.attempts += 1
+        self.model = reply_model(completion) or self.model
+        for key, value in reply_usage(completion).items():
+            self.usage[key] = self.usage.get(key, 0) + value
+        self.costs.append(reply_cost(completion))
+
+    def provider_metadata(self) -> dict[str, Any]:
+        """``model`` (when known), ``usage``, ``attempts`` and ``cost`` for the reflection's ``raw``."""
+        priced = None not in self.costs
+        metadata: dict[str, Any] = {
+            "usage": self.usage,
+            "attempts": self.attempts,
+            "cost": sum(cost for cost in self.costs if cost is not None) if priced else None,
+        }
+        if self.model:
+            metadata["model"] = self.model
+        return metadata
 
 
 def _variables(

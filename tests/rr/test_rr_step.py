@@ -75,6 +75,15 @@ def test_the_extracted_learning_is_computed_in_the_sandbox() -> None:
     assert reflection.extracted_learnings[0].evidence == "1234 vs 4321"
 
 
+def test_the_reflection_reports_the_model_usage_and_turns_as_role_outputs_do() -> None:
+    # What the metrics and spans read: the answering model, tokens over every turn, one attempt a turn.
+    raw = reflect(ScriptedTextLLM([INSPECT, LEARN])).raw
+    assert raw["model"] == "scripted"
+    assert raw["usage"] == {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30}
+    assert raw["attempts"] == 2
+    assert raw["cost"] is None  # the scripted client prices no call
+
+
 def test_what_the_code_printed_is_in_the_next_prompt() -> None:
     llm = ScriptedTextLLM([INSPECT, LEARN])
     reflect(llm)

@@ -41,6 +41,7 @@ from .fleet import check_message_shape
 from .payload import context_to_payload, payload_to_context
 from .retries import broker_countdown, retry_countdown
 from .runtime import Route, WorkerRuntime
+from .task_logs import tag_task_lines
 from .trace_context import traced_task, with_carrier
 
 __all__ = ["register_tasks", "run_step", "start_next_epoch"]
@@ -190,6 +191,8 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
     # in the batch record, so storing results would only cost a Redis write (and, on failures, a
     # pubsub connection per worker thread that Celery never closes).
     task: Task = app.task(name=STEP_TASK, bind=True, shared=False, ignore_result=True)(step_task)
+    # Celery's own lines about the task (received, succeeded, retry, raised) name its step too.
+    tag_task_lines()
     return task
 
 

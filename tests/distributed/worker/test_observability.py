@@ -6,14 +6,17 @@ import io
 import json
 import logging
 import os
+import statistics
 import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import redis
+from celery import signals
 from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
@@ -25,6 +28,7 @@ from ace_workers.distributed.service import Service, build_service, local_worker
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import dead_letters_key
 from ace_workers.distributed.worker.payload import context_to_payload
+from ace_workers.distributed.worker.task_logs import STEP_TASK_LOGGERS
 from ace_workers.distributed.worker.tasks import run_step
 from ace_workers.observability import (
     JsonFormatter,
@@ -35,6 +39,7 @@ from ace_workers.observability import (
     start_metrics_server,
     step_log_context,
 )
+from ace_workers.observability.worker_logging import leave_logging_alone, use_worker_logging
 from ace_workers.sim import failure_traces
 from tests.support.cli import said
 from tests.support.fixtures import connect_test_redis
@@ -46,6 +51,9 @@ from tests.support.waiting import wait_for
 from tests.support.workers import build_test_service
 
 CHATTY = "chatty"
+STEP_FIELDS = ("batch_id", "sample", "skillbook", "step")
+# In every sample's question and answer: a log line holding it carries the sample's content.
+PRIVATE = "zq-private-7731"
 
 
 @pytest.fixture
@@ -320,6 +328,122 @@ def test_the_json_formatter_writes_one_object_per_line_with_the_exception() -> N
     assert "ValueError: bad" in entry["exception"]
 
 
+@pytest.mark.usefixtures("root_logging")
+def test_the_text_format_appends_the_step_fields_in_brackets() -> None:
+    buffer = io.StringIO()
+    configure_logging("text", "INFO", stream=buffer)
+    log = logging.getLogger("ace_workers.somewhere")
+    with step_log_context(StepLogContext("b1", "e2:7", "book", "ReflectStep")):
+        log.info("inside")
+    log.info("outside")
+    inside, outside = buffer.getvalue().splitlines()
+    assert inside.endswith(
+        "ace_workers.somewhere: inside [batch_id=b1 sample=e2:7 skillbook=book step=ReflectStep]"
+    )
+    assert outside.endswith("ace_workers.somewhere: outside")
+
+
+@dataclass
+class WorkerLog:
+    """What a worker logged: the lines as written, and each record with the thread that logged it."""
+
+    buffer: io.StringIO
+    records: list[logging.LogRecord]
+
+    def lines(self) -> list[str]:
+        return self.buffer.getvalue().splitlines()
+
+
+class _KeepRecords(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def worker_log(root_logging: None) -> Iterator[WorkerLog]:
+    """JSON logs at INFO as `ace-workers worker --log-format json` sets them up, into a buffer.
+
+    The records are kept too, after the worker's handler tagged them, for the thread each came from.
+    """
+    log = WorkerLog(io.StringIO(), [])
+    use_worker_logging("json", "INFO", stream=log.buffer)
+    logging.getLogger().addHandler(_KeepRecords(log.records))
+    try:
+        yield log
+    finally:
+        signals.setup_logging.disconnect(leave_logging_alone)
+
+
+def private_traces(redis_url: str) -> dict[str, list[dict[str, str]]]:
+    """Traces by recipe, each with PRIVATE in its question and answer."""
+    learned = failure_traces(4)
+    for trace in learned:
+        trace["question"] += f" ({PRIVATE})"
+        trace["answer"] = f"{PRIVATE}: no idea"
+    retried = [
+        {"id": f"{uuid.uuid4().hex}", "redis_url": redis_url, "question": PRIVATE, "answer": PRIVATE}
+        for _ in range(2)
+    ]
+    return {"trace_analyser": learned, "flaky": retried, "failing": learned[:2]}
+
+
+def test_every_line_logged_while_steps_run_names_the_batch_sample_skillbook_and_step(
+    redis_client: redis.Redis, redis_url: str, worker_log: WorkerLog
+) -> None:
+    service = build_test_service(redis_url, task_max_retries=3, retry_backoff_seconds=0.01)
+    try:
+        with local_workers(service, learn_threads=2):
+            ends = {
+                recipe: service.producer.enqueue_traces(traces, "logged", recipe=recipe).wait(timeout=60)
+                for recipe, traces in private_traces(redis_url).items()
+            }
+    finally:
+        service.close()
+    assert (ends["trace_analyser"].done, ends["flaky"].done, ends["failing"].failed) == (4, 2, 2)
+    # Celery's lines about each task, and whatever a pool thread logs (it only runs steps).
+    while_running = [
+        record
+        for record in worker_log.records
+        if record.name in STEP_TASK_LOGGERS or record.threadName.startswith("ThreadPoolExecutor")
+    ]
+    messages = [record.getMessage() for record in while_running]
+    for kind in (" received", " succeeded in ", " retry: ", " raised unexpected: ", " failed for good: "):
+        assert any(kind in message for message in messages), kind
+    untagged = [
+        (record.name, record.getMessage()[:120])
+        for record in while_running
+        if any(getattr(record, name, None) is None for name in STEP_FIELDS)
+    ]
+    assert untagged == []
+    # As JSON fields, e.g. on every line Celery logs about a task.
+    task_lines = [line for line in map(json.loads, worker_log.lines()) if line["logger"] in STEP_TASK_LOGGERS]
+    assert task_lines
+    assert all(set(STEP_FIELDS) <= line.keys() for line in task_lines)
+    assert {line["sample"] for line in task_lines if line["skillbook"] == "logged"} >= {"e1:1", "e1:4"}
+
+
+def test_no_line_carries_a_samples_content_and_a_typical_line_is_short(
+    redis_client: redis.Redis, redis_url: str, worker_log: WorkerLog
+) -> None:
+    service = build_test_service(redis_url)
+    try:
+        with local_workers(service, learn_threads=2):
+            handle = service.producer.enqueue_traces(private_traces(redis_url)["trace_analyser"], "short")
+            assert handle.wait(timeout=60).done == 4
+    finally:
+        service.close()
+    lines = worker_log.lines()
+    assert len(lines) > 30  # received and succeeded for each of 4 steps of 4 samples, and more
+    assert [line[:200] for line in lines if PRIVATE in line] == []
+    lengths = [len(line) for line in lines]
+    assert statistics.median(lengths) < 300
+    assert statistics.mean(lengths) < 300
+
+
 def test_log_format_is_a_setting_and_unknown_formats_fail() -> None:
     assert WorkerSettings.from_env({"ACE_LOG_FORMAT": "json"}).log_format == "json"
     assert WorkerSettings.from_env({}).log_format == "text"
@@ -395,5 +519,41 @@ def test_a_worker_process_serves_metrics_and_writes_json_logs(
     assert all(x["batch_id"] == handle.batch_id for x in chatty)
     assert all(x["skillbook"] == "proc" for x in chatty)
     assert all(x["step"] == "Chatty" for x in chatty)
+    # Celery's received and succeeded lines name the step too.
+    task_lines = [x for x in lines if x["logger"] in STEP_TASK_LOGGERS]
+    assert len(task_lines) == 4
+    assert all(
+        (x["batch_id"], x["skillbook"], x["step"]) == (handle.batch_id, "proc", "Chatty") for x in task_lines
+    )
     # No banner on stdout: Celery prints only its shutdown notice there, past any logging.
     assert stdout.read_text().split() in ([], ["worker:", "Warm", "shutdown", "(MainProcess)"])
+
+
+@pytest.mark.slow
+def test_a_worker_process_logging_text_appends_the_step_fields(
+    tmp_path: Path, redis_client: redis.Redis, redis_url: str
+) -> None:
+    values = {
+        "ACE_REDIS_URL": redis_url,
+        "ACE_QUEUE_PREFIX": f"tw{uuid.uuid4().hex[:6]}",
+        "ACE_RECIPES": TEST_RECIPES,
+    }  # no ACE_LOG_FORMAT: text is the default
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), **values}
+    stdout, stderr = tmp_path / "stdout.log", tmp_path / "stderr.log"
+    worker = start_worker(env, stdout, queues="execute,learn,write", errors=stderr)
+    service = build_service(WorkerSettings.from_env(values), redis_url=redis_url)
+    try:
+        handle = service.producer.enqueue_traces([{"id": "t1"}], "text", recipe=CHATTY)
+        assert handle.wait(timeout=60).done == 1, stderr.read_text()
+        fields = f"[batch_id={handle.batch_id} sample=e1:1 skillbook=text step=Chatty]"
+        wait_for(lambda: " succeeded in " in stderr.read_text(), timeout=10, what="the succeeded line")
+    finally:
+        service.close()
+        stop(worker)
+    lines = stderr.read_text().splitlines()
+    tagged = [line for line in lines if line.endswith(fields)]
+    assert [line.split("] ", 1)[1] for line in tagged if "chatty" in line] == [
+        f"tests.observability.chatty: looked at trace t1 {fields}"
+    ]
+    assert any(" received " in line and "celery.worker.strategy" in line for line in tagged)
+    assert any(" succeeded in " in line and "celery.app.trace" in line for line in tagged)

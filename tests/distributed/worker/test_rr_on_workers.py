@@ -11,6 +11,7 @@ from ace_workers.distributed.errors import InvalidSettingError
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.rr import RRStep, SandboxUnavailableError
 from ace_workers.sim import failure_traces
+from tests.support.llms import MOCK_USAGE, MODEL, install_scripted_completion, python_block
 from tests.support.rr_llm import ESCAPED_KEY
 from tests.support.sandbox import boundary_missing
 from tests.support.workers import running_service
@@ -43,6 +44,24 @@ def test_workers_learn_through_the_sandbox_and_outlive_code_it_kills(
         # The same workers keep serving after every one of their sandboxes was killed.
         again = service.producer.enqueue_traces(failure_traces(2, seed=5), "rr")
         assert again.wait(timeout=60).done == 2
+
+
+def test_the_recursive_reflectors_llm_metrics_name_its_model(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Reflector's model goes through the real litellm code path, answered by mock_response:
+    # every turn's reply is code that calls FINAL at once. The other roles are simulated.
+    final = "FINAL({'reasoning': 'the answer echoed the input', 'key_insight': 'Reverse the digits.'})"
+    install_scripted_completion(monkeypatch, python_block(final))
+    with running_service(redis_url, learn_threads=2, reflector="rr", reflector_model=MODEL) as service:
+        handle = service.producer.enqueue_traces(failure_traces(2), "rr-metered")
+        assert handle.wait(timeout=90).done == 2
+        metrics = service.runtime.metrics
+    labels = {"role": "reflector", "model": MODEL}
+    assert metrics.value("ace_llm_attempts_total", **labels) == 2  # one turn per sample
+    for kind in ("prompt", "completion"):
+        assert metrics.value("ace_llm_tokens_total", kind=kind, **labels) == 2 * MOCK_USAGE[f"{kind}_tokens"]
+    assert metrics.value("ace_llm_attempts_total", role="reflector", model="unknown") == 0
 
 
 def test_an_unknown_reflector_is_refused_naming_the_choices() -> None:

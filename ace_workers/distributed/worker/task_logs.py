@@ -1,0 +1,135 @@
+"""Celery's own lines about a step task: tagged with the step, and never carrying the sample.
+
+run_step tags the lines of the step itself (``step_log_context``), but Celery logs
+about the task outside it: "received" on the consumer's thread before the task
+runs, "succeeded", "retry" and "raised" on the pool's thread after the step
+returned or raised, and our retry and dead-letter lines come between. So:
+
+- Celery's ``task_prerun`` and ``task_postrun`` signals hold the step context for
+  the whole task on the thread that runs it. Both are sent on that thread, around
+  the task and around Celery's own lines about its outcome (postrun comes last, from
+  a ``finally``), so every line logged there in between carries the fields, from any
+  logger. Signals rather than a filter that looks up Celery's current task: the
+  context variable is the one channel the handlers already read (StepContextFilter).
+- The "received" line comes before any signal, on another thread. Celery gives it the
+  task's name and its kwargs' repr as ``record.data`` ("for custom log handlers"), and
+  a filter on its logger reads the fields from them.
+- Celery's "succeeded" line ends with the task's return value: for a step, the next
+  payload, the trace's question and answer among it. The same filter cuts it off. At
+  DEBUG Celery still logs the payload it hands the pool, cut to about 1 KB by its own
+  ``argsrepr``.
+
+A step's kwargs are ids (recipe, skillbook, index, batch, epoch, sample), never content.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from collections.abc import Mapping
+from contextvars import Token
+from dataclasses import asdict
+from typing import Any
+
+from celery import Task, signals
+
+from ...observability.logs import (
+    StepLogContext,
+    enter_step_log_context,
+    leave_step_log_context,
+)
+from ..store.batches import sample_key
+from .chains import STEP_TASK
+
+__all__ = ["STEP_TASK_LOGGERS", "tag_task_lines", "task_log_context"]
+
+# Celery's loggers of task lines: "received" (strategy), "succeeded", "retry", "raised" (trace).
+STEP_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
+# Celery's success line without the return value; the runtime to the millisecond.
+SUCCEEDED = "Task %(name)s[%(id)s] succeeded in %(runtime).3fs"
+# What Celery's task-line data holds of a sample's content: the task's args and its return value.
+_CONTENT_KEYS = ("args", "return_value")
+# Where the prerun signal leaves the token of the context it entered, for postrun to leave it.
+_TOKEN_ATTRIBUTE = "ace_log_context_token"
+# A step's kwargs repr is ~150 characters; anything far longer is no message of ours.
+_MAX_KWARGS_REPR = 2000
+
+
+def task_log_context(task_name: str, kwargs: Mapping[str, Any]) -> StepLogContext | None:
+    """The step a step task's kwargs name; None for another task or kwargs that are not ours.
+
+    ``task_name`` is the name Celery shows: sample chains name each task after its step
+    (``ace.ReflectStep``); a message without that name is named by its step index.
+    """
+    batch_id, skillbook = kwargs.get("batch_id"), kwargs.get("skillbook")
+    epoch, index = kwargs.get("epoch"), kwargs.get("sample_index")
+    if not (isinstance(batch_id, str) and isinstance(skillbook, str)):
+        return None
+    if not (type(epoch) is int and type(index) is int):
+        return None
+    step = task_name.removeprefix("ace.") if task_name != STEP_TASK else f"step {kwargs.get('index')!r}"
+    return StepLogContext(batch_id, sample_key(epoch, index), skillbook, step)
+
+
+def tag_task_lines() -> None:
+    """Tag Celery's lines about step tasks with the step and cut payloads off them; once per process."""
+    # dispatch_uid: connected once however many apps a process builds.
+    signals.task_prerun.connect(_enter_task, weak=False, dispatch_uid="ace.task_logs.enter")
+    signals.task_postrun.connect(_leave_task, weak=False, dispatch_uid="ace.task_logs.leave")
+    for name in STEP_TASK_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, CeleryTaskLineFilter) for f in logger.filters):
+            logger.addFilter(CeleryTaskLineFilter())
+
+
+def _enter_task(task: Task | None = None, kwargs: Mapping[str, Any] | None = None, **_: Any) -> None:
+    """task_prerun: the step context, on the thread that runs the task, until postrun."""
+    if task is None or task.name != STEP_TASK or not isinstance(kwargs, Mapping):
+        return
+    context = task_log_context(getattr(task.request, "shadow", None) or task.name, kwargs)
+    if context is not None:
+        setattr(task.request, _TOKEN_ATTRIBUTE, enter_step_log_context(context))
+
+
+def _leave_task(task: Task | None = None, **_: Any) -> None:
+    """task_postrun: back to the context before the task (Celery pops the request after this)."""
+    request = getattr(task, "request", None)
+    token: Token[StepLogContext | None] | None = getattr(request, _TOKEN_ATTRIBUTE, None)
+    if token is not None:
+        delattr(request, _TOKEN_ATTRIBUTE)
+        leave_step_log_context(token)
+
+
+class CeleryTaskLineFilter(logging.Filter):
+    """On Celery's task-line loggers: the step fields of a "received" line, no return value on "succeeded"."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        data = getattr(record, "data", None)
+        if not isinstance(data, Mapping):
+            return True
+        if "return_value" in data and "runtime" in data:
+            record.msg = SUCCEEDED
+        # Nor does the record keep the payload (its repr in "args") for a handler that shows extras.
+        kept = {key: value for key, value in data.items() if key not in _CONTENT_KEYS}
+        if record.args is data:
+            record.args = kept
+        record.data = kept
+        if getattr(record, "batch_id", None) is None:
+            context = task_log_context(str(data.get("name", "")), _kwargs_of(data.get("kwargs")))
+            if context is not None:
+                for name, value in asdict(context).items():
+                    setattr(record, name, value)
+        return True
+
+
+def _kwargs_of(shown: object) -> Mapping[str, Any]:
+    """The kwargs of a task line: Celery gives the repr Celery made of them (a literal), or a dict."""
+    if isinstance(shown, Mapping):
+        return shown
+    if not isinstance(shown, str) or len(shown) > _MAX_KWARGS_REPR:
+        return {}
+    try:
+        parsed = ast.literal_eval(shown)  # literals only: never runs what a message says
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
