@@ -182,7 +182,7 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
                 logger.warning(
                     "%s on %s: Redis is out of memory; the step runs again once it has room",
                     type(exc).__name__,
-                    kwargs,
+                    _step_name(runtime, kwargs),
                 )
                 waits_for_room += 1
 
@@ -202,7 +202,9 @@ def _handle_step_error(
     """Raise what Celery should see of a step's error: a retry, a requeue, or a failure for good."""
     if isinstance(exc, REDIS_OUTAGE):
         logger.warning(
-            "%s on %s: Redis unreachable; the step goes back to its queue", type(exc).__name__, kwargs
+            "%s on %s: Redis unreachable; the step goes back to its queue",
+            type(exc).__name__,
+            _step_name(runtime, kwargs),
         )
         raise Reject(exc, requeue=True) from exc
     retryable = isinstance(exc, RETRYABLE) and not isinstance(exc, NOT_RETRYABLE)
@@ -225,10 +227,12 @@ def _retry(task: Task, runtime: WorkerRuntime, kwargs: dict[str, Any], exc: Base
         retry_countdown(task.request.retries, runtime.settings.retry_backoff_seconds),
         amqp=is_amqp(str(task.app.conf.broker_url)),
     )
+    # The step's name only: the line carries batch_id, sample and skillbook as fields (task_logs.py).
+    step = _step_name(runtime, kwargs)
     logger.warning(
-        "%s on %s; retry %d in %.1f s", type(exc).__name__, kwargs, task.request.retries + 1, countdown
+        "%s on %s; retry %d in %.1f s", type(exc).__name__, step, task.request.retries + 1, countdown
     )
-    runtime.metrics.observe_retry(_step_name(runtime, kwargs))
+    runtime.metrics.observe_retry(step)
     waits = 0
     while True:
         try:
