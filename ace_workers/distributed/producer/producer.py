@@ -277,11 +277,10 @@ class Producer:
                 "nothing was sent",
                 limit=limit,
             )
+        # First what is cheap to check: a worker with other recipe settings would fail every sample.
+        check_fleet_agrees(self.runtime, recipe)
         self.runtime.pipeline(recipe, skillbook)  # an unknown recipe fails here, before anything is sent
         self._check_partitions()
-        check_fleet_agrees(
-            self.runtime, recipe
-        )  # a worker with other recipe settings would fail every sample
         batch_id = batch_id or uuid.uuid4().hex
         if self.runtime.batches.exists(batch_id):
             raise BatchExistsError(batch_id)
