@@ -22,13 +22,16 @@ __all__ = [
     "UnknownOptionError",
     "InvalidConsolidationError",
     "InvalidUpdateError",
+    "LearningFailed",
     "LLMError",
+    "LLMRequestRejected",
     "MissingFieldError",
     "RecursiveReflectorError",
     "SandboxUnavailableError",
     "RetriesExhausted",
     "SkillbookError",
     "MissingExtraError",
+    "ModelUnavailableError",
     "SkillbookFormatError",
     "TracingSetupError",
     "UnknownSkillError",
@@ -74,6 +77,16 @@ class UnknownSettingError(SettingsError):
             f"unknown setting(s): {', '.join(described)}; every {prefix}* variable must name a {owner} "
             "field (listed in its docstring)"
         )
+
+
+class ModelUnavailableError(SettingsError):
+    """A model cannot be called from here: litellm knows no provider for it, or its credentials are unset."""
+
+    def __init__(self, model: str, reason: str, missing: tuple[str, ...] = ()) -> None:
+        self.model = model
+        self.reason = reason
+        self.missing = missing
+        super().__init__(f"model {model!r} {reason}")
 
 
 class SkillbookError(AceError):
@@ -235,6 +248,15 @@ class LLMError(AceError):
     """An LLM call failed."""
 
 
+class LLMRequestRejected(LLMError):
+    """The provider refused the request (authentication, permission, not found, bad request): not retried."""
+
+    def __init__(self, message: str, models: tuple[str, ...], last_error: BaseException | None) -> None:
+        self.models = models
+        self.last_error = last_error
+        super().__init__(message)
+
+
 class ExternalAgentError(LLMError):
     """An external agent program (such as the claude CLI) failed or printed no usable result."""
 
@@ -286,6 +308,18 @@ class RecursiveReflectorError(RetriesExhausted):
             f"recursive reflector: no valid FINAL reflection after {iterations} iteration(s); "
             f"last error: {last_error or 'none (the code never called FINAL)'}",
         )
+
+
+class LearningFailed(AceError):
+    """Every sample of a learning run failed; ``first_cause`` is the first sample's error."""
+
+    def __init__(self, count: int, first_cause: BaseException, failed_at: str | None = None) -> None:
+        self.count = count
+        self.first_cause = first_cause
+        self.failed_at = failed_at
+        where = f" at {failed_at}" if failed_at else ""
+        cause = " ".join(f"{type(first_cause).__name__}: {first_cause}".split())
+        super().__init__(f"all {count} sample(s) failed; first error{where}: {cause}")
 
 
 class SandboxUnavailableError(AceError, RuntimeError):

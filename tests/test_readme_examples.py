@@ -1,4 +1,5 @@
-"""The README's examples for the MCP server, OpenClaw, the Recursive Reflector and tracing run as written.
+"""The README's examples run as written: the quick start, the MCP server, OpenClaw, the Recursive
+Reflector and tracing.
 
 Each ``python`` block of those sections runs in a fresh interpreter, in an
 empty directory, with no ACE_*, OTEL_* or OPIK_* settings and this virtualenv's
@@ -25,6 +26,18 @@ SELF_CONTAINED = (
     "### Tracing with OpenTelemetry",
 )
 OPIK_SECTION = "### Tracing with Opik"
+QUICK_START = "## Learning with ACE"
+
+
+@pytest.mark.slow
+def test_the_quick_start_runs_offline_as_printed_and_shows_learning(tmp_path: Path) -> None:
+    ((_, _, code),) = examples(QUICK_START)
+    done = run_example(code, tmp_path)
+    assert done.returncode == 0, f"the quick start failed:\n{done.stdout}\n{done.stderr}"
+    printed = done.stdout.splitlines()
+    assert printed[:2] == ["before learning: 5831", "after learning: 1385"]
+    assert "- [zorb-00001] For zorb questions, reverse the digits of the input." in done.stdout
+    assert (tmp_path / "skillbook.json").is_file()
 
 
 @pytest.mark.slow

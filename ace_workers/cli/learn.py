@@ -25,6 +25,8 @@ from .common import (
     settings_for_model,
     write_skillbook_files,
 )
+from .failures import print_failures
+from .models import refuse_unusable_models
 
 __all__ = ["dedup_hint", "follow_batch", "learn_command"]
 
@@ -109,6 +111,10 @@ def learn_command(
     all three queues; with it, it only enqueues and follows while your workers learn.
     """
     settings = settings_for_model(model)
+    if settings.redis_url is None:
+        # The in-process workers call these models; with ACE_REDIS_URL the fleet's workers
+        # call their own, and checked them when they started.
+        refuse_unusable_models(settings)
     check_skillbook_name(skillbook, "--skillbook")
     check_recipe(recipe, settings)
     check_output_path(out, "--out")
@@ -127,20 +133,22 @@ def learn_command(
         handle = enqueue_file(service, traces, count, skillbook, epochs, recipe)
         follow_batch(handle, "learning")
         status = handle.status()
+        errors = handle.errors()
+        if status.total and status.failed >= status.total:
+            # Nothing was learned, and a skillbook no sample wrote does not exist: say only why.
+            print_failures(handle.batch_id, errors, total=status.total)
+            raise typer.Exit(code=1)
         store = service.runtime.store(skillbook)
-        book = store.export()
+        version, book = store.snapshot()  # version 0, empty: every sample ran and none added a skill
         table = _accuracy_table(handle)
         if table is not None:
             console.print(table)
         console.print(
             f"batch {handle.batch_id}: {status.done} done, {status.failed} failed in "
-            f"{status.elapsed_seconds:.1f} s; skillbook {skillbook!r} at version {store.version()} "
+            f"{status.elapsed_seconds:.1f} s; skillbook {skillbook!r} at version {version} "
             f"with {len(book)} skill(s)"
         )
-        for error in handle.errors()[:5]:
-            console.print(
-                f"[red]epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}[/]"
-            )
+        print_failures(handle.batch_id, errors, total=status.total)
         console.print(book.as_markdown(), markup=False)
         write_skillbook_files(book, out, markdown)
         for path, what in ((out, "skillbook"), (markdown, "markdown")):

@@ -10,6 +10,7 @@ from ..distributed.producer.producer import BatchHandle
 from ..distributed.settings import WorkerSettings
 from ..distributed.worker.partitions import queue_consumers
 from .common import console, describe_fill, open_service, print_json, printable, skillbook_fill
+from .failures import print_failures
 
 __all__ = ["status_command"]
 
@@ -61,14 +62,7 @@ def status_command(
         full = describe_fill(status.skillbook, fill)
         if full:
             console.print(f"[yellow]{full}[/]")
-        for error in handle.errors():
-            console.print(
-                printable(
-                    f"epoch {error['epoch']} sample {error['index']}: {error['step']}: {error['error']}"
-                ),
-                style="red",
-                markup=False,
-            )
+        print_failures(batch_id, handle.errors(), total=status.total)
 
 
 def _describe_writer(settings: WorkerSettings, skillbook: str, queue: str, writers: list[str]) -> str:

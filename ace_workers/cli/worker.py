@@ -28,6 +28,7 @@ from ..distributed.worker.trace_context import flush_spans_at_worker_shutdown
 from ..observability import LOG_FORMATS, start_metrics_server
 from ..observability.tracing import configure_tracing
 from ..observability.worker_logging import use_worker_logging
+from .models import refuse_unusable_models
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,7 @@ def worker_command(
     roles = [role.strip() for role in queues.split(",") if role.strip()]
     served = worker_queues(settings, roles, partition)
     check_write_concurrency(served, concurrency, force=force, write_queues=settings.write_queues())
+    refuse_unusable_models(settings, roles)  # not one failed sample after another once it serves
     with resolve_redis(settings) as (broker_url, redis_url):
         service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
         check_app_security(service.app)

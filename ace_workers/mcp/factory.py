@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from ..distributed.llms import check_model_setting
 from ..distributed.settings import WorkerSettings
 from ..distributed.worker.runtime import build_llm
 from .backend import MCPBackend
@@ -25,6 +26,7 @@ def create_handlers(config: MCPServerConfig, settings: WorkerSettings) -> MCPHan
     else:
         from .local_backend import LocalBackend
 
+        check_model_setting(config.model, settings)  # now, not at the first tool call
         backend = LocalBackend(build_llm(config.model, settings))
     logger.info(
         "MCP server: %s back end, skillbook directory %s%s",

@@ -35,6 +35,7 @@ __all__ = [
     "ATTR_STEP_NAME",
     # spans
     "LLMCall",
+    "client_model",
     "record_error",
     "sample_attributes",
     "start_sample_span",
@@ -227,7 +228,7 @@ class LLMCall:
                 self.span.set_attribute(attribute, value)
 
 
-def _client_model(llm: Any) -> str:
+def client_model(llm: Any) -> str:
     """The model a client asks for: its ``model``, or the one of the client it wraps."""
     for client in (llm, getattr(llm, "llm", None)):
         model = getattr(client, "model", None)
@@ -259,7 +260,7 @@ def traced_llm_call(llm: Any, *, response_model: str, role: str) -> Iterator[LLM
         return
     otel = api()
     assert otel is not None
-    model = _client_model(llm)
+    model = client_model(llm)
     provider = _provider(llm, model)
     span = tracer.start_span(
         f"chat {model}",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 import os
 import sys
 import threading
@@ -30,6 +31,10 @@ def import_litellm() -> ModuleType:
     # wants the live map sets the variable to "False" before the first call.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     litellm = importlib.import_module("litellm")
+    # litellm prints banners on stdout ("Give Feedback / Get Help" on every mapped error,
+    # "Provider List" on an unknown model): stdout belongs to the caller's own output, and
+    # the error raised says all they say.
+    litellm.suppress_debug_info = True  # type: ignore[attr-defined]
     with _on_litellm_load_lock:
         waiting = list(_on_litellm_load)
         _on_litellm_load.clear()
@@ -52,10 +57,24 @@ def when_litellm_loads(callback: Callable[[ModuleType], object]) -> None:
     callback(import_litellm())
 
 
+# instructor logs two ERROR lines for every call that fails ("API call failed on attempt 1",
+# "Max retries exceeded"), then raises; InstructorClient turns that into the error its caller
+# gets, which says the same. At ERROR they would print once per failed sample.
+INSTRUCTOR_RETRY_LOGGER = "instructor.v2.retry"
+
+
+def demote_to_debug(record: logging.LogRecord) -> bool:
+    """A logging filter that makes the record a DEBUG one, and drops it unless its logger logs DEBUG."""
+    record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+    # Handlers compare their own level only, which is usually NOTSET: the logger's decides.
+    return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
 @functools.cache
 def import_instructor() -> ModuleType:
     """Return the instructor module, importing it (and litellm first) on first use."""
     import_litellm()  # so the cost-map variable is set whoever imports litellm first
     instructor = importlib.import_module("instructor")
     importlib.import_module("instructor.core")  # its exceptions; `instructor` does not load it eagerly
+    logging.getLogger(INSTRUCTOR_RETRY_LOGGER).addFilter(demote_to_debug)
     return instructor

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -13,13 +13,13 @@ from pydantic import BaseModel
 from tenacity import (
     RetryCallState,
     Retrying,
-    retry_if_exception_type,
+    retry_if_exception,
     stop_after_attempt,
     wait_exponential,
     wait_random,
 )
 
-from ..errors import LLMError
+from ..errors import LLMError, LLMRequestRejected
 from ._lazy_imports import import_litellm
 from .instructor_client import InstructorClient
 from .response import LLMResponse, usage_from
@@ -66,6 +66,55 @@ def api_error_types() -> tuple[type[Exception], tuple[type[Exception], ...]]:
     return root, transient
 
 
+@functools.cache
+def rejection_types() -> tuple[type[Exception], ...]:
+    """The errors litellm raises when the provider refused the request itself."""
+    litellm = import_litellm()
+    return (
+        litellm.AuthenticationError,
+        litellm.PermissionDeniedError,
+        litellm.NotFoundError,
+        litellm.BadRequestError,  # ContextWindowExceededError, ContentPolicyViolationError among them
+        litellm.UnprocessableEntityError,
+    )
+
+
+# The HTTP statuses of a refused request: another attempt gets the same answer.
+REJECTED_STATUSES = frozenset({400, 401, 403, 404, 422})
+
+
+def is_rejected(error: BaseException) -> bool:
+    """True when the request was refused (credentials, permission, model, request): never worth a retry."""
+    if isinstance(error, rejection_types()):
+        return True
+    if getattr(error, "status_code", None) in REJECTED_STATUSES:
+        return True
+    # The openai SDK refuses some requests before sending them (no api key: a bare
+    # OpenAIError), and litellm maps what it does not recognise to InternalServerError
+    # with status 500, which would look transient; the chain of causes tells.
+    openai = importlib.import_module("openai")
+    return any(
+        isinstance(link, openai.OpenAIError) and not isinstance(link, openai.APIError)
+        for link in causes(error)
+    )
+
+
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and the errors it was raised from or while handling, innermost last."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or link.__context__
+
+
+def is_transient(error: BaseException) -> bool:
+    """True for a failure another attempt may not meet: connection, timeout, rate limit, 5xx."""
+    _, transient = api_error_types()
+    return isinstance(error, transient) and not is_rejected(error)
+
+
 def log_retry(state: RetryCallState) -> None:
     """Log a failed attempt that tenacity is about to retry."""
     error = state.outcome.exception() if state.outcome is not None else None
@@ -106,8 +155,10 @@ class LiteLLMClient:
         model: A litellm model string, e.g. ``"openai/gpt-4o-mini"``.
         fallbacks: Models tried in order once ``model`` has failed.
         num_retries: Retries per model after its first attempt, for connection errors,
-            timeouts, rate limits and 5xx errors. Other errors (authentication, bad
-            request) are not retried; the next fallback model is tried at once.
+            timeouts, rate limits and 5xx errors. A refused request (authentication,
+            permission, unknown model, bad request) is not retried; the next fallback
+            model is tried at once, and when every model refused, the error is
+            LLMRequestRejected, which workers do not retry either.
         retry_wait_seconds: First backoff; it doubles per retry, and each backoff adds a
             random jitter of up to this much.
         retry_max_wait_seconds: Cap on a backoff before its jitter.
@@ -203,13 +254,14 @@ class LiteLLMClient:
         litellm = import_litellm()
         root_error, _ = api_error_types()
         options = self._options(kwargs)
-        last_error: Exception | None = None
-        for model in self.models:
+        errors: list[Exception] = []
+        for position, model in enumerate(self.models, start=1):
             try:
                 completion = self._complete_with_retries(litellm.completion, model, messages, options)
             except root_error as error:
-                last_error = error
-                logger.warning("%s failed: %s", model, error)
+                errors.append(error)
+                if position < len(self.models):  # the last model's error is raised, not logged
+                    logger.warning("%s failed, trying the next model: %s", model, _one_line(error))
                 continue
             return LLMResponse(
                 text=completion.choices[0].message.content or "",
@@ -218,9 +270,11 @@ class LiteLLMClient:
                 cost=completion_cost(completion),
                 raw=completion,
             )
-        raise LLMError(
-            f"every model failed ({', '.join(self.models)}); last error: {last_error}"
-        ) from last_error
+        last_error = errors[-1]
+        message = f"every model failed ({', '.join(self.models)}); last error: {_one_line(last_error)}"
+        if all(is_rejected(error) for error in errors):
+            raise LLMRequestRejected(message, self.models, last_error) from last_error
+        raise LLMError(message) from last_error
 
     def complete_structured(self, prompt: str, response_model: type[ModelT], **kwargs: Any) -> ModelT:
         """Return the reply validated as ``response_model`` (an InstructorClient with default settings)."""
@@ -243,17 +297,21 @@ class LiteLLMClient:
     def _complete_with_retries(
         self, completion: Any, model: str, messages: list[dict[str, Any]], options: Mapping[str, Any]
     ) -> Any:
-        _, transient_errors = api_error_types()
         retrying = Retrying(
             stop=stop_after_attempt(self.num_retries + 1),
             # Jitter spreads out workers that failed together, so they do not retry in lockstep.
             wait=wait_exponential(multiplier=self.retry_wait_seconds, max=self.retry_max_wait_seconds)
             + wait_random(0, self.retry_wait_seconds),
-            retry=retry_if_exception_type(transient_errors),
+            retry=retry_if_exception(is_transient),
             before_sleep=log_retry,
             reraise=True,
         )
         return retrying(completion, model=model, messages=messages, **options)
+
+
+def _one_line(error: BaseException) -> str:
+    # Provider messages can run over several lines; an error message and a log line are one.
+    return " ".join(str(error).split())
 
 
 def completion_cost(completion: Any) -> float | None:

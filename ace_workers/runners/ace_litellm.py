@@ -14,7 +14,10 @@ from ..core.context import ACEStepContext, SkillbookView
 from ..core.environments import Sample, TaskEnvironment
 from ..core.outputs import AgentOutput
 from ..core.skillbook import Skillbook
+from ..distributed.llms import model_client
+from ..errors import LearningFailed, LLMError
 from ..observability.opik import register_opik_litellm_callback
+from ..observability.spans import client_model
 from ..protocols import AgentLike, LLMClientLike, ReflectorLike, SkillManagerLike
 from ..providers._lazy_imports import when_litellm_loads
 from ..roles import Agent, Reflector, SkillManager
@@ -25,7 +28,7 @@ from .trace_analyser import TraceAnalyser
 if TYPE_CHECKING:
     from ..rr.opik import RROpikStep
 
-__all__ = ["ACELiteLLM"]
+__all__ = ["ACELiteLLM", "check_learning"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,10 +97,14 @@ class ACELiteLLM:
         opik_tags: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> ACELiteLLM:
-        """Build on a LiteLLM model string, with instructor for validated structured output."""
-        from ..providers import LiteLLMClient, wrap_with_instructor
+        """Build on ``model``: "sim" (the simulated LLM, offline) or a litellm model string, with
+        instructor for validated structured output.
 
-        client = wrap_with_instructor(LiteLLMClient(model, max_tokens=max_tokens, temperature=temperature))
+        Raises:
+            ModelUnavailableError: litellm knows no provider for ``model``, or its credentials
+                (e.g. OPENAI_API_KEY) are not set; checked now, before any call.
+        """
+        client = model_client(model, max_tokens=max_tokens, temperature=temperature)
         return cls(client, opik=opik, opik_project=opik_project, opik_tags=opik_tags, **kwargs)
 
     @property
@@ -107,10 +114,21 @@ class ACELiteLLM:
 
     # -- answering ---------------------------------------------------------------------
     def ask(self, question: str, context: str = "") -> str:
-        """Answer with the current skillbook (no learning); remembered for learn_from_feedback."""
-        output = self.agent.generate(
-            question=question, context=context, skillbook=SkillbookView(self._skillbook)
-        )
+        """Answer with the current skillbook (no learning); remembered for learn_from_feedback.
+
+        Raises:
+            LLMError: the model gave no answer; the message names the model and the cause, in one line.
+        """
+        try:
+            output = self.agent.generate(
+                question=question, context=context, skillbook=SkillbookView(self._skillbook)
+            )
+        except LLMError as error:
+            # One error, not its chain: the provider's errors below it (litellm's, the SDK's,
+            # httpx's) would print a traceback of a hundred lines that says no more than this.
+            logger.debug("ask() failed", exc_info=error)
+            cause = " ".join(str(error).split())
+            raise LLMError(f"ask() got no answer from {client_model(self.llm)}: {cause}") from None
         self._last = _Interaction(question, context, output)
         return output.final_answer
 
@@ -129,14 +147,20 @@ class ACELiteLLM:
         wait: bool = True,
         workers: int = 1,
     ) -> list[SampleResult[ACEStepContext]]:
-        """Run the ACE loop over ``samples`` (answer, evaluate, reflect, update)."""
-        return self._get_ace(environment).run(samples, epochs=epochs, wait=wait, workers=workers)
+        """Run the ACE loop over ``samples`` (answer, evaluate, reflect, update).
+
+        Raises:
+            LearningFailed: every sample failed (its count and the first cause attached); when
+                only some failed, one warning says how many, and their results hold the errors.
+        """
+        results = self._get_ace(environment).run(samples, epochs=epochs, wait=wait, workers=workers)
+        return check_learning(results)
 
     def learn_from_traces(
         self, traces: Iterable[Any], epochs: int = 1, *, wait: bool = True, workers: int = 1
     ) -> list[SampleResult[ACEStepContext]]:
-        """Learn from recorded traces of any shape."""
-        return self._get_analyser().run(traces, epochs=epochs, wait=wait, workers=workers)
+        """Learn from recorded traces of any shape; fails as :meth:`learn` does."""
+        return check_learning(self._get_analyser().run(traces, epochs=epochs, wait=wait, workers=workers))
 
     def learn_from_feedback(self, feedback: str, ground_truth: str | None = None) -> bool:
         """Learn from the last :meth:`ask` and the user's feedback on it; True if it was learned.
@@ -233,6 +257,28 @@ class ACELiteLLM:
             return self.runner_options
         extra_steps = [*(self.runner_options.get("extra_steps") or []), *self._opik_steps]
         return {**self.runner_options, "extra_steps": extra_steps}
+
+
+def check_learning(results: list[SampleResult[ACEStepContext]]) -> list[SampleResult[ACEStepContext]]:
+    """``results``, unless every sample failed (LearningFailed); a warning when some did.
+
+    With ``wait=False`` learning still running has failed nothing yet: only finished
+    failures count.
+    """
+    failed = [(result.failed_at, result.error) for result in results if result.error is not None]
+    if not failed:
+        return results
+    failed_at, first_error = failed[0]
+    if len(failed) == len(results):
+        raise LearningFailed(len(failed), first_error, failed_at)
+    logger.warning(
+        "%d of %d sample(s) failed; first error at %s: %s (each result's .error holds its own)",
+        len(failed),
+        len(results),
+        failed_at,
+        " ".join(f"{type(first_error).__name__}: {first_error}".split()),
+    )
+    return results
 
 
 def _opik_steps(project_name: str, tags: Sequence[str] | None) -> list[OpikStep | RROpikStep]:

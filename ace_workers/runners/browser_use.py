@@ -101,11 +101,12 @@ class BrowserUse(IntegrationRunner):
         ace_llm: LLMClientLike | None = None,
         **options: Any,
     ) -> BrowserUse:
-        """Build with a Reflector and SkillManager on ``ace_llm``, else on a LiteLLM client of ``ace_model``.
+        """Build with a Reflector and SkillManager on ``ace_llm``, else on ``ace_model``: "sim" (the
+        simulated LLM) or a litellm model, whose provider and credentials are checked now
+        (ModelUnavailableError).
 
         ``browser_llm`` drives the browser (a ``browser_use.llm`` chat model);
-        the ACE roles never use it. Providers are imported here, so importing
-        this module needs no LiteLLM.
+        the ACE roles never use it.
         """
         if ace_llm is None:
             ace_llm = roles_llm(ace_model, ace_max_tokens)

@@ -100,11 +100,12 @@ class ClaudeCode(IntegrationRunner):
         ace_llm: LLMClientLike | None = None,
         **options: Any,
     ) -> ClaudeCode:
-        """Build with a Reflector and SkillManager on ``ace_llm``, else on a LiteLLM client of ``ace_model``.
+        """Build with a Reflector and SkillManager on ``ace_llm``, else on ``ace_model``: "sim" (the
+        simulated LLM) or a litellm model, whose provider and credentials are checked now
+        (ModelUnavailableError).
 
         ``ace_model="claude-code"`` uses the ``claude`` CLI itself for the roles
-        (:class:`~ace_workers.integrations.claude_code.ClaudeCodeLLMClient`). Providers
-        are imported here, so importing this module needs no LiteLLM.
+        (:class:`~ace_workers.integrations.claude_code.ClaudeCodeLLMClient`).
         """
         if ace_llm is None:
             if ace_model == "claude-code":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ..core.skillbook import Skillbook
+from ..distributed.llms import model_client
 from ..protocols import LLMClientLike
 from .base import ACERunner
 
@@ -49,10 +50,10 @@ def starting_skillbook(
 
 
 def roles_llm(ace_model: str, ace_max_tokens: int) -> LLMClientLike:
-    """A LiteLLM client of ``ace_model`` with structured output, for the Reflector and SkillManager.
+    """The client of ``ace_model`` for the Reflector and SkillManager: "sim" (the simulated LLM) or
+    a litellm model, checked now.
 
-    Imported here, so importing a runner module needs no LiteLLM.
+    Raises:
+        ModelUnavailableError: litellm knows no provider for ``ace_model``, or its credentials are unset.
     """
-    from ..providers import LiteLLMClient, wrap_with_instructor
-
-    return wrap_with_instructor(LiteLLMClient(ace_model, max_tokens=ace_max_tokens))
+    return model_client(ace_model, max_tokens=ace_max_tokens)

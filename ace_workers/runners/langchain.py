@@ -100,9 +100,9 @@ class LangChain(IntegrationRunner):
         ace_llm: LLMClientLike | None = None,
         **options: Any,
     ) -> LangChain:
-        """Build with a Reflector and SkillManager on ``ace_llm``, else on a LiteLLM client of ``ace_model``.
-
-        Providers are imported here, so importing this module needs no LiteLLM.
+        """Build with a Reflector and SkillManager on ``ace_llm``, else on ``ace_model``: "sim" (the
+        simulated LLM) or a litellm model, whose provider and credentials are checked now
+        (ModelUnavailableError).
         """
         if ace_llm is None:
             ace_llm = roles_llm(ace_model, ace_max_tokens)

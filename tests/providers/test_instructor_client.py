@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import pickle
 from collections.abc import Callable
 
@@ -139,6 +140,31 @@ def test_api_failure_in_a_structured_call_raises_llm_error_not_retries_exhausted
     assert not isinstance(raised.value, RetriesExhausted)
     assert isinstance(raised.value.__cause__, type(auth_error()))
     assert len(scripted.calls) == 1  # neither our retries nor instructor's re-asks apply
+
+
+def test_a_failed_structured_call_is_said_once_by_its_error_not_by_instructor_logs(
+    script: Script, caplog: pytest.LogCaptureFixture
+) -> None:
+    # instructor logs "API call failed on attempt 1" and "Max retries exceeded" at ERROR for
+    # every failed call: once per failed sample, saying what the raised error says.
+    script(auth_error())
+
+    with caplog.at_level(logging.INFO), pytest.raises(LLMError):
+        wrap_with_instructor(make_llm(), max_retries=3).complete_structured("q", AgentOutput)
+
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("instructor")] == []
+
+
+def test_instructor_logs_still_show_at_debug(script: Script, caplog: pytest.LogCaptureFixture) -> None:
+    script(auth_error())
+
+    with caplog.at_level(logging.DEBUG, logger="instructor"), pytest.raises(LLMError):
+        wrap_with_instructor(make_llm(), max_retries=3).complete_structured("q", AgentOutput)
+
+    said = [
+        r for r in caplog.records if r.name.startswith("instructor") and "API call failed" in r.getMessage()
+    ]
+    assert [r.levelname for r in said] == ["DEBUG"]
 
 
 def test_instructor_client_complete_delegates_to_the_wrapped_client() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ace_workers.errors import LLMError
+from ace_workers.errors import LLMError, LLMRequestRejected
 from ace_workers.protocols import LLMClientLike
 from ace_workers.providers import LiteLLMClient, LLMResponse
 from ace_workers.providers._lazy_imports import import_litellm
@@ -165,3 +165,72 @@ def test_client_satisfies_the_llm_client_protocol_and_hides_its_key() -> None:
 
     assert isinstance(client, LLMClientLike)
     assert "sk-secret" not in repr(client)
+
+
+def test_missing_credentials_are_refused_at_once_not_retried_as_a_server_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No mock: the real litellm and openai code paths. The openai SDK refuses before sending,
+    # and litellm maps its refusal to InternalServerError (status 500), which looks transient.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    litellm = import_litellm()
+    attempts: list[str] = []
+    real = litellm.completion
+
+    def counted(**kwargs: object) -> object:
+        attempts.append(str(kwargs["model"]))
+        return real(**kwargs)
+
+    monkeypatch.setattr(litellm, "completion", counted)
+
+    with pytest.raises(LLMRequestRejected) as raised:
+        LiteLLMClient(MODEL, num_retries=3, retry_wait_seconds=0.0).complete("hi")
+
+    assert attempts == [MODEL]
+    assert isinstance(raised.value.__cause__, litellm.InternalServerError)
+    assert "OPENAI_API_KEY" in str(raised.value)
+
+
+@pytest.mark.parametrize("error_name", ["AuthenticationError", "NotFoundError", "BadRequestError"])
+def test_a_refused_request_is_tried_once_and_raised_as_llm_request_rejected(
+    script: Script, error_name: str
+) -> None:
+    error = getattr(import_litellm(), error_name)(
+        message="refused", llm_provider="openai", model="gpt-4o-mini"
+    )
+    scripted = script(error)
+
+    with pytest.raises(LLMRequestRejected) as raised:
+        make_client(num_retries=3).complete("hi")
+
+    assert scripted.models == [MODEL]
+    assert raised.value.models == (MODEL,)
+    assert raised.value.last_error is raised.value.__cause__
+
+
+def test_only_a_request_every_model_refused_is_llm_request_rejected(script: Script) -> None:
+    # Both models refuse the first request; on the second the primary only loses its connection.
+    script(auth_error(), auth_error(), connection_error(), auth_error())
+    client = make_client(num_retries=0, fallbacks=[FALLBACK])
+
+    with pytest.raises(LLMRequestRejected) as refused:
+        client.complete("hi")
+    with pytest.raises(LLMError) as raised:
+        client.complete("hi")
+
+    assert refused.value.models == (MODEL, FALLBACK)
+    assert not isinstance(raised.value, LLMRequestRejected)  # another delivery may succeed
+
+
+def test_the_error_of_the_last_model_is_one_line(script: Script) -> None:
+    script(
+        import_litellm().BadRequestError(
+            message="bad request\n  first detail\n  second detail", llm_provider="openai", model="m"
+        )
+    )
+
+    with pytest.raises(LLMError) as raised:
+        make_client().complete("hi")
+
+    assert "\n" not in str(raised.value)
+    assert "bad request first detail second detail" in str(raised.value)

@@ -16,7 +16,10 @@ def test_acelitellm_takes_the_opik_options_without_tracing_when_opik_is_off() ->
     assert ace.flush_traces() is True
 
 
-def test_from_model_takes_the_opik_options_without_tracing_when_opik_is_off() -> None:
+def test_from_model_takes_the_opik_options_without_tracing_when_opik_is_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # from_model checks the model's credentials
     ace = ACELiteLLM.from_model("openai/gpt-4o-mini", opik=False, opik_project="p")
     assert ace.flush_traces() is True
 

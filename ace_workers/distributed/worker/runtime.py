@@ -24,6 +24,7 @@ from ...observability.metrics import WorkerMetrics
 from ...protocols import LLMClientLike, ReflectorLike
 from ...roles import Agent, Reflector, SkillManager
 from ..connections import client_url_for, store_client
+from ..llms import model_client
 from ..settings import DEDUP_OFF, WorkerSettings
 from ..store.backed_skillbook import StoreBackedSkillbook
 from ..store.batches import BatchStore
@@ -35,8 +36,6 @@ from .payload import ClaimCheck
 from .recipes import RecipeInputs, import_object, resolve_recipe
 
 __all__ = ["Route", "WorkerRuntime", "build_llm", "routes_of"]
-
-SIMULATED = "sim"
 
 
 @dataclass(frozen=True)
@@ -54,23 +53,13 @@ async def _awaited(value: Awaitable[ACEStepContext]) -> ACEStepContext:
 
 
 def build_llm(model: str, settings: WorkerSettings) -> LLMClientLike:
-    """The client for ``model``: the settings' factory, the simulator ("sim"), or LiteLLM."""
+    """The client for ``model``: the settings' factory, else the simulator ("sim") or LiteLLM."""
     if settings.llm_factory:
         factory = import_object(settings.llm_factory)
         return factory(model)  # type: ignore[no-any-return]
-    if model == SIMULATED:
-        from ...sim import SimulatedLLM
-
-        return SimulatedLLM(
-            latency=settings.sim_latency_seconds,
-            trust_threshold=settings.sim_trust_threshold,
-            failure_rate=settings.sim_failure_rate,
-            failure=settings.sim_failure,
-        )
-    from ...providers import LiteLLMClient, wrap_with_instructor
-
-    client = LiteLLMClient(model, timeout=settings.llm_timeout_seconds)
-    return wrap_with_instructor(client, max_retries=settings.llm_max_retries)
+    # Not checked here: a worker checks the models of the queues it serves when it starts
+    # (check_models), and builds the clients of every role, also those it never calls.
+    return model_client(model, settings, check=False)
 
 
 def routes_of(pipeline: Pipeline[ACEStepContext]) -> list[Route]:

@@ -20,7 +20,7 @@ from billiard import common as billiard_common
 from celery import Celery, Task
 from celery.exceptions import Ignore, Reject, TaskPredicate
 
-from ...errors import AceError, LLMError, RetriesExhausted
+from ...errors import AceError, LLMError, LLMRequestRejected, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
 from ..connections import is_amqp
 from ..store.batches import sample_key
@@ -59,8 +59,15 @@ RETRYABLE = (LLMError, VersionConflict)
 # timeout. The step's writes are idempotent, so running it again changes nothing twice.
 REDIS_OUTAGE = (redis.ConnectionError, redis.TimeoutError)
 # Failing for good: another delivery would meet the same answer, so the sample fails and its
-# message is dead-lettered.
-NOT_RETRYABLE = (RetriesExhausted, UnknownRecipeError, UnknownStepError, RecipeShapeMismatch)
+# message is dead-lettered. LLMRequestRejected: the provider refused the request itself (bad
+# credentials, unknown model, bad request); retried, it would fail the same way each time.
+NOT_RETRYABLE = (
+    RetriesExhausted,
+    UnknownRecipeError,
+    UnknownStepError,
+    RecipeShapeMismatch,
+    LLMRequestRejected,
+)
 # What Celery mishandles when a task raises it, besides every BaseException that is not an
 # Exception (KeyboardInterrupt wedges a threads worker with its message unacknowledged; SystemExit
 # ends a prefork child): MemoryError, which it re-raises before acknowledging, so the message comes

@@ -93,6 +93,14 @@ def test_the_runner_learns_the_rule_from_a_failed_browser_task_and_uses_it_next_
     assert "reverse the digits" in browser_llm.prompts[-1]
 
 
+def test_from_model_with_ace_model_sim_learns_on_the_simulated_llm() -> None:
+    # No browser starts: Agent() refuses this option value, and the run's error is learned from.
+    runner = BrowserUse.from_model(ScriptedChatModel([]), ace_model="sim", llm_screenshot_size=(1, 1))
+    (result,) = runner.run([ZORB_TASK])
+    assert result.ok
+    assert [s.section for s in runner.skillbook.skills()] == ["zorb"]
+
+
 def test_the_runner_refuses_an_option_neither_the_agent_nor_the_tail_takes() -> None:
     llm = SimulatedLLM()
     with pytest.raises(UnknownOptionError, match=r"BrowserUse\.from_roles does not take 'modle'"):

@@ -209,6 +209,13 @@ def test_a_failed_cli_run_is_an_external_agent_error(fake_claude: FakeClaude) ->
 # -- the runner --------------------------------------------------------------------------------
 
 
+def test_from_model_with_ace_model_sim_learns_on_the_simulated_llm(fake_claude: FakeClaude) -> None:
+    runner = ClaudeCode.from_model(ace_model="sim")
+    results = runner.run([make_tasks(1, topics=1)[0].question])  # the fake answers "no idea"
+    assert all(r.ok for r in results)
+    assert [s.section for s in runner.skillbook.skills()] == ["zorb"]
+
+
 def test_the_runner_learns_the_rule_from_a_failed_task_and_saves_it(
     fake_claude: FakeClaude, tmp_path: Path
 ) -> None:

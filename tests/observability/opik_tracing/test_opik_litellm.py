@@ -52,10 +52,13 @@ def test_acelitellm_with_opik_registers_the_litellm_callback_when_litellm_loads(
     assert registered.opik_project_name == PROJECT
 
 
-def test_from_model_with_opik_registers_the_litellm_callback(opik_env: OpikStub) -> None:
+def test_from_model_with_opik_registers_the_litellm_callback(
+    opik_env: OpikStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import litellm
     from litellm.integrations.opik.opik import OpikLogger
 
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # from_model checks the model's credentials
     ACELiteLLM.from_model("openai/gpt-4o-mini", opik=True, opik_project=PROJECT)
     (registered,) = [cb for cb in litellm.callbacks if isinstance(cb, OpikLogger)]
     assert registered.opik_project_name == PROJECT
