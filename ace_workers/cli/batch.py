@@ -10,16 +10,19 @@ from ..distributed.service import Service
 from ..distributed.store.batches import BatchState, BatchStatus
 from ..distributed.worker.reconcile import reconcile_batch
 from .common import console, open_service, redis_settings, require_workers
+from .help import HelpCommand, HelpGroup
 
 __all__ = ["batch_app"]
 
 
 batch_app = typer.Typer(
-    help="One batch: resume what a crashed producer left unsent, or cancel it.", no_args_is_help=True
+    cls=HelpGroup,
+    help="One batch: resume what a crashed producer left unsent, or cancel it.",
+    no_args_is_help=True,
 )
 
 
-@batch_app.command("resume")
+@batch_app.command("resume", cls=HelpCommand)
 def resume_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")]) -> None:
     """Send the samples of a batch never sent (its producer died), and again those lost on the way."""
     settings = redis_settings("batch resume", "batches live in a shared Redis")
@@ -44,7 +47,7 @@ def resume_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue
         )
 
 
-@batch_app.command("cancel")
+@batch_app.command("cancel", cls=HelpCommand)
 def cancel_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")]) -> None:
     """Stop a batch: steps not yet run are skipped, nothing is sent again, its records expire."""
     settings = redis_settings("batch cancel", "batches live in a shared Redis")

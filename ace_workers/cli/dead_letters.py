@@ -9,13 +9,16 @@ import typer
 from ..distributed.settings import WorkerSettings
 from ..distributed.worker.dead_letters import DeadLetter, read_dead_letters, retry_dead_letters
 from .common import open_service, print_json
+from .help import HelpCommand, HelpGroup
 
 __all__ = ["dead_letters_app"]
 
-dead_letters_app = typer.Typer(help="Samples whose step failed after its retries.", no_args_is_help=True)
+dead_letters_app = typer.Typer(
+    cls=HelpGroup, help="Samples whose step failed after its retries.", no_args_is_help=True
+)
 
 
-@dead_letters_app.command("list")
+@dead_letters_app.command("list", cls=HelpCommand)
 def dead_letters_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts.")] = False,
 ) -> None:
@@ -33,7 +36,7 @@ def dead_letters_list(
             typer.echo(f"{letter.position}: {letter.step}: {letter.letter.get('error', '?')} (batch {batch})")
 
 
-@dead_letters_app.command("retry")
+@dead_letters_app.command("retry", cls=HelpCommand)
 def dead_letters_retry() -> None:
     """Send every parked message back to its step's queue (needs running workers).
 

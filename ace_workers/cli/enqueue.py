@@ -32,7 +32,7 @@ def enqueue_command(
         ),
     ],
     skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
-    epochs: Annotated[int, typer.Option(min=1)] = 1,
+    epochs: Annotated[int, typer.Option(min=1, help="Passes over the input.")] = 1,
     recipe: Annotated[
         str,
         typer.Option(

@@ -40,11 +40,14 @@ import typer
 from ..distributed.producer.errors import HookInputError, NoWorkersError
 from ..errors import AceError
 from .common import check_skillbook_name, console, open_service, redis_settings, require_workers
+from .help import HelpCommand, HelpGroup
 from .sessions import session_trace
 
 __all__ = ["claude_code_hook_command", "hook_app", "read_hook_input", "session_end_hook_config"]
 
-hook_app = typer.Typer(help="Hooks that agents call when a session ends.", no_args_is_help=True)
+hook_app = typer.Typer(
+    cls=HelpGroup, help="Hooks that agents call when a session ends.", no_args_is_help=True
+)
 
 # What Claude Code's settings call the event this hook is meant for.
 HOOK_EVENT = "SessionEnd"
@@ -55,7 +58,7 @@ MAX_HOOK_INPUT_BYTES = 1024 * 1024
 MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 
 
-@hook_app.command("claude-code")
+@hook_app.command("claude-code", cls=HelpCommand)
 def claude_code_hook_command(
     skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
     now: Annotated[

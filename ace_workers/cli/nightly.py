@@ -22,11 +22,14 @@ from .common import (
     scan_inputs,
     stream_inputs,
 )
+from .help import HelpCommand, HelpGroup
 
 __all__ = ["beat_command", "nightly_app"]
 
 nightly_app = typer.Typer(
-    help="Nightly learning: traces wait in a skillbook's inbox until its nightly run.", no_args_is_help=True
+    cls=HelpGroup,
+    help="Nightly learning: traces wait in a skillbook's inbox until its nightly run.",
+    no_args_is_help=True,
 )
 
 
@@ -55,7 +58,7 @@ def beat_command(
         service.app.Beat(schedule=str(path), loglevel=loglevel).run()
 
 
-@nightly_app.command("add")
+@nightly_app.command("add", cls=HelpCommand)
 def add_command(
     traces: Annotated[Path, typer.Argument(help="JSONL file of traces.")],
     skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
@@ -73,7 +76,7 @@ def add_command(
     console.print(f"{added} traces added to the inbox of {skillbook!r}")
 
 
-@nightly_app.command("run")
+@nightly_app.command("run", cls=HelpCommand)
 def run_command(name: Annotated[str, typer.Argument(help="Skillbook name.")]) -> None:
     """Run the nightly job of one skillbook now, through the running workers, and print its report."""
     check_skillbook_name(name)
@@ -91,7 +94,7 @@ def run_command(name: Annotated[str, typer.Argument(help="Skillbook name.")]) ->
         raise typer.Exit(code=1)
 
 
-@nightly_app.command("report")
+@nightly_app.command("report", cls=HelpCommand)
 def report_command(
     name: Annotated[str, typer.Argument(help="Skillbook name.")],
     limit: Annotated[int, typer.Option(min=1, help="How many runs, newest first.")] = 5,

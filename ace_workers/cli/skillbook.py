@@ -30,16 +30,20 @@ from .common import (
     store_or_fail,
     write_skillbook_files,
 )
+from .help import HelpCommand, HelpGroup
 
 __all__ = ["skillbook_app"]
 
-skillbook_app = typer.Typer(help="Inspect and manage skillbooks stored in Redis.", no_args_is_help=True)
+skillbook_app = typer.Typer(
+    cls=HelpGroup, help="Inspect and manage skillbooks stored in Redis.", no_args_is_help=True
+)
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts.")]
+NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]
 
 
-@skillbook_app.command("list")
+@skillbook_app.command("list", cls=HelpCommand)
 def skillbook_list(as_json: JsonOption = False) -> None:
     """List the skillbooks in Redis (with --json: each with its version and active skills)."""
     with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
@@ -57,8 +61,8 @@ def skillbook_list(as_json: JsonOption = False) -> None:
         )
 
 
-@skillbook_app.command("show")
-def skillbook_show(name: str, as_json: JsonOption = False) -> None:
+@skillbook_app.command("show", cls=HelpCommand)
+def skillbook_show(name: NameArgument, as_json: JsonOption = False) -> None:
     """Print a skillbook as markdown, with its version and how full it is."""
     check_skillbook_name(name)
     with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
@@ -78,7 +82,7 @@ def skillbook_show(name: str, as_json: JsonOption = False) -> None:
         console.print(printable(book.as_markdown(), keep_lines=True), markup=False)
 
 
-@skillbook_app.command("import")
+@skillbook_app.command("import", cls=HelpCommand)
 def skillbook_import(
     file: Annotated[Path, typer.Argument(help="A skillbook JSON file: ours or the reference framework's.")],
     name: Annotated[str, typer.Argument(help="The skillbook in Redis to load it into.")],
@@ -106,9 +110,9 @@ def skillbook_import(
         typer.echo(f"{len(book)} skill(s) from {file} imported into {name!r} as version {version}")
 
 
-@skillbook_app.command("diff")
+@skillbook_app.command("diff", cls=HelpCommand)
 def skillbook_diff(
-    name: str,
+    name: NameArgument,
     from_version: Annotated[int, typer.Argument(min=0, help="The older version.")],
     to_version: Annotated[int, typer.Argument(min=0, help="The newer version.")],
     as_json: JsonOption = False,
@@ -141,9 +145,9 @@ def skillbook_diff(
             typer.echo(printable(f"~ {change['id']} {field_name}: {old!r} -> {new!r}"))
 
 
-@skillbook_app.command("export")
+@skillbook_app.command("export", cls=HelpCommand)
 def skillbook_export(
-    name: str,
+    name: NameArgument,
     out: Annotated[Path, typer.Option(help="JSON file to write (atomically).")],
     markdown: Annotated[Path | None, typer.Option(help="Also write markdown here.")] = None,
 ) -> None:
@@ -157,9 +161,11 @@ def skillbook_export(
         typer.echo(f"{len(book)} skill(s) written to {out}")
 
 
-@skillbook_app.command("history")
+@skillbook_app.command("history", cls=HelpCommand)
 def skillbook_history(
-    name: str, limit: Annotated[int, typer.Option(min=1)] = 20, as_json: JsonOption = False
+    name: NameArgument,
+    limit: Annotated[int, typer.Option(min=1, help="How many versions, newest first.")] = 20,
+    as_json: JsonOption = False,
 ) -> None:
     """The latest versions of a skillbook: what changed, from which sample."""
     check_skillbook_name(name)
@@ -185,9 +191,9 @@ def skillbook_history(
         console.print(table)
 
 
-@skillbook_app.command("dedup")
+@skillbook_app.command("dedup", cls=HelpCommand)
 def skillbook_dedup(
-    name: str,
+    name: NameArgument,
     provider: Annotated[
         str | None,
         typer.Option(
@@ -232,8 +238,11 @@ def _consolidation_label(op: dict[str, Any]) -> str:
     return f"{op.get('type')} {target}{','.join(str(i) for i in ids)}"
 
 
-@skillbook_app.command("rollback")
-def skillbook_rollback(name: str, to_version: Annotated[int, typer.Option("--to", min=0)]) -> None:
+@skillbook_app.command("rollback", cls=HelpCommand)
+def skillbook_rollback(
+    name: NameArgument,
+    to_version: Annotated[int, typer.Option("--to", min=0, help="The version to restore.")],
+) -> None:
     """Restore a skillbook to an earlier version, as a new version (history is kept)."""
     check_skillbook_name(name)
     with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
