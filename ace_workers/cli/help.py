@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import typer.core
+from typer._click import Context  # typer's own click, whose classes typer's commands subclass
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 __all__ = ["HelpCommand", "HelpGroup", "usage_name"]
@@ -42,12 +42,12 @@ class HelpCommand(TyperCommand):
         super().__init__(*args, **kwargs)
         _tidy(self.params)
 
-    def get_help_option(self, ctx: typer.core._click.Context) -> TyperOption | None:
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
         option = super().get_help_option(ctx)
         _tidy([option])
         return option
 
-    def collect_usage_pieces(self, ctx: typer.core._click.Context) -> list[str]:
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         return pieces + [usage_name(p) for p in self.get_params(ctx) if isinstance(p, TyperArgument)]
 
@@ -59,7 +59,7 @@ class HelpGroup(TyperGroup):
         super().__init__(*args, **kwargs)
         _tidy(self.params)
 
-    def get_help_option(self, ctx: typer.core._click.Context) -> TyperOption | None:
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
         option = super().get_help_option(ctx)
         _tidy([option])
         return option

@@ -39,7 +39,14 @@ import typer
 
 from ..distributed.producer.errors import HookInputError, NoWorkersError
 from ..errors import AceError
-from .common import check_skillbook_name, console, open_service, redis_settings, require_workers
+from .common import (
+    check_skillbook_name,
+    console,
+    open_service,
+    print_warning,
+    redis_settings,
+    require_workers,
+)
 from .help import HelpCommand, HelpGroup
 from .sessions import session_trace
 
@@ -190,7 +197,9 @@ def _learn_from_session(hook: dict[str, Any], skillbook: str, *, now: bool) -> N
     if not isinstance(transcript, str) or not transcript:
         raise HookInputError(f"the hook input has no transcript_path (its keys: {', '.join(sorted(hook))})")
     path = checked_transcript(transcript)
-    settings = redis_settings("hook claude-code", "the trace goes to the skillbook's inbox in Redis")
+    settings = redis_settings(
+        "hook claude-code", "the trace goes to the skillbook's inbox in Redis", kept_embedded=False
+    )
     trace = session_trace(path, "claude-code")
     if trace is None:
         return  # an empty session: session_trace said so, and there is nothing to learn
@@ -200,9 +209,9 @@ def _learn_from_session(hook: dict[str, Any], skillbook: str, *, now: bool) -> N
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         if now:
             try:
-                require_workers(service)
+                require_workers(service, "trace_analyser", skillbook)
             except NoWorkersError as exc:
-                console.print(f"{exc}; kept in the inbox instead", style="yellow", markup=False)
+                print_warning(f"{exc}; kept in the inbox instead")
             else:
                 handle = service.producer.enqueue_traces([trace], skillbook)
                 console.print(

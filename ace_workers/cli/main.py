@@ -12,14 +12,21 @@ import typer
 
 from .. import __version__
 from ..distributed.worker.app import is_redis_full
-from ..errors import AceError
+from ..errors import AceError, SettingsError
 from .batch import batch_app
 from .common import printable
 from .dead_letters import dead_letters_app
 from .demo import demo_command
 from .enqueue import enqueue_command
+from .exit_codes import (
+    EXIT_CODES_HELP,
+    EXIT_FAILURES,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    UNREACHABLE,
+    unreachable_line,
+)
 from .flower import flower_command
-from .exit_codes import EXIT_CODES_HELP, EXIT_FAILURES, EXIT_UNREACHABLE, UNREACHABLE, unreachable_line
 from .help import HelpCommand, HelpGroup
 from .hook import hook_app
 from .learn import learn_command
@@ -82,13 +89,17 @@ def main() -> None:
     """Entry point of the ``ace-workers`` console script: project errors end as one clear line.
 
     The exit code says which kind (:mod:`.exit_codes`): 3 when Redis, the broker or the
-    workers could not be reached, 1 for any other error a command did not handle.
+    workers could not be reached, 2 for a setting missing or wrong, 1 for any other error a
+    command did not handle.
     """
     try:
         app()
     except UNREACHABLE as exc:
         typer.echo(f"error: {unreachable_line(exc)}", err=True)
         raise SystemExit(EXIT_UNREACHABLE) from None
+    except SettingsError as exc:  # a setting missing or wrong: fixed before running again, as an argument
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
     except AceError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_FAILURES) from None
