@@ -1,4 +1,4 @@
-"""Every command's --help: flags without a type, the arguments named in the usage line, no option unexplained."""
+"""Every command's --help: flags without a type, arguments named in the usage line, every option explained."""
 
 from __future__ import annotations
 
