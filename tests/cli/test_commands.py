@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -235,3 +236,24 @@ def test_the_dedup_hint_is_given_only_while_deduplication_is_off() -> None:
 
     assert dedup_hint(WorkerSettings()) is not None
     assert dedup_hint(WorkerSettings(dedup_provider="sentence_transformers")) is None
+
+
+def test_a_skillbook_learned_into_an_embedded_redis_folder_is_there_for_the_next_command(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    traces = write_traces(tmp_path / "traces.jsonl", 6)
+    clean_env.setenv("ACE_EMBEDDED_REDIS_DIR", "kept")  # clean_env runs the test in tmp_path
+    runner = CliRunner()
+
+    learned = runner.invoke(app, ["learn", str(traces), "--skillbook", "demo", "--model", "sim"])
+    shown = runner.invoke(app, ["skillbook", "show", "demo", "--json"])
+
+    assert learned.exit_code == 0, learned.output
+    assert shown.exit_code == 0, shown.output
+    book = json.loads(shown.stdout)
+    assert book["active_skills"] == 3
+    assert sorted({skill["section"] for skill in book["skillbook"]["skills"].values()}) == [
+        "flux",
+        "quill",
+        "zorb",
+    ]
