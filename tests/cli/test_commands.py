@@ -230,6 +230,33 @@ def test_skillbook_dedup_finds_paraphrases_with_the_packaged_model_and_remembers
     assert "no skillbook named 'nobody'" in unknown.output
 
 
+def test_skillbook_dedup_speaks_json_planned_and_applied(
+    redis_client: redis.Redis, redis_url: str, clean_env: pytest.MonkeyPatch
+) -> None:
+    from ace_workers.distributed import RedisSkillbookStore
+
+    clean_env.setenv("HF_HUB_OFFLINE", "1")
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_DEDUP_THRESHOLD", "0.85")
+    book = Skillbook()
+    for content in PARAPHRASES["units"]:
+        book.add_skill("units", content)
+    RedisSkillbookStore(redis_client, "tenant").import_skillbook(book)
+    runner = CliRunner()
+
+    planned = runner.invoke(app, ["skillbook", "dedup", "tenant", "--dry-run", "--json"])
+    applied = runner.invoke(app, ["skillbook", "dedup", "tenant", "--json"])
+
+    plan = json.loads(planned.stdout)
+    assert (plan["dry_run"], plan["version"]) == (True, 1)
+    assert [(op["type"], op["skill_ids"]) for op in plan["planned"]] == [
+        ("KEEP", ["units-00001", "units-00002"])
+    ]
+    report = json.loads(applied.stdout)
+    assert (report["dry_run"], report["version"]) == (False, 2)
+    assert report["applied"]["kept"] == [["units-00001", "units-00002"]]
+
+
 def test_the_dedup_hint_is_given_only_while_deduplication_is_off() -> None:
     from ace_workers.cli.learn import dedup_hint
     from ace_workers.distributed.settings import WorkerSettings
