@@ -13,6 +13,7 @@ __all__ = [
     "AceError",
     "SettingsError",
     "InvalidSettingError",
+    "MissingSettingError",
     "UnknownSettingError",
     "EmbeddingUnavailableError",
     "EmptySessionError",
@@ -55,6 +56,14 @@ class InvalidSettingError(SettingsError):
         self.value = value
         self.reason = reason
         super().__init__(f"{variable}={value!r}: {reason}")
+
+
+class MissingSettingError(SettingsError):
+    """What was asked needs a setting that is not set; ``variable`` names its environment variable."""
+
+    def __init__(self, variable: str, message: str) -> None:
+        self.variable = variable
+        super().__init__(message)
 
 
 class UnknownSettingError(SettingsError):

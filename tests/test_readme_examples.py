@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.opik import OpikStub
-from tests.support.readme import examples, run_example
+from tests.support.readme import code_blocks, examples, run_example
 
 # The sections whose examples need no network, no API key and no service of their own.
 SELF_CONTAINED = (
@@ -68,3 +68,13 @@ def test_the_opik_example_sends_a_trace_per_sample_to_the_opik_it_is_pointed_at(
     samples = [trace for trace in opik_stub.traces() if trace.get("name") == "ace_sample"]
     assert len(samples) == 4
     assert {trace["project_name"] for trace in samples} == {"my-project"}
+
+
+@pytest.mark.slow
+def test_the_mcp_example_prints_learning_take_effect_as_the_readme_shows(tmp_path: Path) -> None:
+    first = code_blocks("### MCP server")[0]
+    done = run_example(first, tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = [line.removeprefix("# ") for line in first.splitlines() if line.startswith("# ask ")]
+    assert shown == ["ask 1: 7061", "ask 2: 7061", "ask 3: 7061", "ask 4: 7061", "ask 5: 1607"]
+    assert done.stdout.splitlines() == shown

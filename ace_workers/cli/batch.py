@@ -9,56 +9,87 @@ import typer
 from ..distributed.service import Service
 from ..distributed.store.batches import BatchState, BatchStatus
 from ..distributed.worker.reconcile import reconcile_batch
-from .common import console, open_service, redis_settings, require_workers
+from .common import (
+    JsonOption,
+    console,
+    err_console,
+    open_service,
+    print_json,
+    redis_settings,
+    require_workers,
+)
+from .help import HelpCommand, HelpGroup
 
 __all__ = ["batch_app"]
 
 
 batch_app = typer.Typer(
-    help="One batch: resume what a crashed producer left unsent, or cancel it.", no_args_is_help=True
+    cls=HelpGroup,
+    help="One batch: resume what a crashed producer left unsent, or cancel it.",
+    no_args_is_help=True,
 )
 
+BatchIdArgument = Annotated[str, typer.Argument(help="The id 'enqueue' printed.")]
 
-@batch_app.command("resume")
-def resume_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")]) -> None:
+
+@batch_app.command("resume", cls=HelpCommand)
+def resume_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> None:
     """Send the samples of a batch never sent (its producer died), and again those lost on the way."""
     settings = redis_settings("batch resume", "batches live in a shared Redis")
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         status = _status_or_fail(service, batch_id)
-        if status.state is not BatchState.RUNNING:
-            console.print(f"batch {batch_id} is {status.state.value}: nothing to resume")
-            return
-        if not status.fully_stored:
-            console.print(
-                f"[red]batch {batch_id} stores {status.stored} of its {status.per_epoch} inputs (its "
-                "producer died while storing them): it cannot be resumed; cancel it and send the inputs "
-                "again[/]"
-            )
-            raise typer.Exit(code=1)
-        require_workers(service)
-        sent = service.producer.resume(batch_id)
-        report = reconcile_batch(service.app, service.runtime, batch_id)
+        sent = redriven = 0
+        if status.state is BatchState.RUNNING:
+            if not status.fully_stored:
+                err_console.print(
+                    f"batch {batch_id} stores {status.stored} of its {status.per_epoch} inputs (its "
+                    "producer died while storing them): it cannot be resumed; cancel it and send the "
+                    "inputs again",
+                    style="red",
+                    markup=False,
+                )
+                raise typer.Exit(code=1)
+            require_workers(service, status.recipe, status.skillbook)
+            sent = service.producer.resume(batch_id)
+            redriven = len(reconcile_batch(service.app, service.runtime, batch_id).redriven)
+    if as_json:
+        print_json({"batch_id": batch_id, "state": status.state.value, "sent": sent, "redriven": redriven})
+    elif status.state is not BatchState.RUNNING:
+        console.print(f"batch {batch_id} is {status.state.value}: nothing to resume")
+    else:
         console.print(
             f"batch {batch_id}: {sent} sample(s) never sent are on their way; "
-            f"{len(report.redriven)} lost sample(s) sent again"
+            f"{redriven} lost sample(s) sent again"
         )
 
 
-@batch_app.command("cancel")
-def cancel_command(batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")]) -> None:
+@batch_app.command("cancel", cls=HelpCommand)
+def cancel_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> None:
     """Stop a batch: steps not yet run are skipped, nothing is sent again, its records expire."""
     settings = redis_settings("batch cancel", "batches live in a shared Redis")
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         status = _status_or_fail(service, batch_id)
-        if status.state is not BatchState.RUNNING:
-            console.print(f"batch {batch_id} is {status.state.value} already")
-            return
-        service.runtime.batches.cancel(batch_id)
-        status = service.runtime.batches.status(batch_id)
-    console.print(
-        f"batch {batch_id} cancelled: {status.summary()}; a step running now finishes, "
-        "no other step of the batch runs"
-    )
+        cancelled = status.state is BatchState.RUNNING
+        if cancelled:
+            service.runtime.batches.cancel(batch_id)
+            status = service.runtime.batches.status(batch_id)
+    if as_json:
+        print_json(
+            {
+                "batch_id": batch_id,
+                "cancelled": cancelled,  # false: it had ended already, in `state`
+                "state": status.state.value,
+                "total": status.total,
+                **status.counts(),
+            }
+        )
+    elif not cancelled:
+        console.print(f"batch {batch_id} is {status.state.value} already")
+    else:
+        console.print(
+            f"batch {batch_id} cancelled: {status.summary()}; a step running now finishes, "
+            "no other step of the batch runs"
+        )
 
 
 def _status_or_fail(service: Service, batch_id: str) -> BatchStatus:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,7 +17,8 @@ from ..core.files import special_file_kind, write_text_atomically
 from ..core.jsonl import SkippedLines, iter_jsonl
 from ..core.skillbook import Skillbook
 from ..distributed.ops.embedded_redis import resolve_redis
-from ..distributed.producer.errors import BatchSizeError, NoWorkersError
+from ..distributed.producer.errors import BatchSizeError
+from ..distributed.producer.fleet_check import require_workers as require_recipe_workers
 from ..distributed.producer.producer import BatchHandle
 from ..distributed.recipe_registry import BUILT_IN_RECIPES
 from ..distributed.service import Service, build_service, local_workers
@@ -25,8 +26,8 @@ from ..distributed.settings import WorkerSettings, env_name
 from ..distributed.store.keys import STAT_ADDS_SKIPPED_FULL, validate_skillbook_name
 from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
 from ..distributed.worker.errors import PayloadError
-from ..distributed.worker.partitions import queue_consumers
 from ..distributed.worker.payload import check_trace
+from ..errors import MissingSettingError
 
 __all__ = [
     "check_output_path",
@@ -36,22 +37,38 @@ __all__ = [
     "describe_fill",
     "enqueue_file",
     "enqueue_inputs",
+    "err_console",
+    "JsonOption",
     "open_service",
     "print_json",
+    "print_warning",
     "printable",
     "read_input_lines",
     "redis_settings",
-    "write_skillbook_files",
+    "require_shared_redis",
     "require_workers",
     "scan_inputs",
-    "skipped_lines_reported",
     "settings_for_model",
     "skillbook_fill",
+    "skipped_lines_reported",
     "store_or_fail",
     "stream_inputs",
+    "write_skillbook_files",
 ]
 
+# stdout carries only a command's result (a batch id, a table, a skillbook, one JSON document), so
+# a script can read it; everything said along the way (warnings, skipped lines, progress) goes to
+# stderr, one warning a line (soft_wrap: never broken at the terminal's width).
 console = Console()
+err_console = Console(stderr=True, soft_wrap=True)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts.")]
+
+
+def print_warning(message: str) -> None:
+    """One warning line on stderr (``message`` printed as it is, never read as markup)."""
+    err_console.print(message, style="yellow", markup=False)
+
 
 # C0 and C1 control characters and DEL: a terminal acts on them (an escape sequence in a name
 # read from Redis could set the window title, move the cursor or clear the screen).
@@ -155,7 +172,7 @@ def skipped_lines_reported(path: Path) -> Iterator[SkippedLines]:
         yield skipped
     finally:
         if skipped:
-            console.print(skipped.describe(), style="yellow", markup=False)
+            print_warning(skipped.describe())
 
 
 def sample_from_line(item: Any, path: Path, number: int) -> Sample:
@@ -229,12 +246,27 @@ def enqueue_inputs(
         raise typer.BadParameter(f"{path}: {exc}") from exc
 
 
-def redis_settings(command: str, why: str) -> WorkerSettings:
-    """The settings from the environment; a usage error naming ACE_REDIS_URL if it is unset."""
+def redis_settings(command: str, why: str, *, kept_embedded: bool = True) -> WorkerSettings:
+    """The settings from the environment, if they name a Redis that outlives this command.
+
+    That is ACE_REDIS_URL or, where ``kept_embedded``, ACE_EMBEDDED_REDIS_DIR (an embedded
+    Redis kept in a folder). Neither: MissingSettingError, one line naming both (exit 2),
+    instead of opening a fresh embedded Redis that holds nothing.
+    """
     settings = WorkerSettings.from_env()
-    if not settings.redis_url:
-        raise typer.BadParameter(f"{command} needs {env_name('redis_url')}: {why}")
+    require_shared_redis(settings, command, why, kept_embedded=kept_embedded)
     return settings
+
+
+def require_shared_redis(
+    settings: WorkerSettings, command: str, why: str, *, kept_embedded: bool = True
+) -> None:
+    """MissingSettingError unless ``settings`` name a Redis other commands (or runs) also see."""
+    if settings.redis_url or (kept_embedded and settings.embedded_redis_dir):
+        return
+    url = env_name("redis_url")
+    kept = f", or {env_name('embedded_redis_dir')} (the folder of an embedded Redis kept across runs)"
+    raise MissingSettingError(url, f"{command} needs {url}{kept if kept_embedded else ''}: {why}")
 
 
 def settings_for_model(model: str | None) -> WorkerSettings:
@@ -246,20 +278,23 @@ def settings_for_model(model: str | None) -> WorkerSettings:
     return settings
 
 
-def require_workers(service: Service) -> None:
-    """Raise NoWorkersError unless some worker answers and consumes every queue of the settings."""
-    settings = service.runtime.settings
-    wanted = settings.all_queues()
-    missing = sorted(set(wanted) - queue_consumers(service.app, wanted, settings.worker_reply_seconds).keys())
-    if missing:
-        raise NoWorkersError(
-            f"no worker serves {', '.join(missing)}; start them with 'ace-workers worker --queues ...' "
-            "(or unset ACE_REDIS_URL to run everything in-process)"
-        )
+def require_workers(service: Service, recipe: str, skillbook: str) -> None:
+    """Raise NoWorkersError unless some worker answers for every queue ``recipe`` uses for ``skillbook``."""
+    require_recipe_workers(service.app, service.runtime, recipe, skillbook)
 
 
 @contextmanager
 def open_service(settings: WorkerSettings, *, run_workers: bool, learn_threads: int) -> Iterator[Service]:
+    """The service on the settings' Redis (an embedded one if none is named), with workers if asked.
+
+    Without workers of its own a command reads what others left in Redis: a fresh embedded
+    Redis would hold nothing, so one is refused (require_shared_redis). Commands check it
+    first, naming themselves, with redis_settings; this is the backstop.
+    """
+    if not run_workers:
+        require_shared_redis(
+            settings, "this command", "it reads what workers and other commands left in Redis"
+        )
     with resolve_redis(settings) as (broker_url, redis_url):
         service = build_service(settings, redis_url=redis_url, broker_url=broker_url)
         try:

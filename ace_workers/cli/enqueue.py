@@ -9,11 +9,14 @@ import typer
 
 from ..distributed.settings import WorkerSettings
 from .common import (
+    JsonOption,
     check_recipe,
     check_skillbook_name,
     enqueue_file,
     enqueue_inputs,
     open_service,
+    print_json,
+    require_shared_redis,
     require_workers,
     scan_inputs,
 )
@@ -32,7 +35,7 @@ def enqueue_command(
         ),
     ],
     skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
-    epochs: Annotated[int, typer.Option(min=1)] = 1,
+    epochs: Annotated[int, typer.Option(min=1, help="Passes over the input.")] = 1,
     recipe: Annotated[
         str,
         typer.Option(
@@ -49,28 +52,46 @@ def enqueue_command(
             "browser_use_traces.",
         ),
     ] = "jsonl",
+    as_json: JsonOption = False,
 ) -> None:
     """Enqueue a JSONL file, or recorded agent sessions, as one batch for running workers; print the batch id.
 
     Every argument is checked first, then the input is read twice, a line (or a
     session) at a time: everything is checked and counted, then sent. The
-    producer's memory does not grow with the input.
+    producer's memory does not grow with the input. Only the batch id (or, with
+    --json, one JSON document) goes to stdout; skipped lines are warned of on stderr.
     """
     settings = WorkerSettings.from_env()
     check_skillbook_name(skillbook, "--skillbook")
     check_recipe(recipe, settings)
     check_format(input_format, recipe)
-    if not settings.redis_url:
-        raise typer.BadParameter("enqueue needs ACE_REDIS_URL (use 'learn' to run everything in-process)")
+    require_shared_redis(
+        settings,
+        "enqueue",
+        "the workers take their work from it (use 'learn' to run everything in-process)",
+        kept_embedded=False,
+    )
     if input_format == "jsonl":
         count = scan_inputs(traces, recipe, settings, epochs)
     else:
         count = scan_sessions(traces, input_format, recipe, settings, epochs)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
-        require_workers(service)
+        require_workers(service, recipe, skillbook)
         if input_format == "jsonl":
             handle = enqueue_file(service, traces, count, skillbook, epochs, recipe)
         else:
             inputs = stream_sessions(traces, input_format, recipe)
             handle = enqueue_inputs(service, inputs, traces, count, skillbook, epochs, recipe)
+    if as_json:
+        print_json(
+            {
+                "batch_id": handle.batch_id,
+                "skillbook": skillbook,
+                "recipe": recipe,
+                "inputs": count,
+                "epochs": epochs,
+                "samples": count * epochs,
+            }
+        )
+    else:
         typer.echo(handle.batch_id)

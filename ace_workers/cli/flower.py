@@ -11,6 +11,7 @@ import typer
 from ..distributed.errors import InvalidSettingError
 from ..distributed.ops.flower import DEFAULT_FLOWER_ADDRESS, DEFAULT_FLOWER_PORT, run_flower
 from ..distributed.settings import WorkerSettings, env_name
+from .common import require_shared_redis
 
 __all__ = ["flower_command"]
 
@@ -63,8 +64,7 @@ def flower_command(
 ) -> None:
     """Run Flower, Celery's web monitor, on the fleet's Redis (needs ACE_REDIS_URL and basic auth)."""
     settings = WorkerSettings.from_env()
-    if not settings.redis_url:
-        raise typer.BadParameter("flower needs ACE_REDIS_URL: it watches the workers of that Redis")
+    require_shared_redis(settings, "flower", "it watches the workers of that Redis", kept_embedded=False)
     credentials = _basic_auth(settings, basic_auth, no_auth)
     code = run_flower(settings, port=port, address=address, basic_auth=credentials)
     if code:

@@ -39,12 +39,22 @@ import typer
 
 from ..distributed.producer.errors import HookInputError, NoWorkersError
 from ..errors import AceError
-from .common import check_skillbook_name, console, open_service, redis_settings, require_workers
+from .common import (
+    check_skillbook_name,
+    console,
+    open_service,
+    print_warning,
+    redis_settings,
+    require_workers,
+)
+from .help import HelpCommand, HelpGroup
 from .sessions import session_trace
 
 __all__ = ["claude_code_hook_command", "hook_app", "read_hook_input", "session_end_hook_config"]
 
-hook_app = typer.Typer(help="Hooks that agents call when a session ends.", no_args_is_help=True)
+hook_app = typer.Typer(
+    cls=HelpGroup, help="Hooks that agents call when a session ends.", no_args_is_help=True
+)
 
 # What Claude Code's settings call the event this hook is meant for.
 HOOK_EVENT = "SessionEnd"
@@ -55,7 +65,7 @@ MAX_HOOK_INPUT_BYTES = 1024 * 1024
 MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 
 
-@hook_app.command("claude-code")
+@hook_app.command("claude-code", cls=HelpCommand)
 def claude_code_hook_command(
     skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
     now: Annotated[
@@ -187,7 +197,9 @@ def _learn_from_session(hook: dict[str, Any], skillbook: str, *, now: bool) -> N
     if not isinstance(transcript, str) or not transcript:
         raise HookInputError(f"the hook input has no transcript_path (its keys: {', '.join(sorted(hook))})")
     path = checked_transcript(transcript)
-    settings = redis_settings("hook claude-code", "the trace goes to the skillbook's inbox in Redis")
+    settings = redis_settings(
+        "hook claude-code", "the trace goes to the skillbook's inbox in Redis", kept_embedded=False
+    )
     trace = session_trace(path, "claude-code")
     if trace is None:
         return  # an empty session: session_trace said so, and there is nothing to learn
@@ -197,9 +209,9 @@ def _learn_from_session(hook: dict[str, Any], skillbook: str, *, now: bool) -> N
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         if now:
             try:
-                require_workers(service)
+                require_workers(service, "trace_analyser", skillbook)
             except NoWorkersError as exc:
-                console.print(f"{exc}; kept in the inbox instead", style="yellow", markup=False)
+                print_warning(f"{exc}; kept in the inbox instead")
             else:
                 handle = service.producer.enqueue_traces([trace], skillbook)
                 console.print(

@@ -3,23 +3,28 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..core.skillbook import Skillbook
 from ..distributed.producer.producer import BatchHandle
 from ..distributed.settings import DEDUP_OFF, WorkerSettings
-from ..distributed.store.batches import BatchState
+from ..distributed.store.batches import BatchState, BatchStatus
 from .common import (
+    JsonOption,
     check_output_path,
     check_recipe,
     check_skillbook_name,
     console,
     enqueue_file,
+    err_console,
     open_service,
+    print_json,
     require_workers,
     scan_inputs,
     settings_for_model,
@@ -28,18 +33,18 @@ from .common import (
 from .failures import print_failures
 from .models import refuse_unusable_models
 
-__all__ = ["dedup_hint", "follow_batch", "learn_command"]
+__all__ = ["accuracy_by_epoch", "dedup_hint", "follow_batch", "learn_command"]
 
 
 def follow_batch(handle: BatchHandle, label: str) -> None:
-    """Show a progress bar until the batch is done."""
+    """Show a progress bar on stderr until the batch is done."""
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[detail]}"),
         TimeElapsedColumn(),
-        console=console,
+        console=err_console,
     ) as progress:
         status = handle.status()
         task = progress.add_task(label, total=status.total or None, detail="")
@@ -57,14 +62,12 @@ def follow_batch(handle: BatchHandle, label: str) -> None:
             time.sleep(0.1)
 
 
-def _accuracy_table(handle: BatchHandle) -> Table | None:
-    results = [r for r in handle.results() if r.output is not None and r.output.agent_output is not None]
-    if not results:
-        return None
-    table = Table("epoch", "accuracy", "")
-    epochs = sorted({r.output.epoch for r in results if r.output is not None})
-    for epoch in epochs:
-        outs = [r.output for r in results if r.output is not None and r.output.epoch == epoch]
+def accuracy_by_epoch(handle: BatchHandle) -> dict[int, float]:
+    """The share of right answers in each epoch, of the samples the agent answered (none: empty)."""
+    outputs = [r.output for r in handle.results() if r.output is not None and r.output.agent_output]
+    accuracy = {}
+    for epoch in sorted({o.epoch for o in outputs}):
+        outs = [o for o in outputs if o.epoch == epoch]
         right = [
             o
             for o in outs
@@ -72,7 +75,15 @@ def _accuracy_table(handle: BatchHandle) -> Table | None:
             and o.sample is not None
             and o.agent_output.final_answer == o.sample.ground_truth
         ]
-        value = len(right) / len(outs)
+        accuracy[epoch] = len(right) / len(outs)
+    return accuracy
+
+
+def _accuracy_table(accuracy: dict[int, float]) -> Table | None:
+    if not accuracy:
+        return None
+    table = Table("epoch", "accuracy", "")
+    for epoch, value in accuracy.items():
         table.add_row(str(epoch), f"{value:6.1%}", "#" * round(value * 30))
     return table
 
@@ -104,11 +115,14 @@ def learn_command(
     learn_threads: Annotated[
         int, typer.Option(min=1, help="Learn-queue threads of the in-process workers.")
     ] = 4,
+    as_json: JsonOption = False,
 ) -> None:
     """Learn a skillbook from a JSONL file through the distributed pipeline.
 
     Without ACE_REDIS_URL it starts an embedded Redis and in-process workers for
     all three queues; with it, it only enqueues and follows while your workers learn.
+    The result (accuracy, counts, the skillbook; with --json one JSON document) goes to
+    stdout, the progress and warnings to stderr.
     """
     settings = settings_for_model(model)
     if settings.redis_url is None:
@@ -120,39 +134,86 @@ def learn_command(
     check_output_path(out, "--out")
     check_output_path(markdown, "--markdown")
     count = scan_inputs(traces, recipe, settings, epochs)
-    where = settings.redis_url or "an embedded Redis with in-process workers"
-    console.print(f"learning [bold]{skillbook}[/] from {count} input(s) x {epochs} epoch(s) on {where}")
-    hint = dedup_hint(settings)
-    if hint:
-        console.print(hint)
     with open_service(
         settings, run_workers=settings.redis_url is None, learn_threads=learn_threads
     ) as service:
         if settings.redis_url:
-            require_workers(service)
+            require_workers(service, recipe, skillbook)
+        # Said once Redis and the workers answered: a run refused before says only why.
+        where = settings.redis_url or "an embedded Redis with in-process workers"
+        err_console.print(
+            f"learning [bold]{skillbook}[/] from {count} input(s) x {epochs} epoch(s) on {where}"
+        )
+        hint = dedup_hint(settings)
+        if hint:
+            err_console.print(hint)
         handle = enqueue_file(service, traces, count, skillbook, epochs, recipe)
         follow_batch(handle, "learning")
         status = handle.status()
         errors = handle.errors()
-        if status.total and status.failed >= status.total:
+        if status.total and status.failed >= status.total and not as_json:
             # Nothing was learned, and a skillbook no sample wrote does not exist: say only why.
             print_failures(handle.batch_id, errors, total=status.total)
             raise typer.Exit(code=1)
         store = service.runtime.store(skillbook)
         version, book = store.snapshot()  # version 0, empty: every sample ran and none added a skill
-        table = _accuracy_table(handle)
-        if table is not None:
-            console.print(table)
-        console.print(
-            f"batch {handle.batch_id}: {status.done} done, {status.failed} failed in "
-            f"{status.elapsed_seconds:.1f} s; skillbook {skillbook!r} at version {version} "
-            f"with {len(book)} skill(s)"
-        )
-        print_failures(handle.batch_id, errors, total=status.total)
-        console.print(book.as_markdown(), markup=False)
+        accuracy = accuracy_by_epoch(handle)
         write_skillbook_files(book, out, markdown)
-        for path, what in ((out, "skillbook"), (markdown, "markdown")):
-            if path is not None:
-                console.print(f"{what} written to {path}")
+        result = _LearnResult(handle.batch_id, skillbook, recipe, status, errors, version, book, accuracy)
+        if as_json:
+            _print_json_result(result, out, markdown)
+        else:
+            _print_text_result(result, out, markdown)
         if status.failed:
             raise typer.Exit(code=1)
+
+
+@dataclass(frozen=True)
+class _LearnResult:
+    """What one ``learn`` run reports."""
+
+    batch_id: str
+    skillbook: str
+    recipe: str
+    status: BatchStatus
+    errors: list[dict[str, Any]]
+    version: int
+    book: Skillbook
+    accuracy: dict[int, float]
+
+
+def _print_json_result(result: _LearnResult, out: Path | None, markdown: Path | None) -> None:
+    status = result.status
+    print_json(
+        {
+            "batch_id": result.batch_id,
+            "skillbook": result.skillbook,
+            "recipe": result.recipe,
+            "state": status.state.value,
+            "total": status.total,
+            **status.counts(),
+            "elapsed_seconds": round(status.elapsed_seconds, 3),
+            "accuracy": {str(epoch): value for epoch, value in result.accuracy.items()},
+            "errors": result.errors,
+            "version": result.version,
+            "written": {"out": str(out) if out else None, "markdown": str(markdown) if markdown else None},
+            "book": result.book.to_dict(),
+        }
+    )
+
+
+def _print_text_result(result: _LearnResult, out: Path | None, markdown: Path | None) -> None:
+    status, book = result.status, result.book
+    table = _accuracy_table(result.accuracy)
+    if table is not None:
+        console.print(table)
+    console.print(
+        f"batch {result.batch_id}: {status.done} done, {status.failed} failed in "
+        f"{status.elapsed_seconds:.1f} s; skillbook {result.skillbook!r} at version {result.version} "
+        f"with {len(book)} skill(s)"
+    )
+    print_failures(result.batch_id, result.errors, total=status.total)
+    console.print(book.as_markdown(), markup=False)
+    for path, what in ((out, "skillbook"), (markdown, "markdown")):
+        if path is not None:
+            console.print(f"{what} written to {path}")

@@ -12,13 +12,22 @@ import typer
 
 from .. import __version__
 from ..distributed.worker.app import is_redis_full
-from ..errors import AceError
+from ..errors import AceError, SettingsError
 from .batch import batch_app
 from .common import printable
 from .dead_letters import dead_letters_app
 from .demo import demo_command
 from .enqueue import enqueue_command
+from .exit_codes import (
+    EXIT_CODES_HELP,
+    EXIT_FAILURES,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    UNREACHABLE,
+    unreachable_line,
+)
 from .flower import flower_command
+from .help import HelpCommand, HelpGroup
 from .hook import hook_app
 from .learn import learn_command
 from .mcp import mcp_command
@@ -30,7 +39,9 @@ from .worker import worker_command
 __all__ = ["app", "main", "redis_error_line"]
 
 app = typer.Typer(
+    cls=HelpGroup,
     help="Agentic Context Engineering on distributed Celery workers.",
+    epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,
 )
@@ -52,21 +63,21 @@ def _root(
     """Agentic Context Engineering on distributed Celery workers."""
 
 
-@app.command("version")
+@app.command("version", cls=HelpCommand)
 def version_command() -> None:
     """Print the version."""
     typer.echo(f"ace-workers {__version__}")
 
 
 # Every command, in the order --help lists them.
-app.command("demo")(demo_command)
-app.command("mcp")(mcp_command)
-app.command("learn")(learn_command)
-app.command("worker")(worker_command)
-app.command("enqueue")(enqueue_command)
-app.command("status")(status_command)
-app.command("flower")(flower_command)
-app.command("beat")(beat_command)
+app.command("demo", cls=HelpCommand)(demo_command)
+app.command("mcp", cls=HelpCommand)(mcp_command)
+app.command("learn", cls=HelpCommand)(learn_command)
+app.command("worker", cls=HelpCommand)(worker_command)
+app.command("enqueue", cls=HelpCommand)(enqueue_command)
+app.command("status", cls=HelpCommand)(status_command)
+app.command("flower", cls=HelpCommand)(flower_command)
+app.command("beat", cls=HelpCommand)(beat_command)
 app.add_typer(batch_app, name="batch")
 app.add_typer(skillbook_app, name="skillbook")
 app.add_typer(dead_letters_app, name="dead-letters")
@@ -75,17 +86,28 @@ app.add_typer(hook_app, name="hook")
 
 
 def main() -> None:
-    """Entry point of the ``ace-workers`` console script: project errors end as one clear line."""
+    """Entry point of the ``ace-workers`` console script: project errors end as one clear line.
+
+    The exit code says which kind (:mod:`.exit_codes`): 3 when Redis, the broker or the
+    workers could not be reached, 2 for a setting missing or wrong, 1 for any other error a
+    command did not handle.
+    """
     try:
         app()
+    except UNREACHABLE as exc:
+        typer.echo(f"error: {unreachable_line(exc)}", err=True)
+        raise SystemExit(EXIT_UNREACHABLE) from None
+    except SettingsError as exc:  # a setting missing or wrong: fixed before running again, as an argument
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
     except AceError as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise SystemExit(1) from None
+        raise SystemExit(EXIT_FAILURES) from None
     except redis.RedisError as exc:
         # An answer of Redis no command handles (out of memory, a read-only replica, ...): one
         # line naming it, instead of a traceback hundreds of lines long.
         typer.echo(f"error: {redis_error_line(exc)}", err=True)
-        raise SystemExit(1) from None
+        raise SystemExit(EXIT_FAILURES) from None
 
 
 def redis_error_line(exc: redis.RedisError) -> str:

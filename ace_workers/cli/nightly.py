@@ -14,19 +14,25 @@ from ..distributed.ops.nightly import NightlyReport, NightlyRunner, beat_schedul
 from ..distributed.settings import env_name
 from ..distributed.worker.reconcile import reconcile_schedule
 from .common import (
+    JsonOption,
     check_skillbook_name,
     console,
+    err_console,
     open_service,
+    print_json,
     redis_settings,
     require_workers,
     scan_inputs,
     stream_inputs,
 )
+from .help import HelpCommand, HelpGroup
 
 __all__ = ["beat_command", "nightly_app"]
 
 nightly_app = typer.Typer(
-    help="Nightly learning: traces wait in a skillbook's inbox until its nightly run.", no_args_is_help=True
+    cls=HelpGroup,
+    help="Nightly learning: traces wait in a skillbook's inbox until its nightly run.",
+    no_args_is_help=True,
 )
 
 
@@ -37,14 +43,14 @@ def beat_command(
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
     """Run celery beat: the reconciler, and one nightly run per skillbook of ACE_NIGHTLY_SKILLBOOKS."""
-    settings = redis_settings("beat", "the inbox lives in a shared Redis")
+    settings = redis_settings("beat", "the workers it schedules for read it", kept_embedded=False)
     schedule = {**reconcile_schedule(settings), **beat_schedule(settings)}
     path = schedule_file or Path(tempfile.gettempdir()) / f"ace-workers-beat-{settings.queue_prefix}"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         service.app.conf.beat_schedule = schedule
         nightly = settings.nightly_skillbook_names()
-        console.print(
+        err_console.print(
             f"beat: the reconciler every {settings.reconcile_interval_seconds:g} s; "
             + (
                 f"nightly runs of {', '.join(nightly)} at {settings.nightly_schedule!r} (UTC)"
@@ -55,10 +61,11 @@ def beat_command(
         service.app.Beat(schedule=str(path), loglevel=loglevel).run()
 
 
-@nightly_app.command("add")
+@nightly_app.command("add", cls=HelpCommand)
 def add_command(
     traces: Annotated[Path, typer.Argument(help="JSONL file of traces.")],
     skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
+    as_json: JsonOption = False,
 ) -> None:
     """Append traces to a skillbook's inbox for its next nightly run (nothing is learned now).
 
@@ -70,31 +77,40 @@ def add_command(
     scan_inputs(traces, "trace_analyser", settings)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         added = service.producer.append_to_inbox(stream_inputs(traces, "trace_analyser"), skillbook)
-    console.print(f"{added} traces added to the inbox of {skillbook!r}")
+    if as_json:
+        print_json({"skillbook": skillbook, "added": added})
+    else:
+        console.print(f"{added} traces added to the inbox of {skillbook!r}")
 
 
-@nightly_app.command("run")
-def run_command(name: Annotated[str, typer.Argument(help="Skillbook name.")]) -> None:
+@nightly_app.command("run", cls=HelpCommand)
+def run_command(
+    name: Annotated[str, typer.Argument(help="Skillbook name.")], as_json: JsonOption = False
+) -> None:
     """Run the nightly job of one skillbook now, through the running workers, and print its report."""
     check_skillbook_name(name)
-    settings = redis_settings("nightly run", "the inbox lives in a shared Redis")
+    settings = redis_settings("nightly run", "its workers read the inbox there", kept_embedded=False)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
-        require_workers(service)
+        require_workers(service, "trace_analyser", name)
         try:
             report = NightlyRunner(service.producer).run(name, scheduled=False)
         except (NightlyBusy, NightlyStalled) as exc:
-            console.print(f"[red]{exc}[/]")
+            err_console.print(str(exc), style="red", markup=False)
             raise typer.Exit(code=1) from exc
     assert report is not None  # a manual run never skips
-    _print_reports([report])
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        _print_reports([report])
     if report.failed:
         raise typer.Exit(code=1)
 
 
-@nightly_app.command("report")
+@nightly_app.command("report", cls=HelpCommand)
 def report_command(
     name: Annotated[str, typer.Argument(help="Skillbook name.")],
     limit: Annotated[int, typer.Option(min=1, help="How many runs, newest first.")] = 5,
+    as_json: JsonOption = False,
 ) -> None:
     """Show the newest nightly run reports of a skillbook and what waits in its inbox."""
     check_skillbook_name(name)
@@ -102,6 +118,9 @@ def report_command(
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         runner = NightlyRunner(service.producer)
         reports, pending = runner.reports(name, limit), runner.pending(name)
+    if as_json:
+        print_json({"skillbook": name, "pending": pending, "reports": [r.to_dict() for r in reports]})
+        return
     if not reports:
         console.print(f"no nightly run of {name!r} yet")
     _print_reports(reports)

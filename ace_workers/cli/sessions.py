@@ -34,7 +34,7 @@ from ..distributed.worker.payload import check_trace
 from ..errors import EmptySessionError
 from ..traces import browser_history_to_trace, claude_events_to_trace, openclaw_events_to_trace
 from ..traces.browser_use.history import is_saved_history
-from .common import console, read_input_lines
+from .common import print_warning, read_input_lines
 
 __all__ = [
     "INPUT_FORMATS",
@@ -142,7 +142,7 @@ def _sessions(path: Path, input_format: str, recipe: str, *, warn: bool) -> Iter
         if raw:
             if not session_format.has_events(events):
                 if warn:
-                    console.print(f"{file}: skipped, no event in it", style="yellow", markup=False)
+                    print_warning(f"{file}: skipped, no event in it")
                 continue
             yield file, events
             continue
@@ -166,7 +166,7 @@ def _converted(
         trace = session_format.convert(events, str(file))
     except EmptySessionError as exc:
         if warn:
-            console.print(f"skipped: {exc}", style="yellow", markup=False)
+            print_warning(f"skipped: {exc}")
         return None
     trace.setdefault("session_id", file.stem)
     return trace
@@ -183,7 +183,7 @@ def _read_history(file: Path, *, warn: bool) -> dict[str, Any] | None:
             return dict(value)
         reason = "not a saved browser-use history (a JSON object with a 'history' list)"
     if warn:
-        console.print(f"{file}: skipped, {reason}", style="yellow", markup=False)
+        print_warning(f"{file}: skipped, {reason}")
     return None
 
 
@@ -192,7 +192,7 @@ def _read_events(file: Path, *, warn: bool) -> list[Any]:
     skipped = SkippedLines(str(file))
     events = [event for _, event in read_input_lines(file, skipped, objects_only=True)]
     if warn and skipped:
-        console.print(skipped.describe(), style="yellow", markup=False)
+        print_warning(skipped.describe())
     return events
 
 

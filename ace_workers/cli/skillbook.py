@@ -19,30 +19,38 @@ from ..distributed.store.store import list_skillbooks
 from ..distributed.store.write_scope import dedup_write_scope, write_scope
 from ..errors import AceError, SkillbookFormatError
 from .common import (
+    JsonOption,
     check_output_path,
     check_skillbook_name,
     console,
     describe_fill,
     open_service,
     print_json,
+    print_warning,
     printable,
+    redis_settings,
+    require_shared_redis,
     skillbook_fill,
     store_or_fail,
     write_skillbook_files,
 )
+from .help import HelpCommand, HelpGroup
 
 __all__ = ["skillbook_app"]
 
-skillbook_app = typer.Typer(help="Inspect and manage skillbooks stored in Redis.", no_args_is_help=True)
+skillbook_app = typer.Typer(
+    cls=HelpGroup, help="Inspect and manage skillbooks stored in Redis.", no_args_is_help=True
+)
 
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts.")]
+WHY = "skillbooks live in a shared Redis"
+NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]
 
 
-@skillbook_app.command("list")
+@skillbook_app.command("list", cls=HelpCommand)
 def skillbook_list(as_json: JsonOption = False) -> None:
     """List the skillbooks in Redis (with --json: each with its version and active skills)."""
-    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+    with open_service(redis_settings("skillbook list", WHY), run_workers=False, learn_threads=1) as service:
         names = list_skillbooks(service.runtime.redis, service.runtime.settings.queue_prefix)
         if not as_json:
             for name in names:
@@ -57,11 +65,11 @@ def skillbook_list(as_json: JsonOption = False) -> None:
         )
 
 
-@skillbook_app.command("show")
-def skillbook_show(name: str, as_json: JsonOption = False) -> None:
+@skillbook_app.command("show", cls=HelpCommand)
+def skillbook_show(name: NameArgument, as_json: JsonOption = False) -> None:
     """Print a skillbook as markdown, with its version and how full it is."""
     check_skillbook_name(name)
-    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+    with open_service(redis_settings("skillbook show", WHY), run_workers=False, learn_threads=1) as service:
         store = store_or_fail(service, name)
         version, book = store.snapshot()
         fill = skillbook_fill(store)
@@ -74,17 +82,18 @@ def skillbook_show(name: str, as_json: JsonOption = False) -> None:
         )
         full = describe_fill(name, fill)
         if full:
-            console.print(f"[yellow]{full}[/]")
+            print_warning(full)
         console.print(printable(book.as_markdown(), keep_lines=True), markup=False)
 
 
-@skillbook_app.command("import")
+@skillbook_app.command("import", cls=HelpCommand)
 def skillbook_import(
     file: Annotated[Path, typer.Argument(help="A skillbook JSON file: ours or the reference framework's.")],
     name: Annotated[str, typer.Argument(help="The skillbook in Redis to load it into.")],
     replace: Annotated[
         bool, typer.Option(help="Replace an existing skillbook (as a new version; rollback undoes it).")
     ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Load a skillbook file into Redis as one new version."""
     check_skillbook_name(name)
@@ -92,7 +101,7 @@ def skillbook_import(
         book = Skillbook.load_from_file(file)
     except SkillbookFormatError as exc:
         raise typer.BadParameter(str(exc), param_hint="FILE") from None
-    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+    with open_service(redis_settings("skillbook import", WHY), run_workers=False, learn_threads=1) as service:
         store = service.runtime.store(name)
         try:
             version = store.import_skillbook(
@@ -103,12 +112,15 @@ def skillbook_import(
                 f"skillbook {name!r} exists (version {exc.version}); pass --replace to replace it",
                 param_hint="NAME",
             ) from None
+    if as_json:
+        print_json({"name": name, "file": str(file), "skills": len(book), "version": version})
+    else:
         typer.echo(f"{len(book)} skill(s) from {file} imported into {name!r} as version {version}")
 
 
-@skillbook_app.command("diff")
+@skillbook_app.command("diff", cls=HelpCommand)
 def skillbook_diff(
-    name: str,
+    name: NameArgument,
     from_version: Annotated[int, typer.Argument(min=0, help="The older version.")],
     to_version: Annotated[int, typer.Argument(min=0, help="The newer version.")],
     as_json: JsonOption = False,
@@ -119,7 +131,7 @@ def skillbook_diff(
         raise typer.BadParameter(
             f"V1 ({from_version}) is after V2 ({to_version}): give the older version first"
         )
-    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+    with open_service(redis_settings("skillbook diff", WHY), run_workers=False, learn_threads=1) as service:
         store = store_or_fail(service, name)
         try:
             changes = describe_changes(store.diff(from_version, to_version))
@@ -141,29 +153,39 @@ def skillbook_diff(
             typer.echo(printable(f"~ {change['id']} {field_name}: {old!r} -> {new!r}"))
 
 
-@skillbook_app.command("export")
+@skillbook_app.command("export", cls=HelpCommand)
 def skillbook_export(
-    name: str,
+    name: NameArgument,
     out: Annotated[Path, typer.Option(help="JSON file to write (atomically).")],
     markdown: Annotated[Path | None, typer.Option(help="Also write markdown here.")] = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Write a skillbook from Redis to a JSON file in the reference format."""
+    """Write a skillbook from Redis to a JSON file in the reference format: export NAME --out FILE."""
     check_skillbook_name(name)
     check_output_path(out, "--out")
     check_output_path(markdown, "--markdown")
-    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
-        book = store_or_fail(service, name).export()
-        write_skillbook_files(book, out, markdown)
+    with open_service(redis_settings("skillbook export", WHY), run_workers=False, learn_threads=1) as service:
+        store = store_or_fail(service, name)
+        version, book = store.snapshot()
+    write_skillbook_files(book, out, markdown)
+    if as_json:
+        written = {"out": str(out), "markdown": str(markdown) if markdown else None}
+        print_json({"name": name, "version": version, "skills": len(book), "written": written})
+    else:
         typer.echo(f"{len(book)} skill(s) written to {out}")
 
 
-@skillbook_app.command("history")
+@skillbook_app.command("history", cls=HelpCommand)
 def skillbook_history(
-    name: str, limit: Annotated[int, typer.Option(min=1)] = 20, as_json: JsonOption = False
+    name: NameArgument,
+    limit: Annotated[int, typer.Option(min=1, help="How many versions, newest first.")] = 20,
+    as_json: JsonOption = False,
 ) -> None:
     """The latest versions of a skillbook: what changed, from which sample."""
     check_skillbook_name(name)
-    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+    with open_service(
+        redis_settings("skillbook history", WHY), run_workers=False, learn_threads=1
+    ) as service:
         history = store_or_fail(service, name).history(limit=limit)
         if as_json:
             print_json([change_to_json(change) for change in history])
@@ -185,9 +207,9 @@ def skillbook_history(
         console.print(table)
 
 
-@skillbook_app.command("dedup")
+@skillbook_app.command("dedup", cls=HelpCommand)
 def skillbook_dedup(
-    name: str,
+    name: NameArgument,
     provider: Annotated[
         str | None,
         typer.Option(
@@ -195,6 +217,7 @@ def skillbook_dedup(
         ),
     ] = None,
     dry_run: Annotated[bool, typer.Option(help="Print the planned operations; change nothing.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Consolidate near-duplicate skills (merge, delete, keep, update) as one new version."""
     check_skillbook_name(name)
@@ -203,6 +226,7 @@ def skillbook_dedup(
     chosen = chosen or "sentence_transformers"
     if chosen not in DEDUP_PROVIDERS or chosen == DEDUP_OFF:
         raise typer.BadParameter(f"--provider {chosen!r}: use sentence_transformers or litellm")
+    require_shared_redis(settings, "skillbook dedup", WHY)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         store = store_or_fail(service, name)
         try:
@@ -210,20 +234,26 @@ def skillbook_dedup(
         except AceError as exc:
             raise typer.BadParameter(str(exc)) from exc
         book = service.runtime.skillbook(name)
-        if dry_run:
-            plan = manager.plan(book)
-            for op in plan.operations:
-                console.print(printable(_consolidation_label(op.to_dict())), markup=False)
-            typer.echo(f"{len(plan.operations)} operation(s) planned; nothing changed")
-            return
         before = store.version()
+        if dry_run:
+            planned = [op.to_dict() for op in manager.plan(book).operations]
+            if as_json:
+                print_json({"name": name, "dry_run": True, "version": before, "planned": planned})
+                return
+            for op in planned:
+                console.print(printable(_consolidation_label(op)), markup=False)
+            typer.echo(f"{len(planned)} operation(s) planned; nothing changed")
+            return
         # Planned again if a worker removes or rewrites a named skill before it applies.
         with write_scope(dedup_write_scope({"command": "skillbook dedup"})):
             report = manager.deduplicate(book)
-        if not report.changed:
-            typer.echo(f"0 operation(s) planned; nothing changed (skillbook {name!r}, version {before})")
-            return
-        typer.echo(f"skillbook {name!r} version {book.refresh()}: {report.summary()}")
+        after = book.refresh() if report.changed else before
+    if as_json:
+        print_json({"name": name, "dry_run": False, "version": after, "applied": report.to_dict()})
+    elif not report.changed:
+        typer.echo(f"0 operation(s) planned; nothing changed (skillbook {name!r}, version {before})")
+    else:
+        typer.echo(f"skillbook {name!r} version {after}: {report.summary()}")
 
 
 def _consolidation_label(op: dict[str, Any]) -> str:
@@ -232,16 +262,25 @@ def _consolidation_label(op: dict[str, Any]) -> str:
     return f"{op.get('type')} {target}{','.join(str(i) for i in ids)}"
 
 
-@skillbook_app.command("rollback")
-def skillbook_rollback(name: str, to_version: Annotated[int, typer.Option("--to", min=0)]) -> None:
+@skillbook_app.command("rollback", cls=HelpCommand)
+def skillbook_rollback(
+    name: NameArgument,
+    to_version: Annotated[int, typer.Option("--to", min=0, help="The version to restore.")],
+    as_json: JsonOption = False,
+) -> None:
     """Restore a skillbook to an earlier version, as a new version (history is kept)."""
     check_skillbook_name(name)
-    with open_service(WorkerSettings.from_env(), run_workers=False, learn_threads=1) as service:
+    with open_service(
+        redis_settings("skillbook rollback", WHY), run_workers=False, learn_threads=1
+    ) as service:
         store = store_or_fail(service, name)
         try:
             version = store.rollback(to_version)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
+    if as_json:
+        print_json({"name": name, "restored_version": to_version, "version": version})
+    else:
         typer.echo(f"skillbook {name!r} rolled back to version {to_version}, now version {version}")
 
 

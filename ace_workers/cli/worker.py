@@ -28,6 +28,7 @@ from ..distributed.worker.trace_context import flush_spans_at_worker_shutdown
 from ..observability import LOG_FORMATS, start_metrics_server
 from ..observability.tracing import configure_tracing
 from ..observability.worker_logging import use_worker_logging
+from .common import require_shared_redis
 from .models import refuse_unusable_models
 
 logger = logging.getLogger(__name__)
@@ -77,8 +78,7 @@ def worker_command(
     settings = WorkerSettings.from_env()
     log_format = _worker_log_format(log_format, settings, metrics_port, pool)
     otlp_endpoint = _checked_otlp_endpoint(otlp_endpoint or settings.otlp_endpoint)
-    if not settings.redis_url:
-        raise typer.BadParameter("a worker needs ACE_REDIS_URL: it serves queues other processes fill")
+    require_shared_redis(settings, "worker", "it serves queues other processes fill", kept_embedded=False)
     roles = [role.strip() for role in queues.split(",") if role.strip()]
     served = worker_queues(settings, roles, partition)
     check_write_concurrency(served, concurrency, force=force, write_queues=settings.write_queues())

@@ -108,11 +108,16 @@ def _node_name(role: str) -> str:
 
 @contextmanager
 def local_workers(
-    service: Service, *, learn_threads: int = 4, write_queues: list[str] | None = None
+    service: Service,
+    *,
+    learn_threads: int = 4,
+    write_queues: list[str] | None = None,
+    serve_execute: bool = True,
 ) -> Iterator[Service]:
     """Run thread-pool workers for the execute and learn queues and a one-thread worker per write queue.
 
-    ``write_queues``: the write queues to serve (default: every partition's).
+    ``write_queues``: the write queues to serve (default: every partition's). Without
+    ``serve_execute`` the execute queue has no worker (a fleet for trace recipes only).
     """
     settings = service.runtime.settings
     queues = settings.queue_names()
@@ -125,7 +130,8 @@ def local_workers(
     service.app.conf.broker_transport_options = {**options, "polling_interval": WAKE_UP_SECONDS}
     with ExitStack() as stack:
         stack.enter_context(_own_hub())
-        _start_in_thread(stack, service, [queues["execute"], queues["learn"]], learn_threads, "learn")
+        served_first = [queues["execute"], queues["learn"]] if serve_execute else [queues["learn"]]
+        _start_in_thread(stack, service, served_first, learn_threads, "learn")
         for write_queue in served:  # one single-thread writer each
             reset_event_loop()  # each write worker gets a hub of its own
             role = write_queue.removeprefix(f"{settings.queue_prefix}.")

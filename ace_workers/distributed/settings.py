@@ -69,6 +69,11 @@ class WorkerSettings:
     Environment variables (defaults in brackets):
 
     - ``ACE_REDIS_URL``: redis://, rediss://, unix:// or redis+socket:// URL of Redis [unset: embedded Redis]
+    - ``ACE_EMBEDDED_REDIS_DIR``: with ACE_REDIS_URL unset, a folder (created if missing) where the
+      embedded Redis keeps its data across runs: ``learn`` with it set, then ``skillbook show`` with
+      the same folder, sees what was learned. One process at a time uses a folder; commands that
+      need a shared Redis (status, skillbook, dead-letters, nightly, batch) accept it in place of
+      ACE_REDIS_URL [unset: the embedded Redis is a scratch one, thrown away when the command ends]
     - ``ACE_BROKER_URL``: the task broker: amqp:// or amqps:// for RabbitMQ (quorum queues, publisher
       confirms); Redis stays the skillbook store and the batch ledger [unset: the Redis of ACE_REDIS_URL]
     - ``ACE_STORE_URL``: the Redis of the skillbook store, batches, inbox, dead letters and caches;
@@ -165,6 +170,7 @@ class WorkerSettings:
     redis_url: str | None = field(default=None, repr=False)
     broker_url: str | None = field(default=None, repr=False)
     store_url: str | None = field(default=None, repr=False)
+    embedded_redis_dir: str | None = None
     queue_prefix: str = "ace"
     write_partitions: int = _setting(1, minimum=1)
     agent_model: str = SIM_MODEL

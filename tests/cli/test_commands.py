@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -59,8 +60,9 @@ def test_the_console_script_turns_a_redis_that_is_down_into_one_clear_line(tmp_p
         env=env,
         check=False,
     )
-    assert done.returncode == 1
+    assert done.returncode == 3  # infrastructure unreachable
     assert done.stderr.startswith("error: ")
+    assert len(done.stderr.splitlines()) == 1
     assert "127.0.0.1:1" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -75,7 +77,8 @@ def test_enqueue_without_workers_is_refused(
     started = time.monotonic()
     result = CliRunner().invoke(app, ["enqueue", str(traces), "--skillbook", "x"])
     assert result.exit_code != 0
-    assert "no worker serves clinoworkers.execute" in str(result.exception)
+    # trace_analyser runs on learn and write only: an execute worker is not asked for.
+    assert "no worker serves clinoworkers.learn, clinoworkers.write" in str(result.exception)
     # It waited for replies as long as the setting says, not the default 3 s.
     assert time.monotonic() - started < 2.5
 
@@ -227,9 +230,57 @@ def test_skillbook_dedup_finds_paraphrases_with_the_packaged_model_and_remembers
     assert "no skillbook named 'nobody'" in unknown.output
 
 
+def test_skillbook_dedup_speaks_json_planned_and_applied(
+    redis_client: redis.Redis, redis_url: str, clean_env: pytest.MonkeyPatch
+) -> None:
+    from ace_workers.distributed import RedisSkillbookStore
+
+    clean_env.setenv("HF_HUB_OFFLINE", "1")
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("ACE_DEDUP_THRESHOLD", "0.85")
+    book = Skillbook()
+    for content in PARAPHRASES["units"]:
+        book.add_skill("units", content)
+    RedisSkillbookStore(redis_client, "tenant").import_skillbook(book)
+    runner = CliRunner()
+
+    planned = runner.invoke(app, ["skillbook", "dedup", "tenant", "--dry-run", "--json"])
+    applied = runner.invoke(app, ["skillbook", "dedup", "tenant", "--json"])
+
+    plan = json.loads(planned.stdout)
+    assert (plan["dry_run"], plan["version"]) == (True, 1)
+    assert [(op["type"], op["skill_ids"]) for op in plan["planned"]] == [
+        ("KEEP", ["units-00001", "units-00002"])
+    ]
+    report = json.loads(applied.stdout)
+    assert (report["dry_run"], report["version"]) == (False, 2)
+    assert report["applied"]["kept"] == [["units-00001", "units-00002"]]
+
+
 def test_the_dedup_hint_is_given_only_while_deduplication_is_off() -> None:
     from ace_workers.cli.learn import dedup_hint
     from ace_workers.distributed.settings import WorkerSettings
 
     assert dedup_hint(WorkerSettings()) is not None
     assert dedup_hint(WorkerSettings(dedup_provider="sentence_transformers")) is None
+
+
+def test_a_skillbook_learned_into_an_embedded_redis_folder_is_there_for_the_next_command(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    traces = write_traces(tmp_path / "traces.jsonl", 6)
+    clean_env.setenv("ACE_EMBEDDED_REDIS_DIR", "kept")  # clean_env runs the test in tmp_path
+    runner = CliRunner()
+
+    learned = runner.invoke(app, ["learn", str(traces), "--skillbook", "demo", "--model", "sim"])
+    shown = runner.invoke(app, ["skillbook", "show", "demo", "--json"])
+
+    assert learned.exit_code == 0, learned.output
+    assert shown.exit_code == 0, shown.output
+    book = json.loads(shown.stdout)
+    assert book["active_skills"] == 3
+    assert sorted({skill["section"] for skill in book["skillbook"]["skills"].values()}) == [
+        "flux",
+        "quill",
+        "zorb",
+    ]

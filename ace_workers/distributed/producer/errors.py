@@ -56,7 +56,11 @@ class HookInputError(ProducerError, ValueError):
 
 
 class NoWorkersError(ProducerError):
-    """Work was about to be enqueued on a Redis no worker serves."""
+    """Work was about to be sent to, or waited for on, queues no worker serves (named in ``queues``)."""
+
+    def __init__(self, message: str, *, queues: list[str] | None = None) -> None:
+        self.queues = list(queues or [])
+        super().__init__(message)
 
 
 class ProducerConfigError(ProducerError, ValueError):

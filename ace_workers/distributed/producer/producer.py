@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -35,11 +36,16 @@ from .errors import (
     ProducerConfigError,
     RemoteStepError,
 )
+from .fleet_check import require_workers
 from .inbox import append_to_inbox
 
-__all__ = ["BatchHandle", "Producer"]
+__all__ = ["PROGRESS_LOG_SECONDS", "BatchHandle", "Producer"]
+
+logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.05
+# How often a waiting caller logs the batch's progress (INFO), so a long wait is never silent.
+PROGRESS_LOG_SECONDS = 30.0
 
 
 @dataclass
@@ -73,17 +79,37 @@ class BatchHandle:
         skills = len(self.runtime.skillbook(status.skillbook))
         return BatchProgress(status, skills - status.skills_at_start)
 
-    def wait(self, timeout: float | None = None) -> BatchStatus:
-        """Block until every sample of every epoch finished (or the batch was cancelled); TimeoutError."""
+    def wait(
+        self,
+        timeout: float | None = None,
+        *,
+        check_workers: bool = True,
+        progress_seconds: float = PROGRESS_LOG_SECONDS,
+    ) -> BatchStatus:
+        """Block until every sample of every epoch finished (or the batch was cancelled); TimeoutError.
+
+        A batch still running is first checked for workers (given the app, and unless
+        ``check_workers`` is false): NoWorkersError at once if a queue its recipe uses has
+        none, as the command line refuses. While it waits it logs the batch's progress at
+        INFO every ``progress_seconds``.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
+        log_at = time.monotonic() + progress_seconds
         finished = "no count read"
+        check_with = self.app if check_workers else None  # the app to ask for workers, once
         while True:
             try:
                 status = self.status()
                 if status.state is not BatchState.RUNNING:  # done, or cancelled
                     return status
+                if check_with is not None:
+                    require_workers(check_with, self.runtime, status.recipe, status.skillbook)
+                    check_with = None
                 finished = f"{status.done + status.failed} of {status.total} samples finished"
+                if time.monotonic() >= log_at:
+                    _log_progress(status)
+                    log_at = time.monotonic() + progress_seconds
                 if self.app is not None and time.monotonic() > reconcile_at:
                     reconcile_batch(self.app, self.runtime, self.batch_id)
                     reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
@@ -117,6 +143,18 @@ class BatchHandle:
     def errors(self) -> list[dict[str, Any]]:
         """The failed samples: epoch, index, step, error and traceback summary."""
         return self.runtime.batches.errors(self.batch_id)
+
+
+def _log_progress(status: BatchStatus) -> None:
+    logger.info(
+        "batch %s: %d done, %d failed, %d queued of %d after %.0f s",
+        status.batch_id,
+        status.done,
+        status.failed,
+        status.queued,
+        status.total,
+        status.elapsed_seconds,
+    )
 
 
 class Producer:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from celery import Celery
@@ -23,7 +25,14 @@ from .chains import sample_chain
 from .fleet import check_fleet_agrees
 from .runtime import WorkerRuntime
 
-__all__ = ["DeadLetter", "RetryReport", "park_dead_letter", "read_dead_letters", "retry_dead_letters"]
+__all__ = [
+    "DeadLetter",
+    "LetterFilter",
+    "RetryReport",
+    "park_dead_letter",
+    "read_dead_letters",
+    "retry_dead_letters",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +61,43 @@ class DeadLetter:
         """The failed step's name, or '?' for an unreadable letter."""
         return str((self.letter or {}).get("step", "?"))
 
+    @property
+    def parked_at(self) -> datetime | None:
+        """When the letter was parked; None for a letter parked before letters had the time."""
+        text = (self.letter or {}).get("parked_at")
+        try:
+            return datetime.fromisoformat(text) if isinstance(text, str) else None
+        except ValueError:
+            return None
+
+    def kwarg(self, name: str) -> Any:
+        """One of the failed task's kwargs (``batch_id``, ``skillbook``, ...), or None."""
+        kwargs = (self.letter or {}).get("kwargs")
+        return kwargs.get(name) if isinstance(kwargs, dict) else None
+
+
+@dataclass(frozen=True)
+class LetterFilter:
+    """Which letters a listing or a retry takes: those of a batch, of a skillbook, parked since a time.
+
+    Each given condition must hold; none given takes every letter. A letter parked before
+    letters had a time (no ``parked_at``) never matches ``since``.
+    """
+
+    batch_id: str | None = None
+    skillbook: str | None = None
+    since: datetime | None = None  # timezone-aware
+
+    def __call__(self, letter: DeadLetter) -> bool:
+        if self.batch_id is not None and letter.kwarg("batch_id") != self.batch_id:
+            return False
+        if self.skillbook is not None and letter.kwarg("skillbook") != self.skillbook:
+            return False
+        if self.since is not None:
+            parked = letter.parked_at
+            return parked is not None and parked.tzinfo is not None and parked >= self.since
+        return True
+
 
 @dataclass
 class RetryReport:
@@ -70,21 +116,38 @@ def park_dead_letter(
     payload: Any,
     error: str,
 ) -> None:
-    """Append a letter for a sample that failed for good at ``step``, and count it."""
-    letter = {"task_id": task_id, "step": step, "kwargs": kwargs, "payload": payload, "error": error}
+    """Append a letter for a sample that failed for good at ``step``, and count it.
+
+    ``parked_at`` (ISO 8601, UTC) lets ``dead-letters list/retry --since`` pick recent letters.
+    """
+    letter = {
+        "task_id": task_id,
+        "step": step,
+        "kwargs": kwargs,
+        "payload": payload,
+        "error": error,
+        "parked_at": datetime.now(UTC).isoformat(),
+    }
     runtime.redis.rpush(dead_letters_key(runtime.settings.queue_prefix), json.dumps(letter, default=repr))
     runtime.metrics.observe_dead_letter(step)
 
 
-def read_dead_letters(runtime: WorkerRuntime) -> list[DeadLetter]:
-    """Every parked letter, oldest first; one that is not a letter of ours says why."""
+def read_dead_letters(
+    runtime: WorkerRuntime, matches: Callable[[DeadLetter], bool] | None = None
+) -> list[DeadLetter]:
+    """Every parked letter (or those ``matches`` takes), oldest first; one not of ours says why."""
     key = dead_letters_key(runtime.settings.queue_prefix)
     raws: list[bytes] = runtime.redis.lrange(key, 0, -1)  # type: ignore[assignment]
-    return [_parse(position, raw) for position, raw in enumerate(raws)]
+    letters = [_parse(position, raw) for position, raw in enumerate(raws)]
+    return letters if matches is None else [letter for letter in letters if matches(letter)]
 
 
-def retry_dead_letters(app: Celery, runtime: WorkerRuntime) -> RetryReport:
-    """Send every parked letter back to its failed step, then remove it; keep what cannot be sent.
+def retry_dead_letters(
+    app: Celery, runtime: WorkerRuntime, matches: Callable[[DeadLetter], bool] | None = None
+) -> RetryReport:
+    """Send every parked letter (or those ``matches`` takes) back to its failed step, then remove it.
+
+    What cannot be sent is kept, and so is every letter ``matches`` does not take.
 
     Sent first, removed after: a crash in between leaves the letter parked, and
     sending it again is harmless (a step's writes are idempotent). A letter whose
@@ -99,7 +162,7 @@ def retry_dead_letters(app: Celery, runtime: WorkerRuntime) -> RetryReport:
     key = dead_letters_key(runtime.settings.queue_prefix)
     report = RetryReport()
     # Only what is parked now: a retried step that fails again parks a new letter behind these.
-    for letter in read_dead_letters(runtime):
+    for letter in read_dead_letters(runtime, matches):
         problem = letter.problem or _send(app, runtime, letter)
         if problem is not None:
             report.kept.append((letter, problem))

@@ -104,3 +104,32 @@ def test_resolve_redis_fails_fast_when_the_configured_redis_is_down() -> None:
     settings = WorkerSettings(redis_url="redis://127.0.0.1:1/0", redis_connect_timeout_seconds=1.0)
     with pytest.raises(RedisUnavailable, match=r"127\.0\.0\.1:1\b"), resolve_redis(settings):
         pytest.fail("resolve_redis yielded for a Redis that is down")
+
+
+def test_a_server_in_a_named_folder_keeps_its_data_for_the_next_one(tmp_path: Any) -> None:
+    folder = tmp_path / "kept"
+    with EmbeddedRedis(directory=folder) as first:
+        client = redis.Redis.from_url(first.redis_url)
+        client.set("learned", "yes")
+        client.close()
+    assert (folder / "dump.rdb").is_file()  # saved as it stopped
+    with EmbeddedRedis(directory=folder) as second:
+        client = redis.Redis.from_url(second.redis_url)
+        try:
+            assert client.get("learned") == b"yes"
+        finally:
+            client.close()
+
+
+def test_a_named_folder_serves_one_process_at_a_time(tmp_path: Any) -> None:
+    folder = tmp_path / "kept"
+    with EmbeddedRedis(directory=folder), pytest.raises(EmbeddedRedisError, match="in use by another"):
+        EmbeddedRedis(directory=folder).start()
+    with EmbeddedRedis(directory=folder) as again:  # free once the first stopped
+        assert again.pid is not None
+
+
+def test_resolve_redis_keeps_the_embedded_data_in_the_settings_folder(tmp_path: Any) -> None:
+    settings = WorkerSettings(embedded_redis_dir=str(tmp_path / "kept"))
+    with resolve_redis(settings) as (_, redis_url):
+        assert redis_url == f"unix://{tmp_path / 'kept' / 'redis.sock'}?db=0"

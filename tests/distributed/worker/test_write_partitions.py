@@ -10,7 +10,7 @@ import redis
 from typer.testing import CliRunner
 
 from ace_workers.cli import app as cli
-from ace_workers.distributed.producer.errors import PartitionMismatchError
+from ace_workers.distributed.producer.errors import NoWorkersError, PartitionMismatchError
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings, write_partition
 from ace_workers.distributed.worker.errors import WritePartitionsChanged
@@ -80,9 +80,10 @@ def test_a_skillbook_waits_for_its_own_partitions_writer_and_no_other_takes_its_
         on_first = service.producer.enqueue_traces(failure_traces(3), first)
         on_second = service.producer.enqueue_traces(failure_traces(3), second)
         assert on_first.wait(timeout=TIMEOUT).done == 3
-        # Partition 1 has no writer: the second skillbook's writes wait in its queue.
-        with pytest.raises(TimeoutError):
-            on_second.wait(timeout=3)
+        # Partition 1 has no writer: the second skillbook's writes wait in its queue, and a
+        # caller waiting for them is told so at once.
+        with pytest.raises(NoWorkersError, match=rf"no worker serves {prefix}\.write\.1 "):
+            on_second.wait(timeout=TIMEOUT)
         assert service.runtime.store(second).version() == 0
         assert service.runtime.redis.llen(f"{prefix}.write.1") > 0
     with local_workers(service):

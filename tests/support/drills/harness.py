@@ -247,7 +247,9 @@ def wait_for_batch(
             supervise.restart_exited()
         left = max(0.0, deadline - time.monotonic())
         try:
-            return handle.wait(timeout=min(left, 1.0) if supervise is not None else left), failed_polls
+            # No check for workers: a drill kills them (or Redis) on purpose and waits for them back.
+            wait = min(left, 1.0) if supervise is not None else left
+            return handle.wait(timeout=wait, check_workers=False), failed_polls
         except (redis.ConnectionError, redis.BusyLoadingError):
             failed_polls += 1
             if time.monotonic() > deadline:

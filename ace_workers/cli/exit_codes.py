@@ -1,0 +1,48 @@
+"""The exit codes of every ``ace-workers`` command, and the one line an unreachable service ends with."""
+
+from __future__ import annotations
+
+import redis
+from kombu.exceptions import OperationalError
+
+from ..distributed.producer.errors import NoWorkersError
+from ..distributed.worker.errors import RedisUnavailable
+from .common import printable
+
+__all__ = [
+    "EXIT_CODES_HELP",
+    "EXIT_DONE",
+    "EXIT_FAILURES",
+    "EXIT_UNREACHABLE",
+    "EXIT_USAGE",
+    "UNREACHABLE",
+    "unreachable_line",
+]
+
+EXIT_DONE = 0
+EXIT_FAILURES = 1  # it ran, and something failed: a sample, a letter kept, a nightly run
+EXIT_USAGE = 2  # click's own code for a bad argument; also a missing setting, an unknown name
+EXIT_UNREACHABLE = 3  # nothing could be done: Redis, the broker or the workers did not answer
+
+# What a command cannot help and a script may retry later: the service, not the input, is at fault.
+UNREACHABLE = (RedisUnavailable, NoWorkersError, redis.ConnectionError, redis.TimeoutError, OperationalError)
+
+EXIT_CODES_HELP = (
+    f"Exit codes: {EXIT_DONE} done; {EXIT_FAILURES} finished with failures (a sample failed, a "
+    f"dead letter was kept, ...); {EXIT_USAGE} usage error (a bad argument or file, a missing "
+    f"setting such as ACE_REDIS_URL, an unknown skillbook or batch); {EXIT_UNREACHABLE} "
+    "infrastructure unreachable (Redis or the broker did not answer, or no worker serves a queue "
+    "the work needs). Results go to stdout (one JSON document with --json); warnings and errors "
+    "to stderr."
+)
+
+
+def unreachable_line(exc: BaseException) -> str:
+    """What could not be reached, in one line (control characters and newlines escaped)."""
+    if isinstance(exc, (RedisUnavailable, NoWorkersError)):
+        said = str(exc)  # these name the service and what to do
+    elif isinstance(exc, OperationalError):
+        said = f"the broker did not answer: {exc}"
+    else:
+        said = f"Redis did not answer: {type(exc).__name__}: {exc}"
+    return printable(said)

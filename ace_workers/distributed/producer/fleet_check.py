@@ -1,0 +1,47 @@
+"""Before sending a batch, or waiting for one: does a worker serve every queue its recipe uses?
+
+The command line and Python callers (``BatchHandle.wait``, ``DistributedRunner.run``) ask the
+same question and get the same NoWorkersError, instead of waiting in silence for a queue no
+worker reads. Only the queues the recipe's steps run on count: a trace_analyser batch never
+touches the execute queue, so it needs no execute worker.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from ..settings import env_name
+from ..worker.partitions import queue_consumers
+from ..worker.runtime import WorkerRuntime
+from .errors import NoWorkersError
+
+__all__ = ["recipe_queues", "require_workers"]
+
+
+def recipe_queues(runtime: WorkerRuntime, recipe: str, skillbook: str) -> list[str]:
+    """The queues the steps of ``recipe`` run on when writing ``skillbook`` (its write partition's).
+
+    Raises:
+        UnknownRecipeError: ``recipe`` is neither built in nor configured here (ACE_RECIPES).
+    """
+    _, routes = runtime.pipeline(recipe, skillbook)
+    return sorted({runtime.queue(route.queue_role, skillbook) for route in routes})
+
+
+def require_workers(app: Celery, runtime: WorkerRuntime, recipe: str, skillbook: str) -> None:
+    """Raise NoWorkersError unless some worker answers for every queue ``recipe`` uses.
+
+    Waits at most ACE_WORKER_REPLY_SECONDS, and only as long when a queue has no worker.
+    """
+    wanted = recipe_queues(runtime, recipe, skillbook)
+    served = queue_consumers(app, wanted, runtime.settings.worker_reply_seconds)
+    missing = [queue for queue in wanted if queue not in served]
+    if missing:
+        prefix = f"{runtime.settings.queue_prefix}."
+        roles = ",".join(queue.removeprefix(prefix) for queue in missing)  # execute, learn, write.K
+        raise NoWorkersError(
+            f"no worker serves {', '.join(missing)} (recipe {recipe!r} needs it); start them with "
+            f"'ace-workers worker --queues {roles}' (or unset {env_name('redis_url')} to run "
+            "everything in-process)",
+            queues=missing,
+        )
