@@ -27,6 +27,7 @@ from .worker.deliveries import hold_deliveries_while_redis_is_full
 from .worker.fleet import fleet_shape_step
 from .worker.reconcile import register_reconcile_task
 from .worker.runtime import WorkerRuntime
+from .worker.task_logs import StepFailureTracebackFilter
 from .worker.tasks import register_tasks
 
 __all__ = ["Service", "build_service", "local_workers", "reset_event_loop"]
@@ -100,6 +101,18 @@ def _nothing() -> None:
     """The wake-up timer's callback: the wake-up itself is the point."""
 
 
+@contextmanager
+def _one_line_per_failed_sample() -> Iterator[None]:
+    """While in-process workers run: no Celery traceback for a failed step (see the filter)."""
+    trace_logger = logging.getLogger("celery.app.trace")
+    quiet = StepFailureTracebackFilter()
+    trace_logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        trace_logger.removeFilter(quiet)
+
+
 def _node_name(role: str) -> str:
     # Celery's test workers are all named gen<pid>@host; answers to `inspect` from two
     # workers of one name overwrite each other, so each gets a name of its own.
@@ -130,6 +143,7 @@ def local_workers(
     service.app.conf.broker_transport_options = {**options, "polling_interval": WAKE_UP_SECONDS}
     with ExitStack() as stack:
         stack.enter_context(_own_hub())
+        stack.enter_context(_one_line_per_failed_sample())
         served_first = [queues["execute"], queues["learn"]] if serve_execute else [queues["learn"]]
         _start_in_thread(stack, service, served_first, learn_threads, "learn")
         for write_queue in served:  # one single-thread writer each

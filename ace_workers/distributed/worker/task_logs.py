@@ -41,7 +41,7 @@ from ...observability.logs import (
 from ..store.batches import sample_key
 from .chains import STEP_TASK
 
-__all__ = ["STEP_TASK_LOGGERS", "tag_task_lines", "task_log_context"]
+__all__ = ["STEP_TASK_LOGGERS", "StepFailureTracebackFilter", "tag_task_lines", "task_log_context"]
 
 # Celery's loggers of task lines: "received" (strategy), "succeeded", "retry", "raised" (trace).
 STEP_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
@@ -120,6 +120,21 @@ class CeleryTaskLineFilter(logging.Filter):
                 for name, value in asdict(context).items():
                     setattr(record, name, value)
         return True
+
+
+class StepFailureTracebackFilter(logging.Filter):
+    """Drops Celery's "raised unexpected" line of a step task, a traceback of some 30 lines.
+
+    The step's own "failed for good" line said it in one, and the batch keeps the
+    traceback's last frames. Used on the in-process fleet behind ``learn`` and the demo,
+    whose log is the user's terminal; a worker process of the fleet keeps Celery's line.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        data = getattr(record, "data", None)
+        if record.levelno < logging.ERROR or not isinstance(data, Mapping) or "exc" not in data:
+            return True
+        return task_log_context(str(data.get("name", "")), _kwargs_of(data.get("kwargs"))) is None
 
 
 def _kwargs_of(shown: object) -> Mapping[str, Any]:

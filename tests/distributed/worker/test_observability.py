@@ -557,3 +557,19 @@ def test_a_worker_process_logging_text_appends_the_step_fields(
     ]
     assert any(" received " in line and "celery.worker.strategy" in line for line in tagged)
     assert any(" succeeded in " in line and "celery.app.trace" in line for line in tagged)
+
+
+def test_in_process_workers_log_a_failed_sample_in_one_line_without_celerys_traceback(
+    service: Service, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The fleet behind `learn` and the demo logs to the user's terminal: a wrong model failing
+    # every sample once printed a 30-line traceback per sample.
+    with caplog.at_level(logging.ERROR):  # the fixture's workers run in this process
+        handle = service.producer.enqueue_traces(failure_traces(3), "book", recipe="failing")
+        status = handle.wait(timeout=60)
+    assert status.failed == 3
+    failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [r.getMessage() for r in failures] == [
+        "Explode failed for good: RuntimeError: boom on purpose"
+    ] * 3
+    assert all(r.exc_info is None for r in failures)
