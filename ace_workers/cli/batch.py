@@ -77,7 +77,7 @@ def cancel_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> No
         print_json(
             {
                 "batch_id": batch_id,
-                "cancelled": cancelled,  # false: it had ended already, in `state`
+                "cancelled_now": cancelled,  # false: it had ended already, in `state`
                 "state": status.state.value,
                 "total": status.total,
                 **status.counts(),

@@ -58,8 +58,9 @@ __all__ = [
 
 # stdout carries only a command's result (a batch id, a table, a skillbook, one JSON document), so
 # a script can read it; everything said along the way (warnings, skipped lines, progress) goes to
-# stderr, one warning a line (soft_wrap: never broken at the terminal's width).
-console = Console()
+# stderr. On both, a line is never broken at the terminal's width (soft_wrap): a status or
+# error line a script greps stays one line (tables still fit the width).
+console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts.")]

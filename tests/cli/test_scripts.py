@@ -113,11 +113,11 @@ def test_batch_cancel_and_resume_speak_json(
     assert cancelled.exit_code == 0, cancelled.output
     assert json.loads(cancelled.stdout) == {
         "batch_id": handle.batch_id,
-        "cancelled": True,
+        "cancelled_now": True,
         "state": "cancelled",
-        "done": 0,
-        "failed": 0,
         "total": 1,
+        # The ledger's five states, the one sample never started counted cancelled.
+        **{"done": 0, "failed": 0, "running": 0, "queued": 0, "cancelled": 1, "retried": 0},
     }
     assert resumed.exit_code == 0, resumed.output
     assert json.loads(resumed.stdout) == {
