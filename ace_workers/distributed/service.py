@@ -103,7 +103,7 @@ def _nothing() -> None:
 
 @contextmanager
 def _one_line_per_failed_sample() -> Iterator[None]:
-    """While in-process workers run: no Celery traceback for a failed step (see the filter)."""
+    """While in-process workers run: Celery's line about a failed step comes without its traceback."""
     trace_logger = logging.getLogger("celery.app.trace")
     quiet = StepFailureTracebackFilter()
     trace_logger.addFilter(quiet)

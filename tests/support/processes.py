@@ -6,8 +6,14 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterable
 from contextlib import ExitStack
 from pathlib import Path
+
+from ace_workers.distributed.service import Service
+from ace_workers.distributed.worker.partitions import queue_consumers
+
+from .waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 # The CLI as a worker process runs it: this interpreter, whatever is on PATH.
@@ -70,3 +76,18 @@ def terminate(process: subprocess.Popen[bytes], timeout: float = 10) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def wait_until_served(service: Service, roles: Iterable[str], timeout: float = 60) -> None:
+    """Wait until some worker consumes the queue of each of ``roles`` (execute, learn, write).
+
+    A worker process takes seconds to start, and ``BatchHandle.wait`` refuses at once
+    when a queue its batch needs has no worker.
+    """
+    queues = [service.runtime.queue(role) for role in roles]
+    wait_for(
+        lambda: set(queues) <= queue_consumers(service.app, queues, 1.0).keys(),
+        timeout,
+        f"a worker on {', '.join(queues)}",
+        every=0.1,
+    )

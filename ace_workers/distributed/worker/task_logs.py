@@ -123,18 +123,21 @@ class CeleryTaskLineFilter(logging.Filter):
 
 
 class StepFailureTracebackFilter(logging.Filter):
-    """Drops Celery's "raised unexpected" line of a step task, a traceback of some 30 lines.
+    """Cuts the traceback, some 30 lines, off Celery's "raised unexpected" line of a step task.
 
-    The step's own "failed for good" line said it in one, and the batch keeps the
-    traceback's last frames. Used on the in-process fleet behind ``learn`` and the demo,
-    whose log is the user's terminal; a worker process of the fleet keeps Celery's line.
+    The line itself stays, one line naming the exception; the step's own "failed for good"
+    line says the rest, and the batch keeps the traceback's last frames. Used on the
+    in-process fleet behind ``learn`` and the demo, whose log is the user's terminal; a
+    worker process of the fleet keeps Celery's traceback.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
         data = getattr(record, "data", None)
         if record.levelno < logging.ERROR or not isinstance(data, Mapping) or "exc" not in data:
             return True
-        return task_log_context(str(data.get("name", "")), _kwargs_of(data.get("kwargs"))) is None
+        if task_log_context(str(data.get("name", "")), _kwargs_of(data.get("kwargs"))) is not None:
+            record.exc_info, record.exc_text = None, None
+        return True
 
 
 def _kwargs_of(shown: object) -> Mapping[str, Any]:

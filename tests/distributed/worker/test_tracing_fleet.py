@@ -25,7 +25,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from ace_workers.distributed import WorkerSettings
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.sim import failure_traces
-from tests.support.processes import start_worker, stop
+from tests.support.processes import start_worker, stop, wait_until_served
 from tests.support.recipes import TEST_RECIPES
 from tests.support.tracing import by_trace, memory_spans, named, parent_id, span_id, trace_id
 from tests.support.workers import running_service
@@ -273,6 +273,7 @@ def test_worker_processes_export_the_steps_of_a_sample_to_the_otlp_endpoint_in_i
     ]
     service = build_service(WorkerSettings(redis_url=redis_url, queue_prefix=prefix), redis_url=redis_url)
     try:
+        wait_until_served(service, ["learn", "write"])
         handle = service.producer.enqueue_traces(failure_traces(1), "exported")
         assert handle.wait(timeout=TIMEOUT).done == 1, (tmp_path / "learn.log").read_text()
         deadline = time.monotonic() + TIMEOUT
