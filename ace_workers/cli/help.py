@@ -35,31 +35,28 @@ def _tidy(params: Iterable[Any]) -> None:
             param.metavar = param.name.upper()
 
 
-class HelpCommand(TyperCommand):
-    """A command whose help shows flags bare and names its arguments in capitals."""
+class _BareFlags:
+    """Tidies a command's parameters, and its --help option, as :func:`_tidy` says."""
+
+    params: list[Any]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _tidy(self.params)
 
     def get_help_option(self, ctx: Context) -> TyperOption | None:
-        option = super().get_help_option(ctx)
+        option: TyperOption | None = super().get_help_option(ctx)  # type: ignore[misc]
         _tidy([option])
         return option
+
+
+class HelpCommand(_BareFlags, TyperCommand):
+    """A command whose help shows flags bare and names its arguments in capitals."""
 
     def collect_usage_pieces(self, ctx: Context) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         return pieces + [usage_name(p) for p in self.get_params(ctx) if isinstance(p, TyperArgument)]
 
 
-class HelpGroup(TyperGroup):
+class HelpGroup(_BareFlags, TyperGroup):
     """A command group whose help shows its flags (``--help``, ``--version``) bare."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _tidy(self.params)
-
-    def get_help_option(self, ctx: Context) -> TyperOption | None:
-        option = super().get_help_option(ctx)
-        _tidy([option])
-        return option

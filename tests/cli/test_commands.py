@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from ace_workers.cli import app
 from ace_workers.core import Skillbook
+from ace_workers.distributed import RedisSkillbookStore
 from tests.support.cli import write_traces
 from tests.support.crafted import park_letter
 from tests.support.recipes import TEST_RECIPES
@@ -191,21 +192,29 @@ PARAPHRASES = {
 }
 
 
+def paraphrases_to_dedup(
+    env: pytest.MonkeyPatch, client: redis.Redis, redis_url: str, sections: dict[str, list[str]]
+) -> RedisSkillbookStore:
+    """Skillbook 'tenant' holding ``sections`` in the test Redis, and the settings to dedup it offline."""
+
+    env.setenv("HF_HUB_OFFLINE", "1")
+    env.setenv("ACE_REDIS_URL", redis_url)
+    env.setenv("ACE_DEDUP_THRESHOLD", "0.85")
+    book = Skillbook()
+    for section, contents in sections.items():
+        for content in contents:
+            book.add_skill(section, content)
+    store = RedisSkillbookStore(client, "tenant")
+    store.import_skillbook(book)
+    return store
+
+
 def test_skillbook_dedup_finds_paraphrases_with_the_packaged_model_and_remembers_keep(
     redis_client: redis.Redis, redis_url: str, clean_env: pytest.MonkeyPatch
 ) -> None:
-    from ace_workers.distributed import RedisSkillbookStore
     from ace_workers.distributed.store.embedding_cache import RedisEmbeddingCache
 
-    clean_env.setenv("HF_HUB_OFFLINE", "1")
-    clean_env.setenv("ACE_REDIS_URL", redis_url)
-    clean_env.setenv("ACE_DEDUP_THRESHOLD", "0.85")
-    book = Skillbook()
-    for section, contents in PARAPHRASES.items():
-        for content in contents:
-            book.add_skill(section, content)
-    store = RedisSkillbookStore(redis_client, "tenant")
-    store.import_skillbook(book)
+    store = paraphrases_to_dedup(clean_env, redis_client, redis_url, PARAPHRASES)
     runner = CliRunner()
     planned = runner.invoke(app, ["skillbook", "dedup", "tenant", "--dry-run"])
     assert planned.exit_code == 0, planned.output
@@ -233,15 +242,7 @@ def test_skillbook_dedup_finds_paraphrases_with_the_packaged_model_and_remembers
 def test_skillbook_dedup_speaks_json_planned_and_applied(
     redis_client: redis.Redis, redis_url: str, clean_env: pytest.MonkeyPatch
 ) -> None:
-    from ace_workers.distributed import RedisSkillbookStore
-
-    clean_env.setenv("HF_HUB_OFFLINE", "1")
-    clean_env.setenv("ACE_REDIS_URL", redis_url)
-    clean_env.setenv("ACE_DEDUP_THRESHOLD", "0.85")
-    book = Skillbook()
-    for content in PARAPHRASES["units"]:
-        book.add_skill("units", content)
-    RedisSkillbookStore(redis_client, "tenant").import_skillbook(book)
+    paraphrases_to_dedup(clean_env, redis_client, redis_url, {"units": PARAPHRASES["units"]})
     runner = CliRunner()
 
     planned = runner.invoke(app, ["skillbook", "dedup", "tenant", "--dry-run", "--json"])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,8 +21,9 @@ from ace_workers.distributed.service import Service, build_service, local_worker
 from ace_workers.distributed.store.batches import BatchState, BatchStatus
 from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry_dead_letters
 from ace_workers.distributed.worker.reconcile import reconcile_batch
-from tests.support.recipes import CHOOSY_HEALED, TEST_RECIPES
+from tests.support.recipes import CHOOSY_HEALED
 from tests.support.waiting import wait_for
+from tests.support.workers import build_test_service
 
 TIMEOUT = 60
 STATES = ("done", "failed", "running", "queued", "cancelled")
@@ -37,14 +37,7 @@ FAST_LEDGER = {
 
 @pytest.fixture
 def service(redis_url: str, redis_client: redis.Redis) -> Iterator[Service]:
-    settings = WorkerSettings(
-        redis_url=redis_url,
-        queue_prefix=f"t{uuid.uuid4().hex[:8]}",
-        sim_trust_threshold=0,
-        recipes=TEST_RECIPES,
-        **FAST_LEDGER,
-    )
-    built = build_service(settings, redis_url=redis_url)
+    built = build_test_service(redis_url, **FAST_LEDGER)
     try:
         yield built
     finally:
