@@ -11,6 +11,7 @@ from __future__ import annotations
 from celery import Celery
 
 from ..settings import env_name
+from ..worker.fleet import check_fleet_agrees
 from ..worker.partitions import queue_consumers
 from ..worker.runtime import WorkerRuntime
 from .errors import NoWorkersError
@@ -32,7 +33,10 @@ def require_workers(app: Celery, runtime: WorkerRuntime, recipe: str, skillbook:
     """Raise NoWorkersError unless some worker answers for every queue ``recipe`` uses.
 
     Waits at most ACE_WORKER_REPLY_SECONDS, and only as long when a queue has no worker.
+    First, before the recipe is built (which may load an embedding model), FleetSettingsMismatch
+    if a running worker has other settings that shape the recipe.
     """
+    check_fleet_agrees(runtime, recipe)
     wanted = recipe_queues(runtime, recipe, skillbook)
     served = queue_consumers(app, wanted, runtime.settings.worker_reply_seconds)
     missing = [queue for queue in wanted if queue not in served]

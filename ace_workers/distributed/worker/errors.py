@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...errors import AceError
+from ...errors import AceError, SettingsError
 from ..connections import redact_url
 from ..settings import env_name
 
@@ -159,7 +159,7 @@ class UnknownStepError(WorkerError, ValueError):
         super().__init__(f"recipe {recipe!r} has steps 0 to {steps - 1}; no step {index}")
 
 
-class FleetSettingsMismatch(WorkerError, ValueError):
+class FleetSettingsMismatch(WorkerError, SettingsError):
     """A running worker has other settings that shape recipes than this process: nothing was sent."""
 
     def __init__(self, node: str, difference: str) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -19,6 +21,7 @@ from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry
 from ace_workers.distributed.worker.errors import FleetSettingsMismatch
 from ace_workers.distributed.worker.fleet import FRESH_SECONDS
 from ace_workers.sim import failure_traces
+from tests.support.cli import run_console_script
 from tests.support.recipes import TEST_RECIPES
 from tests.support.waiting import wait_for
 
@@ -136,3 +139,31 @@ def test_a_recipe_of_your_own_that_a_worker_maps_elsewhere_is_refused(
         "ACE_RECIPES maps recipe 'choosy' to 'tests.support.recipes:failing_recipe' in this process but to "
         in (str(refused.value))
     )
+
+
+def test_the_cli_refuses_a_batch_the_workers_would_fail_in_one_line_with_exit_2(
+    workers: Service,
+    redis_url: str,
+    prefix: str,
+    clean_env: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("".join(json.dumps(trace) + "\n" for trace in failure_traces(2)))
+    for name, value in {
+        "ACE_REDIS_URL": redis_url,
+        "ACE_QUEUE_PREFIX": prefix,
+        "ACE_RECIPES": TEST_RECIPES,
+        "ACE_DEDUP_PROVIDER": "litellm",
+    }.items():
+        clean_env.setenv(name, value)
+    with local_workers(workers, learn_threads=1):
+        refused = run_console_script(clean_env, capsys, "enqueue", str(traces), "--skillbook", "book")
+    assert refused.code == 2
+    assert refused.out == ""
+    assert re.fullmatch(
+        r"error: ACE_DEDUP_PROVIDER is 'litellm' in this process but 'off' on worker \S+@\S+: give the "
+        r"producer and every worker the same value \(nothing was sent\)\n",
+        refused.err,
+    ), refused.err
