@@ -25,6 +25,12 @@ SHARED_FIXTURE_PATHS = {
     "tests/observability/opik_tracing/": "models",  # with a stand-in Opik server
     "tests/providers/test_litellm_client.py": "models",
     "tests/providers/test_instructor_client.py": "models",
+    "tests/providers/test_model_check.py": "models",
+    "tests/runners/test_from_model.py": "models",
+    "tests/runners/test_options.py::test_from_model": "models",
+    "tests/cli/test_models_and_failures.py": "models",
+    "tests/distributed/worker/test_rejected_requests.py": "models",
+    "tests/distributed/worker/test_rr_on_workers.py::test_the_recursive_reflectors_llm_metrics": "models",
     "tests/integrations/langchain/": "models",  # langchain_core: a second more per process
     "tests/integrations/browser_use/test_to_trace.py": "models",  # browser_use: a second more too
     "tests/spec_examples/test_usage_examples.py": "models",

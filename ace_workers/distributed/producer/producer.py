@@ -46,6 +46,11 @@ logger = logging.getLogger(__name__)
 POLL_SECONDS = 0.05
 # How often a waiting caller logs the batch's progress (INFO), so a long wait is never silent.
 PROGRESS_LOG_SECONDS = 30.0
+# A batch the fleet serves shows it within milliseconds: its steps start and finish. Only once a
+# waited-on batch has made no progress for this long is the fleet checked for workers, by an
+# inspect broadcast that costs a few tenths of a second (over a hundred waits of the test suite
+# paid 35 s for it up front).
+WORKER_CHECK_GRACE_SECONDS = 1.0
 
 
 @dataclass
@@ -88,12 +93,14 @@ class BatchHandle:
     ) -> BatchStatus:
         """Block until every sample of every epoch finished (or the batch was cancelled); TimeoutError.
 
-        A batch still running is first checked for workers (given the app, and unless
-        ``check_workers`` is false): NoWorkersError at once if a queue its recipe uses has
-        none, as the command line refuses. While it waits it logs the batch's progress at
-        INFO every ``progress_seconds``.
+        A batch still running is checked for workers once (given the app, and unless
+        ``check_workers`` is false) as soon as it has made no progress for
+        WORKER_CHECK_GRACE_SECONDS: NoWorkersError if a queue its recipe uses has none, as the
+        command line refuses.
+        While it waits it logs the batch's progress at INFO every ``progress_seconds``.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
+        began, began_at = time.monotonic(), time.time()
+        deadline = None if timeout is None else began + timeout
         reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
         log_at = time.monotonic() + progress_seconds
         finished = "no count read"
@@ -103,7 +110,8 @@ class BatchHandle:
                 status = self.status()
                 if status.state is not BatchState.RUNNING:  # done, or cancelled
                     return status
-                if check_with is not None:
+                idle = time.time() - max(status.progress_at, began_at)
+                if check_with is not None and idle >= WORKER_CHECK_GRACE_SECONDS:
                     require_workers(check_with, self.runtime, status.recipe, status.skillbook)
                     check_with = None
                 finished = f"{status.done + status.failed} of {status.total} samples finished"
