@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -50,6 +51,10 @@ SHAPING_FIELDS = ("dedup_provider", "reflector", "write_partitions")
 # How often a worker refreshes its record; a record older than FRESH_SECONDS is a worker gone.
 REFRESH_SECONDS = 30.0
 FRESH_SECONDS = 3 * REFRESH_SECONDS
+# What route_digest gives: a message's shape names a record only if it has this form.
+_DIGEST = re.compile(r"[0-9a-f]{16}")
+# At most this much of a value read from another process's record is shown.
+_SHOWN_CHARS = 200
 # How long the record of a shape a sender used is kept: as long as a message may wait.
 SHAPE_RECORD_SECONDS = 7 * 24 * 3600
 
@@ -94,9 +99,13 @@ def check_message_shape(runtime: WorkerRuntime, recipe: str, skillbook: str, sha
     mine = route_digest(recipe, routes)
     if shape == mine:
         return
-    raw = runtime.redis.get(recipe_shape_key(runtime.settings.queue_prefix, str(shape)))
-    sender = _loaded(raw)
     steps_here = [route.name for route in routes]
+    if not (isinstance(shape, str) and _DIGEST.fullmatch(shape)):
+        # A message is untrusted: only a digest names a key, and nothing else is read.
+        raise RecipeShapeMismatch(
+            recipe, f"the message's recipe shape is not a digest; worker {node} runs {steps_here}"
+        )
+    sender = _loaded(runtime.redis.get(recipe_shape_key(runtime.settings.queue_prefix, shape)))
     difference = _first_difference(
         shaping_settings(runtime.settings),
         sender.get("settings"),
@@ -164,7 +173,8 @@ def _first_difference(mine: Mapping[str, str], theirs: Any, here: tuple[str, str
         if other is not None and str(other) != value:
             local = f"{where} ({node})" if node else where
             remote = f" {there}" if there else ""
-            return f"{name} is {value!r} in {local} but {str(other)!r}{remote}"
+            # Read from Redis, written by whoever can write there: shown cut, as a repr.
+            return f"{name} is {value!r} in {local} but {str(other)[:_SHOWN_CHARS]!r}{remote}"
     return None
 
 

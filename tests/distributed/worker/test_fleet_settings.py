@@ -18,8 +18,8 @@ from ace_workers.distributed.service import Service, build_service, local_worker
 from ace_workers.distributed.store.batches import BatchState
 from ace_workers.distributed.store.keys import fleet_workers_key
 from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry_dead_letters
-from ace_workers.distributed.worker.errors import FleetSettingsMismatch
-from ace_workers.distributed.worker.fleet import FRESH_SECONDS
+from ace_workers.distributed.worker.errors import FleetSettingsMismatch, RecipeShapeMismatch
+from ace_workers.distributed.worker.fleet import FRESH_SECONDS, check_message_shape
 from ace_workers.sim import failure_traces
 from tests.support.cli import run_console_script
 from tests.support.recipes import TEST_RECIPES
@@ -167,3 +167,15 @@ def test_the_cli_refuses_a_batch_the_workers_would_fail_in_one_line_with_exit_2(
         r"producer and every worker the same value \(nothing was sent\)\n",
         refused.err,
     ), refused.err
+
+
+@pytest.mark.parametrize("shape", ["../../claim:abc", {"digest": "x"}, "f" * 17])
+def test_a_message_whose_shape_is_no_digest_fails_and_names_no_key_that_is_read(
+    workers: Service, monkeypatch: pytest.MonkeyPatch, shape: object
+) -> None:
+    read: list[str] = []
+    real_get = workers.runtime.redis.get
+    monkeypatch.setattr(workers.runtime.redis, "get", lambda key: read.append(key) or real_get(key))
+    with pytest.raises(RecipeShapeMismatch, match="the message's recipe shape is not a digest"):
+        check_message_shape(workers.runtime, "trace_analyser", "book", shape, "learn@here")
+    assert read == []
