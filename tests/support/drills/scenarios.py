@@ -356,11 +356,13 @@ def redis_full(directory: Path, *, samples: int = 6, full_for: float = 6.0) -> O
 
 
 def redis_full_mid_batch(
-    directory: Path, *, samples: int = 24, headroom: int = 2 * 1024 * 1024, full_for: float = 2.0
+    directory: Path, *, samples: int = 48, headroom: int = 2 * 1024 * 1024, full_for: float = 2.0
 ) -> Outcome:
     """Let Redis run out of memory mid-batch; free it ``full_for`` s after a worker met it.
 
     Nobody resumes the batch: it must finish from what the workers and the waiting producer do.
+    48 samples run about 3 s: Redis fills at about a fifth of them, with room for a test process
+    starved of CPU by a parallel suite (at 24, one CI run saw the batch finish before the fill).
     """
     with quick_fleet(directory, "redis") as (service, client, fleet):
         fleet.start(service)
