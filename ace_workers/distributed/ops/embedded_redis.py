@@ -105,11 +105,11 @@ class EmbeddedRedis:
         if self._process is not None:
             raise EmbeddedRedisError("the embedded Redis is already running")
         executable = _redis_server_executable()
-        if self.kept_directory is None:
-            self._directory = _make_directory()
-        else:
+        if self.kept_directory is not None:
             self._lock = _lock_kept_directory(self.kept_directory)
-            self._directory = self.kept_directory
+        # The socket's directory is always a short private one (a unix socket path has a length
+        # limit a kept folder may pass); a kept folder holds the data.
+        self._directory = _make_directory()
         config = self._directory / "redis.conf"
         config.write_text(self._config())
         logger.debug("starting embedded Redis: %s %s", executable, config)
@@ -141,7 +141,7 @@ class EmbeddedRedis:
                 process.kill()
                 process.wait(timeout=5)
         directory, self._directory = self._directory, None
-        if directory is not None and self.kept_directory is None:
+        if directory is not None:
             shutil.rmtree(directory, ignore_errors=True)
         lock, self._lock = self._lock, None
         if lock is not None:
@@ -161,7 +161,7 @@ class EmbeddedRedis:
 
     # -- internals --------------------------------------------------------------------
     def _config(self) -> str:
-        directory = self.socket_path.parent
+        directory = self.kept_directory or self.socket_path.parent  # where the data (and log) go
         lines = [
             "port 0",  # no TCP listener: only this user's processes can reach it, through the socket
             f'unixsocket "{self.socket_path}"',
@@ -228,11 +228,6 @@ def _lock_kept_directory(directory: Path) -> IO[bytes]:
 
     Two servers on one folder would overwrite each other's files: a second process is refused.
     """
-    if len(str(directory / "redis.sock")) > _MAX_SOCKET_PATH:
-        raise EmbeddedRedisError(
-            f"ACE_EMBEDDED_REDIS_DIR={directory} is too long a path for the server's unix socket "
-            f"(at most {_MAX_SOCKET_PATH - len('/redis.sock')} characters): name a shorter folder"
-        )
     try:
         directory.mkdir(parents=True, exist_ok=True)
         lock = (directory / "redis.lock").open("ab")

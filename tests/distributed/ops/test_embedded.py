@@ -106,8 +106,11 @@ def test_resolve_redis_fails_fast_when_the_configured_redis_is_down() -> None:
         pytest.fail("resolve_redis yielded for a Redis that is down")
 
 
-def test_a_server_in_a_named_folder_keeps_its_data_for_the_next_one(tmp_path: Any) -> None:
-    folder = tmp_path / "kept"
+@pytest.mark.parametrize(
+    "name", ["kept", "a-folder-whose-path-is-longer-than-a-unix-socket-path-may-be-" * 2]
+)
+def test_a_server_in_a_named_folder_keeps_its_data_for_the_next_one(tmp_path: Any, name: str) -> None:
+    folder = tmp_path / name
     with EmbeddedRedis(directory=folder) as first:
         client = redis.Redis.from_url(first.redis_url)
         client.set("learned", "yes")
@@ -132,4 +135,7 @@ def test_a_named_folder_serves_one_process_at_a_time(tmp_path: Any) -> None:
 def test_resolve_redis_keeps_the_embedded_data_in_the_settings_folder(tmp_path: Any) -> None:
     settings = WorkerSettings(embedded_redis_dir=str(tmp_path / "kept"))
     with resolve_redis(settings) as (_, redis_url):
-        assert redis_url == f"unix://{tmp_path / 'kept' / 'redis.sock'}?db=0"
+        client = redis.Redis.from_url(redis_url)
+        client.set("learned", "yes")
+        client.close()
+    assert (tmp_path / "kept" / "dump.rdb").is_file()  # the data is in the folder the settings name
