@@ -40,7 +40,7 @@ def sample_chain(
     # Each task carries the shape of the recipe it was sent for: a worker that has other steps
     # for it (its settings differ) fails the sample, naming the setting, rather than run a step
     # that means something else there.
-    shape = recipe_shape(runtime, recipe, skillbook)
+    shape = recipe_shape(runtime, recipe, routes)
     signatures = []
     for route in routes[start:]:
         kwargs = {

@@ -70,9 +70,8 @@ def route_digest(recipe: str, routes: Sequence[Route]) -> str:
     return hashlib.sha256(json.dumps(steps).encode()).hexdigest()[:16]
 
 
-def recipe_shape(runtime: WorkerRuntime, recipe: str, skillbook: str) -> str:
-    """The digest of ``recipe``'s shape in this process; its record is stored for the workers."""
-    _, routes = runtime.pipeline(recipe, skillbook)
+def recipe_shape(runtime: WorkerRuntime, recipe: str, routes: Sequence[Route]) -> str:
+    """The digest of ``recipe``'s shape (its ``routes`` here); its record is stored for the workers."""
     digest = route_digest(recipe, routes)
     if runtime.note_shape_published(digest):  # once per process and shape
         record = {
@@ -88,14 +87,16 @@ def recipe_shape(runtime: WorkerRuntime, recipe: str, skillbook: str) -> str:
     return digest
 
 
-def check_message_shape(runtime: WorkerRuntime, recipe: str, skillbook: str, shape: Any, node: str) -> None:
-    """RecipeShapeMismatch if a message was sent for another shape of ``recipe`` than this worker's.
+def check_message_shape(
+    runtime: WorkerRuntime, recipe: str, routes: Sequence[Route], shape: Any, node: str
+) -> None:
+    """RecipeShapeMismatch if a message was sent for another shape of ``recipe`` than ``routes``, its
+    steps on this worker.
 
     A message with no shape (from an older sender, or crafted) is not checked here.
     """
     if shape is None:
         return
-    _, routes = runtime.pipeline(recipe, skillbook)
     mine = route_digest(recipe, routes)
     if shape == mine:
         return
@@ -109,8 +110,8 @@ def check_message_shape(runtime: WorkerRuntime, recipe: str, skillbook: str, sha
     difference = _first_difference(
         shaping_settings(runtime.settings),
         sender.get("settings"),
-        ("this worker", node),
-        "where the sample was sent",
+        here=f"in this worker ({node})",
+        there=" where the sample was sent",
     )
     if difference is None:
         sent = sender.get("steps")
@@ -141,7 +142,7 @@ def check_fleet_agrees(
         at = record.get("at")
         if not isinstance(at, (int, float)) or now - at > FRESH_SECONDS:
             continue
-        difference = _first_difference(mine, record.get("settings"), ("this process", ""), "")
+        difference = _first_difference(mine, record.get("settings"), here="in this process", there="")
         if difference is None and own_path is not None:
             difference = _recipe_difference(recipe, own_path, record.get("recipes"))
         if difference is not None:
@@ -163,18 +164,15 @@ def forget_worker(runtime: WorkerRuntime, node: str) -> None:
     runtime.redis.hdel(fleet_workers_key(runtime.settings.queue_prefix), node)
 
 
-def _first_difference(mine: Mapping[str, str], theirs: Any, here: tuple[str, str], there: str) -> str | None:
-    """'ACE_X is 'a' on this worker (node) but 'b' where ...': the first shaping setting that differs."""
+def _first_difference(mine: Mapping[str, str], theirs: Any, *, here: str, there: str) -> str | None:
+    """ "ACE_X is 'a' {here} but 'b'{there}": the first shaping setting that differs, or None."""
     if not isinstance(theirs, dict):
         return None
-    where, node = here
     for name, value in mine.items():
         other = theirs.get(name)
         if other is not None and str(other) != value:
-            local = f"{where} ({node})" if node else where
-            remote = f" {there}" if there else ""
             # Read from Redis, written by whoever can write there: shown cut, as a repr.
-            return f"{name} is {value!r} in {local} but {str(other)[:_SHOWN_CHARS]!r}{remote}"
+            return f"{name} is {value!r} {here} but {str(other)[:_SHOWN_CHARS]!r}{there}"
     return None
 
 

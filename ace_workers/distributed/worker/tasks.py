@@ -36,7 +36,7 @@ from .app import (
 from .chains import STEP_TASK
 from .dead_letters import park_dead_letter
 from .epochs import resume_batch
-from .errors import RecipeShapeMismatch, StepAborted, UnknownRecipeError, UnknownStepError
+from .errors import StepAborted, UnknownRecipeError, UnknownStepError
 from .fleet import check_message_shape
 from .payload import context_to_payload, payload_to_context
 from .retries import broker_countdown, retry_countdown
@@ -61,13 +61,7 @@ REDIS_OUTAGE = (redis.ConnectionError, redis.TimeoutError)
 # Failing for good: another delivery would meet the same answer, so the sample fails and its
 # message is dead-lettered. LLMRequestRejected: the provider refused the request itself (bad
 # credentials, unknown model, bad request); retried, it would fail the same way each time.
-NOT_RETRYABLE = (
-    RetriesExhausted,
-    UnknownRecipeError,
-    UnknownStepError,
-    RecipeShapeMismatch,
-    LLMRequestRejected,
-)
+NOT_RETRYABLE = (RetriesExhausted, UnknownRecipeError, LLMRequestRejected)
 # What Celery mishandles when a task raises it, besides every BaseException that is not an
 # Exception (KeyboardInterrupt wedges a threads worker with its message unacknowledged; SystemExit
 # ends a prefork child): MemoryError, which it re-raises before acknowledging, so the message comes
@@ -96,7 +90,7 @@ def run_step(
     the recipe's shape where the sample was sent (see fleet.py), ``node`` this worker's name.
     """
     _, routes = runtime.pipeline(recipe, skillbook)
-    check_message_shape(runtime, recipe, skillbook, shape, node)
+    check_message_shape(runtime, recipe, routes, shape, node)
     if not (isinstance(index, int) and 0 <= index < len(routes)):
         raise UnknownStepError(recipe, index, len(routes))
     route = routes[index]

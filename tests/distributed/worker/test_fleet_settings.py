@@ -173,9 +173,10 @@ def test_the_cli_refuses_a_batch_the_workers_would_fail_in_one_line_with_exit_2(
 def test_a_message_whose_shape_is_no_digest_fails_and_names_no_key_that_is_read(
     workers: Service, monkeypatch: pytest.MonkeyPatch, shape: object
 ) -> None:
+    _, routes = workers.runtime.pipeline("trace_analyser", "book")
     read: list[str] = []
     real_get = workers.runtime.redis.get
     monkeypatch.setattr(workers.runtime.redis, "get", lambda key: read.append(key) or real_get(key))
     with pytest.raises(RecipeShapeMismatch, match="the message's recipe shape is not a digest"):
-        check_message_shape(workers.runtime, "trace_analyser", "book", shape, "learn@here")
+        check_message_shape(workers.runtime, "trace_analyser", routes, shape, "learn@here")
     assert read == []
