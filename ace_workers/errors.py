@@ -37,7 +37,17 @@ __all__ = [
     "TracingSetupError",
     "UnknownSkillError",
     "UnknownTagError",
+    "one_line",
 ]
+
+
+def one_line(text: object) -> str:
+    """``text`` on one line: every run of whitespace, newlines among them, as one space.
+
+    An error's message may span lines (a provider's reply, a pydantic error); a log line,
+    an error record and a listing show one.
+    """
+    return " ".join(str(text).split())
 
 
 class AceError(Exception):
@@ -327,7 +337,7 @@ class LearningFailed(AceError):
         self.first_cause = first_cause
         self.failed_at = failed_at
         where = f" at {failed_at}" if failed_at else ""
-        cause = " ".join(f"{type(first_cause).__name__}: {first_cause}".split())
+        cause = one_line(f"{type(first_cause).__name__}: {first_cause}")
         super().__init__(f"all {count} sample(s) failed; first error{where}: {cause}")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import one_line
 from .common import console, printable
 
 __all__ = ["SHOWN_ERRORS", "failure_lines", "print_failures"]
@@ -24,7 +25,7 @@ def failure_lines(batch_id: str, errors: list[dict[str, Any]], *, total: int) ->
         )
     if errors and len(errors) >= total:
         first = errors[0]
-        lines.append(f"all {total} samples failed; first error: {first['step']}: {_one_line(first['error'])}")
+        lines.append(f"all {total} samples failed; first error: {first['step']}: {one_line(first['error'])}")
     return lines
 
 
@@ -35,9 +36,4 @@ def print_failures(batch_id: str, errors: list[dict[str, Any]], *, total: int) -
 
 
 def _describe(error: dict[str, Any]) -> str:
-    return f"epoch {error['epoch']} sample {error['index']}: {error['step']}: {_one_line(error['error'])}"
-
-
-def _one_line(text: object) -> str:
-    # An error recorded on a worker may run over lines (a provider's message): a listing is one a line.
-    return " ".join(str(text).split())
+    return f"epoch {error['epoch']} sample {error['index']}: {error['step']}: {one_line(error['error'])}"

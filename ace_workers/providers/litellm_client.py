@@ -19,7 +19,7 @@ from tenacity import (
     wait_random,
 )
 
-from ..errors import LLMError, LLMRequestRejected
+from ..errors import LLMError, LLMRequestRejected, one_line
 from ._lazy_imports import import_litellm
 from .instructor_client import InstructorClient
 from .response import LLMResponse, usage_from
@@ -261,7 +261,7 @@ class LiteLLMClient:
             except root_error as error:
                 errors.append(error)
                 if position < len(self.models):  # the last model's error is raised, not logged
-                    logger.warning("%s failed, trying the next model: %s", model, _one_line(error))
+                    logger.warning("%s failed, trying the next model: %s", model, one_line(error))
                 continue
             return LLMResponse(
                 text=completion.choices[0].message.content or "",
@@ -271,7 +271,7 @@ class LiteLLMClient:
                 raw=completion,
             )
         last_error = errors[-1]
-        message = f"every model failed ({', '.join(self.models)}); last error: {_one_line(last_error)}"
+        message = f"every model failed ({', '.join(self.models)}); last error: {one_line(last_error)}"
         if all(is_rejected(error) for error in errors):
             raise LLMRequestRejected(message, self.models, last_error) from last_error
         raise LLMError(message) from last_error
@@ -307,11 +307,6 @@ class LiteLLMClient:
             reraise=True,
         )
         return retrying(completion, model=model, messages=messages, **options)
-
-
-def _one_line(error: BaseException) -> str:
-    # Provider messages can run over several lines; an error message and a log line are one.
-    return " ".join(str(error).split())
 
 
 def completion_cost(completion: Any) -> float | None:

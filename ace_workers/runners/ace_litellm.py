@@ -15,7 +15,7 @@ from ..core.environments import Sample, TaskEnvironment
 from ..core.outputs import AgentOutput
 from ..core.skillbook import Skillbook
 from ..distributed.llms import model_client
-from ..errors import LearningFailed, LLMError
+from ..errors import LearningFailed, LLMError, one_line
 from ..observability.opik import register_opik_litellm_callback
 from ..observability.spans import client_model
 from ..protocols import AgentLike, LLMClientLike, ReflectorLike, SkillManagerLike
@@ -127,8 +127,7 @@ class ACELiteLLM:
             # One error, not its chain: the provider's errors below it (litellm's, the SDK's,
             # httpx's) would print a traceback of a hundred lines that says no more than this.
             logger.debug("ask() failed", exc_info=error)
-            cause = " ".join(str(error).split())
-            raise LLMError(f"ask() got no answer from {client_model(self.llm)}: {cause}") from None
+            raise LLMError(f"ask() got no answer from {client_model(self.llm)}: {one_line(error)}") from None
         self._last = _Interaction(question, context, output)
         return output.final_answer
 
@@ -276,7 +275,7 @@ def check_learning(results: list[SampleResult[ACEStepContext]]) -> list[SampleRe
         len(failed),
         len(results),
         failed_at,
-        " ".join(f"{type(first_error).__name__}: {first_error}".split()),
+        one_line(f"{type(first_error).__name__}: {first_error}"),
     )
     return results
 

@@ -29,6 +29,7 @@ from ...core.consolidation import (
 from ...core.skill import SimilarityDecision, Skill, utc_now
 from ...core.skillbook import ApplyReport
 from ...core.updates import UpdateBatch
+from ...errors import one_line
 from .changelog import (
     ChangeKind,
     ChangeRecord,
@@ -615,7 +616,7 @@ def records_of(entries: Any, key: str) -> list[ChangeRecord]:
             records.append(decode_change(fields))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # JSON, pydantic, int(), enum
             # One line, however many a pydantic error spans.
-            problem = " ".join(str(exc).split())[:_SHOWN_PROBLEM_CHARS] or type(exc).__name__
+            problem = one_line(exc)[:_SHOWN_PROBLEM_CHARS] or type(exc).__name__
             raise CorruptDataError(
                 key, f"entry {optional_text(entry_id)} is not a change record ({problem})"
             ) from None
