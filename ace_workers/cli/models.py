@@ -9,11 +9,9 @@ import typer
 from ..distributed.llms import check_models
 from ..distributed.settings import QUEUE_ROLES, WorkerSettings
 from ..errors import ModelUnavailableError
+from .exit_codes import EXIT_USAGE
 
-__all__ = ["USAGE_ERROR", "refuse_unusable_models"]
-
-# The exit status of a command refused for what it was given (as click's usage errors).
-USAGE_ERROR = 2
+__all__ = ["refuse_unusable_models"]
 
 
 def refuse_unusable_models(settings: WorkerSettings, roles: Iterable[str] = QUEUE_ROLES) -> None:
@@ -25,4 +23,4 @@ def refuse_unusable_models(settings: WorkerSettings, roles: Iterable[str] = QUEU
         check_models(settings, roles)
     except ModelUnavailableError as error:
         typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=USAGE_ERROR) from None
+        raise typer.Exit(code=EXIT_USAGE) from None
