@@ -30,6 +30,7 @@ from ..distributed.worker.payload import check_trace
 from ..errors import MissingSettingError
 
 __all__ = [
+    "ActorOption",
     "check_output_path",
     "check_recipe",
     "check_skillbook_name",
@@ -64,6 +65,15 @@ console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts.")]
+# Who acts by hand (review decisions, pins, label moves): recorded in the change log.
+ActorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--actor",
+        envvar="ACE_ACTOR",
+        help="Who is acting, as the change log records it (default: user:<login name>).",
+    ),
+]
 
 
 def print_warning(message: str) -> None:

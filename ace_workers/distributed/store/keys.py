@@ -15,6 +15,13 @@ Layout for a skillbook ``NAME`` under the default prefix ``ace``::
     ace:{sb:NAME}:nightly      hash    the nightly job's cursor, last night, and its current run's fields
     ace:{sb:NAME}:nightly:lock string  held by the one nightly run of this skillbook in progress
     ace:{sb:NAME}:nightly:reports list  the newest nightly run reports (JSON), newest first
+    ace:{sb:NAME}:labels       hash    label name (prod, canary, ...) -> the version it points at
+    ace:{sb:NAME}:labels:log   stream  every label move: label, from and to version, actor, note, evaluation
+    ace:{sb:NAME}:labels:outcomes hash "LABEL:served" / "LABEL:success" / "LABEL:failure" counters (live A/B)
+    ace:{sb:NAME}:proposals    hash    proposal id -> proposal JSON (operations, evidence, status, decision)
+    ace:{sb:NAME}:proposals:pending zset pending proposal ids, scored by when they were proposed
+    ace:{sb:NAME}:review       string  the review policy JSON (absent: "auto", every update applies at once)
+    ace:{sb:NAME}:evaluations  list    the newest evaluation reports (JSON), newest first
     ace:skillbooks             set     names of the skillbooks under this prefix
 
 A batch ``ID`` (the ledger of what was sent and what finished)::
@@ -318,6 +325,41 @@ class SkillbookKeys:
         """List: nightly run reports as JSON, newest first."""
         return f"{self.base}:nightly:reports"
 
+    @property
+    def labels(self) -> str:
+        """Hash: label name -> the version it points at."""
+        return f"{self.base}:labels"
+
+    @property
+    def label_log(self) -> str:
+        """Stream: every label move, with its actor, note and the evaluation that justified it."""
+        return f"{self.base}:labels:log"
+
+    @property
+    def label_outcomes(self) -> str:
+        """Hash: per label, how many executions it served and how many succeeded or failed."""
+        return f"{self.base}:labels:outcomes"
+
+    @property
+    def proposals(self) -> str:
+        """Hash: proposal id -> proposal JSON (its operations, evidence, status and decision)."""
+        return f"{self.base}:proposals"
+
+    @property
+    def proposal_queue(self) -> str:
+        """Sorted set: the ids of pending proposals, scored by when they were proposed."""
+        return f"{self.base}:proposals:pending"
+
+    @property
+    def review_policy(self) -> str:
+        """String: the review policy's JSON; absent means auto (every update applies at once)."""
+        return f"{self.base}:review"
+
+    @property
+    def evaluations(self) -> str:
+        """List: evaluation reports as JSON, newest first."""
+        return f"{self.base}:evaluations"
+
     def idempotency(self, key: str) -> str:
         """String with a TTL: the recorded result of the apply that carried ``key``."""
         return f"{self.base}:idem:{key}"
@@ -343,4 +385,11 @@ class SkillbookKeys:
             self.nightly,
             self.nightly_lock,
             self.nightly_reports,
+            self.labels,
+            self.label_log,
+            self.label_outcomes,
+            self.proposals,
+            self.proposal_queue,
+            self.review_policy,
+            self.evaluations,
         )
