@@ -46,7 +46,9 @@ class Skill:
     updated_at: str = field(default_factory=utc_now)
     embedding: list[float] | None = None
     status: SkillStatus = "active"
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    # Provenance (core/provenance.py): the last K occurrences, oldest first, and totals by operation.
+    occurrences: list[dict[str, Any]] = field(default_factory=list)
+    occurrence_totals: dict[str, int] = field(default_factory=dict)
     # Content hash (model and text) the embedding was computed for: a mismatch means "recompute".
     embedding_hash: str | None = None
 
@@ -57,7 +59,8 @@ class Skill:
         10,000-skill book take seconds; every other field is copied as usual.
         """
         clone = copy.copy(self)
-        clone.sources = copy.deepcopy(self.sources, memo)
+        clone.occurrences = copy.deepcopy(self.occurrences, memo)
+        clone.occurrence_totals = dict(self.occurrence_totals)
         return clone
 
     @property
@@ -71,7 +74,12 @@ class Skill:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Skill:
-        """Build a skill from a file's JSON object; unknown keys are ignored, missing ones defaulted."""
+        """Build a skill from a file's JSON object; unknown keys are ignored, missing ones defaulted.
+
+        Older files (ours and the reference's before 0.13) call the occurrences ``sources``.
+        """
+        if "occurrences" not in data and "sources" in data:
+            data = {**data, "occurrences": data["sources"]}
         return cls(**_known_fields(cls, data))
 
 
