@@ -24,6 +24,20 @@ def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
 
 
+@functools.cache
+def _field_order(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+def _copy_occurrences(occurrences: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # Occurrence values are scalars but for a few small lists (a file's may nest more):
+    # a copy per value costs a tenth of deepcopy's walk, which 100,000 skills would feel.
+    return [
+        {key: copy.deepcopy(value) if isinstance(value, list | dict) else value for key, value in one.items()}
+        for one in occurrences
+    ]
+
+
 def _known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     # Files from newer reference versions carry extra keys: ignore them.
     names = _field_names(cls)
@@ -59,7 +73,7 @@ class Skill:
         10,000-skill book take seconds; every other field is copied as usual.
         """
         clone = copy.copy(self)
-        clone.occurrences = copy.deepcopy(self.occurrences, memo)
+        clone.occurrences = _copy_occurrences(self.occurrences)
         clone.occurrence_totals = dict(self.occurrence_totals)
         return clone
 
@@ -69,8 +83,14 @@ class Skill:
         return self.status == "active"
 
     def to_dict(self) -> dict[str, Any]:
-        """The skill as the JSON object of the skillbook file format."""
-        return asdict(self)
+        """The skill as the JSON object of the skillbook file format (a deep copy, as ``asdict``)."""
+        cls: type = type(self)
+        data = {name: getattr(self, name) for name in _field_order(cls)}
+        for name, value in data.items():
+            if isinstance(value, list | dict) and name != "occurrences":
+                data[name] = copy.deepcopy(value)
+        data["occurrences"] = _copy_occurrences(self.occurrences)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Skill:
