@@ -22,6 +22,7 @@ from .errors import (
     VersionRangeError,
 )
 from .keys import SkillbookKeys, dead_letters_key, registry_key, validate_skillbook_name
+from .provenance import SkillHistory, skill_history
 from .snapshots import SnapshotCache
 from .store import RedisSkillbookStore, StoreApplyResult, list_skillbooks
 from .write_scope import WriteScope, dedup_write_scope, write_scope
@@ -33,6 +34,9 @@ __all__ = [
     "list_skillbooks",
     "ChangeRecord",
     "ChangeKind",
+    # why a skill exists (its provenance and history)
+    "skill_history",
+    "SkillHistory",
     # reading and writing a stored skillbook
     "SnapshotCache",
     "StoreBackedSkillbook",

@@ -196,14 +196,24 @@ class RedisSkillbookStore:
         version, _, book = self._read_snapshot(with_provenance=True)
         return version, book
 
-    def provenance(self, skill_id: str) -> dict[str, Any] | None:
-        """A skill's ``{"occurrences": [...], "occurrence_totals": {...}}``, or None if it has none."""
-        with reading(self.keys.provenance):
-            raw = self._redis.hget(self.keys.provenance, skill_id)
-        value = decode_json(raw, self.keys.provenance, skill_id) if raw is not None else None
-        if value is not None and not isinstance(value, dict):
-            raise CorruptDataError(self.keys.provenance, f"field {skill_id!r} is not a provenance object")
-        return value
+    def read_skill(self, skill_id: str) -> tuple[int, dict[str, Any] | None]:
+        """The version and one skill's file-format dict with its provenance (None: no such skill).
+
+        Read in one transaction, for the cost of that skill alone (``skillbook why``).
+        """
+        keys = self.keys
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.get(keys.version)
+            pipe.hget(keys.skills, skill_id)
+            pipe.hget(keys.provenance, skill_id)
+            raw_version, raw_skill, raw_provenance = execute_reads(
+                pipe, [keys.version, keys.skills, keys.provenance]
+            )
+        reads = SkillReads(keys.skills)
+        reads.add_skill(skill_id, raw_skill)
+        reads.add_provenance(skill_id, raw_provenance, keys.provenance)
+        image = reads.whole(skill_id) if reads.skills[skill_id] is not None else None
+        return decode_int(raw_version, keys.version), image
 
     def cached_snapshot(self) -> tuple[int, SkillbookView]:
         """Like snapshot(), but shared per version through the process's SnapshotCache.
