@@ -7,8 +7,11 @@ import json
 import pytest
 
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
+from ace_workers.core.consolidation import DEDUP_ACTOR
 from ace_workers.core.provenance import INSIGHT_CHARS, PROVENANCE_FIELDS
+from ace_workers.distributed.store import actors
 from ace_workers.errors import SkillbookFormatError
+from ace_workers.steps import provenance as steps_provenance
 
 # The reference framework's 0.13 file (schema 2): issue and insight, *_count counters, active,
 # and provenance as "occurrences" of trace identities.
@@ -158,3 +161,12 @@ def test_a_crafted_source_cannot_grow_an_occurrence() -> None:
 
 def test_provenance_fields_are_the_skill_fields_the_store_keeps_apart() -> None:
     assert set(PROVENANCE_FIELDS) <= set(Skillbook().add_skill("a", "b").to_dict())
+
+
+def test_the_learning_actors_are_the_stores_names() -> None:
+    # Steps and the core sit below the store and name its actors themselves: the names must agree.
+    assert (steps_provenance.SKILL_MANAGER, steps_provenance.REFLECTOR, DEDUP_ACTOR) == (
+        actors.SKILL_MANAGER,
+        actors.REFLECTOR,
+        actors.DEDUP,
+    )
