@@ -54,7 +54,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 # Called after each answered task: (the target's name, tasks answered, tasks in the set).
-Progress = Callable[[str, int, int], None]
+OnProgress = Callable[[str, int, int], None]
 _SAMPLE_FIELDS = tuple(f.name for f in fields(Sample))
 
 
@@ -257,7 +257,7 @@ def evaluate_versions(
     actor: str,
     model: str = "",
     environment: TaskEnvironment | None = None,
-    progress: Progress | None = None,
+    progress: OnProgress | None = None,
     threads: int = 1,
     record: bool = True,
 ) -> EvaluationReport:
@@ -306,7 +306,7 @@ def _score_version(
     tasks: TaskSet,
     agent: AgentLike,
     judge: TaskEnvironment,
-    progress: Progress | None,
+    progress: OnProgress | None,
     threads: int,
 ) -> VersionScore:
     started = time.monotonic()

@@ -26,7 +26,7 @@ from ...protocols import AgentLike
 from ..store.errors import LabelMovedError
 from ..store.labels import LabelMove, validate_label
 from ..store.store import RedisSkillbookStore
-from .evaluation import EvaluationReport, EvaluationTarget, Progress, TaskSet, evaluate_versions
+from .evaluation import EvaluationReport, EvaluationTarget, OnProgress, TaskSet, evaluate_versions
 
 __all__ = ["PROMOTION_RULE", "PromotionDecision", "PromotionResult", "is_better", "promote_label"]
 
@@ -102,7 +102,7 @@ def promote_label(
     agent: AgentLike | None = None,
     margin: float = 0.0,
     model: str = "",
-    progress: Progress | None = None,
+    progress: OnProgress | None = None,
     threads: int = 1,
 ) -> PromotionResult:
     """Point label ``target`` at the version ``candidate`` points at; with ``if_better``, only if better.
