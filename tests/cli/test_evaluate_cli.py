@@ -13,8 +13,9 @@ import redis
 from ace_workers.cli.exit_codes import EXIT_DONE, EXIT_REFUSED, EXIT_USAGE
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore
-from ace_workers.sim import TOPICS, make_tasks
+from ace_workers.sim import TOPICS, failure_traces, make_tasks, misleading_traces
 from tests.support.cli import run_console_script, said
+from tests.support.workers import running_service
 
 PREFIX = "clieval"
 ZORB, FLUX = TOPICS[0], TOPICS[1]
@@ -286,3 +287,42 @@ def test_unknown_labels_and_missing_options_are_usage_errors(
     assert ran.code == EXIT_USAGE
     assert "skillbook 'book' has no label 'canary'" in said(ran.err)
     assert store.evaluations.recent() == []
+
+
+def test_a_harmful_rule_learned_on_the_fleet_is_caught_and_its_promotion_refused(
+    env: pytest.MonkeyPatch,
+    redis_url: str,
+    redis_client: redis.Redis,
+    tasks: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with running_service(redis_url) as service:
+        store = service.runtime.store("fleet")
+        for traces in (failure_traces(8, topics=[ZORB, FLUX]), misleading_traces(2, topics=[ZORB])):
+            status = service.producer.enqueue_traces(traces, "fleet").wait(timeout=60)
+            assert status.failed == 0
+            if not store.labels.all():
+                store.labels.set("prod", store.version(), actor="user:ann")  # the good rules
+        store.labels.set("canary", store.version(), actor="user:ann")  # the head: zorb's rule is wrong
+        prefix = service.runtime.settings.queue_prefix
+    env.setenv("ACE_QUEUE_PREFIX", prefix)
+    store = RedisSkillbookStore(redis_client, "fleet", prefix=prefix)  # the workers are gone
+    good = store.labels.require("prod")
+    ran = run_console_script(
+        monkeypatch, capsys, "skillbook", "evaluate", "fleet", "--label", "prod", "--label", "canary",
+        "--tasks", str(tasks), "--json",
+    )  # fmt: skip
+    assert ran.code == EXIT_DONE, ran.err
+    assert [(r["name"], r["accuracy"]) for r in json.loads(ran.out)["results"]] == [
+        ("prod", 1.0),
+        ("canary", 0.5),
+    ]
+    ran = run_console_script(
+        monkeypatch, capsys, "skillbook", "label", "promote", "fleet", "canary", "--to", "prod",
+        "--if-better", "--tasks", str(tasks),
+    )  # fmt: skip
+    assert ran.code == EXIT_REFUSED
+    assert store.labels.require("prod") == good
+    _, served = store.snapshot_of("prod")
+    assert [s.content for s in served.skills() if s.section == "zorb"] == [ZORB.rule]

@@ -18,7 +18,7 @@ from ace_workers.distributed.ops.evaluation import (
     resolve_targets,
 )
 from ace_workers.distributed.ops.promotion import is_better, promote_label
-from ace_workers.distributed.store.errors import CorruptDataError, VersionRangeError
+from ace_workers.distributed.store.errors import CorruptDataError, LabelMovedError, VersionRangeError
 from ace_workers.distributed.store.evaluations import SkillbookEvaluations
 from ace_workers.distributed.store.store import RedisSkillbookStore
 from ace_workers.roles import Agent
@@ -179,3 +179,35 @@ def test_the_evaluations_record_keeps_the_newest(
     redis_client.lpush(store.keys.evaluations, "[1]")
     with pytest.raises(CorruptDataError, match="not a JSON object"):
         record.recent()
+
+
+def test_a_target_moved_during_the_evaluation_is_not_overwritten(
+    store: RedisSkillbookStore, tmp_path: Path
+) -> None:
+    book_with_the_zorb_rule(store)
+    store.labels.set("prod", 1, actor="user:ann")
+    store.labels.set("canary", 2, actor="user:ann")
+    moved: list[int] = []
+
+    def someone_moves_prod(name: str, done: int, total: int) -> None:
+        # Another operator moves prod while the candidate's first task is being scored.
+        if not moved:
+            moved.append(store.labels.set("prod", 2, actor="user:bob").to_version or 0)
+
+    with pytest.raises(LabelMovedError, match="expected at version 1 but is at 2"):
+        promote_label(
+            store,
+            "canary",
+            "prod",
+            actor="user:ann",
+            if_better=True,
+            tasks=read_task_file(write_tasks(tmp_path / "t.jsonl")),
+            agent=Agent(SimulatedLLM()),
+            progress=someone_moves_prod,
+        )
+    assert [(m.actor, m.to_version) for m in store.labels.history("prod")] == [
+        ("user:bob", 2),
+        ("user:ann", 1),
+    ]
+    (recorded,) = store.evaluations.recent()
+    assert recorded["promotion"]["decision"] == "conflict"
