@@ -86,14 +86,14 @@ def read_task_file(path: Path | str) -> TaskSet:
     except OSError as exc:
         raise TaskFileError(str(path), f"cannot read it: {exc.strerror or exc}") from exc
     skipped = SkippedLines(str(path))
-    samples = [
-        _task_from_line(value, str(path), number)
-        for number, value in iter_json_lines(io.BytesIO(data), skipped)
-    ]
+    samples = []
+    for number, value in iter_json_lines(io.BytesIO(data), skipped):
+        if skipped:
+            break  # a line before this one is not JSON: the first error is the one to name
+        samples.append(_task_from_line(value, str(path), number))
     if skipped:
         number, reason = skipped.first[0]
-        more = f" (and {skipped.count - 1} more line(s))" if skipped.count > 1 else ""
-        raise TaskFileError(str(path), f"{reason}{more}", number)
+        raise TaskFileError(str(path), reason, number)
     if not samples:
         raise TaskFileError(str(path), "holds no task: give one JSON object a line")
     return TaskSet(str(path), "sha256:" + hashlib.sha256(data).hexdigest(), tuple(samples))

@@ -88,7 +88,8 @@ def test_a_task_file_is_read_with_its_digest_and_defaults(tmp_path: Path) -> Non
         (b'{"question": "q", "ground_truth": 4}\n', 1, "'ground_truth' must be a non-empty string"),
         (b'{"question": "q", "ground_truth": "a", "context": 3}\n', 1, "'context' must be a string"),
         (b'{"question": "q", "ground_truth": "a", "metadata": []}\n', 1, "'metadata' must be an object"),
-        (b"{x\n{y\n", 1, "(and 1 more line(s))"),
+        (b'{x\n{"question": 1}\n', 1, "not JSON"),  # the first bad line is named
+        (b'{"question": "q", "ground_truth": "a"}\n\n{x\n', 3, "not JSON"),
     ],
 )
 def test_a_bad_task_line_is_an_error_naming_the_file_and_line(
