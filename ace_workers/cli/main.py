@@ -36,6 +36,10 @@ from .skillbook import skillbook_app
 from .status import status_command
 from .worker import worker_command
 
+# Commands that register themselves on the skillbook group and its label group when imported.
+from .evaluate import evaluate_command  # noqa: F401  isort: skip
+from .promote import promote_command  # noqa: F401  isort: skip
+
 __all__ = ["app", "main", "redis_error_line"]
 
 app = typer.Typer(

@@ -31,6 +31,7 @@ from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
 from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, images_at_start, stream_id
 from .errors import CorruptDataError, UnknownSkillbookError, VersionConflict, VersionRangeError
+from .evaluations import SkillbookEvaluations
 from .keys import (
     DEFAULT_PREFIX,
     META_INCARNATION,
@@ -268,6 +269,11 @@ class RedisSkillbookStore:
     def labels(self) -> SkillbookLabels:
         """The skillbook's labelled versions (prod, canary, ...)."""
         return SkillbookLabels(self._redis, self.keys)
+
+    @property
+    def evaluations(self) -> SkillbookEvaluations:
+        """The record of the skillbook's evaluations (every one, newest first)."""
+        return SkillbookEvaluations(self._redis, self.keys)
 
     def _advance_cached(self, incarnation: str | None, version: int) -> tuple[int, Skillbook] | None:
         """The newest cached snapshot brought forward through the change log, or None to read it all.
