@@ -14,6 +14,7 @@ __all__ = [
     "InvalidSkillbookNameError",
     "SkillbookExistsError",
     "SkillbookFullError",
+    "StaleHistoryError",
     "StoreError",
     "UnknownSkillbookError",
     "VersionConflict",
@@ -156,3 +157,17 @@ class BatchCancelledError(StoreError):
     def __init__(self, batch_id: str) -> None:
         self.batch_id = batch_id
         super().__init__(f"batch {batch_id!r} was cancelled; none of its samples runs again")
+
+
+class StaleHistoryError(StoreError, ValueError):
+    """Stale detection asked for more batches than the (trimmed) change log still holds."""
+
+    def __init__(self, name: str, wanted: int, held: int) -> None:
+        self.name = name
+        self.wanted = wanted
+        self.held = held
+        super().__init__(
+            f"skillbook {name!r}: the change log holds only the last {held} batch(es) (it was trimmed "
+            f"to changelog_maxlen), so it cannot tell which skills the last {wanted} batches touched; "
+            f"ask for {held} batch(es) or fewer, or use days"
+        )
