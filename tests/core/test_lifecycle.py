@@ -164,3 +164,14 @@ def test_stale_by_batches_needs_enough_batches_and_both_measures_must_hold() -> 
 def test_a_stale_rule_is_checked_when_made(options: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         StaleRule(**options)  # type: ignore[arg-type]
+
+
+def test_the_harmful_prune_rule_of_dedup_never_deletes_a_pinned_skill() -> None:
+    from ace_workers.protocols.deduplication import PruneRule
+
+    book, pinned, other = two_skills()
+    for skill_id in (pinned, other):
+        book.tag_skill(skill_id, "harmful", 5)
+    book.pin_skill(pinned)
+    rule = PruneRule(min_tags=1, harmful_margin=1)
+    assert [s.id for s in book.skills() if rule.applies_to(s)] == [other]

@@ -17,9 +17,12 @@ from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
 from ace_workers.distributed.store.backed_skillbook import StoreBackedSkillbook
 from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.store.errors import StaleHistoryError, UnknownSkillbookError
+from ace_workers.distributed.store.keys import content_field
 from ace_workers.distributed.store.transactions import META_ACTIVE_SKILLS
 from ace_workers.errors import InvalidConsolidationError, PinnedSkillError, UnknownSkillError
 from tests.support.embedders import keyword_embedder
+from tests.support.fixtures import connect_test_redis
+from tests.support.hooked_redis import HookedRedis
 from tests.support.operations import add, batch, remove, tag
 
 OLD = (datetime.now(UTC) - timedelta(days=60)).isoformat()
@@ -65,12 +68,14 @@ def test_archive_takes_a_skill_out_of_prompt_count_and_content_index_and_restore
     assert archived[0].archive_info is not None
     assert (archived[0].archive_info["by"], archived[0].archive_info["reason"]) == ("user:ann", "superseded")
     # Out of the content index: the same text is a new skill, not a duplicate of the archived one.
-    again = store.apply(batch(add("Check units before adding.", "math")))
-    assert again.report.added
+    field = content_field("math", "Check units before adding.")
+    assert redis_client.hget(store.keys.content, field) is None
+    (again,) = store.apply(batch(add("Check units before adding.", "math"))).report.added
     assert store.archive([first]).unchanged == [first]  # already archived: no version
     assert store.version() == 3
     restored = store.restore([first], actor="user:ann")
     assert restored.changed == [first]
+    assert json.loads(redis_client.hget(store.keys.content, field) or "[]") == [first, again]
     assert "Check units" in store.cached_snapshot()[1].as_prompt()
     assert store.active_skills() == 5
     assert second in store.export()
@@ -238,3 +243,48 @@ def test_prune_leaves_out_a_candidate_tagged_between_the_plan_and_the_write(
     assert result.skipped == {two: "tagged or updated since it was found stale"}
     assert store.export().get_skill(two).status == "active"  # type: ignore[union-attr]
     assert json.loads(json.dumps(result.to_dict()))["skipped"] == result.skipped
+
+
+def test_a_remove_that_loses_the_race_to_a_pin_retries_and_leaves_the_skill(
+    store: RedisSkillbookStore, redis_url: str
+) -> None:
+    first, *_ = seeded(store)
+    pinned: list[int] = []
+
+    def pin_first() -> None:
+        # Runs after the REMOVE read the skill unpinned, before its MULTI: the pin commits first.
+        if not pinned:
+            pinned.append(store.pin([first]).version)
+
+    hooked = HookedRedis(connection_pool=connect_test_redis(redis_url).connection_pool)
+    hooked.before_multi = pin_first
+    remover = RedisSkillbookStore(hooked, "book", snapshot_cache=SnapshotCache())
+    result = remover.apply(batch(remove(first)))
+    assert pinned == [2]
+    assert (result.version, result.report.pinned, result.report.removed) == (3, [(0, first)], [])
+    assert first in store.export()
+    assert store.stats()["conflicts"] == 1
+    hooked.close()
+
+
+def test_an_archive_that_loses_the_race_to_a_tag_retries_and_keeps_the_count(
+    store: RedisSkillbookStore, redis_client: redis.Redis, redis_url: str
+) -> None:
+    first, second, *_ = seeded(store)
+    tagged: list[int] = []
+
+    def tag_first() -> None:
+        if not tagged:
+            tagged.append(store.apply(batch(tag(first, helpful=2), remove(second))).version)
+
+    hooked = HookedRedis(connection_pool=connect_test_redis(redis_url).connection_pool)
+    hooked.before_multi = tag_first
+    archiver = RedisSkillbookStore(hooked, "book", snapshot_cache=SnapshotCache())
+    result = archiver.archive([first])
+    assert (tagged, result.version, result.changed) == ([2], 3, [first])
+    skill = store.export().get_skill(first)
+    assert skill is not None
+    assert (skill.status, skill.helpful) == ("archived", 2)  # the archive did not undo the tag
+    assert store.active_skills() == 2
+    assert active_count(store, redis_client) == 2
+    hooked.close()
