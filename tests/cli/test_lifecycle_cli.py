@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import redis
@@ -12,8 +13,10 @@ from typer.testing import CliRunner
 from ace_workers.cli import app
 from ace_workers.core import Skillbook
 from ace_workers.distributed import RedisSkillbookStore
+from ace_workers.distributed.service import build_service, local_workers
+from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.changelog import ChangeKind
-from tests.support.cli import said
+from tests.support.cli import said, write_traces
 
 PREFIX = "clilife"
 STALE = "Old rule nobody cites."
@@ -175,3 +178,25 @@ def test_skillbook_dedup_leaves_a_pinned_near_duplicate_unmerged(
     assert code == 0, out
     assert "1 merged into 1" in out
     assert [s.id for s in store.export().skills()] == ["mirp-00001"]
+
+
+def test_prune_by_batches_sees_what_a_batch_learned_on_real_workers(
+    book: RedisSkillbookStore, redis_url: str, tmp_path: Path
+) -> None:
+    traces = write_traces(tmp_path / "traces.jsonl", 6)
+    service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
+    try:
+        with local_workers(service, learn_threads=2):
+            code, out, err = invoke("learn", str(traces), "--skillbook", "book", "--model", "sim")
+    finally:
+        service.close()
+    assert code == 0, out + err
+    learned = [s.id for s in book.export().skills() if s.section != "math"]
+    assert learned  # the batch added rules, each touched by it
+    code, out, _ = invoke("skillbook", "prune", "book", "--dry-run", "--batches", "1", "--json")
+    assert code == 0
+    plan = json.loads(out)
+    # The three skills imported before the batch were never cited, so never tagged, by it.
+    assert [c["id"] for c in plan["candidates"]] == ["math-00001", "math-00002", "math-00003"]
+    assert plan["batches_seen"] == 1
+    assert plan["candidates"][0]["reason"] == "not tagged or updated by the last 1 batches"
