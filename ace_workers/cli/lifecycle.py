@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ..core.lifecycle import StaleRule
 from ..distributed.store.actors import actor_from_option
+from ..distributed.store.errors import StaleHistoryError
 from ..distributed.store.lifecycle import LifecycleResult
 from ..errors import SkillbookError
 from .common import (
@@ -206,7 +207,7 @@ def skillbook_prune(
                 plan, result = store.plan_prune(rule), None
             else:
                 plan, result = store.prune(rule, actor=who, note=note)
-        except ValueError as exc:  # the change log no longer holds that many batches
+        except StaleHistoryError as exc:  # the change log no longer holds that many batches
             raise typer.BadParameter(str(exc), param_hint="--batches") from None
     if as_json:
         data: dict[str, Any] = {"name": name, "dry_run": dry_run, **plan.to_dict()}

@@ -3,7 +3,7 @@
 * **pin**: a person marks a skill as one to keep. A pinned skill is never
   removed by a SkillManager REMOVE (skipped and reported), never merged,
   deleted or rewritten by deduplication, never archived (by hand or by
-  pruning) until it is unpinned.
+  pruning) until it is unpinned. It still learns: TAGs and UPDATEs apply.
 * **archive**: the skill leaves the prompt and the active count but is kept,
   with when, by whom and why (``Skill.archive_info``), and can be restored.
 * **restore**: an archived skill is active again, and starts a new stale period.

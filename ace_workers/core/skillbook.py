@@ -127,6 +127,12 @@ class Skillbook:
                 return self._index.count
             return sum(1 for s in self._skills.values() if s.is_active)
 
+    @property
+    def next_id_number(self) -> int:
+        """The number the next allocated skill id gets."""
+        with self._lock:
+            return self._next_id
+
     def __contains__(self, skill_id: object) -> bool:
         with self._lock:
             return skill_id in self._skills

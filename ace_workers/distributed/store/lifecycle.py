@@ -212,8 +212,11 @@ def _batch_of(record: ChangeRecord) -> str | None:
 
 
 def _touched_by(record: ChangeRecord) -> set[str]:
-    """The skills a version counts as using: every skill a learning write changed, every skill it brought
-    back into the prompt (an import, a rollback, a restore)."""
+    """The skills a version counts as used: those a learning write changed or added.
+
+    A version of another kind counts the skills it brought back into the
+    prompt (an import, a rollback, a restore): they start a new stale period.
+    """
     if record.kind in (ChangeKind.APPLY, ChangeKind.CONSOLIDATE):
         return {skill_id for skill_id, image in record.after.items() if image is not None}
     return {

@@ -30,7 +30,7 @@ from ...core.lifecycle import LifecycleAction, StaleRule
 from ...core.skill import SimilarityDecision, Skill
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
-from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, stream_id
+from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, images_at_start, stream_id
 from .errors import CorruptDataError, UnknownSkillbookError, VersionConflict, VersionRangeError
 from .keys import (
     DEFAULT_PREFIX,
@@ -43,6 +43,7 @@ from .keys import (
     registry_key,
     validate_skillbook_name,
 )
+from .labels import SkillbookLabels
 from .lifecycle import LifecycleResult, PrunePlan, SkillbookLifecycle
 from .planning import (
     SkillReads,
@@ -201,6 +202,43 @@ class RedisSkillbookStore:
         so it comes as a read-only SkillbookView: to change a copy, use
         ``Skillbook.from_dict(view.to_dict())``.
         """
+        version, _, book = self._cached_book()
+        return version, SkillbookView(book)
+
+    def snapshot_at(self, version: int) -> tuple[int, SkillbookView]:
+        """The skillbook as it was at ``version`` (a label's), read-only, cached per version.
+
+        Built from the head's cached snapshot with every skill touched since
+        ``version`` put back as the change log says it was, so it costs the
+        changes since, not the skillbook's size; the similarity decisions are
+        the head's. Raises VersionRangeError for a version the skillbook does
+        not have, ChangelogTrimmedError when the log no longer reaches back.
+        """
+        head_version, incarnation, head = self._cached_book()
+        if version == head_version:
+            return version, SkillbookView(head)
+        if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version < head_version:
+            raise VersionRangeError(
+                f"skillbook {self.name!r}: no version {version!r} (it has versions 1 to {head_version})",
+                name=self.name,
+                current=head_version,
+                requested=(version,) if isinstance(version, int) else (),
+            )
+        # An identity of their own: older versions must not crowd the head's out of the cache.
+        identity = (*self._identity(incarnation), "at")
+        key = (*identity, version)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return version, SkillbookView(cached)
+        images = images_at_start(read_changes(self._redis, self.keys, version, head_version))
+        book = head.with_changes(
+            [images], next_id=head.next_id_number, order_of_new=lambda skill_id: skill_order_key(skill_id)
+        )
+        self._cache.put(key, book, identity=identity, version=version)
+        return version, SkillbookView(book)
+
+    def _cached_book(self) -> tuple[int, str | None, Skillbook]:
+        """The current version, the incarnation and its shared snapshot (see cached_snapshot)."""
         with self._redis.pipeline(transaction=True) as pipe:
             pipe.get(self.keys.version)
             pipe.hget(self.keys.meta, META_INCARNATION)
@@ -208,11 +246,11 @@ class RedisSkillbookStore:
         version, incarnation = decode_int(raw_version, self.keys.version), optional_text(raw_incarnation)
         cached = self._cache.get(self._cache_key(incarnation, version))
         if cached is not None:
-            return version, SkillbookView(cached)
+            return version, incarnation, cached
         with self._cache.filling(self._identity(incarnation)):
             cached = self._cache.get(self._cache_key(incarnation, version))  # built while we waited
             if cached is not None:
-                return version, SkillbookView(cached)
+                return version, incarnation, cached
             advanced = self._advance_cached(incarnation, version)
             if advanced is not None:
                 version, book = advanced
@@ -224,7 +262,18 @@ class RedisSkillbookStore:
                 identity=self._identity(incarnation),
                 version=version,
             )
-        return version, SkillbookView(book)
+        return version, incarnation, book
+
+    def snapshot_of(self, label: str | None) -> tuple[int, SkillbookView]:
+        """What a reader of ``label`` serves (None: the head); UnknownLabelError for a missing label."""
+        if label is None:
+            return self.cached_snapshot()
+        return self.snapshot_at(self.labels.require(label))
+
+    @property
+    def labels(self) -> SkillbookLabels:
+        """The skillbook's labelled versions (prod, canary, ...)."""
+        return SkillbookLabels(self._redis, self.keys)
 
     def _advance_cached(self, incarnation: str | None, version: int) -> tuple[int, Skillbook] | None:
         """The newest cached snapshot brought forward through the change log, or None to read it all.

@@ -288,3 +288,13 @@ def test_an_archive_that_loses_the_race_to_a_tag_retries_and_keeps_the_count(
     assert store.active_skills() == 2
     assert active_count(store, redis_client) == 2
     hooked.close()
+
+
+def test_a_reader_of_an_earlier_version_still_sees_a_skill_archived_at_the_head(
+    store: RedisSkillbookStore,
+) -> None:
+    first, *_ = seeded(store)
+    store.archive([first])
+    _, before = store.snapshot_at(1)
+    assert "Check units" in before.as_prompt()
+    assert "Check units" not in store.cached_snapshot()[1].as_prompt()
