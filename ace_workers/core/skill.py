@@ -8,9 +8,12 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-__all__ = ["SimilarityDecision", "Skill", "utc_now"]
+__all__ = ["SKILL_STATUSES", "SimilarityDecision", "Skill", "utc_now"]
 
-SkillStatus = Literal["active", "invalid"]
+# "invalid": soft-removed (by a REMOVE or a merge); "archived": set aside by hand or by pruning,
+# kept and restorable (core/lifecycle.py). Only "active" skills are shown in prompts and counted.
+SkillStatus = Literal["active", "invalid", "archived"]
+SKILL_STATUSES = ("active", "invalid", "archived")
 TAGS = ("helpful", "harmful", "neutral")
 
 
@@ -44,6 +47,11 @@ def _known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in data.items() if key in names}
 
 
+# Fields to_dict leaves out when unset (False, None, empty): the lifecycle's, and provenance,
+# which the Redis store keeps beside the skill, so an image rebuilt from a Skill stays the same.
+_OMITTED_WHEN_UNSET = ("pinned", "archive_info", "occurrences", "occurrence_totals")
+
+
 @dataclass
 class Skill:
     """A learned strategy with its helpful/harmful/neutral counters and provenance."""
@@ -65,6 +73,10 @@ class Skill:
     occurrence_totals: dict[str, int] = field(default_factory=dict)
     # Content hash (model and text) the embedding was computed for: a mismatch means "recompute".
     embedding_hash: str | None = None
+    # Pinned by a person: never removed, merged or archived by the SkillManager, dedup or pruning.
+    pinned: bool = False
+    # While archived: when, by whom and why ({"at", "by", "reason"}); None otherwise.
+    archive_info: dict[str, str] | None = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Skill:
         """A copy that shares the embedding, which is replaced but never changed in place.
@@ -75,21 +87,34 @@ class Skill:
         clone = copy.copy(self)
         clone.occurrences = _copy_occurrences(self.occurrences)
         clone.occurrence_totals = dict(self.occurrence_totals)
+        clone.archive_info = dict(self.archive_info) if self.archive_info is not None else None
         return clone
 
     @property
     def is_active(self) -> bool:
-        """False once the skill has been soft-removed."""
+        """False once the skill has been soft-removed or archived."""
         return self.status == "active"
 
+    @property
+    def is_archived(self) -> bool:
+        """True while the skill is archived: out of the prompt, kept, restorable."""
+        return self.status == "archived"
+
     def to_dict(self) -> dict[str, Any]:
-        """The skill as the JSON object of the skillbook file format (a deep copy, as ``asdict``)."""
+        """The skill as the JSON object of the skillbook file format (a deep copy, as ``asdict``).
+
+        The lifecycle fields appear only when set, so the skills never pinned or
+        archived keep the reference format and their stored images do not change.
+        """
         cls: type = type(self)
         data = {name: getattr(self, name) for name in _field_order(cls)}
         for name, value in data.items():
             if isinstance(value, list | dict) and name != "occurrences":
                 data[name] = copy.deepcopy(value)
         data["occurrences"] = _copy_occurrences(self.occurrences)
+        for name in _OMITTED_WHEN_UNSET:
+            if not data[name]:
+                del data[name]
         return data
 
     @classmethod

@@ -13,15 +13,19 @@ from .errors import (
     BatchNotFoundError,
     ChangelogTrimmedError,
     InvalidKeyPrefixError,
+    InvalidLabelError,
     InvalidSkillbookNameError,
+    LabelMovedError,
     SkillbookExistsError,
     SkillbookFullError,
     StoreError,
+    UnknownLabelError,
     UnknownSkillbookError,
     VersionConflict,
     VersionRangeError,
 )
 from .keys import SkillbookKeys, dead_letters_key, registry_key, validate_skillbook_name
+from .labels import HEAD, LabelMove, SkillbookLabels, SkillbookRef, parse_skillbook_ref
 from .provenance import SkillHistory, skill_history
 from .snapshots import SnapshotCache
 from .store import RedisSkillbookStore, StoreApplyResult, list_skillbooks
@@ -43,6 +47,12 @@ __all__ = [
     "WriteScope",
     "write_scope",
     "dedup_write_scope",
+    # labelled versions
+    "SkillbookLabels",
+    "LabelMove",
+    "SkillbookRef",
+    "parse_skillbook_ref",
+    "HEAD",
     # batch ledger and caches
     "BatchStore",
     "BatchStatus",
@@ -63,6 +73,9 @@ __all__ = [
     "InvalidKeyPrefixError",
     "VersionRangeError",
     "ChangelogTrimmedError",
+    "InvalidLabelError",
+    "UnknownLabelError",
+    "LabelMovedError",
     "BatchCancelledError",
     "BatchNotFoundError",
     "BatchInputMissingError",
