@@ -34,6 +34,7 @@ from ..worker.serving import SERVE_LABEL, ServingPlan
 from .errors import (
     BatchExistsError,
     BatchSizeError,
+    LabelNotServedError,
     PartitionMismatchError,
     ProducerConfigError,
     RemoteStepError,
@@ -419,17 +420,14 @@ class Producer:
         """Which labels serve the batch: the reference's (else ACE_SERVE_LABEL's) and a canary share.
 
         A label named outright, or a canary share, for a recipe whose steps run no agent is a
-        ValueError (nothing would read it); the settings' defaults then simply do not apply.
+        LabelNotServedError (nothing would read it); the settings' defaults then simply do not apply.
         Every label served must exist: UnknownLabelError, naming the labels there are.
         """
         settings = self.runtime.settings
         if not any(route.serves_skillbook for route in routes):
             asked = ServingPlan(ref.label, canary or 0.0)
             if asked.serves_label:
-                raise ValueError(
-                    f"recipe {recipe!r} runs no agent step, so nothing would be served by "
-                    f"{', '.join(asked.labels())}: name the skillbook without a label, and no canary"
-                )
+                raise LabelNotServedError(recipe, asked.labels())
             return asked
         plan = ServingPlan(
             ref.label or settings.serve_label, settings.canary_share if canary is None else canary
