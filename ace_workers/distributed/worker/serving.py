@@ -12,9 +12,11 @@ On the fleet the step that runs the agent (a step class with ``serves_skillbook
 label's version instead of the head's, and records what served it in the
 metadata: :data:`SERVED_VERSION` and :data:`SERVED_LABEL` (None for the head).
 Those two keys travel with the sample to its result record (``BatchHandle.
-results()``: ``ctx.metadata``), to the live A/B counters (store/outcomes.py) and
-onto the step's tracing span. A message is untrusted: a label in it that is not
-a label name fails the sample, naming it, and never names another key.
+results()``: ``ctx.metadata``), into its trace (EvaluateStep copies them, so the
+Reflector sees them), to the live A/B counters (store/outcomes.py) and onto the
+step's tracing span (``ace.served.version``, ``ace.served.label``). A message is
+untrusted: a label in it that is not a label name fails the sample, naming it,
+and never names another key.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import redis
 
 from ...core.context import ACEStepContext
 from ...observability.spans import ATTR_SERVED_LABEL, ATTR_SERVED_VERSION, set_span_attributes
-from ...steps.evaluate import OUTCOME
+from ...steps.evaluate import OUTCOME, SERVED_LABEL, SERVED_VERSION
 from ..store.errors import InvalidLabelError
 from ..store.keys import SkillbookKeys
 from ..store.labels import HEAD, validate_label
@@ -52,8 +54,6 @@ __all__ = [
 ]
 
 SERVE_LABEL = "serve_label"  # payload metadata: the label a sample is to be served by (producer)
-SERVED_VERSION = "served_version"  # metadata: the version that served it (worker's serving step)
-SERVED_LABEL = "served_label"  # metadata: the label that served it, None for the head
 CANARY = "canary"  # the label a canary share is served by
 
 

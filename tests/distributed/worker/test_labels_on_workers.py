@@ -5,6 +5,7 @@ A/B counters add up to what the results show. Real Redis, real in-process worker
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +23,7 @@ from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.distributed.worker.serving import CANARY, SERVE_LABEL, canary_draw
 from ace_workers.sim import make_tasks
 from tests.support.crafted import create_one_sample_batch, first_step_kwargs
+from tests.support.tracing import memory_spans, named
 from tests.support.workers import running_service
 
 
@@ -70,6 +72,8 @@ def test_a_batch_served_by_a_label_reads_its_version_while_learning_moves_the_he
     contexts = outputs(handle)
     assert len(contexts) == 45
     assert {(c.metadata["served_version"], c.metadata["served_label"]) for c in contexts} == {(prod, "prod")}
+    # The trace the Reflector read says so too.
+    assert {(c.trace["served_version"], c.trace["served_label"]) for c in contexts} == {(prod, "prod")}  # type: ignore[index]
     # Prod knows none of the rules: the agent cites none, and never learns to answer, in any epoch...
     assert all(c.agent_output is not None and c.agent_output.skill_ids == [] for c in contexts)
     assert not any(correct(c) for c in contexts if c.epoch == 3)
@@ -78,6 +82,22 @@ def test_a_batch_served_by_a_label_reads_its_version_while_learning_moves_the_he
     assert store.version() > prod
     assert len(store.export().skills()) > 1
     assert store.labels.get("prod") == prod
+
+
+def test_the_agent_steps_span_names_the_version_and_label_that_served_it(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    with memory_spans() as spans, running_service(redis_url) as service:
+        prod = seeded_book(service)
+        handle = service.producer.enqueue_samples(make_tasks(2, seed=5), "book@prod")
+        assert handle.wait(timeout=120).done == 2
+        deadline = time.monotonic() + 60  # a task ends its step's span after it recorded the step
+        while len(named(list(spans.get_finished_spans()), "ace.step AgentStep")) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        agent_spans = named(list(spans.get_finished_spans()), "ace.step AgentStep")
+    assert [(span.attributes or {}).get("ace.served.version") for span in agent_spans] == [prod, prod]
+    assert [(span.attributes or {}).get("ace.served.label") for span in agent_spans] == ["prod", "prod"]
 
 
 def test_the_same_batch_served_by_the_head_learns_to_answer(service: Service) -> None:
@@ -175,3 +195,18 @@ def test_a_bad_label_in_a_message_fails_its_sample_naming_it(
     assert error.startswith("PayloadError: metadata['serve_label']: invalid label ['prod']")
     error = agent_step_failure(service, {SERVE_LABEL: "beta"})
     assert error == "UnknownLabelError: skillbook 'book' has no label 'beta' (its labels: prod)"
+
+
+def test_the_settings_give_the_label_and_the_canary_share_of_a_name_without_a_label(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    with running_service(redis_url, serve_label="prod", canary_share=1.0) as service:
+        prod = seeded_book(service)
+        service.runtime.store("book").labels.set(CANARY, prod, actor="user:test")
+        contexts = outputs(service.producer.enqueue_samples(make_tasks(3, seed=2), "book"))
+        assert {c.metadata["served_label"] for c in contexts} == {CANARY}
+        # Named outright, the share wins over the setting; traces recorded elsewhere ignore both.
+        contexts = outputs(service.producer.enqueue_samples(make_tasks(3, seed=2), "book@prod", canary=0))
+        assert {c.metadata["served_label"] for c in contexts} == {"prod"}
+        handle = service.producer.enqueue_traces([{"question": "q", "answer": "a"}], "book")
+        assert handle.wait(timeout=60).done == 1
