@@ -137,12 +137,20 @@ def serve(store: RedisSkillbookStore, ctx: ACEStepContext, head_version: int) ->
 
 
 def served_by(metadata: Mapping[str, Any]) -> tuple[int, str | None] | None:
-    """The version and label that served a sample, from its metadata; None if no step served it."""
-    version = metadata.get(SERVED_VERSION)
+    """The version and label that served a sample, from its metadata; None if no step served it.
+
+    Metadata comes from a message: anything but a version and a label name (or None) is
+    treated as not served, so a crafted one never names a counter of its own.
+    """
+    version, label = metadata.get(SERVED_VERSION), metadata.get(SERVED_LABEL)
     if isinstance(version, bool) or not isinstance(version, int):
         return None
-    label = metadata.get(SERVED_LABEL)
-    return version, label if isinstance(label, str) else None
+    if label is None:
+        return version, None
+    try:
+        return version, validate_label(label)
+    except InvalidLabelError:
+        return None
 
 
 def mark_served(metadata: Mapping[str, Any]) -> None:

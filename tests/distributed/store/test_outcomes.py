@@ -14,7 +14,7 @@ from ace_workers.distributed.store.outcomes import (
     record_outcome,
     wilson_interval,
 )
-from ace_workers.distributed.worker.serving import ServingPlan, canary_draw, parse_share
+from ace_workers.distributed.worker.serving import ServingPlan, canary_draw, parse_share, served_by
 
 KEYS = SkillbookKeys("book", "abtest")
 
@@ -72,3 +72,11 @@ def test_the_canary_pick_is_a_fixed_function_of_batch_and_index() -> None:
     assert ServingPlan("prod", 0.1).labels() == ["prod", "canary"]
     with pytest.raises(ValueError, match="a canary share is a fraction"):
         ServingPlan("prod", 1.5)
+
+
+def test_only_a_version_and_a_label_name_count_as_served() -> None:
+    assert served_by({"served_version": 3, "served_label": "prod"}) == (3, "prod")
+    assert served_by({"served_version": 3, "served_label": None}) == (3, None)
+    assert served_by({"served_version": 3, "served_label": "x:served"}) is None
+    assert served_by({"served_version": "3", "served_label": "prod"}) is None
+    assert served_by({}) is None
