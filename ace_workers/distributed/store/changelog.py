@@ -40,6 +40,7 @@ class ChangeKind(str, Enum):
     IMPORT = "import"
     DECISION = "decision"
     CONSOLIDATE = "consolidate"
+    LIFECYCLE = "lifecycle"  # pin, unpin, archive, restore, prune: the action is in the source
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ __all__ = [
     "InvalidSkillbookNameError",
     "SkillbookExistsError",
     "SkillbookFullError",
+    "StaleHistoryError",
     "StoreError",
     "UnknownLabelError",
     "UnknownSkillbookError",
@@ -190,4 +191,18 @@ class LabelMovedError(StoreError):
         super().__init__(
             f"skillbook {name!r}: label {label!r} was expected at version {expected} but is at "
             f"{found}; it was moved meanwhile, so this move was not made"
+        )
+
+
+class StaleHistoryError(StoreError, ValueError):
+    """Stale detection asked for more batches than the (trimmed) change log still holds."""
+
+    def __init__(self, name: str, wanted: int, held: int) -> None:
+        self.name = name
+        self.wanted = wanted
+        self.held = held
+        super().__init__(
+            f"skillbook {name!r}: the change log holds only the last {held} batch(es) (it was trimmed "
+            f"to changelog_maxlen), so it cannot tell which skills the last {wanted} batches touched; "
+            f"ask for {held} batch(es) or fewer, or use days"
         )

@@ -18,7 +18,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 import redis
@@ -26,11 +26,13 @@ from redis.client import Pipeline
 
 from ...core.consolidation import ConsolidationBatch, ConsolidationReport
 from ...core.context import SkillbookView
-from ...core.skill import SimilarityDecision
+from ...core.lifecycle import LifecycleAction, StaleRule
+from ...core.skill import SimilarityDecision, Skill
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
 from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, images_at_start, stream_id
 from .errors import CorruptDataError, UnknownSkillbookError, VersionConflict, VersionRangeError
+from .evaluations import SkillbookEvaluations
 from .keys import (
     DEFAULT_PREFIX,
     META_INCARNATION,
@@ -43,6 +45,7 @@ from .keys import (
     validate_skillbook_name,
 )
 from .labels import SkillbookLabels
+from .lifecycle import LifecycleResult, PrunePlan, SkillbookLifecycle
 from .planning import (
     SkillReads,
     count_active,
@@ -85,6 +88,9 @@ _BACKOFF_CAP = 0.2
 # A snapshot further behind than this many versions is read whole rather than brought forward.
 _MAX_INCREMENTAL_VERSIONS = 256
 _LAST = 2**62  # sorts a skill whose stored order is unknown after every known one
+# Versions a cached snapshot is brought forward through: they change skills in place or add
+# them at the end, as their after-images say (a lifecycle change only rewrites named skills).
+_ADVANCED_KINDS = frozenset({ChangeKind.APPLY, ChangeKind.LIFECYCLE})
 
 
 def list_skillbooks(client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> list[str]:
@@ -164,6 +170,7 @@ class RedisSkillbookStore:
             idempotency_ttl=idempotency_ttl,
             max_skills=max_skills,
         )
+        self._lifecycle = SkillbookLifecycle(client, self._writes, cas=self._cas, snapshot=self.snapshot)
 
     @property
     def name(self) -> str:
@@ -269,6 +276,11 @@ class RedisSkillbookStore:
         """The skillbook's labelled versions (prod, canary, ...)."""
         return SkillbookLabels(self._redis, self.keys)
 
+    @property
+    def evaluations(self) -> SkillbookEvaluations:
+        """The record of the skillbook's evaluations (every one, newest first)."""
+        return SkillbookEvaluations(self._redis, self.keys)
+
     def _advance_cached(self, incarnation: str | None, version: int) -> tuple[int, Skillbook] | None:
         """The newest cached snapshot brought forward through the change log, or None to read it all.
 
@@ -297,7 +309,7 @@ class RedisSkillbookStore:
         if (
             optional_text(raw_incarnation) != incarnation
             or not contiguous
-            or any(r.kind is not ChangeKind.APPLY for r in records)
+            or any(r.kind not in _ADVANCED_KINDS for r in records)
         ):
             return None
         if not records:  # nothing written since: the cached one is current
@@ -535,6 +547,41 @@ class RedisSkillbookStore:
         return self._cas(
             "set_similarity_decision", lambda pipe: self._writes.set_decision(pipe, field, value, source_json)
         )
+
+    # -- lifecycle: pin, archive, prune (lifecycle.py) ------------------------------------------
+    def pin(self, skill_ids: Iterable[str], *, actor: str | None = None, note: str = "") -> LifecycleResult:
+        """Pin skills: never removed, merged or archived until unpinned. One version (none if all were)."""
+        return self._lifecycle.change(LifecycleAction.PIN, skill_ids, actor=actor, note=note)
+
+    def unpin(self, skill_ids: Iterable[str], *, actor: str | None = None, note: str = "") -> LifecycleResult:
+        """Unpin skills, as one version (none if none was pinned)."""
+        return self._lifecycle.change(LifecycleAction.UNPIN, skill_ids, actor=actor, note=note)
+
+    def archive(
+        self, skill_ids: Iterable[str], *, actor: str | None = None, note: str = ""
+    ) -> LifecycleResult:
+        """Archive skills: out of the prompt and the count, kept. PinnedSkillError names a pinned one."""
+        return self._lifecycle.change(LifecycleAction.ARCHIVE, skill_ids, actor=actor, note=note)
+
+    def restore(
+        self, skill_ids: Iterable[str], *, actor: str | None = None, note: str = ""
+    ) -> LifecycleResult:
+        """Bring archived skills back into the prompt, as one version."""
+        return self._lifecycle.change(LifecycleAction.RESTORE, skill_ids, actor=actor, note=note)
+
+    def archived(self) -> list[Skill]:
+        """The archived skills, in skillbook order."""
+        return self._lifecycle.archived()
+
+    def plan_prune(self, rule: StaleRule) -> PrunePlan:
+        """The skills stale by ``rule``, each with why; nothing changes."""
+        return self._lifecycle.plan_prune(rule)
+
+    def prune(
+        self, rule: StaleRule, *, actor: str | None = None, note: str = ""
+    ) -> tuple[PrunePlan, LifecycleResult]:
+        """Archive the skills stale by ``rule`` in one version (actor ``prune`` unless named)."""
+        return self._lifecycle.prune(rule, actor=actor, note=note)
 
     def delete(self) -> bool:
         """Delete the skillbook, its change log and counters; False if it did not exist."""
