@@ -17,20 +17,25 @@ from ..core.files import special_file_kind, write_text_atomically
 from ..core.jsonl import SkippedLines, iter_jsonl
 from ..core.skillbook import Skillbook
 from ..distributed.ops.embedded_redis import resolve_redis
-from ..distributed.producer.errors import BatchSizeError
+from ..distributed.producer.errors import BatchSizeError, LabelNotServedError
 from ..distributed.producer.fleet_check import require_workers as require_recipe_workers
 from ..distributed.producer.producer import BatchHandle
 from ..distributed.recipe_registry import BUILT_IN_RECIPES
 from ..distributed.service import Service, build_service, local_workers
 from ..distributed.settings import WorkerSettings, env_name
+from ..distributed.store.errors import UnknownLabelError
 from ..distributed.store.keys import STAT_ADDS_SKIPPED_FULL, validate_skillbook_name
+from ..distributed.store.labels import SkillbookRef, parse_skillbook_ref
 from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
 from ..distributed.worker.errors import PayloadError
 from ..distributed.worker.payload import check_trace
+from ..distributed.worker.serving import parse_share
 from ..errors import MissingSettingError
 
 __all__ = [
     "ActorOption",
+    "CanaryOption",
+    "check_skillbook_ref",
     "check_output_path",
     "check_recipe",
     "check_skillbook_name",
@@ -106,6 +111,35 @@ def check_skillbook_name(name: str, param: str = "NAME") -> str:
         return validate_skillbook_name(name)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint=param) from None
+
+
+def check_skillbook_ref(ref: str, param: str = "--skillbook") -> SkillbookRef:
+    """``NAME`` or ``NAME@LABEL`` (served by the label, learning the head), else a usage error."""
+    try:
+        return parse_skillbook_ref(ref)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=param) from None
+
+
+def _parse_canary(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_share(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--canary") from None
+
+
+# A canary share of executions served by the "canary" label (the rest by the skillbook's label).
+CanaryOption = Annotated[
+    float | None,
+    typer.Option(
+        "--canary",
+        parser=_parse_canary,
+        metavar="SHARE",
+        help="Serve this share of the samples (10% or 0.1) by label 'canary' [ACE_CANARY_SHARE, else 0].",
+    ),
+]
 
 
 def check_recipe(recipe: str, settings: WorkerSettings) -> str:
@@ -237,24 +271,41 @@ def stream_inputs(path: Path, recipe: str) -> Iterator[Any]:
 
 
 def enqueue_file(
-    service: Service, path: Path, count: int, skillbook: str, epochs: int, recipe: str
+    service: Service,
+    path: Path,
+    count: int,
+    skillbook: str,
+    epochs: int,
+    recipe: str,
+    canary: float | None = None,
 ) -> BatchHandle:
     """Send a scanned JSONL file as one batch of ``count`` inputs."""
-    return enqueue_inputs(service, stream_inputs(path, recipe), path, count, skillbook, epochs, recipe)
+    return enqueue_inputs(
+        service, stream_inputs(path, recipe), path, count, skillbook, epochs, recipe, canary
+    )
 
 
 def enqueue_inputs(
-    service: Service, inputs: Iterator[Any], path: Path, count: int, skillbook: str, epochs: int, recipe: str
+    service: Service,
+    inputs: Iterator[Any],
+    path: Path,
+    count: int,
+    skillbook: str,
+    epochs: int,
+    recipe: str,
+    canary: float | None = None,
 ) -> BatchHandle:
-    """Send the ``count`` scanned inputs read from ``path`` as one batch."""
+    """Send the ``count`` scanned inputs read from ``path`` as one batch (``skillbook`` may be NAME@LABEL)."""
     producer = service.producer
     enqueue = producer.enqueue_samples if recipe == "ace" else producer.enqueue_traces
     try:
         # Streamed whatever the epochs: workers send later epochs from the inputs the batch stored.
-        return enqueue(inputs, skillbook, epochs, recipe=recipe, count=count)
+        return enqueue(inputs, skillbook, epochs, recipe=recipe, count=count, canary=canary)
     except BatchSizeError as exc:
         # The input changed between the two passes.
         raise typer.BadParameter(f"{path}: {exc}") from exc
+    except (UnknownLabelError, LabelNotServedError) as exc:  # refused before anything was sent
+        raise typer.BadParameter(str(exc), param_hint="--skillbook") from exc
 
 
 def redis_settings(command: str, why: str, *, kept_embedded: bool = True) -> WorkerSettings:

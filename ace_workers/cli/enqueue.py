@@ -9,9 +9,10 @@ import typer
 
 from ..distributed.settings import WorkerSettings
 from .common import (
+    CanaryOption,
     JsonOption,
     check_recipe,
-    check_skillbook_name,
+    check_skillbook_ref,
     enqueue_file,
     enqueue_inputs,
     open_service,
@@ -34,7 +35,10 @@ def enqueue_command(
             "saved AgentHistoryList or a folder of them (every *.json below it)."
         ),
     ],
-    skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
+    skillbook: Annotated[
+        str,
+        typer.Option(help="Name of the skillbook in Redis; NAME@LABEL: the agent is served LABEL's version."),
+    ] = "default",
     epochs: Annotated[int, typer.Option(min=1, help="Passes over the input.")] = 1,
     recipe: Annotated[
         str,
@@ -52,6 +56,7 @@ def enqueue_command(
             "browser_use_traces.",
         ),
     ] = "jsonl",
+    canary: CanaryOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Enqueue a JSONL file, or recorded agent sessions, as one batch for running workers; print the batch id.
@@ -62,7 +67,7 @@ def enqueue_command(
     --json, one JSON document) goes to stdout; skipped lines are warned of on stderr.
     """
     settings = WorkerSettings.from_env()
-    check_skillbook_name(skillbook, "--skillbook")
+    name = check_skillbook_ref(skillbook).name  # learning writes NAME's head whatever the label
     check_recipe(recipe, settings)
     check_format(input_format, recipe)
     require_shared_redis(
@@ -76,17 +81,18 @@ def enqueue_command(
     else:
         count = scan_sessions(traces, input_format, recipe, settings, epochs)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
-        require_workers(service, recipe, skillbook)
+        require_workers(service, recipe, name)
         if input_format == "jsonl":
-            handle = enqueue_file(service, traces, count, skillbook, epochs, recipe)
+            handle = enqueue_file(service, traces, count, skillbook, epochs, recipe, canary)
         else:
             inputs = stream_sessions(traces, input_format, recipe)
-            handle = enqueue_inputs(service, inputs, traces, count, skillbook, epochs, recipe)
+            handle = enqueue_inputs(service, inputs, traces, count, skillbook, epochs, recipe, canary)
     if as_json:
         print_json(
             {
                 "batch_id": handle.batch_id,
-                "skillbook": skillbook,
+                "skillbook": name,
+                "served_by": skillbook,
                 "recipe": recipe,
                 "inputs": count,
                 "epochs": epochs,

@@ -1,10 +1,33 @@
-"""``ace-workers skillbook label ...``: labelled versions (prod, canary, ...) that readers serve."""
+"""``ace-workers skillbook label ...``: labelled versions (prod, canary, ...) that readers serve.
+
+A label points at a version; readers given ``NAME@LABEL`` serve that version while
+learning keeps writing to the head. Every move is logged with its actor and note.
+"""
 
 from __future__ import annotations
 
-import typer
+from typing import Annotated
 
-from .help import HelpGroup
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ..distributed.store.actors import actor_from_option
+from ..distributed.store.errors import InvalidLabelError, UnknownLabelError, VersionRangeError
+from ..distributed.store.labels import LabelMove, validate_label
+from ..distributed.store.store import RedisSkillbookStore
+from .common import (
+    ActorOption,
+    JsonOption,
+    check_skillbook_name,
+    console,
+    open_service,
+    print_json,
+    printable,
+    redis_settings,
+    store_or_fail,
+)
+from .help import HelpCommand, HelpGroup
 
 __all__ = ["label_app"]
 
@@ -13,3 +36,178 @@ label_app = typer.Typer(
     help="Labelled versions: point prod, canary or any name at a version; readers of a label serve it.",
     no_args_is_help=True,
 )
+
+WHY = "labels live with their skillbook in a shared Redis"
+NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]
+LabelArgument = Annotated[str, typer.Argument(help="The label: prod, canary or any name.")]
+NoteOption = Annotated[str, typer.Option("--note", help="Why, as the label log records it.")]
+
+
+def check_label(label: str, param: str = "LABEL") -> str:
+    """``label`` if it can name a version, else a usage error naming the argument."""
+    try:
+        return validate_label(label)
+    except InvalidLabelError as exc:
+        raise typer.BadParameter(str(exc), param_hint=param) from None
+
+
+def require_label(store: RedisSkillbookStore, label: str) -> int:
+    """The version ``label`` points at; a usage error naming the labels there are if none."""
+    try:
+        return store.labels.require(label)
+    except UnknownLabelError as exc:
+        raise typer.BadParameter(str(exc), param_hint="LABEL") from None
+
+
+@label_app.command("set", cls=HelpCommand)
+def label_set(
+    name: NameArgument,
+    label: LabelArgument,
+    version: Annotated[int, typer.Argument(help="The version the label points at (1 to the head's).")],
+    note: NoteOption = "",
+    actor: ActorOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Point LABEL at VERSION (set it, or move it): one atomic, logged move."""
+    check_skillbook_name(name)
+    check_label(label)
+    who = _actor(actor)
+    with open_service(
+        redis_settings("skillbook label set", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        store = store_or_fail(service, name)
+        try:
+            move = store.labels.set(label, version, actor=who, note=note)
+        except VersionRangeError as exc:
+            raise typer.BadParameter(str(exc), param_hint="VERSION") from None
+    if as_json:
+        print_json({"name": name, **move.to_dict()})
+    elif move.from_version is None:
+        typer.echo(f"skillbook {name!r}: label {label!r} set to version {version}")
+    else:
+        typer.echo(f"skillbook {name!r}: label {label!r} moved from version {move.from_version} to {version}")
+
+
+@label_app.command("show", cls=HelpCommand)
+def label_show(
+    name: NameArgument,
+    label: LabelArgument,
+    limit: Annotated[int, typer.Option(min=1, help="How many of its moves, newest first.")] = 20,
+    as_json: JsonOption = False,
+) -> None:
+    """The version LABEL points at, and its moves (newest first)."""
+    check_skillbook_name(name)
+    check_label(label)
+    with open_service(
+        redis_settings("skillbook label show", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        store = store_or_fail(service, name)
+        version = require_label(store, label)
+        head = store.version()
+        moves = store.labels.history(label, limit=limit)
+    if as_json:
+        print_json(
+            {
+                "name": name,
+                "label": label,
+                "version": version,
+                "head": head,
+                "moves": [move.to_dict() for move in moves],
+            }
+        )
+        return
+    behind = f", {head - version} behind the head ({head})" if head > version else " (the head)"
+    typer.echo(f"skillbook {name!r}: label {label!r} is at version {version}{behind}")
+    _print_moves(moves)
+
+
+@label_app.command("list", cls=HelpCommand)
+def label_list(name: NameArgument, as_json: JsonOption = False) -> None:
+    """Every label of a skillbook and the version it points at, with the head's version."""
+    check_skillbook_name(name)
+    with open_service(
+        redis_settings("skillbook label list", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        store = store_or_fail(service, name)
+        labels = store.labels.all()
+        head = store.version()
+    if as_json:
+        print_json({"name": name, "head": head, "labels": labels})
+        return
+    typer.echo(f"skillbook {name!r}: head at version {head}")
+    if not labels:
+        typer.echo("no labels (set one: ace-workers skillbook label set NAME LABEL VERSION)")
+    for label, version in labels.items():
+        typer.echo(f"{printable(label)}\t{version}")
+
+
+@label_app.command("delete", cls=HelpCommand)
+def label_delete(
+    name: NameArgument,
+    label: LabelArgument,
+    note: NoteOption = "",
+    actor: ActorOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Remove LABEL (its readers then fail, naming it); the log keeps the move."""
+    check_skillbook_name(name)
+    check_label(label)
+    who = _actor(actor)
+    with open_service(
+        redis_settings("skillbook label delete", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        store = store_or_fail(service, name)
+        try:
+            move = store.labels.delete(label, actor=who, note=note)
+        except UnknownLabelError as exc:
+            raise typer.BadParameter(str(exc), param_hint="LABEL") from None
+    if as_json:
+        print_json({"name": name, **move.to_dict()})
+    else:
+        typer.echo(f"skillbook {name!r}: label {label!r} deleted (it was at version {move.from_version})")
+
+
+@label_app.command("history", cls=HelpCommand)
+def label_history(
+    name: NameArgument,
+    label: Annotated[str | None, typer.Argument(help="Only this label's moves.")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="How many moves, newest first.")] = 50,
+    as_json: JsonOption = False,
+) -> None:
+    """The label moves of a skillbook (of one label, if given), newest first."""
+    check_skillbook_name(name)
+    if label is not None:
+        check_label(label)
+    with open_service(
+        redis_settings("skillbook label history", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        moves = store_or_fail(service, name).labels.history(label, limit=limit)
+    if as_json:
+        print_json([move.to_dict() for move in moves])
+        return
+    _print_moves(moves)
+
+
+def _actor(option: str | None) -> str:
+    try:
+        return actor_from_option(option)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--actor") from None
+
+
+def _print_moves(moves: list[LabelMove]) -> None:
+    if not moves:
+        typer.echo("no moves logged")
+        return
+    table = Table("time", "label", "from", "to", "actor", "note")
+    for move in moves:
+        # Text, not str: what was read from Redis is never read as markup.
+        table.add_row(
+            move.time,
+            Text(printable(move.label)),
+            "-" if move.from_version is None else str(move.from_version),
+            "deleted" if move.to_version is None else str(move.to_version),
+            Text(printable(move.actor)),
+            Text(printable(move.note)),
+        )
+    console.print(table)

@@ -16,10 +16,11 @@ from ..distributed.producer.producer import BatchHandle
 from ..distributed.settings import DEDUP_OFF, WorkerSettings
 from ..distributed.store.batches import BatchState, BatchStatus
 from .common import (
+    CanaryOption,
     JsonOption,
     check_output_path,
     check_recipe,
-    check_skillbook_name,
+    check_skillbook_ref,
     console,
     enqueue_file,
     err_console,
@@ -102,7 +103,10 @@ def learn_command(
     traces: Annotated[
         Path, typer.Argument(help="JSONL file: one trace (or, with --recipe ace, one sample) per line.")
     ],
-    skillbook: Annotated[str, typer.Option(help="Name of the skillbook in Redis.")] = "default",
+    skillbook: Annotated[
+        str,
+        typer.Option(help="Name of the skillbook in Redis; NAME@LABEL: the agent is served LABEL's version."),
+    ] = "default",
     epochs: Annotated[int, typer.Option(min=1, help="Passes over the input.")] = 1,
     model: Annotated[
         str | None, typer.Option(help="Model for every role: 'sim' or a litellm model string.")
@@ -115,6 +119,7 @@ def learn_command(
     learn_threads: Annotated[
         int, typer.Option(min=1, help="Learn-queue threads of the in-process workers.")
     ] = 4,
+    canary: CanaryOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Learn a skillbook from a JSONL file through the distributed pipeline.
@@ -129,7 +134,7 @@ def learn_command(
         # The in-process workers call these models; with ACE_REDIS_URL the fleet's workers
         # call their own, and checked them when they started.
         refuse_unusable_models(settings)
-    check_skillbook_name(skillbook, "--skillbook")
+    served_by, skillbook = skillbook, check_skillbook_ref(skillbook).name  # learning writes the head
     check_recipe(recipe, settings)
     check_output_path(out, "--out")
     check_output_path(markdown, "--markdown")
@@ -147,7 +152,7 @@ def learn_command(
         hint = dedup_hint(settings)
         if hint:
             err_console.print(hint)
-        handle = enqueue_file(service, traces, count, skillbook, epochs, recipe)
+        handle = enqueue_file(service, traces, count, served_by, epochs, recipe, canary)
         follow_batch(handle, "learning")
         status = handle.status()
         errors = handle.errors()

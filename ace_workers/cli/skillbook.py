@@ -34,6 +34,7 @@ from .common import (
     store_or_fail,
     write_skillbook_files,
 )
+from .compare import compare_command
 from .help import HelpCommand, HelpGroup
 from .labels import label_app
 
@@ -44,6 +45,7 @@ skillbook_app = typer.Typer(
 )
 
 skillbook_app.add_typer(label_app, name="label")
+skillbook_app.command("compare", cls=HelpCommand)(compare_command)
 
 WHY = "skillbooks live in a shared Redis"
 NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]

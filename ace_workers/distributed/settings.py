@@ -23,6 +23,7 @@ from .connections import AMQP_SCHEMES, CLUSTER_SCHEMES, REDIS_SCHEMES, redact_ur
 from .errors import InvalidSettingError
 from .recipe_registry import BUILT_IN_RECIPES, recipe_target_problem
 from .store.keys import validate_key_prefix, validate_skillbook_name
+from .store.labels import validate_label
 
 __all__ = [
     # settings
@@ -170,6 +171,12 @@ class WorkerSettings:
       run abandons it: its unfinished samples are dead-lettered and the run reports it [2]
     - ``ACE_NIGHTLY_DIR``: folder for the nightly checkpoint and markdown export [unset: none written]
     - ``ACE_NIGHTLY_LOCK_SECONDS``: lifetime of the nightly lock, renewed while a run is alive [600]
+    - ``ACE_SERVE_LABEL``: the label (``prod``, any name) whose version a producer's samples are
+      served by when the skillbook is named without one (``support``, not ``support@prod``);
+      learning still writes the head. Read where samples are sent, for recipes that run an agent
+      [unset: the head]
+    - ``ACE_CANARY_SHARE``: share (0 to 1) of those samples served by the ``canary`` label instead,
+      chosen per sample by a hash of batch id and sample index; ``--canary 10%`` overrides it [0]
     """
 
     # repr=False: a password in either URL must not reach logs through the settings' repr.
@@ -236,6 +243,8 @@ class WorkerSettings:
     # repr=False: a password must not reach logs through the settings' repr.
     flower_basic_auth: str | None = field(default=None, repr=False)
     otlp_endpoint: str | None = None
+    serve_label: str | None = None
+    canary_share: float = _setting(0.0)
 
     def __post_init__(self) -> None:
         for spec in dataclasses.fields(self):
@@ -265,6 +274,7 @@ class WorkerSettings:
         _check_choice("dedup_provider", self.dedup_provider, DEDUP_PROVIDERS)
         _check_choice("reflector", self.reflector, REFLECTORS)
         _check_dedup(self)
+        _check_serving(self)
         slowest = self.slowest_step_seconds()
         if self.worker_stall_seconds <= slowest:
             raise InvalidSettingError(
@@ -385,6 +395,19 @@ def env_name(field_name: str) -> str:
 
 
 # -- checking -------------------------------------------------------------------------
+
+
+def _check_serving(settings: WorkerSettings) -> None:
+    """ACE_SERVE_LABEL names a label; ACE_CANARY_SHARE is a share from 0 to 1."""
+    if settings.serve_label is not None:
+        try:
+            validate_label(settings.serve_label)
+        except ValueError as exc:
+            raise InvalidSettingError(env_name("serve_label"), settings.serve_label, str(exc)) from None
+    if settings.canary_share > 1:
+        raise InvalidSettingError(
+            env_name("canary_share"), settings.canary_share, "a share is from 0 to 1 (0.1 for 10%)"
+        )
 
 
 def _not_ours(variable: str) -> bool:

@@ -9,7 +9,7 @@ from typing import Literal
 
 from ..distributed.errors import InvalidSettingError
 from ..distributed.settings import SIM_MODEL
-from ..distributed.store.keys import validate_skillbook_name
+from ..distributed.store.labels import parse_skillbook_ref
 from ..env import environment, read_env_fields
 
 __all__ = ["MCPServerConfig", "MCP_ENV_PREFIX", "BACKENDS"]
@@ -27,7 +27,9 @@ class MCPServerConfig:
       workers: learning is enqueued, the skillbook is the versioned one in Redis), or "auto":
       fleet when ``ACE_REDIS_URL`` is set [auto]
     - ``ACE_MCP_MODEL``: local back end's model: "sim" or a litellm model string [sim]
-    - ``ACE_MCP_SKILLBOOK``: fleet back end's skillbook, shared by every session [mcp]
+    - ``ACE_MCP_SKILLBOOK``: fleet back end's skillbook, shared by every session; ``NAME@LABEL``
+      answers (and reads, saves) with the version of label LABEL while learning writes NAME's head,
+      and refuses ace.skillbook.load, which would write a label [mcp]
     - ``ACE_MCP_SKILLBOOK_DIR``: the one directory ace.skillbook.save/load use [~/.ace-workers/skillbooks]
     - ``ACE_MCP_READ_ONLY``: refuse every tool that writes: learning, saving, loading [false]
     - ``ACE_MCP_TOKEN``: HTTP: the bearer token every request must carry (or ``--token-file``)
@@ -59,7 +61,7 @@ class MCPServerConfig:
             raise InvalidSettingError(
                 "ACE_MCP_BACKEND", self.backend, f"expected one of {', '.join(BACKENDS)}"
             )
-        validate_skillbook_name(self.skillbook)
+        parse_skillbook_ref(self.skillbook)  # NAME or NAME@LABEL
         positive = (
             "session_ttl_seconds",
             "max_sessions",

@@ -14,6 +14,7 @@ __all__ = [
     "InvalidToolRequest",
     "UnknownSessionError",
     "ReadOnlyError",
+    "LabelWriteError",
     "PathNotAllowedError",
     "BackendError",
     "SessionNotYoursError",
@@ -53,6 +54,13 @@ class ReadOnlyError(MCPToolError):
 
     code = _READ_ONLY
     kind = "read_only"
+
+
+class LabelWriteError(MCPToolError):
+    """The server serves a labelled version (``NAME@LABEL``): a label is read, never written."""
+
+    code = _READ_ONLY
+    kind = "label_read_only"
 
 
 class PathNotAllowedError(MCPToolError):

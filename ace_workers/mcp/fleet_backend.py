@@ -2,20 +2,25 @@
 
 Every session reads and teaches the same skillbook (``ACE_MCP_SKILLBOOK``), so
 many assistants share what any of them learned. Answers are computed here,
-with the Agent model of the worker settings, on the skillbook's current version.
+with the Agent model of the worker settings, on the skillbook's current version;
+or, for ``NAME@LABEL``, on the version label LABEL points at (reads, saves and
+the agent of learned samples too), while learning writes NAME's head. Loading
+a file would write the label's skillbook: refused (LabelWriteError).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.context import SkillbookView
 from ..core.environments import Sample
 from ..core.skillbook import Skillbook
 from ..distributed.producer import Producer
 from ..distributed.settings import WorkerSettings
+from ..distributed.store.labels import parse_skillbook_ref
 from ..roles import Agent
 from .backend import skill_items
-from .errors import BackendError, InvalidToolRequest
+from .errors import BackendError, InvalidToolRequest, LabelWriteError
 from .models import (
     AskRequest,
     AskResponse,
@@ -40,7 +45,8 @@ class FleetBackend:
 
     def __init__(self, settings: WorkerSettings, skillbook: str, *, wait_seconds: float) -> None:
         self.producer = Producer(settings)
-        self.skillbook_name = skillbook
+        self.ref = parse_skillbook_ref(skillbook)  # NAME, or NAME@LABEL: served by LABEL
+        self.skillbook_name = self.ref.name
         self.wait_seconds = wait_seconds
         self.agent = Agent(self.producer.runtime.llm(settings.agent_model))
 
@@ -50,8 +56,12 @@ class FleetBackend:
     def _active_skills(self) -> int:
         return self.producer.runtime.store(self.skillbook_name).active_skills()
 
+    def _served(self) -> tuple[int, SkillbookView]:
+        """The version readers are served (the label's, else the head's) and its read-only view."""
+        return self.producer.runtime.store(self.skillbook_name).snapshot_of(self.ref.label)
+
     def ask(self, session: Session, request: AskRequest) -> AskResponse:
-        view = self.producer.runtime.skillbook(self.skillbook_name).view()  # its current version
+        _, view = self._served()
         output = self.agent.generate(question=request.question, context=request.context, skillbook=view)
         session.last_ask = LastAsk(
             request.question, request.context, output.final_answer, output.reasoning, list(output.skill_ids)
@@ -67,7 +77,8 @@ class FleetBackend:
     def learn_samples(self, session: Session, request: LearnSampleRequest) -> LearnSampleResponse:
         before = self._active_skills()
         samples = [Sample(s.question, s.context, s.ground_truth, dict(s.metadata)) for s in request.samples]
-        handle = self.producer.enqueue_samples(samples, self.skillbook_name, epochs=request.epochs)
+        # Answered on the fleet by the served label; what is learned goes to the head.
+        handle = self.producer.enqueue_samples(samples, str(self.ref), epochs=request.epochs)
         queued = len(samples) * request.epochs
         done = failed = 0
         if request.wait:
@@ -112,22 +123,30 @@ class FleetBackend:
         )
 
     def get_skillbook(self, session: Session, request: SkillbookGetRequest) -> SkillbookGetResponse:
-        version, book = self.producer.runtime.store(self.skillbook_name).snapshot()
+        version, view = self._served()
+        book = Skillbook.from_dict(view.to_dict())
         return SkillbookGetResponse(
             session_id=session.id,
-            skillbook=self.skillbook_name,
+            skillbook=str(self.ref),
             version=version,
             stats=book.stats(),
             skills=skill_items(book, request),
         )
 
     def save_skillbook(self, session: Session, path: Path) -> SkillbookSaveResponse:
-        book = self.producer.runtime.store(self.skillbook_name).export()
+        _, view = self._served()
+        book = Skillbook.from_dict(view.to_dict())
         path.parent.mkdir(parents=True, exist_ok=True)
         book.save_to_file(path)
         return SkillbookSaveResponse(session_id=session.id, path=str(path), saved_skill_count=len(book))
 
     def load_skillbook(self, session: Session, path: Path) -> SkillbookLoadResponse:
+        if self.ref.label is not None:
+            raise LabelWriteError(
+                f"this server serves label {self.ref.label!r} of skillbook {self.ref.name!r} "
+                f"(ACE_MCP_SKILLBOOK={self.ref}): a label is read, never written; move it with "
+                f"'ace-workers skillbook label set {self.ref.name} {self.ref.label} VERSION'"
+            )
         if not path.is_file():
             raise InvalidToolRequest(f"no skillbook file {path.name!r} in the skillbook directory")
         book = Skillbook.load_from_file(path)

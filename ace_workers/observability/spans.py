@@ -30,6 +30,8 @@ __all__ = [
     "ATTR_RUNNER",
     "ATTR_SAMPLE_ID",
     "ATTR_SAMPLE_INDEX",
+    "ATTR_SERVED_LABEL",
+    "ATTR_SERVED_VERSION",
     "ATTR_SKILLBOOK",
     "ATTR_STEP_INDEX",
     "ATTR_STEP_NAME",
@@ -38,6 +40,7 @@ __all__ = [
     "client_model",
     "record_error",
     "sample_attributes",
+    "set_span_attributes",
     "start_sample_span",
     "start_step_span",
     "traced_llm_call",
@@ -58,6 +61,9 @@ ATTR_SAMPLE_ID = "ace.sample.id"
 ATTR_STEP_NAME = "ace.step.name"
 ATTR_STEP_INDEX = "ace.step.index"
 ATTR_LLM_COST = "ace.llm.cost_usd"
+# The skillbook version and label ("head" for the head) that served the agent (serving.py).
+ATTR_SERVED_VERSION = "ace.served.version"
+ATTR_SERVED_LABEL = "ace.served.label"
 
 # OpenTelemetry GenAI semantic conventions (gen_ai.system is the older name of provider.name).
 _GEN_AI_OPERATION = "gen_ai.operation.name"
@@ -84,6 +90,13 @@ def sample_attributes(ctx: Any) -> dict[str, str | int]:
     if isinstance(sample_id, (str, int)) and not isinstance(sample_id, bool):
         attributes[ATTR_SAMPLE_ID] = sample_id
     return attributes
+
+
+def set_span_attributes(attributes: Attributes) -> None:
+    """Add ``attributes`` to the current span (none without OpenTelemetry or outside a span)."""
+    otel = api()
+    if otel is not None:
+        otel.trace.get_current_span().set_attributes(dict(attributes))
 
 
 def start_sample_span(tracer: Any, attributes: Attributes, *, kind: str = "INTERNAL") -> Any:

@@ -4,7 +4,9 @@ Steps are stateless: what a call does depends only on the constructor's
 arguments and the incoming :class:`~ace_workers.core.ACEStepContext`. Steps
 that write the skillbook (or files made from it) get the real Skillbook in
 their constructor and declare ``writes_skillbook = True``; the rest read the
-context's read-only SkillbookView.
+context's read-only SkillbookView. Steps that run the agent declare
+``serves_skillbook = True``: on the fleet their view is the version of the
+sample's label (``support@prod``), while learning writes the head.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ __all__ = ["AgentStep"]
 class AgentStep:
     """Call the agent on ``ctx.sample`` with the read-only skillbook view; provide ``agent_output``."""
 
+    # On the fleet it is served the version of the sample's label (distributed/worker/serving.py).
+    serves_skillbook = True
     requires = frozenset({"sample", "skillbook"})
     provides = frozenset({"agent_output"})
 

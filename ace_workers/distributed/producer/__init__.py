@@ -4,6 +4,7 @@ from .distributed_runner import DistributedRunner
 from .errors import (
     BatchExistsError,
     BatchSizeError,
+    LabelNotServedError,
     NoWorkersError,
     ProducerConfigError,
     ProducerError,
@@ -22,6 +23,7 @@ __all__ = [
     "ProducerError",
     "BatchExistsError",
     "BatchSizeError",
+    "LabelNotServedError",
     "NoWorkersError",
     "ProducerConfigError",
     "RemoteStepError",

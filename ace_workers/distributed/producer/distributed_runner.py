@@ -8,6 +8,7 @@ from typing import Any
 from pipeline import SampleResult
 
 from ...core.context import ACEStepContext
+from ..store.labels import parse_skillbook_ref
 from .fleet_check import require_workers
 from .producer import BatchHandle, Producer
 
@@ -20,12 +21,23 @@ class DistributedRunner:
     ``DistributedRunner(producer, skillbook="support", recipe="ace")`` stands in
     for ``ACE.from_roles(...)``: the same ``run(items, epochs, wait)`` call, but
     every step is a task on the queues and the skillbook lives in Redis.
+    ``skillbook="support@prod"`` serves the agent label ``prod``'s version while
+    learning writes ``support``'s head; ``canary`` sends that share to label ``canary``.
     """
 
-    def __init__(self, producer: Producer, *, skillbook: str, recipe: str = "trace_analyser") -> None:
+    def __init__(
+        self,
+        producer: Producer,
+        *,
+        skillbook: str,
+        recipe: str = "trace_analyser",
+        canary: float | None = None,
+    ) -> None:
         self.producer = producer
-        self.skillbook_name = skillbook
+        self.ref = parse_skillbook_ref(skillbook)
+        self.skillbook_name = self.ref.name
         self.recipe = recipe
+        self.canary = canary
         self.last_batch: BatchHandle | None = None
 
     def run(
@@ -41,7 +53,7 @@ class DistributedRunner:
         """
         require_workers(self.producer.app, self.producer.runtime, self.recipe, self.skillbook_name)
         enqueue = self.producer.enqueue_samples if self.recipe == "ace" else self.producer.enqueue_traces
-        self.last_batch = enqueue(items, self.skillbook_name, epochs, recipe=self.recipe)
+        self.last_batch = enqueue(items, str(self.ref), epochs, recipe=self.recipe, canary=self.canary)
         if not wait:
             return []
         self.last_batch.wait(timeout, check_workers=False)  # checked above

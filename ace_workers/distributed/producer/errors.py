@@ -9,6 +9,7 @@ __all__ = [
     "BatchExistsError",
     "BatchSizeError",
     "HookInputError",
+    "LabelNotServedError",
     "NoWorkersError",
     "ProducerConfigError",
     "PartitionMismatchError",
@@ -77,4 +78,16 @@ class PartitionMismatchError(ProducerConfigError):
             f"ACE_WRITE_PARTITIONS={producer} here, but the workers run with {workers}: the writes "
             "would go to queues no writer serves. Set the same value on producers and workers; "
             "nothing was sent"
+        )
+
+
+class LabelNotServedError(ProducerError, ValueError):
+    """A label or canary share was given for a recipe whose steps run no agent: nothing would read it."""
+
+    def __init__(self, recipe: str, labels: list[str]) -> None:
+        self.recipe = recipe
+        self.labels = labels
+        super().__init__(
+            f"recipe {recipe!r} runs no agent step, so nothing would be served by label(s) "
+            f"{', '.join(labels)}: name the skillbook without a label, and give no canary share"
         )

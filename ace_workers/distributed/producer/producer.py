@@ -20,7 +20,8 @@ from ...traces.browser_use.to_trace import browser_history_to_trace
 from ..connections import client_url_for
 from ..settings import WorkerSettings, env_name
 from ..store.batches import BatchState, BatchStatus
-from ..store.keys import SkillbookKeys, validate_skillbook_name
+from ..store.keys import SkillbookKeys
+from ..store.labels import SkillbookRef, parse_skillbook_ref
 from ..worker.app import create_app, is_redis_full
 from ..worker.chains import enqueue_epoch
 from ..worker.epochs import resume_batch
@@ -28,10 +29,12 @@ from ..worker.fleet import check_fleet_agrees
 from ..worker.partitions import recorded_partitions
 from ..worker.payload import check_trace, context_to_payload, payload_to_context
 from ..worker.reconcile import reconcile_batch
-from ..worker.runtime import WorkerRuntime
+from ..worker.runtime import Route, WorkerRuntime
+from ..worker.serving import SERVE_LABEL, ServingPlan
 from .errors import (
     BatchExistsError,
     BatchSizeError,
+    LabelNotServedError,
     PartitionMismatchError,
     ProducerConfigError,
     RemoteStepError,
@@ -225,6 +228,7 @@ class Producer:
         max_in_flight: int | None = None,
         batch_id: str | None = None,
         count: int | None = None,
+        canary: float | None = None,
     ) -> BatchHandle:
         """Learn from recorded traces (TraceAnalyser's chain by default).
 
@@ -234,6 +238,8 @@ class Producer:
         ``batch_id`` (default: a new uuid) lets a caller that records the id
         before sending, like the nightly job, find the batch again after a crash.
         ``count`` declares how many items an iterator will yield (see ``_enqueue``).
+        ``skillbook`` may name a label (``support@prod``) and ``canary`` a share, for a
+        recipe that runs an agent: see :meth:`enqueue_samples`.
         """
         max_bytes = self.runtime.settings.max_trace_bytes
 
@@ -243,7 +249,9 @@ class Producer:
                 check_trace(trace, max_bytes=max_bytes)
                 yield ACEStepContext(trace=trace)
 
-        return self._enqueue(traces, contexts, skillbook, epochs, recipe, max_in_flight, batch_id, count)
+        return self._enqueue(
+            traces, contexts, skillbook, epochs, recipe, max_in_flight, batch_id, count, canary
+        )
 
     def append_to_inbox(self, traces: Iterable[Any], skillbook: str) -> int:
         """Keep traces in the skillbook's inbox for its next nightly run; return how many were added.
@@ -267,8 +275,16 @@ class Producer:
         recipe: str = "ace",
         max_in_flight: int | None = None,
         count: int | None = None,
+        canary: float | None = None,
     ) -> BatchHandle:
-        """Answer and learn from samples (ACE's chain by default); ``count`` as in enqueue_traces."""
+        """Answer and learn from samples (ACE's chain by default); ``count`` as in enqueue_traces.
+
+        ``skillbook="support@prod"``: the agent is served label ``prod``'s version while
+        learning writes ``support``'s head (``support`` alone: ACE_SERVE_LABEL's label, else
+        the head). ``canary`` (default ACE_CANARY_SHARE): that share of the samples is served
+        by label ``canary`` instead, the same samples on every delivery. Each label must
+        exist (UnknownLabelError) before anything is sent.
+        """
         return self._enqueue(
             samples,
             lambda items: (ACEStepContext(sample=s) for s in items),
@@ -277,6 +293,7 @@ class Producer:
             recipe,
             max_in_flight,
             count=count,
+            canary=canary,
         )
 
     def resume(self, batch_id: str) -> int:
@@ -298,6 +315,7 @@ class Producer:
         max_in_flight: int | None,
         batch_id: str | None = None,
         count: int | None = None,
+        canary: float | None = None,
     ) -> BatchHandle:
         """Send ``items`` as one batch of at most ACE_MAX_BATCH_SIZE samples (inputs x epochs).
 
@@ -307,7 +325,8 @@ class Producer:
         yields more (than its count, or the limit) raises BatchSizeError once
         that many were sent, saying so; the rest are never sent.
         """
-        validate_skillbook_name(skillbook)
+        ref = parse_skillbook_ref(skillbook)  # NAME or NAME@LABEL: learning writes NAME's head
+        skillbook = ref.name
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be an int of at least 1, got {epochs!r}")
         limit = self.runtime.settings.max_batch_size
@@ -325,7 +344,9 @@ class Producer:
             )
         # First what is cheap to check: a worker with other recipe settings would fail every sample.
         check_fleet_agrees(self.runtime, recipe)
-        self.runtime.pipeline(recipe, skillbook)  # an unknown recipe fails here, before anything is sent
+        # An unknown recipe fails here, before anything is sent; so does a label it cannot serve.
+        _, routes = self.runtime.pipeline(recipe, skillbook)
+        serving = self._serving_plan(ref, canary, recipe, routes)
         self._check_partitions()
         batch_id = batch_id or uuid.uuid4().hex
         if self.runtime.batches.exists(batch_id):
@@ -333,7 +354,7 @@ class Producer:
         per_epoch = count or 0
         most = limit if count is None else count
         bounded = items if isinstance(items, Sequence) else _at_most(items, most)
-        first = self._payloads(to_contexts(bounded), epochs, per_epoch)
+        first = self._payloads(to_contexts(bounded), epochs, per_epoch, batch_id, serving)
         self.runtime.batches.create(
             batch_id,
             skillbook=skillbook,
@@ -393,10 +414,42 @@ class Producer:
         if recorded is not None and recorded != settings.write_partitions:
             raise PartitionMismatchError(settings.write_partitions, recorded)
 
+    def _serving_plan(
+        self, ref: SkillbookRef, canary: float | None, recipe: str, routes: Sequence[Route]
+    ) -> ServingPlan:
+        """Which labels serve the batch: the reference's (else ACE_SERVE_LABEL's) and a canary share.
+
+        A label named outright, or a canary share, for a recipe whose steps run no agent is a
+        LabelNotServedError (nothing would read it); the settings' defaults then simply do not apply.
+        Every label served must exist: UnknownLabelError, naming the labels there are.
+        """
+        settings = self.runtime.settings
+        if not any(route.serves_skillbook for route in routes):
+            asked = ServingPlan(ref.label, canary or 0.0)
+            if asked.serves_label:
+                raise LabelNotServedError(recipe, asked.labels())
+            return asked
+        plan = ServingPlan(
+            ref.label or settings.serve_label, settings.canary_share if canary is None else canary
+        )
+        labels = self.runtime.store(ref.name).labels
+        for label in plan.labels():
+            labels.require(label)
+        return plan
+
     def _payloads(
-        self, contexts: Iterable[ACEStepContext], epochs: int, total: int
+        self,
+        contexts: Iterable[ACEStepContext],
+        epochs: int,
+        total: int,
+        batch_id: str,
+        serving: ServingPlan,
     ) -> Iterable[dict[str, Any]]:
         for index, ctx in enumerate(contexts, start=1):
+            # The label serving this sample travels in its payload: every epoch and re-send reads it.
+            label = serving.label_for(batch_id, index)
+            if label is not None:
+                ctx = ctx.replace(metadata={**ctx.metadata, SERVE_LABEL: label})
             ctx = ctx.replace(
                 epoch=1,
                 total_epochs=epochs,

@@ -46,6 +46,8 @@ class Route:
     name: str
     queue_role: str
     writes_skillbook: bool
+    # Runs the agent: served the version of the sample's label, not the head's (see serving.py).
+    serves_skillbook: bool = False
 
 
 async def _awaited(value: Awaitable[ACEStepContext]) -> ACEStepContext:
@@ -70,7 +72,8 @@ def routes_of(pipeline: Pipeline[ACEStepContext]) -> list[Route]:
     for index, step in enumerate(steps):
         writes = bool(getattr(step, "writes_skillbook", False))
         role = "write" if writes else ("learn" if index >= boundary else "execute")
-        routes.append(Route(index, type(step).__name__, role, writes))
+        serves = bool(getattr(step, "serves_skillbook", False))
+        routes.append(Route(index, type(step).__name__, role, writes, serves))
     return routes
 
 

@@ -42,6 +42,7 @@ from .payload import context_to_payload, payload_to_context
 from .provenance import with_fleet_provenance
 from .retries import broker_countdown, retry_countdown
 from .runtime import Route, WorkerRuntime
+from .serving import count_served, mark_served, serve
 from .task_logs import tag_task_lines
 from .trace_context import traced_task, with_carrier
 
@@ -120,6 +121,9 @@ def run_step(
         base_version = metadata.get("skillbook_version") if route.writes_skillbook else None
         if not route.writes_skillbook:
             ctx = ctx.replace(metadata={**metadata, "skillbook_version": version})
+        if route.serves_skillbook:  # the agent reads the sample's label, if it has one (serving.py)
+            ctx = serve(book.store, ctx, version)
+            mark_served(ctx.metadata)
         scope = WriteScope(
             key_prefix=f"{batch_id}:{sample_key(epoch, sample_index)}:{index}",
             base_version=base_version,
@@ -131,6 +135,8 @@ def run_step(
         result = context_to_payload(out, claims=runtime.claims)
         if index == len(routes) - 1:
             finished = runtime.batches.record_done(batch_id, epoch, sample_index, result)
+            if finished is not None:  # counted once per sample: None when it was recorded already
+                count_served(runtime.redis, book.store.keys, out.metadata)
             start_next_epoch(app, runtime, batch_id, epoch, finished)
         return result
 

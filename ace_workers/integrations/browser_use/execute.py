@@ -49,6 +49,8 @@ class BrowserExecuteStep:
         UnknownOptionError: at construction, an ``agent_kwargs`` name ``Agent`` does not take.
     """
 
+    # On the fleet it is served the version of the sample's label (distributed/worker/serving.py).
+    serves_skillbook = True
     requires = frozenset({"sample", "skillbook"})
     provides = frozenset({"trace"})
 

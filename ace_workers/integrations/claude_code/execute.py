@@ -33,6 +33,8 @@ class ClaudeCodeExecuteStep:
         MissingExecutableError: at construction, when ``executable`` is not installed.
     """
 
+    # On the fleet it is served the version of the sample's label (distributed/worker/serving.py).
+    serves_skillbook = True
     requires = frozenset({"sample", "skillbook"})
     provides = frozenset({"trace"})
 

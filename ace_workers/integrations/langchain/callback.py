@@ -12,6 +12,11 @@ oldest is dropped, logged and counted) for the next send or :meth:`flush`. A
 send that failed after the producer stored its batch is not sent twice: the
 next send finds the batch and finishes sending it instead.
 
+A handler given ``support@prod`` learns into ``support``'s head and serves label
+``prod``: :meth:`AceCallbackHandler.served_skillbook` reads that version for the
+app's prompt, and each trace records the version and label it last served
+(``served_version``, ``served_label``).
+
 Importing this module imports ``langchain_core``.
 """
 
@@ -29,8 +34,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...distributed.producer.producer import BatchHandle
+from ...distributed.readers import ServedSkillbook, read_served
 from ...distributed.store.batches import BatchState
-from ...distributed.store.keys import validate_skillbook_name
+from ...distributed.store.labels import parse_skillbook_ref
 from ...distributed.worker.errors import PayloadError
 from ...distributed.worker.payload import check_trace
 from ...traces.langchain.to_trace import langchain_result_to_trace
@@ -68,7 +74,8 @@ class AceCallbackHandler(RunRecorder):
 
     Args:
         producer: where traces go (:class:`~ace_workers.distributed.producer.Producer`).
-        skillbook: the skillbook the workers learn into.
+        skillbook: the skillbook the workers learn into; ``NAME@LABEL``: learn into NAME's head,
+            serve LABEL's version (:meth:`served_skillbook`).
         recipe: the workers' chain for the traces (``trace_analyser``: reflect and learn).
         batch_size: the fewest traces a batch is sent with (fewer wait for more runs, or for
             :meth:`flush`); a send takes every pending trace, up to ACE_MAX_BATCH_SIZE.
@@ -91,15 +98,16 @@ class AceCallbackHandler(RunRecorder):
         input_key: str = "input",
         max_step_chars: int = DEFAULT_MAX_STEP_CHARS,
     ) -> None:
-        validate_skillbook_name(skillbook)
+        self.ref = parse_skillbook_ref(skillbook)
         if batch_size < 1 or max_pending < batch_size:
             raise ValueError(
                 f"AceCallbackHandler needs 1 <= batch_size <= max_pending, got {batch_size} and {max_pending}"
             )
         super().__init__(self._finished, max_step_chars=max_step_chars)
         self.producer = producer
-        self.skillbook = skillbook
+        self.skillbook = self.ref.name  # where the traces are learned: the head
         self.recipe = recipe
+        self._served: ServedSkillbook | None = None
         self.batch_size = batch_size
         self.retry_seconds = retry_seconds
         self.output_parser = output_parser
@@ -113,6 +121,15 @@ class AceCallbackHandler(RunRecorder):
         self._wake = threading.Event()
         self._closed = threading.Event()
         self._sender: threading.Thread | None = None
+
+    def served_skillbook(self) -> ServedSkillbook:
+        """The version the app puts in its prompt: the label's (or ACE_SERVE_LABEL's, else the head's).
+
+        Each trace sent after this records that version and label.
+        """
+        store = self.producer.runtime.store(self.ref.name)
+        self._served = read_served(store, self.ref.label or self.producer.settings.serve_label)
+        return self._served
 
     @property
     def pending(self) -> int:
@@ -178,6 +195,9 @@ class AceCallbackHandler(RunRecorder):
         trace = langchain_result_to_trace(result)
         trace["run_id"] = run.run_id
         trace["runnable"] = run.name
+        served = self._served
+        if served is not None:
+            trace.update(served.trace_fields())
         return trace
 
     # -- sending -------------------------------------------------------------------------------

@@ -36,6 +36,8 @@ class LangChainExecuteStep:
             ``messages``, naming its keys), on every input, the skillbook empty or not.
     """
 
+    # On the fleet it is served the version of the sample's label (distributed/worker/serving.py).
+    serves_skillbook = True
     requires = frozenset({"sample", "skillbook"})
     provides = frozenset({"trace"})
 

@@ -165,3 +165,33 @@ def test_the_chain_does_not_wait_for_a_send_that_hangs(redis_client: redis.Redis
     finally:
         released.set()
         producer.close()
+
+
+def test_a_handler_on_a_label_serves_its_version_and_its_traces_say_so(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    from ace_workers.core import Skillbook
+    from ace_workers.integrations.langchain import AceCallbackHandler
+    from ace_workers.traces.skillbook_context import inject_skillbook_context
+
+    (task,) = [sample.question for sample in make_tasks(1, topics=1)]
+    with running_service(redis_url) as service:
+        store = service.runtime.store("chains")
+        book = Skillbook()
+        book.add_skill("general", "Answer politely.")
+        prod = store.import_skillbook(book)
+        store.labels.set("prod", prod, actor="user:test")
+        with AceCallbackHandler(service.producer, "chains@prod") as handler:
+            served = handler.served_skillbook()
+            assert "Answer politely." in inject_skillbook_context(task, served.view)  # for the app's prompt
+            chain_answering("no idea").invoke({"input": task}, config={"callbacks": [handler]})
+        (handle,) = handler.handles
+        assert handle.wait(timeout=60).done == 1
+        (result,) = handle.results()
+        assert result.output is not None
+        trace = result.output.trace
+        assert isinstance(trace, dict)
+        assert (trace["served_version"], trace["served_label"]) == (prod, "prod")
+        assert handle.status().skillbook == "chains"  # learned into the head
+        assert store.version() > prod
+        assert store.labels.get("prod") == prod

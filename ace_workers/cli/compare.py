@@ -1,0 +1,75 @@
+"""``ace-workers skillbook compare BOOK A B``: live A/B of two labels from what the fleet served.
+
+The counts come from the fleet (distributed/store/outcomes.py): executions each label
+served, and of those an environment judged, how many succeeded. Each success rate has
+a 95% Wilson interval; overlapping intervals mean no significant difference yet.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..distributed.store.labels import HEAD, validate_label
+from ..distributed.store.outcomes import LabelComparison, LabelOutcomes, compare_labels
+from .common import JsonOption, check_skillbook_name, open_service, print_json, redis_settings, store_or_fail
+
+__all__ = ["compare_command", "describe_comparison"]
+
+WHY = "the fleet counts what each label served in the shared Redis"
+
+
+def _label(value: str) -> str:
+    if value == HEAD:
+        return value
+    try:
+        return validate_label(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def compare_command(
+    name: Annotated[str, typer.Argument(help="The skillbook's name in Redis.")],
+    first: Annotated[str, typer.Argument(metavar="LABEL_A", help="A label (or 'head').", callback=_label)],
+    second: Annotated[
+        str, typer.Argument(metavar="LABEL_B", help="Another label (or 'head').", callback=_label)
+    ],
+    as_json: JsonOption = False,
+) -> None:
+    """Success rate of two labels' live executions, with 95% confidence intervals."""
+    check_skillbook_name(name)
+    with open_service(
+        redis_settings("skillbook compare", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        store = store_or_fail(service, name)
+        comparison = compare_labels(service.runtime.redis, store.keys, first, second)
+    if as_json:
+        print_json(comparison.to_dict())
+        return
+    for line in describe_comparison(comparison):
+        typer.echo(line)
+
+
+def describe_comparison(comparison: LabelComparison) -> list[str]:
+    """The comparison in lines: one per label, then the verdict."""
+    lines = [_describe(outcomes) for outcomes in (comparison.a, comparison.b)]
+    a, b = comparison.a.label, comparison.b.label
+    if not comparison.a.judged or not comparison.b.judged:
+        lines.append(f"not enough data: {a if not comparison.a.judged else b} has no judged execution yet")
+    elif comparison.overlap:
+        lines.append(f"the intervals overlap: no significant difference between {a} and {b} yet")
+    else:
+        lines.append(f"{comparison.better} is significantly better (the 95% intervals do not overlap)")
+    return lines
+
+
+def _describe(outcomes: LabelOutcomes) -> str:
+    interval = outcomes.interval()
+    if interval is None or outcomes.success_rate is None:
+        return f"{outcomes.label}: served {outcomes.served}, none judged"
+    low, high = interval
+    return (
+        f"{outcomes.label}: served {outcomes.served}, {outcomes.success} of {outcomes.judged} judged "
+        f"succeeded: {outcomes.success_rate:.1%} (95% CI {low:.1%} to {high:.1%})"
+    )
