@@ -35,12 +35,14 @@ from .common import (
     write_skillbook_files,
 )
 from .help import HelpCommand, HelpGroup
+from .review import review_app
 
 __all__ = ["skillbook_app"]
 
 skillbook_app = typer.Typer(
     cls=HelpGroup, help="Inspect and manage skillbooks stored in Redis.", no_args_is_help=True
 )
+skillbook_app.add_typer(review_app, name="review")
 
 
 WHY = "skillbooks live in a shared Redis"
