@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..distributed.store.errors import ProposalConflictError, ProposalDecidedError, UnknownProposalError
 from ..distributed.store.proposals import Proposal, ProposalStatus
 from ..distributed.store.review import SkillbookReview
+from ..errors import InvalidConsolidationError
 from .errors import InvalidToolRequest, ReviewRefusedError
 
 __all__ = [
@@ -133,7 +134,8 @@ def decide_proposal(
             decided = review.reject(request.proposal_id, actor=actor, note=request.note)
     except UnknownProposalError as exc:
         raise InvalidToolRequest(str(exc)) from None
-    except (ProposalDecidedError, ProposalConflictError) as exc:
+    except (ProposalDecidedError, ProposalConflictError, InvalidConsolidationError) as exc:
+        # Decided already, changed since, or a consolidation naming a skill that is gone now.
         raise ReviewRefusedError(str(exc)) from None
     return _decision_response(review.name, decided)
 

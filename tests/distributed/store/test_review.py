@@ -363,3 +363,22 @@ def test_a_cached_snapshot_is_brought_forward_through_review_entries_without_a_w
     assert whole == []
     assert version == store.version()
     assert view.to_dict() == store.snapshot()[1].to_dict()
+
+
+def test_agreeing_proposals_stored_at_once_auto_approve_exactly_once(redis_client: redis.Redis) -> None:
+    store = RedisSkillbookStore(redis_client, "book", max_attempts=100, snapshot_cache=SnapshotCache())
+    proposers = 4
+    store.review.set_policy(ReviewPolicy.everything("review", auto_approve_after=proposers), actor=ALICE)
+    before = store.version()
+    barrier = threading.Barrier(proposers)
+
+    def propose(number: int) -> None:
+        barrier.wait()
+        learn(store, UpdateBatch(operations=[add("Check the units")]), key=f"b1:e1s{number}:3")
+
+    with ThreadPoolExecutor(proposers) as pool:
+        list(pool.map(propose, range(proposers)))
+    assert store.version() == before + 1  # one auto-approval, not two, not none
+    assert contents(store) == ["Check the units"]
+    assert store.review.pending_count() == 0
+    assert len(store.review.proposals(ProposalStatus.APPROVED)) == proposers
