@@ -75,8 +75,17 @@ def skillbook_show(name: NameArgument, as_json: JsonOption = False) -> None:
         store = store_or_fail(service, name)
         version, book = store.snapshot()
         fill = skillbook_fill(store)
+        pending = store.review.pending_count()
         if as_json:
-            print_json({"name": name, "version": version, **fill, "skillbook": book.to_dict()})
+            print_json(
+                {
+                    "name": name,
+                    "version": version,
+                    **fill,
+                    "pending_proposals": pending,
+                    "skillbook": book.to_dict(),
+                }
+            )
             return
         console.print(
             f"skillbook {name!r} at version {version}: {fill['active_skills']} of {fill['max_skills']} "
@@ -85,6 +94,8 @@ def skillbook_show(name: NameArgument, as_json: JsonOption = False) -> None:
         full = describe_fill(name, fill)
         if full:
             print_warning(full)
+        if pending:
+            print_warning(f"{pending} proposal(s) wait for review: ace-workers skillbook review list {name}")
         console.print(printable(book.as_markdown(), keep_lines=True), markup=False)
 
 

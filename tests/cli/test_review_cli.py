@@ -161,3 +161,13 @@ def test_policy_is_shown_set_and_refused_when_not_understood(
     assert code == 2
     assert "ADD=sometimes" in said(err)
     assert store.review.policy().ADD == "review"
+
+
+def test_skillbook_show_mentions_the_pending_proposals(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    ran = run_console_script(env, capsys, "skillbook", "show", "book")
+    assert ran.code == 0
+    assert "2 proposal(s) wait for review: ace-workers skillbook review list book" in said(ran.err)
+    ran = run_console_script(env, capsys, "skillbook", "show", "book", "--json")
+    assert json.loads(ran.out)["pending_proposals"] == 2
