@@ -14,14 +14,20 @@ from .errors import (
     ChangelogTrimmedError,
     InvalidKeyPrefixError,
     InvalidSkillbookNameError,
+    ProposalConflictError,
+    ProposalDecidedError,
     SkillbookExistsError,
     SkillbookFullError,
     StoreError,
+    UnknownProposalError,
     UnknownSkillbookError,
     VersionConflict,
     VersionRangeError,
 )
 from .keys import SkillbookKeys, dead_letters_key, registry_key, validate_skillbook_name
+from .proposals import Proposal, ProposalKind, ProposalStatus
+from .review import SkillbookReview
+from .review_policy import ReviewPolicy, parse_policy
 from .snapshots import SnapshotCache
 from .store import RedisSkillbookStore, StoreApplyResult, list_skillbooks
 from .write_scope import WriteScope, dedup_write_scope, write_scope
@@ -39,6 +45,13 @@ __all__ = [
     "WriteScope",
     "write_scope",
     "dedup_write_scope",
+    # review before apply
+    "SkillbookReview",
+    "ReviewPolicy",
+    "parse_policy",
+    "Proposal",
+    "ProposalKind",
+    "ProposalStatus",
     # batch ledger and caches
     "BatchStore",
     "BatchStatus",
@@ -59,6 +72,9 @@ __all__ = [
     "InvalidKeyPrefixError",
     "VersionRangeError",
     "ChangelogTrimmedError",
+    "UnknownProposalError",
+    "ProposalDecidedError",
+    "ProposalConflictError",
     "BatchCancelledError",
     "BatchNotFoundError",
     "BatchInputMissingError",

@@ -10,7 +10,7 @@ import redis
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.store.proposals import ProposalStatus
-from ace_workers.distributed.store.review_policy import ReviewPolicy
+from ace_workers.distributed.store.review_policy import ReviewPolicy, parse_policy
 from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.distributed.worker.tasks import run_step
 from ace_workers.sim import failure_traces
@@ -84,3 +84,23 @@ def test_a_redelivered_apply_step_in_review_mode_stores_no_second_proposal(servi
     assert store.review.get(proposal.id).status is ProposalStatus.APPROVED
     assert len(store.export()) == skills
     assert store.review.pending_count() == 0
+
+
+def test_with_adds_reviewed_and_tags_auto_workers_tag_at_once_and_propose_the_adds(service: Service) -> None:
+    store = service.runtime.store("rules")
+    store.review.set_policy(parse_policy("ADD=review,TAG=auto"), actor=REVIEWER)
+    first = service.producer.enqueue_traces(failure_traces(3, topics=3), "rules")
+    assert first.wait(timeout=60).done == 3
+    proposals = store.review.proposals()
+    assert [op["type"] for p in proposals for op in p.operations] == ["ADD"] * 3
+    assert len(store.export()) == 0
+    for proposal in proposals:
+        store.review.approve(proposal.id, actor=REVIEWER)
+    approved = store.version()
+    # The same rules met again: the SkillManager tags the skills, and TAGs apply at once.
+    second = service.producer.enqueue_traces(failure_traces(3, topics=3, seed=5), "rules")
+    assert second.wait(timeout=60).done == 3
+    assert store.review.pending_count() == 0
+    assert store.version() == approved + 3
+    assert [s.helpful for s in store.export().skills()] == [1, 1, 1]
+    assert {c.kind for c in store.history(limit=3)} == {ChangeKind.APPLY}
