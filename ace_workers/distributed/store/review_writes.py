@@ -61,10 +61,10 @@ class ReviewWrites(SkillbookWrites):
         keys = self.keys
         idem_key = keys.idempotency(f"proposal:{idempotency_key}")
         # Auto-approval counts the pending proposals: WATCH their queue, so two agreeing
-        # proposals stored at once cannot both miss each other.
-        watched = [keys.version, idem_key, *([keys.proposal_queue] if auto_approve_after else [])]
-        watch_keys(pipe, *watched)
-        raw_version, recorded, *_ = read_watched(pipe, watched)
+        # proposals stored at once cannot both miss each other. Only the strings are read
+        # back (a cluster reads each watched key with GET, which a sorted set refuses).
+        watch_keys(pipe, keys.version, idem_key, *([keys.proposal_queue] if auto_approve_after else []))
+        raw_version, recorded = read_watched(pipe, [keys.version, idem_key])
         if recorded is not None or pipe.hexists(keys.proposals, draft.id):
             pipe.unwatch()
             return ProposeOutcome(draft.id, duplicate_delivery=True)

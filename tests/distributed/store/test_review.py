@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -23,8 +24,15 @@ from ace_workers.distributed.store.errors import (
 from ace_workers.distributed.store.proposals import ProposalKind, ProposalStatus
 from ace_workers.distributed.store.review import AUTO_APPROVE_ACTOR
 from ace_workers.distributed.store.review_policy import ReviewPolicy, parse_policy
+from tests.support.fixtures import server_or_cluster
 
 ALICE = "user:alice"
+
+
+@pytest.fixture(params=["server", "cluster"])
+def redis_client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    """Review's transactions on one Redis and on Redis Cluster alike."""
+    yield from server_or_cluster(request)
 
 
 def add(content: str, section: str = "lessons") -> UpdateOperation:
