@@ -171,3 +171,22 @@ def test_skillbook_show_mentions_the_pending_proposals(
     assert "2 proposal(s) wait for review: ace-workers skillbook review list book" in said(ran.err)
     ran = run_console_script(env, capsys, "skillbook", "show", "book", "--json")
     assert json.loads(ran.out)["pending_proposals"] == 2
+
+
+def test_skillbook_history_lists_the_decisions(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    update, add = store.review.proposals()
+    store.review.approve(add.id, actor="user:ana", note="units matter")
+    store.review.reject(update.id, actor="user:ana")
+    ran = run_console_script(env, capsys, "skillbook", "history", "book", "--limit", "2")
+    assert ran.code == 0
+    assert "(review)" in ran.out  # the rejection applied no operation
+    assert "ADD units" in ran.out
+    ran = run_console_script(env, capsys, "skillbook", "history", "book", "--limit", "2", "--json")
+    rejected, approved = json.loads(ran.out)
+    assert (rejected["kind"], rejected["source"]["review"]["decision"]) == ("review", "rejected")
+    assert (approved["source"]["review"]["actor"], approved["source"]["review"]["note"]) == (
+        "user:ana",
+        "units matter",
+    )

@@ -390,3 +390,26 @@ def test_agreeing_proposals_stored_at_once_auto_approve_exactly_once(redis_clien
     assert contents(store) == ["Check the units"]
     assert store.review.pending_count() == 0
     assert len(store.review.proposals(ProposalStatus.APPROVED)) == proposers
+
+
+def test_rollback_and_diff_read_review_entries_like_any_other(store: RedisSkillbookStore) -> None:
+    (rule,) = seeded(store, "Carry the one")
+    store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)
+    start = store.version()
+    update = UpdateOperation(type="UPDATE", skill_id=rule, content="Carry the one, always")
+    learn(store, UpdateBatch(operations=[update, add("Check the units")]), key="k1")
+    learn(store, UpdateBatch(operations=[add("Always answer 42")]), key="k2")
+    good, bad = store.review.proposals()
+    store.review.approve(good.id, actor=ALICE)
+    store.review.reject(bad.id, actor=ALICE)
+    changed = store.diff(start, store.version())
+    assert changed[rule][1]["content"] == "Carry the one, always"  # type: ignore[index]
+    assert len(changed) == 2  # the rewrite and the added skill; the rejection changed nothing
+    store.rollback(start)
+    assert contents(store) == ["Carry the one"]
+    assert [c.kind for c in store.history(limit=4)] == [
+        ChangeKind.ROLLBACK,
+        ChangeKind.REVIEW,
+        ChangeKind.REVIEW,
+        ChangeKind.REVIEW,
+    ]
