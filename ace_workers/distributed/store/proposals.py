@@ -60,7 +60,7 @@ class Decision(BaseModel):
     actor: str
     time: str
     note: str = ""
-    version: int | None = None  # the version an approval produced; None for a rejection
+    version: int | None = None  # the version that recorded the decision (an approval's changes are in it)
     despite_conflicts: list[str] = Field(default_factory=list)  # skills changed since, approved anyway
     agreeing: list[str] = Field(default_factory=list)  # auto-approval: the proposals that agreed
 

@@ -15,6 +15,7 @@ again and finds the proposal decided.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -34,6 +35,8 @@ from .transactions import SkillbookWrites, dump_json, read_watched, watch_keys
 __all__ = ["AUTO_APPROVE_ACTOR", "ProposeOutcome", "ReviewWrites"]
 
 AUTO_APPROVE_ACTOR = "auto-approve"
+# Called inside MULTI: queues an approval's writes, returns the skills it changes (before, after).
+QueueChanges = Callable[[], dict[str, tuple[SkillImage, SkillImage]]]
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,11 @@ class ReviewWrites(SkillbookWrites):
     def _auto_approve(
         self, pipe: Pipeline, proposal: Proposal, agreeing: list[Proposal], version: int, idem_key: str
     ) -> ProposeOutcome:
-        """Apply the operations ``proposal`` and ``agreeing`` share, once; approve all of them."""
+        """Apply the operations ``proposal`` and ``agreeing`` share, once; approve all of them.
+
+        Applied to the skills as they are now, with no conflict check: the agreement of N
+        proposals stands in for a reviewer, and they were made on different versions anyway.
+        """
         ids = [p.id for p in agreeing] + [proposal.id]
         note = f"{len(ids)} agreeing proposals: {', '.join(ids)}"
         decision = Decision(
@@ -154,7 +161,7 @@ class ReviewWrites(SkillbookWrites):
                 decided.time if decided else "?",
             )
         conflicts: list[str] = []
-        queue_changes = None
+        queue_changes: QueueChanges | None = None
         if approve:
             conflicts = self.conflicts(pipe, proposal)
             if conflicts and not despite_conflicts:
@@ -185,7 +192,7 @@ class ReviewWrites(SkillbookWrites):
 
     def _prepare_changes(
         self, pipe: Pipeline, proposal: Proposal, version: int, *, despite_conflicts: bool
-    ) -> Any:
+    ) -> QueueChanges:
         """Plan the proposal's operations as the store applies them; returns what queues them in MULTI.
 
         The returned function, called inside MULTI, queues the writes and returns the skill changes.
