@@ -34,6 +34,8 @@ __all__ = [
     "MissingExtraError",
     "ModelUnavailableError",
     "SkillbookFormatError",
+    "SkillStateError",
+    "PinnedSkillError",
     "TracingSetupError",
     "UnknownSkillError",
     "UnknownTagError",
@@ -113,11 +115,34 @@ class SkillbookError(AceError):
 
 
 class UnknownSkillError(SkillbookError, LookupError):
-    """No skill has the given id."""
+    """No skill has the given id (in the named skillbook, when one is named)."""
 
-    def __init__(self, skill_id: str) -> None:
+    def __init__(self, skill_id: str, skillbook: str | None = None) -> None:
         self.skill_id = skill_id
-        super().__init__(f"no skill with id {skill_id!r}")
+        self.skillbook = skillbook
+        where = f" in skillbook {skillbook!r}" if skillbook is not None else ""
+        super().__init__(f"no skill with id {skill_id!r}{where}")
+
+
+class SkillStateError(SkillbookError, ValueError):
+    """A skill is in a state the operation cannot act on (removed, pinned); nothing was changed."""
+
+    def __init__(self, skill_id: str, reason: str, skillbook: str | None = None) -> None:
+        self.skill_id = skill_id
+        self.reason = reason
+        self.skillbook = skillbook
+        where = f" of skillbook {skillbook!r}" if skillbook is not None else ""
+        super().__init__(f"skill {skill_id!r}{where} {reason}")
+
+
+class PinnedSkillError(SkillStateError):
+    """A pinned skill was to be archived or removed: pinned skills stay until they are unpinned."""
+
+    def __init__(self, skill_id: str, action: str, skillbook: str | None = None) -> None:
+        self.action = action
+        super().__init__(
+            skill_id, f"is pinned, so it cannot be {action}; unpin it first (skillbook unpin)", skillbook
+        )
 
 
 class UnknownTagError(SkillbookError, ValueError):

@@ -30,11 +30,16 @@ from .flower import flower_command
 from .help import HelpCommand, HelpGroup
 from .hook import hook_app
 from .learn import learn_command
+from .lifecycle import add_lifecycle_commands
 from .mcp import mcp_command
 from .nightly import beat_command, nightly_app
 from .skillbook import skillbook_app
 from .status import status_command
 from .worker import worker_command
+
+# Commands that register themselves on the skillbook group and its label group when imported.
+from .evaluate import evaluate_command  # noqa: F401  isort: skip
+from .promote import promote_command  # noqa: F401  isort: skip
 
 __all__ = ["app", "main", "redis_error_line"]
 
@@ -79,6 +84,7 @@ app.command("status", cls=HelpCommand)(status_command)
 app.command("flower", cls=HelpCommand)(flower_command)
 app.command("beat", cls=HelpCommand)(beat_command)
 app.add_typer(batch_app, name="batch")
+add_lifecycle_commands(skillbook_app)  # pin, unpin, archive, restore, archived, prune
 app.add_typer(skillbook_app, name="skillbook")
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(nightly_app, name="nightly")

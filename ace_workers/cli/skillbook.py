@@ -35,6 +35,7 @@ from .common import (
     write_skillbook_files,
 )
 from .help import HelpCommand, HelpGroup
+from .labels import label_app
 from .review import review_app
 
 __all__ = ["skillbook_app"]
@@ -43,7 +44,7 @@ skillbook_app = typer.Typer(
     cls=HelpGroup, help="Inspect and manage skillbooks stored in Redis.", no_args_is_help=True
 )
 skillbook_app.add_typer(review_app, name="review")
-
+skillbook_app.add_typer(label_app, name="label")
 
 WHY = "skillbooks live in a shared Redis"
 NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]

@@ -219,9 +219,19 @@ def _check_named(index: int, op: _Op, skills: Mapping[str, Skill], gone: set[str
         skill = skills.get(skill_id)
         if skill is None:
             raise InvalidConsolidationError(index, op_type, skill_id, f"no skill with id {skill_id!r}")
+        if skill.is_archived:
+            raise InvalidConsolidationError(index, op_type, skill_id, f"skill {skill_id!r} is archived")
         if not skill.is_active or skill_id in gone:
             raise InvalidConsolidationError(
                 index, op_type, skill_id, f"skill {skill_id!r} is already deleted"
+            )
+        # A second line of defence: the detector never pairs a pinned skill (dedup/detector.py).
+        if skill.pinned and not isinstance(op, KeepOp):
+            raise InvalidConsolidationError(
+                index,
+                op_type,
+                skill_id,
+                f"skill {skill_id!r} is pinned: deduplication never merges, deletes or rewrites it",
             )
     if len(set(ids)) != len(ids):
         duplicate = next(i for i in ids if ids.count(i) > 1)
@@ -231,7 +241,7 @@ def _check_named(index: int, op: _Op, skills: Mapping[str, Skill], gone: set[str
 def check_consolidation(
     operations: Iterable[_Op], skills: Mapping[str, Skill], planned_contents: Mapping[str, str] | None = None
 ) -> None:
-    """Raise InvalidConsolidationError for the first operation naming an unknown or deleted skill.
+    """Raise InvalidConsolidationError for the first operation naming an unknown, deleted or pinned skill.
 
     Operations are checked in order against the state the earlier ones leave,
     so a batch that merges a skill away and then names it is rejected too.

@@ -37,7 +37,7 @@ _NO_SLOT = np.iinfo(np.int64).max  # the first slot of a section with no active 
 _SLOT_BITS = 21
 _VOTE_LIMIT = 1 << 19
 # The per-slot arrays, copied for each derived version.
-_SLOT_ARRAYS = ("active", "kept_invalid", *TAGS, "section")
+_SLOT_ARRAYS = ("active", "kept_invalid", "kept_archived", *TAGS, "section")
 
 
 class IndexScorer(Protocol):
@@ -54,11 +54,13 @@ class PromptIndex:
     __slots__ = (
         "__weakref__",
         "active",
+        "archived",
         "count",
         "harmful",
         "helpful",
         "ids",
         "invalid",
+        "kept_archived",
         "kept_invalid",
         "lines",
         "neutral",
@@ -84,6 +86,7 @@ class PromptIndex:
         self.section_codes: dict[str, int] = {}
         self.active = np.zeros(0, dtype=bool)
         self.kept_invalid = np.zeros(0, dtype=bool)  # a soft-removed skill at the slot
+        self.kept_archived = np.zeros(0, dtype=bool)  # an archived skill at the slot
         self.helpful = np.zeros(0, dtype=np.int64)
         self.harmful = np.zeros(0, dtype=np.int64)
         self.neutral = np.zeros(0, dtype=np.int64)
@@ -92,6 +95,7 @@ class PromptIndex:
         self.section_counts = np.zeros(0, dtype=np.int64)  # section code -> its active skills
         self.count = 0  # active skills
         self.invalid = 0  # skills kept but soft-removed
+        self.archived = 0  # skills kept but archived
         self.tag_sums = dict.fromkeys(TAGS, 0)  # over the active skills
         self.total_chars = 0  # of the active rows, newlines included
         # The index this one was derived from, and the slots that changed since: what a
@@ -154,15 +158,17 @@ class PromptIndex:
         for name in (*_SLOT_ARRAYS, "section_first", "section_counts"):
             setattr(index, name, getattr(self, name).copy())
         index.count, index.invalid, index.total_chars = self.count, self.invalid, self.total_chars
+        index.archived = self.archived
         index.tag_sums = dict(self.tag_sums)
         return index
 
     def stats(self) -> dict[str, Any]:
-        """Skillbook.stats() of this version: sections, active and invalid skills, tag sums."""
+        """Skillbook.stats() of this version: sections, active, invalid and archived skills, tag sums."""
         return {
             "sections": int(np.count_nonzero(self.section_counts)),
             "skills": self.count,
             "invalid": self.invalid,
+            "archived": self.archived,
             "tags": dict(self.tag_sums),
         }
 
@@ -289,6 +295,9 @@ class _Changes:
         elif index.kept_invalid[slot]:
             index.kept_invalid[slot] = False
             index.invalid -= 1
+        elif index.kept_archived[slot]:
+            index.kept_archived[slot] = False
+            index.archived -= 1
         for word in index.words_of[slot]:
             self.removed.setdefault(word, set()).add(slot)
         index.words_of[slot] = frozenset()
@@ -299,6 +308,10 @@ class _Changes:
         index = self.index
         self.touched.add(slot)
         index.section[slot] = self._section_code(skill.section)
+        if skill.is_archived:
+            index.kept_archived[slot] = True
+            index.archived += 1
+            return
         if not skill.is_active:
             index.kept_invalid[slot] = True
             index.invalid += 1

@@ -8,9 +8,12 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-__all__ = ["SimilarityDecision", "Skill", "utc_now"]
+__all__ = ["SKILL_STATUSES", "SimilarityDecision", "Skill", "utc_now"]
 
-SkillStatus = Literal["active", "invalid"]
+# "invalid": soft-removed (by a REMOVE or a merge); "archived": set aside by hand or by pruning,
+# kept and restorable (core/lifecycle.py). Only "active" skills are shown in prompts and counted.
+SkillStatus = Literal["active", "invalid", "archived"]
+SKILL_STATUSES = ("active", "invalid", "archived")
 TAGS = ("helpful", "harmful", "neutral")
 
 
@@ -28,6 +31,10 @@ def _known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     # Files from newer reference versions carry extra keys: ignore them.
     names = _field_names(cls)
     return {key: value for key, value in data.items() if key in names}
+
+
+# Fields to_dict leaves out at their default (False, None).
+_OMITTED_WHEN_UNSET = ("pinned", "archive_info")
 
 
 @dataclass
@@ -49,6 +56,10 @@ class Skill:
     sources: list[dict[str, Any]] = field(default_factory=list)
     # Content hash (model and text) the embedding was computed for: a mismatch means "recompute".
     embedding_hash: str | None = None
+    # Pinned by a person: never removed, merged or archived by the SkillManager, dedup or pruning.
+    pinned: bool = False
+    # While archived: when, by whom and why ({"at", "by", "reason"}); None otherwise.
+    archive_info: dict[str, str] | None = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Skill:
         """A copy that shares the embedding, which is replaced but never changed in place.
@@ -58,16 +69,30 @@ class Skill:
         """
         clone = copy.copy(self)
         clone.sources = copy.deepcopy(self.sources, memo)
+        clone.archive_info = dict(self.archive_info) if self.archive_info is not None else None
         return clone
 
     @property
     def is_active(self) -> bool:
-        """False once the skill has been soft-removed."""
+        """False once the skill has been soft-removed or archived."""
         return self.status == "active"
 
+    @property
+    def is_archived(self) -> bool:
+        """True while the skill is archived: out of the prompt, kept, restorable."""
+        return self.status == "archived"
+
     def to_dict(self) -> dict[str, Any]:
-        """The skill as the JSON object of the skillbook file format."""
-        return asdict(self)
+        """The skill as the JSON object of the skillbook file format.
+
+        The lifecycle fields appear only when set, so the skills never pinned or
+        archived keep the reference format and their stored images do not change.
+        """
+        data = asdict(self)
+        for name in _OMITTED_WHEN_UNSET:
+            if not data[name]:
+                del data[name]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Skill:

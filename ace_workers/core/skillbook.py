@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import SkillbookFormatError, UnknownSkillError, UnknownTagError
+from ..errors import PinnedSkillError, SkillbookFormatError, UnknownSkillError, UnknownTagError
 from .consolidation import (
     ConsolidationBatch,
     ConsolidationOp,
@@ -22,9 +22,10 @@ from .consolidation import (
     check_consolidation,
 )
 from .files import write_text_atomically
+from .lifecycle import LifecycleAction, change_lifecycle
 from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
 from .prompt_index import IndexScorer, PromptIndex
-from .skill import TAGS, SimilarityDecision, Skill, utc_now
+from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, utc_now
 from .skill_ids import format_skill_id, is_skill_id
 from .toon import encode_table, table_header
 from .updates import UpdateBatch, UpdateOperation
@@ -50,11 +51,13 @@ class ApplyReport:
     # Indices of ADDs left out because the skillbook was at its size limit (a store's
     # ACE_MAX_SKILLBOOK_SKILLS); the in-process Skillbook has no limit.
     full: list[int] = field(default_factory=list)
+    # REMOVEs left out because the skill is pinned: (index, skill id).
+    pinned: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def skipped_ops(self) -> int:
-        """Operations not applied: naming an unknown skill, adding a skill that exists, or no room."""
-        return len(self.skipped) + len(self.duplicates) + len(self.full)
+        """Operations not applied: an unknown skill, a skill that exists, no room, or a pinned skill."""
+        return len(self.skipped) + len(self.duplicates) + len(self.full) + len(self.pinned)
 
 
 def normalise_content(text: str) -> str:
@@ -104,15 +107,17 @@ class Skillbook:
             return list(dict.fromkeys(s.section for s in self._skills.values() if s.is_active))
 
     def stats(self) -> dict[str, Any]:
-        """Counts: sections, active and invalid skills, and the sums of each tag."""
+        """Counts: sections, active, invalid (removed) and archived skills, and the sums of each tag."""
         with self._lock:
             if self._index is not None:  # kept per version: no pass over the skills
                 return self._index.stats()
             active = [s for s in self._skills.values() if s.is_active]
+            archived = sum(1 for s in self._skills.values() if s.is_archived)
             return {
                 "sections": len({s.section for s in active}),
                 "skills": len(active),
-                "invalid": len(self._skills) - len(active),
+                "invalid": len(self._skills) - len(active) - archived,
+                "archived": archived,
                 "tags": {tag: sum(getattr(s, tag) for s in active) for tag in TAGS},
             }
 
@@ -121,6 +126,12 @@ class Skillbook:
             if self._index is not None:
                 return self._index.count
             return sum(1 for s in self._skills.values() if s.is_active)
+
+    @property
+    def next_id_number(self) -> int:
+        """The number the next allocated skill id gets."""
+        with self._lock:
+            return self._next_id
 
     def __contains__(self, skill_id: object) -> bool:
         with self._lock:
@@ -168,10 +179,40 @@ class Skillbook:
             return copy.deepcopy(self._tag(self._require(skill_id), tag, increment))
 
     def remove_skill(self, skill_id: str, *, soft: bool = False) -> None:
-        """Delete a skill, or with ``soft=True`` mark it invalid and keep it for the record."""
+        """Delete a skill, or with ``soft=True`` mark it invalid and keep it for the record.
+
+        PinnedSkillError for a pinned skill: unpin it first.
+        """
         with self._lock:
+            skill = self._require(skill_id)
+            if skill.pinned:
+                raise PinnedSkillError(skill_id, "removed")
             self._index = None
-            self._remove(self._require(skill_id), soft)
+            self._remove(skill, soft)
+
+    # -- lifecycle (core/lifecycle.py) ------------------------------------------------------
+    def pin_skill(self, skill_id: str, *, actor: str = "", reason: str = "") -> Skill:
+        """Pin a skill: never removed, merged or archived until unpinned. Returns a copy."""
+        return self._change_lifecycle(skill_id, LifecycleAction.PIN, actor, reason)
+
+    def unpin_skill(self, skill_id: str, *, actor: str = "", reason: str = "") -> Skill:
+        """Unpin a skill. Returns a copy."""
+        return self._change_lifecycle(skill_id, LifecycleAction.UNPIN, actor, reason)
+
+    def archive_skill(self, skill_id: str, *, actor: str = "", reason: str = "") -> Skill:
+        """Archive a skill: out of the prompt and the count, kept; PinnedSkillError if pinned."""
+        return self._change_lifecycle(skill_id, LifecycleAction.ARCHIVE, actor, reason)
+
+    def restore_skill(self, skill_id: str, *, actor: str = "", reason: str = "") -> Skill:
+        """Bring an archived skill back into the prompt. Returns a copy."""
+        return self._change_lifecycle(skill_id, LifecycleAction.RESTORE, actor, reason)
+
+    def _change_lifecycle(self, skill_id: str, action: LifecycleAction, actor: str, reason: str) -> Skill:
+        with self._lock:
+            skill = self._require(skill_id)
+            if change_lifecycle(skill, action, actor=actor, reason=reason):
+                self._index = None
+            return copy.deepcopy(skill)
 
     def _same_content(self, section: str, content: str) -> Skill | None:
         wanted = (section.strip(), normalise_content(content))
@@ -281,6 +322,10 @@ class Skillbook:
         if skill is None:
             logger.warning("skipping %s operation #%d: no skill with id %r", op.type, index, skill_id)
             report.skipped.append((index, op.type, skill_id))
+            return
+        if op.type == "REMOVE" and skill.pinned:
+            logger.warning("skipping REMOVE operation #%d: skill %s is pinned", index, skill_id)
+            report.pinned.append((index, skill_id))
             return
         if op.insight_source:
             skill.sources.append(op.insight_source)
@@ -595,6 +640,10 @@ def _skill_from_file(raw: Any, key: str, source: str) -> Skill:
     skill = Skill.from_dict({**raw, "id": raw.get("id") or key})
     if skill.id != key:
         raise SkillbookFormatError(source, f"skill stored under {key!r} has id {skill.id!r}")
-    if skill.status not in ("active", "invalid"):
+    if skill.status not in SKILL_STATUSES:
         raise SkillbookFormatError(source, f"skill {key!r} has unknown status {skill.status!r}")
+    if not isinstance(skill.pinned, bool):
+        raise SkillbookFormatError(source, f"skill {key!r} has 'pinned' {skill.pinned!r}, not true or false")
+    if skill.archive_info is not None and not isinstance(skill.archive_info, dict):
+        raise SkillbookFormatError(source, f"skill {key!r} has an 'archive_info' that is not an object")
     return replace(skill, sources=list(skill.sources or []))

@@ -202,8 +202,11 @@ class SimilarityDetector:
 
     @staticmethod
     def candidates(skillbook: WritableSkillbook) -> list[Skill]:
-        """The skills deduplication considers: active, with non-empty content."""
-        return [skill for skill in skillbook.skills() if skill.content.strip()]
+        """The skills deduplication considers: active (not archived), not pinned, with non-empty content.
+
+        A pinned skill is never paired, so it is never merged, deleted or rewritten.
+        """
+        return [skill for skill in skillbook.skills() if skill.content.strip() and not skill.pinned]
 
     def ensure_embeddings(self, skillbook: WritableSkillbook) -> int:
         """Give every candidate skill a current embedding; return how many were computed."""

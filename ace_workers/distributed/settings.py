@@ -46,6 +46,9 @@ REFLECTORS = ("single", "rr")
 # ACE_* variables that belong to another part of the project, not to the workers: the MCP
 # server's (ACE_MCP_*, checked for typos by its own settings).
 IGNORED_PREFIXES = ("ACE_MCP_",)
+# ... and the command line's own: ACE_ACTOR, who acts by hand (review decisions, pins, label
+# moves), read as the default of every command's --actor option.
+CLI_VARIABLES = frozenset({"ACE_ACTOR"})
 # OpenTelemetry's standard collector variable: the default of ACE_OTLP_ENDPOINT.
 OTEL_ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"
 
@@ -381,7 +384,7 @@ def env_name(field_name: str) -> str:
 
 
 def _not_ours(variable: str) -> bool:
-    return variable.startswith(IGNORED_PREFIXES)
+    return variable.startswith(IGNORED_PREFIXES) or variable in CLI_VARIABLES
 
 
 def _check_number(spec: dataclasses.Field[Any], value: object) -> None:

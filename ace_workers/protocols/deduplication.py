@@ -47,10 +47,11 @@ class PruneRule:
             )
 
     def applies_to(self, skill: Skill) -> bool:
-        """True if ``skill`` is active and has proved harmful by this rule."""
+        """True if ``skill`` is active, not pinned, and has proved harmful by this rule."""
         votes = skill.helpful + skill.harmful + skill.neutral
         return (
             skill.is_active
+            and not skill.pinned
             and votes >= self.min_tags
             and skill.harmful - skill.helpful >= self.harmful_margin
         )

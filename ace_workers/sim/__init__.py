@@ -2,12 +2,14 @@
 
 Used by the tests, the demo and the benchmarks; never by production code.
 :class:`SimulatedLLM` reads the real role prompts and answers as a model
-that learns the hidden rules of :data:`TOPICS` from the skillbook would.
+that learns the hidden rules of :data:`TOPICS` from the skillbook would;
+:func:`misleading_traces` teach it each topic's wrong rule instead, a harmful
+skill that makes the agent answer wrong.
 """
 
 from .behaviour import SimWorld
 from .llm import SimulatedCompletion, SimulatedLLM
-from .tasks import TOPICS, Topic, failure_traces, find_task, find_topic, make_tasks
+from .tasks import TOPICS, Topic, failure_traces, find_task, find_topic, make_tasks, misleading_traces
 
 __all__ = [
     # the simulated client
@@ -19,6 +21,7 @@ __all__ = [
     "TOPICS",
     "make_tasks",
     "failure_traces",
+    "misleading_traces",
     "find_task",
     "find_topic",
 ]

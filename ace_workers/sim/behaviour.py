@@ -8,14 +8,23 @@ business, not this module's.
 - The agent answers a question right only if the prompt's skillbook holds a
   skill stating the topic's rule with at least ``trust_threshold`` net
   helpful votes (or the Reflection section states the rule); it cites that
-  skill. Otherwise it echoes the input, which is always wrong.
+  skill. A trusted skill stating the topic's WRONG rule
+  (:attr:`~ace_workers.sim.tasks.Topic.wrong_rule`) is applied the same way,
+  whichever of the two comes first, and gives a wrong answer. With neither it
+  echoes the input, which is always wrong.
 - The reflector compares the answer with the ground truth (else the feedback,
   else the rule itself); when wrong, it checks the ground truth against the
   topic's rule and states the rule as the learning. Cited skills are tagged
-  helpful when right, harmful when wrong.
+  helpful when right, harmful when wrong. Feedback that states a rule of the
+  topic is believed, the wrong one too: misleading feedback
+  (:func:`~ace_workers.sim.tasks.misleading_traces`) teaches the wrong rule,
+  as a real Reflector told a falsehood by its environment would learn it.
 - The skill manager ADDs a learning no skill states yet (section = topic),
   and otherwise TAGs the skill that already states it helpful: a restated
-  lesson is more evidence for it. The reflection's own tags are TagStep's job.
+  lesson is more evidence for it. A lesson that contradicts the topic's skill
+  (the wrong rule where a skill states the right one, or the reverse) UPDATEs
+  that skill to the lesson, keeping its votes. The reflection's own tags are
+  TagStep's job.
 - Asked to consolidate similar pairs, it MERGEs a pair into its first (older)
   skill when both state the same topic rule or the same text, and KEEPs it
   otherwise; pairs naming a skill it already merged away are left alone.
@@ -68,9 +77,14 @@ def _normalise(text: str) -> str:
 
 
 # -- agent ----------------------------------------------------------------------------
+def _states_a_rule(text: str, topic: Topic) -> bool:
+    return topic.is_stated_by(text) or topic.is_wrongly_stated_by(text)
+
+
 def _trusted_rule_skill(rows: list[SkillRow], topic: Topic, world: SimWorld) -> SkillRow | None:
+    # The first trusted skill stating a rule of the topic, right or wrong: the agent cannot tell.
     for row in rows:
-        if topic.is_stated_by(row.content) and row.net_votes >= world.trust_threshold:
+        if _states_a_rule(row.content, topic) and row.net_votes >= world.trust_threshold:
             return row
     return None
 
@@ -85,9 +99,10 @@ def simulate_agent(prompt: str, world: SimWorld) -> AgentOutput:
     topic, value = task
     skill = _trusted_rule_skill(parse_skill_table(section_value(sections, "Skillbook")), topic, world)
     if skill is not None:
+        wrong = not topic.is_stated_by(skill.content)
         return AgentOutput(
             reasoning=f"This is a {topic.name} task; per [{skill.id}] I apply: {skill.content}",
-            final_answer=topic.solve(value),
+            final_answer=topic.solve_wrong(value) if wrong else topic.solve(value),
         )
     if topic.is_stated_by(section_value(sections, "Reflection")):
         return AgentOutput(
@@ -132,18 +147,22 @@ def simulate_reflector(prompt: str, world: SimWorld) -> ReflectorOutput:
             skill_tags=[SkillTag(id=skill_id, tag="neutral") for skill_id in cited],
         )
     topic, value = task
-    expected = topic.solve(value)
+    feedback = section_value(sections, "Feedback")
+    # Feedback stating the wrong rule is believed: the lesson is what the feedback says.
+    misled = topic.is_wrongly_stated_by(feedback)
+    rule = topic.wrong_rule if misled else topic.rule
+    expected = topic.solve_wrong(value) if misled else topic.solve(value)
     if not answer and not ground_truth and trace:
         # A bare trace (TraceAnalyser) with no attempt to judge: learn the rule it shows.
-        return _lesson(topic, value, expected, answer="(none)", cited=[])
-    correct = _is_correct(answer, ground_truth, section_value(sections, "Feedback"), expected)
+        return _lesson(topic, rule, value, expected, answer="(none)", cited=[])
+    correct = _is_correct(answer, ground_truth, feedback, expected)
     if correct:
         # Right without a cited skill (e.g. from a reflection in the prompt): keep the rule.
-        learnings = [] if cited else [ExtractedLearning(learning=topic.rule, evidence=f"input {value}")]
+        learnings = [] if cited else [ExtractedLearning(learning=rule, evidence=f"input {value}")]
         return ReflectorOutput(
             reasoning=f"The answer {answer!r} is right.",
             error_identification="none",
-            key_insight=f"Applying {', '.join(f'[{c}]' for c in cited)} worked." if cited else topic.rule,
+            key_insight=f"Applying {', '.join(f'[{c}]' for c in cited)} worked." if cited else rule,
             extracted_learnings=learnings,
             skill_tags=[SkillTag(id=skill_id, tag="helpful") for skill_id in cited],
         )
@@ -153,21 +172,21 @@ def simulate_reflector(prompt: str, world: SimWorld) -> ReflectorOutput:
             reasoning="The outcome does not reveal the rule.",
             skill_tags=[SkillTag(id=skill_id, tag="neutral") for skill_id in cited],
         )
-    return _lesson(topic, value, expected, answer, cited)
+    return _lesson(topic, rule, value, expected, answer, cited)
 
 
-def _lesson(topic: Topic, value: str, expected: str, answer: str, cited: list[str]) -> ReflectorOutput:
+def _lesson(
+    topic: Topic, rule: str, value: str, expected: str, answer: str, cited: list[str]
+) -> ReflectorOutput:
     used = f"The agent followed {', '.join(cited)}" if cited else "The agent guessed"
     return ReflectorOutput(
         reasoning=f"For input {value} the answer should be {expected!r}, not {answer!r}.",
         error_identification=f"{used} instead of applying the {topic.name} rule.",
         root_cause_analysis=f"No trusted skill states the {topic.name} rule.",
-        correct_approach=topic.rule,
-        key_insight=topic.rule,
+        correct_approach=rule,
+        key_insight=rule,
         extracted_learnings=[
-            ExtractedLearning(
-                learning=topic.rule, evidence=f"input {value}: expected {expected!r}, got {answer!r}"
-            )
+            ExtractedLearning(learning=rule, evidence=f"input {value}: expected {expected!r}, got {answer!r}")
         ],
         skill_tags=[SkillTag(id=skill_id, tag="harmful") for skill_id in cited],
     )
@@ -182,14 +201,25 @@ def _read_reflection(text: str) -> ReflectorOutput:
 
 
 def _states_same(row: SkillRow, learning: str, topic: Topic | None) -> bool:
-    # Two statements of a topic's rule are the same skill however they are worded.
+    # Two statements of a topic's rule (right or wrong) are the same skill however they are worded.
     if topic is not None and topic.is_stated_by(learning):
         return topic.is_stated_by(row.content)
+    if topic is not None and topic.is_wrongly_stated_by(learning):
+        return topic.is_wrongly_stated_by(row.content)
     return _normalise(row.content) == _normalise(learning)
 
 
+def _contradicts(row: SkillRow, learning: str, topic: Topic | None) -> bool:
+    # The row states the topic's other rule: the right one where the lesson is wrong, or the reverse.
+    if topic is None:
+        return False
+    if topic.is_stated_by(learning):
+        return topic.is_wrongly_stated_by(row.content)
+    return topic.is_wrongly_stated_by(learning) and topic.is_stated_by(row.content)
+
+
 def simulate_skill_manager(prompt: str, world: SimWorld) -> SkillManagerOutput:
-    """Turn the reflection in a SkillManager prompt into TAG and ADD operations, never duplicating."""
+    """Turn the reflection in a SkillManager prompt into TAG, UPDATE and ADD operations, never duplicating."""
     sections = parse_sections(prompt)
     reflection = _read_reflection(section_value(sections, "Reflection"))
     rows = parse_skill_table(section_value(sections, "Skillbook"))
@@ -198,9 +228,22 @@ def simulate_skill_manager(prompt: str, world: SimWorld) -> SkillManagerOutput:
     for item in reflection.extracted_learnings:
         topic = find_topic(item.learning, world.topics)
         existing = next((row for row in rows if _states_same(row, item.learning, topic)), None)
+        rival = next((row for row in rows if _contradicts(row, item.learning, topic)), None)
         if existing is not None:
             # Restated lesson: one more helpful vote for the skill instead of a duplicate.
             votes.setdefault(existing.id, {"helpful": 1})
+        elif rival is not None:
+            # The lesson contradicts the topic's skill: rewrite that skill, as a real manager would.
+            if not any(op.skill_id == rival.id for op in additions):
+                additions.append(
+                    UpdateOperation(
+                        type="UPDATE",
+                        skill_id=rival.id,
+                        content=item.learning,
+                        justification=reflection.key_insight or "The feedback contradicts this skill.",
+                        evidence=item.evidence,
+                    )
+                )
         elif not any(_normalise(op.content) == _normalise(item.learning) for op in additions):
             additions.append(
                 UpdateOperation(
@@ -212,7 +255,8 @@ def simulate_skill_manager(prompt: str, world: SimWorld) -> SkillManagerOutput:
                 )
             )
     tags = [UpdateOperation(type="TAG", skill_id=i, metadata=m) for i, m in votes.items()]
-    summary = f"{len(additions)} new skill(s), {len(tags)} skill(s) tagged."
+    updates = sum(op.type == "UPDATE" for op in additions)
+    summary = f"{len(additions) - updates} new skill(s), {updates} updated, {len(tags)} skill(s) tagged."
     return SkillManagerOutput(update=UpdateBatch(reasoning=summary, operations=[*tags, *additions]))
 
 

@@ -20,11 +20,22 @@ from dataclasses import dataclass
 
 from ..core.environments import Sample
 
-__all__ = ["TOPICS", "Topic", "failure_traces", "find_task", "find_topic", "make_tasks"]
+__all__ = [
+    "TOPICS",
+    "WRONG_KEYWORD",
+    "Topic",
+    "failure_traces",
+    "find_task",
+    "find_topic",
+    "make_tasks",
+    "misleading_traces",
+]
 
 QUESTION_TEMPLATE = "Solve the {topic} puzzle. Input: {value}"
 _INPUT = re.compile(r"\bInput:\s*([A-Za-z0-9]+)")
 _VOWELS = frozenset("aeiou")
+# The phrase every statement of a topic's wrong rule contains; no right rule's keyword is in it.
+WRONG_KEYWORD = "input unchanged"
 
 
 @dataclass(frozen=True)
@@ -39,8 +50,25 @@ class Topic:
 
     def is_stated_by(self, text: str) -> bool:
         """True if ``text`` states this topic's rule (names the topic and the rule's keyword)."""
+        return self._names_topic_and(text, self.keyword)
+
+    @property
+    def wrong_rule(self) -> str:
+        """A plausible but wrong rule for this topic: what misleading feedback teaches."""
+        return f"For {self.name} questions, answer with the {WRONG_KEYWORD}."
+
+    def is_wrongly_stated_by(self, text: str) -> bool:
+        """True if ``text`` states this topic's wrong rule (names the topic and WRONG_KEYWORD)."""
+        return self._names_topic_and(text, WRONG_KEYWORD)
+
+    @staticmethod
+    def solve_wrong(value: str) -> str:
+        """The answer the wrong rule gives: the input itself, which the right rule always changes."""
+        return value
+
+    def _names_topic_and(self, text: str, keyword: str) -> bool:
         lowered = text.lower()
-        return re.search(rf"\b{re.escape(self.name)}\b", lowered) is not None and self.keyword in lowered
+        return re.search(rf"\b{re.escape(self.name)}\b", lowered) is not None and keyword in lowered
 
     def make_question(self, value: str) -> str:
         """The question text for one input."""
@@ -182,7 +210,7 @@ def find_task(text: str, topics: Sequence[Topic] = TOPICS) -> tuple[Topic, str] 
     return topic, match.group(1)
 
 
-def failure_traces(n: int, *, seed: int = 11, topics: int = 5) -> list[dict[str, str]]:
+def failure_traces(n: int, *, seed: int = 11, topics: int | Sequence[Topic] = 5) -> list[dict[str, str]]:
     """``n`` recorded failures on synthetic tasks: the simulated Reflector learns the rules from them."""
     return [
         {
@@ -192,4 +220,21 @@ def failure_traces(n: int, *, seed: int = 11, topics: int = 5) -> list[dict[str,
             "feedback": "Incorrect.",
         }
         for t in make_tasks(n, seed=seed, topics=topics)
+    ]
+
+
+def misleading_traces(n: int, *, seed: int = 13, topics: int | Sequence[Topic] = 5) -> list[dict[str, str]]:
+    """``n`` traces whose feedback asserts each topic's wrong rule: learning from them plants a harmful skill.
+
+    The agent's answer in them is the right one; the feedback calls it wrong and states
+    :attr:`Topic.wrong_rule`. They carry no ground truth, so only the feedback judges.
+    """
+    by_name = {topic.name: topic for topic in _select_topics(topics)}
+    return [
+        {
+            "question": task.question,
+            "answer": task.ground_truth or "",
+            "feedback": f"Incorrect. {by_name[task.metadata['topic']].wrong_rule}",
+        }
+        for task in make_tasks(n, seed=seed, topics=topics)
     ]

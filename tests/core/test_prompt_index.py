@@ -83,7 +83,8 @@ def random_changes(rng: random.Random, book: Skillbook, next_number: int) -> tup
             changes[rng.choice(ids)] = None
         elif kind < 0.7:
             skill_id = rng.choice(ids)
-            changes[skill_id] = {**image(skill_id, rng.choice(SECTIONS), text(rng)), "status": "invalid"}
+            status = rng.choice(["invalid", "archived"])  # kept, out of the prompt, counted apart
+            changes[skill_id] = {**image(skill_id, rng.choice(SECTIONS), text(rng)), "status": status}
         else:
             skill_id = rng.choice(ids)
             changes[skill_id] = image(

@@ -135,6 +135,7 @@ def test_stats_counts_sections_skills_invalid_and_tags(book: Skillbook) -> None:
         "sections": 2,
         "skills": 2,
         "invalid": 1,
+        "archived": 0,
         "tags": {"helpful": 2, "harmful": 1, "neutral": 0},
     }
 

@@ -64,6 +64,12 @@ def test_the_test_suites_variable_is_no_setting_of_the_workers() -> None:
         WorkerSettings.from_env({"ACE_TEST_REDIS_URL": "redis://127.0.0.1:6379/15"})
 
 
+def test_the_command_lines_actor_variable_is_left_to_it_but_a_lookalike_is_not() -> None:
+    assert WorkerSettings.from_env({"ACE_ACTOR": "ann", "ACE_MAX_BATCH_SIZE": "12"}).max_batch_size == 12
+    with pytest.raises(UnknownSettingError, match="ACE_ACTORS"):
+        WorkerSettings.from_env({"ACE_ACTORS": "ann"})
+
+
 def test_an_empty_redis_url_means_the_embedded_redis() -> None:
     assert WorkerSettings.from_env({"ACE_REDIS_URL": ""}).redis_url is None
 

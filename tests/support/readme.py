@@ -38,11 +38,35 @@ def examples(*headings: str) -> list[tuple[str, int, str]]:
 def run_example(code: str, workdir: Path, **settings: str) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter in ``workdir``, with no ACE_*, OTEL_* or OPIK_* settings
     but ``settings``, and this virtualenv's commands on PATH."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=workdir,
+        env=_reader_environment(workdir, settings),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def run_shell_example(code: str, workdir: Path, **settings: str) -> subprocess.CompletedProcess[str]:
+    """Run a ``sh`` block with bash in ``workdir``, stopping at the first failing command
+    (``set -eo pipefail``), in the same environment as run_example."""
+    return subprocess.run(
+        ["bash", "-c", f"set -eo pipefail\n{code}"],
+        cwd=workdir,
+        env=_reader_environment(workdir, settings),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _reader_environment(workdir: Path, settings: dict[str, str]) -> dict[str, str]:
+    """A reader's environment: no ACE_*, OTEL_* or OPIK_* settings but ``settings``, this
+    virtualenv's commands first on PATH, HOME in ``workdir``."""
     prefixes = ("ACE_", "OTEL_", "OPIK_")
     env = {name: value for name, value in os.environ.items() if not name.startswith(prefixes)}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["HOME"] = str(workdir)  # whatever an example keeps under ~ stays in the test's directory
     env.update(settings)
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=workdir, env=env, capture_output=True, text=True, timeout=180
-    )
+    return env

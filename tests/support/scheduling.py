@@ -22,6 +22,7 @@ SHARED_FIXTURE_PATHS = {
     "tests/distributed/worker/test_dedup_on_workers.py": "models",
     "tests/cli/test_nightly_cli.py::test_a_night_with_deduplication": "models",
     "tests/cli/test_commands.py::test_skillbook_dedup_finds_paraphrases": "models",
+    "tests/cli/test_lifecycle_cli.py::test_skillbook_dedup_leaves_a_pinned": "models",
     "tests/observability/opik_tracing/": "models",  # with a stand-in Opik server
     "tests/providers/test_litellm_client.py": "models",
     "tests/providers/test_instructor_client.py": "models",

@@ -1,4 +1,4 @@
-"""Operating the fleet: nightly learning, Flower, the app of Celery's own tools, an embedded Redis."""
+"""Operating the fleet: nightly learning, evaluation and promotion, Flower, Celery tools, embedded Redis."""
 
 from .embedded_redis import EmbeddedRedis, resolve_redis
 from .errors import (
@@ -8,10 +8,22 @@ from .errors import (
     NightlyStalled,
     NotAWorkerApp,
     OpsError,
+    TaskFileError,
+)
+from .evaluation import (
+    EvaluationReport,
+    EvaluationTarget,
+    TaskSet,
+    VersionScore,
+    evaluate_versions,
+    fleet_agent,
+    read_task_file,
+    resolve_targets,
 )
 from .flower import flower_argv
 from .inspect_app import build_cli_app
 from .nightly import NightlyReport, NightlyRunner, beat_schedule, register_nightly_task
+from .promotion import PROMOTION_RULE, PromotionDecision, PromotionResult, is_better, promote_label
 
 __all__ = [
     # nightly learning
@@ -19,6 +31,20 @@ __all__ = [
     "NightlyReport",
     "beat_schedule",
     "register_nightly_task",
+    # offline evaluation of skillbook versions, and promotion gated by it
+    "read_task_file",
+    "TaskSet",
+    "EvaluationTarget",
+    "resolve_targets",
+    "fleet_agent",
+    "evaluate_versions",
+    "EvaluationReport",
+    "VersionScore",
+    "promote_label",
+    "is_better",
+    "PROMOTION_RULE",
+    "PromotionDecision",
+    "PromotionResult",
     # monitoring and Celery's tools
     "flower_argv",
     "build_cli_app",
@@ -32,4 +58,5 @@ __all__ = [
     "NightlyInboxChanged",
     "EmbeddedRedisError",
     "NotAWorkerApp",
+    "TaskFileError",
 ]

@@ -13,6 +13,7 @@ __all__ = [
     "NightlyInboxChanged",
     "EmbeddedRedisError",
     "NotAWorkerApp",
+    "TaskFileError",
 ]
 
 
@@ -65,3 +66,13 @@ class EmbeddedRedisError(OpsError, RuntimeError):
 
 class NotAWorkerApp(WorkerConfigError):
     """``celery worker`` was started on the command-line app, which has no step task."""
+
+
+class TaskFileError(OpsError, ValueError):
+    """An evaluation's task file cannot be used: unreadable, empty, or a line that is not a scored task."""
+
+    def __init__(self, path: str, problem: str, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.problem = problem
+        super().__init__(f"{path}{f':{line}' if line is not None else ''}: {problem}")

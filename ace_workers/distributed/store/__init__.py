@@ -13,18 +13,22 @@ from .errors import (
     BatchNotFoundError,
     ChangelogTrimmedError,
     InvalidKeyPrefixError,
+    InvalidLabelError,
     InvalidSkillbookNameError,
+    LabelMovedError,
     ProposalConflictError,
     ProposalDecidedError,
     SkillbookExistsError,
     SkillbookFullError,
     StoreError,
+    UnknownLabelError,
     UnknownProposalError,
     UnknownSkillbookError,
     VersionConflict,
     VersionRangeError,
 )
 from .keys import SkillbookKeys, dead_letters_key, registry_key, validate_skillbook_name
+from .labels import HEAD, LabelMove, SkillbookLabels, SkillbookRef, parse_skillbook_ref
 from .proposals import Proposal, ProposalKind, ProposalStatus
 from .review import SkillbookReview
 from .review_policy import ReviewPolicy, parse_policy
@@ -52,6 +56,12 @@ __all__ = [
     "Proposal",
     "ProposalKind",
     "ProposalStatus",
+    # labelled versions
+    "SkillbookLabels",
+    "LabelMove",
+    "SkillbookRef",
+    "parse_skillbook_ref",
+    "HEAD",
     # batch ledger and caches
     "BatchStore",
     "BatchStatus",
@@ -75,6 +85,9 @@ __all__ = [
     "UnknownProposalError",
     "ProposalDecidedError",
     "ProposalConflictError",
+    "InvalidLabelError",
+    "UnknownLabelError",
+    "LabelMovedError",
     "BatchCancelledError",
     "BatchNotFoundError",
     "BatchInputMissingError",

@@ -22,7 +22,7 @@ from ...core.prompt_budget import PromptBudget, RelevanceScorer
 from ...core.skill import SimilarityDecision, Skill
 from ...core.skillbook import ApplyReport
 from ...core.updates import UpdateBatch, UpdateOperation
-from ...errors import UnknownSkillError
+from ...errors import PinnedSkillError, UnknownSkillError
 from .errors import SkillbookFullError
 from .review_policy import CONSOLIDATE, REVIEW, split_batch
 from .write_scope import current_write_scope
@@ -194,6 +194,8 @@ class StoreBackedSkillbook:
         report = self._apply_one_operation(UpdateOperation(type="REMOVE", skill_id=skill_id))
         if report.skipped:
             raise UnknownSkillError(skill_id)
+        if report.pinned:
+            raise PinnedSkillError(skill_id, "removed", self.name)
 
     def _written(self, skill_id: str, report: ApplyReport) -> Skill:
         if report.skipped:

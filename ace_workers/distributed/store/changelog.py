@@ -43,6 +43,7 @@ class ChangeKind(str, Enum):
     CONSOLIDATE = "consolidate"
     # A review decision (review.py): an approved proposal's changes, a rejection, a policy set.
     REVIEW = "review"
+    LIFECYCLE = "lifecycle"  # pin, unpin, archive, restore, prune: the action is in the source
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,17 @@ __all__ = [
     "ChangelogTrimmedError",
     "CorruptDataError",
     "InvalidKeyPrefixError",
+    "InvalidLabelError",
+    "LabelMovedError",
     "InvalidSkillbookNameError",
     "ProposalConflictError",
     "ProposalDecidedError",
     "SkillbookExistsError",
     "SkillbookFullError",
+    "StaleHistoryError",
     "StoreError",
     "UnknownProposalError",
+    "UnknownLabelError",
     "UnknownSkillbookError",
     "VersionConflict",
     "VersionRangeError",
@@ -194,4 +198,50 @@ class ProposalConflictError(StoreError):
             f"skillbook {name!r}: proposal {proposal_id!r} conflicts: skill(s) {', '.join(skill_ids)} "
             "changed since it was proposed; nothing was applied. Look at them, then approve it "
             "despite the conflicts (--despite-conflicts) or reject it"
+        )
+
+
+class InvalidLabelError(StoreError, ValueError):
+    """A label name is not one a skillbook version can carry (bad characters, or reserved)."""
+
+    def __init__(self, label: object, why: str) -> None:
+        self.label = label
+        super().__init__(f"invalid label {label!r}: {why}")
+
+
+class UnknownLabelError(StoreError, LookupError):
+    """A skillbook has no label of this name."""
+
+    def __init__(self, name: str, label: str, known: list[str]) -> None:
+        self.name = name
+        self.label = label
+        listed = ", ".join(known) if known else "none yet"
+        super().__init__(f"skillbook {name!r} has no label {label!r} (its labels: {listed})")
+
+
+class LabelMovedError(StoreError):
+    """A label move expected the label at one version and found it at another: someone moved it."""
+
+    def __init__(self, name: str, label: str, expected: int | None, found: int | None) -> None:
+        self.name = name
+        self.label = label
+        self.expected = expected
+        self.found = found
+        super().__init__(
+            f"skillbook {name!r}: label {label!r} was expected at version {expected} but is at "
+            f"{found}; it was moved meanwhile, so this move was not made"
+        )
+
+
+class StaleHistoryError(StoreError, ValueError):
+    """Stale detection asked for more batches than the (trimmed) change log still holds."""
+
+    def __init__(self, name: str, wanted: int, held: int) -> None:
+        self.name = name
+        self.wanted = wanted
+        self.held = held
+        super().__init__(
+            f"skillbook {name!r}: the change log holds only the last {held} batch(es) (it was trimmed "
+            f"to changelog_maxlen), so it cannot tell which skills the last {wanted} batches touched; "
+            f"ask for {held} batch(es) or fewer, or use days"
         )

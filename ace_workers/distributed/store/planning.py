@@ -265,6 +265,7 @@ def report_in_batch_indices(report: ApplyReport, kept: list[int], full: list[int
         report,
         skipped=[(kept[i], op_type, skill_id) for i, op_type, skill_id in report.skipped],
         duplicates=[(kept[i], existing) for i, existing in report.duplicates],
+        pinned=[(kept[i], skill_id) for i, skill_id in report.pinned],
         full=sorted(full),
     )
 
@@ -287,6 +288,14 @@ def log_report(name: str, version: int, batch: UpdateBatch, report: ApplyReport)
             name,
             version,
             op_type,
+            index,
+            skill_id,
+        )
+    for index, skill_id in report.pinned:
+        logger.warning(
+            "skillbook %r version %d: skipped REMOVE operation #%d: skill %s is pinned",
+            name,
+            version,
             index,
             skill_id,
         )

@@ -18,7 +18,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 import redis
@@ -26,11 +26,13 @@ from redis.client import Pipeline
 
 from ...core.consolidation import ConsolidationBatch, ConsolidationReport
 from ...core.context import SkillbookView
-from ...core.skill import SimilarityDecision
+from ...core.lifecycle import LifecycleAction, StaleRule
+from ...core.skill import SimilarityDecision, Skill
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
-from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, stream_id
+from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, images_at_start, stream_id
 from .errors import CorruptDataError, UnknownSkillbookError, VersionConflict, VersionRangeError
+from .evaluations import SkillbookEvaluations
 from .keys import (
     DEFAULT_PREFIX,
     META_INCARNATION,
@@ -42,6 +44,8 @@ from .keys import (
     registry_key,
     validate_skillbook_name,
 )
+from .labels import SkillbookLabels
+from .lifecycle import LifecycleResult, PrunePlan, SkillbookLifecycle
 from .planning import (
     SkillReads,
     count_active,
@@ -85,6 +89,9 @@ _BACKOFF_CAP = 0.2
 # A snapshot further behind than this many versions is read whole rather than brought forward.
 _MAX_INCREMENTAL_VERSIONS = 256
 _LAST = 2**62  # sorts a skill whose stored order is unknown after every known one
+# Versions a cached snapshot is brought forward through: they change skills in place or add
+# them at the end, as their after-images say (a lifecycle change only rewrites named skills).
+_ADVANCED_KINDS = frozenset({ChangeKind.APPLY, ChangeKind.LIFECYCLE})
 
 
 def list_skillbooks(client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> list[str]:
@@ -164,6 +171,7 @@ class RedisSkillbookStore:
             idempotency_ttl=idempotency_ttl,
             max_skills=max_skills,
         )
+        self._lifecycle = SkillbookLifecycle(client, self._writes, cas=self._cas, snapshot=self.snapshot)
 
     @property
     def name(self) -> str:
@@ -201,6 +209,43 @@ class RedisSkillbookStore:
         so it comes as a read-only SkillbookView: to change a copy, use
         ``Skillbook.from_dict(view.to_dict())``.
         """
+        version, _, book = self._cached_book()
+        return version, SkillbookView(book)
+
+    def snapshot_at(self, version: int) -> tuple[int, SkillbookView]:
+        """The skillbook as it was at ``version`` (a label's), read-only, cached per version.
+
+        Built from the head's cached snapshot with every skill touched since
+        ``version`` put back as the change log says it was, so it costs the
+        changes since, not the skillbook's size; the similarity decisions are
+        the head's. Raises VersionRangeError for a version the skillbook does
+        not have, ChangelogTrimmedError when the log no longer reaches back.
+        """
+        head_version, incarnation, head = self._cached_book()
+        if version == head_version:
+            return version, SkillbookView(head)
+        if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version < head_version:
+            raise VersionRangeError(
+                f"skillbook {self.name!r}: no version {version!r} (it has versions 1 to {head_version})",
+                name=self.name,
+                current=head_version,
+                requested=(version,) if isinstance(version, int) else (),
+            )
+        # An identity of their own: older versions must not crowd the head's out of the cache.
+        identity = (*self._identity(incarnation), "at")
+        key = (*identity, version)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return version, SkillbookView(cached)
+        images = images_at_start(read_changes(self._redis, self.keys, version, head_version))
+        book = head.with_changes(
+            [images], next_id=head.next_id_number, order_of_new=lambda skill_id: skill_order_key(skill_id)
+        )
+        self._cache.put(key, book, identity=identity, version=version)
+        return version, SkillbookView(book)
+
+    def _cached_book(self) -> tuple[int, str | None, Skillbook]:
+        """The current version, the incarnation and its shared snapshot (see cached_snapshot)."""
         with self._redis.pipeline(transaction=True) as pipe:
             pipe.get(self.keys.version)
             pipe.hget(self.keys.meta, META_INCARNATION)
@@ -208,11 +253,11 @@ class RedisSkillbookStore:
         version, incarnation = decode_int(raw_version, self.keys.version), optional_text(raw_incarnation)
         cached = self._cache.get(self._cache_key(incarnation, version))
         if cached is not None:
-            return version, SkillbookView(cached)
+            return version, incarnation, cached
         with self._cache.filling(self._identity(incarnation)):
             cached = self._cache.get(self._cache_key(incarnation, version))  # built while we waited
             if cached is not None:
-                return version, SkillbookView(cached)
+                return version, incarnation, cached
             advanced = self._advance_cached(incarnation, version)
             if advanced is not None:
                 version, book = advanced
@@ -224,7 +269,23 @@ class RedisSkillbookStore:
                 identity=self._identity(incarnation),
                 version=version,
             )
-        return version, SkillbookView(book)
+        return version, incarnation, book
+
+    def snapshot_of(self, label: str | None) -> tuple[int, SkillbookView]:
+        """What a reader of ``label`` serves (None: the head); UnknownLabelError for a missing label."""
+        if label is None:
+            return self.cached_snapshot()
+        return self.snapshot_at(self.labels.require(label))
+
+    @property
+    def labels(self) -> SkillbookLabels:
+        """The skillbook's labelled versions (prod, canary, ...)."""
+        return SkillbookLabels(self._redis, self.keys)
+
+    @property
+    def evaluations(self) -> SkillbookEvaluations:
+        """The record of the skillbook's evaluations (every one, newest first)."""
+        return SkillbookEvaluations(self._redis, self.keys)
 
     def _advance_cached(self, incarnation: str | None, version: int) -> tuple[int, Skillbook] | None:
         """The newest cached snapshot brought forward through the change log, or None to read it all.
@@ -255,7 +316,7 @@ class RedisSkillbookStore:
         if (
             optional_text(raw_incarnation) != incarnation
             or not contiguous
-            or not all(r.kind is ChangeKind.APPLY or is_review_of_skills(r) for r in records)
+            or not all(r.kind in _ADVANCED_KINDS or is_review_of_skills(r) for r in records)
         ):
             return None
         if not records:  # nothing written since: the cached one is current
@@ -493,6 +554,41 @@ class RedisSkillbookStore:
         return self._cas(
             "set_similarity_decision", lambda pipe: self._writes.set_decision(pipe, field, value, source_json)
         )
+
+    # -- lifecycle: pin, archive, prune (lifecycle.py) ------------------------------------------
+    def pin(self, skill_ids: Iterable[str], *, actor: str | None = None, note: str = "") -> LifecycleResult:
+        """Pin skills: never removed, merged or archived until unpinned. One version (none if all were)."""
+        return self._lifecycle.change(LifecycleAction.PIN, skill_ids, actor=actor, note=note)
+
+    def unpin(self, skill_ids: Iterable[str], *, actor: str | None = None, note: str = "") -> LifecycleResult:
+        """Unpin skills, as one version (none if none was pinned)."""
+        return self._lifecycle.change(LifecycleAction.UNPIN, skill_ids, actor=actor, note=note)
+
+    def archive(
+        self, skill_ids: Iterable[str], *, actor: str | None = None, note: str = ""
+    ) -> LifecycleResult:
+        """Archive skills: out of the prompt and the count, kept. PinnedSkillError names a pinned one."""
+        return self._lifecycle.change(LifecycleAction.ARCHIVE, skill_ids, actor=actor, note=note)
+
+    def restore(
+        self, skill_ids: Iterable[str], *, actor: str | None = None, note: str = ""
+    ) -> LifecycleResult:
+        """Bring archived skills back into the prompt, as one version."""
+        return self._lifecycle.change(LifecycleAction.RESTORE, skill_ids, actor=actor, note=note)
+
+    def archived(self) -> list[Skill]:
+        """The archived skills, in skillbook order."""
+        return self._lifecycle.archived()
+
+    def plan_prune(self, rule: StaleRule) -> PrunePlan:
+        """The skills stale by ``rule``, each with why; nothing changes."""
+        return self._lifecycle.plan_prune(rule)
+
+    def prune(
+        self, rule: StaleRule, *, actor: str | None = None, note: str = ""
+    ) -> tuple[PrunePlan, LifecycleResult]:
+        """Archive the skills stale by ``rule`` in one version (actor ``prune`` unless named)."""
+        return self._lifecycle.prune(rule, actor=actor, note=note)
 
     def delete(self) -> bool:
         """Delete the skillbook, its change log and counters; False if it did not exist."""

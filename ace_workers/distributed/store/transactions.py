@@ -708,6 +708,7 @@ def decode_recorded(raw: bytes | str) -> StoreApplyResult:
             skipped=[(int(i), str(t), str(s)) for i, t, s in report["skipped"]],
             duplicates=[(int(i), str(s)) for i, s in report["duplicates"]],
             full=[int(i) for i in report.get("full", [])],  # absent in records of older versions
+            pinned=[(int(i), str(s)) for i, s in report.get("pinned", [])],
         ),
         duplicate_delivery=True,
         stale=bool(data["stale"]),

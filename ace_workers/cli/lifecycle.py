@@ -1,0 +1,247 @@
+"""``ace-workers skillbook pin|unpin|archive|restore|archived|prune``: a skill's lifecycle by hand.
+
+A pinned skill is never removed, merged or archived (by the SkillManager,
+deduplication or pruning) until it is unpinned; an archived one is out of the
+prompt, kept, and restorable. Each change is one version in the change log,
+with who did it (--actor) and why (--note), so diff and rollback see it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ..core.lifecycle import StaleRule
+from ..distributed.store.actors import actor_from_option
+from ..distributed.store.errors import StaleHistoryError
+from ..distributed.store.lifecycle import LifecycleResult
+from ..errors import SkillbookError
+from .common import (
+    ActorOption,
+    JsonOption,
+    check_skillbook_name,
+    console,
+    open_service,
+    print_json,
+    printable,
+    redis_settings,
+    store_or_fail,
+)
+from .help import HelpCommand
+
+__all__ = ["add_lifecycle_commands"]
+
+WHY = "skillbooks live in a shared Redis"
+DEFAULT_STALE_DAYS = 30.0
+
+NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]
+SkillIdsArgument = Annotated[list[str], typer.Argument(help="The ids of the skills (one or more).")]
+NoteOption = Annotated[str, typer.Option("--note", help="Why, as the change log records it.")]
+
+# What each change says it did, and about the skills already in that state.
+_DONE = {"pin": "pinned", "unpin": "unpinned", "archive": "archived", "restore": "restored"}
+_ALREADY = {
+    "pin": "already pinned",
+    "unpin": "not pinned",
+    "archive": "already archived",
+    "restore": "not archived",
+}
+
+
+def _actor(value: str | None) -> str:
+    try:
+        return actor_from_option(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--actor") from None
+
+
+def _change(
+    action: str, name: str, skill_ids: list[str], note: str, actor: str | None, as_json: bool
+) -> None:
+    """Run one lifecycle change of the store and print what it did."""
+    check_skillbook_name(name)
+    who = _actor(actor)
+    with open_service(
+        redis_settings(f"skillbook {action}", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        store = store_or_fail(service, name)
+        change: Callable[..., LifecycleResult] = getattr(store, action)
+        try:
+            result = change(skill_ids, actor=who, note=note)
+        except (SkillbookError, ValueError) as exc:
+            raise typer.BadParameter(str(exc), param_hint="SKILL_IDS") from None
+    if as_json:
+        print_json({"name": name, "actor": who, **result.to_dict()})
+        return
+    if result.changed:
+        typer.echo(
+            printable(
+                f"skillbook {name!r} version {result.version}: {_DONE[action]} {', '.join(result.changed)}"
+            )
+        )
+    else:
+        typer.echo(printable(f"nothing changed (skillbook {name!r} stays at version {result.version})"))
+    if result.unchanged:
+        typer.echo(printable(f"{_ALREADY[action]}: {', '.join(result.unchanged)}"))
+
+
+def skillbook_pin(
+    name: NameArgument,
+    skill_ids: SkillIdsArgument,
+    note: NoteOption = "",
+    actor: ActorOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Pin skills: never removed, merged or archived (by learning, dedup or prune) until unpinned."""
+    _change("pin", name, skill_ids, note, actor, as_json)
+
+
+def skillbook_unpin(
+    name: NameArgument,
+    skill_ids: SkillIdsArgument,
+    note: NoteOption = "",
+    actor: ActorOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Unpin skills: learning, dedup and prune may act on them again."""
+    _change("unpin", name, skill_ids, note, actor, as_json)
+
+
+def skillbook_archive(
+    name: NameArgument,
+    skill_ids: SkillIdsArgument,
+    note: NoteOption = "",
+    actor: ActorOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Archive skills: out of the prompt and the count, kept and restorable (a pinned one is refused)."""
+    _change("archive", name, skill_ids, note, actor, as_json)
+
+
+def skillbook_restore(
+    name: NameArgument,
+    skill_ids: SkillIdsArgument,
+    note: NoteOption = "",
+    actor: ActorOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Bring archived skills back into the prompt."""
+    _change("restore", name, skill_ids, note, actor, as_json)
+
+
+def skillbook_archived(name: NameArgument, as_json: JsonOption = False) -> None:
+    """List the archived skills of a skillbook: when, by whom and why each was archived."""
+    check_skillbook_name(name)
+    with open_service(
+        redis_settings("skillbook archived", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        skills = store_or_fail(service, name).archived()
+    if as_json:
+        print_json(
+            [
+                {"id": s.id, "section": s.section, "content": s.content, "archive_info": s.archive_info}
+                for s in skills
+            ]
+        )
+        return
+    if not skills:
+        typer.echo(printable(f"skillbook {name!r} has no archived skills"))
+        return
+    table = Table("id", "section", "archived at", "by", "reason", "content")
+    for skill in skills:
+        info = skill.archive_info or {}
+        # Text, not str: rich would read markup in what a person or an LLM wrote.
+        table.add_row(
+            *(
+                Text(printable(value))
+                for value in (
+                    skill.id,
+                    skill.section,
+                    info.get("at", ""),
+                    info.get("by", ""),
+                    info.get("reason", ""),
+                    skill.content,
+                )
+            )
+        )
+    console.print(table)
+
+
+def skillbook_prune(
+    name: NameArgument,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the stale skills; change nothing.")
+    ] = False,
+    apply: Annotated[bool, typer.Option("--apply", help="Archive the stale skills, in one version.")] = False,
+    days: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            help="Stale: not tagged or updated for this many days [30 unless --batches is given].",
+        ),
+    ] = None,
+    batches: Annotated[
+        int | None,
+        typer.Option(min=1, help="Stale: not tagged or updated by the last this many batches."),
+    ] = None,
+    note: NoteOption = "",
+    actor: ActorOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Find skills nobody uses any more (never pinned ones) and, with --apply, archive them."""
+    check_skillbook_name(name)
+    if dry_run == apply:
+        raise typer.BadParameter("give exactly one of --dry-run (list) and --apply (archive)")
+    rule = StaleRule(
+        days=days if days is not None or batches is not None else DEFAULT_STALE_DAYS, batches=batches
+    )
+    who = _actor(actor) if apply else None
+    with open_service(redis_settings("skillbook prune", WHY), run_workers=False, learn_threads=1) as service:
+        store = store_or_fail(service, name)
+        try:
+            if dry_run:
+                plan, result = store.plan_prune(rule), None
+            else:
+                plan, result = store.prune(rule, actor=who, note=note)
+        except StaleHistoryError as exc:  # the change log no longer holds that many batches
+            raise typer.BadParameter(str(exc), param_hint="--batches") from None
+    if as_json:
+        data: dict[str, Any] = {"name": name, "dry_run": dry_run, **plan.to_dict()}
+        if result is not None:
+            data.update(actor=who, archived=result.changed, skipped=result.skipped, version=result.version)
+        print_json(data)
+        return
+    for candidate in plan.candidates:
+        line = f"{candidate.skill_id} [{candidate.section}] {candidate.content}: {candidate.reason}"
+        typer.echo(printable(line))
+    for skill_id, why in (result.skipped if result is not None else {}).items():
+        typer.echo(printable(f"left {skill_id} active: {why}"))
+    if result is None:
+        typer.echo(
+            f"{len(plan.candidates)} stale skill(s) in skillbook {printable(repr(name))} at version "
+            f"{plan.version}; nothing changed (--apply archives them)"
+        )
+    elif result.changed:
+        typer.echo(
+            f"skillbook {printable(repr(name))} version {result.version}: archived {len(result.changed)} "
+            "stale skill(s) (skillbook archived lists them, restore brings one back)"
+        )
+    else:
+        typer.echo(f"nothing archived (skillbook {printable(repr(name))} stays at version {result.version})")
+
+
+def add_lifecycle_commands(skillbook_app: typer.Typer) -> None:
+    """Register the lifecycle commands on the ``skillbook`` group."""
+    for command_name, command in (
+        ("pin", skillbook_pin),
+        ("unpin", skillbook_unpin),
+        ("archive", skillbook_archive),
+        ("restore", skillbook_restore),
+        ("archived", skillbook_archived),
+        ("prune", skillbook_prune),
+    ):
+        skillbook_app.command(command_name, cls=HelpCommand)(command)
