@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from ..core.skill_ids import section_prefix
 from ..distributed.store.actors import actor_from_option
 from ..distributed.store.errors import UnknownProposalError
 from ..distributed.store.proposals import Proposal, ProposalStatus
@@ -38,6 +39,7 @@ WHY = "skillbooks and their proposals live in a shared Redis"
 NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]
 IdArgument = Annotated[str, typer.Argument(help="The proposal's id (from review list).")]
 NoteOption = Annotated[str, typer.Option("--note", help="Why: recorded with the decision in the change log.")]
+_EVERY = 10**9  # a limit no skillbook's proposals reach
 _STATUSES = [status.value for status in ProposalStatus] + ["all"]
 
 
@@ -48,6 +50,12 @@ def review_list(
         str, typer.Option(help=f"Which proposals: {', '.join(_STATUSES)}.")
     ] = ProposalStatus.PENDING.value,
     limit: Annotated[int, typer.Option(min=1, help="At most this many, oldest first.")] = 100,
+    section: Annotated[
+        str | None, typer.Option(help="Only proposals with an operation in this section.")
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the ids, one a line (for scripts).")
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """The proposals of a skillbook (the pending ones unless --status says otherwise), oldest first."""
@@ -59,8 +67,15 @@ def review_list(
         redis_settings("skillbook review list", WHY), run_workers=False, learn_threads=1
     ) as service:
         review = store_or_fail(service, name).review
-        proposals = review.proposals(chosen, limit=limit)
+        # The section filter is applied before the limit: --section S --limit 1 is S's oldest.
+        proposals = review.proposals(chosen, limit=_EVERY if section else limit)
+        if section is not None:
+            proposals = [p for p in proposals if _touches_section(p, section)][:limit]
         pending = review.pending_count()
+    if quiet:
+        for proposal in proposals:
+            typer.echo(proposal.id)
+        return
     if as_json:
         print_json({"name": name, "pending": pending, "proposals": [proposal_to_json(p) for p in proposals]})
         return
@@ -78,6 +93,16 @@ def review_list(
             Text(printable(proposal.summary())),
         )
     console.print(table)
+
+
+def _touches_section(proposal: Proposal, section: str) -> bool:
+    """True if an operation of ``proposal`` adds to ``section`` or names a skill of it (by its id)."""
+    prefix = f"{section_prefix(section)}-"
+    return any(
+        str(op.get("section") or "").strip() == section.strip()
+        or str(op.get("skill_id") or "").startswith(prefix)
+        for op in proposal.operations
+    )
 
 
 @review_app.command("show", cls=HelpCommand)

@@ -74,6 +74,21 @@ def test_list_shows_the_pending_proposals_as_text_and_json(
     assert listed["proposals"][1]["source"] == {"batch": "b1", "sample": 2}
 
 
+def test_list_picks_a_sections_proposals_and_prints_only_ids_when_quiet(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    update, add = store.review.proposals()
+    code, out, _ = run(env, capsys, "list", "book", "--quiet")
+    assert (code, out.splitlines()) == (0, [update.id, add.id])
+    code, out, _ = run(env, capsys, "list", "book", "--section", "units", "-q")
+    assert (code, out.splitlines()) == (0, [add.id])
+    # The UPDATE names math's skill by its id: it is of section math.
+    code, out, _ = run(env, capsys, "list", "book", "--section", "math", "--limit", "1", "-q")
+    assert (code, out.splitlines()) == (0, [update.id])
+    code, out, _ = run(env, capsys, "list", "book", "--section", "nothing", "-q")
+    assert (code, out) == (0, "")
+
+
 def test_approve_applies_with_the_actor_and_note_and_a_second_approval_is_refused(
     env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
 ) -> None:
