@@ -1,5 +1,5 @@
 """The README's examples run as written: the quick start, the MCP server, OpenClaw, the Recursive
-Reflector and tracing.
+Reflector, tracing, and steering what is learned (a shell session).
 
 Each ``python`` block of those sections runs in a fresh interpreter, in an
 empty directory, with no ACE_*, OTEL_* or OPIK_* settings and this virtualenv's
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.opik import OpikStub
-from tests.support.readme import code_blocks, examples, run_example
+from tests.support.readme import code_blocks, examples, run_example, run_shell_example
 
 # The sections whose examples need no network, no API key and no service of their own.
 SELF_CONTAINED = (
@@ -27,6 +27,7 @@ SELF_CONTAINED = (
 )
 OPIK_SECTION = "### Tracing with Opik"
 QUICK_START = "## Learning with ACE"
+STEERING = "## Steering what is learned"
 
 
 @pytest.mark.slow
@@ -78,3 +79,20 @@ def test_the_mcp_example_prints_learning_take_effect_as_the_readme_shows(tmp_pat
     shown = [line.removeprefix("# ") for line in first.splitlines() if line.startswith("# ask ")]
     assert shown == ["ask 1: 7061", "ask 2: 7061", "ask 3: 7061", "ask 4: 7061", "ask 5: 1607"]
     assert done.stdout.splitlines() == shown
+
+
+@pytest.mark.slow
+def test_the_steering_example_reviews_labels_evaluates_and_promotes_as_the_readme_says(
+    tmp_path: Path,
+) -> None:
+    (script,) = code_blocks(STEERING, language="sh")
+    done = run_shell_example(script, tmp_path)
+    assert done.returncode == 0, f"the steering example failed:\n{done.stdout}\n{done.stderr}"
+    out = done.stdout
+    assert "skillbook 'support': 6 pending proposal(s)" in out
+    assert "approved by user:" in out
+    assert "rejected by user:" in out
+    assert "accuracy    │ 0.0%  │ 50.0%" in out  # prod, then canary
+    assert "promoted: label 'prod' of skillbook 'support' moved from version 3" in out
+    listed = dict(line.split("\t") for line in out.splitlines() if "\t" in line)
+    assert listed["prod"] == listed["canary"]

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..distributed.store.actors import actor_from_option
 from ..distributed.store.errors import InvalidLabelError, UnknownLabelError, VersionRangeError
-from ..distributed.store.labels import LabelMove, validate_label
+from ..distributed.store.labels import HEAD, LabelMove, validate_label
 from ..distributed.store.store import RedisSkillbookStore
 from .common import (
     ActorOption,
@@ -63,7 +63,9 @@ def require_label(store: RedisSkillbookStore, label: str) -> int:
 def label_set(
     name: NameArgument,
     label: LabelArgument,
-    version: Annotated[int, typer.Argument(help="The version the label points at (1 to the head's).")],
+    version: Annotated[
+        str, typer.Argument(help="The version the label points at: 1 to the head's, or 'head'.")
+    ],
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
@@ -76,16 +78,24 @@ def label_set(
         redis_settings("skillbook label set", WHY), run_workers=False, learn_threads=1
     ) as service:
         store = store_or_fail(service, name)
+        number = store.version() if version == HEAD else _version_number(version)
         try:
-            move = store.labels.set(label, version, actor=who, note=note)
+            move = store.labels.set(label, number, actor=who, note=note)
         except VersionRangeError as exc:
             raise typer.BadParameter(str(exc), param_hint="VERSION") from None
     if as_json:
         print_json({"name": name, **move.to_dict()})
     elif move.from_version is None:
-        typer.echo(f"skillbook {name!r}: label {label!r} set to version {version}")
+        typer.echo(f"skillbook {name!r}: label {label!r} set to version {number}")
     else:
-        typer.echo(f"skillbook {name!r}: label {label!r} moved from version {move.from_version} to {version}")
+        typer.echo(f"skillbook {name!r}: label {label!r} moved from version {move.from_version} to {number}")
+
+
+def _version_number(text: str) -> int:
+    """VERSION as given: a whole number (the store checks its range), else a usage error naming it."""
+    if not text.isdigit():
+        raise typer.BadParameter(f"{text!r} is neither a version number nor {HEAD!r}", param_hint="VERSION")
+    return int(text)
 
 
 @label_app.command("show", cls=HelpCommand)

@@ -37,13 +37,14 @@ from .common import (
 from .compare import compare_command
 from .help import HelpCommand, HelpGroup
 from .labels import label_app
+from .review import review_app
 
 __all__ = ["skillbook_app"]
 
 skillbook_app = typer.Typer(
     cls=HelpGroup, help="Inspect and manage skillbooks stored in Redis.", no_args_is_help=True
 )
-
+skillbook_app.add_typer(review_app, name="review")
 skillbook_app.add_typer(label_app, name="label")
 skillbook_app.command("compare", cls=HelpCommand)(compare_command)
 
@@ -77,8 +78,17 @@ def skillbook_show(name: NameArgument, as_json: JsonOption = False) -> None:
         store = store_or_fail(service, name)
         version, book = store.snapshot()
         fill = skillbook_fill(store)
+        pending = store.review.pending_count()
         if as_json:
-            print_json({"name": name, "version": version, **fill, "skillbook": book.to_dict()})
+            print_json(
+                {
+                    "name": name,
+                    "version": version,
+                    **fill,
+                    "pending_proposals": pending,
+                    "skillbook": book.to_dict(),
+                }
+            )
             return
         console.print(
             f"skillbook {name!r} at version {version}: {fill['active_skills']} of {fill['max_skills']} "
@@ -87,6 +97,8 @@ def skillbook_show(name: NameArgument, as_json: JsonOption = False) -> None:
         full = describe_fill(name, fill)
         if full:
             print_warning(full)
+        if pending:
+            print_warning(f"{pending} proposal(s) wait for review: ace-workers skillbook review list {name}")
         console.print(printable(book.as_markdown(), keep_lines=True), markup=False)
 
 

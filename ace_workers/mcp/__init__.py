@@ -4,7 +4,9 @@ Six tools, ``ace.ask``, ``ace.learn.sample``, ``ace.learn.feedback``,
 ``ace.skillbook.get``, ``ace.skillbook.save`` and ``ace.skillbook.load``, served
 over stdio or streamable HTTP by the official ``mcp`` SDK, from one of two back
 ends: in this process (an ACELiteLLM per session) or the fleet (learning
-enqueued to the workers, one versioned skillbook in Redis shared by all).
+enqueued to the workers, one versioned skillbook in Redis shared by all). On the
+fleet, ``ace.review.list``, ``ace.review.approve`` and ``ace.review.reject`` decide
+the proposals a review policy holds back (review_tools.py).
 Importing this package needs no extra; building the server does.
 
 An application on top of the library, like the CLI: the local back end serves an

@@ -20,13 +20,20 @@ from .models import (
     SkillbookSaveResponse,
     SkillItem,
 )
+from .review_tools import (
+    ReviewApproveRequest,
+    ReviewDecisionResponse,
+    ReviewListRequest,
+    ReviewListResponse,
+    ReviewRejectRequest,
+)
 from .sessions import Session
 
 __all__ = ["MCPBackend", "skill_items"]
 
 
 class MCPBackend(Protocol):
-    """Serves the six tools once the handlers checked the request, the session and the paths."""
+    """Serves the tools once the handlers checked the request, the session and the paths."""
 
     name: str
 
@@ -56,6 +63,16 @@ class MCPBackend(Protocol):
 
     def load_skillbook(self, session: Session, path: Path) -> SkillbookLoadResponse:
         """Replace the skillbook with the file at ``path``."""
+        ...
+
+    def review_list(self, request: ReviewListRequest) -> ReviewListResponse:
+        """The skillbook's proposals (review before apply)."""
+        ...
+
+    def review_decide(
+        self, request: ReviewApproveRequest | ReviewRejectRequest, actor: str
+    ) -> ReviewDecisionResponse:
+        """Approve or reject a proposal as ``actor``."""
         ...
 
     def close(self) -> None:

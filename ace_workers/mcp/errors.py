@@ -19,6 +19,7 @@ __all__ = [
     "BackendError",
     "SessionNotYoursError",
     "HTTPAuthSettingError",
+    "ReviewRefusedError",
     "INVALID_PARAMS",
 ]
 
@@ -29,6 +30,7 @@ _READ_ONLY = -32002
 _PATH_NOT_ALLOWED = -32003
 _BACKEND = -32004
 _SESSION_NOT_YOURS = -32005
+_REVIEW_REFUSED = -32006
 
 
 class MCPToolError(AceError):
@@ -82,6 +84,13 @@ class SessionNotYoursError(MCPToolError):
 
     code = _SESSION_NOT_YOURS
     kind = "session_not_yours"
+
+
+class ReviewRefusedError(MCPToolError):
+    """A proposal was decided already, or conflicts with changes made since it was proposed."""
+
+    code = _REVIEW_REFUSED
+    kind = "review_refused"
 
 
 class HTTPAuthSettingError(SettingsError):

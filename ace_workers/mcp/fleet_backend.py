@@ -33,6 +33,15 @@ from .models import (
     SkillbookLoadResponse,
     SkillbookSaveResponse,
 )
+from .review_tools import (
+    ReviewApproveRequest,
+    ReviewDecisionResponse,
+    ReviewListRequest,
+    ReviewListResponse,
+    ReviewRejectRequest,
+    decide_proposal,
+    list_proposals,
+)
 from .sessions import LastAsk, Session
 
 __all__ = ["FleetBackend"]
@@ -157,6 +166,14 @@ class FleetBackend:
         return SkillbookLoadResponse(
             session_id=session.id, path=str(path), skill_count=len(book), version=version
         )
+
+    def review_list(self, request: ReviewListRequest) -> ReviewListResponse:
+        return list_proposals(self.producer.runtime.store(self.skillbook_name).review, request)
+
+    def review_decide(
+        self, request: ReviewApproveRequest | ReviewRejectRequest, actor: str
+    ) -> ReviewDecisionResponse:
+        return decide_proposal(self.producer.runtime.store(self.skillbook_name).review, request, actor=actor)
 
     def close(self) -> None:
         self.producer.close()

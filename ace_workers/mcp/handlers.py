@@ -1,4 +1,4 @@
-"""MCPHandlers: the six tools' checks (sizes, sessions, paths, read-only), then the back end.
+"""MCPHandlers: the tools' checks (sizes, sessions, paths, read-only), then the back end.
 
 Handlers are synchronous and thread-safe; the server runs each call in a
 worker thread. Each takes the request and ``owner``, the connection calling
@@ -32,6 +32,13 @@ from .models import (
     SkillbookSaveResponse,
 )
 from .paths import path_in_directory
+from .review_tools import (
+    ReviewApproveRequest,
+    ReviewDecisionResponse,
+    ReviewListRequest,
+    ReviewListResponse,
+    ReviewRejectRequest,
+)
 from .sessions import Session, SessionStore
 
 __all__ = ["MCPHandlers"]
@@ -101,6 +108,18 @@ class MCPHandlers:
         path = path_in_directory(self.directory, request.path)
         return self._run(self.sessions.open(request.session_id, owner), self.backend.load_skillbook, path)
 
+    # The review tools name no session: they read and decide the shared skillbook's proposals.
+    def review_list(self, request: ReviewListRequest, owner: str) -> ReviewListResponse:
+        return self._guarded("ace.review.list", self.backend.review_list, request)
+
+    def review_approve(self, request: ReviewApproveRequest, owner: str, actor: str) -> ReviewDecisionResponse:
+        self._refuse_if_read_only("ace.review.approve")
+        return self._guarded("ace.review.approve", lambda r: self.backend.review_decide(r, actor), request)
+
+    def review_reject(self, request: ReviewRejectRequest, owner: str, actor: str) -> ReviewDecisionResponse:
+        self._refuse_if_read_only("ace.review.reject")
+        return self._guarded("ace.review.reject", lambda r: self.backend.review_decide(r, actor), request)
+
     def close(self) -> None:
         """Release the back end's connections."""
         self.backend.close()
@@ -120,6 +139,16 @@ class MCPHandlers:
                 f"{tool} writes (a skillbook or a file), and this server is read-only "
                 "(--read-only, ACE_MCP_READ_ONLY)"
             )
+
+    @staticmethod
+    def _guarded(tool: str, call: Callable[[Any], ResponseT], argument: Any) -> ResponseT:
+        try:
+            return call(argument)
+        except MCPToolError:
+            raise
+        except Exception as exc:  # the tool boundary: the client gets the cause, the log the traceback
+            logger.exception("MCP tool %s failed", tool)
+            raise BackendError(f"{type(exc).__name__}: {exc}") from exc
 
     @staticmethod
     def _run(session: Session, call: Callable[[Session, Any], ResponseT], argument: Any) -> ResponseT:

@@ -1,4 +1,4 @@
-"""The MCP server: the six ACE tools on the official ``mcp`` SDK's low-level Server.
+"""The MCP server: the ACE tools on the official ``mcp`` SDK's low-level Server.
 
 The low-level server (not MCPServer's decorators) lets each tool's input
 schema be exactly its pydantic request model, fields at the top level, and
@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..distributed.store.actors import api_key_actor, local_user_actor
 from ..extras import require_extra
 from .errors import INVALID_PARAMS, MCPToolError
 from .handlers import MCPHandlers
@@ -33,6 +34,13 @@ from .models import (
     SkillbookLoadResponse,
     SkillbookSaveRequest,
     SkillbookSaveResponse,
+)
+from .review_tools import (
+    ReviewApproveRequest,
+    ReviewDecisionResponse,
+    ReviewListRequest,
+    ReviewListResponse,
+    ReviewRejectRequest,
 )
 
 __all__ = ["TOOLS", "ToolSpec", "HTTPOptions", "build_server", "serve"]
@@ -53,6 +61,7 @@ class ToolSpec:
     response: type[BaseModel]
     handler: str
     description: str
+    acts: bool = False  # the handler also takes the actor a decision is recorded with
 
 
 TOOLS: dict[str, ToolSpec] = {
@@ -86,11 +95,31 @@ TOOLS: dict[str, ToolSpec] = {
         "load_skillbook",
         "Replace the skillbook with a .json file from the server's skillbook directory.",
     ),
+    "ace.review.list": ToolSpec(
+        ReviewListRequest,
+        ReviewListResponse,
+        "review_list",
+        "Fleet: the skillbook's proposals (learned changes waiting for review), with their conflicts.",
+    ),
+    "ace.review.approve": ToolSpec(
+        ReviewApproveRequest,
+        ReviewDecisionResponse,
+        "review_approve",
+        "Fleet: apply a pending proposal to the skillbook (refused if decided already or conflicting).",
+        acts=True,
+    ),
+    "ace.review.reject": ToolSpec(
+        ReviewRejectRequest,
+        ReviewDecisionResponse,
+        "review_reject",
+        "Fleet: reject a pending proposal; nothing of it applies, the decision is logged.",
+        acts=True,
+    ),
 }
 
 
 def build_server(handlers: MCPHandlers, *, handshake_only: bool = False) -> Any:
-    """The low-level ``mcp`` Server answering the six tools with ``handlers``.
+    """The low-level ``mcp`` Server answering the tools with ``handlers``.
 
     ``handshake_only`` (HTTP): refuse the 2026 era's ``server/discover``, whose requests come
     without a connection, so every client opens one with the initialize handshake instead.
@@ -121,9 +150,10 @@ def build_server(handlers: MCPHandlers, *, handshake_only: bool = False) -> Any:
             raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
         owner = _connection_of(ctx, MCPError)
         request = _parse_request(name, spec, params.arguments or {}, MCPError)
-        handler: Callable[[Any, str], BaseModel] = getattr(handlers, spec.handler)
+        handler: Callable[..., BaseModel] = getattr(handlers, spec.handler)
+        extra = (_actor_of(ctx),) if spec.acts else ()
         try:
-            response = await anyio.to_thread.run_sync(handler, request, owner)
+            response = await anyio.to_thread.run_sync(handler, request, owner, *extra)
         except MCPToolError as exc:
             logger.info("%s refused: %s", name, exc)
             raise MCPError(exc.code, f"{name}: {exc}", {"kind": exc.kind, "tool": name}) from None
@@ -156,6 +186,16 @@ def _connection_of(ctx: Any, error: Any) -> str:
             "tools/call: no MCP session: connect with the initialize handshake, which opens one",
         )
     return f"http:{session_id}"
+
+
+def _actor_of(ctx: Any) -> str:
+    """Who decides, as the change log records it: ``key:`` and the bearer token's client, else this
+    process's user (stdio, or HTTP with --no-auth on loopback: only this machine reaches it)."""
+    request = ctx.request
+    user = request.scope.get("user") if request is not None else None
+    token = getattr(user, "access_token", None)
+    client_id = getattr(token, "client_id", None)
+    return api_key_actor(client_id) if client_id else local_user_actor()
 
 
 def _parse_request(name: str, spec: ToolSpec, arguments: dict[str, Any], error: Any) -> BaseModel:

@@ -127,3 +127,21 @@ def test_an_unknown_skillbook_is_named(book: RedisSkillbookStore) -> None:
     code, out = invoke("list", "other")
     assert code == 2
     assert "no skillbook named 'other'" in said(out)
+
+
+def test_set_takes_head_for_the_current_version_and_the_actor_from_ace_actor(
+    book: RedisSkillbookStore, clean_env: pytest.MonkeyPatch
+) -> None:
+    clean_env.setenv("ACE_ACTOR", "carol")
+    code, out = invoke("set", "book", "prod", "head")
+    assert code == 0, out
+    assert "label 'prod' set to version 3" in out
+    assert book.labels.get("prod") == 3
+    assert book.labels.history("prod")[0].actor == "user:carol"
+
+
+def test_set_refuses_a_version_that_is_no_number_naming_it(book: RedisSkillbookStore) -> None:
+    code, out = invoke("set", "book", "prod", "latest")
+    assert code == 2
+    assert "'latest' is neither a version number nor 'head'" in said(out)
+    assert book.labels.all() == {}

@@ -12,7 +12,7 @@ import pytest
 
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.batches import BatchState
-from tests.support.mcp import CLIENTS, call, exercise_every_tool, refused, server_env
+from tests.support.mcp import CLIENTS, call, exercise_every_tool, fleet_env, refused
 from tests.support.workers import running_service
 
 pytestmark = pytest.mark.slow
@@ -26,16 +26,6 @@ def settle_batches(service: Service, timeout: float = 60.0) -> Callable[[str], N
             time.sleep(0.05)
 
     return settle
-
-
-def fleet_env(service: Service, redis_url: str, skillbook_dir: Path, **settings: str) -> dict[str, str]:
-    return server_env(
-        skillbook_dir,
-        ACE_REDIS_URL=redis_url,
-        ACE_QUEUE_PREFIX=service.runtime.settings.queue_prefix,
-        ACE_MCP_SKILLBOOK="shared",
-        **settings,
-    )
 
 
 @pytest.mark.parametrize("transport", sorted(CLIENTS))

@@ -140,14 +140,15 @@ def test_a_session_opened_by_one_connection_is_refused_to_another(token_server: 
 
 
 def test_open_connections_are_capped_and_an_idle_one_expires(tmp_path: Path) -> None:
-    env = server_env(tmp_path, ACE_MCP_MAX_CONNECTIONS="2", ACE_MCP_SESSION_TTL_SECONDS="1")
+    # Five seconds: the three first requests must all fall within it, also on a loaded machine.
+    env = server_env(tmp_path, ACE_MCP_MAX_CONNECTIONS="2", ACE_MCP_SESSION_TTL_SECONDS="5")
     with http_server_in_process(env) as url:
         opened = [initialize(url, **bearer(TOKEN)) for _ in range(2)]
         assert [response.status_code for response in opened] == [200, 200]
         refused_response = initialize(url, **bearer(TOKEN))
         assert refused_response.status_code == 503
         assert "at most 2 (ACE_MCP_MAX_CONNECTIONS)" in refused_response.json()["error"]["message"]
-        # Unused for a second, the two connections are closed and a new one is let in.
+        # Unused for five seconds, the two connections are closed and a new one is let in.
         wait_for(
             lambda: initialize(url, **bearer(TOKEN)).status_code == 200,
             timeout=30,

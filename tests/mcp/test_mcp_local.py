@@ -130,7 +130,7 @@ def test_a_session_unused_past_its_ttl_is_forgotten(tmp_path: Path) -> None:
     anyio.run(scenario)
 
 
-def test_the_tools_table_names_the_six_tools_of_the_design() -> None:
+def test_the_tools_table_names_the_tools_of_the_design() -> None:
     assert list(TOOLS) == [
         "ace.ask",
         "ace.learn.sample",
@@ -138,4 +138,7 @@ def test_the_tools_table_names_the_six_tools_of_the_design() -> None:
         "ace.skillbook.get",
         "ace.skillbook.save",
         "ace.skillbook.load",
+        "ace.review.list",
+        "ace.review.approve",
+        "ace.review.reject",
     ]

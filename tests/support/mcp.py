@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # the SDK loads when a test connects: over a second of CPU, s
     from mcp import Client
     from mcp.shared.exceptions import MCPError
 
+    from ace_workers.distributed.service import Service
+
 ACE_WORKERS = str(Path(sys.executable).with_name("ace-workers"))
 # The bearer token every HTTP server of the tests requires (server_env sets it).
 TOKEN = "test-token-" + "x" * 16
@@ -51,6 +53,17 @@ def server_env(skillbook_dir: Path, **settings: str) -> dict[str, str]:
     env["ACE_MCP_TOKEN"] = TOKEN
     env.update(settings)
     return env
+
+
+def fleet_env(service: Service, redis_url: str, skillbook_dir: Path, **settings: str) -> dict[str, str]:
+    """:func:`server_env` for a fleet back end on ``service``'s Redis and queues, skillbook "shared"."""
+    return server_env(
+        skillbook_dir,
+        ACE_REDIS_URL=redis_url,
+        ACE_QUEUE_PREFIX=service.runtime.settings.queue_prefix,
+        ACE_MCP_SKILLBOOK="shared",
+        **settings,
+    )
 
 
 @asynccontextmanager

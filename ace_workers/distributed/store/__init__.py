@@ -16,17 +16,23 @@ from .errors import (
     InvalidLabelError,
     InvalidSkillbookNameError,
     LabelMovedError,
+    ProposalConflictError,
+    ProposalDecidedError,
     SkillbookExistsError,
     SkillbookFullError,
     StoreError,
     UnknownLabelError,
+    UnknownProposalError,
     UnknownSkillbookError,
     VersionConflict,
     VersionRangeError,
 )
 from .keys import SkillbookKeys, dead_letters_key, registry_key, validate_skillbook_name
 from .labels import HEAD, LabelMove, SkillbookLabels, SkillbookRef, parse_skillbook_ref
+from .proposals import Proposal, ProposalKind, ProposalStatus
 from .provenance import SkillHistory, skill_history
+from .review import SkillbookReview
+from .review_policy import ReviewPolicy, parse_policy
 from .snapshots import SnapshotCache
 from .store import RedisSkillbookStore, StoreApplyResult, list_skillbooks
 from .write_scope import WriteScope, dedup_write_scope, write_scope
@@ -47,6 +53,13 @@ __all__ = [
     "WriteScope",
     "write_scope",
     "dedup_write_scope",
+    # review before apply
+    "SkillbookReview",
+    "ReviewPolicy",
+    "parse_policy",
+    "Proposal",
+    "ProposalKind",
+    "ProposalStatus",
     # labelled versions
     "SkillbookLabels",
     "LabelMove",
@@ -73,6 +86,9 @@ __all__ = [
     "InvalidKeyPrefixError",
     "VersionRangeError",
     "ChangelogTrimmedError",
+    "UnknownProposalError",
+    "ProposalDecidedError",
+    "ProposalConflictError",
     "InvalidLabelError",
     "UnknownLabelError",
     "LabelMovedError",

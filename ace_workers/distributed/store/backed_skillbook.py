@@ -24,6 +24,7 @@ from ...core.skillbook import ApplyReport
 from ...core.updates import UpdateBatch, UpdateOperation
 from ...errors import PinnedSkillError, UnknownSkillError
 from .errors import SkillbookFullError
+from .review_policy import CONSOLIDATE, REVIEW, split_batch
 from .write_scope import current_write_scope
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ class StoreBackedSkillbook:
     Every read first brings the view up to the store's current version (one
     GET when nothing changed) and reads the shared snapshot through it; every
     write is one store transaction whose idempotency key comes from the
-    current write scope.
+    current write scope. Under a review policy (review.py) the operations it
+    reviews are stored as a proposal instead, with the same key.
     """
 
     def __init__(self, store: RedisSkillbookStore) -> None:
@@ -70,11 +72,20 @@ class StoreBackedSkillbook:
         """Apply ``batch`` atomically in Redis, effectively once per write scope."""
         scope = current_write_scope()
         key = scope.next_key() if scope is not None else f"adhoc:{uuid.uuid4().hex}"
+        source = scope.source if scope is not None else None
+        policy = self.store.review.policy()
+        if policy.reviews_anything:
+            # The reviewed operations wait as a proposal (stored once per key), the rest apply now.
+            batch, reviewed = split_batch(policy, batch)
+            if reviewed.operations:
+                self.store.review.propose_update(
+                    reviewed, idempotency_key=key, source=source, auto_approve_after=policy.auto_approve_after
+                )
         result = self.store.apply(
             batch,
             base_version=scope.base_version if scope is not None else None,
             idempotency_key=key,
-            source=scope.source if scope is not None else None,
+            source=source,
         )
         self.last_result = result
         if result.duplicate_delivery:
@@ -94,9 +105,15 @@ class StoreBackedSkillbook:
         )
         scope = current_write_scope()
         key = scope.next_key() if scope is not None else f"adhoc:{uuid.uuid4().hex}"
-        result = self.store.apply_consolidation(
-            batch, idempotency_key=key, source=scope.source if scope is not None else None
-        )
+        source = scope.source if scope is not None else None
+        policy = self.store.review.policy()
+        if batch.operations and policy.mode_of(CONSOLIDATE) == REVIEW:
+            self.last_result = self.store.review.propose_consolidation(
+                batch, idempotency_key=key, source=source, auto_approve_after=policy.auto_approve_after
+            )
+            self.refresh()
+            return ConsolidationReport()  # nothing applied (unless auto-approved: see the change log)
+        result = self.store.apply_consolidation(batch, idempotency_key=key, source=source)
         self.last_result = result
         self.refresh()
         return result.report

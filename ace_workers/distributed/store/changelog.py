@@ -18,6 +18,7 @@ from .errors import ChangelogTrimmedError
 from .replies import decode_text
 
 __all__ = [
+    "CONSOLIDATION_MARK",
     "ChangeKind",
     "ChangeRecord",
     "SkillImage",
@@ -40,6 +41,8 @@ class ChangeKind(str, Enum):
     IMPORT = "import"
     DECISION = "decision"
     CONSOLIDATE = "consolidate"
+    # A review decision (review.py): an approved proposal's changes, a rejection, a policy set.
+    REVIEW = "review"
     LIFECYCLE = "lifecycle"  # pin, unpin, archive, restore, prune: the action is in the source
 
 
@@ -98,7 +101,7 @@ def decode_change(fields: Mapping[Any, Any] | list[Any]) -> ChangeRecord:
     raw = {decode_text(key): decode_text(value) for key, value in pairs}
     kind = ChangeKind(raw.get("kind", ChangeKind.APPLY.value))
     consolidation: list[dict[str, Any]] = []
-    if kind is ChangeKind.CONSOLIDATE:
+    if kind is ChangeKind.CONSOLIDATE or (kind is ChangeKind.REVIEW and is_consolidation_json(raw)):
         # Merge/delete/keep/update operations: kept as JSON; their effect is in before/after.
         data = json.loads(raw.get("batch") or "{}")
         batch = UpdateBatch(reasoning=data.get("reasoning", ""))
@@ -119,6 +122,16 @@ def decode_change(fields: Mapping[Any, Any] | list[Any]) -> ChangeRecord:
         before=json.loads(raw.get("before") or "{}"),
         after=json.loads(raw.get("after") or "{}"),
     )
+
+
+# Marks the batch of a REVIEW entry that approved a consolidation (its operations are not an UpdateBatch's).
+CONSOLIDATION_MARK = "consolidation"
+
+
+def is_consolidation_json(raw: Mapping[str, str]) -> bool:
+    """True when a REVIEW entry's batch holds consolidation operations (it carries CONSOLIDATION_MARK)."""
+    data = json.loads(raw.get("batch") or "{}")
+    return isinstance(data, dict) and data.get(CONSOLIDATION_MARK) is True
 
 
 def require_contiguous(name: str, records: list[ChangeRecord], first: int, last: int) -> None:

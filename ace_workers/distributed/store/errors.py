@@ -14,10 +14,13 @@ __all__ = [
     "InvalidLabelError",
     "LabelMovedError",
     "InvalidSkillbookNameError",
+    "ProposalConflictError",
+    "ProposalDecidedError",
     "SkillbookExistsError",
     "SkillbookFullError",
     "StaleHistoryError",
     "StoreError",
+    "UnknownProposalError",
     "UnknownLabelError",
     "UnknownSkillbookError",
     "VersionConflict",
@@ -160,6 +163,42 @@ class BatchCancelledError(StoreError):
     def __init__(self, batch_id: str) -> None:
         self.batch_id = batch_id
         super().__init__(f"batch {batch_id!r} was cancelled; none of its samples runs again")
+
+
+class UnknownProposalError(StoreError, LookupError):
+    """No proposal of this id exists for the skillbook."""
+
+    def __init__(self, name: str, proposal_id: str) -> None:
+        self.name = name
+        self.proposal_id = proposal_id
+        super().__init__(f"skillbook {name!r} has no proposal {proposal_id!r}")
+
+
+class ProposalDecidedError(StoreError):
+    """A proposal was approved or rejected already: each is decided exactly once."""
+
+    def __init__(self, name: str, proposal_id: str, status: str, actor: str, time: str) -> None:
+        self.name = name
+        self.proposal_id = proposal_id
+        self.status = status
+        self.actor = actor
+        super().__init__(
+            f"skillbook {name!r}: proposal {proposal_id!r} was {status} already, by {actor} at {time}"
+        )
+
+
+class ProposalConflictError(StoreError):
+    """Skills a proposal touches changed since it was proposed; it applies only when approved despite that."""
+
+    def __init__(self, name: str, proposal_id: str, skill_ids: list[str]) -> None:
+        self.name = name
+        self.proposal_id = proposal_id
+        self.skill_ids = skill_ids
+        super().__init__(
+            f"skillbook {name!r}: proposal {proposal_id!r} conflicts: skill(s) {', '.join(skill_ids)} "
+            "changed since it was proposed; nothing was applied. Look at them, then approve it "
+            "despite the conflicts (--despite-conflicts) or reject it"
+        )
 
 
 class InvalidLabelError(StoreError, ValueError):

@@ -57,6 +57,7 @@ from .planning import (
     split_provenance,
 )
 from .replies import decode_int, decode_json, decode_text, execute_reads, optional_text, reading
+from .review import SkillbookReview, is_review_of_skills
 from .snapshots import SnapshotCache, advance_snapshot, default_snapshot_cache
 from .transactions import (
     META_ACTIVE_SKILLS,
@@ -184,6 +185,11 @@ class RedisSkillbookStore:
 
     def __repr__(self) -> str:
         return f"RedisSkillbookStore({self.name!r}, prefix={self.keys.prefix!r})"
+
+    @property
+    def review(self) -> SkillbookReview:
+        """This skillbook's review policy and proposals: propose, list, approve, reject (review.py)."""
+        return SkillbookReview(self._redis, self.keys, self._writes, self._cas)
 
     # -- reads ---------------------------------------------------------------------------
     def version(self) -> int:
@@ -334,11 +340,12 @@ class RedisSkillbookStore:
         records = records_of(entries, self.keys.changes)
         contiguous = [r.version for r in records] == list(range(base_version + 1, current + 1))
         # Rollbacks and imports may restore skills to earlier places, decisions change what an
-        # apply never does: those versions are read whole.
+        # apply never does: those versions are read whole. An approved update proposal applies
+        # as an apply does, and a rejection or policy change touches no skill: brought forward.
         if (
             optional_text(raw_incarnation) != incarnation
             or not contiguous
-            or any(r.kind not in _ADVANCED_KINDS for r in records)
+            or not all(r.kind in _ADVANCED_KINDS or is_review_of_skills(r) for r in records)
         ):
             return None
         if not records:  # nothing written since: the cached one is current

@@ -86,6 +86,8 @@ from .replies import decode_int, decode_text, optional_text
 __all__ = [
     "META_ACTIVE_SKILLS",
     "ImportPayload",
+    "PreparedApply",
+    "PreparedConsolidation",
     "SkillbookWrites",
     "StoreApplyResult",
     "StoreConsolidationResult",
@@ -118,6 +120,32 @@ def consolidation_report(data: Mapping[str, Any]) -> ConsolidationReport:
         kept=[(str(a), str(b)) for a, b in data["kept"]],
         updated=[str(i) for i in data["updated"]],
     )
+
+
+@dataclass(frozen=True)
+class PreparedApply:
+    """An apply planned under a WATCH, ready to be queued inside MULTI (SkillbookWrites.queue_apply)."""
+
+    plan: ApplyPlan
+    report: ApplyReport
+    next_id: int  # as read: the plan moves them on
+    next_order: int
+    active: int  # active skills before the apply
+    active_stored: bool  # whether the meta hash holds that count
+
+
+@dataclass(frozen=True)
+class PreparedConsolidation:
+    """A consolidation checked and computed under a WATCH, ready to be queued inside MULTI."""
+
+    report: ConsolidationReport
+    changes: dict[str, tuple[SkillImage, SkillImage]]
+    orders: dict[str, int]  # insertion order of the skills read
+    index_writes: dict[str, list[str]]
+    decisions: dict[str, str]  # similarity decisions (KEEP) to record, by pair field
+    active: int
+    active_stored: bool
+    provenance: dict[str, Provenance | None] = field(default_factory=dict)  # None: delete the field
 
 
 @dataclass(frozen=True)
@@ -184,31 +212,19 @@ class SkillbookWrites:
         if recorded and recorded[0] is not None:
             pipe.unwatch()
             return self._duplicate_delivery(idempotency_key, recorded[0])
-        raw_next_id, raw_next_order, raw_active = pipe.hmget(
-            keys.meta, [META_NEXT_ID, META_NEXT_ORDER, META_ACTIVE_SKILLS]
-        )
-        next_id, next_order = decode_int(raw_next_id) or 1, decode_int(raw_next_order)
-        active = self._active_skills(pipe, version, raw_active)
-        plan, report = self._plan_within_limit(pipe, batch, version, next_id, next_order, active)
-        growth = active_growth(plan.changes)
+        prepared = self.prepare_apply(pipe, batch, version)
+        report = prepared.report
         stale = self._is_stale(base_version, version)
         new_version = version + 1
         self._begin_write(pipe, version)
-        self._write_skills(pipe, plan.changes, plan.orders, plan.index_writes, plan.provenance)
-        meta: dict[FieldT, EncodableT] = {}
-        if (plan.next_id, plan.next_order) != (next_id, next_order):
-            meta.update({META_NEXT_ID: plan.next_id, META_NEXT_ORDER: plan.next_order})
-        if growth or raw_active is None:
-            meta[META_ACTIVE_SKILLS] = active + growth
-        if meta:
-            pipe.hset(keys.meta, mapping=meta)
+        self.queue_apply(pipe, prepared)
         self._end_write(
             pipe,
             new_version,
             ChangeKind.APPLY,
             base_version=base_version,
             batch_json=batch_json,
-            changes=plan.changes,
+            changes=prepared.plan.changes,
             source_json=source_json,
             idempotency_key=idempotency_key,
         )
@@ -223,6 +239,29 @@ class SkillbookWrites:
             pipe.hincrby(keys.stats, STAT_ADDS_SKIPPED_FULL, len(report.full))
         pipe.execute()
         return StoreApplyResult(new_version, report, duplicate_delivery=False, stale=stale)
+
+    def prepare_apply(self, pipe: Pipeline, batch: UpdateBatch, version: int) -> PreparedApply:
+        """Under the WATCH of ``version``: read what ``batch`` depends on and plan it (nothing written)."""
+        raw_next_id, raw_next_order, raw_active = pipe.hmget(
+            self.keys.meta, [META_NEXT_ID, META_NEXT_ORDER, META_ACTIVE_SKILLS]
+        )
+        next_id, next_order = decode_int(raw_next_id) or 1, decode_int(raw_next_order)
+        active = self._active_skills(pipe, version, raw_active)
+        plan, report = self._plan_within_limit(pipe, batch, version, next_id, next_order, active)
+        return PreparedApply(plan, report, next_id, next_order, active, raw_active is not None)
+
+    def queue_apply(self, pipe: Pipeline, prepared: PreparedApply) -> None:
+        """Inside MULTI: write the skills, index entries and counters a prepared apply changes."""
+        plan = prepared.plan
+        growth = active_growth(plan.changes)
+        self._write_skills(pipe, plan.changes, plan.orders, plan.index_writes, plan.provenance)
+        meta: dict[FieldT, EncodableT] = {}
+        if (plan.next_id, plan.next_order) != (prepared.next_id, prepared.next_order):
+            meta.update({META_NEXT_ID: plan.next_id, META_NEXT_ORDER: plan.next_order})
+        if growth or not prepared.active_stored:
+            meta[META_ACTIVE_SKILLS] = prepared.active + growth
+        if meta:
+            pipe.hset(self.keys.meta, mapping=meta)
 
     def _plan_within_limit(
         self, pipe: Pipeline, batch: UpdateBatch, version: int, next_id: int, next_order: int, active: int
@@ -347,6 +386,35 @@ class SkillbookWrites:
         version = decode_int(raw_version)
         if version == 0:
             raise UnknownSkillbookError(self.name)
+        prepared = self.prepare_consolidation(pipe, batch, version)
+        report = prepared.report
+        new_version = version + 1
+        self._begin_write(pipe, version)
+        self.queue_consolidation(pipe, prepared)
+        self._end_write(
+            pipe,
+            new_version,
+            ChangeKind.CONSOLIDATE,
+            base_version=version,
+            batch_json=batch_json,
+            changes=prepared.changes,
+            source_json=source_json,
+            idempotency_key=idempotency_key,
+        )
+        if idem_key is not None:
+            recorded_json = json.dumps({"version": new_version, "report": report.to_dict()})
+            pipe.set(idem_key, recorded_json, ex=self.idempotency_ttl)
+        pipe.execute()
+        return StoreConsolidationResult(new_version, report, duplicate_delivery=False)
+
+    def prepare_consolidation(
+        self, pipe: Pipeline, batch: ConsolidationBatch, version: int
+    ) -> PreparedConsolidation:
+        """Under the WATCH of ``version``: read the skills ``batch`` names, check it, compute its changes.
+
+        Raises InvalidConsolidationError (nothing written) when the batch names a skill
+        that is gone, or one rewritten since the batch was planned.
+        """
         active, stored = self._read_active_skills(pipe, version)
         reads = SkillReads(self.keys.skills)
         self._read_into(pipe, reads, batch.named_ids(), ())
@@ -365,33 +433,27 @@ class SkillbookWrites:
         # A JSON round trip, so that images compare equal to what Redis returns.
         split = {i: split_provenance(json.loads(json.dumps(skill.to_dict()))) for i, skill in skills.items()}
         after = {i: image for i, (image, _) in split.items()}
-        changes = {i: (reads.skills[i], image) for i, image in after.items() if image != reads.skills[i]}
+        changes: dict[str, tuple[SkillImage, SkillImage]] = {
+            i: (reads.skills[i], image) for i, image in after.items() if image != reads.skills[i]
+        }
         provenance = provenance_writes(reads.provenance, {i: prov for i, (_, prov) in split.items()})
         index_writes, missing = plan_index(changes, reads.fields)
         if missing:
             self._read_into(pipe, reads, (), missing)
             index_writes, _ = plan_index(changes, reads.fields)
-        new_version = version + 1
-        self._begin_write(pipe, version)
-        self._write_skills(pipe, changes, reads.order, index_writes, provenance)
-        self._queue_active_skills(pipe, active, stored, changes)
-        if decisions:
-            pipe.hset(keys.decisions, mapping=as_fields(decisions))
-        self._end_write(
-            pipe,
-            new_version,
-            ChangeKind.CONSOLIDATE,
-            base_version=version,
-            batch_json=batch_json,
-            changes=changes,
-            source_json=source_json,
-            idempotency_key=idempotency_key,
+        return PreparedConsolidation(
+            report, changes, reads.order, index_writes, decisions, active, stored, provenance
         )
-        if idem_key is not None:
-            recorded_json = json.dumps({"version": new_version, "report": report.to_dict()})
-            pipe.set(idem_key, recorded_json, ex=self.idempotency_ttl)
-        pipe.execute()
-        return StoreConsolidationResult(new_version, report, duplicate_delivery=False)
+
+    def queue_consolidation(self, pipe: Pipeline, prepared: PreparedConsolidation) -> None:
+        """Inside MULTI: write the skills, index entries, counters, decisions and provenance a consolidation
+        changes."""
+        self._write_skills(
+            pipe, prepared.changes, prepared.orders, prepared.index_writes, prepared.provenance
+        )
+        self._queue_active_skills(pipe, prepared.active, prepared.active_stored, prepared.changes)
+        if prepared.decisions:
+            pipe.hset(self.keys.decisions, mapping=as_fields(prepared.decisions))
 
     def rollback(self, pipe: Pipeline, to_version: int, source_json: str) -> int:
         """One attempt at restoring every skill touched after ``to_version``, as a new version."""

@@ -1,0 +1,277 @@
+"""``ace-workers skillbook review ...``: the review policy, and the proposals waiting for a decision."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ..core.skill_ids import section_prefix
+from ..distributed.store.actors import actor_from_option
+from ..distributed.store.errors import UnknownProposalError
+from ..distributed.store.proposals import Proposal, ProposalStatus
+from ..distributed.store.review_policy import ReviewPolicy, parse_policy
+from .common import (
+    ActorOption,
+    JsonOption,
+    check_skillbook_name,
+    console,
+    open_service,
+    print_json,
+    print_warning,
+    printable,
+    redis_settings,
+    store_or_fail,
+)
+from .help import HelpCommand, HelpGroup
+
+__all__ = ["proposal_to_json", "review_app"]
+
+review_app = typer.Typer(
+    cls=HelpGroup,
+    help="Review what learning proposes before it applies: the policy, list, show, approve, reject.",
+    no_args_is_help=True,
+)
+
+WHY = "skillbooks and their proposals live in a shared Redis"
+NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]
+IdArgument = Annotated[str, typer.Argument(help="The proposal's id (from review list).")]
+NoteOption = Annotated[str, typer.Option("--note", help="Why: recorded with the decision in the change log.")]
+_EVERY = 10**9  # a limit no skillbook's proposals reach
+_STATUSES = [status.value for status in ProposalStatus] + ["all"]
+
+
+@review_app.command("list", cls=HelpCommand)
+def review_list(
+    name: NameArgument,
+    status: Annotated[
+        str, typer.Option(help=f"Which proposals: {', '.join(_STATUSES)}.")
+    ] = ProposalStatus.PENDING.value,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many, oldest first.")] = 100,
+    section: Annotated[
+        str | None, typer.Option(help="Only proposals with an operation in this section.")
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the ids, one a line (for scripts).")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """The proposals of a skillbook (the pending ones unless --status says otherwise), oldest first."""
+    check_skillbook_name(name)
+    if status not in _STATUSES:
+        raise typer.BadParameter(f"{status!r}: use {', '.join(_STATUSES)}", param_hint="--status")
+    chosen = None if status == "all" else ProposalStatus(status)
+    with open_service(
+        redis_settings("skillbook review list", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        review = store_or_fail(service, name).review
+        # The section filter is applied before the limit: --section S --limit 1 is S's oldest.
+        proposals = review.proposals(chosen, limit=_EVERY if section else limit)
+        if section is not None:
+            proposals = [p for p in proposals if _touches_section(p, section)][:limit]
+        pending = review.pending_count()
+    if quiet:
+        for proposal in proposals:
+            typer.echo(proposal.id)
+        return
+    if as_json:
+        print_json({"name": name, "pending": pending, "proposals": [proposal_to_json(p) for p in proposals]})
+        return
+    typer.echo(f"skillbook {name!r}: {pending} pending proposal(s)")
+    if not proposals:
+        return
+    table = Table("id", "status", "created", "source", "operations")
+    for proposal in proposals:
+        # Text, not str: rich would read markup in a skill's text as styles.
+        table.add_row(
+            proposal.id,
+            proposal.status.value,
+            proposal.created_at[:19],
+            Text(printable(_describe_source(proposal.source))),
+            Text(printable(proposal.summary())),
+        )
+    console.print(table)
+
+
+def _touches_section(proposal: Proposal, section: str) -> bool:
+    """True if an operation of ``proposal`` adds to ``section`` or names a skill of it (by its id)."""
+    prefix = f"{section_prefix(section)}-"
+    return any(
+        str(op.get("section") or "").strip() == section.strip()
+        or str(op.get("skill_id") or "").startswith(prefix)
+        for op in proposal.operations
+    )
+
+
+@review_app.command("show", cls=HelpCommand)
+def review_show(name: NameArgument, proposal_id: IdArgument, as_json: JsonOption = False) -> None:
+    """One proposal: its operations, evidence, the skills as it saw them, conflicts now, the decision."""
+    check_skillbook_name(name)
+    with open_service(
+        redis_settings("skillbook review show", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        review = store_or_fail(service, name).review
+        proposal = _proposal_or_fail(review, proposal_id)
+        conflicts = review.conflicts(proposal) if proposal.status is ProposalStatus.PENDING else []
+    if as_json:
+        print_json({**proposal_to_json(proposal, full=True), "conflicts": conflicts})
+        return
+    lines = [
+        f"proposal {proposal.id} of skillbook {name!r}: {proposal.status.value} ({proposal.kind.value})",
+        f"proposed {proposal.created_at} on version {proposal.base_version}",
+        f"source: {_describe_source(proposal.source)}",
+        f"reasoning: {proposal.reasoning}",
+    ]
+    lines += [f"  {op}" for op in proposal.summary().split("; ")]
+    lines += [f"insight from: {_describe_source(source)}" for source in proposal.insight_sources]
+    for skill_id, image in proposal.base_images.items():
+        was = f"[{image.get('section')}] {image.get('content')}" if image else "(absent)"
+        lines.append(f"{skill_id} when proposed: {was}")
+    decision = proposal.decision
+    if decision is not None:
+        lines.append(
+            f"{proposal.status.value} by {decision.actor} at {decision.time} (version {decision.version})"
+            + (f": {decision.note}" if decision.note else "")
+        )
+    for line in lines:
+        typer.echo(printable(line))
+    if conflicts:
+        print_warning(
+            f"conflicts: {', '.join(conflicts)} changed since it was proposed; approve it with "
+            "--despite-conflicts, or reject it"
+        )
+
+
+@review_app.command("approve", cls=HelpCommand)
+def review_approve(
+    name: NameArgument,
+    proposal_id: IdArgument,
+    note: NoteOption = "",
+    actor: ActorOption = None,
+    despite_conflicts: Annotated[
+        bool, typer.Option(help="Apply it though a skill it touches changed since it was proposed.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Apply a pending proposal as one new version (refused if decided already, or conflicting)."""
+    check_skillbook_name(name)
+    who = _actor(actor)
+    with open_service(
+        redis_settings("skillbook review approve", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        review = store_or_fail(service, name).review
+        _proposal_or_fail(review, proposal_id)
+        decided = review.approve(proposal_id, actor=who, note=note, despite_conflicts=despite_conflicts)
+    _print_decided(name, decided, as_json)
+
+
+@review_app.command("reject", cls=HelpCommand)
+def review_reject(
+    name: NameArgument,
+    proposal_id: IdArgument,
+    note: NoteOption = "",
+    actor: ActorOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Reject a pending proposal: nothing of it applies; the decision is logged."""
+    check_skillbook_name(name)
+    who = _actor(actor)
+    with open_service(
+        redis_settings("skillbook review reject", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        review = store_or_fail(service, name).review
+        _proposal_or_fail(review, proposal_id)
+        decided = review.reject(proposal_id, actor=who, note=note)
+    _print_decided(name, decided, as_json)
+
+
+@review_app.command("policy", cls=HelpCommand)
+def review_policy(
+    name: NameArgument,
+    policy: Annotated[
+        str | None,
+        typer.Argument(
+            help="auto (apply at once), review (every learned change waits), or rules such as "
+            "TAG=auto,ADD=review (operations ADD, UPDATE, TAG, REMOVE, CONSOLIDATE; the rest auto). "
+            "Omitted: show the policy."
+        ),
+    ] = None,
+    auto_approve_after: Annotated[
+        int | None,
+        typer.Option(min=2, help="Apply a proposal once this many pending ones carry the same operations."),
+    ] = None,
+    note: NoteOption = "",
+    actor: ActorOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show or set which learned changes of a skillbook wait for review."""
+    check_skillbook_name(name)
+    chosen: ReviewPolicy | None = None
+    if policy is not None:
+        try:
+            chosen = parse_policy(policy, auto_approve_after)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="POLICY") from None
+    elif auto_approve_after is not None:
+        raise typer.BadParameter(
+            "give the POLICY the threshold belongs to", param_hint="--auto-approve-after"
+        )
+    who = _actor(actor) if chosen is not None else ""
+    with open_service(
+        redis_settings("skillbook review policy", WHY), run_workers=False, learn_threads=1
+    ) as service:
+        # Set before the first lesson too: learning into a new skillbook then starts reviewed.
+        review = service.runtime.store(name).review
+        version = review.set_policy(chosen, actor=who, note=note) if chosen is not None else None
+        current = review.policy()
+    if as_json:
+        print_json(
+            {"name": name, "policy": current.model_dump(), "describe": current.describe(), "version": version}
+        )
+    elif version is not None:
+        typer.echo(f"skillbook {name!r} version {version}: review policy {current.describe()}")
+    else:
+        typer.echo(f"skillbook {name!r}: review policy {current.describe()}")
+
+
+def proposal_to_json(proposal: Proposal, *, full: bool = False) -> dict[str, Any]:
+    """A proposal as plain JSON; ``full`` adds the skills as it saw them and its evidence."""
+    data = proposal.model_dump(mode="json", exclude={"base_images", "signature", "planned_contents"})
+    if full:
+        data["base_images"] = proposal.base_images
+    return data
+
+
+def _proposal_or_fail(review: Any, proposal_id: str) -> Proposal:
+    try:
+        proposal: Proposal = review.get(proposal_id)
+    except UnknownProposalError as exc:
+        raise typer.BadParameter(str(exc), param_hint="ID") from None
+    return proposal
+
+
+def _actor(option: str | None) -> str:
+    try:
+        return actor_from_option(option)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--actor") from None
+
+
+def _print_decided(name: str, decided: Proposal, as_json: bool) -> None:
+    if as_json:
+        print_json({"name": name, **proposal_to_json(decided)})
+        return
+    decision = decided.decision
+    assert decision is not None
+    typer.echo(
+        printable(
+            f"proposal {decided.id} {decided.status.value} by {decision.actor}: skillbook {name!r} "
+            f"now version {decision.version}"
+        )
+    )
+
+
+def _describe_source(source: dict[str, Any]) -> str:
+    return ", ".join(f"{key} {value}" for key, value in source.items()) or "-"

@@ -1,0 +1,207 @@
+"""``ace-workers skillbook review``: the policy, list, show, approve and reject, as text and as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import redis
+
+from ace_workers.core import UpdateBatch, UpdateOperation
+from ace_workers.distributed import RedisSkillbookStore
+from ace_workers.distributed.store import StoreBackedSkillbook, WriteScope, write_scope
+from ace_workers.distributed.store.changelog import ChangeKind
+from ace_workers.distributed.store.proposals import ProposalStatus
+from ace_workers.distributed.store.review_policy import ReviewPolicy
+from tests.support.cli import run_console_script, said
+
+PREFIX = "clireview"
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str) -> pytest.MonkeyPatch:
+    """ACE_* settings of these tests only, on the test Redis."""
+    for name in list(os.environ):
+        if name.startswith("ACE_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("ACE_REDIS_URL", redis_url)
+    monkeypatch.setenv("ACE_QUEUE_PREFIX", PREFIX)
+    return monkeypatch
+
+
+@pytest.fixture
+def store(redis_client: redis.Redis) -> RedisSkillbookStore:
+    """Skillbook "book" under review, with one skill and two proposals (an UPDATE of it, an ADD)."""
+    store = RedisSkillbookStore(redis_client, "book", prefix=PREFIX)
+    (rule,) = store.apply(
+        UpdateBatch(operations=[UpdateOperation(type="ADD", section="math", content="Carry the one")])
+    ).report.added
+    store.review.set_policy(ReviewPolicy.everything("review"), actor="user:lead")
+    book = StoreBackedSkillbook(store)
+    for sample, op in enumerate(
+        [
+            UpdateOperation(type="UPDATE", skill_id=rule, content="Carry the one, always"),
+            UpdateOperation(type="ADD", section="units", content="Check the units"),
+        ],
+        start=1,
+    ):
+        scope = WriteScope(key_prefix=f"b1:e1s{sample}:3", source={"batch": "b1", "sample": sample})
+        with write_scope(scope):
+            book.apply_update(UpdateBatch(reasoning=f"lesson {sample}", operations=[op]))
+    return store
+
+
+def run(env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    ran = run_console_script(env, capsys, "skillbook", "review", *args)
+    return ran.code, ran.out, ran.err
+
+
+def test_list_shows_the_pending_proposals_as_text_and_json(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    update, add = store.review.proposals()
+    code, out, _ = run(env, capsys, "list", "book")
+    assert code == 0
+    assert "2 pending proposal(s)" in out
+    assert update.id in out and add.id in out
+    assert "ADD [units] Check the units" in said(out)
+    code, out, _ = run(env, capsys, "list", "book", "--json")
+    listed = json.loads(out)
+    assert listed["pending"] == 2
+    assert [p["id"] for p in listed["proposals"]] == [update.id, add.id]
+    assert listed["proposals"][1]["operations"][0]["content"] == "Check the units"
+    assert listed["proposals"][1]["source"] == {"batch": "b1", "sample": 2}
+
+
+def test_list_picks_a_sections_proposals_and_prints_only_ids_when_quiet(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    update, add = store.review.proposals()
+    code, out, _ = run(env, capsys, "list", "book", "--quiet")
+    assert (code, out.splitlines()) == (0, [update.id, add.id])
+    code, out, _ = run(env, capsys, "list", "book", "--section", "units", "-q")
+    assert (code, out.splitlines()) == (0, [add.id])
+    # The UPDATE names math's skill by its id: it is of section math.
+    code, out, _ = run(env, capsys, "list", "book", "--section", "math", "--limit", "1", "-q")
+    assert (code, out.splitlines()) == (0, [update.id])
+    code, out, _ = run(env, capsys, "list", "book", "--section", "nothing", "-q")
+    assert (code, out) == (0, "")
+
+
+def test_approve_applies_with_the_actor_and_note_and_a_second_approval_is_refused(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    _, add = store.review.proposals()
+    before = store.version()
+    code, out, _ = run(env, capsys, "approve", "book", add.id, "--note", "units matter", "--actor", "ana")
+    assert code == 0
+    assert f"proposal {add.id} approved by user:ana" in out
+    assert f"now version {before + 1}" in out
+    assert "Check the units" in {s.content for s in store.export().skills()}
+    (entry,) = store.history(limit=1)
+    assert entry.kind is ChangeKind.REVIEW
+    assert entry.source is not None
+    assert (entry.source["review"]["actor"], entry.source["review"]["note"]) == ("user:ana", "units matter")
+    code, _, err = run(env, capsys, "approve", "book", add.id)
+    assert code == 1
+    assert f"proposal {add.id!r} was approved already, by user:ana" in said(err)
+    assert store.version() == before + 1
+
+
+def test_reject_as_json_leaves_the_skills_as_they_were(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    update, _ = store.review.proposals()
+    skills = store.export().to_dict()["skills"]
+    code, out, _ = run(env, capsys, "reject", "book", update.id, "--note", "too strong", "--json")
+    assert code == 0
+    decided = json.loads(out)
+    assert (decided["id"], decided["status"]) == (update.id, "rejected")
+    assert (decided["decision"]["note"], decided["decision"]["actor"]) == (
+        "too strong",
+        decided["decision"]["actor"],
+    )
+    assert decided["decision"]["actor"].startswith("user:")
+    assert store.export().to_dict()["skills"] == skills
+    assert store.review.get(update.id).status is ProposalStatus.REJECTED
+
+
+def test_a_conflicting_proposal_is_refused_and_applies_with_despite_conflicts(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    update, _ = store.review.proposals()
+    (rule,) = update.base_images
+    store.apply(UpdateBatch(operations=[UpdateOperation(type="UPDATE", skill_id=rule, content="Carry tens")]))
+    code, out, err = run(env, capsys, "show", "book", update.id)
+    assert code == 0
+    assert "Carry the one, always" in out
+    assert f"{rule} when proposed: [math] Carry the one" in out
+    assert f"conflicts: {rule} changed since it was proposed" in said(err)
+    code, out, _ = run(env, capsys, "show", "book", update.id, "--json")
+    assert json.loads(out)["conflicts"] == [rule]
+    code, _, err = run(env, capsys, "approve", "book", update.id)
+    assert code == 1
+    assert f"skill(s) {rule} changed since it was proposed" in said(err)
+    assert store.export().get_skill(rule).content == "Carry tens"  # type: ignore[union-attr]
+    code, _, _ = run(env, capsys, "approve", "book", update.id, "--despite-conflicts")
+    assert code == 0
+    assert store.export().get_skill(rule).content == "Carry the one, always"  # type: ignore[union-attr]
+
+
+def test_an_unknown_proposal_is_a_usage_error_naming_it(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    code, _, err = run(env, capsys, "approve", "book", "p-nothere")
+    assert code == 2
+    assert "skillbook 'book' has no proposal 'p-nothere'" in said(err)
+
+
+def test_policy_is_shown_set_and_refused_when_not_understood(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], redis_client: redis.Redis
+) -> None:
+    code, out, _ = run(env, capsys, "policy", "fresh")
+    assert (code, out.strip()) == (0, "skillbook 'fresh': review policy auto")
+    code, out, _ = run(env, capsys, "policy", "fresh", "TAG=auto,ADD=review", "--auto-approve-after", "3")
+    assert code == 0
+    assert "ADD=review,UPDATE=auto,TAG=auto" in out
+    assert "auto-approve after 3" in out
+    store = RedisSkillbookStore(redis_client, "fresh", prefix=PREFIX)
+    assert store.review.policy().ADD == "review"
+    assert store.review.policy().auto_approve_after == 3
+    code, out, _ = run(env, capsys, "policy", "fresh", "--json")
+    shown = json.loads(out)
+    assert (shown["policy"]["ADD"], shown["policy"]["TAG"]) == ("review", "auto")
+    code, _, err = run(env, capsys, "policy", "fresh", "ADD=sometimes")
+    assert code == 2
+    assert "ADD=sometimes" in said(err)
+    assert store.review.policy().ADD == "review"
+
+
+def test_skillbook_show_mentions_the_pending_proposals(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    ran = run_console_script(env, capsys, "skillbook", "show", "book")
+    assert ran.code == 0
+    assert "2 proposal(s) wait for review: ace-workers skillbook review list book" in said(ran.err)
+    ran = run_console_script(env, capsys, "skillbook", "show", "book", "--json")
+    assert json.loads(ran.out)["pending_proposals"] == 2
+
+
+def test_skillbook_history_lists_the_decisions(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    update, add = store.review.proposals()
+    store.review.approve(add.id, actor="user:ana", note="units matter")
+    store.review.reject(update.id, actor="user:ana")
+    ran = run_console_script(env, capsys, "skillbook", "history", "book", "--limit", "2")
+    assert ran.code == 0
+    assert "(review)" in ran.out  # the rejection applied no operation
+    assert "ADD units" in ran.out
+    ran = run_console_script(env, capsys, "skillbook", "history", "book", "--limit", "2", "--json")
+    rejected, approved = json.loads(ran.out)
+    assert (rejected["kind"], rejected["source"]["review"]["decision"]) == ("review", "rejected")
+    assert (approved["source"]["review"]["actor"], approved["source"]["review"]["note"]) == (
+        "user:ana",
+        "units matter",
+    )
