@@ -9,7 +9,9 @@ import redis
 
 from ace_workers.core import ConsolidationBatch, MergeOp, Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache, UnknownSkillbookError
+from ace_workers.distributed.store import StoreBackedSkillbook, WriteScope, write_scope
 from ace_workers.distributed.store.provenance import NO_BATCH, skill_history
+from ace_workers.distributed.store.review_policy import ReviewPolicy
 from ace_workers.errors import UnknownSkillError
 
 KEEP = 3
@@ -131,3 +133,19 @@ def test_skill_history_names_an_unknown_skillbook_or_skill(kept: RedisSkillbookS
         skill_history(kept, skill_id, scan=0)
     # A skill written by hand has no batch to look its trace up in.
     assert [e.status for e in skill_history(kept, skill_id).occurrences] == [NO_BATCH]
+
+
+def test_an_approved_proposal_records_where_its_operations_came_from(kept: RedisSkillbookStore) -> None:
+    kept.review.set_policy(ReviewPolicy.everything("review"), actor="user:alice")
+    source = {"actor": "skill_manager", "batch_id": "b1", "sample_index": 4, "insight": "units matter"}
+    op = UpdateOperation(type="ADD", section="math", content="Check units.", insight_source=source)
+    scope = WriteScope(key_prefix="b1:e1s4:3", source={"batch": "b1", "epoch": 1, "sample": 4})
+    with write_scope(scope):
+        StoreBackedSkillbook(kept).apply_update(UpdateBatch(operations=[op]))
+    assert kept.export().skills() == []  # waiting for review
+    [proposal] = kept.review.proposals()
+    kept.review.approve(proposal.id, actor="user:alice")
+    [skill] = kept.export().skills()
+    [origin] = skill.occurrences
+    assert {key: origin[key] for key in source} == source
+    assert origin["operation_type"] == "ADD"
