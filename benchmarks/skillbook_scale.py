@@ -16,10 +16,15 @@ fresh level is what the skillbook costs the worker).
 Targets: >= 0.8x the fresh rate at 10,000 skills, >= 0.6x at 100,000; prompt
 build <= 5 ms at 100,000.
 
+Provenance: each synthetic skill carries ``--occurrences`` (5, the default of
+ACE_PROVENANCE_KEEP) occurrences as learning leaves them: its ADD and TAGs,
+each with a batch id, sample, trace id, recipe, key insight, actor and time.
+``--occurrences 0`` imports skills with none, as before provenance existed.
+
 Redis: database 14 of the local server (flushed before and after).
 
     python benchmarks/skillbook_scale.py [--sizes 0,10000,100000] [--per-slot 10] [--slots 16]
-        [--latency 0.2] [--redis-url redis://127.0.0.1:6379/14]
+        [--latency 0.2] [--occurrences 5] [--redis-url redis://127.0.0.1:6379/14]
 """
 
 from __future__ import annotations
@@ -30,12 +35,15 @@ import os
 import random
 import statistics
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
 from learning_throughput import workers_for
 
 from ace_workers.core import DEFAULT_PROMPT_BUDGET, Skillbook
+from ace_workers.core.provenance import DEFAULT_KEEP, INSIGHT_CHARS
 from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim import failure_traces
@@ -48,17 +56,45 @@ VOCABULARY = 5_000  # distinct words the synthetic skills draw from
 WARM_UP_SAMPLES = 16
 
 
-def synthetic_skillbook(size: int, seed: int = 7) -> Skillbook:
-    """``size`` skills of 12-20 words each from a fixed vocabulary, over SECTIONS sections."""
+def synthetic_skillbook(size: int, seed: int = 7, occurrences: int = DEFAULT_KEEP) -> Skillbook:
+    """``size`` skills of 12-20 words each from a fixed vocabulary, over SECTIONS sections.
+
+    Each carries ``occurrences`` occurrences (an ADD, then TAGs) as a fleet records them.
+    """
     rng = random.Random(seed)
     words = [f"w{index}{chr(97 + index % 26)}" for index in range(VOCABULARY)]
+    batches = [uuid.UUID(int=rng.getrandbits(128)).hex for _ in range(50)]
     book = Skillbook()
     for index in range(size):
         text = " ".join(rng.choices(words, k=rng.randint(12, 20)))
         skill = book.add_skill(f"section_{index % SECTIONS}", f"When {text}, check it first.")
         if index % 3 == 0:
             book.tag_skill(skill.id, "helpful", rng.randint(1, 5))
-    return book
+    data = book.to_dict()
+    for skill_data in data["skills"].values():
+        history = [_occurrence(rng, words, batches, "ADD" if n == 0 else "TAG") for n in range(occurrences)]
+        skill_data["occurrences"] = history
+        skill_data["occurrence_totals"] = {"ADD": 1, "TAG": occurrences - 1} if occurrences else {}
+    return Skillbook.from_dict(data)
+
+
+def _occurrence(rng: random.Random, words: list[str], batches: list[str], kind: str) -> dict[str, Any]:
+    """One occurrence as a fleet worker records it (steps/provenance.py), with a full-length insight."""
+    insight = " ".join(rng.choices(words, k=40))[:INSIGHT_CHARS]
+    sample = rng.randint(1, 5000)
+    return {
+        "actor": "skill_manager" if kind == "ADD" else "reflector",
+        "epoch": 1,
+        "step_index": sample - 1,
+        "global_sample_index": sample - 1,
+        "batch_id": rng.choice(batches),
+        "sample_index": sample,
+        "recipe": "trace_analyser",
+        "trace_id": f"trace-{rng.getrandbits(48):012x}",
+        "insight": insight,
+        "operation_type": kind,
+        "time": f"2026-11-{rng.randint(1, 25):02d}T{rng.randint(0, 23):02d}:00:00.000000+00:00",
+    }
 
 
 def resident_kib(pid: int) -> int:
@@ -87,7 +123,7 @@ def run_level(service: Service, size: int, args: argparse.Namespace) -> dict[str
     name = f"scale-{size}"
     if size:
         started = time.perf_counter()
-        service.runtime.store(name).import_skillbook(synthetic_skillbook(size))
+        service.runtime.store(name).import_skillbook(synthetic_skillbook(size, occurrences=args.occurrences))
         print(f"  {size:,} skills imported in {time.perf_counter() - started:.1f} s", flush=True)
     samples = args.per_slot * args.slots
     with workers_for(service, "processes", args.slots, bare=False) as processes:
@@ -115,6 +151,9 @@ def main() -> None:
     parser.add_argument("--per-slot", type=int, default=10, help="timed samples per learn thread")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per simulated LLM call")
     parser.add_argument("--prompt-calls", type=int, default=50)
+    parser.add_argument(
+        "--occurrences", type=int, default=DEFAULT_KEEP, help="occurrences each synthetic skill carries"
+    )
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
     args = parser.parse_args()
@@ -146,7 +185,7 @@ def report(rows: dict[int, dict[str, float]], args: argparse.Namespace) -> None:
     fresh = rows[0]
     print(
         f"simulated LLM {args.latency * 1000:.0f} ms/call, {args.slots} learn threads + 1 writer, "
-        f"{args.per_slot * args.slots} timed samples per size"
+        f"{args.per_slot * args.slots} timed samples per size, {args.occurrences} occurrences per skill"
     )
     columns = ("skills", "samples/s", "vs fresh", "target", "prompt ms", "worker MiB")
     print(" ".join(f"{name:>{width}}" for name, width in zip(columns, (8, 10, 9, 7, 10, 11), strict=True)))

@@ -33,6 +33,7 @@ from .learn import learn_command
 from .lifecycle import add_lifecycle_commands
 from .mcp import mcp_command
 from .nightly import beat_command, nightly_app
+from .provenance import skillbook_why
 from .skillbook import skillbook_app
 from .status import status_command
 from .worker import worker_command
@@ -86,6 +87,7 @@ app.command("beat", cls=HelpCommand)(beat_command)
 app.add_typer(batch_app, name="batch")
 add_lifecycle_commands(skillbook_app)  # pin, unpin, archive, restore, archived, prune
 app.add_typer(skillbook_app, name="skillbook")
+skillbook_app.command("why", cls=HelpCommand)(skillbook_why)
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(nightly_app, name="nightly")
 app.add_typer(hook_app, name="hook")

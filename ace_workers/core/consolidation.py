@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from ..errors import InvalidConsolidationError, InvalidUpdateError
+from .provenance import DEFAULT_KEEP, merge_occurrences, occurrence_of, record_occurrence
 from .skill import TAGS, SimilarityDecision, Skill, utc_now
 
 __all__ = [
@@ -54,7 +55,7 @@ class MergeOp(_Op):
     """Fold ``merge_ids`` into ``keep_id``: their votes add to its counters, they are soft-deleted.
 
     ``merged_content`` replaces the kept skill's text (empty keeps it as it
-    is); the merged skills' sources join the kept one's.
+    is); the merged skills' occurrences and totals join the kept one's (bounded).
     """
 
     type: Literal["MERGE"] = "MERGE"
@@ -268,6 +269,12 @@ def check_consolidation(
 
 # -- applying -----------------------------------------------------------------------------
 DecisionSink = Callable[[str, str, SimilarityDecision], None]
+# The actor of every consolidation occurrence: store/actors.py's DEDUP (the core cannot import it).
+DEDUP_ACTOR = "dedup"
+
+
+def _dedup_occurrence(operation_type: str, reasoning: str, **extra: Any) -> dict[str, Any]:
+    return occurrence_of(operation_type, {"actor": DEDUP_ACTOR, "reasoning": reasoning, **extra})
 
 
 def _set_content(skill: Skill, content: str) -> None:
@@ -281,13 +288,15 @@ def _soft_delete(skill: Skill) -> None:
     skill.updated_at = utc_now()
 
 
-def _apply_merge(op: MergeOp, skills: Mapping[str, Skill], report: ConsolidationReport) -> None:
+def _apply_merge(op: MergeOp, skills: Mapping[str, Skill], report: ConsolidationReport, bound: int) -> None:
     keep = skills[op.keep_id]
-    for merged_id in op.merge_ids:
-        merged = skills[merged_id]
+    merged_skills = [skills[merged_id] for merged_id in op.merge_ids]
+    occurrence = _dedup_occurrence("MERGE", op.reasoning, merged_from=list(op.merge_ids))
+    merge_occurrences(keep, merged_skills, occurrence, bound)
+    for merged in merged_skills:
         for tag in TAGS:
             setattr(keep, tag, getattr(keep, tag) + getattr(merged, tag))
-        keep.sources.extend(merged.sources)
+        record_occurrence(merged, _dedup_occurrence("REMOVE", op.reasoning, merged_into=op.keep_id), bound)
         _soft_delete(merged)
     content = op.merged_content.strip()
     if content and content != keep.content:
@@ -296,13 +305,15 @@ def _apply_merge(op: MergeOp, skills: Mapping[str, Skill], report: Consolidation
     report.merged.setdefault(op.keep_id, []).extend(op.merge_ids)
 
 
-def _apply_delete(op: DeleteOp, skills: Mapping[str, Skill], report: ConsolidationReport) -> None:
+def _apply_delete(op: DeleteOp, skills: Mapping[str, Skill], report: ConsolidationReport, bound: int) -> None:
+    record_occurrence(skills[op.skill_id], _dedup_occurrence("REMOVE", op.reasoning), bound)
     _soft_delete(skills[op.skill_id])
     report.deleted.append(op.skill_id)
 
 
-def _apply_update(op: UpdateOp, skills: Mapping[str, Skill], report: ConsolidationReport) -> None:
+def _apply_update(op: UpdateOp, skills: Mapping[str, Skill], report: ConsolidationReport, bound: int) -> None:
     skill = skills[op.skill_id]
+    record_occurrence(skill, _dedup_occurrence("UPDATE", op.reasoning), bound)
     _set_content(skill, op.new_content.strip())
     skill.updated_at = utc_now()
     report.updated.append(op.skill_id)
@@ -312,11 +323,14 @@ def apply_consolidation_operations(
     operations: Iterable[_Op],
     skills: Mapping[str, Skill],
     record_decision: DecisionSink,
+    *,
+    keep: int = DEFAULT_KEEP,
 ) -> ConsolidationReport:
     """Apply already-checked operations to ``skills`` in place; KEEP decisions go to ``record_decision``.
 
     Call :func:`check_consolidation` first: this function assumes every id it
-    is given exists and is active.
+    is given exists and is active. Each changed skill records an occurrence
+    (actor ``dedup``), keeping ``keep`` of them.
     """
     report = ConsolidationReport()
     for op in operations:
@@ -326,11 +340,11 @@ def apply_consolidation_operations(
             record_decision(id_a, id_b, decision)
             report.kept.append((id_a, id_b))
         else:
-            _APPLY[type(op)](op, skills, report)
+            _APPLY[type(op)](op, skills, report, keep)
     return report
 
 
-_APPLY: dict[type[_Op], Callable[[Any, Mapping[str, Skill], ConsolidationReport], None]] = {
+_APPLY: dict[type[_Op], Callable[[Any, Mapping[str, Skill], ConsolidationReport, int], None]] = {
     MergeOp: _apply_merge,
     DeleteOp: _apply_delete,
     UpdateOp: _apply_update,

@@ -27,14 +27,29 @@ def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
 
 
+@functools.cache
+def _field_order(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+def _copy_occurrences(occurrences: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # Occurrence values are scalars but for a few small lists (a file's may nest more):
+    # a copy per value costs a tenth of deepcopy's walk, which 100,000 skills would feel.
+    return [
+        {key: copy.deepcopy(value) if isinstance(value, list | dict) else value for key, value in one.items()}
+        for one in occurrences
+    ]
+
+
 def _known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     # Files from newer reference versions carry extra keys: ignore them.
     names = _field_names(cls)
     return {key: value for key, value in data.items() if key in names}
 
 
-# Fields to_dict leaves out at their default (False, None).
-_OMITTED_WHEN_UNSET = ("pinned", "archive_info")
+# Fields to_dict leaves out when unset (False, None, empty): the lifecycle's, and provenance,
+# which the Redis store keeps beside the skill, so an image rebuilt from a Skill stays the same.
+_OMITTED_WHEN_UNSET = ("pinned", "archive_info", "occurrences", "occurrence_totals")
 
 
 @dataclass
@@ -53,7 +68,9 @@ class Skill:
     updated_at: str = field(default_factory=utc_now)
     embedding: list[float] | None = None
     status: SkillStatus = "active"
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    # Provenance (core/provenance.py): the last K occurrences, oldest first, and totals by operation.
+    occurrences: list[dict[str, Any]] = field(default_factory=list)
+    occurrence_totals: dict[str, int] = field(default_factory=dict)
     # Content hash (model and text) the embedding was computed for: a mismatch means "recompute".
     embedding_hash: str | None = None
     # Pinned by a person: never removed, merged or archived by the SkillManager, dedup or pruning.
@@ -68,7 +85,8 @@ class Skill:
         10,000-skill book take seconds; every other field is copied as usual.
         """
         clone = copy.copy(self)
-        clone.sources = copy.deepcopy(self.sources, memo)
+        clone.occurrences = _copy_occurrences(self.occurrences)
+        clone.occurrence_totals = dict(self.occurrence_totals)
         clone.archive_info = dict(self.archive_info) if self.archive_info is not None else None
         return clone
 
@@ -83,12 +101,17 @@ class Skill:
         return self.status == "archived"
 
     def to_dict(self) -> dict[str, Any]:
-        """The skill as the JSON object of the skillbook file format.
+        """The skill as the JSON object of the skillbook file format (a deep copy, as ``asdict``).
 
         The lifecycle fields appear only when set, so the skills never pinned or
         archived keep the reference format and their stored images do not change.
         """
-        data = asdict(self)
+        cls: type = type(self)
+        data = {name: getattr(self, name) for name in _field_order(cls)}
+        for name, value in data.items():
+            if isinstance(value, list | dict) and name != "occurrences":
+                data[name] = copy.deepcopy(value)
+        data["occurrences"] = _copy_occurrences(self.occurrences)
         for name in _OMITTED_WHEN_UNSET:
             if not data[name]:
                 del data[name]
@@ -96,7 +119,12 @@ class Skill:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Skill:
-        """Build a skill from a file's JSON object; unknown keys are ignored, missing ones defaulted."""
+        """Build a skill from a file's JSON object; unknown keys are ignored, missing ones defaulted.
+
+        Older files (ours and the reference's before 0.13) call the occurrences ``sources``.
+        """
+        if "occurrences" not in data and "sources" in data:
+            data = {**data, "occurrences": data["sources"]}
         return cls(**_known_fields(cls, data))
 
 

@@ -9,7 +9,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,8 @@ from .files import write_text_atomically
 from .lifecycle import LifecycleAction, change_lifecycle
 from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
 from .prompt_index import IndexScorer, PromptIndex
+from .provenance import DEFAULT_KEEP, occurrence_of, record_occurrence
+from .reference_format import clean_provenance, from_reference_skill
 from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, utc_now
 from .skill_ids import format_skill_id, is_skill_id
 from .toon import encode_table, table_header
@@ -88,6 +90,8 @@ class Skillbook:
         self._similarity: dict[frozenset[str], SimilarityDecision] = {}
         # Built by the first budgeted prompt; dropped by any write (a snapshot derives the next).
         self._index: PromptIndex | None = None
+        # Occurrences each skill keeps (core/provenance.py); a Redis store sets its ACE_PROVENANCE_KEEP.
+        self.provenance_keep = DEFAULT_KEEP
 
     # -- reads ------------------------------------------------------------------
     def get_skill(self, skill_id: str) -> Skill | None:
@@ -156,10 +160,16 @@ class Skillbook:
         evidence: str = "",
         sources: list[dict[str, Any]] | None = None,
     ) -> Skill:
-        """Add a skill and return a copy; a ``skill_id`` already taken is replaced by a fresh one."""
+        """Add a skill and return a copy; a ``skill_id`` already taken is replaced by a fresh one.
+
+        ``sources`` say where it came from: their keys make the skill's ADD occurrence.
+        """
+        origin = {key: value for source in sources or [] for key, value in source.items()}
         with self._lock:
             self._index = None
-            skill = self._add(section, content, skill_id, justification, evidence, sources or [])
+            skill = self._add(
+                section, content, skill_id, justification, evidence, occurrence_of("ADD", origin)
+            )
             return copy.deepcopy(skill)
 
     def update_skill(
@@ -168,15 +178,21 @@ class Skillbook:
         """Replace a skill's content; UnknownSkillError if there is no such skill."""
         with self._lock:
             self._index = None
-            return copy.deepcopy(self._update(self._require(skill_id), content, justification, evidence))
+            skill = self._require(skill_id)
+            record_occurrence(skill, occurrence_of("UPDATE", None), self.provenance_keep)
+            return copy.deepcopy(self._update(skill, content, justification, evidence))
 
-    def tag_skill(self, skill_id: str, tag: str, increment: int = 1) -> Skill:
-        """Add ``increment`` to a skill's helpful, harmful or neutral counter."""
+    def tag_skill(
+        self, skill_id: str, tag: str, increment: int = 1, *, source: dict[str, Any] | None = None
+    ) -> Skill:
+        """Add ``increment`` to a skill's helpful, harmful or neutral counter; ``source``: where from."""
         if tag not in TAGS:
             raise UnknownTagError(skill_id, tag, TAGS)
         with self._lock:
             self._index = None
-            return copy.deepcopy(self._tag(self._require(skill_id), tag, increment))
+            skill = self._require(skill_id)
+            record_occurrence(skill, occurrence_of("TAG", source), self.provenance_keep)
+            return copy.deepcopy(self._tag(skill, tag, increment))
 
     def remove_skill(self, skill_id: str, *, soft: bool = False) -> None:
         """Delete a skill, or with ``soft=True`` mark it invalid and keep it for the record.
@@ -264,7 +280,7 @@ class Skillbook:
         skill_id: str | None,
         justification: str,
         evidence: str,
-        sources: list[dict[str, Any]],
+        origin: dict[str, Any],
     ) -> Skill:
         if skill_id and skill_id in self._skills:
             logger.warning("ADD asked for skill id %r, which exists; allocating a fresh id", skill_id)
@@ -284,8 +300,8 @@ class Skillbook:
             content=content.strip(),
             justification=justification,
             evidence=evidence,
-            sources=list(sources),
         )
+        record_occurrence(skill, origin, self.provenance_keep)
         self._skills[new_id] = skill
         return skill
 
@@ -313,8 +329,8 @@ class Skillbook:
                 logger.info("skipping ADD operation #%d: skill %s already says it", index, existing.id)
                 report.duplicates.append((index, existing.id))
                 return
-            sources = [op.insight_source] if op.insight_source else []
-            added = self._add(op.section, op.content, op.skill_id, op.justification, op.evidence, sources)
+            origin = occurrence_of("ADD", op.insight_source)
+            added = self._add(op.section, op.content, op.skill_id, op.justification, op.evidence, origin)
             report.added.append(added.id)
             return
         skill_id = op.skill_id or ""
@@ -327,8 +343,7 @@ class Skillbook:
             logger.warning("skipping REMOVE operation #%d: skill %s is pinned", index, skill_id)
             report.pinned.append((index, skill_id))
             return
-        if op.insight_source:
-            skill.sources.append(op.insight_source)
+        record_occurrence(skill, occurrence_of(op.type, op.insight_source), self.provenance_keep)
         if op.type == "UPDATE":
             self._update(skill, op.content, op.justification, op.evidence)
             report.updated.append(skill_id)
@@ -357,7 +372,9 @@ class Skillbook:
         with self._lock:
             check_consolidation(ops, self._skills, operations.planned_contents)
             self._index = None
-            return apply_consolidation_operations(ops, self._skills, self._record_decision)
+            return apply_consolidation_operations(
+                ops, self._skills, self._record_decision, keep=self.provenance_keep
+            )
 
     def set_embeddings(self, embeddings: Mapping[str, tuple[str, Sequence[float]]]) -> int:
         """Store ``{skill_id: (content_hash, vector)}`` on the skills; return how many were stored.
@@ -506,7 +523,7 @@ class Skillbook:
             skills, next_id, similarity = dict(other._skills), other._next_id, dict(other._similarity)
         with self._lock:
             self._skills, self._next_id, self._similarity = skills, next_id, similarity
-            self._index = None
+            self._index = None  # provenance_keep stays this skillbook's
 
     def dumps(self) -> str:
         """The skillbook as a JSON string."""
@@ -634,6 +651,7 @@ def _omitted_note(omitted: int, shown: int) -> str:
 def _skill_from_file(raw: Any, key: str, source: str) -> Skill:
     if not isinstance(raw, dict):
         raise SkillbookFormatError(source, f"skill {key!r} must be an object, got {type(raw).__name__}")
+    raw = clean_provenance(from_reference_skill(raw), key, source)
     for name in ("section", "content"):
         if not isinstance(raw.get(name), str):
             raise SkillbookFormatError(source, f"skill {key!r} has no string {name!r}")
@@ -646,4 +664,4 @@ def _skill_from_file(raw: Any, key: str, source: str) -> Skill:
         raise SkillbookFormatError(source, f"skill {key!r} has 'pinned' {skill.pinned!r}, not true or false")
     if skill.archive_info is not None and not isinstance(skill.archive_info, dict):
         raise SkillbookFormatError(source, f"skill {key!r} has an 'archive_info' that is not an object")
-    return replace(skill, sources=list(skill.sources or []))
+    return skill

@@ -106,7 +106,9 @@ class WritableSkillbook(Protocol):
         """Replace a skill's content."""
         ...
 
-    def tag_skill(self, skill_id: str, tag: str, increment: int = 1) -> Skill:
+    def tag_skill(
+        self, skill_id: str, tag: str, increment: int = 1, *, source: dict[str, Any] | None = None
+    ) -> Skill:
         """Add to one of a skill's counters."""
         ...
 

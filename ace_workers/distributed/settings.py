@@ -115,6 +115,9 @@ class WorkerSettings:
     - ``ACE_MAX_BATCH_SIZE``: most inputs one batch may hold [1000000]
     - ``ACE_MAX_SKILLBOOK_SKILLS``: most skills one skillbook may hold [100000]
     - ``ACE_CHANGELOG_MAXLEN``: entries kept in a skillbook's change log (approximate cap) [10000]
+    - ``ACE_PROVENANCE_KEEP``: occurrences each skill keeps (where its ADD, UPDATEs, TAGs and merges came
+      from: batch, sample, trace id, recipe, insight, actor, time): its origin and the newest; totals
+      count them all [5]
     - ``ACE_SKILLBOOK_CACHE_SIZE``: most skillbooks a process keeps loaded (each one's skills and
       its recipes' pipelines); the least recently used is dropped, and loaded again from Redis when
       next used [256]
@@ -207,6 +210,7 @@ class WorkerSettings:
     max_batch_size: int = _setting(1_000_000, minimum=1)
     max_skillbook_skills: int = _setting(100_000, minimum=1)
     changelog_maxlen: int = _setting(10_000, minimum=1)
+    provenance_keep: int = _setting(5, minimum=1)
     skillbook_cache_size: int = _setting(256, minimum=1)
     dedup_interval: int = _setting(10, minimum=1)
     dedup_provider: str = "off"

@@ -8,6 +8,7 @@ from ..core.context import ACEStepContext
 from ..core.writable import WritableSkillbook
 from ..errors import UnknownSkillError
 from ._checks import require_field
+from .provenance import REFLECTOR, sample_source
 
 __all__ = ["TagStep"]
 
@@ -18,7 +19,8 @@ class TagStep:
     """Tag skills on the real skillbook from ``ctx.reflection.skill_tags``.
 
     Reflectors do hallucinate skill ids and tag names: such a tag is logged
-    at WARNING and skipped, and the sample goes on.
+    at WARNING and skipped, and the sample goes on. Each tag records where it
+    came from (steps/provenance.py, actor ``reflector``).
     """
 
     requires = frozenset({"reflection"})
@@ -32,10 +34,11 @@ class TagStep:
 
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
         reflection = require_field(ctx.reflection, "TagStep", "reflection")
+        source = sample_source(ctx, REFLECTOR)
         for skill_tag in reflection.skill_tags:
             tag = skill_tag.tag.strip().lower()
             try:
-                self.skillbook.tag_skill(skill_tag.id, tag)
+                self.skillbook.tag_skill(skill_tag.id, tag, source=source)
             except UnknownSkillError:
                 logger.warning("TagStep: skill_id %r not found, skipping tag %r", skill_tag.id, skill_tag.tag)
             except ValueError as exc:  # a tag name other than helpful/harmful/neutral

@@ -8,6 +8,7 @@ from ..core.context import ACESample, ACEStepContext
 from ..core.outputs import SkillManagerOutput
 from ..protocols import SkillManagerLike
 from ._checks import require_field
+from .provenance import SKILL_MANAGER, sample_source
 
 __all__ = ["UpdateStep"]
 
@@ -19,7 +20,8 @@ class UpdateStep:
     """Provide ``skill_manager_output`` from ``ctx.reflection``; pure, the skillbook is only read.
 
     Every operation's ``insight_source`` is stamped with where it came from
-    (sample id, epoch, step index, global sample index) on a new output
+    (steps/provenance.py: sample, epoch, indices, trace id, key insight,
+    actor ``skill_manager``; on a fleet also batch and recipe) on a new output
     object; the SkillManager's own output is left untouched. ``max_workers``
     is 1 because the SkillManager decides against the current skillbook and
     concurrent calls would decide against stale state.
@@ -41,22 +43,10 @@ class UpdateStep:
             question_context=_describe_question(ctx),
             progress=progress,
         )
-        return ctx.replace(skill_manager_output=_with_provenance(output, _insight_source(ctx)))
+        return ctx.replace(skill_manager_output=_with_provenance(output, sample_source(ctx, SKILL_MANAGER)))
 
     def __repr__(self) -> str:
         return f"UpdateStep({self.skill_manager!r})"
-
-
-def _insight_source(ctx: ACEStepContext) -> dict[str, Any]:
-    """Where a sample's lessons came from: sample id (if it has one), epoch and indices."""
-    source: dict[str, Any] = {}
-    sample_id = getattr(ctx.sample, "id", None)
-    if sample_id is not None:
-        source["sample_id"] = sample_id
-    source["epoch"] = ctx.epoch
-    source["step_index"] = ctx.step_index
-    source["global_sample_index"] = ctx.global_sample_index
-    return source
 
 
 def _describe_question(ctx: ACEStepContext) -> str:

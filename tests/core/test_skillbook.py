@@ -108,9 +108,12 @@ def test_get_skill_returns_a_copy(book: Skillbook) -> None:
     skill = book.get_skill("general-00001")
     skill.content = "Tampered"
     skill.helpful = 99
-    skill.sources.append({"epoch": 9})
+    skill.occurrences.append({"epoch": 9})
+    skill.occurrence_totals["TAG"] = 7
     original = book.get_skill("general-00001")
-    assert (original.content, original.helpful, original.sources) == ("Check units", 0, [])
+    assert (original.content, original.helpful) == ("Check units", 0)
+    assert [o["operation_type"] for o in original.occurrences] == ["ADD"]
+    assert original.occurrence_totals == {"ADD": 1}
 
 
 def test_skills_returns_copies(book: Skillbook) -> None:
@@ -215,8 +218,8 @@ def test_skill_copies_share_the_embedding_but_not_what_can_change_in_place() -> 
     # The embedding is only ever replaced, so copies share it (copying it cost seconds per 10k skills).
     assert first[0].embedding is second[0].embedding
     assert first[0].embedding == [0.5, 0.25]
-    first[0].sources[0]["trace"] = "changed"
-    assert book.skills()[0].sources == [{"trace": "t1"}]
+    first[0].occurrences[0]["trace"] = "changed"
+    assert book.skills()[0].occurrences[0]["trace"] == "t1"
     book.set_embeddings({skill.id: ("hash2", [1.0, 0.0])})
     assert first[0].embedding == [0.5, 0.25]
     assert book.skills()[0].embedding == [1.0, 0.0]

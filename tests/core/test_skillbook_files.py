@@ -164,7 +164,8 @@ def test_newer_reference_file_loads_ignoring_unknown_keys_with_counters_at_zero(
         },
         "next_id": 6,
     }
-    assert book.get_skill("strategy-00004").sources == [{"epoch": 1, "sample_question": "What is 2+2?"}]
+    # Its provenance, called "sources" by older versions, loads as the occurrences.
+    assert book.get_skill("strategy-00004").occurrences == [{"epoch": 1, "sample_question": "What is 2+2?"}]
 
 
 @pytest.mark.parametrize("shape", REFERENCE_FILES)

@@ -34,7 +34,13 @@ def test_merge_adds_the_counters_into_the_kept_skill_and_soft_deletes_the_others
     assert (kept.helpful, kept.harmful, kept.neutral) == (3 + 2 + 1, 1 + 0 + 4, 0 + 5 + 1)
     assert kept.content == "Merged."
     assert kept.is_active
-    assert [s["sample_id"] for s in kept.sources] == ["s0", "s1", "s2"]
+    # Provenance stays bounded: the kept skill's origin, the newest, and the merge itself (by dedup).
+    assert kept.occurrence_totals == {"ADD": 3, "TAG": 7, "MERGE": 1}
+    assert len(kept.occurrences) == 5
+    assert kept.occurrences[0]["sample_id"] == "s0"
+    assert kept.occurrences[-1]["operation_type"] == "MERGE"
+    assert kept.occurrences[-1]["actor"] == "dedup"
+    assert kept.occurrences[-1]["merged_from"] == [first, second]
     for merged_id in (first, second):
         merged = book.get_skill(merged_id)
         assert merged is not None

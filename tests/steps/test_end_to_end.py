@@ -109,7 +109,9 @@ def test_ace_pipeline_answers_in_the_foreground_and_learns_in_background_threads
     assert cited is not None
     assert cited.helpful == 4
     lessons = [s for s in skillbook.skills() if s.section == "checks"]
-    assert sorted(s.sources[0]["sample_id"] for s in lessons) == ["s-1", "s-2", "s-3", "s-4"]
+    assert sorted(s.occurrences[0]["sample_id"] for s in lessons) == ["s-1", "s-2", "s-3", "s-4"]
+    assert {s.occurrences[0]["actor"] for s in lessons} == {"skill_manager"}
+    assert [o["actor"] for o in cited.occurrences[1:]] == ["reflector"] * 4  # its four TAGs
     assert {s.content for s in lessons} == {f"Check the answer to What is {i}+{i}?." for i in range(1, 5)}
     # Feedback from the environment reached the reflector.
     assert {c["feedback"] for c in reflector.calls} == {

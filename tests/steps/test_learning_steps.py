@@ -117,7 +117,14 @@ def test_update_step_stamps_provenance_on_a_new_output(make_ctx: MakeCtx) -> Non
     out = UpdateStep(manager)(ctx)
     assert out.skill_manager_output is not None
     sources = [op.insight_source for op in out.skill_manager_output.update.operations]
-    provenance = {"sample_id": "s-1", "epoch": 2, "step_index": 3, "global_sample_index": 13}
+    provenance = {
+        "actor": "skill_manager",
+        "sample_id": "s-1",
+        "epoch": 2,
+        "step_index": 3,
+        "global_sample_index": 13,
+        "insight": "k",  # the Reflector's key insight
+    }
     assert sources == [provenance, {"model": "m", **provenance}]
     # The SkillManager's operations are untouched.
     assert [op.insight_source for op in original.update.operations] == [None, {"model": "m"}]
@@ -131,7 +138,13 @@ def test_update_step_provenance_omits_sample_id_when_the_sample_has_none(make_ct
     )
     assert out.skill_manager_output is not None
     (op,) = out.skill_manager_output.update.operations
-    assert op.insight_source == {"epoch": 1, "step_index": 0, "global_sample_index": 1}
+    assert op.insight_source == {
+        "actor": "skill_manager",
+        "epoch": 1,
+        "step_index": 0,
+        "global_sample_index": 1,
+        "insight": "k",
+    }
 
 
 def test_update_step_without_reflection_names_step_and_field(make_ctx: MakeCtx) -> None:

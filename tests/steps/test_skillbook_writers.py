@@ -78,7 +78,8 @@ def test_apply_step_applies_the_batch_to_the_real_skillbook(make_ctx: MakeCtx, s
     assert len(skillbook) == 2
     (added,) = [s for s in skillbook.skills() if s.section == "checks"]
     assert added.content == "Re-add the digits."
-    assert added.sources == [{"epoch": 1}]
+    [origin] = added.occurrences
+    assert (origin["operation_type"], origin["epoch"]) == ("ADD", 1)
     updated = skillbook.get_skill("math-00001")
     assert updated is not None
     assert updated.content == "Add units first, then carry."

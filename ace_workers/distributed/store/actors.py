@@ -1,6 +1,7 @@
 """Who changed a skillbook: the actor names provenance, reviews and label moves record.
 
-A learning step records the role that decided (``skill_manager``, ``dedup``);
+A learning step records the role that decided (``skill_manager``, ``reflector`` for
+the tags it gives, ``dedup``);
 a person or a program acting by hand records ``user:NAME`` (the CLI: the
 login name, or ``--actor``/ACE_ACTOR) or ``key:NAME`` (an MCP client's token name).
 """
@@ -13,6 +14,7 @@ import re
 __all__ = [
     "DEDUP",
     "PRUNE",
+    "REFLECTOR",
     "SKILL_MANAGER",
     "actor_from_option",
     "api_key_actor",
@@ -22,6 +24,7 @@ __all__ = [
 ]
 
 SKILL_MANAGER = "skill_manager"
+REFLECTOR = "reflector"
 DEDUP = "dedup"
 PRUNE = "prune"
 

@@ -134,10 +134,12 @@ class StoreBackedSkillbook:
     def _apply_one_operation(self, operation: UpdateOperation) -> ApplyReport:
         return self.apply_update(UpdateBatch(operations=[operation]))
 
-    def tag_skill(self, skill_id: str, tag: str, increment: int = 1) -> Skill:
+    def tag_skill(
+        self, skill_id: str, tag: str, increment: int = 1, *, source: dict[str, Any] | None = None
+    ) -> Skill:
         """Add to a counter of a skill in Redis; UnknownSkillError if it does not exist."""
         report = self._apply_one_operation(
-            UpdateOperation(type="TAG", skill_id=skill_id, metadata={tag: increment})
+            UpdateOperation(type="TAG", skill_id=skill_id, metadata={tag: increment}, insight_source=source)
         )
         return self._written(skill_id, report)
 

@@ -4,6 +4,7 @@ Layout for a skillbook ``NAME`` under the default prefix ``ace``::
 
     ace:{sb:NAME}:version      string  the version: 0 (absent) for a new skillbook, +1 per write
     ace:{sb:NAME}:skills       hash    skill id -> skill JSON (the file format's object + "_order")
+    ace:{sb:NAME}:provenance   hash    skill id -> {"occurrences": [...], "occurrence_totals": {...}}
     ace:{sb:NAME}:meta         hash    next_id, next_order (next numbers to issue), created_at, incarnation
     ace:{sb:NAME}:content      hash    "section<US>normalised content" -> JSON list of active skill ids
     ace:{sb:NAME}:decisions    hash    "id_a,id_b" (sorted) -> similarity decision JSON
@@ -276,6 +277,11 @@ class SkillbookKeys:
         return f"{self.base}:skills"
 
     @property
+    def provenance(self) -> str:
+        """Hash: skill id -> its occurrences and totals (kept beside the skills: snapshots never read it)."""
+        return f"{self.base}:provenance"
+
+    @property
     def meta(self) -> str:
         """Hash: next_id, next_order, created_at, incarnation."""
         return f"{self.base}:meta"
@@ -375,6 +381,7 @@ class SkillbookKeys:
         return (
             self.version,
             self.skills,
+            self.provenance,
             self.meta,
             self.content,
             self.decisions,

@@ -14,6 +14,11 @@ final once everything it depends on was read from Redis:
 Anything missing is reported, the store fetches it under the same WATCH and
 plans again; usually two rounds.
 
+A skill's provenance (its occurrences and totals, core/provenance.py) is
+kept in a hash of its own beside the skills hash, so snapshots, the change
+log and diffs never carry it; the plan reads it with the skill, hands the
+core the whole skill, and splits the outcome again (``split_provenance``).
+
 Each stored skill carries its insertion sequence number (``"_order"`` in its
 JSON), so the small skillbook holds its skills in the core's dict order:
 where two active skills of a section say the same thing, a duplicate ADD
@@ -31,6 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ...core.provenance import DEFAULT_KEEP, PROVENANCE_FIELDS
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
 from .changelog import SkillImage
@@ -50,6 +56,8 @@ __all__ = [
     "is_active",
     "plan_batch",
     "plan_index",
+    "provenance_writes",
+    "split_provenance",
     "report_in_batch_indices",
     "skill_field",
     "skill_order_key",
@@ -81,14 +89,57 @@ def decode_stored_skill(raw: bytes | str, key: str, skill_id: str) -> tuple[dict
     return image, order if isinstance(order, int) else None
 
 
+Provenance = dict[str, Any]  # {"occurrences": [...], "occurrence_totals": {...}}
+
+
+def split_provenance(image: Mapping[str, Any]) -> tuple[dict[str, Any], Provenance | None]:
+    """A skill's file-format dict as (the dict without provenance, its provenance or None if it has none).
+
+    An image of an older store may hold the occurrences as ``sources``: they become provenance too.
+    """
+    rest = {key: value for key, value in image.items() if key not in PROVENANCE_FIELDS and key != "sources"}
+    occurrences = image.get("occurrences", image.get("sources")) or []
+    totals = image.get("occurrence_totals") or {}
+    if not occurrences and not totals:
+        return rest, None
+    return rest, {"occurrences": occurrences, "occurrence_totals": totals}
+
+
+def provenance_writes(
+    before: Mapping[str, Provenance | None], after: Mapping[str, Provenance | None]
+) -> dict[str, Provenance | None]:
+    """The provenance-hash fields to write: skill id -> its new provenance, or None to delete it."""
+    return {
+        skill_id: new
+        for skill_id, new in after.items()
+        if new != before.get(skill_id) and (new is not None or before.get(skill_id) is not None)
+    }
+
+
 @dataclass
 class SkillReads:
-    """What was read from Redis under the current WATCH: skills by id, index fields."""
+    """What was read from Redis under the current WATCH: skills by id, their provenance, index fields."""
 
     key: str  # the skills hash read, named when a value in it is corrupt
     skills: dict[str, SkillImage] = field(default_factory=dict)  # None: the id does not exist
     order: dict[str, int] = field(default_factory=dict)  # insertion order of the present skills
     fields: dict[str, list[str]] = field(default_factory=dict)  # []: no active skill says it
+    provenance: dict[str, Provenance | None] = field(default_factory=dict)  # of the skills read
+
+    def add_provenance(self, skill_id: str, raw: bytes | str | None, key: str) -> None:
+        """Record the provenance-hash value read for ``skill_id`` (hash ``key``; None: none kept)."""
+        value = decode_json(raw, key, skill_id) if raw is not None else None
+        if value is not None and not isinstance(value, dict):
+            raise CorruptDataError(
+                key, f"field {skill_id!r} holds a JSON {type(value).__name__}, not provenance"
+            )
+        self.provenance[skill_id] = value
+
+    def whole(self, skill_id: str) -> dict[str, Any]:
+        """The present skill ``skill_id`` with its provenance, as the core reads a skill."""
+        image = self.skills[skill_id]
+        assert image is not None  # callers pass present skills only
+        return {**image, **(self.provenance.get(skill_id) or {})}
 
     def add_skill(self, skill_id: str, raw: bytes | str | None) -> None:
         """Record the skills-hash value read for ``skill_id`` (None: no such skill)."""
@@ -118,6 +169,7 @@ class ApplyPlan:
     index_writes: dict[str, list[str]]
     missing_ids: set[str]
     missing_fields: set[str]
+    provenance: dict[str, Provenance | None] = field(default_factory=dict)  # None: delete the field
 
     @property
     def complete(self) -> bool:
@@ -160,8 +212,13 @@ def count_active(raw_skills: Mapping[Any, bytes | str], key: str) -> int:
     )
 
 
-def plan_batch(batch: UpdateBatch, reads: SkillReads, next_id: int, next_order: int) -> ApplyPlan:
-    """Plan ``batch`` against ``reads``; ``next_id`` and ``next_order`` are the next numbers to issue."""
+def plan_batch(
+    batch: UpdateBatch, reads: SkillReads, next_id: int, next_order: int, keep: int = DEFAULT_KEEP
+) -> ApplyPlan:
+    """Plan ``batch`` against ``reads``; ``next_id`` and ``next_order`` are the next numbers to issue.
+
+    ``keep``: the occurrences each skill keeps (ACE_PROVENANCE_KEEP).
+    """
     named = {op.skill_id for op in batch.operations if op.skill_id}
     lookups = {content_field(op.section.strip(), op.content) for op in batch.operations if op.type == "ADD"}
     missing_ids = {skill_id for skill_id in named if skill_id not in reads.skills}
@@ -172,16 +229,20 @@ def plan_batch(batch: UpdateBatch, reads: SkillReads, next_id: int, next_order: 
     present = {i: image for i, image in reads.skills.items() if image is not None}
     book = Skillbook.from_dict(
         {
-            "skills": dict(sorted(present.items(), key=lambda item: reads.sort_key(item[0]))),
+            "skills": {i: reads.whole(i) for i in sorted(present, key=reads.sort_key)},
             "next_id": next_id - 1,
         },
         source="redis skillbook",
     )
+    book.provenance_keep = keep
     with _core_log_muted():
         # Logged once, after the commit, by the store: a plan may be recomputed or retried.
         report = book.apply_update(batch)
     after_book = book.to_dict()
-    after = after_book["skills"]
+    after: dict[str, dict[str, Any]] = {}
+    after_provenance: dict[str, Provenance | None] = {i: None for i in present}
+    for skill_id, whole in after_book["skills"].items():
+        after[skill_id], after_provenance[skill_id] = split_provenance(whole)
     missing_ids.update(i for i in report.added if i not in reads.skills)
 
     # The core appends an added skill at the end of its dict: give it the next order number.
@@ -208,6 +269,7 @@ def plan_batch(batch: UpdateBatch, reads: SkillReads, next_id: int, next_order: 
         index_writes=index_writes,
         missing_ids=missing_ids,
         missing_fields=missing_fields | missing_index,
+        provenance=provenance_writes({i: reads.provenance.get(i) for i in present}, after_provenance),
     )
 
 

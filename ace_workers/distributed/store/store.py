@@ -27,6 +27,7 @@ from redis.client import Pipeline
 from ...core.consolidation import ConsolidationBatch, ConsolidationReport
 from ...core.context import SkillbookView
 from ...core.lifecycle import LifecycleAction, StaleRule
+from ...core.provenance import DEFAULT_KEEP, bounded_occurrences, check_keep
 from ...core.skill import SimilarityDecision, Skill
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
@@ -53,6 +54,7 @@ from .planning import (
     log_report,
     skill_field,
     skill_order_key,
+    split_provenance,
 )
 from .replies import decode_int, decode_json, decode_text, execute_reads, optional_text, reading
 from .review import SkillbookReview, is_review_of_skills
@@ -147,6 +149,7 @@ class RedisSkillbookStore:
         max_skills: int = DEFAULT_MAX_SKILLS,
         snapshot_cache: SnapshotCache | None = None,
         observer: StoreObserver | None = None,
+        provenance_keep: int = DEFAULT_KEEP,
     ) -> None:
         for option, value in (
             ("max_attempts", max_attempts),
@@ -157,6 +160,7 @@ class RedisSkillbookStore:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{option} must be a positive int, got {value!r}")
         self.keys = SkillbookKeys(name, prefix)
+        self.provenance_keep = check_keep(provenance_keep)
         self.max_attempts = max_attempts
         self.changelog_maxlen = changelog_maxlen
         self.idempotency_ttl = idempotency_ttl
@@ -170,6 +174,7 @@ class RedisSkillbookStore:
             changelog_maxlen=changelog_maxlen,
             idempotency_ttl=idempotency_ttl,
             max_skills=max_skills,
+            provenance_keep=self.provenance_keep,
         )
         self._lifecycle = SkillbookLifecycle(client, self._writes, cas=self._cas, snapshot=self.snapshot)
 
@@ -197,17 +202,41 @@ class RedisSkillbookStore:
         return bool(self._redis.exists(self.keys.version))
 
     def snapshot(self) -> tuple[int, Skillbook]:
-        """The version and a fresh, mutable Skillbook read consistently in one transaction."""
-        version, _, book = self._read_snapshot()
+        """The version and a fresh, mutable Skillbook read consistently in one transaction.
+
+        Its skills carry their provenance (occurrences and totals), which the cached
+        snapshots a worker reads leave out.
+        """
+        version, _, book = self._read_snapshot(with_provenance=True)
         return version, book
+
+    def read_skill(self, skill_id: str) -> tuple[int, dict[str, Any] | None]:
+        """The version and one skill's file-format dict with its provenance (None: no such skill).
+
+        Read in one transaction, for the cost of that skill alone (``skillbook why``).
+        """
+        keys = self.keys
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.get(keys.version)
+            pipe.hget(keys.skills, skill_id)
+            pipe.hget(keys.provenance, skill_id)
+            raw_version, raw_skill, raw_provenance = execute_reads(
+                pipe, [keys.version, keys.skills, keys.provenance]
+            )
+        reads = SkillReads(keys.skills)
+        reads.add_skill(skill_id, raw_skill)
+        reads.add_provenance(skill_id, raw_provenance, keys.provenance)
+        image = reads.whole(skill_id) if reads.skills[skill_id] is not None else None
+        return decode_int(raw_version, keys.version), image
 
     def cached_snapshot(self) -> tuple[int, SkillbookView]:
         """Like snapshot(), but shared per version through the process's SnapshotCache.
 
-        Reads only the version (and the skillbook's incarnation) when the
-        cache holds that version. The snapshot is shared with other callers,
-        so it comes as a read-only SkillbookView: to change a copy, use
-        ``Skillbook.from_dict(view.to_dict())``.
+        Its skills carry no provenance: a worker serves and decides on skills, and a
+        100,000-skill skillbook costs it no more for their history. Reads only the
+        version (and the skillbook's incarnation) when the cache holds that version.
+        The snapshot is shared with other callers, so it comes as a read-only
+        SkillbookView: to change a copy, use ``Skillbook.from_dict(view.to_dict())``.
         """
         version, _, book = self._cached_book()
         return version, SkillbookView(book)
@@ -529,7 +558,14 @@ class RedisSkillbookStore:
         """
         data = skillbook.to_dict()
         # A JSON round trip, so that images compare equal to what Redis returns.
-        skills: dict[str, dict[str, Any]] = json.loads(json.dumps(data["skills"]))
+        wholes: dict[str, dict[str, Any]] = json.loads(json.dumps(data["skills"]))
+        skills: dict[str, dict[str, Any]] = {}
+        provenance: dict[str, dict[str, Any]] = {}
+        for skill_id, whole in wholes.items():
+            skills[skill_id], kept = split_provenance(whole)
+            if kept is not None:  # a file may hold more occurrences than this store keeps
+                kept["occurrences"] = bounded_occurrences(kept["occurrences"], self.provenance_keep)
+                provenance[skill_id] = kept
         decisions = {key: json.dumps(value) for key, value in data["similarity_decisions"].items()}
         index: dict[str, list[str]] = {}
         for skill_id, image in skills.items():
@@ -538,7 +574,7 @@ class RedisSkillbookStore:
                 index.setdefault(field, []).append(skill_id)
         for ids in index.values():
             ids.sort(key=skill_order_key)
-        payload = ImportPayload(skills, decisions, index, int(data["next_id"]) + 1)
+        payload = ImportPayload(skills, decisions, index, int(data["next_id"]) + 1, provenance)
         source_json = dump_json({**(source or {}), "import": True}, "source")
         new_version = self._cas(
             "import", lambda pipe: self._writes.import_skillbook(pipe, payload, replace, source_json)
@@ -637,26 +673,31 @@ class RedisSkillbookStore:
 
     def _read_whole_for_cache(self) -> tuple[int, str | None, Skillbook]:
         """A whole read for cached_snapshot (a seam to count them: the incremental path avoids them)."""
-        return self._read_snapshot()
+        return self._read_snapshot(with_provenance=False)
 
-    def _read_snapshot(self) -> tuple[int, str | None, Skillbook]:
+    def _read_snapshot(self, *, with_provenance: bool) -> tuple[int, str | None, Skillbook]:
         keys = self.keys
         with self._redis.pipeline(transaction=True) as pipe:
             pipe.get(keys.version)
             pipe.hmget(keys.meta, [META_NEXT_ID, META_INCARNATION])
             pipe.hgetall(keys.skills)
             pipe.hgetall(keys.decisions)
-            raw_version, (raw_next_id, raw_incarnation), raw_skills, raw_decisions = execute_reads(
-                pipe, [keys.version, keys.meta, keys.skills, keys.decisions]
+            read_keys = [keys.version, keys.meta, keys.skills, keys.decisions]
+            if with_provenance:
+                pipe.hgetall(keys.provenance)
+                read_keys.append(keys.provenance)
+            raw_version, (raw_next_id, raw_incarnation), raw_skills, raw_decisions, *raw_provenance = (
+                execute_reads(pipe, read_keys)
             )
         reads = SkillReads(keys.skills)
         for key, value in raw_skills.items():
             reads.add_skill(decode_text(key), value)
+        for key, value in (raw_provenance[0] if raw_provenance else {}).items():
+            reads.add_provenance(decode_text(key), value, keys.provenance)
+        present = [skill_id for skill_id, image in reads.skills.items() if image is not None]
         data = {
             # In insertion order, as the core keeps them: skills() and prompts list them alike.
-            "skills": {
-                skill_id: reads.skills[skill_id] for skill_id in sorted(reads.skills, key=reads.sort_key)
-            },
+            "skills": {skill_id: reads.whole(skill_id) for skill_id in sorted(present, key=reads.sort_key)},
             "next_id": (decode_int(raw_next_id, keys.meta) or 1) - 1,
             "similarity_decisions": {
                 decode_text(k): decode_json(v, keys.decisions, decode_text(k))

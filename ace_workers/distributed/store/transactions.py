@@ -12,7 +12,7 @@ import json
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import redis
@@ -26,6 +26,7 @@ from ...core.consolidation import (
     apply_consolidation_operations,
     check_consolidation,
 )
+from ...core.provenance import DEFAULT_KEEP
 from ...core.skill import SimilarityDecision, Skill, utc_now
 from ...core.skillbook import ApplyReport
 from ...core.updates import UpdateBatch
@@ -64,6 +65,7 @@ from .keys import (
 )
 from .planning import (
     ApplyPlan,
+    Provenance,
     SkillReads,
     active_growth,
     adds_beyond_room,
@@ -73,8 +75,10 @@ from .planning import (
     is_active,
     plan_batch,
     plan_index,
+    provenance_writes,
     report_in_batch_indices,
     skill_order_key,
+    split_provenance,
     without_operations,
 )
 from .replies import decode_int, decode_text, optional_text
@@ -141,6 +145,7 @@ class PreparedConsolidation:
     decisions: dict[str, str]  # similarity decisions (KEEP) to record, by pair field
     active: int
     active_stored: bool
+    provenance: dict[str, Provenance | None]  # the skills' provenance to write (None: delete it)
 
 
 @dataclass(frozen=True)
@@ -174,12 +179,14 @@ class SkillbookWrites:
         changelog_maxlen: int,
         idempotency_ttl: int,
         max_skills: int,
+        provenance_keep: int = DEFAULT_KEEP,
     ) -> None:
         self._redis = client
         self.keys = keys
         self.changelog_maxlen = changelog_maxlen
         self.idempotency_ttl = idempotency_ttl
         self.max_skills = max_skills
+        self.provenance_keep = provenance_keep
 
     @property
     def name(self) -> str:
@@ -247,7 +254,7 @@ class SkillbookWrites:
         """Inside MULTI: write the skills, index entries and counters a prepared apply changes."""
         plan = prepared.plan
         growth = active_growth(plan.changes)
-        self._write_skills(pipe, plan.changes, plan.orders, plan.index_writes)
+        self._write_skills(pipe, plan.changes, plan.orders, plan.index_writes, plan.provenance)
         meta: dict[FieldT, EncodableT] = {}
         if (plan.next_id, plan.next_order) != (prepared.next_id, prepared.next_order):
             meta.update({META_NEXT_ID: plan.next_id, META_NEXT_ORDER: plan.next_order})
@@ -338,12 +345,12 @@ class SkillbookWrites:
             {op.skill_id for op in batch.operations if op.skill_id},
             {content_field(op.section.strip(), op.content) for op in batch.operations if op.type == "ADD"},
         )
-        plan = plan_batch(batch, reads, next_id, next_order)
+        plan = plan_batch(batch, reads, next_id, next_order, self.provenance_keep)
         for _ in range(_MAX_PLAN_ROUNDS):
             if plan.complete:
                 return plan
             if self._read_into(pipe, reads, plan.missing_ids, plan.missing_fields):
-                plan = plan_batch(batch, reads, next_id, next_order)
+                plan = plan_batch(batch, reads, next_id, next_order, self.provenance_keep)
             else:
                 # Only absent ids and index fields were new: the outcome stands, the index writes follow.
                 plan = plan.with_index(*plan_index(plan.changes, reads.fields))
@@ -411,26 +418,36 @@ class SkillbookWrites:
         active, stored = self._read_active_skills(pipe, version)
         reads = SkillReads(self.keys.skills)
         self._read_into(pipe, reads, batch.named_ids(), ())
-        skills = {i: Skill.from_dict(image) for i, image in reads.skills.items() if image is not None}
+        skills = {
+            i: Skill.from_dict(reads.whole(i)) for i, image in reads.skills.items() if image is not None
+        }
         check_consolidation(batch.operations, skills, batch.planned_contents)
         decisions: dict[str, str] = {}
 
         def record_decision(id_a: str, id_b: str, decision: SimilarityDecision) -> None:
             decisions[decision_field(id_a, id_b)] = json.dumps(decision.to_dict())
 
-        report = apply_consolidation_operations(batch.operations, skills, record_decision)
+        report = apply_consolidation_operations(
+            batch.operations, skills, record_decision, keep=self.provenance_keep
+        )
         # A JSON round trip, so that images compare equal to what Redis returns.
-        after = {i: json.loads(json.dumps(skill.to_dict())) for i, skill in skills.items()}
+        split = {i: split_provenance(json.loads(json.dumps(skill.to_dict()))) for i, skill in skills.items()}
+        after: dict[str, SkillImage] = {i: image for i, (image, _) in split.items()}
         changes = {i: (reads.skills[i], image) for i, image in after.items() if image != reads.skills[i]}
+        provenance = provenance_writes(reads.provenance, {i: prov for i, (_, prov) in split.items()})
         index_writes, missing = plan_index(changes, reads.fields)
         if missing:
             self._read_into(pipe, reads, (), missing)
             index_writes, _ = plan_index(changes, reads.fields)
-        return PreparedConsolidation(report, changes, reads.order, index_writes, decisions, active, stored)
+        return PreparedConsolidation(
+            report, changes, reads.order, index_writes, decisions, active, stored, provenance
+        )
 
     def queue_consolidation(self, pipe: Pipeline, prepared: PreparedConsolidation) -> None:
         """Inside MULTI: write the skills, index entries, counters and decisions a consolidation changes."""
-        self._write_skills(pipe, prepared.changes, prepared.orders, prepared.index_writes)
+        self._write_skills(
+            pipe, prepared.changes, prepared.orders, prepared.index_writes, prepared.provenance
+        )
         self._queue_active_skills(pipe, prepared.active, prepared.active_stored, prepared.changes)
         if prepared.decisions:
             pipe.hset(self.keys.decisions, mapping=as_fields(prepared.decisions))
@@ -511,10 +528,17 @@ class SkillbookWrites:
             if old.get(skill_id) != payload.skills.get(skill_id)
         }
         self._begin_write(pipe, version)
-        pipe.delete(keys.skills, keys.content, keys.decisions)
+        pipe.delete(keys.skills, keys.content, keys.decisions, keys.provenance)
         if payload.skills:
             values = {i: encode_stored_skill(s, order) for order, (i, s) in enumerate(payload.skills.items())}
             pipe.hset(keys.skills, mapping=as_fields(values))
+        if payload.provenance:
+            pipe.hset(
+                keys.provenance,
+                mapping=as_fields(
+                    {i: json.dumps(p, ensure_ascii=False) for i, p in payload.provenance.items()}
+                ),
+            )
         if payload.index:
             pipe.hset(
                 keys.content, mapping=as_fields({f: json.dumps(ids) for f, ids in payload.index.items()})
@@ -593,7 +617,13 @@ class SkillbookWrites:
         changes: Mapping[str, tuple[SkillImage, SkillImage]],
         orders: Mapping[str, int],
         index_writes: Mapping[str, list[str]],
+        provenance: Mapping[str, Provenance | None] | None = None,
     ) -> None:
+        """Queue the skills' writes, their content-index fields and provenance (None: delete it).
+
+        A skill that goes away takes its provenance with it (as in the core, where it lives on the
+        skill); a rollback that restores a skill leaves the provenance the skill has.
+        """
         keys = self.keys
         upserts = {
             i: encode_stored_skill(new, orders[i]) for i, (_, new) in changes.items() if new is not None
@@ -603,6 +633,12 @@ class SkillbookWrites:
             pipe.hset(keys.skills, mapping=as_fields(upserts))
         if removals:
             pipe.hdel(keys.skills, *removals)
+        gone = set(removals) | {i for i, value in (provenance or {}).items() if value is None}
+        kept = {i: json.dumps(value, ensure_ascii=False) for i, value in (provenance or {}).items() if value}
+        if kept:
+            pipe.hset(keys.provenance, mapping=as_fields(kept))
+        if gone - kept.keys():
+            pipe.hdel(keys.provenance, *sorted(gone - kept.keys()))
         index_sets = {f: json.dumps(ids) for f, ids in index_writes.items() if ids}
         index_removals = [f for f, ids in index_writes.items() if not ids]
         if index_sets:
@@ -623,6 +659,9 @@ class SkillbookWrites:
             for skill_id, raw in zip(wanted_ids, pipe.hmget(self.keys.skills, wanted_ids), strict=True):
                 reads.add_skill(skill_id, raw)
                 found = found or raw is not None
+            provenance = pipe.hmget(self.keys.provenance, wanted_ids)
+            for skill_id, raw in zip(wanted_ids, provenance, strict=True):
+                reads.add_provenance(skill_id, raw, self.keys.provenance)
         wanted_fields = sorted(set(fields) - reads.fields.keys())
         if wanted_fields:
             for field, raw in zip(wanted_fields, pipe.hmget(self.keys.content, wanted_fields), strict=True):
@@ -632,12 +671,14 @@ class SkillbookWrites:
 
 @dataclass(frozen=True)
 class ImportPayload:
-    """A skillbook prepared for import: skills, decisions, content index, next id number."""
+    """A skillbook prepared for import: skills (without provenance), decisions, content index, next id
+    number, and the skills' provenance."""
 
     skills: dict[str, dict[str, Any]]
     decisions: dict[str, str]
     index: dict[str, list[str]]
     next_id: int
+    provenance: dict[str, Provenance] = field(default_factory=dict)
 
 
 def watch_keys(pipe: Pipeline, *keys: str) -> None:

@@ -165,6 +165,7 @@ class WorkerRuntime:
             changelog_maxlen=self.settings.changelog_maxlen,
             max_skills=self.settings.max_skillbook_skills,
             observer=self.metrics,
+            provenance_keep=self.settings.provenance_keep,
         )
         loaded = self._loaded[name] = _LoadedSkillbook(StoreBackedSkillbook(store))
         while len(self._loaded) > self.settings.skillbook_cache_size:

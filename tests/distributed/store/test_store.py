@@ -48,7 +48,8 @@ def test_apply_allocates_ids_bumps_the_version_and_records_the_change(store: Red
     assert version == 1
     assert store.exists()
     assert [s.id for s in book.skills()] == ["math-00001", "reading-00002"]
-    assert book.get_skill("reading-00002").sources == [{"sample": 1}]  # type: ignore[union-attr]
+    [origin] = book.get_skill("reading-00002").occurrences  # type: ignore[union-attr]
+    assert (origin["operation_type"], origin["sample"]) == ("ADD", 1)
     [record] = store.history()
     assert (record.version, record.base_version, record.idempotency_key) == (1, None, "b1:s1:1:apply")
     assert record.source == source

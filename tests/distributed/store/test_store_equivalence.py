@@ -19,6 +19,7 @@ import redis
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore
 from tests.support.fixtures import server_or_cluster
+from tests.support.provenance import without_times
 
 SECTIONS = ["math", "Math", " math ", "data loading", "reading"]
 CONTENTS = [
@@ -32,9 +33,7 @@ CONTENTS = [
 
 
 def _comparable(book: Skillbook) -> dict[str, Any]:
-    data = book.to_dict()
-    for skill in data["skills"].values():
-        del skill["created_at"], skill["updated_at"]  # wall-clock times differ between the two
+    data = without_times(book.to_dict())  # wall-clock times differ between the two
     return {
         "skills": data["skills"],
         "order": list(data["skills"]),  # the same insertion order, so prompts list skills alike

@@ -10,6 +10,7 @@ import redis
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import ChangeKind, RedisSkillbookStore, UnknownSkillbookError
 from tests.support.operations import add, batch
+from tests.support.provenance import skills_without_provenance
 
 
 def ops(*operations: dict[str, Any]) -> UpdateBatch:
@@ -31,11 +32,11 @@ def _five_versions(store: RedisSkillbookStore) -> dict[int, dict[str, Any]]:
         ops({"type": "REMOVE", "skill_id": "math-00001"}),  # v4
         ops({"type": "TAG", "skill_id": "reading-00003", "metadata": {"harmful": 2}}),  # v5
     ]
-    states = {0: store.snapshot()[1].to_dict()["skills"]}
+    states = {0: skills_without_provenance(store.snapshot()[1].to_dict())}
     for number, work in enumerate(batches, start=1):
         result = store.apply(work, source={"sample_id": f"s{number}"}, idempotency_key=f"k{number}")
         assert result.version == number
-        states[number] = store.snapshot()[1].to_dict()["skills"]
+        states[number] = skills_without_provenance(store.snapshot()[1].to_dict())
     return states
 
 
@@ -70,7 +71,7 @@ def test_rollback_restores_a_version_as_a_new_one(store: RedisSkillbookStore) ->
     states = _five_versions(store)
     assert store.rollback(2, source={"by": "ops"}) == 6
     assert store.version() == 6
-    assert store.snapshot()[1].to_dict()["skills"] == states[2]
+    assert skills_without_provenance(store.snapshot()[1].to_dict()) == states[2]
     [latest] = store.history(limit=1)
     assert latest.kind == ChangeKind.ROLLBACK
     assert latest.version == 6
@@ -89,7 +90,7 @@ def test_rollback_restores_a_version_as_a_new_one(store: RedisSkillbookStore) ->
     assert result.report.added == ["reading-00004", "math-00005"]  # ids are never reissued
     # A rollback is itself a change: rolling back over it restores version 5.
     assert store.rollback(5) == 8
-    assert store.snapshot()[1].to_dict()["skills"] == states[5]
+    assert skills_without_provenance(store.snapshot()[1].to_dict()) == states[5]
     assert store.diff(5, 8) == {}
 
 
@@ -124,7 +125,7 @@ def test_rollback_over_an_import_restores_what_was_replaced(store: RedisSkillboo
     assert store.import_skillbook(other, replace=True) == 6
     assert set(store.diff(5, 6)) == set(states[5]) | {"general-00001"}
     store.rollback(5)
-    assert store.snapshot()[1].to_dict()["skills"] == states[5]
+    assert skills_without_provenance(store.snapshot()[1].to_dict()) == states[5]
 
 
 def test_a_trimmed_change_log_refuses_diff_and_rollback_beyond_it(redis_client: redis.Redis) -> None:
