@@ -145,7 +145,7 @@ class PreparedConsolidation:
     decisions: dict[str, str]  # similarity decisions (KEEP) to record, by pair field
     active: int
     active_stored: bool
-    provenance: dict[str, Provenance | None] = field(default_factory=dict)  # None: delete the field
+    provenance: dict[str, Provenance | None]  # the skills' provenance to write (None: delete it)
 
 
 @dataclass(frozen=True)
@@ -432,10 +432,8 @@ class SkillbookWrites:
         )
         # A JSON round trip, so that images compare equal to what Redis returns.
         split = {i: split_provenance(json.loads(json.dumps(skill.to_dict()))) for i, skill in skills.items()}
-        after = {i: image for i, (image, _) in split.items()}
-        changes: dict[str, tuple[SkillImage, SkillImage]] = {
-            i: (reads.skills[i], image) for i, image in after.items() if image != reads.skills[i]
-        }
+        after: dict[str, SkillImage] = {i: image for i, (image, _) in split.items()}
+        changes = {i: (reads.skills[i], image) for i, image in after.items() if image != reads.skills[i]}
         provenance = provenance_writes(reads.provenance, {i: prov for i, (_, prov) in split.items()})
         index_writes, missing = plan_index(changes, reads.fields)
         if missing:
@@ -446,8 +444,7 @@ class SkillbookWrites:
         )
 
     def queue_consolidation(self, pipe: Pipeline, prepared: PreparedConsolidation) -> None:
-        """Inside MULTI: write the skills, index entries, counters, decisions and provenance a consolidation
-        changes."""
+        """Inside MULTI: write the skills, index entries, counters and decisions a consolidation changes."""
         self._write_skills(
             pipe, prepared.changes, prepared.orders, prepared.index_writes, prepared.provenance
         )
