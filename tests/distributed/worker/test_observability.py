@@ -569,9 +569,16 @@ def test_in_process_workers_log_a_failed_sample_without_celerys_traceback(
         handle = service.producer.enqueue_traces(failure_traces(3), "book", recipe="failing")
         status = handle.wait(timeout=60)
     assert status.failed == 3
+
+    def celerys_lines() -> list[str]:
+        records = [r for r in caplog.records if r.name == "celery.app.trace"]
+        return [r.getMessage() for r in records if r.levelno >= logging.ERROR]
+
+    # The ledger counts a failure before Celery's own line about it is logged: wait for the last.
+    wait_for(lambda: len(celerys_lines()) >= 3, timeout=10, what="Celery's three failure lines")
     failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
     ours = [r.getMessage() for r in failures if r.name == "ace_workers.distributed.worker.tasks"]
-    celerys = [r.getMessage() for r in failures if r.name == "celery.app.trace"]
+    celerys = celerys_lines()
     assert ours == ["Explode failed for good: RuntimeError: boom on purpose"] * 3
     assert len(celerys) == 3
     assert all(" raised unexpected: RuntimeError('boom on purpose')" in message for message in celerys)
