@@ -92,6 +92,8 @@ def test_the_steering_example_reviews_labels_evaluates_and_promotes_as_the_readm
     assert "skillbook 'support': 6 pending proposal(s)" in out
     assert "approved by user:" in out
     assert "rejected by user:" in out
+    assert "skill zorb-00001 in skillbook 'support'" in out  # skillbook why: its evidence
+    assert " ADD by skill_manager batch " in out
     assert "accuracy    │ 0.0%  │ 50.0%" in out  # prod, then canary
     assert "promoted: label 'prod' of skillbook 'support' moved from version 3" in out
     listed = dict(line.split("\t") for line in out.splitlines() if "\t" in line)
