@@ -34,6 +34,8 @@ from ..errors import MissingSettingError
 
 __all__ = [
     "ActorOption",
+    "NoteOption",
+    "SkillbookNameArgument",
     "CanaryOption",
     "check_skillbook_ref",
     "check_output_path",
@@ -70,6 +72,9 @@ console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts.")]
+SkillbookNameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]
+# Why a person acted: recorded with the change (change log, label log) it makes.
+NoteOption = Annotated[str, typer.Option("--note", help="Why, as the change log records it.")]
 # Who acts by hand (review decisions, pins, label moves): recorded in the change log.
 ActorOption = Annotated[
     str | None,

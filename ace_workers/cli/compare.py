@@ -13,7 +13,15 @@ import typer
 
 from ..distributed.store.labels import HEAD, validate_label
 from ..distributed.store.outcomes import LabelComparison, LabelOutcomes, compare_labels
-from .common import JsonOption, check_skillbook_name, open_service, print_json, redis_settings, store_or_fail
+from .common import (
+    JsonOption,
+    SkillbookNameArgument,
+    check_skillbook_name,
+    open_service,
+    print_json,
+    redis_settings,
+    store_or_fail,
+)
 
 __all__ = ["compare_command", "describe_comparison"]
 
@@ -30,7 +38,7 @@ def _label(value: str) -> str:
 
 
 def compare_command(
-    name: Annotated[str, typer.Argument(help="The skillbook's name in Redis.")],
+    name: SkillbookNameArgument,
     first: Annotated[str, typer.Argument(metavar="LABEL_A", help="A label (or 'head').", callback=_label)],
     second: Annotated[
         str, typer.Argument(metavar="LABEL_B", help="Another label (or 'head').", callback=_label)

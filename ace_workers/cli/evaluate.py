@@ -36,6 +36,7 @@ from ..distributed.store.store import RedisSkillbookStore
 from .common import (
     ActorOption,
     JsonOption,
+    SkillbookNameArgument,
     check_skillbook_name,
     console,
     err_console,
@@ -141,7 +142,7 @@ def _targets(store: RedisSkillbookStore, versions: list[int], labels: list[str])
 
 @skillbook_app.command("evaluate", cls=HelpCommand)
 def evaluate_command(
-    name: Annotated[str, typer.Argument(help="The skillbook's name in Redis.")],
+    name: SkillbookNameArgument,
     tasks: Annotated[Path, typer.Option("--tasks", help=TASKS_HELP)],
     versions: Annotated[
         list[int] | None, typer.Option("--version", min=1, help="A version to evaluate (repeat for more).")

@@ -19,6 +19,8 @@ from ..distributed.store.store import RedisSkillbookStore
 from .common import (
     ActorOption,
     JsonOption,
+    NoteOption,
+    SkillbookNameArgument,
     check_skillbook_name,
     console,
     open_service,
@@ -38,9 +40,7 @@ label_app = typer.Typer(
 )
 
 WHY = "labels live with their skillbook in a shared Redis"
-NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]
 LabelArgument = Annotated[str, typer.Argument(help="The label: prod, canary or any name.")]
-NoteOption = Annotated[str, typer.Option("--note", help="Why, as the label log records it.")]
 
 
 def check_label(label: str, param: str = "LABEL") -> str:
@@ -61,7 +61,7 @@ def require_label(store: RedisSkillbookStore, label: str) -> int:
 
 @label_app.command("set", cls=HelpCommand)
 def label_set(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     label: LabelArgument,
     version: Annotated[
         str, typer.Argument(help="The version the label points at: 1 to the head's, or 'head'.")
@@ -100,7 +100,7 @@ def _version_number(text: str) -> int:
 
 @label_app.command("show", cls=HelpCommand)
 def label_show(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     label: LabelArgument,
     limit: Annotated[int, typer.Option(min=1, help="How many of its moves, newest first.")] = 20,
     as_json: JsonOption = False,
@@ -132,7 +132,7 @@ def label_show(
 
 
 @label_app.command("list", cls=HelpCommand)
-def label_list(name: NameArgument, as_json: JsonOption = False) -> None:
+def label_list(name: SkillbookNameArgument, as_json: JsonOption = False) -> None:
     """Every label of a skillbook and the version it points at, with the head's version."""
     check_skillbook_name(name)
     with open_service(
@@ -153,7 +153,7 @@ def label_list(name: NameArgument, as_json: JsonOption = False) -> None:
 
 @label_app.command("delete", cls=HelpCommand)
 def label_delete(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     label: LabelArgument,
     note: NoteOption = "",
     actor: ActorOption = None,
@@ -179,7 +179,7 @@ def label_delete(
 
 @label_app.command("history", cls=HelpCommand)
 def label_history(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     label: Annotated[str | None, typer.Argument(help="Only this label's moves.")] = None,
     limit: Annotated[int, typer.Option(min=1, help="How many moves, newest first.")] = 50,
     as_json: JsonOption = False,

@@ -23,6 +23,8 @@ from ..errors import SkillbookError
 from .common import (
     ActorOption,
     JsonOption,
+    NoteOption,
+    SkillbookNameArgument,
     check_skillbook_name,
     console,
     open_service,
@@ -38,9 +40,7 @@ __all__ = ["add_lifecycle_commands"]
 WHY = "skillbooks live in a shared Redis"
 DEFAULT_STALE_DAYS = 30.0
 
-NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]
 SkillIdsArgument = Annotated[list[str], typer.Argument(help="The ids of the skills (one or more).")]
-NoteOption = Annotated[str, typer.Option("--note", help="Why, as the change log records it.")]
 
 # What each change says it did, and about the skills already in that state.
 _DONE = {"pin": "pinned", "unpin": "unpinned", "archive": "archived", "restore": "restored"}
@@ -90,7 +90,7 @@ def _change(
 
 
 def skillbook_pin(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     skill_ids: SkillIdsArgument,
     note: NoteOption = "",
     actor: ActorOption = None,
@@ -101,7 +101,7 @@ def skillbook_pin(
 
 
 def skillbook_unpin(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     skill_ids: SkillIdsArgument,
     note: NoteOption = "",
     actor: ActorOption = None,
@@ -112,7 +112,7 @@ def skillbook_unpin(
 
 
 def skillbook_archive(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     skill_ids: SkillIdsArgument,
     note: NoteOption = "",
     actor: ActorOption = None,
@@ -123,7 +123,7 @@ def skillbook_archive(
 
 
 def skillbook_restore(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     skill_ids: SkillIdsArgument,
     note: NoteOption = "",
     actor: ActorOption = None,
@@ -133,7 +133,7 @@ def skillbook_restore(
     _change("restore", name, skill_ids, note, actor, as_json)
 
 
-def skillbook_archived(name: NameArgument, as_json: JsonOption = False) -> None:
+def skillbook_archived(name: SkillbookNameArgument, as_json: JsonOption = False) -> None:
     """List the archived skills of a skillbook: when, by whom and why each was archived."""
     check_skillbook_name(name)
     with open_service(
@@ -172,7 +172,7 @@ def skillbook_archived(name: NameArgument, as_json: JsonOption = False) -> None:
 
 
 def skillbook_prune(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the stale skills; change nothing.")
     ] = False,

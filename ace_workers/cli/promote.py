@@ -15,6 +15,7 @@ from ..distributed.store.labels import validate_label
 from .common import (
     ActorOption,
     JsonOption,
+    SkillbookNameArgument,
     check_skillbook_name,
     console,
     open_service,
@@ -40,7 +41,7 @@ __all__ = ["promote_command"]
 
 @label_app.command("promote", cls=HelpCommand)
 def promote_command(
-    name: Annotated[str, typer.Argument(help="The skillbook's name in Redis.")],
+    name: SkillbookNameArgument,
     candidate: Annotated[str, typer.Argument(help="The label whose version to promote, e.g. canary.")],
     target: Annotated[str, typer.Option("--to", help="The label to move, e.g. prod.")],
     if_better: Annotated[

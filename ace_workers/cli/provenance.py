@@ -11,6 +11,7 @@ from ..distributed.store.provenance import DEFAULT_SCAN, FOUND, SkillHistory, sk
 from ..errors import UnknownSkillError
 from .common import (
     JsonOption,
+    SkillbookNameArgument,
     check_skillbook_name,
     console,
     open_service,
@@ -27,7 +28,7 @@ _SHOWN_TRACE_CHARS = 400  # of a trace's JSON in the text output (--json has it 
 
 
 def skillbook_why(
-    name: Annotated[str, typer.Argument(help="The skillbook's name in Redis.")],
+    name: SkillbookNameArgument,
     skill_id: Annotated[str, typer.Argument(help="The skill's id, as the skillbook shows it.")],
     scan: Annotated[
         int, typer.Option(min=1, help="How many of the newest versions to search for changes to the skill.")

@@ -16,6 +16,8 @@ from ..distributed.store.review_policy import ReviewPolicy, parse_policy
 from .common import (
     ActorOption,
     JsonOption,
+    NoteOption,
+    SkillbookNameArgument,
     check_skillbook_name,
     console,
     open_service,
@@ -36,16 +38,14 @@ review_app = typer.Typer(
 )
 
 WHY = "skillbooks and their proposals live in a shared Redis"
-NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]
 IdArgument = Annotated[str, typer.Argument(help="The proposal's id (from review list).")]
-NoteOption = Annotated[str, typer.Option("--note", help="Why: recorded with the decision in the change log.")]
 _EVERY = 10**9  # a limit no skillbook's proposals reach
 _STATUSES = [status.value for status in ProposalStatus] + ["all"]
 
 
 @review_app.command("list", cls=HelpCommand)
 def review_list(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     status: Annotated[
         str, typer.Option(help=f"Which proposals: {', '.join(_STATUSES)}.")
     ] = ProposalStatus.PENDING.value,
@@ -106,7 +106,7 @@ def _touches_section(proposal: Proposal, section: str) -> bool:
 
 
 @review_app.command("show", cls=HelpCommand)
-def review_show(name: NameArgument, proposal_id: IdArgument, as_json: JsonOption = False) -> None:
+def review_show(name: SkillbookNameArgument, proposal_id: IdArgument, as_json: JsonOption = False) -> None:
     """One proposal: its operations, evidence, the skills as it saw them, conflicts now, the decision."""
     check_skillbook_name(name)
     with open_service(
@@ -146,7 +146,7 @@ def review_show(name: NameArgument, proposal_id: IdArgument, as_json: JsonOption
 
 @review_app.command("approve", cls=HelpCommand)
 def review_approve(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     proposal_id: IdArgument,
     note: NoteOption = "",
     actor: ActorOption = None,
@@ -169,7 +169,7 @@ def review_approve(
 
 @review_app.command("reject", cls=HelpCommand)
 def review_reject(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     proposal_id: IdArgument,
     note: NoteOption = "",
     actor: ActorOption = None,
@@ -189,7 +189,7 @@ def review_reject(
 
 @review_app.command("policy", cls=HelpCommand)
 def review_policy(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     policy: Annotated[
         str | None,
         typer.Argument(

@@ -20,6 +20,7 @@ from ..distributed.store.write_scope import dedup_write_scope, write_scope
 from ..errors import AceError, SkillbookFormatError
 from .common import (
     JsonOption,
+    SkillbookNameArgument,
     check_output_path,
     check_skillbook_name,
     console,
@@ -49,7 +50,6 @@ skillbook_app.add_typer(label_app, name="label")
 skillbook_app.command("compare", cls=HelpCommand)(compare_command)
 
 WHY = "skillbooks live in a shared Redis"
-NameArgument = Annotated[str, typer.Argument(help="The skillbook's name in Redis.")]
 
 
 @skillbook_app.command("list", cls=HelpCommand)
@@ -71,7 +71,7 @@ def skillbook_list(as_json: JsonOption = False) -> None:
 
 
 @skillbook_app.command("show", cls=HelpCommand)
-def skillbook_show(name: NameArgument, as_json: JsonOption = False) -> None:
+def skillbook_show(name: SkillbookNameArgument, as_json: JsonOption = False) -> None:
     """Print a skillbook as markdown, with its version and how full it is."""
     check_skillbook_name(name)
     with open_service(redis_settings("skillbook show", WHY), run_workers=False, learn_threads=1) as service:
@@ -136,7 +136,7 @@ def skillbook_import(
 
 @skillbook_app.command("diff", cls=HelpCommand)
 def skillbook_diff(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     from_version: Annotated[int, typer.Argument(min=0, help="The older version.")],
     to_version: Annotated[int, typer.Argument(min=0, help="The newer version.")],
     as_json: JsonOption = False,
@@ -171,7 +171,7 @@ def skillbook_diff(
 
 @skillbook_app.command("export", cls=HelpCommand)
 def skillbook_export(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     out: Annotated[Path, typer.Option(help="JSON file to write (atomically).")],
     markdown: Annotated[Path | None, typer.Option(help="Also write markdown here.")] = None,
     as_json: JsonOption = False,
@@ -193,7 +193,7 @@ def skillbook_export(
 
 @skillbook_app.command("history", cls=HelpCommand)
 def skillbook_history(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     limit: Annotated[int, typer.Option(min=1, help="How many versions, newest first.")] = 20,
     as_json: JsonOption = False,
 ) -> None:
@@ -225,7 +225,7 @@ def skillbook_history(
 
 @skillbook_app.command("dedup", cls=HelpCommand)
 def skillbook_dedup(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     provider: Annotated[
         str | None,
         typer.Option(
@@ -280,7 +280,7 @@ def _consolidation_label(op: dict[str, Any]) -> str:
 
 @skillbook_app.command("rollback", cls=HelpCommand)
 def skillbook_rollback(
-    name: NameArgument,
+    name: SkillbookNameArgument,
     to_version: Annotated[int, typer.Option("--to", min=0, help="The version to restore.")],
     as_json: JsonOption = False,
 ) -> None:
