@@ -15,6 +15,7 @@ from ..distributed.settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
 from ..distributed.store.changelog import ChangeRecord, SkillImage
 from ..distributed.store.errors import SkillbookExistsError
 from ..distributed.store.planning import skill_order_key
+from ..distributed.store.review_writes import ProposeOutcome
 from ..distributed.store.store import list_skillbooks
 from ..distributed.store.write_scope import dedup_write_scope, write_scope
 from ..errors import AceError, SkillbookFormatError
@@ -264,8 +265,27 @@ def skillbook_dedup(
         with write_scope(dedup_write_scope({"command": "skillbook dedup"})):
             report = manager.deduplicate(book)
         after = book.refresh() if report.changed else before
+    # Under a review policy (CONSOLIDATE=review) the batch waits as a proposal instead (unless
+    # enough agreeing proposals auto-approved it).
+    outcome = book.last_result
+    proposed: ProposeOutcome | None = None
+    if isinstance(outcome, ProposeOutcome) and outcome.auto_approved_version is None:
+        proposed = outcome
     if as_json:
-        print_json({"name": name, "dry_run": False, "version": after, "applied": report.to_dict()})
+        print_json(
+            {
+                "name": name,
+                "dry_run": False,
+                "version": after,
+                "applied": report.to_dict(),
+                "proposal": proposed.proposal_id if proposed is not None else None,
+            }
+        )
+    elif proposed is not None:
+        typer.echo(
+            f"skillbook {name!r}: the consolidation waits for review as proposal {proposed.proposal_id} "
+            f"(ace-workers skillbook review show {name} {proposed.proposal_id})"
+        )
     elif not report.changed:
         typer.echo(f"0 operation(s) planned; nothing changed (skillbook {name!r}, version {before})")
     else:

@@ -16,6 +16,7 @@ from ace_workers.distributed import RedisSkillbookStore
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.changelog import ChangeKind
+from ace_workers.distributed.store.review_policy import parse_policy
 from tests.support.cli import said, write_traces
 
 PREFIX = "clilife"
@@ -177,6 +178,26 @@ def test_skillbook_dedup_leaves_a_pinned_near_duplicate_unmerged(
     code, out, _ = invoke("skillbook", "dedup", "tenant")
     assert code == 0, out
     assert "1 merged into 1" in out
+    assert [s.id for s in store.export().skills()] == ["mirp-00001"]
+
+
+def test_skillbook_dedup_under_review_names_the_proposal_it_made(
+    clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    clean_env.setenv("ACE_REDIS_URL", redis_url)
+    clean_env.setenv("HF_HUB_OFFLINE", "1")
+    skills = Skillbook()
+    for content in MIRP:
+        skills.add_skill("mirp", content)
+    store = RedisSkillbookStore(redis_client, "reviewed")
+    store.import_skillbook(skills)
+    store.review.set_policy(parse_policy("CONSOLIDATE=review"), actor="user:lead")
+    code, out, _ = invoke("skillbook", "dedup", "reviewed")
+    assert code == 0, out
+    (proposal,) = store.review.proposals()
+    assert f"the consolidation waits for review as proposal {proposal.id}" in said(out)
+    assert len(store.export()) == 2
+    store.review.approve(proposal.id, actor="user:lead")
     assert [s.id for s in store.export().skills()] == ["mirp-00001"]
 
 
