@@ -412,6 +412,11 @@ class BatchStore:
             self.redis.sadd(running_batches_key(self.prefix), batch_id)  # the reconciler watches it again
         return answer == 1
 
+    def outcome(self, batch_id: str, epoch: int, index: int) -> str | None:
+        """How a sample finished, ``done`` or ``failed``, or None while it has not (or runs again)."""
+        raw = self.redis.hget(self._key(batch_id, "outcomes"), sample_key(epoch, index))
+        return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
+
     def record_done(self, batch_id: str, epoch: int, index: int, payload: dict[str, Any]) -> int | None:
         """Record a finished sample; return how many of its epoch finished, None if already recorded.
 

@@ -310,6 +310,14 @@ def _give_up(
     step = _step_name(runtime, kwargs)
     error = f"{type(exc).__name__}: {exc}"
     logger.error("%s failed for good: %s", step, error)
+    sample = _sample_of(kwargs)
+    if sample is not None and runtime.batches.outcome(*sample) is not None:
+        # A second copy of a sample that already finished (the reconciler sent it again while the
+        # first was in flight): its truth is recorded, and a second letter would be retried twice.
+        logger.info(
+            "%s: sample %s of batch %s already finished; no second dead letter", step, sample[1:], sample[0]
+        )
+        return
     # Park the message first: once the failure is counted, a waiting producer may look for it.
     _while_redis_is_full(
         runtime,
@@ -317,9 +325,9 @@ def _give_up(
             runtime, task_id=task.request.id, step=step, kwargs=kwargs, payload=payload, error=error
         ),
     )
-    batch_id, epoch, index = kwargs.get("batch_id"), kwargs.get("epoch"), kwargs.get("sample_index")
-    if not (isinstance(batch_id, str) and isinstance(epoch, int) and isinstance(index, int)):
+    if sample is None:
         return
+    batch_id, epoch, index = sample
     try:
         finished = _while_redis_is_full(
             runtime,
@@ -341,6 +349,14 @@ def _give_up(
         return
     # A failed sample still finishes its epoch.
     _while_redis_is_full(runtime, lambda: start_next_epoch(task.app, runtime, batch_id, epoch, finished))
+
+
+def _sample_of(kwargs: dict[str, Any]) -> tuple[str, int, int] | None:
+    """The batch id, epoch and index a step message names, or None if it names no sample of ours."""
+    batch_id, epoch, index = kwargs.get("batch_id"), kwargs.get("epoch"), kwargs.get("sample_index")
+    if isinstance(batch_id, str) and isinstance(epoch, int) and isinstance(index, int):
+        return batch_id, epoch, index
+    return None
 
 
 def _step_name(runtime: WorkerRuntime, kwargs: dict[str, Any]) -> str:

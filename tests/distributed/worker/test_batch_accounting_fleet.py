@@ -7,6 +7,7 @@ then runs moves from failed to done; a cancelled batch parks nothing.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from ace_workers.distributed import WorkerSettings
 from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.store.batches import BatchState, BatchStatus
+from ace_workers.distributed.worker.chains import sample_chain
 from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry_dead_letters
 from ace_workers.distributed.worker.reconcile import reconcile_batch
 from tests.support.recipes import CHOOSY_HEALED
@@ -195,3 +197,33 @@ def test_the_batch_gauges_read_the_same_ledger_as_status(service: Service, redis
     # Finished, the batch leaves the running set (the reconciler's next look): its gauges go with it.
     reconcile_batch(service.app, service.runtime, handle.batch_id)
     assert gauges() == dict.fromkeys(STATES, 0)
+
+
+def test_a_second_copy_of_a_failed_sample_parks_no_second_dead_letter(
+    service: Service, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The reconciler sends a stalled sample again while its first copy may still be in flight:
+    # when both copies fail, the sample is one failure and one letter, not two.
+    handle = service.producer.enqueue_traces(traces(redis_url, 3, {2}), "book", recipe="choosy")
+    with local_workers(service, learn_threads=2), caplog.at_level(logging.INFO):
+        wait_checked(handle, lambda s: s.state is BatchState.DONE)
+        (letter,) = read_dead_letters(service.runtime)
+        kwargs = letter.letter["kwargs"]
+        sample_chain(
+            service.app,
+            service.runtime,
+            letter.letter["payload"],
+            recipe=kwargs["recipe"],
+            skillbook=kwargs["skillbook"],
+            batch_id=kwargs["batch_id"],
+            epoch=kwargs["epoch"],
+            sample_index=kwargs["sample_index"],
+            start=kwargs["index"],
+        ).apply_async()
+        wait_for(
+            lambda: any("already finished; no second dead letter" in r.getMessage() for r in caplog.records),
+            TIMEOUT,
+            "the second copy to fail",
+        )
+    assert [letter.letter["kwargs"]["sample_index"] for letter in read_dead_letters(service.runtime)] == [2]
+    assert checked(handle).counts()["failed"] == 1
