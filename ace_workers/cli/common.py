@@ -23,9 +23,10 @@ from ..distributed.producer.producer import BatchHandle
 from ..distributed.recipe_registry import BUILT_IN_RECIPES
 from ..distributed.service import Service, build_service, local_workers
 from ..distributed.settings import WorkerSettings, env_name
-from ..distributed.store.errors import UnknownLabelError
+from ..distributed.store.actors import actor_from_option
+from ..distributed.store.errors import InvalidLabelError, UnknownLabelError
 from ..distributed.store.keys import STAT_ADDS_SKIPPED_FULL, validate_skillbook_name
-from ..distributed.store.labels import SkillbookRef, parse_skillbook_ref
+from ..distributed.store.labels import SkillbookRef, parse_skillbook_ref, validate_label
 from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
 from ..distributed.worker.errors import PayloadError
 from ..distributed.worker.payload import check_trace
@@ -34,6 +35,8 @@ from ..errors import MissingSettingError
 
 __all__ = [
     "ActorOption",
+    "actor_or_fail",
+    "check_label",
     "NoteOption",
     "SkillbookNameArgument",
     "CanaryOption",
@@ -116,6 +119,22 @@ def check_skillbook_name(name: str, param: str = "NAME") -> str:
         return validate_skillbook_name(name)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint=param) from None
+
+
+def check_label(label: str, param: str = "LABEL") -> str:
+    """``label`` if it can name a version, else a usage error naming the argument."""
+    try:
+        return validate_label(label)
+    except InvalidLabelError as exc:
+        raise typer.BadParameter(str(exc), param_hint=param) from None
+
+
+def actor_or_fail(option: str | None) -> str:
+    """The actor an ``--actor`` option (or ACE_ACTOR) names, else a usage error naming the option."""
+    try:
+        return actor_from_option(option)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--actor") from None
 
 
 def check_skillbook_ref(ref: str, param: str = "--skillbook") -> SkillbookRef:

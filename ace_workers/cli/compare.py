@@ -11,11 +11,12 @@ from typing import Annotated
 
 import typer
 
-from ..distributed.store.labels import HEAD, validate_label
+from ..distributed.store.labels import HEAD
 from ..distributed.store.outcomes import LabelComparison, LabelOutcomes, compare_labels
 from .common import (
     JsonOption,
     SkillbookNameArgument,
+    check_label,
     check_skillbook_name,
     open_service,
     print_json,
@@ -29,12 +30,7 @@ WHY = "the fleet counts what each label served in the shared Redis"
 
 
 def _label(value: str) -> str:
-    if value == HEAD:
-        return value
-    try:
-        return validate_label(value)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    return value if value == HEAD else check_label(value)
 
 
 def compare_command(

@@ -24,19 +24,18 @@ from ..distributed.ops.evaluation import (
     resolve_targets,
 )
 from ..distributed.settings import WorkerSettings
-from ..distributed.store.actors import actor_from_option
 from ..distributed.store.errors import (
     ChangelogTrimmedError,
-    InvalidLabelError,
     UnknownLabelError,
     VersionRangeError,
 )
-from ..distributed.store.labels import validate_label
 from ..distributed.store.store import RedisSkillbookStore
 from .common import (
     ActorOption,
     JsonOption,
     SkillbookNameArgument,
+    actor_or_fail,
+    check_label,
     check_skillbook_name,
     console,
     err_console,
@@ -168,11 +167,8 @@ def evaluate_command(
     check_skillbook_name(name)
     if not versions and not labels:
         raise typer.BadParameter("name at least one --version or --label to evaluate")
-    try:
-        label_names = [validate_label(label) for label in labels or []]
-        who = actor_from_option(actor)
-    except (InvalidLabelError, ValueError) as exc:
-        raise typer.BadParameter(str(exc)) from None
+    label_names = [check_label(label, "--label") for label in labels or []]
+    who = actor_or_fail(actor)
     task_set = read_tasks_option(tasks)
     settings = evaluation_settings("skillbook evaluate", model)
     with open_service(settings, run_workers=False, learn_threads=1) as service:

@@ -12,15 +12,16 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..distributed.store.actors import actor_from_option
-from ..distributed.store.errors import InvalidLabelError, UnknownLabelError, VersionRangeError
-from ..distributed.store.labels import HEAD, LabelMove, validate_label
+from ..distributed.store.errors import UnknownLabelError, VersionRangeError
+from ..distributed.store.labels import HEAD, LabelMove
 from ..distributed.store.store import RedisSkillbookStore
 from .common import (
     ActorOption,
     JsonOption,
     NoteOption,
     SkillbookNameArgument,
+    actor_or_fail,
+    check_label,
     check_skillbook_name,
     console,
     open_service,
@@ -41,14 +42,6 @@ label_app = typer.Typer(
 
 WHY = "labels live with their skillbook in a shared Redis"
 LabelArgument = Annotated[str, typer.Argument(help="The label: prod, canary or any name.")]
-
-
-def check_label(label: str, param: str = "LABEL") -> str:
-    """``label`` if it can name a version, else a usage error naming the argument."""
-    try:
-        return validate_label(label)
-    except InvalidLabelError as exc:
-        raise typer.BadParameter(str(exc), param_hint=param) from None
 
 
 def require_label(store: RedisSkillbookStore, label: str) -> int:
@@ -73,7 +66,7 @@ def label_set(
     """Point LABEL at VERSION (set it, or move it): one atomic, logged move."""
     check_skillbook_name(name)
     check_label(label)
-    who = _actor(actor)
+    who = actor_or_fail(actor)
     with open_service(
         redis_settings("skillbook label set", WHY), run_workers=False, learn_threads=1
     ) as service:
@@ -162,7 +155,7 @@ def label_delete(
     """Remove LABEL (its readers then fail, naming it); the log keeps the move."""
     check_skillbook_name(name)
     check_label(label)
-    who = _actor(actor)
+    who = actor_or_fail(actor)
     with open_service(
         redis_settings("skillbook label delete", WHY), run_workers=False, learn_threads=1
     ) as service:
@@ -196,13 +189,6 @@ def label_history(
         print_json([move.to_dict() for move in moves])
         return
     _print_moves(moves)
-
-
-def _actor(option: str | None) -> str:
-    try:
-        return actor_from_option(option)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--actor") from None
 
 
 def _print_moves(moves: list[LabelMove]) -> None:

@@ -16,7 +16,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.lifecycle import StaleRule
-from ..distributed.store.actors import actor_from_option
 from ..distributed.store.errors import StaleHistoryError
 from ..distributed.store.lifecycle import LifecycleResult
 from ..errors import SkillbookError
@@ -25,6 +24,7 @@ from .common import (
     JsonOption,
     NoteOption,
     SkillbookNameArgument,
+    actor_or_fail,
     check_skillbook_name,
     console,
     open_service,
@@ -52,19 +52,12 @@ _ALREADY = {
 }
 
 
-def _actor(value: str | None) -> str:
-    try:
-        return actor_from_option(value)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--actor") from None
-
-
 def _change(
     action: str, name: str, skill_ids: list[str], note: str, actor: str | None, as_json: bool
 ) -> None:
     """Run one lifecycle change of the store and print what it did."""
     check_skillbook_name(name)
-    who = _actor(actor)
+    who = actor_or_fail(actor)
     with open_service(
         redis_settings(f"skillbook {action}", WHY), run_workers=False, learn_threads=1
     ) as service:
@@ -199,7 +192,7 @@ def skillbook_prune(
     rule = StaleRule(
         days=days if days is not None or batches is not None else DEFAULT_STALE_DAYS, batches=batches
     )
-    who = _actor(actor) if apply else None
+    who = actor_or_fail(actor) if apply else None
     with open_service(redis_settings("skillbook prune", WHY), run_workers=False, learn_threads=1) as service:
         store = store_or_fail(service, name)
         try:

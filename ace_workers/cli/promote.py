@@ -9,13 +9,13 @@ import typer
 
 from ..distributed.ops.evaluation import fleet_agent
 from ..distributed.ops.promotion import PromotionDecision, PromotionResult, promote_label
-from ..distributed.store.actors import actor_from_option
-from ..distributed.store.errors import InvalidLabelError, UnknownLabelError
-from ..distributed.store.labels import validate_label
+from ..distributed.store.errors import UnknownLabelError
 from .common import (
     ActorOption,
     JsonOption,
     SkillbookNameArgument,
+    actor_or_fail,
+    check_label,
     check_skillbook_name,
     console,
     open_service,
@@ -75,12 +75,9 @@ def promote_command(
     label moves unconditionally (and is logged).
     """
     check_skillbook_name(name)
-    try:
-        validate_label(candidate)
-        validate_label(target)
-        who = actor_from_option(actor)
-    except (InvalidLabelError, ValueError) as exc:
-        raise typer.BadParameter(str(exc)) from None
+    check_label(candidate, "CANDIDATE")
+    check_label(target, "--to")
+    who = actor_or_fail(actor)
     if candidate == target:
         raise typer.BadParameter(f"CANDIDATE and --to are both {target!r}: name two labels")
     if margin >= 1.0:

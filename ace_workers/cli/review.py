@@ -9,7 +9,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.skill_ids import section_prefix
-from ..distributed.store.actors import actor_from_option
 from ..distributed.store.errors import UnknownProposalError
 from ..distributed.store.proposals import Proposal, ProposalStatus
 from ..distributed.store.review_policy import ReviewPolicy, parse_policy
@@ -18,6 +17,7 @@ from .common import (
     JsonOption,
     NoteOption,
     SkillbookNameArgument,
+    actor_or_fail,
     check_skillbook_name,
     console,
     open_service,
@@ -157,7 +157,7 @@ def review_approve(
 ) -> None:
     """Apply a pending proposal as one new version (refused if decided already, or conflicting)."""
     check_skillbook_name(name)
-    who = _actor(actor)
+    who = actor_or_fail(actor)
     with open_service(
         redis_settings("skillbook review approve", WHY), run_workers=False, learn_threads=1
     ) as service:
@@ -177,7 +177,7 @@ def review_reject(
 ) -> None:
     """Reject a pending proposal: nothing of it applies; the decision is logged."""
     check_skillbook_name(name)
-    who = _actor(actor)
+    who = actor_or_fail(actor)
     with open_service(
         redis_settings("skillbook review reject", WHY), run_workers=False, learn_threads=1
     ) as service:
@@ -218,7 +218,7 @@ def review_policy(
         raise typer.BadParameter(
             "give the POLICY the threshold belongs to", param_hint="--auto-approve-after"
         )
-    who = _actor(actor) if chosen is not None else ""
+    who = actor_or_fail(actor) if chosen is not None else ""
     with open_service(
         redis_settings("skillbook review policy", WHY), run_workers=False, learn_threads=1
     ) as service:
@@ -250,13 +250,6 @@ def _proposal_or_fail(review: Any, proposal_id: str) -> Proposal:
     except UnknownProposalError as exc:
         raise typer.BadParameter(str(exc), param_hint="ID") from None
     return proposal
-
-
-def _actor(option: str | None) -> str:
-    try:
-        return actor_from_option(option)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--actor") from None
 
 
 def _print_decided(name: str, decided: Proposal, as_json: bool) -> None:
