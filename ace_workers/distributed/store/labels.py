@@ -2,9 +2,9 @@
 
 Learning always writes the head; a reader given a label (``support@prod``)
 serves the version the label points at, so a known-good version keeps serving
-while the head moves on. A move is a compare-and-set on the labels hash and
-is logged, with its actor, note and the evaluation that justified it, in the
-label log stream, in the same transaction.
+while the head moves on. A move is a compare-and-set on the labels hash, run
+by the store's retry loop, and is logged, with its actor, note and the
+evaluation that justified it, in the label log stream, in the same transaction.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import redis
 from redis.client import Pipeline
 
 from ...core.skill import utc_now
-from .errors import InvalidLabelError, LabelMovedError, UnknownLabelError, VersionConflict, VersionRangeError
+from .errors import InvalidLabelError, LabelMovedError, UnknownLabelError, VersionRangeError
 from .keys import SkillbookKeys, validate_skillbook_name
 from .replies import decode_int, decode_text, optional_text, reading
+from .transactions import CompareAndSet
 
 __all__ = [
     "HEAD",
@@ -36,7 +37,6 @@ logger = logging.getLogger(__name__)
 
 HEAD = "head"  # not a label: the current version, where learning writes
 _LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
-_MAX_ATTEMPTS = 10
 _LOG_MAXLEN = 10_000  # label moves kept in the log (approximately)
 _UNSET = object()
 
@@ -101,9 +101,10 @@ class LabelMove:
 class SkillbookLabels:
     """The labels of one skillbook in Redis: read, moved by compare-and-set, logged."""
 
-    def __init__(self, client: redis.Redis, keys: SkillbookKeys) -> None:
+    def __init__(self, client: redis.Redis, keys: SkillbookKeys, cas: CompareAndSet) -> None:
         self._redis = client
         self.keys = keys
+        self._cas = cas
 
     def get(self, label: str) -> int | None:
         """The version ``label`` points at, or None if the skillbook has no such label."""
@@ -186,13 +187,10 @@ class SkillbookLabels:
         evaluation: dict[str, Any] | None,
         expect: Any,
     ) -> LabelMove:
-        for _ in range(_MAX_ATTEMPTS):
-            try:
-                with self._redis.pipeline(transaction=True) as pipe:
-                    return self._attempt(pipe, label, version, actor, note, evaluation, expect)
-            except redis.WatchError:
-                continue  # another move (or write) committed in between: read again
-        raise VersionConflict(self.keys.name, _MAX_ATTEMPTS, f"moving label {label!r}")
+        return self._cas(
+            f"moving label {label!r}",
+            lambda pipe: self._attempt(pipe, label, version, actor, note, evaluation, expect),
+        )
 
     def _attempt(
         self,

@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import redis
 from redis.client import Pipeline
@@ -44,7 +44,7 @@ from .errors import StaleHistoryError, UnknownSkillbookError
 from .keys import META_NEXT_ORDER, SkillbookKeys
 from .planning import SkillReads, is_active, plan_index
 from .replies import decode_int, optional_text, reading
-from .transactions import SkillbookWrites, dump_json, records_of, watch_keys
+from .transactions import CompareAndSet, SkillbookWrites, dump_json, records_of, watch_keys
 
 __all__ = [
     "LifecycleResult",
@@ -54,7 +54,6 @@ __all__ = [
     "recent_touches",
 ]
 
-T = TypeVar("T")
 
 _LOG_PAGE = 500  # change-log entries per XREVRANGE (as the store's history reads them)
 
@@ -265,14 +264,6 @@ def recent_touches(
         raise StaleHistoryError(keys.name, batches, len(seen))
     # The whole history was read: it held the batches it held.
     return RecentTouches(frozenset(touched), len(seen), complete=len(seen) == batches)
-
-
-class CompareAndSet(Protocol):
-    """The store's retry loop: runs an attempt until it commits (or raises VersionConflict)."""
-
-    def __call__(self, operation: str, attempt: Callable[[Pipeline], T]) -> T:
-        """Run ``attempt`` with a fresh pipeline, again after each lost race."""
-        ...
 
 
 class SkillbookLifecycle:

@@ -12,11 +12,9 @@ change log with its actor, note and time.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import redis
-from redis.client import Pipeline
 
 from ...core.consolidation import ConsolidationBatch
 from ...core.skill import utc_now
@@ -39,20 +37,13 @@ from .proposals import (
 from .replies import decode_text, reading
 from .review_policy import ReviewPolicy, decode_policy
 from .review_writes import AUTO_APPROVE_ACTOR, ProposeOutcome, ReviewWrites
-from .transactions import SkillbookWrites
+from .transactions import CompareAndSet, SkillbookWrites
 
 __all__ = ["AUTO_APPROVE_ACTOR", "ProposeOutcome", "SkillbookReview", "is_review_of_skills"]
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 _MAX_NOTE_CHARS = 2000  # a note lands in the change log and in terminal lines
-
-
-class _Cas(Protocol):
-    """The store's retry loop: run ``attempt`` until it commits, retrying lost races."""
-
-    def __call__(self, operation: str, attempt: Callable[[Pipeline], T]) -> T: ...
 
 
 def is_review_of_skills(record: ChangeRecord) -> bool:
@@ -68,7 +59,9 @@ def is_review_of_skills(record: ChangeRecord) -> bool:
 class SkillbookReview:
     """The review policy and proposals of one skillbook (``RedisSkillbookStore.review``)."""
 
-    def __init__(self, client: redis.Redis, keys: SkillbookKeys, writes: SkillbookWrites, cas: _Cas) -> None:
+    def __init__(
+        self, client: redis.Redis, keys: SkillbookKeys, writes: SkillbookWrites, cas: CompareAndSet
+    ) -> None:
         self._redis = client
         self.keys = keys
         self._cas = cas

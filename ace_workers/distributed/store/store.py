@@ -309,7 +309,7 @@ class RedisSkillbookStore:
     @property
     def labels(self) -> SkillbookLabels:
         """The skillbook's labelled versions (prod, canary, ...)."""
-        return SkillbookLabels(self._redis, self.keys)
+        return SkillbookLabels(self._redis, self.keys, self._cas)
 
     @property
     def evaluations(self) -> SkillbookEvaluations:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import redis
 from redis.client import Pipeline
@@ -85,6 +85,7 @@ from .replies import decode_int, decode_text, optional_text
 
 __all__ = [
     "META_ACTIVE_SKILLS",
+    "CompareAndSet",
     "ImportPayload",
     "PreparedApply",
     "PreparedConsolidation",
@@ -97,10 +98,24 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 _MAX_PLAN_ROUNDS = 6  # read rounds of one apply attempt; two in practice
 # Field of the meta hash: how many active skills the skillbook holds, kept by every write in
 # its own MULTI, so an apply checks the size limit without counting the skills.
 META_ACTIVE_SKILLS = "active_skills"
+
+
+class CompareAndSet(Protocol):
+    """The store's retry loop (``RedisSkillbookStore._cas``): runs an attempt until it commits.
+
+    Each attempt gets a fresh pipeline; a lost race (WatchError) is retried with backoff,
+    and VersionConflict is raised after the store's ``max_attempts``.
+    """
+
+    def __call__(self, operation: str, attempt: Callable[[Pipeline], T]) -> T:
+        """Run ``attempt`` with a fresh pipeline, again after each lost race."""
+        ...
 
 
 @dataclass(frozen=True)
