@@ -9,6 +9,7 @@ evaluation that justified it, in the label log stream, in the same transaction.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -21,7 +22,7 @@ from redis.client import Pipeline
 from ...core.skill import utc_now
 from .errors import InvalidLabelError, LabelMovedError, UnknownLabelError, VersionRangeError
 from .keys import SkillbookKeys, validate_skillbook_name
-from .replies import decode_int, decode_text, optional_text, reading
+from .replies import decode_int, decode_text, reading, stream_newest_first
 from .transactions import CompareAndSet
 
 __all__ = [
@@ -164,19 +165,8 @@ class SkillbookLabels:
         """The last ``limit`` label moves (of ``label`` only, if given), newest first."""
         if label is not None:
             validate_label(label)
-        moves: list[LabelMove] = []
-        newest = "+"
-        while len(moves) < limit:
-            with reading(self.keys.label_log):
-                page = self._redis.xrevrange(self.keys.label_log, max=newest, count=200) or []
-            for _, fields in page:
-                move = _decode_move(fields)
-                if label is None or move.label == label:
-                    moves.append(move)
-            if len(page) < 200:
-                break
-            newest = "(" + str(optional_text(page[-1][0]))
-        return moves[:limit]
+        moves = (_decode_move(fields) for _, fields in stream_newest_first(self._redis, self.keys.label_log))
+        return list(itertools.islice((m for m in moves if label is None or m.label == label), limit))
 
     def _move(
         self,

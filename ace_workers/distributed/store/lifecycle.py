@@ -43,7 +43,7 @@ from .changelog import ChangeKind, ChangeRecord, SkillImage, stream_id
 from .errors import StaleHistoryError, UnknownSkillbookError
 from .keys import META_NEXT_ORDER, SkillbookKeys
 from .planning import SkillReads, is_active, plan_index
-from .replies import decode_int, optional_text, reading
+from .replies import decode_int, stream_newest_first
 from .transactions import CompareAndSet, SkillbookWrites, dump_json, records_of, watch_keys
 
 __all__ = [
@@ -53,9 +53,6 @@ __all__ = [
     "SkillbookLifecycle",
     "recent_touches",
 ]
-
-
-_LOG_PAGE = 500  # change-log entries per XREVRANGE (as the store's history reads them)
 
 
 @dataclass(frozen=True)
@@ -240,26 +237,23 @@ def recent_touches(
     seen: set[str] = set()
     touched: set[str] = set()
     pending: set[str] = set()
-    newest = stream_id(up_to_version)
     oldest_version: int | None = None
-    while up_to_version > 0:
-        with reading(keys.changes):
-            page = client.xrevrange(keys.changes, max=newest, count=_LOG_PAGE) or []
-        for record in records_of(page, keys.changes):
-            oldest_version = record.version
-            batch = _batch_of(record)
-            if batch is None:
-                pending |= _touched_by(record)
-                continue
-            if batch not in seen:
-                if len(seen) == batches:
-                    return RecentTouches(frozenset(touched), batches, complete=True)
-                seen.add(batch)
-            touched |= pending | _touched_by(record)
-            pending.clear()
-        if len(page) < _LOG_PAGE:
-            break
-        newest = "(" + str(optional_text(page[-1][0]))
+    entries = (
+        stream_newest_first(client, keys.changes, newest=stream_id(up_to_version)) if up_to_version else ()
+    )
+    for entry in entries:
+        (record,) = records_of([entry], keys.changes)
+        oldest_version = record.version
+        batch = _batch_of(record)
+        if batch is None:
+            pending |= _touched_by(record)
+            continue
+        if batch not in seen:
+            if len(seen) == batches:
+                return RecentTouches(frozenset(touched), batches, complete=True)
+            seen.add(batch)
+        touched |= pending | _touched_by(record)
+        pending.clear()
     if oldest_version not in (None, 1):
         raise StaleHistoryError(keys.name, batches, len(seen))
     # The whole history was read: it held the batches it held.

@@ -19,16 +19,37 @@ from redis.client import Pipeline
 from .errors import CorruptDataError
 
 __all__ = [
+    "STREAM_PAGE",
     "decode_int",
     "decode_json",
     "decode_text",
     "execute_reads",
     "optional_text",
     "reading",
+    "stream_newest_first",
 ]
 
 _WRONG_TYPE = "WRONGTYPE"
 _SHOWN_CHARS = 40  # of a corrupt value, in the error: enough to recognise it
+# Stream entries per XREVRANGE: one read of 10,000 change-log entries with their skill images
+# blocks Redis (and outlasts a client's socket timeout); pages leave room for other commands.
+STREAM_PAGE = 500
+
+
+def stream_newest_first(
+    client: redis.Redis, key: str, *, newest: str = "+", page: int = STREAM_PAGE
+) -> Iterator[tuple[Any, Any]]:
+    """The entries ``(id, fields)`` of stream ``key`` from ``newest`` back, read ``page`` at a time.
+
+    Lazy: a caller that stops early reads no further page.
+    """
+    while True:
+        with reading(key):
+            entries = client.xrevrange(key, max=newest, count=page) or []
+        yield from entries
+        if len(entries) < page:
+            return
+        newest = "(" + str(optional_text(entries[-1][0]))
 
 
 def decode_text(value: bytes | str) -> str:

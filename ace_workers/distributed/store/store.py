@@ -14,6 +14,7 @@ everything, in one MULTI, and are cached per version.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import random
@@ -56,7 +57,16 @@ from .planning import (
     skill_order_key,
     split_provenance,
 )
-from .replies import decode_int, decode_json, decode_text, execute_reads, optional_text, reading
+from .replies import (
+    STREAM_PAGE,
+    decode_int,
+    decode_json,
+    decode_text,
+    execute_reads,
+    optional_text,
+    reading,
+    stream_newest_first,
+)
 from .review import SkillbookReview, is_review_of_skills
 from .snapshots import SnapshotCache, advance_snapshot, default_snapshot_cache
 from .transactions import (
@@ -123,9 +133,6 @@ class StoreObserver(Protocol):
     def on_apply(self, skillbook: str, result: StoreApplyResult) -> None:
         """An apply finished: applied (maybe stale, maybe with skipped operations) or a duplicate delivery."""
         ...
-
-
-_HISTORY_PAGE = 500  # change-log entries per XREVRANGE
 
 
 class RedisSkillbookStore:
@@ -417,20 +424,8 @@ class RedisSkillbookStore:
         """The last ``limit`` changes, newest first."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        # In pages: one XREVRANGE of 10,000 entries with their skill images blocks Redis (and
-        # outlasts a client's socket timeout); pages of 500 leave room for other commands.
-        entries: list[Any] = []
-        newest = "+"
-        while len(entries) < limit:
-            wanted = min(_HISTORY_PAGE, limit - len(entries))
-            with reading(self.keys.changes):
-                page = self._redis.xrevrange(self.keys.changes, max=newest, count=wanted) or []
-            entries.extend(page)
-            if len(page) < wanted:
-                break
-            last_id = page[-1][0]
-            newest = "(" + str(optional_text(last_id))
-        return records_of(entries, self.keys.changes)
+        entries = stream_newest_first(self._redis, self.keys.changes, page=min(STREAM_PAGE, limit))
+        return records_of(list(itertools.islice(entries, limit)), self.keys.changes)
 
     def diff(self, from_version: int, to_version: int) -> dict[str, tuple[SkillImage, SkillImage]]:
         """Skill id -> (state at ``from_version``, state at ``to_version``) for every skill changed between.
