@@ -15,6 +15,7 @@ from ..distributed.worker.app import is_redis_full
 from ..errors import AceError, SettingsError
 from .batch import batch_app
 from .common import printable
+from .console import console_command
 from .dead_letters import dead_letters_app
 from .demo import demo_command
 from .enqueue import enqueue_command
@@ -78,6 +79,7 @@ def version_command() -> None:
 # Every command, in the order --help lists them.
 app.command("demo", cls=HelpCommand)(demo_command)
 app.command("mcp", cls=HelpCommand)(mcp_command)
+app.command("console", cls=HelpCommand)(console_command)
 app.command("learn", cls=HelpCommand)(learn_command)
 app.command("worker", cls=HelpCommand)(worker_command)
 app.command("enqueue", cls=HelpCommand)(enqueue_command)

@@ -160,6 +160,10 @@ class WorkerSettings:
       configured nowhere is refused, never imported [unset]
     - ``ACE_FLOWER_BASIC_AUTH``: "user:password" (comma-separated for several) ``ace-workers flower``
       requires unless started with ``--no-auth`` [unset]
+    - ``ACE_CONSOLE_BASIC_AUTH``: "user:password" (comma-separated for several) people sign in to
+      ``ace-workers console`` with; the user is who the change log and audit log say acted [unset]
+    - ``ACE_CONSOLE_TOKENS``: "name:token" (comma-separated for several; each token at least 16
+      characters) scripts send to the console as ``Authorization: Bearer TOKEN`` [unset]
     - ``ACE_OTLP_ENDPOINT``: OpenTelemetry collector (OTLP/HTTP base URL, e.g. ``http://collector:4318``)
       workers send their traces to, one trace per sample; ``ace-workers worker --otlp-endpoint``
       overrides it [unset: ``OTEL_EXPORTER_OTLP_ENDPOINT``, else no tracing]
@@ -242,6 +246,8 @@ class WorkerSettings:
     nightly_lock_seconds: int = _setting(600, minimum=1)
     # repr=False: a password must not reach logs through the settings' repr.
     flower_basic_auth: str | None = field(default=None, repr=False)
+    console_basic_auth: str | None = field(default=None, repr=False)
+    console_tokens: str | None = field(default=None, repr=False)
     otlp_endpoint: str | None = None
     serve_label: str | None = None
     canary_share: float = _setting(0.0)
@@ -262,7 +268,8 @@ class WorkerSettings:
             raise InvalidSettingError(env_name("queue_prefix"), self.queue_prefix, str(exc)) from None
         for role in ("agent_model", "reflector_model", "skill_manager_model"):
             _check_model(env_name(role), getattr(self, role))
-        _check_basic_auth(self.flower_basic_auth)
+        for credentials in ("flower_basic_auth", "console_basic_auth", "console_tokens"):
+            _check_basic_auth(credentials, getattr(self, credentials))
         _check_url("otlp_endpoint", self.otlp_endpoint, ("http", "https"))
         _check_nightly(self)
         if self.llm_factory is not None and not _IMPORT_PATH.fullmatch(self.llm_factory):
@@ -482,16 +489,16 @@ def _check_dedup(settings: WorkerSettings) -> None:
         )
 
 
-def _check_basic_auth(value: object) -> None:
+def _check_basic_auth(name: str, value: object) -> None:
     if value is None:
         return
     # Flower splits its --basic-auth value on commas: one "user:password" per user.
     pairs = value.split(",") if isinstance(value, str) else []
     if not pairs or not all(_is_credential(pair) for pair in pairs):
         raise InvalidSettingError(
-            env_name("flower_basic_auth"),
+            env_name(name),
             "***",  # never echo a password
-            'expected "user:password" (several separated by commas), each with a user and a password',
+            'expected "name:secret" (several separated by commas), each with a name and a secret',
         )
 
 

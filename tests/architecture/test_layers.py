@@ -180,6 +180,7 @@ TOP_LAYERS = (
     "integrations",
     "runners",
     "mcp",
+    "console",
     "demo",
     "deduplication",
     "implementations",

@@ -47,12 +47,13 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:fleet:shape:DIGEST     string  a recipe shape's steps and settings, as its sender had them (TTL)
     ace:write-probe:ID         string  a worker's look whether Redis takes writes; expires in 1 s
     ace:claim:SHA256           string  a claim-checked payload value too big for a message, with a TTL
+    ace:console:audit          stream  one entry per action taken in the web console (capped)
 
 Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
 they all live in one hash slot and one MULTI/EXEC can span them; every key of a
 batch carries ``{batch:ID}``, so its finish script runs in one slot too. The keys
 that span skillbooks (``ace:skillbooks``, ``ace:dead_letters``, ``ace:batches:running``,
-``ace:write_partitions`` and the claim-check keys) each live in the slot of their own
+``ace:write_partitions``, ``ace:console:audit`` and the claim-check keys) each live in the slot of their own
 name: no transaction or script touches one of them together with another key, so
 they work on a cluster as they are (ACE_STORE_URL=redis+cluster://...).
 
@@ -90,6 +91,7 @@ __all__ = [
     "content_field",
     "dead_letters_key",
     "fleet_workers_key",
+    "console_audit_key",
     "recipe_shape_key",
     "INBOX_TRACE_FIELD",
     "NIGHTLY_CURSOR",
@@ -207,6 +209,11 @@ def write_partitions_key(prefix: str = DEFAULT_PREFIX) -> str:
 def running_batches_key(prefix: str = DEFAULT_PREFIX) -> str:
     """The set of unfinished batch ids; like the registry, a global key written outside any transaction."""
     return f"{validate_key_prefix(prefix)}:batches:running"
+
+
+def console_audit_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """Stream: one entry per action taken in the web console (who, what, on what, outcome)."""
+    return f"{validate_key_prefix(prefix)}:console:audit"
 
 
 def write_probe_key(token: str, prefix: str = DEFAULT_PREFIX) -> str:

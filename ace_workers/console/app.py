@@ -1,0 +1,92 @@
+"""The console's Starlette application: every area's routes behind the gate, templates, static files."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..distributed.service import Service
+from .access import ConsoleAccess
+from .areas import AREAS
+from .audit import read_audit
+from .security import ConsoleGate
+from .views import ConsoleState, View, error_response, page
+
+__all__ = ["build_console_app", "api_endpoints"]
+
+
+def build_console_app(
+    service: Service, access: ConsoleAccess, *, host: str, read_only: bool = False
+) -> Starlette:
+    """The console of the fleet ``service`` reaches, gated by ``access``; ``host`` is the address bound."""
+    templates = Environment(
+        loader=PackageLoader("ace_workers.console", "templates"),
+        # Everything shown comes from Redis, which is untrusted: escape it all.
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    templates.filters["tojson_pretty"] = _json_pretty
+    app = Starlette(
+        routes=_routes(),
+        middleware=[Middleware(ConsoleGate, access=access, host=host)],
+        exception_handlers={Exception: error_response},
+    )
+    # A new secret per process: a restart makes open forms stale, never forgeable.
+    app.state.console = ConsoleState(service, templates, secrets.token_bytes(32), read_only=read_only)
+    return app
+
+
+def _routes() -> list[BaseRoute]:
+    routes: list[BaseRoute] = [
+        Route("/", lambda request: RedirectResponse("/skillbooks", 303), methods=["GET"]),
+        Route("/healthz", _healthz, methods=["GET"]),
+        Route("/api", _api_index, methods=["GET"], name="api:index"),
+        *page("/audit", "audit.html", _audit, name="audit", summary="The console's audit log, newest first."),
+        Mount("/static", StaticFiles(packages=[("ace_workers.console", "static")]), name="static"),
+    ]
+    for area in AREAS:
+        routes.extend(area)
+    return routes
+
+
+def api_endpoints(routes: list[BaseRoute]) -> list[dict[str, str]]:
+    """Every ``/api`` endpoint: method, path and what it answers (the docstring page() gave it)."""
+    found = []
+    for route in routes:
+        if isinstance(route, Route) and route.path.startswith("/api/"):
+            for method in sorted((route.methods or set()) - {"HEAD"}):
+                found.append({"method": method, "path": route.path, "summary": route.endpoint.__doc__ or ""})
+    return found
+
+
+def _api_index(request: Request) -> Response:
+    return JSONResponse({"endpoints": api_endpoints(request.app.routes)})
+
+
+def _healthz(request: Request) -> Response:
+    """200 when the fleet's Redis answers a PING, else 503 with the reason; no credentials needed."""
+    state: ConsoleState = request.app.state.console
+    try:
+        state.redis.ping()
+    except Exception as exc:
+        return JSONResponse({"ok": False, "redis": f"{type(exc).__name__}: {exc}"}, status_code=503)
+    return JSONResponse({"ok": True, "redis": "ok", "read_only": state.read_only})
+
+
+def _audit(view: View) -> dict[str, Any]:
+    limit = view.int_query("limit", 100, minimum=1, maximum=1000)
+    return {"entries": [entry.to_dict() for entry in read_audit(view.state.redis, view.state.prefix, limit)]}
+
+
+def _json_pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)

@@ -1,0 +1,9 @@
+"""The console's review area (being built)."""
+
+from __future__ import annotations
+
+from starlette.routing import BaseRoute
+
+__all__ = ["ROUTES"]
+
+ROUTES: list[BaseRoute] = []

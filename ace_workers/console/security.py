@@ -1,0 +1,125 @@
+"""The console's gate: Host check, authentication, and the headers every answer carries.
+
+A pure ASGI middleware, so nothing of the app runs for a request it refuses.
+CSRF and read-only are checked where state changes, by ``views.action``,
+which reads the form the token comes in.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..mcp.auth import is_loopback
+from .access import LOCAL_USER, ConsoleAccess, Principal
+
+__all__ = ["ConsoleGate", "csrf_token", "OPEN_PATHS", "SECURITY_HEADERS"]
+
+# Probes and the stylesheet and script need no credentials: they show nothing of the fleet.
+OPEN_PATHS = ("/healthz", "/static/")
+REALM = 'Basic realm="ace-workers console", charset="UTF-8"'
+# No inline script, no other origin, no framing: injected markup could neither run nor phone home.
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+    ),
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "same-origin",
+    "cache-control": "no-store",
+}
+
+
+def csrf_token(secret: bytes, principal: Principal) -> str:
+    """The token a form of ``principal`` carries: an HMAC of their name under the process's secret."""
+    return hmac.new(secret, f"csrf:{principal.name}".encode(), hashlib.sha256).hexdigest()
+
+
+class ConsoleGate:
+    """Refuses requests with a foreign Host (on loopback) or without valid credentials.
+
+    On a loopback bind the Host header must name loopback too: a web page
+    whose name was re-pointed at 127.0.0.1 (DNS rebinding) is refused
+    before its request reaches a handler. The principal lands in
+    ``scope["state"]["principal"]``.
+    """
+
+    def __init__(self, app: ASGIApp, access: ConsoleAccess, *, host: str) -> None:
+        self.app = app
+        self.access = access
+        self.loopback_only = is_loopback(host)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        refusal = self._refusal(scope, headers)
+        if refusal is not None:
+            await _with_headers(refusal)(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                raw = list(message.get("headers", []))
+                present = {name.lower() for name, _ in raw}
+                raw += [
+                    (k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items() if k.encode() not in present
+                ]
+                message = {**message, "headers": raw}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    def _refusal(self, scope: Scope, headers: Headers) -> Response | None:
+        host = urlsplit(f"//{headers.get('host', '')}").hostname or ""
+        if self.loopback_only and not is_loopback(host):
+            return PlainTextResponse(f"the console answers loopback names only, not Host {host!r}", 421)
+        path: str = scope["path"]
+        if path.startswith(OPEN_PATHS):
+            return None
+        principal = self._principal(headers)
+        if principal is None:
+            return _unauthorized(path, bool(self.access.users))
+        scope.setdefault("state", {})["principal"] = principal
+        return None
+
+    def _principal(self, headers: Headers) -> Principal | None:
+        if self.access.no_auth:
+            return Principal(LOCAL_USER, "none")
+        scheme, _, credential = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and credential:
+            return self.access.check_bearer(credential.strip())
+        if scheme.lower() == "basic" and credential:
+            try:
+                user, _, password = (
+                    base64.b64decode(credential.strip(), validate=True).decode().partition(":")
+                )
+            except (binascii.Error, UnicodeDecodeError):
+                return None
+            return self.access.check_basic(user, password)
+        return None
+
+
+def _unauthorized(path: str, basic: bool) -> Response:
+    message = (
+        "authentication required: basic auth (ACE_CONSOLE_BASIC_AUTH) or a bearer token (ACE_CONSOLE_TOKENS)"
+    )
+    headers = {"www-authenticate": REALM if basic else "Bearer"}
+    if path.startswith("/api/"):
+        return JSONResponse({"error": "unauthorized", "message": message}, 401, headers=headers)
+    return PlainTextResponse(message, 401, headers=headers)
+
+
+def _with_headers(response: Response) -> Response:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response

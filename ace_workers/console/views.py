@@ -1,0 +1,283 @@
+"""How a console URL becomes a page, a JSON answer and an action: the pieces every area shares.
+
+Each view is one function that returns a JSON-able dict. ``page`` serves it twice:
+as JSON under ``/api/...`` and as HTML at the same path without ``/api``, the
+template rendering exactly that dict, so a page shows nothing its API does not.
+``action`` serves a state change as a POST at both paths: the read-only mode and
+the CSRF token are checked, the audit log gets a line, and a browser is sent
+back to a page while a script gets JSON.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+import redis
+from jinja2 import Environment
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ..distributed.service import Service
+from ..distributed.store.errors import ProposalConflictError, VersionConflict
+from ..distributed.store.keys import validate_skillbook_name
+from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
+from ..errors import AceError
+from .access import Principal
+from .audit import record_action
+from .errors import BadRequestError, ConsoleRequestError, ForbiddenError, NotFoundError
+from .security import csrf_token
+
+__all__ = [
+    "ActionResult",
+    "ConsoleState",
+    "View",
+    "action",
+    "page",
+    "error_response",
+]
+
+logger = logging.getLogger(__name__)
+
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "x-csrf-token"
+
+
+@dataclass
+class ConsoleState:
+    """What every request reads: the fleet's service, the templates, the mode and the CSRF secret."""
+
+    service: Service
+    templates: Environment
+    secret: bytes
+    read_only: bool = False
+
+    @property
+    def redis(self) -> redis.Redis:
+        return self.service.runtime.redis
+
+    @property
+    def prefix(self) -> str:
+        return self.service.runtime.settings.queue_prefix
+
+
+@dataclass
+class View:
+    """One request as a view sees it: path and query parameters, the fleet, who asks."""
+
+    request: Request
+    state: ConsoleState
+    principal: Principal
+    params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def service(self) -> Service:
+        return self.state.service
+
+    @property
+    def actor(self) -> str:
+        """The actor the change log records for this user's changes."""
+        return f"user:{self.principal.name}"
+
+    def path(self, name: str) -> str:
+        return str(self.request.path_params[name])
+
+    def query(self, name: str, default: str = "") -> str:
+        return self.params.get(name, self.request.query_params.get(name, default))
+
+    def int_query(self, name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
+        """An integer parameter; BadRequestError naming it when it is not one or out of range."""
+        raw = self.query(name, "")
+        if raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise BadRequestError(f"{name}={raw!r}: expected a whole number") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = f" and at most {maximum}" if maximum is not None else ""
+            raise BadRequestError(f"{name}={value}: must be at least {minimum}{upper}")
+        return value
+
+    def store(self, name: str | None = None) -> RedisSkillbookStore:
+        """The skillbook the URL names (``{name}`` by default); NotFoundError if Redis has none such."""
+        name = self.path("name") if name is None else name
+        try:
+            validate_skillbook_name(name)
+        except ValueError as exc:
+            raise BadRequestError(str(exc)) from None
+        store = self.service.runtime.store(name)
+        if not store.exists() and name not in list_skillbooks(self.state.redis, self.state.prefix):
+            raise NotFoundError(f"no skillbook {name!r} in this fleet's Redis")
+        return store
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What an action did: a sentence for the person, the page to go back to, data for scripts."""
+
+    message: str
+    redirect: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+ViewFunction = Callable[[View], dict[str, Any]]
+ActionFunction = Callable[[View], ActionResult]
+
+
+def page(path: str, template: str, view: ViewFunction, *, name: str, summary: str) -> list[BaseRoute]:
+    """``GET /api{path}`` answers ``view`` as JSON; ``GET {path}`` renders it with ``template``."""
+
+    async def as_json(request: Request) -> Response:
+        context = _view(request)
+        return JSONResponse(await run_in_threadpool(view, context))
+
+    async def as_html(request: Request) -> Response:
+        context = _view(request)
+        data = await run_in_threadpool(view, context)
+        return render(context, template, data, api_path=_api_url(request))
+
+    as_json.__doc__ = as_html.__doc__ = summary
+    return [
+        Route(f"/api{path}", as_json, methods=["GET"], name=f"api:{name}"),
+        Route(path, as_html, methods=["GET"], name=name),
+    ]
+
+
+def action(path: str, do: ActionFunction, *, name: str, summary: str, target: str) -> list[BaseRoute]:
+    """``POST {path}`` (a form; answered by a redirect) and ``POST /api{path}`` (JSON in and out).
+
+    ``target`` is a format string over the path parameters naming what the
+    action changes, for the audit log (``"{name}"``, ``"{name}/{proposal}"``).
+    """
+
+    async def run(request: Request) -> Response:
+        context = _view(request)
+        is_api = request.url.path.startswith("/api/")
+        state = context.state
+        if state.read_only:
+            raise ForbiddenError("the console runs --read-only: it changes nothing")
+        context.params = await _body(request, is_api)
+        if context.principal.ambient:
+            _check_csrf(context, request)
+        what = target.format(**request.path_params)
+        try:
+            result = await run_in_threadpool(do, context)
+        except Exception as exc:
+            await run_in_threadpool(_audit, context, name, what, f"refused: {exc}")
+            raise
+        await run_in_threadpool(_audit, context, name, what, "ok", result.data)
+        if is_api:
+            return JSONResponse({"ok": True, "message": result.message, **result.data})
+        separator = "&" if "?" in result.redirect else "?"
+        return RedirectResponse(f"{result.redirect}{separator}{urlencode({'notice': result.message})}", 303)
+
+    run.__doc__ = summary
+    return [
+        Route(f"/api{path}", run, methods=["POST"], name=f"api:{name}"),
+        Route(path, run, methods=["POST"], name=name),
+    ]
+
+
+def render(
+    view: View, template: str, data: dict[str, Any], *, api_path: str = "", status: int = 200
+) -> Response:
+    """``template`` with ``data`` and what every page shows (user, mode, CSRF token, notice)."""
+    state = view.state
+    html = state.templates.get_template(template).render(
+        data=data,
+        user=view.principal.name,
+        read_only=state.read_only,
+        csrf_token=csrf_token(state.secret, view.principal),
+        notice=view.request.query_params.get("notice", ""),
+        api_path=api_path,
+        request_path=view.request.url.path,
+        query=dict(view.request.query_params),
+    )
+    return HTMLResponse(html, status_code=status)
+
+
+def error_response(request: Request, exc: Exception) -> Response:
+    """A refused or failed request as JSON (under /api/) or as the error page, with the right status."""
+    status, kind = _status_of(exc)
+    message = exc.message if isinstance(exc, ConsoleRequestError) else str(exc)
+    if status >= 500:
+        logger.exception("console: %s %s failed", request.method, request.url.path, exc_info=exc)
+        message = f"internal error: {type(exc).__name__}: {exc}"
+    if request.url.path.startswith("/api/") or "principal" not in request.scope.get("state", {}):
+        return JSONResponse({"error": kind, "message": message}, status_code=status)
+    return render(
+        _view(request), "error.html", {"status": status, "kind": kind, "message": message}, status=status
+    )
+
+
+def _status_of(exc: Exception) -> tuple[int, str]:
+    if isinstance(exc, ConsoleRequestError):
+        return exc.status, exc.kind
+    if isinstance(exc, LookupError):
+        return 404, "not_found"
+    if isinstance(exc, VersionConflict | ProposalConflictError):
+        return 409, "conflict"
+    if isinstance(exc, AceError | ValueError):
+        return 400, "bad_request"
+    return 500, "internal"
+
+
+def _view(request: Request) -> View:
+    state: ConsoleState = request.app.state.console
+    return View(request, state, request.scope["state"]["principal"])
+
+
+def _api_url(request: Request) -> str:
+    query = f"?{request.url.query}" if request.url.query else ""
+    return f"/api{request.url.path}{query}"
+
+
+async def _body(request: Request, is_api: bool) -> dict[str, str]:
+    """The action's parameters: a JSON object (API) or the form fields (page), as strings."""
+    if is_api and request.headers.get("content-type", "").startswith("application/json"):
+        try:
+            raw = json.loads(await request.body() or b"{}")
+        except ValueError as exc:
+            raise BadRequestError(f"the request body is not JSON: {exc}") from None
+        if not isinstance(raw, dict):
+            raise BadRequestError("the request body must be a JSON object")
+        return {str(k): "" if v is None else str(v) for k, v in raw.items()}
+    form = await request.form()
+    return {key: value for key, value in form.items() if isinstance(value, str)}
+
+
+def _check_csrf(view: View, request: Request) -> None:
+    sent = view.params.pop(CSRF_FIELD, "") or request.headers.get(CSRF_HEADER, "")
+    expected = csrf_token(view.state.secret, view.principal)
+    if not sent or not hmac.compare_digest(sent.encode(), expected.encode()):
+        raise ForbiddenError(
+            "missing or wrong CSRF token: submit the console's own form, or send X-CSRF-Token "
+            "(scripts: authenticate with a bearer token, which needs none)"
+        )
+    origin = request.headers.get("origin")
+    if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host", ""):
+        raise ForbiddenError(f"the request comes from another origin ({origin})")
+
+
+def _audit(
+    view: View, action_name: str, target: str, outcome: str, details: dict[str, Any] | None = None
+) -> None:
+    record_action(
+        view.state.redis,
+        view.state.prefix,
+        user=view.principal.name,
+        action=action_name,
+        target=target,
+        outcome=outcome,
+        details={
+            key: value for key, value in (details or {}).items() if isinstance(value, str | int | float)
+        },
+    )

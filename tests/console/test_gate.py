@@ -1,0 +1,126 @@
+"""The console's gate: credentials, CSRF, read-only, the Host check and the security headers."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from ace_workers.console.access import ConsoleAccess
+from ace_workers.console.audit import read_audit
+from ace_workers.console.errors import ConsoleSettingError
+from ace_workers.distributed.service import Service
+from tests.support.console import TOKEN, RunningConsole, csrf_of, running_console
+
+
+def test_every_page_and_api_refuses_a_request_without_credentials(console: RunningConsole) -> None:
+    with console.client(auth=None) as client:
+        for path in ("/skillbooks", "/api/skillbooks", "/audit", "/api"):
+            response = client.get(path)
+            assert response.status_code == 401, path
+        assert client.get("/skillbooks").headers["www-authenticate"].startswith("Basic")
+
+
+def test_a_wrong_password_or_token_is_refused(console: RunningConsole) -> None:
+    with console.client(auth=("ops", "not-the-password")) as client:
+        assert client.get("/api/skillbooks").status_code == 401
+    with console.client(token="not-a-token-at-all-0000") as client:
+        assert client.get("/api/skillbooks").status_code == 401
+
+
+def test_basic_auth_and_a_bearer_token_both_reach_the_api(console: RunningConsole) -> None:
+    with console.client() as client:
+        names = [book["name"] for book in client.get("/api/skillbooks").json()["skillbooks"]]
+    assert names == ["support"]
+    with console.client(token=TOKEN) as client:
+        assert client.get("/api/skillbooks").status_code == 200
+
+
+def test_healthz_needs_no_credentials_and_pings_redis(console: RunningConsole) -> None:
+    with console.client(auth=None) as client:
+        response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json()["redis"] == "ok"
+
+
+def test_the_skillbooks_page_shows_the_learned_skillbook(console: RunningConsole, fleet: Service) -> None:
+    with console.client() as client:
+        page = client.get("/skillbooks")
+        api = client.get("/api/skillbooks").json()
+    assert page.status_code == 200
+    row = api["skillbooks"][0]
+    assert row["version"] == fleet.runtime.store("support").version()
+    assert row["active_skills"] == fleet.runtime.store("support").active_skills() > 0
+    assert 'data-skillbook="support"' in page.text
+
+
+def test_every_answer_carries_the_security_headers(console: RunningConsole) -> None:
+    with console.client() as client:
+        for path in ("/skillbooks", "/api/skillbooks"):
+            headers = client.get(path).headers
+            assert "script-src 'self'" in headers["content-security-policy"], path
+            assert headers["x-frame-options"] == "DENY", path
+    with console.client(auth=None) as client:
+        assert client.get("/skillbooks").headers["x-frame-options"] == "DENY"
+
+
+def test_a_foreign_host_header_is_refused_on_loopback(console: RunningConsole) -> None:
+    with console.client() as client:
+        response = client.get("/api/skillbooks", headers={"Host": "attacker.example:80"})
+    assert response.status_code == 421
+
+
+def test_every_post_route_refuses_a_browser_request_without_the_csrf_token(console: RunningConsole) -> None:
+    posts = [r for r in console.app.routes if "POST" in (getattr(r, "methods", None) or ())]
+    assert posts, "the console has no POST route"
+    with console.client() as client:
+        for route in posts:
+            path = route.path.replace("{name}", "support")
+            path = path.replace("{", "").replace("}", "")
+            response = client.post(path, data={"note": "x"})
+            assert response.status_code == 403, f"{route.path}: {response.status_code} {response.text[:200]}"
+            assert "CSRF" in response.text, route.path
+
+
+def test_the_csrf_token_of_one_user_does_not_pass_for_another(console: RunningConsole) -> None:
+    with console.client(auth=("viewer", "viewer-password")) as viewer:
+        token = csrf_of(viewer)
+    with console.client() as ops:
+        assert csrf_of(ops) != token
+
+
+def test_no_auth_is_refused_off_loopback_and_credentials_are_needed_without_it() -> None:
+    with pytest.raises(ConsoleSettingError, match="loopback"):
+        ConsoleAccess.from_settings(None, None, no_auth=True, host="0.0.0.0")
+    with pytest.raises(ConsoleSettingError, match="needs credentials"):
+        ConsoleAccess.from_settings(None, None, no_auth=False, host="127.0.0.1")
+    with pytest.raises(ConsoleSettingError, match="at least 16"):
+        ConsoleAccess.from_settings(None, "ci:short", no_auth=False, host="127.0.0.1")
+    with pytest.raises(ConsoleSettingError, match="ACE_CONSOLE_BASIC_AUTH"):
+        ConsoleAccess.from_settings("no-colon", None, no_auth=False, host="127.0.0.1")
+    assert ConsoleAccess.from_settings(None, None, no_auth=True, host="127.0.0.1").no_auth
+
+
+def test_no_auth_on_loopback_acts_as_local(idle_service: Service) -> None:
+    with (
+        running_console(idle_service, access=ConsoleAccess(no_auth=True)) as running,
+        running.client(auth=None) as client,
+    ):
+        page = client.get("/skillbooks")
+    assert page.status_code == 200
+    assert ">local<" in page.text.replace(" ", "")
+
+
+def test_read_only_refuses_every_post_and_says_so(idle_service: Service, redis_client: redis.Redis) -> None:
+    with running_console(idle_service, read_only=True) as running:
+        posts = [r for r in running.app.routes if "POST" in (getattr(r, "methods", None) or ())]
+        assert posts, "the console has no POST route"
+        with running.client() as client:
+            page = client.get("/skillbooks")
+            token = csrf_of(client)
+            for route in posts:
+                path = route.path.replace("{", "").replace("}", "")
+                response = client.post(path, data={"csrf_token": token})
+                assert response.status_code == 403, route.path
+                assert "read-only" in response.text, route.path
+    assert 'id="read-only"' in page.text
+    assert read_audit(redis_client, idle_service.runtime.settings.queue_prefix) == []

@@ -1,0 +1,80 @@
+"""The web console for the tests: served by uvicorn in a thread, and clients that sign in to it."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from ace_workers.console.access import ConsoleAccess
+from ace_workers.console.app import build_console_app
+from ace_workers.distributed.service import Service
+from tests.support.servers import free_port
+from tests.support.waiting import wait_for
+
+USER, PASSWORD = "ops", "ops-console-password"
+TOKEN_NAME, TOKEN = "ci-script", "ci-token-0123456789abcdef"
+ACCESS = ConsoleAccess(users={USER: PASSWORD, "viewer": "viewer-password"}, tokens={TOKEN_NAME: TOKEN})
+# Where the browser tests leave their screenshots (one PNG per page), for a person to look at.
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "console-screenshots"
+_CSRF = re.compile(r'name="csrf-token" content="([0-9a-f]+)"')
+
+
+@dataclass
+class RunningConsole:
+    """A console answering at ``url``, and its app (for its state and routes)."""
+
+    url: str
+    app: Any
+
+    def client(
+        self, *, auth: tuple[str, str] | None = (USER, PASSWORD), token: str | None = None
+    ) -> httpx.Client:
+        """An HTTP client of this console: basic ``auth``, or a bearer ``token``, or neither."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(
+            base_url=self.url, auth=auth if token is None else None, headers=headers, timeout=30
+        )
+
+
+@contextmanager
+def running_console(
+    service: Service, *, access: ConsoleAccess = ACCESS, read_only: bool = False
+) -> Iterator[RunningConsole]:
+    """The console of ``service``'s fleet on a free loopback port, served until the block ends."""
+    app = build_console_app(service, access, host="127.0.0.1", read_only=read_only)
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off"
+        )
+    )
+    thread = threading.Thread(target=server.run, name="console-under-test", daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started, 15, "the console to listen", every=0.02)
+        yield RunningConsole(f"http://127.0.0.1:{port}", app)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+def csrf_of(client: httpx.Client, page: str = "/skillbooks") -> str:
+    """The CSRF token a page gives this client's user (from its ``<meta name="csrf-token">``)."""
+    response = client.get(page)
+    assert response.status_code == 200, f"{page}: HTTP {response.status_code}: {response.text[:300]}"
+    found = _CSRF.search(response.text)
+    assert found is not None, f"{page} carries no csrf-token meta tag"
+    return found.group(1)
+
+
+def post_form(client: httpx.Client, path: str, fields: dict[str, str]) -> httpx.Response:
+    """POST a form as a browser does: with the CSRF token of the client's user, no redirect followed."""
+    return client.post(path, data={"csrf_token": csrf_of(client), **fields}, follow_redirects=False)
