@@ -17,7 +17,7 @@ from ace_workers.distributed.store.review_policy import ReviewPolicy
 from ace_workers.sim import failure_traces
 from tests.console.test_browser_smoke import basic_auth_header
 from tests.support.cdp import headless_chromium
-from tests.support.console import SCREENSHOTS, USER, RunningConsole, csrf_of, post_form
+from tests.support.console import SCREENSHOTS, USER, RunningConsole, csrf_of, post_form, running_console
 
 STEERED = "steered"  # learned under review: three ADD proposals, nothing applied
 LEARNED = "support"  # the fleet fixture's skillbook: its skills exist, so a proposal can conflict
@@ -268,6 +268,28 @@ def test_a_despite_conflicts_that_is_no_yes_or_no_is_a_400_naming_it(
     assert response.status_code == 400
     assert "despite_conflicts='perhaps'" in response.json()["message"]
     assert proposed.runtime.store(STEERED).review.get(proposal.id).status is ProposalStatus.PENDING
+
+
+def test_a_refusal_is_answered_whole_with_the_security_headers(
+    proposed: Service, console: RunningConsole
+) -> None:
+    with console.client() as client:
+        for path in (
+            f"/api/skillbooks/{STEERED}/review/p-nothere",
+            f"/skillbooks/{STEERED}/review/p-nothere",
+        ):
+            response = client.get(path)
+            assert response.status_code == 404, path
+            assert response.headers["x-frame-options"] == "DENY", path
+
+
+def test_a_read_only_console_shows_a_proposal_without_the_forms(proposed: Service) -> None:
+    proposal = pending(proposed)[0]
+    with running_console(proposed, read_only=True) as running, running.client() as client:
+        html = client.get(f"/skillbooks/{STEERED}/review/{proposal.id}").text
+    assert proposal.operations[0]["content"] in html
+    assert 'id="approve-form"' not in html
+    assert "read-only: it decides nothing" in html
 
 
 # -- in a browser ------------------------------------------------------------------------------------
