@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.distributed.ops.evaluation import (
     EvaluationReport,
     evaluate_versions,
@@ -210,10 +211,16 @@ def state_at(fleet: Service, version: int) -> dict[str, int]:
 def test_the_curves_equal_each_versions_skills_read_as_it_was(
     fleet: Service, console: RunningConsole
 ) -> None:
-    head = fleet.runtime.store(BOOK).version()
+    store = fleet.runtime.store(BOOK)
+    first, second = (skill.id for skill in store.export().skills()[:2])
+    longer = UpdateOperation(type="UPDATE", skill_id=first, content="A much longer rule than it was " * 3)
+    store.apply(UpdateBatch(operations=[longer]))  # the same count, more characters
+    store.archive([second], actor="user:test")  # one skill fewer
+    head = store.version()
     with console.client() as client:
         curves = client.get(f"/api{PAGE}").json()["curves"]
     assert curves["points"] == [state_at(fleet, version) for version in range(head + 1)]
+    assert curves["points"][-1]["active_skills"] == curves["points"][-2]["active_skills"] - 1
     assert (curves["from_version"], curves["to_version"], curves["reaches_start"]) == (0, head, True)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from ace_workers.console.audit import read_audit
 from ace_workers.core import UpdateBatch, UpdateOperation
+from ace_workers.core.consolidation import ConsolidationBatch, MergeOp
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.store.proposals import Proposal, ProposalStatus
@@ -88,6 +89,23 @@ def test_each_proposal_carries_its_evidence_batch_link_and_kinds(
     assert first["described"][0]["text"] == stored.operations[0]["content"]
     assert first["conflicts"] == []
     assert first["url"] == f"/skillbooks/{STEERED}/review/{stored.id}"
+
+
+def test_a_dedup_consolidation_shows_the_skills_it_merges_and_the_merged_text(
+    fleet: Service, console: RunningConsole
+) -> None:
+    store = fleet.runtime.store(LEARNED)
+    keep, merged = (skill.id for skill in store.export().skills()[:2])
+    merge = MergeOp(keep_id=keep, merge_ids=[merged], merged_content="One rule for both")
+    store.review.propose_consolidation(ConsolidationBatch(operations=[merge]), idempotency_key="dedup-1")
+    with console.client() as client:
+        (proposal,) = client.get(f"/api/skillbooks/{LEARNED}/review").json()["proposals"]
+        page = client.get(proposal["url"]).text
+    assert "One rule for both" in page
+    assert (proposal["kind"], proposal["operation_types"]) == ("consolidate", ["MERGE"])
+    assert [skill["id"] for skill in proposal["described"][0]["skills"]] == [keep, merged]
+    assert proposal["described"][0]["text"] == "One rule for both"
+    assert proposal["described"][0]["skills"][0]["url"] == f"/skillbooks/{LEARNED}/skills/{keep}"
 
 
 def test_the_queue_pages_and_picks_a_section(proposed: Service, console: RunningConsole) -> None:
