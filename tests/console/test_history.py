@@ -8,9 +8,7 @@ Read-only mode and CSRF for every POST are covered by test_gate.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-import httpx
 import pytest
 import redis
 
@@ -18,7 +16,7 @@ from ace_workers.console.audit import read_audit
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.change_summary import skill_changes
 from ace_workers.distributed.store.store import RedisSkillbookStore
-from tests.support.console import RunningConsole, csrf_of, post_form, running_console
+from tests.support.console import RunningConsole, api_post, post_form, running_console
 from tests.support.operations import add, batch, remove, tag, update
 
 
@@ -33,11 +31,6 @@ def crafted(idle_service: Service) -> Iterator[tuple[RunningConsole, RedisSkillb
     store.apply(batch(tag("reading-00003", harmful=1)))  # v5
     with running_console(idle_service) as running:
         yield running, store
-
-
-def json_post(client: httpx.Client, path: str, body: dict[str, Any]) -> httpx.Response:
-    """POST JSON to the API as the signed-in user of ``client`` (basic auth: with its CSRF token)."""
-    return client.post(path, json=body, headers={"X-CSRF-Token": csrf_of(client)})
 
 
 # -- the timeline ------------------------------------------------------------------------------
@@ -221,7 +214,7 @@ def test_a_rollback_through_the_api_restores_the_version_and_the_change_log_name
     running, store = crafted
     at_two = store.snapshot_at(2)[1].to_dict()
     with running.client() as client:
-        response = json_post(
+        response = api_post(
             client, "/api/skillbooks/support/rollback", {"to": 2, "expect": 5, "note": "bad tag"}
         )
     assert response.status_code == 200, response.text
@@ -238,7 +231,7 @@ def test_a_rollback_confirmed_against_an_older_head_is_refused_with_409(
 ) -> None:
     running, store = crafted
     with running.client() as client:
-        response = json_post(client, "/api/skillbooks/support/rollback", {"to": 2, "expect": 4})
+        response = api_post(client, "/api/skillbooks/support/rollback", {"to": 2, "expect": 4})
         form = post_form(client, "/skillbooks/support/rollback", {"to": "2", "expect": "4"})
     assert response.status_code == 409
     message = response.json()["message"]
@@ -304,12 +297,12 @@ def test_a_label_move_through_the_api_is_logged_as_the_user_and_refused_when_sta
 ) -> None:
     running, store = crafted
     with running.client() as client:
-        created = json_post(
+        created = api_post(
             client, "/api/skillbooks/support/labels/prod", {"to": 2, "expect": "", "note": "ok"}
         )
-        moved = json_post(client, "/api/skillbooks/support/labels/prod", {"to": "head", "expect": 2})
-        stale = json_post(client, "/api/skillbooks/support/labels/prod", {"to": 3, "expect": 2})
-        again = json_post(client, "/api/skillbooks/support/labels/canary", {"to": 1, "expect": 4})
+        moved = api_post(client, "/api/skillbooks/support/labels/prod", {"to": "head", "expect": 2})
+        stale = api_post(client, "/api/skillbooks/support/labels/prod", {"to": 3, "expect": 2})
+        again = api_post(client, "/api/skillbooks/support/labels/canary", {"to": 1, "expect": 4})
     assert created.status_code == 200, created.text
     assert moved.status_code == 200, moved.text
     assert store.labels.get("prod") == 5
@@ -331,7 +324,7 @@ def test_a_label_move_refuses_a_bad_label_or_version(
     with running.client() as client:
         head_label = client.get("/api/skillbooks/support/labels/head/move?to=1")
         zero = client.get("/api/skillbooks/support/labels/prod/move?to=0")
-        beyond = json_post(client, "/api/skillbooks/support/labels/prod", {"to": 6})
+        beyond = api_post(client, "/api/skillbooks/support/labels/prod", {"to": 6})
     assert head_label.status_code == 400
     assert "'head' is the current version itself" in head_label.json()["message"]
     assert zero.status_code == 400
@@ -360,8 +353,8 @@ def test_a_label_delete_is_confirmed_logged_and_refused_when_stale(
     with running.client() as client:
         confirmation = client.get("/api/skillbooks/support/labels/prod/delete").json()
         unknown = client.get("/api/skillbooks/support/labels/staging/delete")
-        stale = json_post(client, "/api/skillbooks/support/labels/prod/delete", {"expect": 2})
-        deleted = json_post(
+        stale = api_post(client, "/api/skillbooks/support/labels/prod/delete", {"expect": 2})
+        deleted = api_post(
             client, "/api/skillbooks/support/labels/prod/delete", {"expect": 3, "note": "gone"}
         )
     assert (confirmation["version"], confirmation["expect"]) == (3, 3)

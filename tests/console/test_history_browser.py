@@ -3,22 +3,18 @@ each through its page and its confirmation form, photographed."""
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ace_workers.distributed.service import Service
+from tests.console.test_browser_smoke import basic_auth_header
 from tests.support.cdp import BrowserError, Page, headless_chromium
-from tests.support.console import PASSWORD, SCREENSHOTS, USER, RunningConsole
+from tests.support.console import SCREENSHOTS, RunningConsole
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-
-
-def signed_in() -> dict[str, str]:
-    return {"Authorization": "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()}
 
 
 def arrive(page: Page, check: Callable[[], bool], what: str) -> None:
@@ -40,7 +36,7 @@ def test_a_versions_diff_opens_from_the_timeline_and_shows_its_skills(
     with console.client() as client:
         entries = client.get("/api/skillbooks/support/history").json()["entries"]
     adding = next(entry for entry in entries if entry["effect"]["added"])
-    with headless_chromium(tmp_path / "profile", headers=signed_in()) as page:
+    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
         page.goto(f"{console.url}/skillbooks/support/history")
         assert page.count("#timeline tr[data-version]") == len(entries)
         assert f"v{store.version()}" in page.text("#timeline tbody tr")
@@ -62,7 +58,7 @@ def test_a_label_moves_through_its_confirmation_page(
     store = fleet.runtime.store("support")
     store.labels.set("prod", 1, actor="user:setup")
     head = store.version()
-    with headless_chromium(tmp_path / "profile", headers=signed_in()) as page:
+    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
         page.goto(f"{console.url}/skillbooks/support/labels")
         page.click('#labels tr[data-label="prod"] button.move-label')  # to the head, the field's default
         arrive(page, lambda: "/labels/prod/move" in page.url(), "the move confirmation")
@@ -86,7 +82,7 @@ def test_a_rollback_through_its_confirmation_page_appears_in_the_timeline(
 ) -> None:
     store = fleet.runtime.store("support")
     head = store.version()
-    with headless_chromium(tmp_path / "profile", headers=signed_in()) as page:
+    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
         page.goto(f"{console.url}/skillbooks/support/history")
         page.click('#timeline tr[data-version="1"] a.rollback-link')
         arrive(page, lambda: "/rollback" in page.url(), "the rollback confirmation")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-import httpx
 import pytest
 
 from ace_workers.console.audit import read_audit
@@ -18,7 +17,14 @@ from ace_workers.distributed.store.review_policy import ReviewPolicy
 from ace_workers.sim import failure_traces
 from tests.console.test_browser_smoke import basic_auth_header
 from tests.support.cdp import headless_chromium
-from tests.support.console import SCREENSHOTS, USER, RunningConsole, csrf_of, post_form, running_console
+from tests.support.console import (
+    SCREENSHOTS,
+    USER,
+    RunningConsole,
+    api_post,
+    post_form,
+    running_console,
+)
 
 STEERED = "steered"  # learned under review: three ADD proposals, nothing applied
 LEARNED = "support"  # the fleet fixture's skillbook: its skills exist, so a proposal can conflict
@@ -36,11 +42,6 @@ def proposed(fleet: Service) -> Service:
 
 def pending(service: Service, name: str = STEERED) -> list[Proposal]:
     return service.runtime.store(name).review.proposals()
-
-
-def api_post(client: httpx.Client, path: str, body: dict[str, object]) -> httpx.Response:
-    """POST JSON to the API as a signed-in browser user: basic auth needs the CSRF header."""
-    return client.post(path, json=body, headers={"X-CSRF-Token": csrf_of(client)})
 
 
 def added_contents(service: Service, name: str = STEERED) -> set[str]:
