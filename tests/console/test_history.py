@@ -176,6 +176,19 @@ def test_a_diff_refuses_versions_out_of_range_and_bad_or_unknown_labels(
     assert "to=9" in page.text
 
 
+def test_a_diff_lists_at_most_limit_skills_and_counts_the_rest(
+    crafted: tuple[RunningConsole, RedisSkillbookStore],
+) -> None:
+    running, _ = crafted
+    with running.client() as client:
+        data = client.get("/api/skillbooks/support/diff?from=0&to=5&limit=1").json()
+        page = client.get("/skillbooks/support/diff?from=0&to=5&limit=1")
+    assert [row["id"] for row in data["skills"]] == ["math-00002"]  # the oldest first
+    assert data["not_shown"] == 1
+    assert data["summary"]["added"] == 2  # counted over every skill, listed or not
+    assert 'id="diff-not-shown"' in page.text
+
+
 def test_a_diff_past_the_trimmed_change_log_is_refused_naming_the_versions(
     idle_service: Service, redis_client: redis.Redis
 ) -> None:

@@ -21,6 +21,7 @@ from .history_data import (
     expected_version,
     labels_by_version,
     resolve_version,
+    shown_rows,
     summary_of,
     timeline_entry,
 )
@@ -71,6 +72,7 @@ def diff_view(view: View) -> dict[str, Any]:
     from_version = resolve_version(store, raw_from, "from", head=head)
     to_version = resolve_version(store, raw_to, "to", head=head)
     rows = diff_between(store, from_version, to_version)
+    shown, not_shown = shown_rows(view, rows)
     return {
         "name": store.name,
         "head": head,
@@ -78,7 +80,8 @@ def diff_view(view: View) -> dict[str, Any]:
         "to": {"ref": raw_to.strip(), "version": to_version},
         "labels": store.labels.all(),
         "summary": summary_of(rows),
-        "skills": rows,
+        "skills": shown,
+        "not_shown": not_shown,
     }
 
 
@@ -95,13 +98,15 @@ def rollback_confirmation(view: View) -> dict[str, Any]:
     for row in rows:
         row["rollback"] = _ROLLBACK_WORDS[row["change"]]
     counts = {word: sum(1 for row in rows if row["rollback"] == word) for word in _ROLLBACK_WORDS.values()}
+    shown, not_shown = shown_rows(view, rows)
     return {
         "name": store.name,
         "head": head,
         "to": to_version,
         "expect": head,
         "counts": counts,
-        "skills": rows,
+        "skills": shown,
+        "not_shown": not_shown,
         "labels": store.labels.all(),
     }
 

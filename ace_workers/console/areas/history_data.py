@@ -25,10 +25,12 @@ __all__ = [
     "expected_version",
     "labels_by_version",
     "resolve_version",
+    "shown_rows",
     "summary_of",
     "timeline_entry",
 ]
 
+DEFAULT_SHOWN, MAX_SHOWN = 500, 100_000  # skills a diff lists (?limit=)
 # The fields a diff shows first, in this order; any other told field follows, sorted.
 _FIELD_ORDER = ("content", "section", "status", "helpful", "harmful", "neutral", "pinned", "archive_info")
 
@@ -94,6 +96,12 @@ def diff_between(store: RedisSkillbookStore, from_version: int, to_version: int)
             present - set(_FIELD_ORDER) - {"id"}
         )
     return rows
+
+
+def shown_rows(view: View, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The first ``limit`` rows of a diff (a page stays readable), and how many more there are."""
+    limit = view.int_query("limit", DEFAULT_SHOWN, minimum=1, maximum=MAX_SHOWN)
+    return rows[:limit], max(0, len(rows) - limit)
 
 
 def summary_of(rows: list[dict[str, Any]]) -> dict[str, int]:

@@ -20,7 +20,14 @@ from ...distributed.store.keys import validate_skillbook_name
 from ...distributed.store.labels import validate_label
 from ..errors import BadRequestError
 from ..views import ActionResult, View, action, page
-from .history_data import ConflictError, diff_between, expected_version, resolve_version, summary_of
+from .history_data import (
+    ConflictError,
+    diff_between,
+    expected_version,
+    resolve_version,
+    shown_rows,
+    summary_of,
+)
 
 __all__ = ["ROUTES", "labels_view", "label_move_confirmation", "label_delete_confirmation"]
 
@@ -59,6 +66,7 @@ def label_move_confirmation(view: View) -> dict[str, Any]:
     current = store.labels.get(label)
     # A new label has no readers yet: nothing changes for anyone.
     rows = diff_between(store, current, to_version) if current is not None else []
+    shown, not_shown = shown_rows(view, rows)
     return {
         "name": store.name,
         "label": label,
@@ -68,7 +76,8 @@ def label_move_confirmation(view: View) -> dict[str, Any]:
         "new": current is None,
         "expect": "" if current is None else current,
         "summary": summary_of(rows),
-        "skills": rows,
+        "skills": shown,
+        "not_shown": not_shown,
     }
 
 
@@ -87,7 +96,7 @@ def move_label(view: View) -> ActionResult:
     return ActionResult(
         f"label {label!r} {verb} version {to_version}",
         f"/skillbooks/{store.name}/labels",
-        {"label": label, "from_version": move.from_version or 0, "to_version": to_version},
+        {"label": label, "from_version": move.from_version, "to_version": to_version},
     )
 
 
@@ -118,7 +127,7 @@ def delete_label(view: View) -> ActionResult:
     return ActionResult(
         f"label {label!r} deleted (it was at version {move.from_version})",
         f"/skillbooks/{store.name}/labels",
-        {"label": label, "from_version": move.from_version or 0},
+        {"label": label, "from_version": move.from_version},
     )
 
 
@@ -136,6 +145,9 @@ async def new_label(request: Request) -> Response:
     name = str(request.path_params["name"])
     try:
         validate_skillbook_name(name)
+    except ValueError as exc:
+        raise BadRequestError(str(exc)) from None
+    try:
         label = validate_label(request.query_params.get("label", "").strip())
     except ValueError as exc:
         raise BadRequestError(f"label: {exc}") from None
