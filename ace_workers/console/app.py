@@ -19,7 +19,7 @@ from .access import ConsoleAccess
 from .areas import AREAS
 from .audit import read_audit
 from .security import ConsoleGate
-from .views import ConsoleState, View, error_response, page
+from .views import REFUSALS, ConsoleState, View, error_response, page
 
 __all__ = ["build_console_app", "api_endpoints"]
 
@@ -39,7 +39,9 @@ def build_console_app(
     app = Starlette(
         routes=_routes(),
         middleware=[Middleware(ConsoleGate, access=access, host=host)],
-        exception_handlers={Exception: error_response},
+        # Refusals go to Starlette's ExceptionMiddleware: the catch-all (Exception) handler re-raises
+        # after answering, so uvicorn logs a traceback and drops the connection (unread bodies: a reset).
+        exception_handlers={**dict.fromkeys(REFUSALS, error_response), Exception: error_response},
     )
     # A new secret per process: a restart makes open forms stale, never forgeable.
     app.state.console = ConsoleState(service, templates, secrets.token_bytes(32), read_only=read_only)
