@@ -15,22 +15,14 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..distributed.service import Service
-from ..distributed.store.errors import ProposalConflictError, VersionConflict
-from ..errors import AceError
 from .access import ConsoleAccess
 from .areas import AREAS
 from .audit import read_audit
 from .charts import Series, line_chart
-from .errors import ConsoleRequestError
 from .security import ConsoleGate
-from .views import ConsoleState, View, error_response, page
+from .views import REFUSALS, ConsoleState, View, error_response, page
 
 __all__ = ["build_console_app", "api_endpoints"]
-
-# Refusals a view raises (4xx): answered inside the gate, so they carry its headers. A handler
-# for Exception alone sits outside it, in ServerErrorMiddleware, which re-raises after answering:
-# uvicorn then drops the connection, and the client may read a reset instead of the 400.
-_REFUSALS = (ConsoleRequestError, LookupError, VersionConflict, ProposalConflictError, AceError, ValueError)
 
 
 def build_console_app(
@@ -50,7 +42,9 @@ def build_console_app(
     app = Starlette(
         routes=_routes(),
         middleware=[Middleware(ConsoleGate, access=access, host=host)],
-        exception_handlers={**dict.fromkeys(_REFUSALS, error_response), Exception: error_response},
+        # Refusals go to Starlette's ExceptionMiddleware: the catch-all (Exception) handler re-raises
+        # after answering, so uvicorn logs a traceback and drops the connection (unread bodies: a reset).
+        exception_handlers={**dict.fromkeys(REFUSALS, error_response), Exception: error_response},
     )
     # A new secret per process: a restart makes open forms stale, never forgeable.
     app.state.console = ConsoleState(service, templates, secrets.token_bytes(32), read_only=read_only)

@@ -38,6 +38,7 @@ from .security import csrf_token
 __all__ = [
     "ActionResult",
     "ConsoleState",
+    "REFUSALS",
     "View",
     "action",
     "page",
@@ -216,6 +217,10 @@ def error_response(request: Request, exc: Exception) -> Response:
     return render(
         _view(request), "error.html", {"status": status, "kind": kind, "message": message}, status=status
     )
+
+
+# What error_response answers with a 4xx status (every AceError is one: the request was refused).
+REFUSALS: tuple[type[Exception], ...] = (ConsoleRequestError, LookupError, AceError, ValueError)
 
 
 def _status_of(exc: Exception) -> tuple[int, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -74,6 +74,10 @@ class SkillbookView:
     def skills(self, include_invalid: bool = False) -> list[Skill]:
         """Copies of the skills."""
         return self._sb.skills(include_invalid=include_invalid)
+
+    def skill_columns(self, names: Sequence[str]) -> dict[str, list[Any]]:
+        """One list per named scalar field, over every skill in insertion order, without copying skills."""
+        return self._sb.skill_columns(names)
 
     def sections(self) -> list[str]:
         """Sections holding active skills."""

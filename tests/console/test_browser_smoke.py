@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 import pytest
 
 from tests.support.cdp import headless_chromium
-from tests.support.console import PASSWORD, SCREENSHOTS, USER, RunningConsole
-
-
-def basic_auth_header(user: str = USER, password: str = PASSWORD) -> dict[str, str]:
-    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+from tests.support.console import SCREENSHOTS, RunningConsole, basic_auth_header
 
 
 @pytest.mark.slow

@@ -21,9 +21,8 @@ from ace_workers.distributed.ops.evaluation import (
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.outcomes import read_outcomes, wilson_interval
 from ace_workers.sim import TOPICS, make_tasks
-from tests.console.test_browser_smoke import basic_auth_header
 from tests.support.cdp import headless_chromium
-from tests.support.console import SCREENSHOTS, RunningConsole
+from tests.support.console import SCREENSHOTS, RunningConsole, basic_auth_header
 
 BOOK = "support"  # the fleet fixture's skillbook
 PAGE = f"/skillbooks/{BOOK}/evaluations"

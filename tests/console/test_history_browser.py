@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from ace_workers.distributed.service import Service
-from tests.console.test_browser_smoke import basic_auth_header
 from tests.support.cdp import BrowserError, Page, headless_chromium
-from tests.support.console import SCREENSHOTS, RunningConsole
+from tests.support.console import SCREENSHOTS, RunningConsole, basic_auth_header
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

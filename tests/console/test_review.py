@@ -15,13 +15,13 @@ from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.store.proposals import Proposal, ProposalStatus
 from ace_workers.distributed.store.review_policy import ReviewPolicy
 from ace_workers.sim import failure_traces
-from tests.console.test_browser_smoke import basic_auth_header
 from tests.support.cdp import headless_chromium
 from tests.support.console import (
     SCREENSHOTS,
     USER,
     RunningConsole,
     api_post,
+    basic_auth_header,
     post_form,
     running_console,
 )

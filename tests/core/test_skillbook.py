@@ -121,6 +121,22 @@ def test_skills_returns_copies(book: Skillbook) -> None:
     assert book.get_skill("general-00001").content == "Check units"
 
 
+def test_skill_columns_read_fields_of_every_skill_in_insertion_order(book: Skillbook) -> None:
+    book.add_skill("general", "Check signs")
+    book.remove_skill("math-00002", soft=True)
+    columns = book.skill_columns(("id", "status", "helpful"))
+    assert columns == {
+        "id": ["general-00001", "math-00002", "general-00003"],
+        "status": ["active", "invalid", "active"],
+        "helpful": [0, 0, 0],
+    }
+
+
+def test_skill_columns_refuse_fields_a_caller_could_change_in_place(book: Skillbook) -> None:
+    with pytest.raises(ValueError, match="occurrences"):
+        book.skill_columns(("id", "occurrences"))
+
+
 def test_sections_lists_sections_with_active_skills_in_first_seen_order(book: Skillbook) -> None:
     book.add_skill("general", "Check signs")
     book.add_skill("edge", "Mind empty input")

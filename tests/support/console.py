@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 import threading
 from collections.abc import Iterator
@@ -64,6 +65,11 @@ def running_console(
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+def basic_auth_header(user: str = USER, password: str = PASSWORD) -> dict[str, str]:
+    """The Authorization header of a basic-auth user, for a browser to send with every request."""
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
 def csrf_of(client: httpx.Client, page: str = "/skillbooks") -> str:

@@ -87,6 +87,7 @@ __all__ = [
     "RedisSkillbookStore",
     "StoreApplyResult",
     "StoreObserver",
+    "advances_in_place",
     "list_skillbooks",
 ]
 
@@ -121,6 +122,17 @@ def list_skillbooks(client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> list[s
         except ValueError:
             raise CorruptDataError(key, f"lists {name!r}, which cannot name a skillbook") from None
     return names
+
+
+def advances_in_place(record: ChangeRecord) -> bool:
+    """True for a change a snapshot (or what is derived from one) can be brought forward through.
+
+    Such a change rewrites skills in place or adds them at the end, as its
+    after-images say: an apply, a lifecycle change, an approved update proposal
+    (a rejection or a policy change touches no skill). Rollbacks, imports,
+    consolidations and similarity decisions may move, drop or decide more: read whole.
+    """
+    return record.kind in _ADVANCED_KINDS or is_review_of_skills(record)
 
 
 class StoreObserver(Protocol):
@@ -248,6 +260,16 @@ class RedisSkillbookStore:
         version, _, book = self._cached_book()
         return version, SkillbookView(book)
 
+    def cached_snapshot_of_incarnation(self) -> tuple[int, str | None, SkillbookView]:
+        """cached_snapshot() and the skillbook's incarnation (new each time the skillbook is created).
+
+        For readers that cache what they derive from the snapshot (the console's
+        skill index): (incarnation, version) names its content exactly, where a
+        deleted and recreated skillbook may reach the same version again.
+        """
+        version, incarnation, book = self._cached_book()
+        return version, incarnation, SkillbookView(book)
+
     def snapshot_at(self, version: int) -> tuple[int, SkillbookView]:
         """The skillbook as it was at ``version`` (a label's), read-only, cached per version.
 
@@ -352,7 +374,7 @@ class RedisSkillbookStore:
         if (
             optional_text(raw_incarnation) != incarnation
             or not contiguous
-            or not all(r.kind in _ADVANCED_KINDS or is_review_of_skills(r) for r in records)
+            or not all(advances_in_place(r) for r in records)
         ):
             return None
         if not records:  # nothing written since: the cached one is current
@@ -431,6 +453,14 @@ class RedisSkillbookStore:
             self._redis, self.keys.changes, newest=newest, page=min(STREAM_PAGE, limit)
         )
         return records_of(list(itertools.islice(entries, limit)), self.keys.changes)
+
+    def changes(self, from_version: int, to_version: int) -> list[ChangeRecord]:
+        """The change records of versions ``from_version`` + 1 to ``to_version``, oldest first.
+
+        Reads just those entries (history() reads the newest ones, whatever their
+        size). Raises ChangelogTrimmedError when the log does not hold them all.
+        """
+        return read_changes(self._redis, self.keys, from_version, to_version)
 
     def diff(self, from_version: int, to_version: int) -> dict[str, tuple[SkillImage, SkillImage]]:
         """Skill id -> (state at ``from_version``, state at ``to_version``) for every skill changed between.
