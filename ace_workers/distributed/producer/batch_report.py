@@ -7,6 +7,7 @@ consuming it (asked by a broadcast bounded by ACE_WORKER_REPLY_SECONDS), and the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,16 +51,29 @@ class BatchReport:
         }
 
 
-def batch_report(app: Celery, runtime: WorkerRuntime, batch_id: str) -> BatchReport:
-    """The report on ``batch_id``; BatchNotFoundError (a LookupError) if there is no such batch."""
+def batch_report(
+    app: Celery,
+    runtime: WorkerRuntime,
+    batch_id: str,
+    *,
+    consumers: Callable[[str], list[str]] | None = None,
+) -> BatchReport:
+    """The report on ``batch_id``; BatchNotFoundError (a LookupError) if there is no such batch.
+
+    ``consumers``: who consumes a queue, if the caller knows already (the console keeps the
+    answer of its last broadcast for a few seconds); by default the workers are asked.
+    """
     status = runtime.batches.status(batch_id)
     settings = runtime.settings
     write_queue = settings.write_queue(status.skillbook)
-    consumers = queue_consumers(app, [write_queue], settings.worker_reply_seconds)
+    if consumers is None:
+        writers = queue_consumers(app, [write_queue], settings.worker_reply_seconds).get(write_queue, [])
+    else:
+        writers = consumers(write_queue)
     return BatchReport(
         status=status,
         fill=skillbook_fill(runtime.store(status.skillbook)),
         write_queue=write_queue,
-        writers=consumers.get(write_queue, []),
+        writers=writers,
         errors=runtime.batches.errors(batch_id),
     )
