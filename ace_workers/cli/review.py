@@ -8,7 +8,6 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..core.skill_ids import section_prefix
 from ..distributed.store.errors import UnknownProposalError
 from ..distributed.store.proposals import Proposal, ProposalStatus
 from ..distributed.store.review_policy import ReviewPolicy, parse_policy
@@ -29,7 +28,7 @@ from .common import (
 )
 from .help import HelpCommand, HelpGroup
 
-__all__ = ["proposal_to_json", "review_app"]
+__all__ = ["review_app"]
 
 review_app = typer.Typer(
     cls=HelpGroup,
@@ -39,7 +38,6 @@ review_app = typer.Typer(
 
 WHY = "skillbooks and their proposals live in a shared Redis"
 IdArgument = Annotated[str, typer.Argument(help="The proposal's id (from review list).")]
-_EVERY = 10**9  # a limit no skillbook's proposals reach
 _STATUSES = [status.value for status in ProposalStatus] + ["all"]
 
 
@@ -67,17 +65,14 @@ def review_list(
         redis_settings("skillbook review list", WHY), run_workers=False, learn_threads=1
     ) as service:
         review = store_or_fail(service, name).review
-        # The section filter is applied before the limit: --section S --limit 1 is S's oldest.
-        proposals = review.proposals(chosen, limit=_EVERY if section else limit)
-        if section is not None:
-            proposals = [p for p in proposals if _touches_section(p, section)][:limit]
+        proposals = review.proposals(chosen, limit=limit, section=section)
         pending = review.pending_count()
     if quiet:
         for proposal in proposals:
             typer.echo(proposal.id)
         return
     if as_json:
-        print_json({"name": name, "pending": pending, "proposals": [proposal_to_json(p) for p in proposals]})
+        print_json({"name": name, "pending": pending, "proposals": [p.to_dict() for p in proposals]})
         return
     typer.echo(f"skillbook {name!r}: {pending} pending proposal(s)")
     if not proposals:
@@ -95,16 +90,6 @@ def review_list(
     console.print(table)
 
 
-def _touches_section(proposal: Proposal, section: str) -> bool:
-    """True if an operation of ``proposal`` adds to ``section`` or names a skill of it (by its id)."""
-    prefix = f"{section_prefix(section)}-"
-    return any(
-        str(op.get("section") or "").strip() == section.strip()
-        or str(op.get("skill_id") or "").startswith(prefix)
-        for op in proposal.operations
-    )
-
-
 @review_app.command("show", cls=HelpCommand)
 def review_show(name: SkillbookNameArgument, proposal_id: IdArgument, as_json: JsonOption = False) -> None:
     """One proposal: its operations, evidence, the skills as it saw them, conflicts now, the decision."""
@@ -116,7 +101,7 @@ def review_show(name: SkillbookNameArgument, proposal_id: IdArgument, as_json: J
         proposal = _proposal_or_fail(review, proposal_id)
         conflicts = review.conflicts(proposal) if proposal.status is ProposalStatus.PENDING else []
     if as_json:
-        print_json({**proposal_to_json(proposal, full=True), "conflicts": conflicts})
+        print_json({**proposal.to_dict(full=True), "conflicts": conflicts})
         return
     lines = [
         f"proposal {proposal.id} of skillbook {name!r}: {proposal.status.value} ({proposal.kind.value})",
@@ -236,14 +221,6 @@ def review_policy(
         typer.echo(f"skillbook {name!r}: review policy {current.describe()}")
 
 
-def proposal_to_json(proposal: Proposal, *, full: bool = False) -> dict[str, Any]:
-    """A proposal as plain JSON; ``full`` adds the skills as it saw them and its evidence."""
-    data = proposal.model_dump(mode="json", exclude={"base_images", "signature", "planned_contents"})
-    if full:
-        data["base_images"] = proposal.base_images
-    return data
-
-
 def _proposal_or_fail(review: Any, proposal_id: str) -> Proposal:
     try:
         proposal: Proposal = review.get(proposal_id)
@@ -254,7 +231,7 @@ def _proposal_or_fail(review: Any, proposal_id: str) -> Proposal:
 
 def _print_decided(name: str, decided: Proposal, as_json: bool) -> None:
     if as_json:
-        print_json({"name": name, **proposal_to_json(decided)})
+        print_json({"name": name, **decided.to_dict()})
         return
     decision = decided.decision
     assert decision is not None

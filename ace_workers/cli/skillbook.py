@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -12,9 +12,8 @@ from rich.text import Text
 
 from ..core.skillbook import Skillbook
 from ..distributed.settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
-from ..distributed.store.changelog import ChangeRecord, SkillImage
+from ..distributed.store.change_summary import change_to_json, consolidation_label, describe_changes
 from ..distributed.store.errors import SkillbookExistsError
-from ..distributed.store.planning import skill_order_key
 from ..distributed.store.review_writes import ProposeOutcome
 from ..distributed.store.store import list_skillbooks
 from ..distributed.store.write_scope import dedup_write_scope, write_scope
@@ -211,7 +210,7 @@ def skillbook_history(
         for change in history:
             ops = ", ".join(
                 [f"{op.type} {op.skill_id or op.section}" for op in change.operations]
-                + [_consolidation_label(op) for op in change.consolidation]
+                + [consolidation_label(op) for op in change.consolidation]
             )
             ops = ops or f"({change.kind.value})"
             # Text, not str: rich would read markup in a section name as styles.
@@ -258,7 +257,7 @@ def skillbook_dedup(
                 print_json({"name": name, "dry_run": True, "version": before, "planned": planned})
                 return
             for op in planned:
-                console.print(printable(_consolidation_label(op)), markup=False)
+                console.print(printable(consolidation_label(op)), markup=False)
             typer.echo(f"{len(planned)} operation(s) planned; nothing changed")
             return
         # Planned again if a worker removes or rewrites a named skill before it applies.
@@ -292,12 +291,6 @@ def skillbook_dedup(
         typer.echo(f"skillbook {name!r} version {after}: {report.summary()}")
 
 
-def _consolidation_label(op: dict[str, Any]) -> str:
-    ids = op.get("merge_ids") or op.get("skill_ids") or [op.get("skill_id")]
-    target = f"{op['keep_id']} <- " if op.get("keep_id") else ""
-    return f"{op.get('type')} {target}{','.join(str(i) for i in ids)}"
-
-
 @skillbook_app.command("rollback", cls=HelpCommand)
 def skillbook_rollback(
     name: SkillbookNameArgument,
@@ -318,40 +311,3 @@ def skillbook_rollback(
         print_json({"name": name, "restored_version": to_version, "version": version})
     else:
         typer.echo(f"skillbook {name!r} rolled back to version {to_version}, now version {version}")
-
-
-# Fields that change on every write and say nothing a reader of a diff wants.
-_UNTOLD_FIELDS = ("updated_at", "embedding", "embedding_hash")
-
-
-def describe_changes(diff: dict[str, tuple[SkillImage, SkillImage]]) -> dict[str, list[Any]]:
-    """A store diff as added and removed skills, and changed skills with their changed fields."""
-    added, removed, changed = [], [], []
-    for skill_id, (before, after) in sorted(diff.items(), key=lambda item: skill_order_key(item[0])):
-        if before is None and after is not None:
-            added.append(after)
-        elif after is None and before is not None:
-            removed.append(before)
-        elif before is not None and after is not None:
-            fields = {
-                key: (before.get(key), after.get(key))
-                for key in sorted({*before, *after} - set(_UNTOLD_FIELDS))
-                if before.get(key) != after.get(key)
-            }
-            if fields:
-                changed.append({"id": skill_id, "fields": fields})
-    return {"added": added, "removed": removed, "changed": changed}
-
-
-def change_to_json(change: ChangeRecord) -> dict[str, Any]:
-    """One change-log entry as plain JSON."""
-    return {
-        "version": change.version,
-        "base_version": change.base_version,
-        "kind": change.kind.value,
-        "time": change.time,
-        "operations": [op.model_dump(exclude_none=True) for op in change.operations],
-        "consolidation": change.consolidation,
-        "source": change.source,
-        "reasoning": change.reasoning,
-    }

@@ -15,13 +15,22 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..distributed.service import Service
+from ..distributed.store.errors import ProposalConflictError, VersionConflict
+from ..errors import AceError
 from .access import ConsoleAccess
 from .areas import AREAS
 from .audit import read_audit
+from .charts import Series, line_chart
+from .errors import ConsoleRequestError
 from .security import ConsoleGate
 from .views import ConsoleState, View, error_response, page
 
 __all__ = ["build_console_app", "api_endpoints"]
+
+# Refusals a view raises (4xx): answered inside the gate, so they carry its headers. A handler
+# for Exception alone sits outside it, in ServerErrorMiddleware, which re-raises after answering:
+# uvicorn then drops the connection, and the client may read a reset instead of the 400.
+_REFUSALS = (ConsoleRequestError, LookupError, VersionConflict, ProposalConflictError, AceError, ValueError)
 
 
 def build_console_app(
@@ -36,10 +45,12 @@ def build_console_app(
         lstrip_blocks=True,
     )
     templates.filters["tojson_pretty"] = _json_pretty
+    # Plots are drawn on the server from a page's data: its template builds the series.
+    templates.globals.update(line_chart=line_chart, Series=Series)
     app = Starlette(
         routes=_routes(),
         middleware=[Middleware(ConsoleGate, access=access, host=host)],
-        exception_handlers={Exception: error_response},
+        exception_handlers={**dict.fromkeys(_REFUSALS, error_response), Exception: error_response},
     )
     # A new secret per process: a restart makes open forms stale, never forgeable.
     app.state.console = ConsoleState(service, templates, secrets.token_bytes(32), read_only=read_only)

@@ -106,8 +106,7 @@ def _axes(
         parts.append(
             f'<text x="{left - 6}" y="{y + 4}" font-size="11" text-anchor="end">{_number(value)}</text>'
         )
-    for step in range(5):
-        value = x_low + (x_high - x_low) * step / 4
+    for value in _x_ticks(x_low, x_high):
         x, _ = at(value, y_low)
         parts.append(
             f'<text x="{x}" y="{bottom + 16}" font-size="11" text-anchor="middle">{_number(value)}</text>'
@@ -121,6 +120,14 @@ def _axes(
         f'transform="rotate(-90 12 {(top + bottom) / 2})">{escape(y_label)}</text>'
     )
     return parts
+
+
+def _x_ticks(low: float, high: float) -> list[float]:
+    """Five evenly spaced ticks; whole numbers only when the axis is (versions), each once."""
+    ticks = [low + (high - low) * step / 4 for step in range(5)]
+    if float(low).is_integer() and float(high).is_integer():
+        ticks = sorted({float(round(tick)) for tick in ticks})
+    return ticks
 
 
 def _legend(series: Sequence[Series]) -> list[str]:

@@ -46,6 +46,7 @@ from tests.support.deploy_files import (
     load_yaml,
     load_yaml_all,
     read_env_example,
+    required_compose_variables,
     service_env,
 )
 
@@ -148,6 +149,7 @@ def test_every_yaml_file_parses_into_named_objects() -> None:
         "worker-write",
         "beat",
         "flower",
+        "console",
         "producer",
     }
     docs = k8s_documents()
@@ -156,13 +158,14 @@ def test_every_yaml_file_parses_into_named_objects() -> None:
         "workers.yaml",
         "beat.yaml",
         "flower.yaml",
+        "console.yaml",
         "learn-autoscaling.yaml",
     }
     for name, doc in docs:
         assert {"apiVersion", "kind", "metadata"} <= set(doc), name
-    assert set(k8s_kind("Deployment")) == {"worker-execute", "worker-learn", "beat", "flower"}
+    assert set(k8s_kind("Deployment")) == {"worker-execute", "worker-learn", "beat", "flower", "console"}
     assert set(k8s_kind("StatefulSet")) == {"worker-write"}
-    assert set(k8s_kind("Service")) == {"flower"}
+    assert set(k8s_kind("Service")) == {"flower", "console"}
 
 
 def test_one_image_everywhere_built_from_the_dockerfile() -> None:
@@ -179,7 +182,7 @@ def test_one_image_everywhere_built_from_the_dockerfile() -> None:
     dockerfile = DOCKERFILE.read_text()
     assert re.search(r"^FROM python:3\.11-slim$", dockerfile, re.M)
     assert "--index-url https://download.pytorch.org/whl/cpu torch" in dockerfile
-    assert 'pip install ".[embeddings]"' in dockerfile
+    assert 'pip install ".[embeddings,console]"' in dockerfile
 
 
 def test_compose_uses_exactly_the_variables_env_example_documents() -> None:
@@ -311,25 +314,37 @@ def test_every_worker_is_health_checked_on_the_healthz_of_its_own_metrics_port()
         assert str(ports[probe["port"]]) == command_option(container["command"], "--metrics-port"), name
 
 
-def test_flower_gets_its_credentials_and_is_never_started_without_auth() -> None:
-    flower = compose_services()["flower"]
-    assert "--no-auth" not in flower["command"]
-    assert "ACE_FLOWER_BASIC_AUTH" in flower["environment"]
-    (container,) = k8s_kind("Deployment")["flower"]["spec"]["template"]["spec"]["containers"]
+# The two web roles: each with its credentials variable and its k8s Secret.
+WEB_ROLES = [
+    ("flower", "ACE_FLOWER_BASIC_AUTH", "ace-flower"),
+    ("console", "ACE_CONSOLE_BASIC_AUTH", "ace-console"),
+]
+
+
+@pytest.mark.parametrize(("role", "variable", "secret"), WEB_ROLES)
+def test_flower_and_the_console_get_their_credentials_and_never_start_without_auth(
+    role: str, variable: str, secret: str
+) -> None:
+    service = compose_services()[role]
+    assert "--no-auth" not in service["command"]
+    assert variable in service["environment"]
+    assert variable in required_compose_variables()
+    (container,) = k8s_kind("Deployment")[role]["spec"]["template"]["spec"]["containers"]
     assert "--no-auth" not in container["command"]
-    (auth,) = [e for e in container["env"] if e["name"] == "ACE_FLOWER_BASIC_AUTH"]
-    assert auth["valueFrom"]["secretKeyRef"]["name"] == "ace-flower"
+    (auth,) = [e for e in container["env"] if e["name"] == variable]
+    assert auth["valueFrom"]["secretKeyRef"]["name"] == secret
     # No default credentials: .env.example leaves them (and the Redis password) to the operator.
     example = read_env_example()
-    assert example["ACE_FLOWER_BASIC_AUTH"] == ""
+    assert example[variable] == ""
     assert example["REDIS_PASSWORD"] == ""
 
 
-def test_deployed_flower_listens_on_every_interface_explicitly() -> None:
-    # The command's default is loopback; the deployments serve Flower to other hosts, behind auth.
-    assert command_option(compose_services()["flower"]["command"], "--address") == "0.0.0.0"
-    (container,) = k8s_kind("Deployment")["flower"]["spec"]["template"]["spec"]["containers"]
-    assert command_option(container["command"], "--address") == "0.0.0.0"
+@pytest.mark.parametrize(("role", "option"), [("flower", "--address"), ("console", "--host")])
+def test_deployed_web_roles_listen_on_every_interface_explicitly(role: str, option: str) -> None:
+    # The commands' default is loopback; the deployments serve them to other hosts, behind auth.
+    assert command_option(compose_services()[role]["command"], option) == "0.0.0.0"
+    (container,) = k8s_kind("Deployment")[role]["spec"]["template"]["spec"]["containers"]
+    assert command_option(container["command"], option) == "0.0.0.0"
 
 
 def test_every_worker_serves_its_metrics_where_prometheus_is_told_to_scrape() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from ace_workers.cli.console import DEFAULT_CONSOLE_PORT
 from ace_workers.distributed.settings import IGNORED_PREFIXES, QUEUE_ROLES, WorkerSettings, env_name
 from tests.support.deploy_files import (
     COMPOSE,
@@ -134,10 +135,11 @@ def test_every_worker_runs_the_same_command_line_in_deploy_readme_compose_and_k8
         )
 
 
-def test_flower_and_beat_run_the_same_command_line_in_deploy_readme_compose_and_k8s() -> None:
-    readme = {argv[1]: shlex.join(argv) for argv in deploy_readme_commands() if argv[1] in ("flower", "beat")}
+def test_flower_beat_and_the_console_run_the_same_command_line_in_deploy_readme_compose_and_k8s() -> None:
+    roles = ("flower", "beat", "console")
+    readme = {argv[1]: shlex.join(argv) for argv in deploy_readme_commands() if argv[1] in roles}
     deployments = k8s_kind("Deployment")
-    for role in ("flower", "beat"):
+    for role in roles:
         (container,) = deployments[role]["spec"]["template"]["spec"]["containers"]
         one_value(
             {
@@ -202,6 +204,33 @@ def test_each_queue_has_one_number_of_threads_in_every_file() -> None:
 
 
 # -- ports -----------------------------------------------------------------------------------
+
+
+def test_the_console_has_one_port_everywhere() -> None:
+    compose_console = compose_services()["console"]
+    (deployment,) = k8s_kind("Deployment")["console"]["spec"]["template"]["spec"]["containers"]
+    (service_port,) = k8s_kind("Service")["console"]["spec"]["ports"]
+    host_default, container_port = interpolate(compose_console["ports"][0], {}).split(":")
+    deploy_readme = DEPLOY_README.read_text()
+    stated = {
+        "docker-compose.yml console --port": command_option(compose_console["command"], "--port"),
+        "docker-compose.yml container port": container_port,
+        "docker-compose.yml host port default": host_default,
+        "docker-compose.yml health check": found(
+            r"127\.0\.0\.1:(\d+)/", compose_console["healthcheck"]["test"][-1], "compose"
+        )[0],
+        ".env.example CONSOLE_PORT": read_env_example()["CONSOLE_PORT"],
+        "deploy/k8s console --port": command_option(deployment["command"], "--port"),
+        "deploy/k8s containerPort": deployment["ports"][0]["containerPort"],
+        "deploy/k8s Service port": service_port["port"],
+        "deploy/README.md port-forward": found(
+            r"port-forward svc/console (\d+)", deploy_readme, "deploy/README.md"
+        )[0],
+        "ace-workers console --port default": str(DEFAULT_CONSOLE_PORT),
+    }
+    for number, port in enumerate(found(r"console --port (\d+)", deploy_readme, "deploy/README.md")):
+        stated[f"deploy/README.md console --port ({number})"] = port
+    one_value(stated, "the console's port")
 
 
 def test_flower_has_one_port_everywhere() -> None:

@@ -78,3 +78,8 @@ def csrf_of(client: httpx.Client, page: str = "/skillbooks") -> str:
 def post_form(client: httpx.Client, path: str, fields: dict[str, str]) -> httpx.Response:
     """POST a form as a browser does: with the CSRF token of the client's user, no redirect followed."""
     return client.post(path, data={"csrf_token": csrf_of(client), **fields}, follow_redirects=False)
+
+
+def api_post(client: httpx.Client, path: str, body: dict[str, object]) -> httpx.Response:
+    """POST JSON to the API as a signed-in browser user: basic auth needs the CSRF header."""
+    return client.post(path, json=body, headers={"X-CSRF-Token": csrf_of(client)})

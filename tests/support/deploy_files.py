@@ -27,7 +27,10 @@ DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 # Stand-ins for what the example files leave for the operator to fill in.
 SECRET_STAND_IN = "example-secret"
 # A required value that must have a form of its own: Flower's is "user:password".
-SHAPED_STAND_INS = {"ACE_FLOWER_BASIC_AUTH": f"ops:{SECRET_STAND_IN}"}
+SHAPED_STAND_INS = {
+    "ACE_FLOWER_BASIC_AUTH": f"ops:{SECRET_STAND_IN}",
+    "ACE_CONSOLE_BASIC_AUTH": f"ops:{SECRET_STAND_IN}",
+}
 POD_INDEX_FIELD = "metadata.labels['apps.kubernetes.io/pod-index']"
 # libyaml's parser where PyYAML was built with it: the pure-Python one took over a second of every
 # pytest worker's collection, since the k8s command lines are parametrized from these files.
@@ -154,8 +157,8 @@ def container_env(container: dict[str, Any]) -> dict[str, str]:
         elif entry["name"] == "POD_INDEX":  # a StatefulSet pod's ordinal, from its label
             assert entry["valueFrom"]["fieldRef"]["fieldPath"] == POD_INDEX_FIELD, entry
             env[entry["name"]] = "0"
-        elif entry["name"] == "ACE_FLOWER_BASIC_AUTH":
-            env[entry["name"]] = "ops:pw"
+        elif entry["name"] in SHAPED_STAND_INS:
+            env[entry["name"]] = SHAPED_STAND_INS[entry["name"]]
         else:
             env[entry["name"]] = entry.get("value", SECRET_STAND_IN)
     return env

@@ -1,9 +1,72 @@
-"""The console's evaluations area (being built)."""
+"""The console's evaluations area: how a skillbook's versions do, and how it grew.
+
+One page (``/skillbooks/NAME/evaluations``) with three figures, each a plot and a
+table: accuracy per version from the recorded ``skillbook evaluate`` runs; the live
+A/B success rate of each label with its 95% Wilson interval (what the fleet served);
+and the active skills and their characters over the versions, from the change log.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.routing import BaseRoute
 
-__all__ = ["ROUTES"]
+from ...distributed.store.evaluations import EVALUATIONS_KEPT
+from ...distributed.store.labels import HEAD
+from ...distributed.store.outcomes import LabelOutcomes, read_outcomes
+from ...distributed.store.store import RedisSkillbookStore
+from ..errors import BadRequestError
+from ..views import View, page
+from .evaluations_accuracy import GROUPINGS, accuracy_of
+from .evaluations_curves import DEFAULT_VERSIONS, MAX_VERSIONS, skill_curves
 
-ROUTES: list[BaseRoute] = []
+__all__ = ["ROUTES", "evaluations_page", "live_ab"]
+
+
+def evaluations_page(view: View) -> dict[str, Any]:
+    """Accuracy per version, live A/B per label, and skill count and size over versions."""
+    store = view.store()
+    limit = view.int_query("limit", EVALUATIONS_KEPT, minimum=1, maximum=EVALUATIONS_KEPT)
+    by = view.query("by", GROUPINGS[0])
+    if by not in GROUPINGS:
+        raise BadRequestError(f"by={by!r}: use one of {', '.join(GROUPINGS)}")
+    versions = view.int_query("versions", DEFAULT_VERSIONS, minimum=1, maximum=MAX_VERSIONS)
+    return {
+        "name": store.name,
+        "version": store.version(),
+        "accuracy": {**accuracy_of(store.evaluations.recent(limit), by), "limit": limit},
+        "ab": live_ab(view, store),
+        "curves": skill_curves(store, versions),
+        # A slot for the batches area's token cost per sample over time (usage recorded per batch):
+        # not built here.
+        "token_cost_per_sample": None,
+    }
+
+
+def live_ab(view: View, store: RedisSkillbookStore) -> dict[str, Any]:
+    """Each label's live executions (served, judged, succeeded), success rate and 95% Wilson interval.
+
+    Every label the skillbook has is listed, and every label (and ``head``) that
+    served something; each row names the version the label points at now.
+    """
+    outcomes = read_outcomes(view.state.redis, store.keys)
+    labels = store.labels.all()
+    head = store.version()
+    rows = []
+    for label in sorted(set(outcomes) | set(labels)):
+        counts = outcomes.get(label) or LabelOutcomes(label)
+        version = head if label == HEAD else labels.get(label)
+        rows.append({**counts.to_dict(), "version": version})
+    return {"labels": rows}
+
+
+ROUTES: list[BaseRoute] = [
+    *page(
+        "/skillbooks/{name}/evaluations",
+        "evaluations/index.html",
+        evaluations_page,
+        name="evaluations",
+        summary="Accuracy per version (evaluate runs), live A/B per label with 95% interval, skill curves.",
+    ),
+]

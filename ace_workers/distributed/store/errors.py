@@ -10,6 +10,7 @@ __all__ = [
     "BatchNotFoundError",
     "ChangelogTrimmedError",
     "CorruptDataError",
+    "HeadMovedError",
     "InvalidKeyPrefixError",
     "InvalidLabelError",
     "LabelMovedError",
@@ -230,6 +231,19 @@ class LabelMovedError(StoreError):
         super().__init__(
             f"skillbook {name!r}: label {label!r} was expected at version {expected} but is at "
             f"{found}; it was moved meanwhile, so this move was not made"
+        )
+
+
+class HeadMovedError(StoreError):
+    """A write expected the skillbook at one version (the head a person saw) and found another."""
+
+    def __init__(self, name: str, expected: int, found: int) -> None:
+        self.name = name
+        self.expected = expected
+        self.found = found
+        super().__init__(
+            f"skillbook {name!r}: expected the head at version {expected} but it is at {found}; "
+            "it changed meanwhile, so nothing was written"
         )
 
 

@@ -156,10 +156,13 @@ class SkillbookLabels:
             )
         return self._move(label, version, actor, note, evaluation, expect)
 
-    def delete(self, label: str, *, actor: str, note: str = "") -> LabelMove:
-        """Remove ``label`` (readers of it then fail, naming it) and log it; UnknownLabelError if absent."""
+    def delete(self, label: str, *, actor: str, note: str = "", expect: Any = _UNSET) -> LabelMove:
+        """Remove ``label`` (readers of it then fail, naming it) and log it; UnknownLabelError if absent.
+
+        ``expect`` (the version the label was seen at): LabelMovedError when it is elsewhere.
+        """
         self.require(label)
-        return self._move(label, None, actor, note, None, _UNSET)
+        return self._move(label, None, actor, note, None, expect)
 
     def history(self, label: str | None = None, limit: int = 50) -> list[LabelMove]:
         """The last ``limit`` label moves (of ``label`` only, if given), newest first."""

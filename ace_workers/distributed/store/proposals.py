@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...core.consolidation import ConsolidationBatch
+from ...core.skill_ids import section_prefix
 from ...core.updates import UpdateBatch
 from ...errors import one_line
 from .changelog import SkillImage
@@ -109,6 +110,22 @@ class Proposal(BaseModel):
     def summary(self) -> str:
         """One line: the operations, e.g. ``ADD [math] Carry the one; TAG s-3``."""
         return "; ".join(_describe_operation(op) for op in self.operations)
+
+    def touches_section(self, section: str) -> bool:
+        """True if an operation adds to ``section`` or names a skill of it (by its id's prefix)."""
+        prefix = f"{section_prefix(section)}-"
+        return any(
+            str(op.get("section") or "").strip() == section.strip()
+            or str(op.get("skill_id") or "").startswith(prefix)
+            for op in self.operations
+        )
+
+    def to_dict(self, *, full: bool = False) -> dict[str, Any]:
+        """The proposal as plain JSON; ``full`` adds the skills as it saw them (its base images)."""
+        data = self.model_dump(mode="json", exclude={"base_images", "signature", "planned_contents"})
+        if full:
+            data["base_images"] = self.base_images
+        return data
 
 
 def _describe_operation(op: dict[str, Any]) -> str:

@@ -206,14 +206,33 @@ class SkillbookReview:
             return int(self._redis.zcard(self.keys.proposal_queue))
 
     def proposals(
-        self, status: ProposalStatus | None = ProposalStatus.PENDING, limit: int = 100
+        self,
+        status: ProposalStatus | None = ProposalStatus.PENDING,
+        limit: int = 100,
+        *,
+        offset: int = 0,
+        section: str | None = None,
     ) -> list[Proposal]:
-        """Proposals oldest first: the pending ones (default), those of another status, or all (None)."""
+        """Proposals oldest first: the pending ones (default), those of another status, or all (None).
+
+        ``section`` keeps those with an operation in that section (applied before
+        ``offset`` and ``limit``: ``section=S, limit=1`` is S's oldest); ``offset``
+        skips that many. Pending proposals without a section are read a page at a time.
+        """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
+        if offset < 0:
+            raise ValueError(f"offset must be at least 0, got {offset}")
+        if section is not None:
+            every = self._read(status, 0, -1)
+            return [p for p in every if p.touches_section(section)][offset : offset + limit]
+        return self._read(status, offset, offset + limit - 1)
+
+    def _read(self, status: ProposalStatus | None, first: int, last: int) -> list[Proposal]:
+        """Proposals of ``status`` oldest first, positions ``first`` to ``last`` (-1: to the end)."""
         if status is ProposalStatus.PENDING:
             with reading(self.keys.proposal_queue):
-                queued = self._redis.zrange(self.keys.proposal_queue, 0, limit - 1)
+                queued = self._redis.zrange(self.keys.proposal_queue, first, last)
             ids = [decode_text(i) for i in queued]  # type: ignore[arg-type]
             if not ids:
                 return []
@@ -228,8 +247,10 @@ class SkillbookReview:
         proposals = [
             decode_proposal(raw, self.keys.proposals, decode_text(i)) for i, raw in everything.items()
         ]
-        chosen = [p for p in proposals if status is None or p.status is status]
-        return sorted(chosen, key=lambda p: (p.created_at, p.id))[:limit]
+        chosen = sorted(
+            (p for p in proposals if status is None or p.status is status), key=lambda p: (p.created_at, p.id)
+        )
+        return chosen[first:] if last < 0 else chosen[first : last + 1]
 
     def conflicts(self, proposal: Proposal) -> list[str]:
         """The skills ``proposal`` touches that changed in substance since it was proposed (now)."""

@@ -420,11 +420,16 @@ class RedisSkillbookStore:
         return decisions
 
     # -- change log ------------------------------------------------------------------------
-    def history(self, limit: int = 50) -> list[ChangeRecord]:
-        """The last ``limit`` changes, newest first."""
+    def history(self, limit: int = 50, *, before: int | None = None) -> list[ChangeRecord]:
+        """The last ``limit`` changes (of the versions below ``before``, if given), newest first."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        entries = stream_newest_first(self._redis, self.keys.changes, page=min(STREAM_PAGE, limit))
+        if before is not None and before <= 1:
+            return []  # no version below 1
+        newest = "+" if before is None else "(" + stream_id(before)
+        entries = stream_newest_first(
+            self._redis, self.keys.changes, newest=newest, page=min(STREAM_PAGE, limit)
+        )
         return records_of(list(itertools.islice(entries, limit)), self.keys.changes)
 
     def diff(self, from_version: int, to_version: int) -> dict[str, tuple[SkillImage, SkillImage]]:
@@ -448,7 +453,9 @@ class RedisSkillbookStore:
             return {}
         return aggregate_diff(read_changes(self._redis, self.keys, from_version, to_version))
 
-    def rollback(self, to_version: int, *, source: dict[str, Any] | None = None) -> int:
+    def rollback(
+        self, to_version: int, *, source: dict[str, Any] | None = None, expect: int | None = None
+    ) -> int:
         """Restore every skill to its state at ``to_version`` as one new version; return that version.
 
         History is never rewritten: the rollback is recorded in the change log
@@ -456,12 +463,16 @@ class RedisSkillbookStore:
         back, so no id is ever issued twice; similarity decisions are kept.
         Raises VersionRangeError if ``to_version`` is beyond the current version,
         ChangelogTrimmedError if the change log no longer reaches back to it (both
-        ValueErrors), UnknownSkillbookError for a new skillbook.
+        ValueErrors), UnknownSkillbookError for a new skillbook. With ``expect`` (the
+        head version the caller saw), HeadMovedError if the head is elsewhere: a
+        rollback confirmed against one head never undoes versions nobody saw.
         """
         if isinstance(to_version, bool) or not isinstance(to_version, int) or to_version < 0:
             raise ValueError(f"to_version must be a non-negative int, got {to_version!r}")
         source_json = dump_json({**(source or {}), "rollback_to": to_version}, "source")
-        new_version = self._cas("rollback", lambda pipe: self._writes.rollback(pipe, to_version, source_json))
+        new_version = self._cas(
+            "rollback", lambda pipe: self._writes.rollback(pipe, to_version, source_json, expect)
+        )
         logger.info(
             "skillbook %r rolled back to version %d as version %d", self.name, to_version, new_version
         )

@@ -43,6 +43,7 @@ from .changelog import (
 )
 from .errors import (
     CorruptDataError,
+    HeadMovedError,
     SkillbookExistsError,
     StoreError,
     UnknownSkillbookError,
@@ -467,12 +468,14 @@ class SkillbookWrites:
         if prepared.decisions:
             pipe.hset(self.keys.decisions, mapping=as_fields(prepared.decisions))
 
-    def rollback(self, pipe: Pipeline, to_version: int, source_json: str) -> int:
+    def rollback(self, pipe: Pipeline, to_version: int, source_json: str, expect: int | None = None) -> int:
         """One attempt at restoring every skill touched after ``to_version``, as a new version."""
         watch_keys(pipe, self.keys.version)
         version = decode_int(pipe.get(self.keys.version))
         if version == 0:
             raise UnknownSkillbookError(self.name)
+        if expect is not None and expect != version:
+            raise HeadMovedError(self.name, expect, version)
         if to_version > version:
             raise VersionRangeError(
                 f"skillbook {self.name!r}: cannot roll back to version {to_version}, "

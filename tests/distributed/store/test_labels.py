@@ -81,6 +81,16 @@ def test_a_conditional_move_refuses_when_the_label_moved_meanwhile(store: RedisS
     assert store.labels.get("prod") == 2
 
 
+def test_a_conditional_delete_refuses_when_the_label_moved_meanwhile(store: RedisSkillbookStore) -> None:
+    _three_versions(store)
+    store.labels.set("prod", 2, actor="user:ann")
+    with pytest.raises(LabelMovedError, match="expected at version 1 but is at 2"):
+        store.labels.delete("prod", actor="user:bob", expect=1)
+    assert store.labels.get("prod") == 2
+    assert store.labels.delete("prod", actor="user:bob", expect=2).to_version is None
+    assert store.labels.get("prod") is None
+
+
 def test_of_concurrent_conditional_moves_exactly_one_wins(store: RedisSkillbookStore) -> None:
     _three_versions(store)
     store.labels.set("prod", 1, actor="user:ann")

@@ -168,6 +168,23 @@ def test_rules_split_a_batch_tags_apply_at_once_and_adds_wait(store: RedisSkillb
     assert [op["type"] for op in proposal.operations] == ["ADD"]
 
 
+def test_proposals_page_with_an_offset_and_pick_a_section_before_the_page(store: RedisSkillbookStore) -> None:
+    (rule,) = seeded(store, "Carry the one")
+    store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)
+    for number, op in enumerate([add("Check units", "units"), tag(rule, helpful=1), add("Round", "units")]):
+        learn(store, UpdateBatch(operations=[op]), key=f"b1:e1s{number}:3")
+    every = store.review.proposals()
+    assert len(every) == 3
+    assert [p.id for p in store.review.proposals(limit=2, offset=1)] == [every[1].id, every[2].id]
+    assert [p.id for p in store.review.proposals(None, limit=1, offset=2)] == [every[2].id]
+    units = store.review.proposals(section="units", limit=1, offset=1)
+    assert [p.id for p in units] == [every[2].id]
+    # The TAG names the lessons skill by its id: it is of section lessons.
+    assert [p.id for p in store.review.proposals(section="lessons")] == [every[1].id]
+    with pytest.raises(ValueError, match="offset"):
+        store.review.proposals(offset=-1)
+
+
 # -- deciding -----------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import redis
 
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import ChangeKind, RedisSkillbookStore, UnknownSkillbookError
+from ace_workers.distributed.store.errors import HeadMovedError
 from tests.support.operations import add, batch
 from tests.support.provenance import skills_without_provenance
 
@@ -49,6 +50,13 @@ def test_history_lists_the_changes_newest_first(store: RedisSkillbookStore) -> N
     assert history[1].operations[0].type == "REMOVE"
     assert history[1].after == {"math-00001": None}
     assert [record.version for record in store.history()] == [5, 4, 3, 2, 1]
+
+
+def test_history_pages_back_from_a_version_before_which_it_starts(store: RedisSkillbookStore) -> None:
+    _five_versions(store)
+    assert [record.version for record in store.history(limit=2, before=5)] == [4, 3]
+    assert [record.version for record in store.history(limit=9, before=3)] == [2, 1]
+    assert store.history(before=1) == []
 
 
 def test_diff_lists_exactly_the_skills_changed_between_two_versions(store: RedisSkillbookStore) -> None:
@@ -102,6 +110,14 @@ def test_rollback_to_the_current_version_changes_nothing(store: RedisSkillbookSt
         store.rollback(9)
     with pytest.raises(ValueError, match="non-negative"):
         store.rollback(-1)
+
+
+def test_a_rollback_expecting_another_head_changes_nothing(store: RedisSkillbookStore) -> None:
+    _five_versions(store)
+    with pytest.raises(HeadMovedError, match="expected the head at version 4 but it is at 5"):
+        store.rollback(2, expect=4)
+    assert store.version() == 5
+    assert store.rollback(2, expect=5) == 6
 
 
 def test_rollback_of_an_unknown_skillbook_is_a_clear_error(store: RedisSkillbookStore) -> None:
