@@ -27,7 +27,7 @@ def learned(console: RunningConsole) -> dict[str, Any]:
 
 
 def llm_tokens_counted(service: Service, kind: str) -> float:
-    """The tokens of ``kind`` (prompt or completion) the workers' metrics counted, over every role and model."""
+    """The tokens of ``kind`` (prompt or completion) the workers' metrics counted, all roles and models."""
     return sum(
         sample.value
         for metric in service.runtime.metrics.registry.collect()

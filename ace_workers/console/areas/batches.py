@@ -19,7 +19,7 @@ from ...distributed.store.errors import BatchNotFoundError
 from ...distributed.store.keys import validate_skillbook_name
 from ..errors import BadRequestError, NotFoundError
 from ..views import View, page
-from .batches_cost import batch_usage, cost_charts, cost_points
+from .batches_cost import batch_usage, cost_points, cost_series
 from .batches_letters import LETTER_ROUTES
 from .fleet_inspect import fleet_consumers
 
@@ -57,7 +57,7 @@ def batches_index(view: View) -> dict[str, Any]:
         "running": running,
         "recent": [row for row in rows if row["state"] != BatchState.RUNNING.value],
         "cost_points": points,
-        "charts": cost_charts(points, time.time()),
+        "cost_series": cost_series(points, time.time()),
         "refresh_seconds": REFRESH_SECONDS if running else None,
     }
 

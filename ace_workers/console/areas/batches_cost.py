@@ -10,12 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from markupsafe import Markup
-
 from ...distributed.store.step_stats import StepStats
-from ..charts import Series, line_chart
 
-__all__ = ["batch_usage", "cost_charts", "cost_points"]
+__all__ = ["batch_usage", "cost_points", "cost_series"]
 
 
 def batch_usage(steps: Sequence[StepStats], finished: int) -> dict[str, Any]:
@@ -59,35 +56,25 @@ def cost_points(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(points, key=lambda point: point["created"])
 
 
-def cost_charts(points: Sequence[dict[str, Any]], now: float) -> dict[str, Markup]:
-    """The tokens-per-sample chart and, when some batch was priced, the cost-per-sample chart."""
+def cost_series(points: Sequence[dict[str, Any]], now: float) -> dict[str, list[dict[str, Any]]]:
+    """The plots' lines, as data the page draws (x: batch start in hours from ``now``).
 
-    def hours(point: dict[str, Any]) -> float:
-        return round((point["created"] - now) / 3600, 4)
+    ``tokens``: total, prompt and completion tokens per finished sample; ``cost``: USD per finished
+    sample, empty unless some batch was priced.
+    """
 
-    def series(name: str, key: str) -> Series:
-        return Series(name, [(hours(p), float(p[key])) for p in points if p[key] is not None])
+    def line(name: str, key: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "points": [[round((p["created"] - now) / 3600, 4), p[key]] for p in points if p[key] is not None],
+        }
 
-    x_label = "batch start, hours from now"
-    charts = {
-        "tokens": line_chart(
-            [
-                series("total", "tokens_per_sample"),
-                series("prompt", "prompt_tokens_per_sample"),
-                series("completion", "completion_tokens_per_sample"),
-            ],
-            title="LLM tokens per finished sample",
-            x_label=x_label,
-            y_label="tokens / sample",
-            chart_id="tokens-per-sample",
-        )
+    priced = any(point["cost_per_sample"] is not None for point in points)
+    return {
+        "tokens": [
+            line("total", "tokens_per_sample"),
+            line("prompt", "prompt_tokens_per_sample"),
+            line("completion", "completion_tokens_per_sample"),
+        ],
+        "cost": [line("USD", "cost_per_sample")] if priced else [],
     }
-    if any(point["cost_per_sample"] is not None for point in points):
-        charts["cost"] = line_chart(
-            [series("USD", "cost_per_sample")],
-            title="LLM cost per finished sample (priced calls)",
-            x_label=x_label,
-            y_label="USD / sample",
-            chart_id="cost-per-sample",
-        )
-    return charts

@@ -70,7 +70,9 @@ def _filter(view: View) -> tuple[dict[str, str], LetterFilter]:
             since = parse_since(fields["since"])
         except ValueError as exc:
             raise BadRequestError(f"since: {exc}") from None
-    matches = LetterFilter(batch_id=fields["batch"] or None, skillbook=fields["skillbook"] or None, since=since)
+    matches = LetterFilter(
+        batch_id=fields["batch"] or None, skillbook=fields["skillbook"] or None, since=since
+    )
     return fields, matches
 
 

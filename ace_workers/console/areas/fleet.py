@@ -16,6 +16,7 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
+from ...distributed.store.batches import BatchState
 from ...distributed.store.errors import BatchNotFoundError
 from ...distributed.store.store import list_skillbooks
 from ...distributed.worker.fleet import FRESH_SECONDS, shaping_settings, worker_records
@@ -101,6 +102,8 @@ def _lag(view: View, now: float) -> list[dict[str, Any]]:
             status = batches.status(batch_id)
         except BatchNotFoundError:
             continue
+        if status.state is not BatchState.RUNNING:
+            continue  # finished; the reconciler takes it off the running set on its next round
         oldest = batches.oldest_progress(batch_id)
         rows.append(
             {
@@ -145,6 +148,6 @@ ROUTES: list[BaseRoute] = [
         "fleet/index.html",
         fleet_page,
         name="fleet",
-        summary="Workers and their queues, queue depths and lag, write partitions (inspect kept a few seconds).",
+        summary="Workers and their queues, queue depths and lag, write partitions (inspect kept 5 s).",
     ),
 ]

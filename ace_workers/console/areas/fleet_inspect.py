@@ -79,11 +79,13 @@ class _Cache:
         settings = self.service.runtime.settings
         started = time.monotonic()
         try:
-            consumers = queue_consumers(self.service.app, settings.all_queues(), settings.worker_reply_seconds)
+            queues = settings.all_queues()
+            consumers = queue_consumers(self.service.app, queues, settings.worker_reply_seconds)
             answer = InspectAnswer(consumers, time.time(), time.monotonic() - started)
         except Exception as exc:  # a broker away must not fail the page: it says so instead
             logger.warning("console: the workers could not be asked: %s", exc)
-            answer = InspectAnswer({}, time.time(), time.monotonic() - started, f"{type(exc).__name__}: {exc}")
+            problem = f"{type(exc).__name__}: {exc}"
+            answer = InspectAnswer({}, time.time(), time.monotonic() - started, problem)
         with self.lock:
             self.answer = answer
             self.asking = False
