@@ -9,6 +9,11 @@ epochs after the producer has gone, finish sending what a crashed producer did
 not send, and send again any sample whose message was lost. The keys live
 without a TTL while the batch runs and get one when it finishes or is
 cancelled (the layout is in :mod:`.keys`).
+
+Each step run of a sample is counted too, once, with its time and its LLM usage
+(:mod:`.step_stats`): a step with more to run after it in its own round trip,
+the last one with the sample's record. A new batch enters a capped index of
+recent batches, so finished ones can be listed until their keys expire.
 """
 
 from __future__ import annotations
