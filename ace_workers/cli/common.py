@@ -25,9 +25,10 @@ from ..distributed.service import Service, build_service, local_workers
 from ..distributed.settings import WorkerSettings, env_name
 from ..distributed.store.actors import actor_from_option
 from ..distributed.store.errors import InvalidLabelError, UnknownLabelError
-from ..distributed.store.keys import STAT_ADDS_SKIPPED_FULL, validate_skillbook_name
+from ..distributed.store.fill import skillbook_fill
+from ..distributed.store.keys import validate_skillbook_name
 from ..distributed.store.labels import SkillbookRef, parse_skillbook_ref, validate_label
-from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
+from ..distributed.store.store import list_skillbooks
 from ..distributed.worker.errors import PayloadError
 from ..distributed.worker.payload import check_trace
 from ..distributed.worker.serving import parse_share
@@ -401,15 +402,6 @@ def store_or_fail(service: Service, name: str) -> Any:
         )
         raise typer.BadParameter(f"no skillbook named {name!r} in Redis (known: {known})")
     return store
-
-
-def skillbook_fill(store: RedisSkillbookStore) -> dict[str, int]:
-    """How full a skillbook is: active skills, the limit, and ADDs left out for lack of room."""
-    return {
-        "active_skills": store.active_skills(),
-        "max_skills": store.max_skills,
-        "adds_skipped_full": store.stats()[STAT_ADDS_SKIPPED_FULL],
-    }
 
 
 def describe_fill(name: str, fill: dict[str, int]) -> str | None:

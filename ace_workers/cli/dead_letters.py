@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from datetime import datetime
+from typing import Annotated
 
 import typer
 
-from ..distributed.worker.dead_letters import DeadLetter, LetterFilter, read_dead_letters, retry_dead_letters
+from ..distributed.worker.dead_letters import LetterFilter, read_dead_letters, retry_dead_letters
+from ..distributed.worker.dead_letters import parse_since as parse_letter_time
 from .common import JsonOption, open_service, print_json, printable, redis_settings
 from .help import HelpCommand, HelpGroup
 
@@ -30,24 +30,13 @@ SinceOption = Annotated[
     ),
 ]
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """The time ``--since`` names, timezone-aware: ``now`` minus a duration, or an ISO time."""
-    now = now or datetime.now(UTC)
-    duration = _DURATION.fullmatch(text.strip())
-    if duration:
-        return now - timedelta(seconds=float(duration[1]) * _UNIT_SECONDS[duration[2]])
+    """The time ``--since`` names (see the worker's parse_since); a usage error naming it if none."""
     try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise typer.BadParameter(
-            f"{text!r} is neither a duration (30s, 30m, 2h, 1d) nor an ISO time (2025-05-01T12:00)",
-            param_hint="--since",
-        ) from None
-    return when if when.tzinfo is not None else when.astimezone()  # no offset: this machine's time
+        return parse_letter_time(text, now)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--since") from None
 
 
 def letter_filter(batch: str | None, skillbook: str | None, since: str | None) -> LetterFilter:
@@ -68,7 +57,7 @@ def dead_letters_list(
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         letters = read_dead_letters(service.runtime, matches)
     if as_json:
-        print_json([_letter_to_json(letter) for letter in letters])
+        print_json([letter.to_dict() for letter in letters])
         return
     for letter in letters:
         if letter.letter is None:
@@ -103,7 +92,7 @@ def dead_letters_retry(
         print_json(
             {
                 "sent": report.sent,
-                "kept": [{**_letter_to_json(letter), "reason": problem} for letter, problem in report.kept],
+                "kept": [{**letter.to_dict(), "reason": problem} for letter, problem in report.kept],
             }
         )
     else:
@@ -112,19 +101,3 @@ def dead_letters_retry(
             typer.echo(printable(f"kept {letter.position} ({letter.step}): {problem}"), err=True)
     if report.kept:
         raise typer.Exit(code=1)
-
-
-def _letter_to_json(letter: DeadLetter) -> dict[str, Any]:
-    """What `dead-letters list` shows of a letter, as JSON: an unreadable one has a problem, no step."""
-    if letter.letter is None:
-        return {"position": letter.position, "problem": letter.problem}
-    parked = letter.parked_at
-    return {
-        "position": letter.position,
-        "step": letter.step,
-        "error": letter.letter.get("error"),
-        "batch_id": letter.kwarg("batch_id"),
-        "skillbook": letter.kwarg("skillbook"),
-        "parked_at": parked.isoformat() if parked else None,
-        "problem": letter.problem,
-    }

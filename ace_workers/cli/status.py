@@ -6,10 +6,9 @@ from typing import Annotated
 
 import typer
 
-from ..distributed.producer.producer import BatchHandle
+from ..distributed.producer.batch_report import batch_report
 from ..distributed.settings import WorkerSettings
-from ..distributed.worker.partitions import queue_consumers
-from .common import console, describe_fill, open_service, print_json, printable, skillbook_fill
+from .common import console, describe_fill, open_service, print_json, printable
 from .failures import print_failures
 
 __all__ = ["status_command"]
@@ -22,34 +21,14 @@ def status_command(
     """Show a batch's progress and its errors, and whether its skillbook is full."""
     settings = WorkerSettings.from_env()
     with open_service(settings, run_workers=False, learn_threads=1) as service:
-        handle = BatchHandle(batch_id, service.runtime, service.app)
         try:
-            status = handle.status()
+            report = batch_report(service.app, service.runtime, batch_id)
         except LookupError as exc:
             raise typer.BadParameter(str(exc)) from exc
-        fill = skillbook_fill(service.runtime.store(status.skillbook))
-        write_queue = settings.write_queue(status.skillbook)
-        consumers = queue_consumers(service.app, [write_queue], settings.worker_reply_seconds)
-        writers = consumers.get(write_queue, [])
         if as_json:
-            print_json(
-                {
-                    "batch_id": batch_id,
-                    "skillbook": status.skillbook,
-                    "recipe": status.recipe,
-                    "state": status.state.value,
-                    "total": status.total,
-                    **status.counts(),
-                    "epoch": status.epoch,
-                    "epochs": status.epochs,
-                    "elapsed_seconds": round(status.elapsed_seconds, 3),
-                    "skillbook_fill": fill,
-                    "write_queue": write_queue,
-                    "write_queue_consumers": writers,
-                    "errors": handle.errors(),
-                }
-            )
+            print_json(report.to_dict())
             return
+        status, write_queue, writers = report.status, report.write_queue, report.writers
         # The skillbook, recipe and errors come from Redis: printed escaped, never read as markup.
         console.print(
             f"batch {batch_id} on {printable(repr(status.skillbook))} ({printable(status.recipe)}): "
@@ -59,10 +38,10 @@ def status_command(
             markup=False,
         )
         console.print(_describe_writer(settings, status.skillbook, write_queue, writers))
-        full = describe_fill(status.skillbook, fill)
+        full = describe_fill(status.skillbook, report.fill)
         if full:
             console.print(f"[yellow]{full}[/]")
-        print_failures(batch_id, handle.errors(), total=status.total)
+        print_failures(batch_id, report.errors, total=status.total)
 
 
 def _describe_writer(settings: WorkerSettings, skillbook: str, queue: str, writers: list[str]) -> str:

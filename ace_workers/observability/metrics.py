@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any, Protocol
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LLM_OUTPUT_ROLES",
+    "LLMUsage",
+    "llm_usage",
+    "new_llm_calls",
     "METRIC_NAMES",
     "AppliedBatch",
     "MetricsServer",
@@ -85,6 +89,44 @@ class AppliedBatch(Protocol):
     def report(self) -> Any:
         """The ApplyReport; its ``skipped_ops`` and ``full`` are read."""
         ...
+
+
+def new_llm_calls(before: object, after: object) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(role, raw provider metadata) of each role output on ``after`` but not on ``before`` that has one."""
+    for field, role in LLM_OUTPUT_ROLES.items():
+        output = getattr(after, field, None)
+        if output is None or output is getattr(before, field, None):
+            continue
+        raw = getattr(output, "raw", None)
+        if raw:
+            yield role, raw
+
+
+@dataclass(frozen=True)
+class LLMUsage:
+    """Tokens a step's LLM calls used, and their cost in USD where the provider priced one (else None)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+
+def llm_usage(before: object, after: object) -> LLMUsage:
+    """The summed usage of the role outputs a step produced: what observe_llm_outputs counts."""
+    prompt = completion = 0
+    cost: float | None = None
+    for _, raw in new_llm_calls(before, after):
+        usage = raw.get("usage") or {}
+        prompt += _tokens(usage.get("prompt_tokens"))
+        completion += _tokens(usage.get("completion_tokens"))
+        priced = raw.get("cost")
+        if isinstance(priced, int | float) and not isinstance(priced, bool) and priced > 0:
+            cost = (cost or 0.0) + float(priced)
+    return LLMUsage(prompt, completion, cost)
+
+
+def _tokens(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 class WorkerMetrics:
@@ -222,13 +264,8 @@ class WorkerMetrics:
         attempts; see providers/instructor_client.py and the simulator); an
         output without it (a fake, an output carried over from a message) adds nothing.
         """
-        for field, role in LLM_OUTPUT_ROLES.items():
-            output = getattr(after, field, None)
-            if output is None or output is getattr(before, field, None):
-                continue
-            raw = getattr(output, "raw", None)
-            if raw:
-                self.observe_llm_call(role, raw)
+        for role, raw in new_llm_calls(before, after):
+            self.observe_llm_call(role, raw)
 
     def observe_llm_call(self, role: str, raw: Mapping[str, Any]) -> None:
         """Count one role call's provider metadata: tokens by kind, attempts, and cost when priced."""

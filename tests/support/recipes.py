@@ -94,6 +94,22 @@ class Choosy:
 CHOOSY_HEALED = "choosy:healed"
 
 
+def choosy_traces(redis_url: str, count: int, failing: set[int]) -> list[dict[str, Any]]:
+    """``count`` traces for the choosy recipe (ids s1..sN); those in ``failing`` fail until healed."""
+    return [
+        {
+            "id": f"s{index}",
+            "redis_url": redis_url,
+            "fail": index in failing,
+            "question": f"What is {index} + {index}?",
+            "answer": "no idea",
+            "ground_truth": str(2 * index),
+            "feedback": "Incorrect.",
+        }
+        for index in range(1, count + 1)
+    ]
+
+
 def choosy_recipe(inputs: RecipeInputs) -> list[Any]:
     """Choosy, then the usual learning tail (so a sample also has steps on the write queue)."""
     tail = learning_tail(inputs.reflector, inputs.skill_manager, inputs.skillbook)

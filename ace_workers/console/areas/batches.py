@@ -1,9 +1,144 @@
-"""The console's batches area (being built)."""
+"""The console's batches area: running and recent batches, one batch in detail, and the dead letters.
+
+A batch's counts are the document ``ace-workers status --json`` prints (made by
+:func:`~ace_workers.distributed.producer.batch_report.batch_report` for both), with the
+per-step figures the workers record (samples done and failed, seconds, LLM tokens and cost).
+"""
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
+from typing import Any
+
 from starlette.routing import BaseRoute
 
-__all__ = ["ROUTES"]
+from ...distributed.producer.batch_report import batch_report
+from ...distributed.store.batches import RECENT_BATCHES, BatchState, BatchStatus
+from ...distributed.store.errors import BatchNotFoundError
+from ...distributed.store.keys import validate_skillbook_name
+from ..errors import BadRequestError, NotFoundError
+from ..views import View, page
+from .batches_cost import batch_usage, cost_points, cost_series
+from .batches_letters import LETTER_ROUTES
+from .fleet_inspect import fleet_consumers
 
-ROUTES: list[BaseRoute] = []
+__all__ = ["ROUTES", "batch_page", "batches_index"]
+
+# How often a page showing a running batch reloads itself.
+REFRESH_SECONDS = 5
+
+
+def batches_index(view: View) -> dict[str, Any]:
+    """Running batches and the recent ones (``?skillbook=`` picks one skillbook's), with their cost."""
+    skillbook = _skillbook_filter(view)
+    limit = view.int_query("limit", 50, minimum=1, maximum=RECENT_BATCHES)
+    batches = view.service.runtime.batches
+    created = dict(batches.recent(limit))
+    # Running ones first, some perhaps older than the recent ones shown (or from before the index).
+    ids = [*batches.running(), *created]
+    rows, seen = [], set()
+    for batch_id in ids:
+        if batch_id in seen:
+            continue
+        seen.add(batch_id)
+        try:
+            status = batches.status(batch_id)
+        except BatchNotFoundError:
+            continue  # expired since it was listed
+        if skillbook is None or status.skillbook == skillbook:
+            rows.append(_row(view, status))
+    rows.sort(key=lambda row: row["created"], reverse=True)
+    running = [row for row in rows if row["state"] == BatchState.RUNNING.value]
+    points = cost_points(rows)
+    return {
+        "skillbook": skillbook,
+        "limit": limit,
+        "running": running,
+        "recent": [row for row in rows if row["state"] != BatchState.RUNNING.value],
+        "cost_points": points,
+        "cost_series": cost_series(points, time.time()),
+        "refresh_seconds": REFRESH_SECONDS if running else None,
+    }
+
+
+def batch_page(view: View) -> dict[str, Any]:
+    """One batch: the ``status --json`` document, progress and timings per step, LLM usage, errors."""
+    batch_id = view.path("batch_id")
+    answer = fleet_consumers(view.request.app.state, view.service)
+    try:
+        report = batch_report(
+            view.service.app,
+            view.service.runtime,
+            batch_id,
+            consumers=lambda queue: answer.consumers.get(queue, []),
+        )
+    except BatchNotFoundError:
+        ttl = view.service.runtime.settings.result_ttl_seconds
+        raise NotFoundError(
+            f"no batch {batch_id!r}: never created, or its records expired ({ttl} s after it finished)"
+        ) from None
+    status = report.status
+    steps = view.service.runtime.batches.step_stats(batch_id)
+    return {
+        "status": report.to_dict(),
+        "created": _iso(status.created),
+        "finished": status.done + status.failed,
+        "steps": [{**step.to_dict(), "total": status.total} for step in steps],
+        "usage": batch_usage(steps, status.done + status.failed),
+        "consumers_asked": answer.to_dict(time.time()),
+        "refresh_seconds": REFRESH_SECONDS if status.state is BatchState.RUNNING else None,
+    }
+
+
+def _row(view: View, status: BatchStatus) -> dict[str, Any]:
+    """One batch as the index lists it."""
+    finished = status.done + status.failed
+    return {
+        "batch_id": status.batch_id,
+        "skillbook": status.skillbook,
+        "recipe": status.recipe,
+        "state": status.state.value,
+        "total": status.total,
+        **status.counts(),
+        "finished": finished,
+        "epoch": status.epoch,
+        "epochs": status.epochs,
+        "elapsed_seconds": round(status.elapsed_seconds, 3),
+        "created": status.created,
+        "created_at": _iso(status.created),
+        "usage": batch_usage(view.service.runtime.batches.step_stats(status.batch_id), finished),
+    }
+
+
+def _skillbook_filter(view: View) -> str | None:
+    name = view.query("skillbook").strip()
+    if not name:
+        return None
+    try:
+        return validate_skillbook_name(name)
+    except ValueError as exc:
+        raise BadRequestError(f"skillbook={name!r}: {exc}") from None
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+
+
+ROUTES: list[BaseRoute] = [
+    *page(
+        "/batches",
+        "batches/index.html",
+        batches_index,
+        name="batches",
+        summary="Running and recent batches (?skillbook=NAME, ?limit=N), with LLM tokens per sample.",
+    ),
+    *page(
+        "/batches/{batch_id}",
+        "batches/batch.html",
+        batch_page,
+        name="batch",
+        summary="One batch: the status --json document, progress and timings per step, LLM usage.",
+    ),
+    *LETTER_ROUTES,
+]

@@ -9,6 +9,11 @@ epochs after the producer has gone, finish sending what a crashed producer did
 not send, and send again any sample whose message was lost. The keys live
 without a TTL while the batch runs and get one when it finishes or is
 cancelled (the layout is in :mod:`.keys`).
+
+Each step run of a sample is counted too, once, with its time and its LLM usage
+(:mod:`.step_stats`): a step with more to run after it in its own round trip,
+the last one with the sample's record. A new batch enters a capped index of
+recent batches, so finished ones can be listed until their keys expire.
 """
 
 from __future__ import annotations
@@ -26,18 +31,38 @@ import redis
 from redis.typing import EncodableT, FieldT
 
 from .errors import BatchCancelledError, BatchInputMissingError, BatchNotFoundError
-from .keys import batch_key, running_batches_key
+from .keys import batch_key, recent_batches_key, running_batches_key
 from .locks import try_lock
 from .replies import decode_text
+from .step_stats import StepRun, StepStats, read_step_stats
 
-__all__ = ["BatchState", "BatchStatus", "BatchStore", "parse_sample_key", "sample_key"]
+__all__ = [
+    "RECENT_BATCHES",
+    "BatchState",
+    "BatchStatus",
+    "BatchStore",
+    "parse_sample_key",
+    "sample_key",
+]
 
-# Marker, record and counters of a finished sample in one atomic step (see the script).
-_FINISH_SAMPLE_LUA = (Path(__file__).parent / "finish_sample.lua").read_text(encoding="utf-8")
+
+def _script(name: str) -> str:
+    return (Path(__file__).parent / name).read_text(encoding="utf-8")
+
+
+# The function both step scripts use to count a finished step run once (see the script).
+_COUNT_STEP_LUA = _script("count_step.lua")
+# Marker, record, counters and last step of a finished sample in one atomic step (see the script).
+_FINISH_SAMPLE_LUA = _COUNT_STEP_LUA + _script("finish_sample.lua")
 # A step's progress, written only if its batch exists and was not cancelled (see the script).
-_RECORD_PROGRESS_LUA = (Path(__file__).parent / "record_progress.lua").read_text(encoding="utf-8")
+_RECORD_PROGRESS_LUA = _script("record_progress.lua")
+# A finished step of a sample with more to run, counted once in its batch's steps (see the script).
+_RECORD_STEP_LUA = _COUNT_STEP_LUA + _script("record_step.lua")
 # A failed sample made unfinished again, as its dead letter is sent back (see the script).
-_REOPEN_SAMPLE_LUA = (Path(__file__).parent / "reopen_sample.lua").read_text(encoding="utf-8")
+_REOPEN_SAMPLE_LUA = _script("reopen_sample.lua")
+
+# How many batches the index of recent batches keeps (the newest by creation).
+RECENT_BATCHES = 1000
 
 
 class BatchState(str, Enum):
@@ -57,8 +82,19 @@ _CHUNK = 500
 
 
 # The batch's keys besides its meta hash; all of them get the TTL when the batch finishes. The
-# first five in the order finish_sample.lua takes them.
-_PARTS = ("outcomes", "records", "progress", "started", "reopened", "items", "redrives", "traces")
+# first seven in the order finish_sample.lua takes them.
+_PARTS = (
+    "outcomes",
+    "records",
+    "progress",
+    "started",
+    "reopened",
+    "steps",
+    "stepped",
+    "items",
+    "redrives",
+    "traces",
+)
 
 
 def sample_key(epoch: int, index: int) -> str:
@@ -99,6 +135,7 @@ class BatchStatus:
     stored: int = 0
     cancelled: bool = False
     retried: int = 0
+    created: float = 0.0
 
     @property
     def in_flight(self) -> int:
@@ -175,6 +212,7 @@ class BatchStore:
         self.ttl_seconds = ttl_seconds
         self._finish_script = client.register_script(_FINISH_SAMPLE_LUA)
         self._progress_script = client.register_script(_RECORD_PROGRESS_LUA)
+        self._step_script = client.register_script(_RECORD_STEP_LUA)
         self._reopen_script = client.register_script(_REOPEN_SAMPLE_LUA)
 
     def _key(self, batch_id: str, part: str = "") -> str:
@@ -190,7 +228,11 @@ class BatchStore:
         epochs: int,
         skills_at_start: int,
     ) -> None:
-        """Record a new batch, with no TTL while it runs, in the set of running batches."""
+        """Record a new batch, with no TTL while it runs, in the set of running batches and the recent index.
+
+        One round trip; not one transaction: the running set and the index live in slots of their own.
+        """
+        now = time.time()
         meta: dict[FieldT, EncodableT] = {
             "skillbook": skillbook,
             "recipe": recipe,
@@ -204,11 +246,16 @@ class BatchStore:
             "skills_at_start": skills_at_start,
             # An input of unknown length is sealed once the producer has sent all of it.
             "sealed": int(per_epoch > 0),
-            "created": time.time(),
-            "progress_at": time.time(),
+            "created": now,
+            "progress_at": now,
         }
-        self.redis.hset(self._key(batch_id), mapping=meta)
-        self.redis.sadd(running_batches_key(self.prefix), batch_id)
+        recent = recent_batches_key(self.prefix)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hset(self._key(batch_id), mapping=meta)
+        pipe.sadd(running_batches_key(self.prefix), batch_id)
+        pipe.zadd(recent, {batch_id: now})
+        pipe.zremrangebyrank(recent, 0, -RECENT_BATCHES - 1)  # the oldest beyond the cap
+        pipe.execute()
 
     def seal(self, batch_id: str, per_epoch: int) -> None:
         """Fix the size of a batch whose input length was not known (or not met) until it was stored."""
@@ -378,6 +425,57 @@ class BatchStore:
         """Ids of the batches not known to have finished (some may have expired since)."""
         return sorted(decode_text(raw) for raw in self.redis.smembers(running_batches_key(self.prefix)))
 
+    def recent(self, limit: int) -> list[tuple[str, float]]:
+        """The ``limit`` newest batches (id, creation time), newest first, finished ones too.
+
+        An id whose batch has expired is dropped from the index as it is met.
+        """
+        key = recent_batches_key(self.prefix)
+        found: list[tuple[str, float]] = []
+        start = 0
+        while len(found) < limit:
+            page = cast(
+                list[tuple[bytes, float]],
+                self.redis.zrevrange(key, start, start + limit - 1, withscores=True),
+            )
+            if not page:
+                break
+            start += len(page)
+            ids = [decode_text(member) for member, _ in page]
+            pipe = self.redis.pipeline(transaction=False)
+            for batch_id in ids:
+                pipe.hexists(self._key(batch_id), "skillbook")
+            alive = pipe.execute()
+            gone = [batch_id for batch_id, exists in zip(ids, alive, strict=True) if not exists]
+            if gone:
+                self.redis.zrem(key, *gone)
+            found += [
+                (batch_id, float(score))
+                for batch_id, (_, score), exists in zip(ids, page, alive, strict=True)
+                if exists
+            ]
+        return found[:limit]
+
+    def oldest_progress(self, batch_id: str) -> float | None:
+        """When the unfinished sample that has waited longest last made progress; None if none waits."""
+        oldest = cast(
+            list[tuple[bytes, float]],
+            self.redis.zrange(self._key(batch_id, "progress"), 0, 0, withscores=True),
+        )
+        return float(oldest[0][1]) if oldest else None
+
+    def record_step(self, batch_id: str, epoch: int, index: int, run: StepRun) -> bool:
+        """Count a finished step run of a sample that has more steps to run (the last one is counted
+        by record_done); False if it was not counted: counted already, or the batch is cancelled,
+        finished or unknown (a step's figures are no reason to fail it).
+        """
+        keys = [self._key(batch_id), self._key(batch_id, "steps"), self._key(batch_id, "stepped")]
+        return int(self._step_script(keys=keys, args=[sample_key(epoch, index), *run.args()])) == 1
+
+    def step_stats(self, batch_id: str) -> list[StepStats]:
+        """Each step's figures so far (samples done and failed, seconds, tokens, cost), in step order."""
+        return read_step_stats(self.redis.hgetall(self._key(batch_id, "steps")))
+
     def forget_running(self, batch_id: str) -> None:
         """Take a finished (or vanished) batch off the running set."""
         self.redis.srem(running_batches_key(self.prefix), batch_id)
@@ -392,16 +490,11 @@ class BatchStore:
             BatchNotFoundError: the batch has no record (it expired).
             BatchCancelledError: the batch was cancelled; nothing of it runs again.
         """
+        first = ("outcomes", "progress", "reopened", "records", "steps")  # in the order the script takes them
         keys = [
             self._key(batch_id),
-            self._key(batch_id, "outcomes"),
-            self._key(batch_id, "progress"),
-            self._key(batch_id, "reopened"),
-            *(
-                self._key(batch_id, part)
-                for part in _PARTS
-                if part not in ("outcomes", "progress", "reopened")
-            ),
+            *(self._key(batch_id, part) for part in first),
+            *(self._key(batch_id, part) for part in _PARTS if part not in first),
         ]
         answer = int(self._reopen_script(keys=keys, args=[sample_key(epoch, index), time.time()]))
         if answer == _NO_BATCH:
@@ -417,13 +510,18 @@ class BatchStore:
         raw = self.redis.hget(self._key(batch_id, "outcomes"), sample_key(epoch, index))
         return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
 
-    def record_done(self, batch_id: str, epoch: int, index: int, payload: dict[str, Any]) -> int | None:
+    def record_done(
+        self, batch_id: str, epoch: int, index: int, payload: dict[str, Any], *, step: StepRun | None = None
+    ) -> int | None:
         """Record a finished sample; return how many of its epoch finished, None if already recorded.
+
+        ``step``: the run of its last step, counted in the batch's steps in the same round trip.
 
         Raises:
             BatchNotFoundError: the batch has no record (it expired); nothing was written.
         """
-        return self._finish(batch_id, epoch, index, "done", {"payload": payload})
+        step_args: list[EncodableT] = step.args() if step is not None else ["", ""]
+        return self._finish(batch_id, epoch, index, "done", {"payload": payload}, step_args)
 
     def record_failure(
         self,
@@ -435,8 +533,12 @@ class BatchStore:
         error: str,
         traceback: str = "",
         sample: Any = None,
+        step_index: int | None = None,
     ) -> int | None:
         """Record a failed sample with the step, the error, a traceback summary and its input sample.
+
+        ``step_index``: the index of the step that failed, whose failed count the sample joins (None
+        for a failure no step of the recipe names, such as the reconciler giving up on a sample).
 
         Raises:
             BatchNotFoundError: the batch has no record (never created, or expired); nothing was written.
@@ -449,10 +551,19 @@ class BatchStore:
             "index": index,
             "sample": sample,
         }
-        return self._finish(batch_id, epoch, index, "failed", record)
+        if step_index is None:
+            return self._finish(batch_id, epoch, index, "failed", record, ["", ""])
+        record["step_index"] = step_index  # reopen_sample.lua reads it to count the retry
+        return self._finish(batch_id, epoch, index, "failed", record, [step_index, step])
 
     def _finish(
-        self, batch_id: str, epoch: int, index: int, outcome: str, record: dict[str, Any]
+        self,
+        batch_id: str,
+        epoch: int,
+        index: int,
+        outcome: str,
+        record: dict[str, Any],
+        step_args: list[EncodableT],
     ) -> int | None:
         keys = [self._key(batch_id), *(self._key(batch_id, part) for part in _PARTS)]
         args: list[EncodableT] = [
@@ -462,6 +573,7 @@ class BatchStore:
             f"finished:e{epoch}",
             self.ttl_seconds,
             time.time(),
+            *step_args,
         ]
         finished = int(self._finish_script(keys=keys, args=args))
         if finished == _NO_BATCH:
@@ -511,6 +623,7 @@ class BatchStore:
             stored=int(stored),
             cancelled=text.get("cancelled") == "1",
             retried=int(text.get("retried") or 0),
+            created=float(text["created"]),
         )
 
     def records(self, batch_id: str) -> dict[str, dict[str, Any]]:

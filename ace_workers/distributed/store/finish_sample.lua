@@ -7,13 +7,17 @@
 -- never as queued). A sample its dead letter's retry reopened (reopen_sample.lua) is counted
 -- once more as done or failed, but not again in its epoch, which counted it when it first
 -- failed. The sample that finishes the batch gives every key of the batch its TTL (none while
--- the batch runs).
+-- the batch runs). The step that finished (or failed) the sample is counted in the batch's steps
+-- hash in the same step (count_step.lua is prepended): a done sample's last step once, a failure
+-- at the step it failed at (a failure no step index names, as the reconciler's, at none).
 --
 -- KEYS[1] batch meta hash, KEYS[2] outcomes hash, KEYS[3] records hash, KEYS[4] progress zset,
--- KEYS[5] started hash, KEYS[6] reopened hash,
--- KEYS[7..] the batch's other keys (items, redrives, traces), for the TTL
+-- KEYS[5] started hash, KEYS[6] reopened hash, KEYS[7] steps hash, KEYS[8] stepped hash,
+-- KEYS[9..] the batch's other keys (items, redrives, traces), for the TTL
 -- ARGV[1] sample key, ARGV[2] outcome ("done" or "failed"), ARGV[3] record JSON,
--- ARGV[4] epoch counter field ("finished:eN"), ARGV[5] TTL in seconds, ARGV[6] now (unix time)
+-- ARGV[4] epoch counter field ("finished:eN"), ARGV[5] TTL in seconds, ARGV[6] now (unix time),
+-- ARGV[7] the step's index ('' if none is known), ARGV[8] its name, and for a done sample the last
+-- step's run: ARGV[9] seconds, ARGV[10] prompt tokens, ARGV[11] completion tokens, ARGV[12] cost ('')
 -- Returns the epoch's finished count, -1 if this sample was recorded already, or -2 if the batch
 -- has no record (never created, or expired): then nothing is written, no key is made again.
 if redis.call('HEXISTS', KEYS[1], 'skillbook') == 0 then
@@ -38,6 +42,14 @@ if retried then
     finished = tonumber(redis.call('HGET', KEYS[1], ARGV[4]) or 0)
 else
     finished = redis.call('HINCRBY', KEYS[1], ARGV[4], 1)
+end
+if ARGV[7] ~= '' then
+    if ARGV[2] == 'done' then
+        count_step(KEYS[7], KEYS[8], ARGV[1], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12])
+    else
+        redis.call('HSET', KEYS[7], ARGV[7] .. ':name', ARGV[8])
+        redis.call('HINCRBY', KEYS[7], ARGV[7] .. ':failed', 1)
+    end
 end
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('HSETNX', KEYS[5], ARGV[1], 1)

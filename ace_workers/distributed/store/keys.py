@@ -35,10 +35,16 @@ A batch ``ID`` (the ledger of what was sent and what finished)::
     ace:{batch:ID}:outcomes    hash    sample key -> done or failed (the count-once marker)
     ace:{batch:ID}:records     hash    sample key -> its result payload or error record
     ace:{batch:ID}:redrives    hash    sample key -> how often the reconciler sent it again
+    ace:{batch:ID}:steps       hash    per step N: "N:name", "N:done", "N:failed", "N:seconds" (total run
+                                       time of its done runs), "N:prompt_tokens", "N:completion_tokens",
+                                       "N:cost" (USD, only where the provider priced a call)
+    ace:{batch:ID}:stepped     hash    sample key -> how many of its steps finished (the count-once marker)
     ace:{batch:ID}:traces      hash    sample key -> the W3C trace context it was sent with (tracing on)
     ace:{batch:ID}:starting:eN string  lock: held while one sender sends epoch N's samples (expires)
     ace:{batch:ID}:reconciling string  lock: held by the one reconciler of this batch (expires)
     ace:batches:running        set     ids of batches not yet finished (the reconciler's work list)
+    ace:batches:recent         zset    batch id -> when it was created; the newest RECENT_BATCHES only,
+                                       ids whose keys expired are dropped when read
 
 A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it finished.
 
@@ -53,9 +59,11 @@ Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
 they all live in one hash slot and one MULTI/EXEC can span them; every key of a
 batch carries ``{batch:ID}``, so its finish script runs in one slot too. The keys
 that span skillbooks (``ace:skillbooks``, ``ace:dead_letters``, ``ace:batches:running``,
-``ace:write_partitions``, ``ace:console:audit`` and the claim-check keys) each live in the slot of their own
-name: no transaction or script touches one of them together with another key, so
-they work on a cluster as they are (ACE_STORE_URL=redis+cluster://...).
+``ace:batches:recent``, ``ace:write_partitions``, ``ace:console:audit`` and the claim-check keys)
+each live in the slot of their own name: no transaction or script touches one of them together
+with another key (a batch's creation writes its record, the running set and the recent index in
+one pipeline, not one transaction), so they work on a cluster as they are
+(ACE_STORE_URL=redis+cluster://...).
 
 Idempotency keys get one string key each, written with ``SET ... EX`` in the
 apply transaction: Redis expires them by itself (default after 7 days), so the
@@ -103,6 +111,7 @@ __all__ = [
     "claim_digest",
     "decision_field",
     "registry_key",
+    "recent_batches_key",
     "running_batches_key",
     "validate_key_prefix",
     "validate_skillbook_name",
@@ -209,6 +218,11 @@ def write_partitions_key(prefix: str = DEFAULT_PREFIX) -> str:
 def running_batches_key(prefix: str = DEFAULT_PREFIX) -> str:
     """The set of unfinished batch ids; like the registry, a global key written outside any transaction."""
     return f"{validate_key_prefix(prefix)}:batches:running"
+
+
+def recent_batches_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """The sorted set of batch ids by creation time, capped: the index of recent batches (finished too)."""
+    return f"{validate_key_prefix(prefix)}:batches:recent"
 
 
 def console_audit_key(prefix: str = DEFAULT_PREFIX) -> str:

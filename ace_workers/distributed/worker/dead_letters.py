@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from celery import Celery
@@ -30,11 +31,15 @@ __all__ = [
     "LetterFilter",
     "RetryReport",
     "park_dead_letter",
+    "parse_since",
     "read_dead_letters",
     "retry_dead_letters",
 ]
 
 logger = logging.getLogger(__name__)
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 # The kwargs a step task message carries, with their types.
 _KWARG_TYPES: dict[str, type] = {
@@ -75,6 +80,21 @@ class DeadLetter:
         kwargs = (self.letter or {}).get("kwargs")
         return kwargs.get(name) if isinstance(kwargs, dict) else None
 
+    def to_dict(self) -> dict[str, Any]:
+        """What a listing shows of the letter, as JSON: an unreadable one has a problem, no step."""
+        if self.letter is None:
+            return {"position": self.position, "problem": self.problem}
+        parked = self.parked_at
+        return {
+            "position": self.position,
+            "step": self.step,
+            "error": self.letter.get("error"),
+            "batch_id": self.kwarg("batch_id"),
+            "skillbook": self.kwarg("skillbook"),
+            "parked_at": parked.isoformat() if parked else None,
+            "problem": self.problem,
+        }
+
 
 @dataclass(frozen=True)
 class LetterFilter:
@@ -97,6 +117,25 @@ class LetterFilter:
             parked = letter.parked_at
             return parked is not None and parked.tzinfo is not None and parked >= self.since
         return True
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """The time a ``since`` filter names, timezone-aware: ``now`` minus a duration, or an ISO time.
+
+    Raises:
+        ValueError: ``text`` is neither a duration (30s, 30m, 2h, 1d) nor an ISO time.
+    """
+    now = now or datetime.now(UTC)
+    duration = _DURATION.fullmatch(text.strip())
+    if duration:
+        return now - timedelta(seconds=float(duration[1]) * _UNIT_SECONDS[duration[2]])
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is neither a duration (30s, 30m, 2h, 1d) nor an ISO time (2025-05-01T12:00)"
+        ) from None
+    return when if when.tzinfo is not None else when.astimezone()  # no offset: this machine's time
 
 
 @dataclass

@@ -41,6 +41,7 @@ __all__ = [
     "fleet_shape_step",
     "recipe_shape",
     "shaping_settings",
+    "worker_records",
 ]
 
 logger = logging.getLogger(__name__)
@@ -136,9 +137,7 @@ def check_fleet_agrees(
     mine = shaping_settings(runtime.settings)
     own_path = runtime.settings.recipe_paths().get(recipe) if recipe is not None else None
     now = time.time() if now is None else now
-    raw = runtime.redis.hgetall(fleet_workers_key(runtime.settings.queue_prefix))
-    for node, value in sorted(raw.items()):
-        record = _loaded(value)
+    for node, record in worker_records(runtime).items():
         at = record.get("at")
         if not isinstance(at, (int, float)) or now - at > FRESH_SECONDS:
             continue
@@ -146,7 +145,16 @@ def check_fleet_agrees(
         if difference is None and own_path is not None:
             difference = _recipe_difference(recipe, own_path, record.get("recipes"))
         if difference is not None:
-            raise FleetSettingsMismatch(decode_text(node), difference)
+            raise FleetSettingsMismatch(node, difference)
+
+
+def worker_records(runtime: WorkerRuntime) -> dict[str, dict[str, Any]]:
+    """Each worker's published record (settings, recipes, ``at``), by node name, stale ones too.
+
+    Written by whoever can write to Redis: a record that is not a JSON object reads as an empty one.
+    """
+    raw = runtime.redis.hgetall(fleet_workers_key(runtime.settings.queue_prefix))
+    return {decode_text(node): _loaded(value) for node, value in sorted(raw.items())}
 
 
 def publish_worker(runtime: WorkerRuntime, node: str) -> None:

@@ -22,9 +22,11 @@ from celery.exceptions import Ignore, Reject, TaskPredicate
 
 from ...errors import AceError, LLMError, LLMRequestRejected, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
+from ...observability.metrics import llm_usage
 from ..connections import is_amqp
 from ..store.batches import sample_key
 from ..store.errors import BatchNotFoundError, VersionConflict
+from ..store.step_stats import StepRun
 from ..store.write_scope import WriteScope, write_scope
 from .app import (
     MAX_MEMORY_WAIT_SECONDS,
@@ -100,6 +102,7 @@ def run_step(
     # the step is counted in the worker's metrics: a finished sample, or a failure by type.
     log_context = StepLogContext(batch_id, sample_key(epoch, sample_index), skillbook, route.name)
     with step_log_context(log_context), runtime.metrics.timed_step(route.name, skillbook):
+        started = time.perf_counter()
         if not runtime.batches.record_progress(batch_id, epoch, sample_index, first_step=index == 0):
             logger.info(
                 "batch %s was cancelled: %s not run, the rest of its chain dropped", batch_id, route.name
@@ -133,11 +136,24 @@ def run_step(
             out = runtime.call_step(recipe, skillbook, index, ctx)
         runtime.metrics.observe_llm_outputs(ctx, out)
         result = context_to_payload(out, claims=runtime.claims)
+        usage = llm_usage(ctx, out)
+        # The batch's per-step figures (the console's progress per step, time and tokens).
+        run = StepRun(
+            index,
+            route.name,
+            time.perf_counter() - started,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cost,
+        )
         if index == len(routes) - 1:
-            finished = runtime.batches.record_done(batch_id, epoch, sample_index, result)
+            finished = runtime.batches.record_done(batch_id, epoch, sample_index, result, step=run)
             if finished is not None:  # counted once per sample: None when it was recorded already
                 count_served(runtime.redis, book.store.keys, out.metadata)
             start_next_epoch(app, runtime, batch_id, epoch, finished)
+        else:
+            # One round trip more per step but the last, whose run goes with the sample's record.
+            runtime.batches.record_step(batch_id, epoch, sample_index, run)
         return result
 
 
@@ -339,6 +355,7 @@ def _give_up(
                 error=error,
                 traceback="".join(traceback.format_exception(exc, limit=-3)),
                 sample=payload.get("sample") if isinstance(payload, dict) else None,
+                step_index=_step_index(kwargs),
             ),
         )
     except BatchNotFoundError:
@@ -357,6 +374,12 @@ def _sample_of(kwargs: dict[str, Any]) -> tuple[str, int, int] | None:
     if isinstance(batch_id, str) and isinstance(epoch, int) and isinstance(index, int):
         return batch_id, epoch, index
     return None
+
+
+def _step_index(kwargs: dict[str, Any]) -> int | None:
+    """The index of the step a message names, for the batch's per-step failures; None if it names none."""
+    index = kwargs.get("index")
+    return index if isinstance(index, int) and not isinstance(index, bool) and index >= 0 else None
 
 
 def _step_name(runtime: WorkerRuntime, kwargs: dict[str, Any]) -> str:

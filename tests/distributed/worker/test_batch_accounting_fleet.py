@@ -24,6 +24,7 @@ from ace_workers.distributed.worker.chains import sample_chain
 from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry_dead_letters
 from ace_workers.distributed.worker.reconcile import reconcile_batch
 from tests.support.recipes import CHOOSY_HEALED
+from tests.support.recipes import choosy_traces as traces
 from tests.support.waiting import wait_for
 from tests.support.workers import build_test_service
 
@@ -44,21 +45,6 @@ def service(redis_url: str, redis_client: redis.Redis) -> Iterator[Service]:
         yield built
     finally:
         built.close()
-
-
-def traces(redis_url: str, count: int, failing: set[int]) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f"s{index}",
-            "redis_url": redis_url,
-            "fail": index in failing,
-            "question": f"What is {index} + {index}?",
-            "answer": "no idea",
-            "ground_truth": str(2 * index),
-            "feedback": "Incorrect.",
-        }
-        for index in range(1, count + 1)
-    ]
 
 
 def checked(handle: BatchHandle) -> BatchStatus:

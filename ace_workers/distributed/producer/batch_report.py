@@ -1,0 +1,79 @@
+"""The report on one batch that ``ace-workers status --json`` prints and the web console shows.
+
+One function makes it, so the command line and the console cannot drift apart: the batch's
+state and counts, its skillbook's fill, the write queue of that skillbook and the workers
+consuming it (asked by a broadcast bounded by ACE_WORKER_REPLY_SECONDS), and the failures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from celery import Celery
+
+from ..store.batches import BatchStatus
+from ..store.fill import skillbook_fill
+from ..worker.partitions import queue_consumers
+from ..worker.runtime import WorkerRuntime
+
+__all__ = ["BatchReport", "batch_report"]
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """A batch's status, its skillbook's fill, who writes that skillbook, and the failed samples."""
+
+    status: BatchStatus
+    fill: dict[str, int]
+    write_queue: str
+    writers: list[str]
+    errors: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document ``status --json`` prints."""
+        status = self.status
+        return {
+            "batch_id": status.batch_id,
+            "skillbook": status.skillbook,
+            "recipe": status.recipe,
+            "state": status.state.value,
+            "total": status.total,
+            **status.counts(),
+            "epoch": status.epoch,
+            "epochs": status.epochs,
+            "elapsed_seconds": round(status.elapsed_seconds, 3),
+            "skillbook_fill": self.fill,
+            "write_queue": self.write_queue,
+            "write_queue_consumers": self.writers,
+            "errors": self.errors,
+        }
+
+
+def batch_report(
+    app: Celery,
+    runtime: WorkerRuntime,
+    batch_id: str,
+    *,
+    consumers: Callable[[str], list[str]] | None = None,
+) -> BatchReport:
+    """The report on ``batch_id``; BatchNotFoundError (a LookupError) if there is no such batch.
+
+    ``consumers``: who consumes a queue, if the caller knows already (the console keeps the
+    answer of its last broadcast for a few seconds); by default the workers are asked.
+    """
+    status = runtime.batches.status(batch_id)
+    settings = runtime.settings
+    write_queue = settings.write_queue(status.skillbook)
+    if consumers is None:
+        writers = queue_consumers(app, [write_queue], settings.worker_reply_seconds).get(write_queue, [])
+    else:
+        writers = consumers(write_queue)
+    return BatchReport(
+        status=status,
+        fill=skillbook_fill(runtime.store(status.skillbook)),
+        write_queue=write_queue,
+        writers=writers,
+        errors=runtime.batches.errors(batch_id),
+    )

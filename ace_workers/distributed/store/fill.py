@@ -1,0 +1,17 @@
+"""How full a skillbook is, as ``status`` and ``skillbook show`` report it (and the console shows)."""
+
+from __future__ import annotations
+
+from .keys import STAT_ADDS_SKIPPED_FULL
+from .store import RedisSkillbookStore
+
+__all__ = ["skillbook_fill"]
+
+
+def skillbook_fill(store: RedisSkillbookStore) -> dict[str, int]:
+    """How full a skillbook is: active skills, the limit, and ADDs left out for lack of room."""
+    return {
+        "active_skills": store.active_skills(),
+        "max_skills": store.max_skills,
+        "adds_skipped_full": store.stats()[STAT_ADDS_SKIPPED_FULL],
+    }
