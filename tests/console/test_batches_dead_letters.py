@@ -58,7 +58,8 @@ def test_the_filter_picks_letters_by_batch_skillbook_and_time(
 ) -> None:
     alpha, beta = failed.alpha.batch_id, failed.beta.batch_id
 
-    assert [letter["sample"] for letter in listed(console, batch=alpha)] == ["e1:1", "e1:3"]
+    # Samples 1 and 3 fail on parallel threads: which was parked first is not given.
+    assert sorted(letter["sample"] for letter in listed(console, batch=alpha)) == ["e1:1", "e1:3"]
     assert [letter["batch_id"] for letter in listed(console, skillbook="beta")] == [beta]
     assert listed(console, batch=alpha, skillbook="beta") == []
     assert len(listed(console, since="1h")) == 3

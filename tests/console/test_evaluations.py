@@ -251,7 +251,21 @@ def test_a_skillbook_never_evaluated_says_there_is_nothing_to_plot(
     with console.client() as client:
         html = client.get(PAGE).text
     assert '<p class="empty" id="accuracy-chart">' in html
-    assert 'id="token-cost-slot"' in html
+
+
+def test_the_token_cost_per_sample_is_the_batches_pages_for_this_skillbook(
+    fleet: Service, console: RunningConsole
+) -> None:
+    with console.client() as client:
+        cost = client.get(f"/api{PAGE}").json()["token_cost"]
+        batches = client.get("/api/batches", params={"skillbook": BOOK}).json()
+        html = client.get(PAGE).text
+    (batch,) = batches["recent"]
+    (point,) = cost["cost_points"]
+    assert point["batch_id"] == batch["batch_id"]
+    assert point["tokens_per_sample"] == batch["usage"]["tokens_per_sample"] > 0
+    # total, prompt and completion: one point each for the one batch
+    assert svg_points(html, "token-cost-per-sample") == 3
 
 
 def test_a_bad_grouping_or_range_is_a_400_naming_the_parameter(

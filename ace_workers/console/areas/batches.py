@@ -23,7 +23,7 @@ from .batches_cost import batch_usage, cost_points, cost_series
 from .batches_letters import LETTER_ROUTES
 from .fleet_inspect import fleet_consumers
 
-__all__ = ["ROUTES", "batch_page", "batches_index"]
+__all__ = ["ROUTES", "batch_page", "batch_rows", "batches_index", "learning_cost"]
 
 # How often a page showing a running batch reloads itself.
 REFRESH_SECONDS = 5
@@ -33,6 +33,26 @@ def batches_index(view: View) -> dict[str, Any]:
     """Running batches and the recent ones (``?skillbook=`` picks one skillbook's), with their cost."""
     skillbook = _skillbook_filter(view)
     limit = view.int_query("limit", 50, minimum=1, maximum=RECENT_BATCHES)
+    rows = batch_rows(view, skillbook, limit)
+    running = [row for row in rows if row["state"] == BatchState.RUNNING.value]
+    return {
+        "skillbook": skillbook,
+        "limit": limit,
+        "running": running,
+        "recent": [row for row in rows if row["state"] != BatchState.RUNNING.value],
+        **learning_cost(rows),
+        "refresh_seconds": REFRESH_SECONDS if running else None,
+    }
+
+
+def learning_cost(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cost points of these batch rows, and the lines the learning-cost plots draw."""
+    points = cost_points(rows)
+    return {"cost_points": points, "cost_series": cost_series(points, time.time())}
+
+
+def batch_rows(view: View, skillbook: str | None, limit: int) -> list[dict[str, Any]]:
+    """The running and the ``limit`` most recent batches (of ``skillbook`` only, if named), newest first."""
     batches = view.service.runtime.batches
     created = dict(batches.recent(limit))
     # Running ones first, some perhaps older than the recent ones shown (or from before the index).
@@ -49,17 +69,7 @@ def batches_index(view: View) -> dict[str, Any]:
         if skillbook is None or status.skillbook == skillbook:
             rows.append(_row(view, status))
     rows.sort(key=lambda row: row["created"], reverse=True)
-    running = [row for row in rows if row["state"] == BatchState.RUNNING.value]
-    points = cost_points(rows)
-    return {
-        "skillbook": skillbook,
-        "limit": limit,
-        "running": running,
-        "recent": [row for row in rows if row["state"] != BatchState.RUNNING.value],
-        "cost_points": points,
-        "cost_series": cost_series(points, time.time()),
-        "refresh_seconds": REFRESH_SECONDS if running else None,
-    }
+    return rows
 
 
 def batch_page(view: View) -> dict[str, Any]:

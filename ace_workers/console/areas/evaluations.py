@@ -1,9 +1,10 @@
 """The console's evaluations area: how a skillbook's versions do, and how it grew.
 
-One page (``/skillbooks/NAME/evaluations``) with three figures, each a plot and a
-table: accuracy per version from the recorded ``skillbook evaluate`` runs; the live
+One page (``/skillbooks/NAME/evaluations``) with four figures, each a plot (and most
+a table): accuracy per version from the recorded ``skillbook evaluate`` runs; the live
 A/B success rate of each label with its 95% Wilson interval (what the fleet served);
-and the active skills and their characters over the versions, from the change log.
+the active skills and their characters over the versions, from the change log; and
+the LLM tokens (and cost, where priced) per sample of its recent batches.
 """
 
 from __future__ import annotations
@@ -18,10 +19,14 @@ from ...distributed.store.outcomes import LabelOutcomes, read_outcomes
 from ...distributed.store.store import RedisSkillbookStore
 from ..errors import BadRequestError
 from ..views import View, page
+from .batches import batch_rows, learning_cost
 from .evaluations_accuracy import GROUPINGS, accuracy_of
 from .evaluations_curves import DEFAULT_VERSIONS, MAX_VERSIONS, skill_curves
 
 __all__ = ["ROUTES", "evaluations_page", "live_ab"]
+
+# Recent batches of the skillbook whose cost per sample is plotted (the batches page shows more).
+COST_BATCHES = 50
 
 
 def evaluations_page(view: View) -> dict[str, Any]:
@@ -38,9 +43,8 @@ def evaluations_page(view: View) -> dict[str, Any]:
         "accuracy": {**accuracy_of(store.evaluations.recent(limit), by), "limit": limit},
         "ab": live_ab(view, store),
         "curves": skill_curves(store, versions),
-        # A slot for the batches area's token cost per sample over time (usage recorded per batch):
-        # not built here.
-        "token_cost_per_sample": None,
+        # What its recent batches spent per sample, as the batches page plots it (usage per batch).
+        "token_cost": learning_cost(batch_rows(view, store.name, COST_BATCHES)),
     }
 
 

@@ -14,7 +14,6 @@ from starlette.routing import BaseRoute
 
 from ...distributed.store.errors import HeadMovedError
 from ..views import ActionResult, View, action, page
-from . import history_labels
 from .history_data import (
     ConflictError,
     diff_between,
@@ -25,6 +24,7 @@ from .history_data import (
     summary_of,
     timeline_entry,
 )
+from .history_labels import ROUTES as LABEL_ROUTES
 
 __all__ = ["ROUTES", "history_view", "diff_view", "rollback_confirmation", "rollback"]
 
@@ -165,5 +165,5 @@ ROUTES: list[BaseRoute] = [
         summary="Roll back to version `to` as a new version (refused if the head is not `expect`).",
         target="{name}",
     ),
-    *history_labels.ROUTES,
+    *LABEL_ROUTES,
 ]
