@@ -54,3 +54,10 @@ def test_every_page_has_its_api_twin(console: RunningConsole) -> None:
 def test_the_readme_table_is_the_api_as_served(console: RunningConsole) -> None:
     expected = endpoint_table(api_endpoints(console.app.routes))
     assert readme_table() == expected, f"README's API table should read:\n{expected}"
+
+
+def test_the_images_the_readme_shows_are_in_the_repository() -> None:
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README.read_text(encoding="utf-8"))
+    assert "docs/console-skillbook.png" in images
+    for image in images:
+        assert (README.parent / image).read_bytes().startswith(b"\x89PNG"), image
