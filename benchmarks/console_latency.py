@@ -50,6 +50,13 @@ PAGES: list[tuple[str, str]] = [
     ("skillbook page", "/skillbooks/{name}"),
     ("search page", "/skillbooks/{name}?q={word}"),
     ("skill page", "/skillbooks/{name}/skills/{skill}"),
+    ("history page", "/skillbooks/{name}/history"),
+    ("diff page (last version)", "/skillbooks/{name}/diff?from={previous}&to=head"),
+    ("labels page", "/skillbooks/{name}/labels"),
+    ("review page", "/skillbooks/{name}/review"),
+    ("evaluations page", "/skillbooks/{name}/evaluations"),
+    ("batches page", "/batches"),
+    ("dead letters page", "/dead-letters"),
 ]
 TARGET_MS = 300.0
 TARGET_SIZE = 100_000
@@ -108,8 +115,14 @@ def prepare(service: Service, size: int, occurrences: int) -> dict[str, str]:
     store.pin([ids[0]], actor="user:bench", note="benchmark")
     store.archive([ids[-1]], actor="user:bench", note="benchmark")
     print(f"  {size:,} skills imported in {time.perf_counter() - started:.1f} s", flush=True)
+    store.labels.set("prod", store.version(), actor="user:bench", note="benchmark")
     middle = len(ids) // 2
-    return {"name": name, "skill": ids[middle], "word": contents[middle].split()[1].upper()}
+    return {
+        "name": name,
+        "skill": ids[middle],
+        "word": contents[middle].split()[1].upper(),
+        "previous": str(store.version() - 1),
+    }
 
 
 def measure(
