@@ -340,7 +340,18 @@ def test_in_chromium_a_reviewer_opens_the_queue_approves_one_and_rejects_another
         page.fill("#reject-note", "too narrow")
         page.click("#reject")
         assert f"proposal {second.id} rejected by user:{USER}" in page.text("#notice")
-    # The skillbook page is another area's: the approved skill is checked in the store.
+
+        # The approved skill is on the skillbook's page now; the rejected one is not.
+        page.goto(f"{console.url}/skillbooks/{STEERED}?status=all&per_page=500")
+        skills = page.text("body")
+        assert first.operations[0]["content"] in skills
+        assert second.operations[0]["content"] not in skills
+        # Both decisions are in the audit log, as the signed-in user.
+        page.goto(f"{console.url}/audit")
+        audit = page.text("#audit")
+        page.screenshot(SCREENSHOTS / "audit.png")
+    assert f"{USER}\treview:approve\t{STEERED}/{first.id}\tok" in audit
+    assert f"{USER}\treview:reject\t{STEERED}/{second.id}\tok" in audit
     assert first.operations[0]["content"] in added_contents(proposed)
     assert second.operations[0]["content"] not in added_contents(proposed)
     rejected = proposed.runtime.store(STEERED).review.get(second.id)
