@@ -22,7 +22,7 @@ from ...distributed.store.store import RedisSkillbookStore
 
 __all__ = ["DEFAULT_BUDGET", "ChangeDigestCache", "DigestPage", "recent_digests"]
 
-DEFAULT_BUDGET = 32 * 1024 * 1024  # bytes of digests kept (roughly): thousands of versions
+DEFAULT_BUDGET = 16 * 1024 * 1024  # bytes of digests kept (roughly): some 8,000 versions of small changes
 _ATTEMPTS = 3  # reads of versions missing from the cache, if the skillbook is recreated meanwhile
 
 

@@ -76,7 +76,12 @@ def digest_change(record: ChangeRecord, shown: int = DIGEST_SHOWN) -> ChangeDige
     consolidation = record.consolidation[:shown]
     skills, chars = growth_of(record)
     cut = {kind: ids[:shown] for kind, ids in effect.items()}
-    weight = 400 + len(record.reasoning) + len(json.dumps([record.source, operations, consolidation]))
+    # 1,500: what the objects of a small digest take, measured; then its texts and ids.
+    weight = (
+        1500
+        + len(record.reasoning)
+        + len(json.dumps([record.source, operations, consolidation], default=str))
+    )
     weight += sum(len(skill_id) + 60 for ids in cut.values() for skill_id in ids)
     return ChangeDigest(
         version=record.version,

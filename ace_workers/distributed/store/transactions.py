@@ -724,7 +724,7 @@ def records_of(entries: Any, key: str) -> list[ChangeRecord]:
     Raises:
         CorruptDataError: an entry is not a change record as encode_change writes one.
     """
-    return [record for entry_id, fields in entries or [] if (record := _decoded(entry_id, fields, key))]
+    return [_decoded(entry_id, fields, key, decode_change) for entry_id, fields in entries or []]
 
 
 def records_touching(entries: Iterable[Any], key: str, skill_id: str) -> list[ChangeRecord]:
@@ -740,12 +740,7 @@ def records_touching(entries: Iterable[Any], key: str, skill_id: str) -> list[Ch
     return found
 
 
-def _decoded(
-    entry_id: Any,
-    fields: Any,
-    key: str,
-    decode: Callable[[Any], ChangeRecord | None] = decode_change,
-) -> ChangeRecord | None:
+def _decoded(entry_id: Any, fields: Any, key: str, decode: Callable[[Any], T]) -> T:
     """``decode(fields)``, a malformed entry raising CorruptDataError naming ``key`` and the entry."""
     try:
         return decode(fields)

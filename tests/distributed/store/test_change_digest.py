@@ -8,9 +8,11 @@ entry: both must say what the full ChangeRecord says, for every kind of entry.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+import pytest
 import redis
 
 from ace_workers.core import DeleteOp, MergeOp, SimilarityDecision, Skillbook
@@ -26,7 +28,14 @@ from ace_workers.distributed.store.changelog import (
     decode_change_of_skill,
     encode_change,
 )
+from tests.support.fixtures import server_or_cluster
 from tests.support.operations import add, batch, remove, tag, update
+
+
+@pytest.fixture(params=["server", "cluster"])
+def redis_client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    """On one Redis and on Redis Cluster alike."""
+    yield from server_or_cluster(request)
 
 
 def varied_log(store: RedisSkillbookStore) -> None:
