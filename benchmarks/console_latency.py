@@ -6,12 +6,16 @@ skill with its occurrences), one skill pinned and one archived as people do.
 The console is served in this process (uvicorn in a thread, basic auth, as
 ``ace-workers console`` serves it) and each page of PAGES is asked for
 ``--warm-ups`` times, then ``--requests`` times timed, one request at a time.
-Two more figures: the first answer of the skillbook page (``cold``: the process
-builds the snapshot and the skill index), and the answer just after a new
-version (``after a write``: a pin or unpin before each request, so the index
+More figures: the first answer of the skillbook page (``cold``: the process
+builds the snapshot and the skill index), the first answer of the skill, history
+and evaluations pages (``first``: the history page digests each change-log entry
+it shows once per process, the import's 100,000 images among them; the
+evaluations page after it reads the same digests), and the answer just after a
+new version (``after a write``: a pin or unpin before each request, so the index
 is built again from the snapshot the store brought forward).
 
-Target: the skillbook page (HTML and API) of 100,000 skills under 300 ms (p99).
+Target: the skillbook page (HTML and API), the skill, history and evaluations pages of
+100,000 skills under 300 ms (p99, warm).
 
 Redis: database 14 of the local server (claimed, flushed before and after).
 
@@ -60,7 +64,10 @@ PAGES: list[tuple[str, str]] = [
 ]
 TARGET_MS = 300.0
 TARGET_SIZE = 100_000
-TARGET_PAGES = ("skillbook API", "skillbook page")
+TARGET_PAGES = ("skillbook API", "skillbook page", "skill page", "history page", "evaluations page")
+# Pages whose first answer is timed apart (``first``): it reads and digests the import's change-log
+# entry (100,000 images), once per process and version; the later ones read the kept digests.
+FIRST_TIMED = ("history page", "evaluations page", "skill page")
 WRITES_TIMED = 10  # requests timed just after a new version
 USER, PASSWORD = "bench", "bench-console-password"
 
@@ -142,6 +149,18 @@ def measure(
     ]
     for what, pattern in PAGES:
         url = pattern.format(**values)
+        if what in FIRST_TIMED:
+            first = timed_get(client, url)
+            rows.append(
+                {
+                    "size": size,
+                    "page": f"{what} (first)",
+                    "url": url,
+                    "n": 1,
+                    "p50_ms": first,
+                    "p99_ms": first,
+                }
+            )
         for _ in range(args.warm_ups):
             timed_get(client, url)
         timings = [timed_get(client, url) for _ in range(args.requests)]

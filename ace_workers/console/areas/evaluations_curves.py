@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...distributed.store.changelog import ChangeRecord, SkillImage
-from ...distributed.store.planning import active_growth, is_active
 from ...distributed.store.store import RedisSkillbookStore
+from .change_digests import recent_digests
 
 __all__ = ["DEFAULT_VERSIONS", "MAX_VERSIONS", "skill_curves"]
 
@@ -27,21 +26,27 @@ def skill_curves(store: RedisSkillbookStore, versions: int) -> dict[str, Any]:
 
     ``points`` are oldest first; ``reaches_start`` is True when the walk got back to
     version 0 (the whole history is plotted), else ``from_version`` is where it stopped.
+    Each version's growth comes from its digest, kept per version (change_digests.py).
     """
-    head, book = store.cached_snapshot()
+    head, incarnation, book = store.cached_snapshot_of_incarnation()
     if head == 0:
         return {"versions": versions, "from_version": 0, "to_version": 0, "reaches_start": True, "points": []}
-    active = book.skills()  # the active ones: what a prompt can show
-    count, chars = len(active), sum(len(skill.content) for skill in active)
+    # The active ones (what a prompt can show), read as columns: skills() would copy every skill.
+    columns = book.skill_columns(("status", "content"))
+    active = [
+        content
+        for status, content in zip(columns["status"], columns["content"], strict=True)
+        if status == "active"
+    ]
+    count, chars = len(active), sum(map(len, active))
     points = [_point(head, count, chars)]
     expected = head
-    for record in store.history(versions):
-        if record.version > expected:
-            continue  # written after the snapshot was read
-        if record.version != expected:
+    found = recent_digests(store, versions, before=head + 1)
+    # Another incarnation's log (deleted and created again since the snapshot): nothing to walk.
+    for digest in found.digests if found.incarnation == incarnation else []:
+        if digest.version != expected:
             break  # a gap: the log was trimmed before this version
-        skills, text = _growth(record)
-        count, chars = count - skills, chars - text
+        count, chars = count - digest.active_growth, chars - digest.content_growth
         expected -= 1
         points.append(_point(expected, count, chars))
         if expected == 0:
@@ -54,17 +59,6 @@ def skill_curves(store: RedisSkillbookStore, versions: int) -> dict[str, Any]:
         "reaches_start": expected == 0,
         "points": points,
     }
-
-
-def _growth(record: ChangeRecord) -> tuple[int, int]:
-    """What one version added: active skills, and characters of active skills' content (net)."""
-    changes = {i: (record.before.get(i), record.after.get(i)) for i in {**record.before, **record.after}}
-    text = sum(_chars(after) - _chars(before) for before, after in changes.values())
-    return active_growth(changes), text
-
-
-def _chars(image: SkillImage) -> int:
-    return len(str(image.get("content") or "")) if image is not None and is_active(image) else 0
 
 
 def _point(version: int, count: int, chars: int) -> dict[str, int]:

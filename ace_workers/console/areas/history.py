@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute
 
 from ...distributed.store.errors import HeadMovedError
 from ..views import ActionResult, View, action, page
+from .change_digests import recent_digests
 from .history_data import (
     ConflictError,
     diff_between,
@@ -36,10 +37,10 @@ def history_view(view: View) -> dict[str, Any]:
     store = view.store()
     limit = view.int_query("limit", DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
     before = view.int_query("before", 0, minimum=1) or None
-    head = store.version()
     labels = store.labels.all()
     at = labels_by_version(labels)
-    changes = store.history(limit, before=before)
+    digests = recent_digests(store, limit, before=before)  # kept per version: big entries decoded once
+    head, changes = digests.head, digests.digests
     entries = [timeline_entry(store.name, change, at) for change in changes]
     oldest = changes[-1].version if changes else None
     newest = changes[0].version if changes else None

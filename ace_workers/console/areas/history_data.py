@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...distributed.store.change_summary import (
-    UNTOLD_FIELDS,
-    change_actor,
-    change_effect,
-    change_to_json,
-    operation_counts,
-    skill_changes,
-)
-from ...distributed.store.changelog import ChangeRecord
+from ...distributed.store.change_digest import ChangeDigest
+from ...distributed.store.change_summary import UNTOLD_FIELDS, change_actor, skill_changes
 from ...distributed.store.errors import InvalidLabelError
 from ...distributed.store.labels import HEAD, validate_label
 from ...distributed.store.store import RedisSkillbookStore
@@ -120,15 +113,20 @@ def labels_by_version(labels: dict[str, int]) -> dict[int, list[str]]:
     return found
 
 
-def timeline_entry(name: str, change: ChangeRecord, labels: dict[int, list[str]]) -> dict[str, Any]:
-    """One version in the timeline: the change log's entry, who made it, what it did, its labels, its diff."""
+def timeline_entry(name: str, change: ChangeDigest, labels: dict[int, list[str]]) -> dict[str, Any]:
+    """One version in the timeline: the change log's entry, who made it, what it did, its labels, its diff.
+
+    An entry touching thousands of skills lists the first DIGEST_SHOWN of each list and counts
+    the rest (``operations_not_shown``, ``consolidation_not_shown``, ``effect_not_shown``).
+    """
     source = change.source or {}
     return {
-        **change_to_json(change),
+        **change.to_json(),
         "actor": change_actor(source),
         "batch": source.get("batch"),
-        "counts": operation_counts(change),
-        "effect": change_effect(change),
+        "counts": change.counts,
+        "effect": change.effect,
+        "effect_not_shown": change.effect_not_shown,
         "labels": labels.get(change.version, []),
         "diff": f"/skillbooks/{name}/diff?from={change.version - 1}&to={change.version}",
     }

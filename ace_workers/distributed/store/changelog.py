@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -18,12 +18,14 @@ from .errors import ChangelogTrimmedError
 from .replies import decode_text
 
 __all__ = [
+    "BIG_IMAGES",
     "CONSOLIDATION_MARK",
     "ChangeKind",
     "ChangeRecord",
     "SkillImage",
     "aggregate_diff",
     "decode_change",
+    "decode_change_of_skill",
     "encode_change",
     "images_at_start",
     "require_contiguous",
@@ -122,6 +124,86 @@ def decode_change(fields: Mapping[Any, Any] | list[Any]) -> ChangeRecord:
         before=json.loads(raw.get("before") or "{}"),
         after=json.loads(raw.get("after") or "{}"),
     )
+
+
+# Bytes of an entry's before and after images above which decode_change_of_skill decodes only the
+# skill's part of them (where its key stands) instead of the whole (an import's are tens of MB).
+BIG_IMAGES = 1 << 20
+_UNSURE = object()  # a big entry's part that could not be read out alone: decode the whole entry
+_WINDOW = 64 * 1024  # bytes decoded at first after a skill's key (grown until its value is whole)
+
+
+def decode_change_of_skill(
+    fields: Mapping[Any, Any] | list[Any], skill_id: str, *, big: int = BIG_IMAGES
+) -> ChangeRecord | None:
+    """decode_change(fields) with before and after cut to ``skill_id``; None when it did not touch it.
+
+    An entry whose images never spell the skill's id is passed over undecoded.
+    Of a big entry (images over ``big`` bytes) only the skill's values are
+    decoded, from where its key stands in the JSON: the key must occur once and
+    its value be the skill (its id) or null, else the whole entry is decoded.
+    """
+    pairs = zip(fields[::2], fields[1::2], strict=True) if isinstance(fields, list) else fields.items()
+    raw = {decode_text(key): value for key, value in pairs}
+    images = {side: _as_bytes(raw.get(side) or b"") for side in ("before", "after")}
+    spelled = {json.dumps(skill_id).encode(), json.dumps(skill_id, ensure_ascii=False).encode()}
+    if not any(name in image for name in spelled for image in images.values()):
+        return None
+    if sum(len(image) for image in images.values()) > big:
+        parts = {side: _part_of(image, skill_id) for side, image in images.items()}
+        if _UNSURE not in parts.values() and _consistent(parts["before"], parts["after"]):
+            if not parts["before"] and not parts["after"]:
+                return None
+            empty = {side: "{}" for side in images}
+            return replace(decode_change({**raw, **empty}), before=parts["before"], after=parts["after"])
+    record = decode_change(fields)
+    if skill_id not in record.before and skill_id not in record.after:
+        return None
+    return replace(record, before=_only(record.before, skill_id), after=_only(record.after, skill_id))
+
+
+def _as_bytes(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode()
+
+
+def _only(images: dict[str, SkillImage], skill_id: str) -> dict[str, SkillImage]:
+    return {skill_id: images[skill_id]} if skill_id in images else {}
+
+
+def _part_of(images: bytes, skill_id: str) -> Any:
+    """``{skill_id: its image}`` read out of the JSON object ``images`` where its key stands; {} if absent.
+
+    _UNSURE when the key occurs more than once, or its value is neither null nor the skill.
+    """
+    key = json.dumps(skill_id, ensure_ascii=False).encode() + b":"
+    at = images.find(key)
+    if at < 0:
+        # Spelled only otherwise (as a value, or escaped): not a key, unless written with escapes.
+        return {} if json.dumps(skill_id) == json.dumps(skill_id, ensure_ascii=False) else _UNSURE
+    start = at + len(key)
+    if images.find(key, start) >= 0:
+        return _UNSURE
+    window = _WINDOW
+    while True:
+        # A cut multi-byte character can only be at the window's end, after a whole value.
+        text = images[start : start + window].decode("utf-8", errors="ignore").lstrip()
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text)
+            break
+        except json.JSONDecodeError:
+            if start + window >= len(images):
+                return _UNSURE
+            window *= 4
+    if value is None or (isinstance(value, dict) and value.get("id") == skill_id):
+        return {skill_id: value}
+    return _UNSURE
+
+
+def _consistent(before: dict[str, SkillImage], after: dict[str, SkillImage]) -> bool:
+    """True when the parts read out agree: the skill as an image on at least one side, or on neither."""
+    if not before and not after:
+        return True
+    return any(image is not None for image in (*before.values(), *after.values()))
 
 
 # Marks the batch of a REVIEW entry that approved a consolidation (its operations are not an UpdateBatch's).

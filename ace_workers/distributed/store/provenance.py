@@ -60,7 +60,7 @@ class SkillHistory:
     skill: dict[str, Any] | None  # its file-format dict without provenance; None once removed
     totals: dict[str, int]
     occurrences: list[Evidence]
-    changes: list[ChangeRecord]  # newest first
+    changes: list[ChangeRecord]  # newest first, each with this skill's before and after images alone
     scanned: int  # change-log entries looked at
 
     @property
@@ -105,7 +105,7 @@ def skill_history(
     version, whole = store.read_skill(skill_id)
     if version == 0:
         raise UnknownSkillbookError(store.name)
-    changes = [change for change in store.history(limit=scan) if _touches(change, skill_id)]
+    changes = store.changes_touching(skill_id, limit=scan)  # each with this skill's images alone
     if whole is None and not changes:
         raise UnknownSkillError(skill_id)
     image: dict[str, Any] | None = None
@@ -126,10 +126,6 @@ def skill_history(
         changes=changes,
         scanned=min(scan, version),
     )
-
-
-def _touches(change: ChangeRecord, skill_id: str) -> bool:
-    return skill_id in change.before or skill_id in change.after
 
 
 def _evidence(occurrence: dict[str, Any], batches: BatchStore | None, store: RedisSkillbookStore) -> Evidence:

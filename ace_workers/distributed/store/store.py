@@ -32,6 +32,7 @@ from ...core.provenance import DEFAULT_KEEP, bounded_occurrences, check_keep
 from ...core.skill import SimilarityDecision, Skill
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
+from .change_digest import ChangeDigest, digest_change
 from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, images_at_start, stream_id
 from .errors import CorruptDataError, UnknownSkillbookError, VersionConflict, VersionRangeError
 from .evaluations import SkillbookEvaluations
@@ -79,6 +80,7 @@ from .transactions import (
     is_stale,
     read_changes,
     records_of,
+    records_touching,
 )
 
 __all__ = [
@@ -461,6 +463,54 @@ class RedisSkillbookStore:
         size). Raises ChangelogTrimmedError when the log does not hold them all.
         """
         return read_changes(self._redis, self.keys, from_version, to_version)
+
+    def changes_touching(self, skill_id: str, limit: int = 50) -> list[ChangeRecord]:
+        """Of the last ``limit`` changes, those that touched ``skill_id``, newest first.
+
+        Each record holds that skill's before and after images alone (the rest as
+        history() gives it). An entry whose images do not name the skill is not
+        decoded, and of a big one (an import) only the skill's part is.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        entries = stream_newest_first(self._redis, self.keys.changes, page=min(STREAM_PAGE, limit))
+        return records_touching(itertools.islice(entries, limit), self.keys.changes, skill_id)
+
+    def changelog_extent(self) -> tuple[int, str | None, int]:
+        """The current version, the incarnation and the oldest version the change log holds, in one MULTI.
+
+        Each version's entry is added in the transaction that makes the version,
+        and the log is trimmed from its oldest end: it holds exactly the versions
+        from the oldest one to the current one (none: the oldest is current + 1).
+        Its length says which without reading an entry (some hold 100,000 images).
+        """
+        keys = self.keys
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.get(keys.version)
+            pipe.hget(keys.meta, META_INCARNATION)
+            pipe.xlen(keys.changes)
+            raw_version, raw_incarnation, length = execute_reads(
+                pipe, [keys.version, keys.meta, keys.changes]
+            )
+        version = decode_int(raw_version, keys.version)
+        return version, optional_text(raw_incarnation), version - decode_int(length, keys.changes) + 1
+
+    def change_digests(self, from_version: int, to_version: int) -> list[ChangeDigest]:
+        """The digests of the entries the change log holds of versions ``from_version`` + 1 to ``to_version``.
+
+        Oldest first; a version trimmed from the log is simply missing. Each entry
+        is decoded, digested and let go before the next (one may hold 100,000 images).
+        """
+        with reading(self.keys.changes):
+            entries = self._redis.xrange(
+                self.keys.changes, min=stream_id(from_version + 1), max=stream_id(to_version)
+            )
+        entries = list(entries or [])
+        entries.reverse()  # popped oldest first: each raw entry is let go once digested
+        digests: list[ChangeDigest] = []
+        while entries:
+            digests.extend(digest_change(record) for record in records_of([entries.pop()], self.keys.changes))
+        return digests
 
     def diff(self, from_version: int, to_version: int) -> dict[str, tuple[SkillImage, SkillImage]]:
         """Skill id -> (state at ``from_version``, state at ``to_version``) for every skill changed between.

@@ -36,6 +36,7 @@ from .changelog import (
     ChangeRecord,
     SkillImage,
     decode_change,
+    decode_change_of_skill,
     encode_change,
     images_at_start,
     require_contiguous,
@@ -723,17 +724,32 @@ def records_of(entries: Any, key: str) -> list[ChangeRecord]:
     Raises:
         CorruptDataError: an entry is not a change record as encode_change writes one.
     """
-    records = []
-    for entry_id, fields in entries or []:
-        try:
-            records.append(decode_change(fields))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # JSON, pydantic, int(), enum
-            # One line, however many a pydantic error spans.
-            problem = one_line(exc)[:_SHOWN_PROBLEM_CHARS] or type(exc).__name__
-            raise CorruptDataError(
-                key, f"entry {optional_text(entry_id)} is not a change record ({problem})"
-            ) from None
-    return records
+    return [_decoded(entry_id, fields, key, decode_change) for entry_id, fields in entries or []]
+
+
+def records_touching(entries: Iterable[Any], key: str, skill_id: str) -> list[ChangeRecord]:
+    """records_of() the entries that touched ``skill_id``, each with that skill's images alone.
+
+    Entries that do not are passed over without decoding (decode_change_of_skill).
+    """
+    found = []
+    for entry_id, fields in entries:
+        record = _decoded(entry_id, fields, key, lambda f: decode_change_of_skill(f, skill_id))
+        if record is not None:
+            found.append(record)
+    return found
+
+
+def _decoded(entry_id: Any, fields: Any, key: str, decode: Callable[[Any], T]) -> T:
+    """``decode(fields)``, a malformed entry raising CorruptDataError naming ``key`` and the entry."""
+    try:
+        return decode(fields)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # JSON, pydantic, int(), enum
+        # One line, however many a pydantic error spans.
+        problem = one_line(exc)[:_SHOWN_PROBLEM_CHARS] or type(exc).__name__
+        raise CorruptDataError(
+            key, f"entry {optional_text(entry_id)} is not a change record ({problem})"
+        ) from None
 
 
 def as_fields(values: Mapping[str, str]) -> dict[FieldT, EncodableT]:
