@@ -19,6 +19,16 @@ BROWSER_USE_OFFLINE = {
 }
 
 
+# How the tests start chromium: headless, and without its sandbox, which refuses to start as root.
+HEADLESS_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+)
+
+
 def chromium() -> str:
     """The chromium executable; the test fails (never skips) without it."""
     found = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -22,7 +22,7 @@ from typing import Any
 
 from websockets.sync.client import ClientConnection, connect
 
-from tests.support.browser import chromium
+from tests.support.browser import HEADLESS_FLAGS, chromium
 from tests.support.processes import terminate
 from tests.support.waiting import wait_for
 
@@ -119,11 +119,7 @@ def headless_chromium(profile: Path, *, headers: dict[str, str] | None = None) -
     process = subprocess.Popen(
         [
             chromium(),
-            "--headless",
-            "--no-sandbox",  # the tests may run as root, where Chromium's sandbox refuses to start
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
+            *HEADLESS_FLAGS,
             "--no-default-browser-check",
             "--remote-debugging-port=0",
             "--remote-allow-origins=*",

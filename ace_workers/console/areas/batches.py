@@ -105,16 +105,8 @@ def _row(view: View, status: BatchStatus) -> dict[str, Any]:
     """One batch as the index lists it."""
     finished = status.done + status.failed
     return {
-        "batch_id": status.batch_id,
-        "skillbook": status.skillbook,
-        "recipe": status.recipe,
-        "state": status.state.value,
-        "total": status.total,
-        **status.counts(),
+        **status.to_dict(),
         "finished": finished,
-        "epoch": status.epoch,
-        "epochs": status.epochs,
-        "elapsed_seconds": round(status.elapsed_seconds, 3),
         "created": status.created,
         "created_at": _iso(status.created),
         "usage": batch_usage(view.service.runtime.batches.step_stats(status.batch_id), finished),

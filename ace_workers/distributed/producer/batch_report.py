@@ -33,17 +33,8 @@ class BatchReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The document ``status --json`` prints."""
-        status = self.status
         return {
-            "batch_id": status.batch_id,
-            "skillbook": status.skillbook,
-            "recipe": status.recipe,
-            "state": status.state.value,
-            "total": status.total,
-            **status.counts(),
-            "epoch": status.epoch,
-            "epochs": status.epochs,
-            "elapsed_seconds": round(status.elapsed_seconds, 3),
+            **self.status.to_dict(),
             "skillbook_fill": self.fill,
             "write_queue": self.write_queue,
             "write_queue_consumers": self.writers,

@@ -179,6 +179,20 @@ class BatchStatus:
             "retried": self.retried,
         }
 
+    def to_dict(self) -> dict[str, Any]:
+        """The batch's identity, state, counts, epoch and elapsed time, as ``status --json`` starts."""
+        return {
+            "batch_id": self.batch_id,
+            "skillbook": self.skillbook,
+            "recipe": self.recipe,
+            "state": self.state.value,
+            "total": self.total,
+            **self.counts(),
+            "epoch": self.epoch,
+            "epochs": self.epochs,
+            "elapsed_seconds": round(self.elapsed_seconds, 3),
+        }
+
     def summary(self) -> str:
         """'5 done (2 retried), 1 failed, 0 running, 4 queued of 10': every state, adding up to the total."""
         retried = f" ({self.retried} retried)" if self.retried else ""

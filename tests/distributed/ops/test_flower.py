@@ -32,7 +32,7 @@ from ace_workers.distributed.errors import InvalidSettingError, UnknownSettingEr
 from ace_workers.distributed.service import Service, build_service, reset_event_loop
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim import failure_traces
-from tests.support.browser import chromium
+from tests.support.browser import HEADLESS_FLAGS, chromium
 from tests.support.cli import run_console_script
 from tests.support.processes import terminate
 from tests.support.servers import free_port
@@ -309,11 +309,7 @@ def run_chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedPr
     """Headless Chromium on ``url`` with a private profile; the page's scripts get a few seconds to run."""
     command = [
         chromium(),
-        "--headless",
-        "--no-sandbox",  # the tests may run as root, where Chromium's sandbox refuses to start
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
+        *HEADLESS_FLAGS,
         f"--user-data-dir={profile}",
         "--virtual-time-budget=10000",
         *extra,
