@@ -16,6 +16,7 @@ from starlette.routing import BaseRoute
 from ...distributed.store.store import list_skillbooks
 from ..errors import BadRequestError
 from ..views import View, page
+from .change_digests import recent_digests
 from .skillbooks_index import STATUS_FILTERS, skill_index, skill_url
 from .skillbooks_skill import SKILL_ROUTES
 
@@ -31,7 +32,8 @@ def skillbooks_index(view: View) -> dict[str, Any]:
     rows = []
     for name in list_skillbooks(view.state.redis, view.state.prefix):
         store = view.service.runtime.store(name)
-        last = store.history(1) if store.exists() else []
+        # The newest version's digest (kept per version), not its entry: an import's holds every skill.
+        last = recent_digests(store, 1).digests if store.exists() else []
         rows.append(
             {
                 "name": name,
