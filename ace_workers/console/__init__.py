@@ -9,7 +9,14 @@ are the gate's (security.py, access.py).
 """
 
 from .access import ConsoleAccess, Principal
-from .errors import BadRequestError, ConsoleRequestError, ConsoleSettingError, ForbiddenError, NotFoundError
+from .errors import (
+    BadRequestError,
+    ConflictError,
+    ConsoleRequestError,
+    ConsoleSettingError,
+    ForbiddenError,
+    NotFoundError,
+)
 
 __all__ = [
     # construction (build_console_app lives in .app: importing it needs the extra)
@@ -21,4 +28,5 @@ __all__ = [
     "BadRequestError",
     "ForbiddenError",
     "NotFoundError",
+    "ConflictError",
 ]

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from ..errors import AceError, SettingsError
 
-__all__ = ["ConsoleSettingError", "ConsoleRequestError", "NotFoundError", "BadRequestError", "ForbiddenError"]
+__all__ = [
+    "ConsoleSettingError",
+    "ConsoleRequestError",
+    "NotFoundError",
+    "BadRequestError",
+    "ForbiddenError",
+    "ConflictError",
+]
 
 
 class ConsoleSettingError(SettingsError):
@@ -38,3 +45,10 @@ class ForbiddenError(ConsoleRequestError):
 
     status = 403
     kind = "forbidden"
+
+
+class ConflictError(ConsoleRequestError):
+    """What a confirmation page showed is no longer so (the head or a label moved): nothing was changed."""
+
+    status = 409
+    kind = "conflict"

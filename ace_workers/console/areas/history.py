@@ -13,10 +13,10 @@ from typing import Any
 from starlette.routing import BaseRoute
 
 from ...distributed.store.errors import HeadMovedError
+from ..errors import ConflictError
 from ..views import ActionResult, View, action, page
 from .change_digests import recent_digests
 from .history_data import (
-    ConflictError,
     diff_between,
     expected_version,
     labels_by_version,

@@ -9,11 +9,10 @@ from ...distributed.store.change_summary import UNTOLD_FIELDS, change_actor, ski
 from ...distributed.store.errors import InvalidLabelError
 from ...distributed.store.labels import HEAD, validate_label
 from ...distributed.store.store import RedisSkillbookStore
-from ..errors import BadRequestError, ConsoleRequestError
+from ..errors import BadRequestError
 from ..views import View
 
 __all__ = [
-    "ConflictError",
     "diff_between",
     "expected_version",
     "labels_by_version",
@@ -26,13 +25,6 @@ __all__ = [
 DEFAULT_SHOWN, MAX_SHOWN = 500, 100_000  # skills a diff lists (?limit=)
 # The fields a diff shows first, in this order; any other told field follows, sorted.
 _FIELD_ORDER = ("content", "section", "status", "helpful", "harmful", "neutral", "pinned", "archive_info")
-
-
-class ConflictError(ConsoleRequestError):
-    """What a confirmation page showed is no longer so (the head or a label moved): nothing was changed."""
-
-    status = 409
-    kind = "conflict"
 
 
 def resolve_version(store: RedisSkillbookStore, raw: str, param: str, *, head: int, minimum: int = 0) -> int:

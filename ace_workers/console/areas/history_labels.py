@@ -18,10 +18,9 @@ from starlette.routing import BaseRoute, Route
 from ...distributed.store.errors import InvalidLabelError, LabelMovedError
 from ...distributed.store.keys import validate_skillbook_name
 from ...distributed.store.labels import validate_label
-from ..errors import BadRequestError
+from ..errors import BadRequestError, ConflictError
 from ..views import ActionResult, View, action, page
 from .history_data import (
-    ConflictError,
     diff_between,
     expected_version,
     resolve_version,
