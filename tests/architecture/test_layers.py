@@ -127,7 +127,7 @@ def test_importing_the_store_loads_no_celery() -> None:
 
 
 # The distributed layers, lowest first: a module may import its own layer and those below.
-LAYERS = ("store", "worker", "producer", "ops")
+LAYERS = ("store", "tenancy", "worker", "producer", "ops")
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:

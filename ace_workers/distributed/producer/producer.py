@@ -362,6 +362,7 @@ class Producer:
             per_epoch=per_epoch,
             epochs=epochs,
             skills_at_start=len(self.runtime.skillbook(skillbook)),
+            tenant=self.runtime.tenants.tenant_of(skillbook),
         )
         handle = BatchHandle(batch_id, self.runtime, self.app)
         # Every input is stored before the first is sent: a producer that dies while sending

@@ -31,7 +31,7 @@ import redis
 from redis.typing import EncodableT, FieldT
 
 from .errors import BatchCancelledError, BatchInputMissingError, BatchNotFoundError
-from .keys import batch_key, recent_batches_key, running_batches_key
+from .keys import DEFAULT_TENANT, batch_key, recent_batches_key, running_batches_key
 from .locks import try_lock
 from .replies import decode_text
 from .step_stats import StepRun, StepStats, read_step_stats
@@ -136,6 +136,7 @@ class BatchStatus:
     cancelled: bool = False
     retried: int = 0
     created: float = 0.0
+    tenant: str = DEFAULT_TENANT
 
     @property
     def in_flight(self) -> int:
@@ -184,6 +185,7 @@ class BatchStatus:
         return {
             "batch_id": self.batch_id,
             "skillbook": self.skillbook,
+            "tenant": self.tenant,
             "recipe": self.recipe,
             "state": self.state.value,
             "total": self.total,
@@ -241,14 +243,18 @@ class BatchStore:
         per_epoch: int,
         epochs: int,
         skills_at_start: int,
+        tenant: str = DEFAULT_TENANT,
     ) -> None:
         """Record a new batch, with no TTL while it runs, in the set of running batches and the recent index.
 
-        One round trip; not one transaction: the running set and the index live in slots of their own.
+        ``tenant`` is the tenant that owned the skillbook when the batch was made: what its samples
+        are counted, limited and scheduled as. One round trip; not one transaction: the running set
+        and the index live in slots of their own.
         """
         now = time.time()
         meta: dict[FieldT, EncodableT] = {
             "skillbook": skillbook,
+            "tenant": tenant,
             "recipe": recipe,
             "per_epoch": per_epoch,
             "epochs": epochs,
@@ -621,6 +627,7 @@ class BatchStore:
             batch_id=batch_id,
             skillbook=text["skillbook"],
             recipe=text["recipe"],
+            tenant=text.get("tenant") or DEFAULT_TENANT,
             epochs=int(text["epochs"]),
             per_epoch=int(text["per_epoch"]),
             total=int(text["total"]),

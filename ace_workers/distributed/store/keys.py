@@ -27,7 +27,7 @@ Layout for a skillbook ``NAME`` under the default prefix ``ace``::
 
 A batch ``ID`` (the ledger of what was sent and what finished)::
 
-    ace:{batch:ID}             hash    counters (enqueued, done, failed, finished:eN), sizes, progress_at
+    ace:{batch:ID}             hash    counters (enqueued, done, failed, finished:eN), sizes, tenant, ...
     ace:{batch:ID}:items       list    epoch 1's payloads in sample order, appended as they are sent
     ace:{batch:ID}:progress    zset    sample key -> when it last made progress; only unfinished samples
     ace:{batch:ID}:started     hash    sample keys whose first step started (or that finished)
@@ -54,16 +54,18 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:write-probe:ID         string  a worker's look whether Redis takes writes; expires in 1 s
     ace:claim:SHA256           string  a claim-checked payload value too big for a message, with a TTL
     ace:console:audit          stream  one entry per action taken in the web console (capped)
+    ace:{tenants}              hash    tenant name -> tenant JSON (skillbooks, prefixes, weight, budgets)
+    ace:{tenants}:version      string  +1 on every change of the tenants (readers' caches check it)
 
 Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
 they all live in one hash slot and one MULTI/EXEC can span them; every key of a
 batch carries ``{batch:ID}``, so its finish script runs in one slot too. The keys
 that span skillbooks (``ace:skillbooks``, ``ace:dead_letters``, ``ace:batches:running``,
 ``ace:batches:recent``, ``ace:write_partitions``, ``ace:console:audit`` and the claim-check keys)
-each live in the slot of their own name: no transaction or script touches one of them together
-with another key (a batch's creation writes its record, the running set and the recent index in
-one pipeline, not one transaction), so they work on a cluster as they are
-(ACE_STORE_URL=redis+cluster://...).
+each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag): no
+transaction or script touches one of them together with another key (a batch's creation writes
+its record, the running set and the recent index in one pipeline, not one transaction), so they
+work on a cluster as they are (ACE_STORE_URL=redis+cluster://...).
 
 Idempotency keys get one string key each, written with ``SET ... EX`` in the
 apply transaction: Redis expires them by itself (default after 7 days), so the
@@ -118,6 +120,8 @@ __all__ = [
 ]
 
 DEFAULT_PREFIX = "ace"
+# The tenant of every skillbook no tenant owns (see tenancy/tenants.py); a batch records its tenant.
+DEFAULT_TENANT = "default"
 
 # Names are used verbatim inside key names: no braces (hash tags), colons,
 # spaces or glob characters can get in.
@@ -228,6 +232,16 @@ def recent_batches_key(prefix: str = DEFAULT_PREFIX) -> str:
 def console_audit_key(prefix: str = DEFAULT_PREFIX) -> str:
     """Stream: one entry per action taken in the web console (who, what, on what, outcome)."""
     return f"{validate_key_prefix(prefix)}:console:audit"
+
+
+def tenants_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """Hash: tenant name -> the tenant's JSON (what it owns, its weight, cap and budgets)."""
+    return f"{validate_key_prefix(prefix)}:{{tenants}}"
+
+
+def tenants_version_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """String: a counter bumped with every change of the tenants hash, so caches know when to reload."""
+    return f"{validate_key_prefix(prefix)}:{{tenants}}:version"
 
 
 def write_probe_key(token: str, prefix: str = DEFAULT_PREFIX) -> str:

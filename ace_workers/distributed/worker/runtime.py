@@ -31,6 +31,7 @@ from ..store.batches import BatchStore
 from ..store.embedding_cache import RedisEmbeddingCache
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..store.store import RedisSkillbookStore
+from ..tenancy.tenants import CachedTenants, TenantRegistry
 from .ledger_metrics import LedgerCollector
 from .payload import ClaimCheck
 from .recipes import RecipeInputs, import_object, resolve_recipe
@@ -109,6 +110,8 @@ class WorkerRuntime:
             ttl_seconds=settings.claim_check_ttl_seconds,
             prefix=settings.queue_prefix,
         )
+        # Who owns which skillbook: looked at on every step, reloaded when the tenants change.
+        self.tenants = CachedTenants(TenantRegistry(self.redis, prefix=settings.queue_prefix))
         self._lock = threading.Lock()
         self._llms: dict[str, LLMClientLike] = {}
         # By skillbook name, least recently used first.
