@@ -4,6 +4,7 @@ Above the store (it keeps all of it in Redis) and below the workers, which enfor
 """
 
 from .errors import (
+    BudgetExhaustedError,
     InvalidTenantError,
     TenancyError,
     TenantConflictError,
@@ -32,6 +33,7 @@ __all__ = [
     "TenantRegistry",
     "validate_tenant_name",
     # errors
+    "BudgetExhaustedError",
     "InvalidTenantError",
     "TenancyError",
     "TenantConflictError",
