@@ -105,6 +105,13 @@ class WorkerSettings:
     - ``ACE_MAX_REDRIVES``: times the reconciler sends again a sample that made no progress for the
       visibility timeout plus the retry backoff, before it fails and is dead-lettered [3]
     - ``ACE_RECONCILE_INTERVAL_SECONDS``: how often beat (and a waiting producer) run the reconciler [60]
+    - ``ACE_ADMISSION_WINDOW``: most samples in flight (sent and unfinished) across the whole fleet;
+      batches' samples are admitted as slots free, shared between tenants with work by their weight
+      and capped by their max_in_flight, so the queues stay short and one tenant's big batch never
+      sits ahead of another's samples. Set it to about twice the threads of the fleet's learn and
+      execute workers together; fewer leaves workers idle. 0 turns admission off: every sample is
+      sent at once, first come first served [64: twice the 32 threads of a small fleet, two workers
+      of 16]
     - ``ACE_WORKER_STALL_SECONDS``: a worker whose queue holds messages while it received, started and
       finished none for this long has stopped consuming: it says so on /healthz and exits (status 75)
       so its supervisor restarts it; > slowest step [300]
@@ -207,6 +214,7 @@ class WorkerSettings:
     visibility_timeout_seconds: int = _setting(3600, minimum=1)
     max_redrives: int = _setting(3)
     reconcile_interval_seconds: float = _setting(60.0, positive=True)
+    admission_window: int = _setting(64)
     worker_stall_seconds: float = _setting(300.0, positive=True)
     claim_check_bytes: int = _setting(256 * 1024, minimum=1)
     claim_check_ttl_seconds: int = _setting(7 * 24 * 3600, minimum=1)

@@ -22,9 +22,9 @@ from ..settings import WorkerSettings, env_name
 from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys
 from ..store.labels import SkillbookRef, parse_skillbook_ref
+from ..worker.admission import admission_on, resume
 from ..worker.app import create_app, is_redis_full
 from ..worker.chains import enqueue_epoch
-from ..worker.epochs import resume_batch
 from ..worker.fleet import check_fleet_agrees
 from ..worker.partitions import recorded_partitions
 from ..worker.payload import check_trace, context_to_payload, payload_to_context
@@ -300,10 +300,11 @@ class Producer:
         """Send what a batch has not sent of its current epoch (or the next, once that one finished).
 
         For a batch whose sender died mid-send: its stored inputs are sent from its
-        ``enqueued`` count on (:func:`~ace_workers.distributed.worker.epochs.resume_batch`).
+        ``enqueued`` count on (:func:`~ace_workers.distributed.worker.epochs.resume_batch`); with
+        admission on, up to what is admitted (:func:`~ace_workers.distributed.worker.admission.resume`).
         Returns how many samples were sent; 0 for a batch with nothing left to send.
         """
-        return resume_batch(self.app, self.runtime, batch_id)
+        return resume(self.app, self.runtime, batch_id)
 
     def _enqueue(
         self,
@@ -379,15 +380,7 @@ class Producer:
         if stored != per_epoch:
             # Unknown length (or fewer than declared, which would leave the batch waiting forever).
             batches.seal(batch_id, stored)
-        sent = enqueue_epoch(
-            self.app,
-            self.runtime,
-            self._throttled(batches.iter_items(batch_id), handle, max_in_flight),
-            recipe=recipe,
-            skillbook=skillbook,
-            batch_id=batch_id,
-            epoch=1,
-        )
+        sent = self._send_first_epoch(handle, recipe, skillbook, max_in_flight, stored)
         if overflow:
             # The batch is what was stored, so it finishes; the caller learns what was left out.
             bound = f"max_batch_size={limit} (ACE_MAX_BATCH_SIZE)" if count is None else f"its count {count}"
@@ -407,6 +400,26 @@ class Producer:
                 batch_id=batch_id,
             )
         return handle
+
+    def _send_first_epoch(
+        self, handle: BatchHandle, recipe: str, skillbook: str, max_in_flight: int | None, stored: int
+    ) -> int:
+        """Send (or, with admission on, open for admission) the first epoch of a stored batch; its size."""
+        batch_id = handle.batch_id
+        if admission_on(self.runtime):
+            # Its samples go out as the fleet's window has room for them, fairly between tenants
+            # (worker/admission.py); max_in_flight caps the batch's samples in flight there.
+            resume(self.app, self.runtime, batch_id, epoch=1, cap=max_in_flight or 0)
+            return stored
+        return enqueue_epoch(
+            self.app,
+            self.runtime,
+            self._throttled(self.runtime.batches.iter_items(batch_id), handle, max_in_flight),
+            recipe=recipe,
+            skillbook=skillbook,
+            batch_id=batch_id,
+            epoch=1,
+        )
 
     def _check_partitions(self) -> None:
         """PartitionMismatchError if the workers recorded another write-partition count than ours."""

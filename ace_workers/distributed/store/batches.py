@@ -353,10 +353,17 @@ class BatchStore:
         """The batch's stored inputs (epoch 1's payloads, in sample order)."""
         return [json.loads(raw) for raw in self.redis.lrange(self._key(batch_id, "items"), 0, -1)]
 
-    def iter_items(self, batch_id: str) -> Iterator[dict[str, Any]]:
-        """The stored inputs, read a chunk per round trip: constant memory for any batch."""
-        key, start = self._key(batch_id, "items"), 0
-        while chunk := self.redis.lrange(key, start, start + _CHUNK - 1):
+    def iter_items(
+        self, batch_id: str, *, first: int = 1, last: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The stored inputs of samples ``first`` to ``last`` (from 1; None: to the end), read a chunk
+        per round trip: constant memory for any batch."""
+        key, start = self._key(batch_id, "items"), max(0, first - 1)
+        while last is None or start < last:
+            stop = start + _CHUNK if last is None else min(start + _CHUNK, last)
+            chunk = self.redis.lrange(key, start, stop - 1)
+            if not chunk:
+                return
             yield from (json.loads(raw) for raw in chunk)
             start += len(chunk)
 

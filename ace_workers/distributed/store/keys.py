@@ -56,13 +56,17 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:console:audit          stream  one entry per action taken in the web console (capped)
     ace:{tenants}              hash    tenant name -> tenant JSON (skillbooks, prefixes, weight, budgets)
     ace:{tenants}:version      string  +1 on every change of the tenants (readers' caches check it)
+    ace:{admission}:PART       hash/zset the fleet's admission state: per batch its tenant, samples
+                               admitted, finished, parked, limit and cap; the batches with samples to
+                               admit (one slot: the scheduler's script reads and grants in one step)
 
 Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
 they all live in one hash slot and one MULTI/EXEC can span them; every key of a
 batch carries ``{batch:ID}``, so its finish script runs in one slot too. The keys
 that span skillbooks (``ace:skillbooks``, ``ace:dead_letters``, ``ace:batches:running``,
 ``ace:batches:recent``, ``ace:write_partitions``, ``ace:console:audit`` and the claim-check keys)
-each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag): no
+each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag, the
+admission state ``{admission}``): no
 transaction or script touches one of them together with another key (a batch's creation writes
 its record, the running set and the recent index in one pipeline, not one transaction), so they
 work on a cluster as they are (ACE_STORE_URL=redis+cluster://...).
@@ -242,6 +246,11 @@ def tenants_key(prefix: str = DEFAULT_PREFIX) -> str:
 def tenants_version_key(prefix: str = DEFAULT_PREFIX) -> str:
     """String: a counter bumped with every change of the tenants hash, so caches know when to reload."""
     return f"{validate_key_prefix(prefix)}:{{tenants}}:version"
+
+
+def admission_key(part: str, prefix: str = DEFAULT_PREFIX) -> str:
+    """A key of the fleet's admission state (tenancy/admission.py); all share the ``{admission}`` tag."""
+    return f"{validate_key_prefix(prefix)}:{{admission}}:{part}"
 
 
 def write_probe_key(token: str, prefix: str = DEFAULT_PREFIX) -> str:

@@ -21,7 +21,7 @@ from .chains import enqueue_epoch
 from .payload import context_to_payload, payload_to_context
 from .runtime import WorkerRuntime
 
-__all__ = ["epoch_lock_seconds", "epoch_payload", "resume_batch"]
+__all__ = ["current_epoch", "epoch_lock_seconds", "epoch_payload", "resume_batch"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def resume_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: i
     batches = runtime.batches
     status = batches.status(batch_id)
     if epoch is None:
-        epoch = _current_epoch(batches, status)
+        epoch = current_epoch(batches, status)
     before = status.per_epoch * (epoch - 1)  # samples of the earlier epochs
     if status.enqueued - before >= status.per_epoch:
         return 0
@@ -103,7 +103,7 @@ def resume_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: i
         )
 
 
-def _current_epoch(batches: BatchStore, status: BatchStatus) -> int:
+def current_epoch(batches: BatchStore, status: BatchStatus) -> int:
     """The epoch a batch is in: the last one it sent to, or the next once that one finished."""
     finished = batches.finished_in_epoch(status.batch_id, status.epoch)
     return status.epoch + 1 if status.epoch < status.epochs and finished >= status.per_epoch else status.epoch

@@ -36,9 +36,10 @@ from ..settings import WorkerSettings
 from ..store.batches import BatchState, BatchStatus, sample_key
 from ..store.keys import batch_key
 from ..store.locks import try_lock
+from .admission import resume, tend_admission
 from .chains import sample_chain
 from .dead_letters import park_dead_letter
-from .epochs import epoch_payload, resume_batch
+from .epochs import epoch_payload
 from .health import queue_depths
 from .retries import total_backoff_bound
 from .runtime import WorkerRuntime
@@ -131,14 +132,16 @@ def _reconcile(
     # left samples never sent: send them too.
     status = batches.status(batch_id)
     if status.state is BatchState.RUNNING and status.sealed:
-        resume_batch(app, runtime, batch_id)
+        resume(app, runtime, batch_id)  # with admission on: up to what is admitted
 
 
 def reconcile_running(app: Celery, runtime: WorkerRuntime) -> ReconcileReport:
-    """Reconcile every running batch (what beat's ``ace.reconcile`` runs)."""
+    """Reconcile every running batch (what beat's ``ace.reconcile`` runs), then tend admission."""
     report = ReconcileReport()
     for batch_id in runtime.batches.running():
         report.add(reconcile_batch(app, runtime, batch_id))
+    # Admission's slots of finishes never told, and grants never sent, healed from the batch records.
+    tend_admission(app, runtime)
     if report.redriven or report.given_up:
         logger.warning(
             "reconciler: %d samples sent again, %d given up, over %d running batches",

@@ -31,6 +31,7 @@ from ..store.batches import BatchStore
 from ..store.embedding_cache import RedisEmbeddingCache
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..store.store import RedisSkillbookStore
+from ..tenancy.admission import AdmissionState
 from ..tenancy.tenants import CachedTenants, TenantRegistry
 from .ledger_metrics import LedgerCollector
 from .payload import ClaimCheck
@@ -112,6 +113,8 @@ class WorkerRuntime:
         )
         # Who owns which skillbook: looked at on every step, reloaded when the tenants change.
         self.tenants = CachedTenants(TenantRegistry(self.redis, prefix=settings.queue_prefix))
+        # Which samples may be sent (ACE_ADMISSION_WINDOW; worker/admission.py).
+        self.admission = AdmissionState(self.redis, prefix=settings.queue_prefix)
         self._lock = threading.Lock()
         self._llms: dict[str, LLMClientLike] = {}
         # By skillbook name, least recently used first.

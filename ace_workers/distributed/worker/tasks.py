@@ -28,6 +28,7 @@ from ..store.batches import sample_key
 from ..store.errors import BatchNotFoundError, VersionConflict
 from ..store.step_stats import StepRun
 from ..store.write_scope import WriteScope, write_scope
+from .admission import admit_more, resume, sample_left
 from .app import (
     MAX_MEMORY_WAIT_SECONDS,
     WORKER_PUBLISH_RETRY_POLICY,
@@ -37,7 +38,6 @@ from .app import (
 )
 from .chains import STEP_TASK
 from .dead_letters import park_dead_letter
-from .epochs import resume_batch
 from .errors import StepAborted, UnknownRecipeError, UnknownStepError
 from .fleet import check_message_shape
 from .payload import context_to_payload, payload_to_context
@@ -165,17 +165,17 @@ def start_next_epoch(
     The task whose count completes the epoch starts the next one. A final task delivered
     again (its sample counted already, ``finished`` None) checks too: if the worker that
     completed the epoch died while sending the next one, the rest is sent from where it
-    stopped (:func:`~.epochs.resume_batch`).
+    stopped (:func:`~.epochs.resume_batch`). With admission on, the sample's slot frees and the
+    next admitted samples (of any tenant) are sent.
     """
+    sample_left(runtime, batch_id, epoch, finished)  # its admission slot frees (worker/admission.py)
     status = runtime.batches.status(batch_id)
-    if epoch >= status.epochs:
-        return
-    if finished is None:
-        finished = runtime.batches.finished_in_epoch(batch_id, epoch)
-    if finished < status.per_epoch:
-        return
-    if resume_batch(app, runtime, batch_id, epoch=epoch + 1):
-        logger.info("batch %s: epoch %d finished, epoch %d sent", batch_id, epoch, epoch + 1)
+    if epoch < status.epochs:
+        if finished is None:
+            finished = runtime.batches.finished_in_epoch(batch_id, epoch)
+        if finished >= status.per_epoch and resume(app, runtime, batch_id, epoch=epoch + 1):
+            logger.info("batch %s: epoch %d finished, epoch %d sent", batch_id, epoch, epoch + 1)
+    admit_more(app, runtime)  # the freed slot goes to the next sample of whichever tenant is due
 
 
 def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:

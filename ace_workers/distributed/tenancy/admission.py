@@ -1,0 +1,149 @@
+"""Admission control: a fleet-wide window of samples in flight, shared fairly between tenants.
+
+A batch's samples are not all sent at once: each is *admitted* first. The scheduler (``admit.lua``)
+grants a slot while fewer than the window's samples are in flight, to the tenant with work whose
+in-flight count after the grant divided by its weight is least, never above the tenant's
+``max_in_flight`` (nor the batch's cap). That rule ("least in flight per weight first") is weighted
+fair queuing over the window with nothing to keep but the in-flight counts themselves: no
+deficit counters to lose or to heal, each backlogged tenant holds its weight's share of the window,
+and a tenant that arrives with one sample gets the next free slot. The queues then hold at most a
+window of samples, so a newly admitted sample waits behind a window, not behind another tenant's
+100,000 traces; the write queues, fed only by admitted samples, interleave tenants the same way.
+
+Everything lives under one hash tag (``{admission}``, Redis Cluster), per batch: its tenant, how
+many of its samples were admitted (counted over all its epochs), finished, parked (waiting for
+budget), how many may be admitted by now (its limit: the end of its open epoch), and its cap.
+What a tenant has in flight is computed from those in the script, never kept as a counter of its
+own, so it cannot drift: a batch's finished count only grows to the highest count its finish
+script answered (see ``leave_flight.lua``), so a finish told twice frees one slot and a finish never
+told is covered by the next one, or by the reconciler's count from the batch record.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+from redis.typing import EncodableT
+
+from ..store.keys import DEFAULT_PREFIX, admission_key
+from ..store.replies import decode_text
+from .tenants import Tenant
+
+__all__ = ["ADMISSION_PARTS", "AdmissionState", "Grant"]
+
+# The state's keys, in the order every script takes them (see admission_state.lua).
+ADMISSION_PARTS = ("tenant", "admitted", "left", "parked", "limit", "cap", "per_epoch", "ready", "seq")
+
+
+def _script(name: str) -> str:
+    here = Path(__file__).parent
+    return (here / "admission_state.lua").read_text(encoding="utf-8") + (here / name).read_text(
+        encoding="utf-8"
+    )
+
+
+@dataclass(frozen=True)
+class Grant:
+    """Admission granted to a batch: it may have sent its samples up to ``admitted`` (over all epochs)."""
+
+    batch_id: str
+    admitted: int
+
+
+class AdmissionState:
+    """The fleet's admission state in Redis: per batch what it may send, and what it has in flight."""
+
+    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
+        self.redis = client
+        self.keys = [admission_key(part, prefix) for part in ADMISSION_PARTS]
+        self._admit = client.register_script(_script("admit.lua"))
+        self._open = client.register_script(_script("open_batch.lua"))
+        self._leave = client.register_script(_script("leave_flight.lua"))
+        self._forget = client.register_script(_script("forget_batch.lua"))
+
+    def open(self, batch_id: str, *, tenant: str, limit: int, per_epoch: int, cap: int | None = None) -> int:
+        """Let up to ``limit`` samples of the batch (over all epochs) be admitted; return its admitted count.
+
+        ``cap``: most of its samples in flight at once (None leaves what was set, 0 lifts it).
+        The limit only ever grows.
+        """
+        args: list[EncodableT] = [batch_id, tenant, limit, per_epoch, "" if cap is None else cap]
+        return int(self._open(keys=self.keys, args=args))
+
+    def admit(self, window: int, tenants: Mapping[str, Tenant], *, most: int | None = None) -> list[Grant]:
+        """Grant slots while fewer than ``window`` samples are in flight; the batches granted, in order.
+
+        ``tenants``: the weight and cap of each tenant (one not named: weight 1, no cap).
+        ``most``: at most this many grants in this call (default: the window).
+        """
+        policies = {name: [t.weight, t.max_in_flight or 0] for name, t in tenants.items()}
+        args: list[EncodableT] = [window, json.dumps(policies), window if most is None else most]
+        flat = self._admit(keys=self.keys, args=args)
+        return [Grant(decode_text(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2)]
+
+    def leave_flight(self, batch_id: str, *, epoch: int, finished: int | None) -> int:
+        """A sample of the batch left flight: it finished, failed, or was parked waiting for budget.
+
+        ``finished``: for a sample that finished or failed, what its batch's finish script answered
+        (``BatchStore.record_done``/``record_failure``: how many of ``epoch`` finished); the slot is
+        freed once however often the same count is told. None: the sample was parked (it waits for
+        budget, holding no slot) until :meth:`reenter_flight`. Returns the batch's samples in flight
+        after it; -1 for a batch admission does not know (sent with admission off, or forgotten).
+        """
+        if finished is None:
+            args: list[EncodableT] = [batch_id, "", 0, 1]
+        else:
+            args = [batch_id, epoch, finished, 0]
+        return int(self._leave(keys=self.keys, args=args))
+
+    def reenter_flight(self, batch_id: str) -> int:
+        """A parked sample of the batch was released and runs again: it holds a slot once more.
+
+        Returns the batch's samples in flight after it (-1 for a batch admission does not know).
+        The slot is taken even if the window is full: the sample was admitted before.
+        """
+        return int(self._leave(keys=self.keys, args=[batch_id, "", 0, -1]))
+
+    def forget(self, batch_id: str) -> bool:
+        """Drop a finished, cancelled or expired batch; its slots free. False if it was not known."""
+        return bool(self._forget(keys=self.keys, args=[batch_id]))
+
+    def admitted(self, batch_id: str) -> int:
+        """How many samples of the batch were admitted, over all its epochs (0 if unknown)."""
+        raw = self.redis.hget(self.keys[1], batch_id)
+        try:
+            return int(decode_text(raw)) if raw is not None else 0
+        except ValueError:
+            return 0  # not a number: as the scripts read it
+
+    def batches(self) -> list[str]:
+        """The batches admission knows (open, and not yet forgotten)."""
+        return sorted(decode_text(raw) for raw in self.redis.hkeys(self.keys[0]))
+
+    def in_flight(self) -> dict[str, int]:
+        """Samples in flight per tenant (admitted, not finished, not parked), as the scheduler counts them."""
+        pipe = self.redis.pipeline(transaction=True)
+        for key in self.keys[:4]:
+            pipe.hgetall(key)
+        tenants, admitted, left, parked = (
+            {decode_text(k): decode_text(v) for k, v in raw.items()} for raw in pipe.execute()
+        )
+        counts: dict[str, int] = {}
+        for batch, tenant in tenants.items():
+            flying = max(
+                0, _number(admitted.get(batch)) - _number(left.get(batch)) - _number(parked.get(batch))
+            )
+            counts[tenant] = counts.get(tenant, 0) + flying
+        return counts
+
+
+def _number(raw: str | None) -> int:
+    """A count read back from Redis; what is not a whole number counts as 0, as the scripts read it."""
+    try:
+        return int(raw) if raw is not None else 0
+    except ValueError:
+        return 0

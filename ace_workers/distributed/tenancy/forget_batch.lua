@@ -1,0 +1,11 @@
+-- Drop a batch from admission (it finished, was cancelled, or expired): its samples in flight
+-- free their slots, since they are counted from its fields only.
+--
+-- KEYS as in admission_state.lua. ARGV[1] batch id. Returns 1 if the batch was known.
+local batch = ARGV[1]
+local known = redis.call('HDEL', KEYS[1], ARGV[1])
+for i = 2, 7 do
+    redis.call('HDEL', KEYS[i], batch)
+end
+redis.call('ZREM', KEYS[8], batch)
+return known

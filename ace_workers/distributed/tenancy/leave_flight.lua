@@ -1,0 +1,32 @@
+-- A sample of a batch left flight (finished, failed, or parked waiting for budget), or a parked one
+-- came back. A finish is given as its epoch's finished count from the batch's finish script: the
+-- batch's samples finished over all epochs are then (epoch - 1) x per_epoch + that count, since an
+-- epoch starts only once the one before it finished. The batch keeps the highest such count, so a
+-- finish told twice, told late, or never told (the next finish, or the reconciler's count from the
+-- batch record, covers it) frees its slot exactly once. Parking is counted as told.
+--
+-- KEYS as in admission_state.lua.
+-- ARGV[1] batch id, ARGV[2] epoch ('' for no finish), ARGV[3] the epoch's finished count,
+-- ARGV[4] change of the parked count (1 parked, -1 released, 0).
+-- Returns the batch's samples in flight after it, or -1 for a batch admission does not know.
+local batch = ARGV[1]
+if redis.call('HEXISTS', KEYS[1], batch) == 0 then
+    return -1
+end
+if ARGV[2] ~= '' then
+    local per_epoch = num(redis.call('HGET', KEYS[7], batch))
+    local finished = (math.max(1, num(ARGV[2])) - 1) * per_epoch + num(ARGV[3])
+    if finished > num(redis.call('HGET', KEYS[3], batch)) then
+        redis.call('HSET', KEYS[3], batch, finished)
+    end
+end
+local change = num(ARGV[4])
+if change ~= 0 then
+    local parked = math.max(0, num(redis.call('HGET', KEYS[4], batch)) + change)
+    if parked == 0 then
+        redis.call('HDEL', KEYS[4], batch)
+    else
+        redis.call('HSET', KEYS[4], batch, parked)
+    end
+end
+return flying(redis.call('HGET', KEYS[2], batch), redis.call('HGET', KEYS[3], batch), redis.call('HGET', KEYS[4], batch))

@@ -1,0 +1,231 @@
+"""Sending what admission grants: a batch's samples go out as the fleet-wide window has room.
+
+With ACE_ADMISSION_WINDOW above 0 nothing sends a batch's samples outright. A batch is *opened*
+(its inputs stored, or its next epoch due) up to the end of its open epoch, and the scheduler
+(:mod:`~ace_workers.distributed.tenancy.admission`) grants slots fairly between tenants; each grant
+is recorded in Redis (the batch's admitted count) before the samples go. Admission is asked for more
+when a batch is opened (producer, epoch start), when a sample leaves flight (its last step, or its
+failure: :func:`sample_left`), and on the reconciler's tick (:func:`tend_admission`). Whoever was
+granted a sample may have to send another tenant's batch: the chain is built from that batch's
+record and stored inputs, as :func:`~.epochs.resume_batch` does.
+
+A sender that dies after its grant is healed: :func:`send_admitted` sends a batch's samples from
+its ``enqueued`` count up to its admitted count, under the batch's epoch-start lock, and looks again
+after letting go of the lock (a grant made while it held it was left to it). The reconciler's tick
+calls it for every batch admission knows. With the window at 0 this module passes everything to
+:func:`~.epochs.resume_batch`, which sends whole epochs as before.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from celery import Celery
+from kombu.exceptions import OperationalError
+
+from ...errors import AceError
+from ..store.batches import BatchState, BatchStatus
+from ..store.errors import BatchNotFoundError
+from .chains import enqueue_epoch
+from .epochs import current_epoch, epoch_lock_seconds, epoch_payload, resume_batch
+from .runtime import WorkerRuntime
+
+__all__ = [
+    "admission_on",
+    "admit_more",
+    "leave_flight",
+    "reenter_flight",
+    "resume",
+    "sample_left",
+    "send_admitted",
+    "tend_admission",
+]
+
+logger = logging.getLogger(__name__)
+
+# What admitting more may meet that must not fail the step (or reconciler pass) that asked:
+# the grant stays recorded, and the reconciler's tick sends it.
+_ADMIT_ERRORS = (AceError, redis.RedisError, OperationalError)
+
+
+def admission_on(runtime: WorkerRuntime) -> bool:
+    """True when samples are admitted through the window (ACE_ADMISSION_WINDOW above 0)."""
+    return runtime.settings.admission_window > 0
+
+
+def resume(
+    app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: int | None = None, cap: int | None = None
+) -> int:
+    """Open a batch's epoch for admission and send what is admitted; return how many samples were sent.
+
+    ``epoch`` defaults to where the batch stands (:func:`~.epochs.current_epoch`); ``cap``: most of
+    the batch's samples in flight at once (a producer's ``max_in_flight``; None keeps what was set).
+    With admission off, the rest of the epoch is sent at once (:func:`~.epochs.resume_batch`).
+    """
+    if not admission_on(runtime):
+        return resume_batch(app, runtime, batch_id, epoch=epoch)
+    status = runtime.batches.status(batch_id)
+    if status.state is not BatchState.RUNNING:
+        runtime.admission.forget(batch_id)
+        return 0
+    if epoch is None:
+        epoch = current_epoch(runtime.batches, status)
+    if not status.fully_stored:
+        return resume_batch(app, runtime, batch_id, epoch=epoch)  # says what to do, sends nothing
+    if epoch > status.epochs:
+        return 0
+    runtime.admission.open(
+        batch_id, tenant=status.tenant, limit=epoch * status.per_epoch, per_epoch=status.per_epoch, cap=cap
+    )
+    # A fair grant first; then what was granted to this batch before and never sent (its sender died).
+    return admit_more(app, runtime) + send_admitted(app, runtime, batch_id)
+
+
+def admit_more(app: Celery, runtime: WorkerRuntime) -> int:
+    """Grant the free slots of the window and send the samples granted; return how many were sent.
+
+    A batch that cannot be sent now (its recipe unknown here, Redis or the broker away) is logged and
+    left admitted: the reconciler's tick sends it.
+    """
+    if not admission_on(runtime):
+        return 0
+    grants = runtime.admission.admit(runtime.settings.admission_window, runtime.tenants.current().tenants)
+    sent = 0
+    for grant in grants:
+        try:
+            sent += send_admitted(app, runtime, grant.batch_id)
+        except _ADMIT_ERRORS as exc:
+            logger.warning(
+                "batch %s: admitted samples not sent (%s: %s); the reconciler sends them",
+                grant.batch_id,
+                type(exc).__name__,
+                exc,
+            )
+    return sent
+
+
+def send_admitted(app: Celery, runtime: WorkerRuntime, batch_id: str) -> int:
+    """Send a batch's samples from its ``enqueued`` count up to its admitted count; return how many.
+
+    Under the batch's epoch-start lock, so two senders never send the same sample. A sender that
+    finds the lock taken leaves its grant to the holder, who looks again after letting go. A batch
+    no longer running (done, cancelled, expired) is dropped from admission.
+    """
+    sent = 0
+    while True:
+        status = _running_status(runtime, batch_id)
+        if status is None:
+            return sent
+        if runtime.admission.admitted(batch_id) <= status.enqueued or status.per_epoch <= 0:
+            return sent
+        epoch = status.enqueued // status.per_epoch + 1
+        with runtime.batches.epoch_start_lock(batch_id, epoch, epoch_lock_seconds(runtime.settings)) as held:
+            if not held:
+                return sent  # its holder looks at the admitted count again once it lets go
+            sent += _send_locked(app, runtime, batch_id, epoch)
+
+
+def _send_locked(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int) -> int:
+    """Send ``epoch``'s samples up to the admitted count, holding its epoch-start lock, until no grant
+    of it is left unsent."""
+    sent = 0
+    before = (epoch - 1) * runtime.batches.status(batch_id).per_epoch  # samples of the earlier epochs
+    while True:
+        status = _running_status(runtime, batch_id)  # counted again under the lock
+        if status is None or status.per_epoch <= 0:
+            return sent
+        admitted = runtime.admission.admitted(batch_id)
+        first = status.enqueued - before + 1
+        # An epoch opens only once the one before finished: what is admitted lies in this epoch, and
+        # the next epoch's samples are sent under its own lock.
+        last = min(status.per_epoch, admitted - before)
+        if epoch > status.epochs or last < first:
+            return sent
+        payloads = (
+            epoch_payload(
+                runtime, item, epoch=epoch, epochs=status.epochs, index=index, total=status.per_epoch
+            )
+            for index, item in enumerate(
+                runtime.batches.iter_items(batch_id, first=first, last=last), start=first
+            )
+        )
+        sent += enqueue_epoch(
+            app,
+            runtime,
+            payloads,
+            recipe=status.recipe,
+            skillbook=status.skillbook,
+            batch_id=batch_id,
+            epoch=epoch,
+            first_index=first,
+        )
+
+
+def _running_status(runtime: WorkerRuntime, batch_id: str) -> BatchStatus | None:
+    """The batch's status while it runs; None (and the batch dropped from admission) once it does not."""
+    try:
+        status = runtime.batches.status(batch_id)
+    except BatchNotFoundError:
+        runtime.admission.forget(batch_id)
+        return None
+    if status.state is not BatchState.RUNNING:
+        runtime.admission.forget(batch_id)
+        return None
+    return status
+
+
+def sample_left(runtime: WorkerRuntime, batch_id: str, epoch: int, finished: int | None) -> None:
+    """A sample finished or failed; ``finished`` is its finish script's answer (None: counted before).
+
+    Its slot frees (once, however often the same finish is told); the caller then admits more.
+    """
+    if finished is None or not admission_on(runtime):
+        return
+    if runtime.admission.leave_flight(batch_id, epoch=epoch, finished=finished) == 0:
+        _running_status(runtime, batch_id)  # its last sample: a batch done is dropped from admission
+
+
+def leave_flight(
+    app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: int, finished: int | None
+) -> int:
+    """A sample left flight: it finished or failed (``finished``: the finish script's count of ``epoch``),
+    or it was parked waiting for budget (``finished`` None); its slot goes to the next sample admitted.
+
+    The seam for whoever parks a sample: call this once as it is parked and :func:`reenter_flight`
+    once as it is released. Returns how many samples were sent in the freed slot.
+    """
+    if not admission_on(runtime):
+        return 0
+    runtime.admission.leave_flight(batch_id, epoch=epoch, finished=finished)
+    return admit_more(app, runtime)
+
+
+def reenter_flight(runtime: WorkerRuntime, batch_id: str) -> None:
+    """A sample parked waiting for budget was released and runs again: it holds a slot once more."""
+    if admission_on(runtime):
+        runtime.admission.reenter_flight(batch_id)
+
+
+def tend_admission(app: Celery, runtime: WorkerRuntime) -> int:
+    """The reconciler's tick: heal admission from the batch records, then admit; return samples sent.
+
+    For every batch admission knows: one no longer running is dropped (its slots free); a finish
+    whose slot was never freed (its worker died between the batch's finish script and admission's)
+    is counted from the batch's finished count; samples granted but never sent (their sender died)
+    are sent. Then the free slots are granted.
+    """
+    if not admission_on(runtime):
+        return 0
+    sent = 0
+    for batch_id in runtime.admission.batches():
+        try:
+            status = _running_status(runtime, batch_id)
+            if status is None:
+                continue
+            finished = runtime.batches.finished_in_epoch(batch_id, status.epoch)
+            runtime.admission.leave_flight(batch_id, epoch=status.epoch, finished=finished)
+            sent += send_admitted(app, runtime, batch_id)
+        except _ADMIT_ERRORS as exc:
+            logger.warning("admission: batch %s not tended (%s: %s)", batch_id, type(exc).__name__, exc)
+    return sent + admit_more(app, runtime)

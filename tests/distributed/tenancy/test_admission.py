@@ -1,0 +1,169 @@
+"""The admission scheduler's scripts on real Redis (and Redis Cluster): window, weights, caps, healing."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from ace_workers.distributed.store.keys import admission_key
+from ace_workers.distributed.tenancy import Tenant
+from ace_workers.distributed.tenancy.admission import AdmissionState, Grant
+from tests.support.fixtures import server_or_cluster
+
+
+@pytest.fixture(params=["server", "cluster"])
+def redis_client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    """The scripts touch several keys: one hash tag makes them run on Redis Cluster as on one Redis."""
+    yield from server_or_cluster(request)
+
+
+@pytest.fixture
+def state(redis_client: redis.Redis) -> AdmissionState:
+    return AdmissionState(redis_client)
+
+
+def granted(grants: list[Grant]) -> dict[str, int]:
+    """Batch id -> admitted count, from one admit call's grants."""
+    return {grant.batch_id: grant.admitted for grant in grants}
+
+
+def test_the_window_bounds_what_is_in_flight_and_a_finish_frees_one_slot(state: AdmissionState) -> None:
+    state.open("a1", tenant="a", limit=100, per_epoch=100)
+    assert granted(state.admit(5, {})) == {"a1": 5}
+    assert state.admit(5, {}) == []  # full
+    assert state.in_flight() == {"a": 5}
+    state.leave_flight("a1", epoch=1, finished=1)
+    assert granted(state.admit(5, {})) == {"a1": 6}
+    assert state.admitted("a1") == 6
+
+
+def test_a_batch_is_admitted_no_further_than_its_limit_until_its_next_epoch_opens(
+    state: AdmissionState,
+) -> None:
+    state.open("b", tenant="a", limit=3, per_epoch=3)
+    assert granted(state.admit(10, {})) == {"b": 3}
+    for finished in (1, 2, 3):
+        state.leave_flight("b", epoch=1, finished=finished)
+    assert state.admit(10, {}) == []  # epoch 2 not open yet
+    assert state.open("b", tenant="a", limit=6, per_epoch=3) == 3
+    assert granted(state.admit(10, {})) == {"b": 6}
+    assert state.in_flight() == {"a": 3}
+    # Epoch 2's finishes count from its own finished count: (2 - 1) x 3 + n.
+    state.leave_flight("b", epoch=2, finished=2)
+    assert state.in_flight() == {"a": 1}
+    # A late opener of epoch 1 lowers nothing.
+    state.open("b", tenant="a", limit=3, per_epoch=3)
+    assert state.admit(10, {}) == []
+
+
+def test_a_new_tenant_gets_the_next_free_slot_however_much_the_other_has_waiting(
+    state: AdmissionState,
+) -> None:
+    state.open("big", tenant="a", limit=20_000, per_epoch=20_000)
+    assert granted(state.admit(4, {})) == {"big": 4}
+    state.open("small", tenant="b", limit=50, per_epoch=50)
+    state.leave_flight("big", epoch=1, finished=1)
+    assert granted(state.admit(4, {})) == {"small": 1}
+    state.leave_flight("big", epoch=1, finished=2)
+    assert granted(state.admit(4, {})) == {"small": 2}  # b: 1 in flight against a's 2
+    state.leave_flight("big", epoch=1, finished=3)
+    # Equal shares now (2 each): the next slot goes to the batch that came first.
+    assert granted(state.admit(4, {})) == {"big": 5}
+
+
+def test_backlogged_tenants_share_the_window_by_weight(state: AdmissionState) -> None:
+    for tenant, weight in (("a", 1), ("b", 2), ("c", 3)):
+        state.open(f"{tenant}1", tenant=tenant, limit=1000, per_epoch=1000)
+    tenants = {"a": Tenant("a", weight=1), "b": Tenant("b", weight=2), "c": Tenant("c", weight=3)}
+    state.admit(60, tenants)
+    assert state.in_flight() == {"a": 10, "b": 20, "c": 30}
+    # As samples finish in any order, each freed slot goes back to keep the shares.
+    for batch, finished in (("c1", 6), ("c1", 12), ("a1", 3)):
+        state.leave_flight(batch, epoch=1, finished=finished)
+        state.admit(60, tenants)
+    assert state.in_flight() == {"a": 10, "b": 20, "c": 30}
+
+
+def test_a_tenant_never_exceeds_its_cap_and_its_share_goes_to_the_others(state: AdmissionState) -> None:
+    state.open("a1", tenant="a", limit=1000, per_epoch=1000)
+    state.open("b1", tenant="b", limit=1000, per_epoch=1000)
+    tenants = {"a": Tenant("a", weight=100, max_in_flight=3)}
+    assert granted(state.admit(10, tenants)) == {"a1": 3, "b1": 7}
+    state.leave_flight("b1", epoch=1, finished=1)
+    assert granted(state.admit(10, tenants)) == {"b1": 8}  # a at its cap despite its weight
+
+
+def test_a_batch_cap_holds_its_samples_and_lets_the_tenants_next_batch_go(state: AdmissionState) -> None:
+    state.open("first", tenant="a", limit=100, per_epoch=100, cap=2)
+    state.open("second", tenant="a", limit=100, per_epoch=100)
+    assert granted(state.admit(5, {})) == {"first": 2, "second": 3}
+    state.open("first", tenant="a", limit=100, per_epoch=100)  # cap None: kept
+    state.leave_flight("second", epoch=1, finished=1)
+    assert granted(state.admit(5, {})) == {"second": 4}
+
+
+def test_a_finish_told_twice_or_late_frees_its_slot_once(state: AdmissionState) -> None:
+    state.open("a1", tenant="a", limit=100, per_epoch=100)
+    state.admit(10, {})
+    state.leave_flight("a1", epoch=1, finished=2)
+    state.leave_flight("a1", epoch=1, finished=2)  # a redelivered final task
+    state.leave_flight("a1", epoch=1, finished=1)  # a finish told after a later one
+    assert state.in_flight() == {"a": 8}
+    # Never told: the next finish (or the reconciler's count from the batch record) covers it.
+    state.leave_flight("a1", epoch=1, finished=5)
+    assert state.in_flight() == {"a": 5}
+
+
+def test_parked_samples_hold_no_slot_until_released(state: AdmissionState) -> None:
+    state.open("a1", tenant="a", limit=100, per_epoch=100)
+    state.admit(4, {})
+    assert state.leave_flight("a1", epoch=1, finished=None) == 3
+    assert state.leave_flight("a1", epoch=1, finished=None) == 2
+    assert granted(state.admit(4, {})) == {"a1": 6}
+    assert state.reenter_flight("a1") == 5
+    assert state.in_flight() == {"a": 5}  # above the window for a while: it was admitted before
+    assert state.admit(4, {}) == []
+
+
+def test_forgetting_a_batch_frees_its_slots_and_its_grants_stop(state: AdmissionState) -> None:
+    state.open("a1", tenant="a", limit=100, per_epoch=100)
+    state.open("b1", tenant="b", limit=100, per_epoch=100)
+    state.admit(6, {})
+    assert state.forget("a1")
+    assert not state.forget("a1")
+    assert state.batches() == ["b1"]
+    assert granted(state.admit(6, {})) == {"b1": 6}
+    assert state.leave_flight("a1", epoch=1, finished=1) == -1  # a late finish of it changes nothing
+
+
+def test_grants_are_recorded_before_anyone_sends_and_never_repeated(state: AdmissionState) -> None:
+    state.open("a1", tenant="a", limit=10, per_epoch=10)
+    state.admit(3, {})
+    # Whoever sends reads the count (a sender that died after its grant is healed from it); asking
+    # again grants nothing more while nothing left flight.
+    assert state.admitted("a1") == 3
+    assert state.admit(3, {}) == []
+    assert state.admitted("a1") == 3
+
+
+def test_grants_are_spread_over_many_calls_as_fairly_as_in_one(state: AdmissionState) -> None:
+    for tenant in ("a", "b", "c"):
+        state.open(f"{tenant}1", tenant=tenant, limit=1000, per_epoch=1000)
+    seen: Counter[str] = Counter()
+    for _ in range(30):
+        for grant in state.admit(30, {}, most=1):
+            seen[grant.batch_id] += 1
+    assert seen == {"a1": 10, "b1": 10, "c1": 10}
+
+
+def test_garbage_in_the_state_counts_as_zero_and_breaks_nothing(
+    state: AdmissionState, redis_client: redis.Redis
+) -> None:
+    state.open("a1", tenant="a", limit=5, per_epoch=5)
+    redis_client.hset(admission_key("left"), "a1", "not a number")
+    redis_client.hset(admission_key("admitted"), "a1", "[]")
+    assert granted(state.admit(10, {})) == {"a1": 5}
+    assert state.in_flight() == {"a": 5}
