@@ -1,0 +1,146 @@
+"""Admission over real workers: a small tenant's batch is not starved by a big one, and lost slots heal.
+
+The fleet runs in-process (real Celery workers on the test Redis) with the simulated LLM at no
+latency. Progress is asserted by order and counts, never by time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from ace_workers.distributed.producer.producer import BatchHandle
+from ace_workers.distributed.service import Service, local_workers
+from ace_workers.distributed.store.batches import BatchState, BatchStatus
+from ace_workers.distributed.tenancy import Tenant, TenantRegistry
+from ace_workers.distributed.worker import tasks
+from ace_workers.distributed.worker.reconcile import reconcile_running
+from ace_workers.sim import failure_traces
+from tests.support.waiting import wait_for
+from tests.support.workers import build_test_service
+
+TIMEOUT = 120
+STATES = ("done", "failed", "running", "queued", "cancelled")
+
+
+def fleet(redis_url: str, window: int, **settings: Any) -> Service:
+    """A service whose tenants ``a`` and ``b`` own the skillbooks starting ``a-`` and ``b-``."""
+    service = build_test_service(redis_url, admission_window=window, **settings)
+    registry = TenantRegistry(service.runtime.redis, prefix=service.runtime.settings.queue_prefix)
+    registry.add(Tenant("a", prefixes=("a-",)))
+    registry.add(Tenant("b", prefixes=("b-",)))
+    return service
+
+
+@pytest.fixture
+def service(redis_url: str, redis_client: redis.Redis) -> Iterator[Service]:
+    built = fleet(redis_url, window=8)
+    try:
+        yield built
+    finally:
+        built.close()
+
+
+def adds_up(status: BatchStatus) -> BatchStatus:
+    """The status, after checking its five states add up to its size (not-yet-admitted is queued)."""
+    counts = status.counts()
+    assert sum(counts[state] for state in STATES) == status.total, counts
+    return status
+
+
+def finished(handle: BatchHandle) -> int:
+    status = adds_up(handle.status())
+    return status.done + status.failed
+
+
+def test_a_small_tenant_finishes_while_a_big_import_of_another_is_far_from_done(service: Service) -> None:
+    producer = service.producer
+    big = producer.enqueue_traces(failure_traces(20_000, seed=1), "a-import")
+    # Not sent: admitted as the window frees, so the queues hold a window's samples, not 20,000.
+    assert service.runtime.batches.status(big.batch_id).enqueued == 8
+    with local_workers(service, learn_threads=4):
+        wait_for(lambda: finished(big) >= 20, TIMEOUT, "the big import to get going")
+        small = producer.enqueue_traces(failure_traces(50, seed=2), "b-live")
+        small_done = small.wait(timeout=TIMEOUT)
+        big_then = adds_up(big.status())
+        service.runtime.batches.cancel(big.batch_id)
+
+    assert (small_done.done, small_done.failed, small_done.state) == (50, 0, BatchState.DONE)
+    # Without admission the 50 would queue behind the 20,000: here most of the import still waits.
+    assert big_then.done + big_then.failed < 2_000
+    assert big_then.queued > 17_000
+    assert big_then.state is BatchState.RUNNING
+
+
+def test_weights_and_caps_shape_what_each_tenant_has_in_flight(redis_url: str, redis_client: redis.Redis) -> None:
+    built = fleet(redis_url, window=6)
+    try:
+        registry = TenantRegistry(built.runtime.redis, prefix=built.runtime.settings.queue_prefix)
+        registry.update("a", lambda t: Tenant("a", prefixes=t.prefixes, max_in_flight=2))
+        built.runtime.tenants.forget()
+        a = built.producer.enqueue_traces(failure_traces(30, seed=3), "a-capped")
+        b = built.producer.enqueue_traces(failure_traces(30, seed=4), "b-free")
+        # No worker runs yet: what was sent is what admission granted.
+        assert (a.status().enqueued, b.status().enqueued) == (2, 4)
+        assert built.runtime.admission.in_flight() == {"a": 2, "b": 4}
+        with local_workers(built, learn_threads=4):
+            a_done, b_done = a.wait(timeout=TIMEOUT), b.wait(timeout=TIMEOUT)
+        assert (a_done.done, b_done.done) == (30, 30)
+        assert built.runtime.admission.batches() == []  # finished batches are dropped
+    finally:
+        built.close()
+
+
+def test_epochs_start_in_turn_through_a_window_of_two(redis_url: str, redis_client: redis.Redis) -> None:
+    built = fleet(redis_url, window=2)
+    try:
+        handle = built.producer.enqueue_traces(failure_traces(5, seed=5), "a-epochs", epochs=3)
+        with local_workers(built, learn_threads=2):
+            status = handle.wait(timeout=TIMEOUT)
+        assert (status.done, status.failed, status.enqueued, status.epoch) == (15, 0, 15, 3)
+        assert sorted(handle.runtime.batches.records(handle.batch_id)) == sorted(
+            f"e{epoch}:{index}" for epoch in (1, 2, 3) for index in range(1, 6)
+        )
+    finally:
+        built.close()
+
+
+def test_the_reconciler_heals_slots_whose_finish_was_never_told_and_grants_never_sent(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    told: list[int] = []
+
+    def crashed_before_telling(runtime: Any, batch_id: str, epoch: int, finished: int | None) -> None:
+        told.append(epoch)  # a worker that died between the batch's finish script and admission's
+
+    monkeypatch.setattr(tasks, "sample_left", crashed_before_telling)
+    handle = service.producer.enqueue_traces(failure_traces(20, seed=6), "a-healed")
+    with local_workers(service, learn_threads=4):
+        wait_for(lambda: len(told) == 8, TIMEOUT, "the first window to finish")
+        assert handle.status().enqueued == 8  # every slot held by a finish nobody told
+        monkeypatch.undo()
+        # A grant recorded whose sender died before sending: the window is all it could take.
+        runtime = service.runtime
+        grants = runtime.admission.admit(16, runtime.tenants.current().tenants)
+        assert [(g.batch_id, g.admitted) for g in grants] == [(handle.batch_id, 16)]
+        assert handle.status().enqueued == 8
+        reconcile_running(service.app, runtime)  # the periodic tick
+        status = handle.wait(timeout=TIMEOUT)
+    assert (status.done, status.failed, status.enqueued) == (20, 0, 20)
+    assert len(told) == 8
+
+
+def test_a_cancelled_batch_gives_its_slots_back_on_the_next_tick(service: Service) -> None:
+    runtime = service.runtime
+    big = service.producer.enqueue_traces(failure_traces(500, seed=7), "a-dropped")
+    runtime.batches.cancel(big.batch_id)  # its 8 admitted samples will never finish
+    small = service.producer.enqueue_traces(failure_traces(5, seed=8), "b-after")
+    assert small.status().enqueued == 0  # the window is held by the cancelled batch
+    reconcile_running(service.app, runtime)
+    assert runtime.admission.batches() == [small.batch_id]
+    assert small.status().enqueued == 5
+    with local_workers(service, learn_threads=2):
+        assert small.wait(timeout=TIMEOUT).done == 5
