@@ -22,6 +22,7 @@ from kombu.asynchronous import set_event_loop
 from .ops.nightly import register_nightly_task
 from .producer.producer import Producer
 from .settings import WorkerSettings
+from .worker.admission import register_admit_task
 from .worker.app import create_app, declare_broker_queues
 from .worker.deliveries import hold_deliveries_while_redis_is_full
 from .worker.fleet import fleet_shape_step
@@ -57,6 +58,7 @@ def build_service(settings: WorkerSettings, *, redis_url: str, broker_url: str |
     register_tasks(app, lambda: runtime)
     register_nightly_task(app, lambda: runtime)
     register_reconcile_task(app, lambda: runtime)
+    register_admit_task(app, lambda: runtime)
     app.steps["worker"].add(fleet_shape_step(lambda: runtime))  # what shapes its recipes, for producers
     return Service(app, runtime, Producer(settings, app=app, runtime=runtime))
 

@@ -19,23 +19,27 @@ calls it for every batch admission knows. With the window at 0 this module passe
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import redis
-from celery import Celery
+from celery import Celery, Task
 from kombu.exceptions import OperationalError
 
 from ...errors import AceError
 from ..store.batches import BatchState, BatchStatus
 from ..store.errors import BatchNotFoundError
+from .app import WORKER_PUBLISH_RETRY_POLICY
 from .chains import enqueue_epoch
 from .epochs import current_epoch, epoch_lock_seconds, epoch_payload, resume_batch
 from .runtime import WorkerRuntime
 
 __all__ = [
+    "ADMIT_TASK",
     "admission_on",
     "admit_more",
     "leave_flight",
     "reenter_flight",
+    "register_admit_task",
     "resume",
     "sample_left",
     "send_admitted",
@@ -43,6 +47,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+# The task a finishing step hands the sending of newly admitted samples to (see admit_more).
+ADMIT_TASK = "ace.admit"
 
 # What admitting more may meet that must not fail the step (or reconciler pass) that asked:
 # the grant stays recorded, and the reconciler's tick sends it.
@@ -82,11 +89,14 @@ def resume(
     return admit_more(app, runtime) + send_admitted(app, runtime, batch_id)
 
 
-def admit_more(app: Celery, runtime: WorkerRuntime) -> int:
+def admit_more(app: Celery, runtime: WorkerRuntime, *, hand_off: bool = False) -> int:
     """Grant the free slots of the window and send the samples granted; return how many were sent.
 
-    A batch that cannot be sent now (its recipe unknown here, Redis or the broker away) is logged and
-    left admitted: the reconciler's tick sends it.
+    ``hand_off``: leave the sending to an ``ace.admit`` task on the queue of the batch's first step
+    (what a finishing step does: the last step of a recipe often runs on a single-thread write
+    worker, whose time is the fleet's bottleneck; building and sending another batch's chain there
+    would slow every tenant). A batch that cannot be sent now (its recipe unknown here, Redis or the
+    broker away) is logged and left admitted: the reconciler's tick sends it.
     """
     if not admission_on(runtime):
         return 0
@@ -94,7 +104,10 @@ def admit_more(app: Celery, runtime: WorkerRuntime) -> int:
     sent = 0
     for grant in grants:
         try:
-            sent += send_admitted(app, runtime, grant.batch_id)
+            if hand_off:
+                _hand_off(app, runtime, grant.batch_id)
+            else:
+                sent += send_admitted(app, runtime, grant.batch_id)
         except _ADMIT_ERRORS as exc:
             logger.warning(
                 "batch %s: admitted samples not sent (%s: %s); the reconciler sends them",
@@ -103,6 +116,34 @@ def admit_more(app: Celery, runtime: WorkerRuntime) -> int:
                 exc,
             )
     return sent
+
+
+def _hand_off(app: Celery, runtime: WorkerRuntime, batch_id: str) -> None:
+    """Ask a worker of the batch's first step to send what the batch was granted (``ace.admit``)."""
+    status = _running_status(runtime, batch_id)
+    if status is None:
+        return
+    _, routes = runtime.pipeline(status.recipe, status.skillbook)
+    app.signature(
+        ADMIT_TASK,
+        kwargs={"batch_id": batch_id},
+        queue=runtime.queue(routes[0].queue_role, status.skillbook),
+        ignore_result=True,
+        retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
+    ).apply_async()
+
+
+def register_admit_task(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
+    """Register ``ace.admit`` on ``app``: send a batch's admitted samples (see :func:`admit_more`)."""
+
+    def admit_task(batch_id: object = None) -> int:
+        if not isinstance(batch_id, str):  # a message need not come from a worker of ours
+            logger.warning("ace.admit names no batch (batch_id=%r): dropped", batch_id)
+            return 0
+        return send_admitted(app, get_runtime(), batch_id)
+
+    task: Task = app.task(name=ADMIT_TASK, shared=False, ignore_result=True)(admit_task)
+    return task
 
 
 def send_admitted(app: Celery, runtime: WorkerRuntime, batch_id: str) -> int:

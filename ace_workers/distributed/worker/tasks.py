@@ -175,7 +175,8 @@ def start_next_epoch(
             finished = runtime.batches.finished_in_epoch(batch_id, epoch)
         if finished >= status.per_epoch and resume(app, runtime, batch_id, epoch=epoch + 1):
             logger.info("batch %s: epoch %d finished, epoch %d sent", batch_id, epoch, epoch + 1)
-    admit_more(app, runtime)  # the freed slot goes to the next sample of whichever tenant is due
+    # The freed slot goes to the next sample of whichever tenant is due, sent by a worker of its queue.
+    admit_more(app, runtime, hand_off=True)
 
 
 def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:

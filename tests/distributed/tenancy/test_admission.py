@@ -75,7 +75,7 @@ def test_a_new_tenant_gets_the_next_free_slot_however_much_the_other_has_waiting
 
 
 def test_backlogged_tenants_share_the_window_by_weight(state: AdmissionState) -> None:
-    for tenant, weight in (("a", 1), ("b", 2), ("c", 3)):
+    for tenant in ("a", "b", "c"):
         state.open(f"{tenant}1", tenant=tenant, limit=1000, per_epoch=1000)
     tenants = {"a": Tenant("a", weight=1), "b": Tenant("b", weight=2), "c": Tenant("c", weight=3)}
     state.admit(60, tenants)

@@ -75,7 +75,9 @@ def test_a_small_tenant_finishes_while_a_big_import_of_another_is_far_from_done(
     assert big_then.state is BatchState.RUNNING
 
 
-def test_weights_and_caps_shape_what_each_tenant_has_in_flight(redis_url: str, redis_client: redis.Redis) -> None:
+def test_weights_and_caps_shape_what_each_tenant_has_in_flight(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
     built = fleet(redis_url, window=6)
     try:
         registry = TenantRegistry(built.runtime.redis, prefix=built.runtime.settings.queue_prefix)
