@@ -36,7 +36,18 @@ from .tenants import Tenant
 __all__ = ["ADMISSION_PARTS", "AdmissionState", "Grant"]
 
 # The state's keys, in the order every script takes them (see admission_state.lua).
-ADMISSION_PARTS = ("tenant", "admitted", "left", "parked", "limit", "cap", "per_epoch", "ready", "seq")
+ADMISSION_PARTS = (
+    "tenant",
+    "admitted",
+    "left",
+    "parked",
+    "limit",
+    "cap",
+    "per_epoch",
+    "ready",
+    "seq",
+    "parked_samples",
+)
 
 
 def _script(name: str) -> str:
@@ -85,28 +96,30 @@ class AdmissionState:
         flat = self._admit(keys=self.keys, args=args)
         return [Grant(decode_text(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2)]
 
-    def leave_flight(self, batch_id: str, *, epoch: int, finished: int | None) -> int:
+    def leave_flight(self, batch_id: str, *, epoch: int, finished: int | None, sample: str = "") -> int:
         """A sample of the batch left flight: it finished, failed, or was parked waiting for budget.
 
         ``finished``: for a sample that finished or failed, what its batch's finish script answered
         (``BatchStore.record_done``/``record_failure``: how many of ``epoch`` finished); the slot is
         freed once however often the same count is told. None: the sample was parked (it waits for
-        budget, holding no slot) until :meth:`reenter_flight`. Returns the batch's samples in flight
-        after it; -1 for a batch admission does not know (sent with admission off, or forgotten).
+        budget, holding no slot) until :meth:`reenter_flight`; ``sample`` (its key, ``e1:7``) makes
+        that count once however often it is told. Returns the batch's samples in flight after it;
+        -1 for a batch admission does not know (sent with admission off, or forgotten).
         """
         if finished is None:
-            args: list[EncodableT] = [batch_id, "", 0, 1]
+            args: list[EncodableT] = [batch_id, "", 0, 1, sample]
         else:
-            args = [batch_id, epoch, finished, 0]
+            args = [batch_id, epoch, finished, 0, ""]
         return int(self._leave(keys=self.keys, args=args))
 
-    def reenter_flight(self, batch_id: str) -> int:
+    def reenter_flight(self, batch_id: str, *, sample: str = "") -> int:
         """A parked sample of the batch was released and runs again: it holds a slot once more.
 
+        ``sample``: its key, as it was parked (a sample not parked under it then takes no slot).
         Returns the batch's samples in flight after it (-1 for a batch admission does not know).
         The slot is taken even if the window is full: the sample was admitted before.
         """
-        return int(self._leave(keys=self.keys, args=[batch_id, "", 0, -1]))
+        return int(self._leave(keys=self.keys, args=[batch_id, "", 0, -1, sample]))
 
     def forget(self, batch_id: str) -> bool:
         """Drop a finished, cancelled or expired batch; its slots free. False if it was not known."""

@@ -3,11 +3,12 @@
 -- batch's samples finished over all epochs are then (epoch - 1) x per_epoch + that count, since an
 -- epoch starts only once the one before it finished. The batch keeps the highest such count, so a
 -- finish told twice, told late, or never told (the next finish, or the reconciler's count from the
--- batch record, covers it) frees its slot exactly once. Parking is counted as told.
+-- batch record, covers it) frees its slot exactly once. A parked sample named by its key is counted
+-- once however often it is told (parked twice, released twice); one named by no key, as told.
 --
 -- KEYS as in admission_state.lua.
 -- ARGV[1] batch id, ARGV[2] epoch ('' for no finish), ARGV[3] the epoch's finished count,
--- ARGV[4] change of the parked count (1 parked, -1 released, 0).
+-- ARGV[4] change of the parked count (1 parked, -1 released, 0), ARGV[5] the parked sample's key ('').
 -- Returns the batch's samples in flight after it, or -1 for a batch admission does not know.
 local batch = ARGV[1]
 if redis.call('HEXISTS', KEYS[1], batch) == 0 then
@@ -21,6 +22,16 @@ if ARGV[2] ~= '' then
     end
 end
 local change = num(ARGV[4])
+if change ~= 0 and ARGV[5] ~= '' then
+    local field = parked_field(batch, ARGV[5])
+    if change > 0 then
+        if redis.call('HSETNX', KEYS[10], field, 1) == 0 then
+            change = 0
+        end
+    elseif redis.call('HDEL', KEYS[10], field) == 0 then
+        change = 0
+    end
+end
 if change ~= 0 then
     local parked = math.max(0, num(redis.call('HGET', KEYS[4], batch)) + change)
     if parked == 0 then

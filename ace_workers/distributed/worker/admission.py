@@ -164,14 +164,14 @@ def send_admitted(app: Celery, runtime: WorkerRuntime, batch_id: str) -> int:
         with runtime.batches.epoch_start_lock(batch_id, epoch, epoch_lock_seconds(runtime.settings)) as held:
             if not held:
                 return sent  # its holder looks at the admitted count again once it lets go
-            sent += _send_locked(app, runtime, batch_id, epoch)
+            sent += _send_locked(app, runtime, batch_id, epoch, status.per_epoch)
 
 
-def _send_locked(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int) -> int:
+def _send_locked(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int, per_epoch: int) -> int:
     """Send ``epoch``'s samples up to the admitted count, holding its epoch-start lock, until no grant
     of it is left unsent."""
     sent = 0
-    before = (epoch - 1) * runtime.batches.status(batch_id).per_epoch  # samples of the earlier epochs
+    before = (epoch - 1) * per_epoch  # samples of the earlier epochs (a sealed batch's size is fixed)
     while True:
         status = _running_status(runtime, batch_id)  # counted again under the lock
         if status is None or status.per_epoch <= 0:
@@ -228,24 +228,34 @@ def sample_left(runtime: WorkerRuntime, batch_id: str, epoch: int, finished: int
 
 
 def leave_flight(
-    app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: int, finished: int | None
+    app: Celery,
+    runtime: WorkerRuntime,
+    batch_id: str,
+    *,
+    epoch: int,
+    finished: int | None,
+    sample: str = "",
 ) -> int:
     """A sample left flight: it finished or failed (``finished``: the finish script's count of ``epoch``),
     or it was parked waiting for budget (``finished`` None); its slot goes to the next sample admitted.
 
-    The seam for whoever parks a sample: call this once as it is parked and :func:`reenter_flight`
-    once as it is released. Returns how many samples were sent in the freed slot.
+    The seam for whoever parks a sample: call this as it is parked, with ``sample`` its key
+    (``sample_key(epoch, index)``: told twice, it is counted once), and :func:`reenter_flight` as it
+    is released. Returns how many samples were sent in the freed slot.
     """
     if not admission_on(runtime):
         return 0
-    runtime.admission.leave_flight(batch_id, epoch=epoch, finished=finished)
+    runtime.admission.leave_flight(batch_id, epoch=epoch, finished=finished, sample=sample)
     return admit_more(app, runtime)
 
 
-def reenter_flight(runtime: WorkerRuntime, batch_id: str) -> None:
-    """A sample parked waiting for budget was released and runs again: it holds a slot once more."""
+def reenter_flight(runtime: WorkerRuntime, batch_id: str, *, sample: str = "") -> None:
+    """A sample parked waiting for budget was released and runs again: it holds a slot once more.
+
+    ``sample``: its key (``sample_key(epoch, index)``), as given to :func:`leave_flight`.
+    """
     if admission_on(runtime):
-        runtime.admission.reenter_flight(batch_id)
+        runtime.admission.reenter_flight(batch_id, sample=sample)
 
 
 def tend_admission(app: Celery, runtime: WorkerRuntime) -> int:

@@ -128,6 +128,22 @@ def test_parked_samples_hold_no_slot_until_released(state: AdmissionState) -> No
     assert state.admit(4, {}) == []
 
 
+def test_a_parked_sample_named_by_its_key_counts_once_however_often_it_is_told(state: AdmissionState) -> None:
+    state.open("a*[1]", tenant="a", limit=100, per_epoch=100)  # glob characters in the id, too
+    state.admit(4, {})
+    assert state.leave_flight("a*[1]", epoch=1, finished=None, sample="e1:1") == 3
+    assert state.leave_flight("a*[1]", epoch=1, finished=None, sample="e1:1") == 3  # a redelivery
+    assert state.reenter_flight("a*[1]", sample="e1:2") == 3  # never parked: takes no slot
+    assert state.reenter_flight("a*[1]", sample="e1:1") == 4
+    assert state.reenter_flight("a*[1]", sample="e1:1") == 4
+    state.leave_flight("a*[1]", epoch=1, finished=None, sample="e1:3")
+    state.open("a*[2]", tenant="a", limit=1, per_epoch=1)
+    state.leave_flight("a*[2]", epoch=1, finished=None, sample="e1:1")
+    assert state.forget("a*[1]")
+    # Its marks went with it; another batch's stayed.
+    assert state.redis.hkeys(admission_key("parked_samples")) == [b"a*[2]\x1fe1:1"]
+
+
 def test_forgetting_a_batch_frees_its_slots_and_its_grants_stop(state: AdmissionState) -> None:
     state.open("a1", tenant="a", limit=100, per_epoch=100)
     state.open("b1", tenant="b", limit=100, per_epoch=100)

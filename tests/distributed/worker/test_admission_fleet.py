@@ -17,6 +17,7 @@ from ace_workers.distributed.service import Service, local_workers
 from ace_workers.distributed.store.batches import BatchState, BatchStatus
 from ace_workers.distributed.tenancy import Tenant, TenantRegistry
 from ace_workers.distributed.worker import tasks
+from ace_workers.distributed.worker.admission import ADMIT_TASK
 from ace_workers.distributed.worker.reconcile import reconcile_running
 from ace_workers.sim import failure_traces
 from tests.support.waiting import wait_for
@@ -146,3 +147,12 @@ def test_a_cancelled_batch_gives_its_slots_back_on_the_next_tick(service: Servic
     assert small.status().enqueued == 5
     with local_workers(service, learn_threads=2):
         assert small.wait(timeout=TIMEOUT).done == 5
+
+
+def test_an_admit_message_naming_no_batch_is_dropped_and_one_for_a_gone_batch_sends_nothing(
+    service: Service, caplog: pytest.LogCaptureFixture
+) -> None:
+    admit = service.app.tasks[ADMIT_TASK]
+    assert admit(batch_id=["not", "a", "batch"]) == 0
+    assert "ace.admit names no batch" in caplog.text
+    assert admit(batch_id="never-created") == 0
