@@ -5,7 +5,9 @@ sent (the task that completes the previous epoch, its redelivery, the reconciler
 nightly run or a producer that crashed mid-send, ``ace-workers batch resume``) calls
 :func:`resume_batch`, which sends the rest from that count on, from the batch's stored
 inputs, under the batch's short epoch-start lock so two senders never send the same
-samples at once. Producers reach it as ``Producer.resume(batch_id)``.
+samples at once. Producers reach it as ``Producer.resume(batch_id)``. With admission on
+(ACE_ADMISSION_WINDOW), callers go through :func:`~.admission.resume` instead, which sends only
+what the fleet's window admitted, from the same count on, under the same lock.
 """
 
 from __future__ import annotations
