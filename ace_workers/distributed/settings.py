@@ -70,6 +70,17 @@ def _setting(default: Any, *, minimum: float | None = 0, positive: bool = False)
 _API_KEY = re.compile(r"ace_[0-9a-f]{8,32}_[A-Za-z0-9_-]{20,200}")
 
 
+def _check_api_key(value: str | None) -> None:
+    """InvalidSettingError naming ACE_API_KEY unless it is unset or shaped like a key."""
+    if value is not None and _API_KEY.fullmatch(value) is None:
+        # The value is a secret: the error names the variable and the format, never the value.
+        raise InvalidSettingError(
+            env_name("api_key"),
+            "(hidden)",
+            "not an API key: expected ace_<id>_<secret> from ace-workers key create",
+        )
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
     """Options of producers and workers; each is read from ``ACE_<FIELD NAME IN UPPER CASE>``.
@@ -267,13 +278,7 @@ class WorkerSettings:
         _check_url("redis_url", self.redis_url, REDIS_SCHEMES)
         _check_url("broker_url", self.broker_url, (*AMQP_SCHEMES, *REDIS_SCHEMES))
         _check_url("store_url", self.store_url, (*REDIS_SCHEMES, *CLUSTER_SCHEMES))
-        if self.api_key is not None and _API_KEY.fullmatch(self.api_key) is None:
-            # The value is a secret: the error names the variable and the format, never the value.
-            raise InvalidSettingError(
-                env_name("api_key"),
-                "(hidden)",
-                "not an API key: expected ace_<id>_<secret> from ace-workers key create",
-            )
+        _check_api_key(self.api_key)
         if self.log_format not in LOG_FORMATS:
             formats = " or ".join(LOG_FORMATS)
             raise InvalidSettingError(env_name("log_format"), self.log_format, f"use {formats}")

@@ -8,6 +8,7 @@ import json
 import pytest
 import redis
 
+from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.errors import CorruptDataError
 from ace_workers.distributed.store.keys import api_key_ids_key, api_keys_key
 from ace_workers.distributed.tenancy import (
@@ -24,6 +25,7 @@ from ace_workers.distributed.tenancy import (
     visible_skillbooks,
 )
 from ace_workers.distributed.tenancy.errors import InvalidApiKeyError, TenancyError
+from ace_workers.errors import InvalidSettingError
 
 
 @pytest.fixture
@@ -145,3 +147,12 @@ def test_visible_skillbooks_keeps_the_scopes_tenants_only() -> None:
     names = ["acme-a", "gx-b", "misc", "acme-c"]
     assert visible_skillbooks(Scope("acme", "read", "k"), names, TENANTS) == ["acme-a", "acme-c"]
     assert visible_skillbooks(OPERATOR, names, TENANTS) == names
+
+
+def test_ace_api_key_is_checked_for_its_shape_and_never_shown() -> None:
+    secret = "ace_0123abcd_" + "s" * 43
+    assert WorkerSettings.from_env({"ACE_API_KEY": secret}).api_key == secret
+    assert secret not in repr(WorkerSettings(api_key=secret))
+    with pytest.raises(InvalidSettingError, match="ACE_API_KEY='\\(hidden\\)': not an API key") as info:
+        WorkerSettings.from_env({"ACE_API_KEY": "hunter2-is-my-key"})
+    assert "hunter2" not in str(info.value)

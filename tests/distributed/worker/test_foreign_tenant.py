@@ -21,8 +21,8 @@ from ace_workers.distributed.tenancy import (
     TenantRegistry,
 )
 from ace_workers.distributed.worker.dead_letters import read_dead_letters
-from ace_workers.distributed.worker.tasks import NOT_RETRYABLE
 from ace_workers.distributed.worker.errors import ForeignTenantError
+from ace_workers.distributed.worker.tasks import NOT_RETRYABLE
 from ace_workers.sim import failure_traces
 from tests.support.crafted import publish_step, trace_payload
 from tests.support.workers import running_service
