@@ -84,6 +84,13 @@ def test_a_producers_batch_carries_its_tenant_and_learns(service: Service) -> No
     assert service.runtime.store("book").version() > 0
 
 
+def test_a_later_epoch_sent_by_a_worker_carries_the_batchs_tenant(service: Service) -> None:
+    # Epoch 2 is sent by the worker that finished epoch 1 (resume_batch), from the batch record:
+    # without the batch's tenant its messages would be the default tenant's and be refused.
+    status = service.producer.enqueue_traces(failure_traces(2), "book", epochs=2).wait(timeout=60)
+    assert (status.tenant, status.done, status.failed) == ("acme", 4, 0)
+
+
 def producer_with(service: Service, api_key: str) -> Producer:
     return Producer(service.runtime.settings, app=service.app, runtime=service.runtime, api_key=api_key)
 
