@@ -200,6 +200,7 @@ def _send_locked(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int,
             batch_id=batch_id,
             epoch=epoch,
             first_index=first,
+            tenant=status.tenant,
         )
 
 
