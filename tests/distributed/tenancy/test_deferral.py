@@ -1,0 +1,244 @@
+"""A sample whose tenant's budget is spent waits (deferred, not failed), and runs on once when it has room."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pytest
+import redis
+
+from ace_workers.distributed.service import Service
+from ace_workers.distributed.store.batches import BatchStatus
+from ace_workers.distributed.store.changelog import ChangeKind
+from ace_workers.distributed.tenancy.deferrals import DeferredSamples
+from ace_workers.distributed.tenancy.tenants import Budget, Tenant, TenantRegistry
+from ace_workers.distributed.worker.chains import sample_chain
+from ace_workers.distributed.worker.dead_letters import read_dead_letters
+from ace_workers.distributed.worker.deferrals import release_deferred
+from ace_workers.distributed.worker.reconcile import lost_after_seconds, reconcile_batch, reconcile_running
+from ace_workers.sim import failure_traces
+from tests.support.budget_llm import FakeBudget, budget_model
+from tests.support.waiting import wait_for
+from tests.support.workers import running_service
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT = 60
+FACTORY = "tests.support.budget_llm:budgeted_llm"
+TENANT = "team-a"
+SKILLBOOK = "a-book"
+UPDATE_STEP = 2  # trace_analyser: Reflect, Tag, Update (the SkillManager's call, the budgeted one), Apply
+STATES = ("done", "failed", "running", "queued", "waiting_for_budget", "cancelled")
+
+
+@dataclass
+class Fleet:
+    """Workers whose SkillManager spends tenant ``team-a``'s fake budget, and that budget."""
+
+    service: Service
+    registry: TenantRegistry
+    budget: FakeBudget
+
+    def raise_budget(self, units: int) -> None:
+        """What ``ace-workers tenant set team-a`` does to the budget."""
+        self.registry.update(TENANT, lambda tenant: tenant.with_budget(Budget(tokens_per_day=units)))
+
+
+@contextmanager
+def budgeted_fleet(
+    redis_url: str, client: redis.Redis, *, units: int, on_budget: str = "wait"
+) -> Iterator[Fleet]:
+    """In-process workers where tenant team-a owns ``a-*`` with ``units`` (LLM calls) to spend."""
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    registry = TenantRegistry(client, prefix=prefix)
+    registry.add(
+        Tenant(TENANT, prefixes=("a-",), budgets=(Budget(tokens_per_day=units),), on_budget=on_budget)
+    )
+    options = {
+        "queue_prefix": prefix,
+        "llm_factory": FACTORY,
+        "skill_manager_model": budget_model(redis_url, prefix, TENANT),
+    }
+    with running_service(redis_url, learn_threads=4, **options) as service:
+        yield Fleet(service, registry, FakeBudget(client, prefix, TENANT))
+
+
+def adds_up(status: BatchStatus) -> BatchStatus:
+    """``status``, after checking that its six states add up to its total and none is negative."""
+    counts = status.counts()
+    assert sum(counts[state] for state in STATES) == status.total, counts
+    assert all(counts[state] >= 0 for state in STATES), counts
+    return status
+
+
+def settled(fleet: Fleet, batch_id: str, *, done: int, waiting: int) -> BatchStatus:
+    """Wait until ``done`` samples are done and ``waiting`` wait for budget, nothing else in flight."""
+
+    def check() -> BatchStatus | None:
+        status = adds_up(fleet.service.runtime.batches.status(batch_id))
+        wanted = (status.done, status.waiting_for_budget, status.running, status.queued) == (
+            done,
+            waiting,
+            0,
+            0,
+        )
+        return status if wanted else None
+
+    return wait_for(check, TIMEOUT, f"{done} done and {waiting} waiting for budget")
+
+
+def assert_each_sample_ran_once(fleet: Fleet, batch_id: str, samples: int) -> None:
+    """Every sample's outcome recorded once, its budgeted call made once, its writes applied at most once."""
+    runtime = fleet.service.runtime
+    records = runtime.batches.records(batch_id)
+    assert sorted(records) == sorted(f"e1:{i}" for i in range(1, samples + 1))
+    assert all(record["outcome"] == "done" and not record.get("retried") for record in records.values())
+    calls = fleet.budget.calls()
+    assert calls == {f"{batch_id}|e1:{i}|UpdateStep": 1 for i in range(1, samples + 1)}
+    applies = Counter(
+        change.source["sample"]
+        for change in runtime.store(SKILLBOOK).history(limit=1000)
+        if change.kind is ChangeKind.APPLY and change.source and change.source.get("batch") == batch_id
+    )
+    assert applies and max(applies.values()) == 1, applies
+    steps = {stats.name: stats for stats in runtime.batches.step_stats(batch_id)}
+    assert (steps["UpdateStep"].done, steps["ApplyStep"].done) == (samples, samples)
+
+
+def test_samples_wait_for_the_budget_and_run_on_once_when_it_is_raised(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    with budgeted_fleet(redis_url, redis_client, units=3) as fleet:
+        service = fleet.service
+        handle = service.producer.enqueue_traces(failure_traces(8, topics=4), SKILLBOOK)
+
+        status = settled(fleet, handle.batch_id, done=3, waiting=5)
+        assert status.failed == 0
+        assert "5 waiting for budget" in status.summary()
+        assert status.to_dict()["waiting_for_budget"] == 5
+        assert (
+            DeferredSamples(service.runtime.redis, prefix=service.runtime.settings.queue_prefix).count(TENANT)
+            == 5
+        )
+        # Long past the time a lost sample is sent again: a waiting sample is not lost.
+        later = time.time() + lost_after_seconds(service.runtime.settings) + 60
+        assert reconcile_batch(service.app, service.runtime, handle.batch_id, now=later).redriven == []
+        # Nothing has room yet: beat's tick sends nothing on.
+        assert reconcile_running(service.app, service.runtime).released == 0
+
+        fleet.raise_budget(100)
+        assert release_deferred(service.app, service.runtime, TENANT) == 5
+        final = handle.wait(timeout=TIMEOUT)
+
+        assert (final.done, final.failed, final.waiting_for_budget) == (8, 0, 0)
+        assert_each_sample_ran_once(fleet, handle.batch_id, 8)
+        assert fleet.budget.spent() == 8
+
+
+def test_a_message_delivered_again_parks_once(redis_url: str, redis_client: redis.Redis) -> None:
+    with budgeted_fleet(redis_url, redis_client, units=0) as fleet:
+        service = fleet.service
+        handle = service.producer.enqueue_traces(failure_traces(2), SKILLBOOK)
+        settled(fleet, handle.batch_id, done=0, waiting=2)
+        deferrals = DeferredSamples(service.runtime.redis, prefix=service.runtime.settings.queue_prefix)
+        [entry, _] = sorted(deferrals.entries(TENANT), key=lambda entry: entry.field)
+        # The same step message twice more, as a broker delivers a message whose worker died unacknowledged.
+        for _ in range(2):
+            sample_chain(
+                service.app,
+                service.runtime,
+                entry.payload,
+                recipe="trace_analyser",
+                skillbook=SKILLBOOK,
+                batch_id=handle.batch_id,
+                epoch=1,
+                sample_index=entry.kwargs["sample_index"],
+                start=UPDATE_STEP,
+            ).apply_async()
+        wait_for(lambda: fleet.budget.refused() == 4, TIMEOUT, "both copies refused too")
+        status = settled(fleet, handle.batch_id, done=0, waiting=2)
+        assert (deferrals.count(TENANT), status.waiting_for_budget) == (2, 2)
+
+        fleet.raise_budget(100)
+        assert release_deferred(service.app, service.runtime) == 2
+        assert handle.wait(timeout=TIMEOUT).done == 2
+        assert_each_sample_ran_once(fleet, handle.batch_id, 2)
+
+
+def test_two_releasers_racing_send_each_deferred_sample_once(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    with budgeted_fleet(redis_url, redis_client, units=0) as fleet:
+        service = fleet.service
+        handle = service.producer.enqueue_traces(failure_traces(12, topics=4), SKILLBOOK)
+        settled(fleet, handle.batch_id, done=0, waiting=12)
+        fleet.raise_budget(100)
+
+        start = threading.Barrier(2)
+        sent: list[int] = []
+
+        def releaser() -> None:
+            start.wait()
+            sent.append(release_deferred(service.app, service.runtime, TENANT))
+
+        threads = [threading.Thread(target=releaser) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+        assert sum(sent) == 12, sent
+        assert handle.wait(timeout=TIMEOUT).done == 12
+        assert_each_sample_ran_once(fleet, handle.batch_id, 12)
+
+
+def test_a_sample_whose_releaser_died_after_the_claim_is_sent_again_by_the_reconciler(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    with budgeted_fleet(redis_url, redis_client, units=0) as fleet:
+        service, runtime = fleet.service, fleet.service.runtime
+        handle = service.producer.enqueue_traces(failure_traces(2), SKILLBOOK)
+        settled(fleet, handle.batch_id, done=0, waiting=2)
+        deferrals = DeferredSamples(runtime.redis, prefix=runtime.settings.queue_prefix)
+        lost = sorted(deferrals.entries(TENANT), key=lambda entry: entry.field)[0]
+        assert deferrals.claim(TENANT, lost.field) is not None  # claimed, and the releaser died
+        later = time.time() + lost_after_seconds(runtime.settings) + 60
+
+        report = reconcile_batch(service.app, runtime, handle.batch_id, now=later)
+
+        # The claimed one only: the other still waits, parked.
+        assert report.redriven == [f"{handle.batch_id}:e1:{lost.kwargs['sample_index']}"]
+        fleet.raise_budget(100)
+        assert release_deferred(service.app, runtime) == 1
+        final = handle.wait(timeout=TIMEOUT)
+        assert (final.done, final.failed, final.waiting_for_budget) == (2, 0, 0)
+
+
+def test_a_tenant_that_asked_to_fail_has_its_samples_failed_with_the_reason(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    with budgeted_fleet(redis_url, redis_client, units=1, on_budget="fail") as fleet:
+        service = fleet.service
+        handle = service.producer.enqueue_traces(failure_traces(3), SKILLBOOK)
+        final = adds_up(handle.wait(timeout=TIMEOUT))
+
+        assert (final.done, final.failed, final.waiting_for_budget) == (1, 2, 0)
+        model = budget_model(redis_url, service.runtime.settings.queue_prefix, TENANT)
+        for error in service.runtime.batches.errors(handle.batch_id):
+            assert error["step"] == "UpdateStep"
+            message = error["error"]
+            assert message.startswith("BudgetExhaustedError: tenant 'team-a': budget tokens_per_day")
+            assert f"model {model!r}" in message and "resets at" in message and "UTC" in message
+        letters = read_dead_letters(service.runtime)
+        assert len(letters) == 2
+        assert all("tokens_per_day" in str(letter.letter["error"]) for letter in letters if letter.letter)
+        assert (
+            DeferredSamples(service.runtime.redis, prefix=service.runtime.settings.queue_prefix).count(TENANT)
+            == 0
+        )
