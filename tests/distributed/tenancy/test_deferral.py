@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -12,7 +13,9 @@ from dataclasses import dataclass
 
 import pytest
 import redis
+from typer.testing import CliRunner
 
+from ace_workers.cli import app as cli
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.batches import BatchStatus
 from ace_workers.distributed.store.changelog import ChangeKind
@@ -24,6 +27,8 @@ from ace_workers.distributed.worker.deferrals import release_deferred
 from ace_workers.distributed.worker.reconcile import lost_after_seconds, reconcile_batch, reconcile_running
 from ace_workers.sim import failure_traces
 from tests.support.budget_llm import FakeBudget, budget_model
+from tests.support.console import running_console
+from tests.support.recipes import TEST_RECIPES
 from tests.support.waiting import wait_for
 from tests.support.workers import running_service
 
@@ -242,3 +247,28 @@ def test_a_tenant_that_asked_to_fail_has_its_samples_failed_with_the_reason(
             DeferredSamples(service.runtime.redis, prefix=service.runtime.settings.queue_prefix).count(TENANT)
             == 0
         )
+
+
+def test_status_and_the_console_show_the_samples_waiting_for_budget(
+    redis_url: str, redis_client: redis.Redis, clean_env: pytest.MonkeyPatch
+) -> None:
+    with budgeted_fleet(redis_url, redis_client, units=1) as fleet:
+        service = fleet.service
+        handle = service.producer.enqueue_traces(failure_traces(4), SKILLBOOK)
+        settled(fleet, handle.batch_id, done=1, waiting=3)
+        clean_env.setenv("ACE_REDIS_URL", redis_url)
+        clean_env.setenv("ACE_QUEUE_PREFIX", service.runtime.settings.queue_prefix)
+        clean_env.setenv("ACE_RECIPES", TEST_RECIPES)
+        runner = CliRunner()
+
+        said = runner.invoke(cli, ["status", handle.batch_id])
+        document = runner.invoke(cli, ["status", handle.batch_id, "--json"])
+        with running_console(service) as console, console.client() as client:
+            page = client.get(f"/batches/{handle.batch_id}").text
+            shown = client.get(f"/api/batches/{handle.batch_id}").json()
+
+    assert said.exit_code == 0, said.output
+    assert "1 done, 0 failed, 0 running, 0 queued, 3 waiting for budget of 4" in " ".join(said.output.split())
+    assert json.loads(document.stdout)["waiting_for_budget"] == 3
+    assert 'data-count="waiting_for_budget"' in page and "Waiting for budget" in page
+    assert shown["status"]["waiting_for_budget"] == 3
