@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
@@ -10,13 +11,15 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import redis
 from typer.testing import CliRunner
 
 from ace_workers.cli import app as cli
-from ace_workers.distributed.service import Service
+from ace_workers.distributed.service import Service, build_service
+from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStatus
 from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.tenancy.deferrals import DeferredSamples
@@ -28,6 +31,7 @@ from ace_workers.distributed.worker.reconcile import lost_after_seconds, reconci
 from ace_workers.sim import failure_traces
 from tests.support.budget_llm import FakeBudget, budget_model
 from tests.support.console import running_console
+from tests.support.processes import REPO, start_worker, stop, wait_until_served
 from tests.support.recipes import TEST_RECIPES
 from tests.support.waiting import wait_for
 from tests.support.workers import running_service
@@ -272,3 +276,47 @@ def test_status_and_the_console_show_the_samples_waiting_for_budget(
     assert json.loads(document.stdout)["waiting_for_budget"] == 3
     assert 'data-count="waiting_for_budget"' in page and "Waiting for budget" in page
     assert shown["status"]["waiting_for_budget"] == 3
+
+
+def test_two_worker_processes_share_the_budget_and_every_deferred_sample_runs_on_once(
+    tmp_path: Path, redis_url: str, redis_client: redis.Redis
+) -> None:
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    registry = TenantRegistry(redis_client, prefix=prefix)
+    registry.add(Tenant(TENANT, prefixes=("a-",), budgets=(Budget(tokens_per_day=4),)))
+    values = {
+        "ACE_REDIS_URL": redis_url,
+        "ACE_QUEUE_PREFIX": prefix,
+        "ACE_SIM_TRUST_THRESHOLD": "0",
+        "ACE_LLM_FACTORY": FACTORY,
+        "ACE_SKILL_MANAGER_MODEL": budget_model(redis_url, prefix, TENANT),
+    }
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        **values,
+    }
+    service = build_service(WorkerSettings.from_env(values), redis_url=redis_url)
+    fleet = Fleet(service, registry, FakeBudget(redis_client, prefix, TENANT))
+    log = tmp_path / "workers.log"
+    # Two processes make the budgeted calls (the SkillManager's, on the learn queue); one writes.
+    workers = [
+        start_worker(env, log, queues="execute,learn", concurrency=2, hostname=f"w{n}@%h") for n in (1, 2)
+    ]
+    workers.append(start_worker(env, log, queues="write", concurrency=1, hostname="writer@%h"))
+    try:
+        wait_until_served(service, ("execute", "learn", "write"))
+        handle = service.producer.enqueue_traces(failure_traces(10, topics=5), SKILLBOOK)
+        settled(fleet, handle.batch_id, done=4, waiting=6)
+        assert fleet.budget.spent() == 4  # not one call past the budget, across both processes
+
+        fleet.raise_budget(10)
+        assert release_deferred(service.app, service.runtime) == 6
+        final = handle.wait(timeout=TIMEOUT)
+    finally:
+        stop(*workers)
+        service.close()
+
+    assert (final.done, final.failed, final.waiting_for_budget) == (10, 0, 0), log.read_text()
+    assert_each_sample_ran_once(fleet, handle.batch_id, 10)
