@@ -37,6 +37,7 @@ from .nightly import beat_command, nightly_app
 from .provenance import skillbook_why
 from .skillbook import skillbook_app
 from .status import status_command
+from .tenant import tenant_app
 from .worker import worker_command
 
 # Commands that register themselves on the skillbook group and its label group when imported.
@@ -93,6 +94,7 @@ skillbook_app.command("why", cls=HelpCommand)(skillbook_why)
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(nightly_app, name="nightly")
 app.add_typer(hook_app, name="hook")
+app.add_typer(tenant_app, name="tenant")
 
 
 def main() -> None:
