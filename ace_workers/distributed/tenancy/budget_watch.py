@@ -15,9 +15,9 @@ from typing import Protocol
 
 from .deferrals import DeferredSamples, Refusal
 from .errors import UnknownTenantError
-from .tenants import TenantMap
+from .tenants import Tenant, TenantMap
 
-__all__ = ["BudgetWatch", "ParkedBudgetWatch", "limit_now"]
+__all__ = ["BudgetWatch", "LimiterBudgetWatch", "ParkedBudgetWatch", "RoomCheck", "limit_now"]
 
 
 class BudgetWatch(Protocol):
@@ -71,3 +71,36 @@ class ParkedBudgetWatch:
             return True
         limit = limit_now(tenants, tenant, refusal.model, refusal.limit)
         return limit is None or limit > refusal.spent
+
+
+class RoomCheck(Protocol):
+    """What the fleet's limiter answers: whether ``tenant``'s budgets (those of ``model``) have room now."""
+
+    def has_room(self, tenant: Tenant, model: str | None = None) -> bool:
+        """True if the next call (of ``model``, if named) would be let through."""
+        ...
+
+
+class LimiterBudgetWatch:
+    """Room as the fleet's limiter counts it, for every model a call of the tenant was refused for."""
+
+    def __init__(
+        self, limiter: RoomCheck, deferrals: DeferredSamples, tenants: Callable[[], TenantMap]
+    ) -> None:
+        self.limiter = limiter
+        self.deferrals = deferrals
+        self.tenants = tenants
+
+    def has_room(self, tenant: str) -> bool:
+        """True if the limiter has room for each model whose budget refused a call of ``tenant``."""
+        try:
+            stored = self.tenants().get(tenant)
+        except UnknownTenantError:
+            return True  # removed: its skillbooks belong to 'default' now, whose budget decides when they run
+        models = sorted({refusal.model for refusal in self.deferrals.refusals(tenant)})
+        if not models:
+            return self.limiter.has_room(stored)
+        roomy = all(self.limiter.has_room(stored, model) for model in models)
+        if roomy:
+            self.deferrals.forget_refusals(tenant, self.deferrals.refusals(tenant))
+        return roomy

@@ -25,7 +25,7 @@ from ...errors import AceError
 from ..store.batches import parse_sample_key
 from ..store.budget_waits import WaitingSamples
 from ..store.errors import BatchCancelledError, BatchNotFoundError
-from ..tenancy.budget_watch import BudgetWatch, ParkedBudgetWatch
+from ..tenancy.budget_watch import BudgetWatch, LimiterBudgetWatch, ParkedBudgetWatch
 from ..tenancy.deferrals import DeferredEntry, DeferredSamples
 from ..tenancy.errors import BudgetExhaustedError
 from ..tenancy.tenants import TenantRegistry, validate_tenant_name
@@ -33,7 +33,7 @@ from .chains import sample_chain
 from .dead_letters import park_dead_letter
 from .runtime import WorkerRuntime
 
-__all__ = ["DEFERRED_STEP", "defer_step", "parked_samples", "release_deferred"]
+__all__ = ["DEFERRED_STEP", "budget_watch", "defer_step", "parked_samples", "release_deferred"]
 
 logger = logging.getLogger(__name__)
 
@@ -122,9 +122,7 @@ def release_deferred(
     when it runs is refused and parked again, so releasing too early loses nothing.
     """
     deferrals = _deferrals(runtime)
-    if watch is None:
-        registry = TenantRegistry(runtime.redis, prefix=runtime.settings.queue_prefix)
-        watch = ParkedBudgetWatch(deferrals, registry.map)
+    watch = watch or budget_watch(runtime)
     names = [validate_tenant_name(tenant)] if tenant is not None else deferrals.tenants()
     sent = 0
     for name in names:
@@ -135,6 +133,23 @@ def release_deferred(
             logger.info("tenant %r has budget again: %d deferred sample(s) sent on", name, released)
         sent += released
     return sent
+
+
+def budget_watch(runtime: WorkerRuntime) -> BudgetWatch:
+    """What tells the releaser a budget has room: the fleet's limiter, or else the refusals themselves.
+
+    The limiter is the runtime's ``limiter`` when it has one that answers ``has_room``; without
+    it, :class:`ParkedBudgetWatch` reads the reset time and the spend each refusal reported
+    against the tenants' budgets now.
+    """
+    deferrals = _deferrals(runtime)
+    tenants = TenantRegistry(
+        runtime.redis, prefix=runtime.settings.queue_prefix
+    ).map  # fresh: a raise counts at once
+    limiter = getattr(runtime, "limiter", None)
+    if limiter is not None and callable(getattr(limiter, "has_room", None)):
+        return LimiterBudgetWatch(limiter, deferrals, tenants)
+    return ParkedBudgetWatch(deferrals, tenants)
 
 
 def _release_one(
