@@ -15,7 +15,7 @@ from rich.table import Table
 from ..distributed.service import Service
 from ..distributed.tenancy.deferrals import DeferredSamples
 from ..distributed.tenancy.tenants import ALL_MODELS, TenantRegistry, validate_tenant_name
-from ..distributed.tenancy.usage import UsageReport, UsageSource, WindowRow, usage_report
+from ..distributed.tenancy.usage import UsageReport, WindowRow, usage_report, usage_source_of
 from ..distributed.worker.deferrals import release_deferred
 from .common import JsonOption, console, open_service, print_json, printable, redis_settings
 from .help import HelpCommand
@@ -52,18 +52,12 @@ def usage_command(
         runtime = service.runtime
         tenants = TenantRegistry(runtime.redis, prefix=settings.queue_prefix).map()
         deferrals = DeferredSamples(runtime.redis, prefix=settings.queue_prefix)
-        source = _usage_source(service)
+        source = usage_source_of(runtime)
         report = usage_report(tenants, deferrals, source, None if tenant is None else [tenant])
     if as_json:
         print_json(report.to_dict())
         return
     _print(report)
-
-
-def _usage_source(service: Service) -> UsageSource | None:
-    """The fleet's limiter, which counts the spend, if this build has one."""
-    limiter = getattr(service.runtime, "limiter", None)
-    return limiter if callable(getattr(limiter, "usage", None)) else None
 
 
 def _print(report: UsageReport) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "UsageSource",
     "WindowRow",
     "usage_report",
+    "usage_source_of",
     "window_end",
 ]
 
@@ -159,6 +160,12 @@ def usage_report(
         rows = _rows(tenant, windows, time.time() if now is None else now)
         reports.append(TenantReport(name, tenant.on_budget, deferrals.count(name), rows))
     return UsageReport(reports, spend_known=source is not None)
+
+
+def usage_source_of(runtime: object) -> UsageSource | None:
+    """The fleet's limiter of ``runtime`` (its ``limiter``) if it has one that reports usage, else None."""
+    limiter = getattr(runtime, "limiter", None)
+    return limiter if callable(getattr(limiter, "usage", None)) else None
 
 
 def _rows(tenant: Tenant, windows: list[SpendWindow], now: float) -> list[WindowRow]:

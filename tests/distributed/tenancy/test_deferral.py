@@ -320,3 +320,40 @@ def test_two_worker_processes_share_the_budget_and_every_deferred_sample_runs_on
 
     assert (final.done, final.failed, final.waiting_for_budget) == (10, 0, 0), log.read_text()
     assert_each_sample_ran_once(fleet, handle.batch_id, 10)
+
+
+def test_tenant_set_raising_the_budget_sends_the_waiting_samples_on(
+    redis_url: str, redis_client: redis.Redis, clean_env: pytest.MonkeyPatch
+) -> None:
+    with budgeted_fleet(redis_url, redis_client, units=0) as fleet:
+        service = fleet.service
+        handle = service.producer.enqueue_traces(failure_traces(3), SKILLBOOK)
+        settled(fleet, handle.batch_id, done=0, waiting=3)
+        clean_env.setenv("ACE_REDIS_URL", redis_url)
+        clean_env.setenv("ACE_QUEUE_PREFIX", service.runtime.settings.queue_prefix)
+        clean_env.setenv("ACE_RECIPES", TEST_RECIPES)
+
+        changed = CliRunner().invoke(
+            cli, ["tenant", "set", TENANT, "--budget", "*:tokens_per_day=100", "--json"]
+        )
+
+        assert changed.exit_code == 0, changed.output
+        assert json.loads(changed.stdout)["released"] == 3
+        assert handle.wait(timeout=TIMEOUT).done == 3
+        assert_each_sample_ran_once(fleet, handle.batch_id, 3)
+
+
+def test_beats_reconciler_sends_the_waiting_samples_on_once_the_budget_has_room(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    with budgeted_fleet(redis_url, redis_client, units=0) as fleet:
+        service = fleet.service
+        handle = service.producer.enqueue_traces(failure_traces(2), SKILLBOOK)
+        settled(fleet, handle.batch_id, done=0, waiting=2)
+        assert reconcile_running(service.app, service.runtime).released == 0
+
+        fleet.raise_budget(100)  # as a reset would: the budget has room again
+        assert reconcile_running(service.app, service.runtime).released == 2
+        assert handle.wait(timeout=TIMEOUT).done == 2
+        assert reconcile_running(service.app, service.runtime).released == 0
+        assert_each_sample_ran_once(fleet, handle.batch_id, 2)
