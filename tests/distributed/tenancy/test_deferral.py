@@ -22,7 +22,9 @@ from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStatus
 from ace_workers.distributed.store.changelog import ChangeKind
+from ace_workers.distributed.store.keys import deferred_key
 from ace_workers.distributed.tenancy.deferrals import DeferredSamples
+from ace_workers.distributed.tenancy.errors import BudgetExhaustedError
 from ace_workers.distributed.tenancy.tenants import Budget, Tenant, TenantRegistry
 from ace_workers.distributed.worker.chains import sample_chain
 from ace_workers.distributed.worker.dead_letters import read_dead_letters
@@ -34,7 +36,7 @@ from tests.support.console import running_console
 from tests.support.processes import REPO, start_worker, stop, wait_until_served
 from tests.support.recipes import TEST_RECIPES
 from tests.support.waiting import wait_for
-from tests.support.workers import running_service
+from tests.support.workers import build_test_service, running_service
 
 pytestmark = pytest.mark.slow
 
@@ -357,3 +359,38 @@ def test_beats_reconciler_sends_the_waiting_samples_on_once_the_budget_has_room(
         assert handle.wait(timeout=TIMEOUT).done == 2
         assert reconcile_running(service.app, service.runtime).released == 0
         assert_each_sample_ran_once(fleet, handle.batch_id, 2)
+
+
+def test_a_parked_entry_that_cannot_be_sent_again_becomes_a_dead_letter_naming_its_problem(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    service = build_test_service(redis_url, llm_factory=FACTORY)
+    try:
+        runtime = service.runtime
+        prefix = runtime.settings.queue_prefix
+        deferrals = DeferredSamples(runtime.redis, prefix=prefix)
+        exc = BudgetExhaustedError(TENANT, "m", "cost_per_day", spent=1, budget=1, resets_at=time.time() - 1)
+        kwargs = {
+            "recipe": "trace_analyser",
+            "skillbook": SKILLBOOK,
+            "index": UPDATE_STEP,
+            "batch_id": "gone",
+            "epoch": 1,
+            "sample_index": 1,
+        }
+        assert deferrals.park(exc, task_id=None, step="UpdateStep", kwargs=kwargs, payload={"trace": {}})
+        # Written by someone else: not JSON, under a field that names a sample.
+        redis_client.hset(deferred_key(prefix, TENANT), "other|e1:2|2", "{not json")
+        redis_client.zadd(deferred_key(prefix, TENANT, "order"), {"other|e1:2|2": time.time()})
+
+        assert release_deferred(service.app, runtime, TENANT) == 0
+
+        assert deferrals.count(TENANT) == 0
+        errors = sorted(str((letter.letter or {}).get("error")) for letter in read_dead_letters(runtime))
+        assert len(errors) == 2
+        assert (
+            "deferred step 'gone|e1:1|2' of tenant 'team-a'" in errors[0] and "no batch 'gone'" in errors[0]
+        )
+        assert "deferred step 'other|e1:2|2' of tenant 'team-a'" in errors[1] and "not JSON" in errors[1]
+    finally:
+        service.close()
