@@ -86,7 +86,9 @@ def defer_step(
         )
         return True
     parked = _deferrals(runtime).park(exc, task_id=task_id, step=step, kwargs=kwargs, payload=payload)
-    logger.warning(
+    # Info, not warning: a spent budget is an expected state (status and the gauges show it), and a
+    # batch of thousands would log thousands of lines.
+    logger.info(
         "%s waits for budget (%s): tenant %r, model %r, %s spent (%g of %g)",
         step,
         "parked" if parked else "parked already",
