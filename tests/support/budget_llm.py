@@ -28,13 +28,23 @@ from ace_workers.sim.llm import SimulatedCompletion
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 LIMIT = "tokens_per_day"
-# Spend one unit unless the budget is spent: -1 then, else the units spent now.
+# Spend one unit unless the budget is spent in the current window (86400 s, or what the period key
+# says; a window that ended starts a new one with nothing spent). Returns {units spent now or -1 if
+# refused, when the window ends}.
 _SPEND = """
+local now = tonumber(ARGV[2])
+local period = tonumber(redis.call('GET', KEYS[3]) or '86400')
+local ends = tonumber(redis.call('GET', KEYS[2]) or '0')
+if now >= ends then
+    ends = now + period
+    redis.call('SET', KEYS[2], tostring(ends))
+    redis.call('SET', KEYS[1], 0)
+end
 local spent = tonumber(redis.call('GET', KEYS[1]) or '0')
 if ARGV[1] ~= '' and spent + 1 > tonumber(ARGV[1]) then
-    return -1
+    return {-1, tostring(ends)}
 end
-return redis.call('INCR', KEYS[1])
+return {redis.call('INCR', KEYS[1]), tostring(ends)}
 """
 
 
@@ -62,8 +72,9 @@ class FakeBudget:
         """Spend one unit, or raise BudgetExhaustedError as the limiter would."""
         registry = TenantRegistry(self.redis, prefix=self.prefix)
         limit = limit_now(registry.map(), self.tenant, model, LIMIT)
-        answer = int(self._spend(keys=[self.key("spent")], args=["" if limit is None else limit]))
-        if answer < 0:
+        keys = [self.key("spent"), self.key("ends"), self.key("period")]
+        answer, ends = self._spend(keys=keys, args=["" if limit is None else limit, time.time()])
+        if int(answer) < 0:
             self.redis.incr(self.key("refused"))
             raise BudgetExhaustedError(
                 self.tenant,
@@ -71,7 +82,7 @@ class FakeBudget:
                 LIMIT,
                 spent=self.spent(),
                 budget=float(limit or 0),
-                resets_at=time.time() + 86400,
+                resets_at=float(ends),
                 on_budget=registry.get(self.tenant).on_budget,
             )
         scope = current_write_scope()
@@ -82,6 +93,10 @@ class FakeBudget:
                 f"{source['batch']}|e{source['epoch']}:{source['sample']}|{source['step']}",
                 1,
             )
+
+    def set_window(self, seconds: float) -> None:
+        """Make each budget window last ``seconds`` (from the next one on)."""
+        self.redis.set(self.key("period"), seconds)
 
     def spent(self) -> int:
         """Units spent so far."""

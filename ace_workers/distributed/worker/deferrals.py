@@ -33,7 +33,14 @@ from .chains import sample_chain
 from .dead_letters import park_dead_letter
 from .runtime import WorkerRuntime
 
-__all__ = ["DEFERRED_STEP", "budget_watch", "defer_step", "parked_samples", "release_deferred"]
+__all__ = [
+    "DEFERRED_STEP",
+    "budget_watch",
+    "defer_step",
+    "parked_samples",
+    "release_deferred",
+    "release_for_batch",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +142,24 @@ def release_deferred(
             logger.info("tenant %r has budget again: %d deferred sample(s) sent on", name, released)
         sent += released
     return sent
+
+
+def release_for_batch(app: Celery, runtime: WorkerRuntime, batch_id: str) -> int:
+    """Send on the deferred steps of the tenants ``batch_id``'s waiting samples wait for, where there is room.
+
+    What a reconciliation of one batch does (a waiting producer's): it notices a window that
+    reset even where beat does not run. Other batches of those tenants are sent on too.
+    """
+    tenants = sorted({mark.tenant for mark in _waiting(runtime).marks(batch_id)})
+    return sum(release_deferred(app, runtime, tenant) for tenant in tenants if _valid_tenant(tenant))
+
+
+def _valid_tenant(name: str) -> bool:
+    try:
+        validate_tenant_name(name)
+    except ValueError:
+        return False  # a mark not of ours names no tenant: nothing to release for it
+    return True
 
 
 def budget_watch(runtime: WorkerRuntime) -> BudgetWatch:

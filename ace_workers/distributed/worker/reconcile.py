@@ -39,7 +39,7 @@ from ..store.keys import batch_key
 from ..store.locks import try_lock
 from .chains import sample_chain
 from .dead_letters import park_dead_letter
-from .deferrals import parked_samples, release_deferred
+from .deferrals import parked_samples, release_deferred, release_for_batch
 from .epochs import epoch_payload, resume_batch
 from .health import queue_depths
 from .retries import total_backoff_bound
@@ -126,6 +126,9 @@ def _reconcile(
     if status.state is not BatchState.RUNNING:  # done, or cancelled
         batches.forget_running(batch_id)
         return
+    if status.waiting_for_budget:
+        # A budget window that reset is noticed here too (a waiting producer, without beat).
+        report.released += release_for_batch(app, runtime, batch_id)
     cutoff = now - lost_after_seconds(runtime.settings)
     if status.progress_at > cutoff or _messages_waiting(app, runtime, status.recipe, status.skillbook):
         return

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -63,7 +64,7 @@ class Fleet:
 
 @contextmanager
 def budgeted_fleet(
-    redis_url: str, client: redis.Redis, *, units: int, on_budget: str = "wait"
+    redis_url: str, client: redis.Redis, *, units: int, on_budget: str = "wait", **settings: Any
 ) -> Iterator[Fleet]:
     """In-process workers where tenant team-a owns ``a-*`` with ``units`` (LLM calls) to spend."""
     prefix = f"t{uuid.uuid4().hex[:8]}"
@@ -75,6 +76,7 @@ def budgeted_fleet(
         "queue_prefix": prefix,
         "llm_factory": FACTORY,
         "skill_manager_model": budget_model(redis_url, prefix, TENANT),
+        **settings,
     }
     with running_service(redis_url, learn_threads=4, **options) as service:
         yield Fleet(service, registry, FakeBudget(client, prefix, TENANT))
@@ -394,3 +396,19 @@ def test_a_parked_entry_that_cannot_be_sent_again_becomes_a_dead_letter_naming_i
         assert "deferred step 'other|e1:2|2' of tenant 'team-a'" in errors[1] and "not JSON" in errors[1]
     finally:
         service.close()
+
+
+def test_a_waiting_producer_sends_the_samples_on_when_the_budget_window_resets(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    with budgeted_fleet(redis_url, redis_client, units=1, reconcile_interval_seconds=0.2) as fleet:
+        fleet.budget.set_window(4)  # the fake's budget window: 4 s instead of a UTC day
+        handle = fleet.service.producer.enqueue_traces(failure_traces(3), SKILLBOOK)
+        settled(fleet, handle.batch_id, done=1, waiting=2)
+
+        # No raise and no beat: the producer's reconciler sees the window the refusals named end.
+        final = handle.wait(timeout=TIMEOUT)
+
+        assert (final.done, final.failed, final.waiting_for_budget) == (3, 0, 0)
+        assert_each_sample_ran_once(fleet, handle.batch_id, 3)
+        assert fleet.budget.refused() >= 2
