@@ -91,17 +91,15 @@ def adds_up(status: BatchStatus) -> BatchStatus:
 
 
 def settled(fleet: Fleet, batch_id: str, *, done: int, waiting: int) -> BatchStatus:
-    """Wait until ``done`` samples are done and ``waiting`` wait for budget, nothing else in flight."""
+    """Wait until ``done`` samples are done and ``waiting`` wait for budget, their steps parked."""
+    runtime = fleet.service.runtime
+    deferrals = DeferredSamples(runtime.redis, prefix=runtime.settings.queue_prefix)
 
     def check() -> BatchStatus | None:
-        status = adds_up(fleet.service.runtime.batches.status(batch_id))
-        wanted = (status.done, status.waiting_for_budget, status.running, status.queued) == (
-            done,
-            waiting,
-            0,
-            0,
-        )
-        return status if wanted else None
+        status = adds_up(runtime.batches.status(batch_id))
+        counts = (status.done, status.waiting_for_budget, status.running, status.queued)
+        # A sample is marked waiting a moment before its step is parked.
+        return status if counts == (done, waiting, 0, 0) and deferrals.count(TENANT) == waiting else None
 
     return wait_for(check, TIMEOUT, f"{done} done and {waiting} waiting for budget")
 
