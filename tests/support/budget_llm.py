@@ -1,10 +1,12 @@
 """An LLM factory (ACE_LLM_FACTORY) whose calls spend a tenant's budget kept in Redis, shared by every worker.
 
 A model ``budget/PORT/DB/PREFIX/TENANT`` is the simulated LLM, but each call first spends one
-unit of tenant ``TENANT``'s ``tokens_per_day`` (its budget for every model, as stored in the
-tenants of queue prefix ``PREFIX`` in database DB of the Redis at 127.0.0.1:PORT), in one Lua script, so
-two worker processes share it. A call past the budget raises BudgetExhaustedError with the
-tenant's ``on_budget``, as the fleet's limiter does. Each call that got through is counted
+unit of tenant ``TENANT``'s ``tokens_per_day`` for the pseudo-model ``fake-units`` (as stored in
+the tenants of queue prefix ``PREFIX`` in database DB of the Redis at 127.0.0.1:PORT), in one Lua
+script, so two worker processes share it. A call past the budget raises BudgetExhaustedError
+(model ``fake-units``) with the tenant's ``on_budget``, as the fleet's limiter does. The budget
+names a model no call is made to, so the fleet's own limiter, which counts real tokens against
+the budgets of the model called and of ``*``, never counts against it. Each call that got through is counted
 per (batch, sample, step) from the step's write scope, so a test sees a step run twice.
 Any other model is the plain simulator.
 """
@@ -28,6 +30,8 @@ from ace_workers.sim.llm import SimulatedCompletion
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 LIMIT = "tokens_per_day"
+# The pseudo-model whose budget the fake spends (one unit a call).
+UNITS = "fake-units"
 # Spend one unit unless the budget is spent in the current window (86400 s, or what the period key
 # says; a window that ended starts a new one with nothing spent). Returns {units spent now or -1 if
 # refused, when the window ends}.
@@ -68,17 +72,17 @@ class FakeBudget:
         """A key of this fake budget (the test's own: not one of ace-workers' keys)."""
         return f"fake-budget:{self.prefix}:{self.tenant}:{part}"
 
-    def spend(self, model: str) -> None:
+    def spend(self) -> None:
         """Spend one unit, or raise BudgetExhaustedError as the limiter would."""
         registry = TenantRegistry(self.redis, prefix=self.prefix)
-        limit = limit_now(registry.map(), self.tenant, model, LIMIT)
+        limit = limit_now(registry.map(), self.tenant, UNITS, LIMIT)
         keys = [self.key("spent"), self.key("ends"), self.key("period")]
         answer, ends = self._spend(keys=keys, args=["" if limit is None else limit, time.time()])
         if int(answer) < 0:
             self.redis.incr(self.key("refused"))
             raise BudgetExhaustedError(
                 self.tenant,
-                model,
+                UNITS,
                 LIMIT,
                 spent=self.spent(),
                 budget=float(limit or 0),
@@ -114,17 +118,16 @@ class FakeBudget:
 class BudgetedLLM(SimulatedLLM):
     """The simulated LLM, spending a tenant's fake budget before each call."""
 
-    def __init__(self, model: str, budget: FakeBudget) -> None:
+    def __init__(self, budget: FakeBudget) -> None:
         super().__init__(trust_threshold=0)
-        self.model_name = model
         self.budget = budget
 
     def complete(self, prompt: str, **kwargs: Any) -> SimulatedCompletion:
-        self.budget.spend(self.model_name)
+        self.budget.spend()
         return super().complete(prompt, **kwargs)
 
     def complete_structured(self, prompt: str, response_model: type[ModelT], **kwargs: Any) -> ModelT:
-        self.budget.spend(self.model_name)
+        self.budget.spend()
         return super().complete_structured(prompt, response_model, **kwargs)
 
 
@@ -134,4 +137,4 @@ def budgeted_llm(model: str) -> SimulatedLLM:
         return SimulatedLLM(trust_threshold=0)
     _, port, db, prefix, tenant = model.split("/")
     client = redis.Redis(host="127.0.0.1", port=int(port), db=int(db))
-    return BudgetedLLM(model, FakeBudget(client, prefix, tenant))
+    return BudgetedLLM(FakeBudget(client, prefix, tenant))

@@ -32,7 +32,7 @@ from ace_workers.distributed.worker.dead_letters import read_dead_letters
 from ace_workers.distributed.worker.deferrals import release_deferred
 from ace_workers.distributed.worker.reconcile import lost_after_seconds, reconcile_batch, reconcile_running
 from ace_workers.sim import failure_traces
-from tests.support.budget_llm import FakeBudget, budget_model
+from tests.support.budget_llm import UNITS, FakeBudget, budget_model
 from tests.support.console import running_console
 from tests.support.processes import REPO, start_worker, stop, wait_until_served
 from tests.support.recipes import TEST_RECIPES
@@ -59,7 +59,7 @@ class Fleet:
 
     def raise_budget(self, units: int) -> None:
         """What ``ace-workers tenant set team-a`` does to the budget."""
-        self.registry.update(TENANT, lambda tenant: tenant.with_budget(Budget(tokens_per_day=units)))
+        self.registry.update(TENANT, lambda tenant: tenant.with_budget(Budget(UNITS, tokens_per_day=units)))
 
 
 @contextmanager
@@ -70,7 +70,7 @@ def budgeted_fleet(
     prefix = f"t{uuid.uuid4().hex[:8]}"
     registry = TenantRegistry(client, prefix=prefix)
     registry.add(
-        Tenant(TENANT, prefixes=("a-",), budgets=(Budget(tokens_per_day=units),), on_budget=on_budget)
+        Tenant(TENANT, prefixes=("a-",), budgets=(Budget(UNITS, tokens_per_day=units),), on_budget=on_budget)
     )
     options = {
         "queue_prefix": prefix,
@@ -240,12 +240,11 @@ def test_a_tenant_that_asked_to_fail_has_its_samples_failed_with_the_reason(
         final = adds_up(handle.wait(timeout=TIMEOUT))
 
         assert (final.done, final.failed, final.waiting_for_budget) == (1, 2, 0)
-        model = budget_model(redis_url, service.runtime.settings.queue_prefix, TENANT)
         for error in service.runtime.batches.errors(handle.batch_id):
             assert error["step"] == "UpdateStep"
             message = error["error"]
             assert message.startswith("BudgetExhaustedError: tenant 'team-a': budget tokens_per_day")
-            assert f"model {model!r}" in message and "resets at" in message and "UTC" in message
+            assert f"model {UNITS!r}" in message and "resets at" in message and "UTC" in message
         letters = read_dead_letters(service.runtime)
         assert len(letters) == 2
         assert all("tokens_per_day" in str(letter.letter["error"]) for letter in letters if letter.letter)
@@ -285,7 +284,7 @@ def test_two_worker_processes_share_the_budget_and_every_deferred_sample_runs_on
 ) -> None:
     prefix = f"t{uuid.uuid4().hex[:8]}"
     registry = TenantRegistry(redis_client, prefix=prefix)
-    registry.add(Tenant(TENANT, prefixes=("a-",), budgets=(Budget(tokens_per_day=4),)))
+    registry.add(Tenant(TENANT, prefixes=("a-",), budgets=(Budget(UNITS, tokens_per_day=4),)))
     values = {
         "ACE_REDIS_URL": redis_url,
         "ACE_QUEUE_PREFIX": prefix,
@@ -336,7 +335,7 @@ def test_tenant_set_raising_the_budget_sends_the_waiting_samples_on(
         clean_env.setenv("ACE_RECIPES", TEST_RECIPES)
 
         changed = CliRunner().invoke(
-            cli, ["tenant", "set", TENANT, "--budget", "*:tokens_per_day=100", "--json"]
+            cli, ["tenant", "set", TENANT, "--budget", f"{UNITS}:tokens_per_day=100", "--json"]
         )
 
         assert changed.exit_code == 0, changed.output
