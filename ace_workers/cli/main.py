@@ -30,6 +30,7 @@ from .exit_codes import (
 from .flower import flower_command
 from .help import HelpCommand, HelpGroup
 from .hook import hook_app
+from .keys import key_app
 from .learn import learn_command
 from .lifecycle import add_lifecycle_commands
 from .mcp import mcp_command
@@ -95,6 +96,7 @@ skillbook_app.command("why", cls=HelpCommand)(skillbook_why)
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(nightly_app, name="nightly")
 app.add_typer(hook_app, name="hook")
+app.add_typer(key_app, name="key")
 app.add_typer(tenant_app, name="tenant")
 
 

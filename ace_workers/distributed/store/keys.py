@@ -58,6 +58,8 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:console:audit          stream  one entry per action taken in the web console (capped)
     ace:{tenants}              hash    tenant name -> tenant JSON (skillbooks, prefixes, weight, budgets)
     ace:{tenants}:version      string  +1 on every change of the tenants (readers' caches check it)
+    ace:{apikeys}              hash    SHA-256 of an API key's secret -> the key's JSON (id, tenant, role)
+    ace:{apikeys}:ids          hash    key id -> the SHA-256 its record is stored under (revoke, list)
     ace:{deferred:T}           hash    "BATCH|eN:I|STEP" -> JSON of a step message tenant T's spent budget
                                        deferred (its kwargs and payload, the limit, when it resets)
     ace:{deferred:T}:order     zset    the same fields -> when they were parked (released oldest first)
@@ -69,8 +71,9 @@ they all live in one hash slot and one MULTI/EXEC can span them; every key of a
 batch carries ``{batch:ID}``, so its finish script runs in one slot too. The keys
 that span skillbooks (``ace:skillbooks``, ``ace:dead_letters``, ``ace:batches:running``,
 ``ace:batches:recent``, ``ace:write_partitions``, ``ace:console:audit`` and the claim-check keys)
-each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag, a
-tenant's deferred samples the ``{deferred:T}`` tag): no
+each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag, and
+the API keys' two the ``{apikeys}`` tag, so one transaction writes both of a pair; a tenant's
+deferred samples share the ``{deferred:T}`` tag, so one script parks or claims one): no
 transaction or script touches one of them together with another key (a batch's creation writes
 its record, the running set and the recent index in one pipeline, not one transaction), so they
 work on a cluster as they are (ACE_STORE_URL=redis+cluster://...).
@@ -117,6 +120,8 @@ __all__ = [
     "NIGHTLY_RUN_FIELDS",
     "NIGHTLY_STALLS",
     "write_probe_key",
+    "api_keys_key",
+    "api_key_ids_key",
     "claim_key",
     "claim_digest",
     "decision_field",
@@ -252,6 +257,16 @@ def tenants_key(prefix: str = DEFAULT_PREFIX) -> str:
 def tenants_version_key(prefix: str = DEFAULT_PREFIX) -> str:
     """String: a counter bumped with every change of the tenants hash, so caches know when to reload."""
     return f"{validate_key_prefix(prefix)}:{{tenants}}:version"
+
+
+def api_keys_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """Hash: SHA-256 (hex) of an API key's secret -> the key's JSON record; the secret is never stored."""
+    return f"{validate_key_prefix(prefix)}:{{apikeys}}"
+
+
+def api_key_ids_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """Hash: API key id -> the SHA-256 its record is stored under, so a key is revoked by its id."""
+    return f"{validate_key_prefix(prefix)}:{{apikeys}}:ids"
 
 
 def deferred_key(prefix: str, tenant: str, part: str = "") -> str:

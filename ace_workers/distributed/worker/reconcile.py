@@ -218,6 +218,7 @@ def _redrive(
         batch_id=batch_id,
         epoch=epoch,
         sample_index=index,
+        tenant=status.tenant,
     ).apply_async()
     runtime.metrics.observe_redrive(status.skillbook)
     report.redriven.append(key)
