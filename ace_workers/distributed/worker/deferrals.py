@@ -196,11 +196,11 @@ def _release_one(
     kwargs = entry.kwargs
     batch_id = kwargs["batch_id"]
     try:
-        cancelled = runtime.batches.status(batch_id).cancelled
+        status = runtime.batches.status(batch_id)
     except BatchNotFoundError as exc:
         _dead_letter(runtime, tenant, entry, str(exc))
         return 0
-    if cancelled:
+    if status.cancelled:
         logger.info("deferred %s of batch %s dropped: the batch was cancelled", field, batch_id)
         return 0
     try:
@@ -214,6 +214,8 @@ def _release_one(
             epoch=kwargs["epoch"],
             sample_index=kwargs["sample_index"],
             start=kwargs["index"],
+            # The batch's tenant, as it was sent with: not whatever tenant the parked message named.
+            tenant=status.tenant,
         )
     except (AceError, ValueError) as exc:
         # This process cannot build the chain (its recipes differ): the entry waits for another releaser.

@@ -171,6 +171,7 @@ def test_a_message_delivered_again_parks_once(redis_url: str, redis_client: redi
                 epoch=1,
                 sample_index=entry.kwargs["sample_index"],
                 start=UPDATE_STEP,
+                tenant=entry.kwargs["tenant"],
             ).apply_async()
         wait_for(lambda: fleet.budget.refused() == 4, TIMEOUT, "both copies refused too")
         status = settled(fleet, handle.batch_id, done=0, waiting=2)
