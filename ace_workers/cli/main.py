@@ -44,6 +44,7 @@ from .worker import worker_command
 # Commands that register themselves on the skillbook group and its label group when imported.
 from .evaluate import evaluate_command  # noqa: F401  isort: skip
 from .promote import promote_command  # noqa: F401  isort: skip
+from .tenant_usage import usage_command  # noqa: F401  isort: skip
 
 __all__ = ["app", "main", "redis_error_line"]
 

@@ -40,6 +40,8 @@ A batch ``ID`` (the ledger of what was sent and what finished)::
                                        "N:cost" (USD, only where the provider priced a call)
     ace:{batch:ID}:stepped     hash    sample key -> how many of its steps finished (the count-once marker)
     ace:{batch:ID}:traces      hash    sample key -> the W3C trace context it was sent with (tracing on)
+    ace:{batch:ID}:waiting     hash    sample key -> JSON mark of a sample waiting for its tenant's budget
+                                       (tenant, step); removed when one of its steps starts or it finishes
     ace:{batch:ID}:starting:eN string  lock: held while one sender sends epoch N's samples (expires)
     ace:{batch:ID}:reconciling string  lock: held by the one reconciler of this batch (expires)
     ace:batches:running        set     ids of batches not yet finished (the reconciler's work list)
@@ -58,6 +60,11 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:{tenants}:version      string  +1 on every change of the tenants (readers' caches check it)
     ace:{apikeys}              hash    SHA-256 of an API key's secret -> the key's JSON (id, tenant, role)
     ace:{apikeys}:ids          hash    key id -> the SHA-256 its record is stored under (revoke, list)
+    ace:{deferred:T}           hash    "BATCH|eN:I|STEP" -> JSON of a step message tenant T's spent budget
+                                       deferred (its kwargs and payload, the limit, when it resets)
+    ace:{deferred:T}:order     zset    the same fields -> when they were parked (released oldest first)
+    ace:{deferred:T}:blocked   hash    "MODEL|LIMIT" -> JSON of the last refusal (spent, budget, resets_at)
+    ace:deferred:tenants       set     tenants that ever deferred a sample (the releaser's work list)
     ace:{admission}:PART       hash/zset the fleet's admission state: per batch its tenant, samples
                                admitted, finished, parked, limit and cap; the batches with samples to
                                admit (one slot: the scheduler's script reads and grants in one step)
@@ -67,9 +74,10 @@ they all live in one hash slot and one MULTI/EXEC can span them; every key of a
 batch carries ``{batch:ID}``, so its finish script runs in one slot too. The keys
 that span skillbooks (``ace:skillbooks``, ``ace:dead_letters``, ``ace:batches:running``,
 ``ace:batches:recent``, ``ace:write_partitions``, ``ace:console:audit`` and the claim-check keys)
-each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag,
-the API keys' two the ``{apikeys}`` tag, so one transaction writes both of a pair, and the
-admission state's the ``{admission}`` tag): no
+each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag, and
+the API keys' two the ``{apikeys}`` tag, so one transaction writes both of a pair; a tenant's
+deferred samples share the ``{deferred:T}`` tag, so one script parks or claims one; the
+admission state shares ``{admission}``, so one script grants): no
 transaction or script touches one of them together with another key (a batch's creation writes
 its record, the running set and the recent index in one pipeline, not one transaction), so they
 work on a cluster as they are (ACE_STORE_URL=redis+cluster://...).
@@ -121,6 +129,8 @@ __all__ = [
     "claim_key",
     "claim_digest",
     "decision_field",
+    "deferred_key",
+    "deferring_tenants_key",
     "registry_key",
     "recent_batches_key",
     "running_batches_key",
@@ -261,6 +271,16 @@ def api_keys_key(prefix: str = DEFAULT_PREFIX) -> str:
 def api_key_ids_key(prefix: str = DEFAULT_PREFIX) -> str:
     """Hash: API key id -> the SHA-256 its record is stored under, so a key is revoked by its id."""
     return f"{validate_key_prefix(prefix)}:{{apikeys}}:ids"
+
+
+def deferred_key(prefix: str, tenant: str, part: str = "") -> str:
+    """A key of tenant ``tenant``'s deferred samples; all of them share the ``{deferred:T}`` hash tag."""
+    return f"{validate_key_prefix(prefix)}:{{deferred:{tenant}}}{':' + part if part else ''}"
+
+
+def deferring_tenants_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """Set: the tenants that ever deferred a sample for their budget (where a releaser looks)."""
+    return f"{validate_key_prefix(prefix)}:deferred:tenants"
 
 
 def admission_key(part: str, prefix: str = DEFAULT_PREFIX) -> str:

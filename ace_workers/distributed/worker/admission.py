@@ -26,7 +26,7 @@ from celery import Celery, Task
 from kombu.exceptions import OperationalError
 
 from ...errors import AceError
-from ..store.batches import BatchState, BatchStatus
+from ..store.batches import BatchState, BatchStatus, sample_key
 from ..store.errors import BatchNotFoundError
 from .app import WORKER_PUBLISH_RETRY_POLICY
 from .chains import enqueue_epoch
@@ -42,6 +42,8 @@ __all__ = [
     "register_admit_task",
     "resume",
     "sample_left",
+    "sample_parked",
+    "sample_released",
     "send_admitted",
     "tend_admission",
 ]
@@ -257,6 +259,21 @@ def reenter_flight(runtime: WorkerRuntime, batch_id: str, *, sample: str = "") -
     """
     if admission_on(runtime):
         runtime.admission.reenter_flight(batch_id, sample=sample)
+
+
+def sample_parked(runtime: WorkerRuntime, batch_id: str, epoch: int, index: int) -> None:
+    """A sample was marked waiting for its tenant's budget (deferrals.py): its slot frees while it waits.
+
+    Counted once per sample however often it is told; the caller then admits more.
+    """
+    if admission_on(runtime):
+        runtime.admission.leave_flight(batch_id, epoch=epoch, finished=None, sample=sample_key(epoch, index))
+
+
+def sample_released(runtime: WorkerRuntime, batch_id: str, epoch: int, index: int) -> None:
+    """A waiting sample is sent on (deferrals.py): it holds a slot again (once, however often told)."""
+    if admission_on(runtime):
+        runtime.admission.reenter_flight(batch_id, sample=sample_key(epoch, index))
 
 
 def tend_admission(app: Celery, runtime: WorkerRuntime) -> int:

@@ -29,6 +29,7 @@ from ..store.errors import BatchNotFoundError, VersionConflict
 from ..store.keys import DEFAULT_TENANT
 from ..store.step_stats import StepRun
 from ..store.write_scope import WriteScope, write_scope
+from ..tenancy.errors import BudgetExhaustedError
 from .admission import admit_more, resume, sample_left
 from .app import (
     MAX_MEMORY_WAIT_SECONDS,
@@ -39,6 +40,7 @@ from .app import (
 )
 from .chains import STEP_TASK
 from .dead_letters import park_dead_letter
+from .deferrals import defer_step
 from .errors import ForeignTenantError, StepAborted, UnknownRecipeError, UnknownStepError
 from .fleet import check_message_shape
 from .payload import context_to_payload, payload_to_context
@@ -68,7 +70,15 @@ REDIS_OUTAGE = (redis.ConnectionError, redis.TimeoutError)
 # credentials, unknown model, bad request); retried, it would fail the same way each time.
 # ForeignTenantError: the message's tenant does not own its skillbook; that does not change
 # by waiting (and a message of ours whose tenant lost the skillbook should not write it).
-NOT_RETRYABLE = (RetriesExhausted, UnknownRecipeError, LLMRequestRejected, ForeignTenantError)
+# BudgetExhaustedError: the tenant's budget is spent; a tenant that asked to wait has the step
+# deferred (deferrals.py), one that asked to fail has its sample failed at once, with the reason.
+NOT_RETRYABLE = (
+    RetriesExhausted,
+    UnknownRecipeError,
+    LLMRequestRejected,
+    ForeignTenantError,
+    BudgetExhaustedError,
+)
 # What Celery mishandles when a task raises it, besides every BaseException that is not an
 # Exception (KeyboardInterrupt wedges a threads worker with its message unacknowledged; SystemExit
 # ends a prefork child): MemoryError, which it re-raises before acknowledging, so the message comes
@@ -246,6 +256,12 @@ def _handle_step_error(
         raise Reject(exc, requeue=True) from exc
     retryable = isinstance(exc, RETRYABLE) and not isinstance(exc, NOT_RETRYABLE)
     try:
+        if (
+            isinstance(exc, BudgetExhaustedError)
+            and exc.on_budget == "wait"
+            and _defer(task, runtime, payload, kwargs, exc)
+        ):
+            raise Ignore()  # acknowledged: parked, not failed, not retried; released when the budget has room
         if retryable and task.request.retries < runtime.settings.task_max_retries:
             _retry(task, runtime, kwargs, exc)
         _give_up(runtime, task, payload, kwargs, exc)
@@ -256,6 +272,29 @@ def _handle_step_error(
     if isinstance(exc, Exception) and not isinstance(exc, CELERY_MISHANDLES):
         raise exc
     raise StepAborted(f"step raised {type(exc).__name__}: {exc}") from exc
+
+
+def _defer(
+    task: Task, runtime: WorkerRuntime, payload: Any, kwargs: dict[str, Any], exc: BudgetExhaustedError
+) -> bool:
+    """Park the step its tenant's spent budget refused; False if its message cannot wait (it fails)."""
+    deferred = _while_redis_is_full(
+        runtime,
+        lambda: defer_step(
+            runtime,
+            exc,
+            task_id=task.request.id,
+            step=_step_name(runtime, kwargs),
+            kwargs=kwargs,
+            payload=payload,
+        ),
+    )
+    if deferred:
+        try:  # the slot it held goes to the next sample admitted; the reconciler's tick does it if not
+            admit_more(task.app, runtime, hand_off=True)
+        except (AceError, redis.RedisError) as lost:
+            logger.warning("admission after parking %s: %s", _step_name(runtime, kwargs), lost)
+    return deferred
 
 
 def _retry(task: Task, runtime: WorkerRuntime, kwargs: dict[str, Any], exc: BaseException) -> NoReturn:
