@@ -410,3 +410,19 @@ def test_a_waiting_producer_sends_the_samples_on_when_the_budget_window_resets(
         assert (final.done, final.failed, final.waiting_for_budget) == (3, 0, 0)
         assert_each_sample_ran_once(fleet, handle.batch_id, 3)
         assert fleet.budget.refused() >= 2
+
+
+def test_samples_waiting_for_budget_hold_no_admission_slot(redis_url: str, redis_client: redis.Redis) -> None:
+    # A window of 4: were parked samples to keep their slots, 4 of them would stop the batch's others.
+    with budgeted_fleet(redis_url, redis_client, units=2, admission_window=4) as fleet:
+        service = fleet.service
+        handle = service.producer.enqueue_traces(failure_traces(10, topics=4), SKILLBOOK)
+
+        settled(fleet, handle.batch_id, done=2, waiting=8)
+        assert service.runtime.admission.in_flight() == {TENANT: 0}
+
+        fleet.raise_budget(100)
+        assert release_deferred(service.app, service.runtime, TENANT) == 8
+        final = handle.wait(timeout=TIMEOUT)
+        assert (final.done, final.failed, final.waiting_for_budget) == (10, 0, 0)
+        assert_each_sample_ran_once(fleet, handle.batch_id, 10)
