@@ -25,6 +25,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import redis
 from redis.typing import EncodableT
@@ -50,11 +51,13 @@ ADMISSION_PARTS = (
 )
 
 
+# The Lua every admission script is built on: what they share, and the two steps they take.
+_LIBRARY = ("admission_state.lua", "free_slot.lua", "grant_slots.lua")
+
+
 def _script(name: str) -> str:
     here = Path(__file__).parent
-    return (here / "admission_state.lua").read_text(encoding="utf-8") + (here / name).read_text(
-        encoding="utf-8"
-    )
+    return "\n".join((here / part).read_text(encoding="utf-8") for part in (*_LIBRARY, name))
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class AdmissionState:
         self._open = client.register_script(_script("open_batch.lua"))
         self._leave = client.register_script(_script("leave_flight.lua"))
         self._forget = client.register_script(_script("forget_batch.lua"))
+        self._leave_and_admit = client.register_script(_script("leave_and_admit.lua"))
 
     def open(self, batch_id: str, *, tenant: str, limit: int, per_epoch: int, cap: int | None = None) -> int:
         """Let up to ``limit`` samples of the batch (over all epochs) be admitted; return its admitted count.
@@ -85,16 +89,36 @@ class AdmissionState:
         args: list[EncodableT] = [batch_id, tenant, limit, per_epoch, "" if cap is None else cap]
         return int(self._open(keys=self.keys, args=args))
 
-    def admit(self, window: int, tenants: Mapping[str, Tenant], *, most: int | None = None) -> list[Grant]:
+    def admit(
+        self, window: int, tenants: Mapping[str, Tenant], *, most: int | None = None, least: int = 1
+    ) -> list[Grant]:
         """Grant slots while fewer than ``window`` samples are in flight; the batches granted, in order.
 
         ``tenants``: the weight and cap of each tenant (one not named: weight 1, no cap).
-        ``most``: at most this many grants in this call (default: the window).
+        ``most``: at most this many grants in this call (default: the window). ``least``: grant
+        nothing unless at least this many slots are free (so one grant covers several samples).
         """
-        policies = {name: [t.weight, t.max_in_flight or 0] for name, t in tenants.items()}
-        args: list[EncodableT] = [window, json.dumps(policies), window if most is None else most]
-        flat = self._admit(keys=self.keys, args=args)
-        return [Grant(decode_text(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2)]
+        flat = self._admit(keys=self.keys, args=_admit_args(window, tenants, most, least))
+        return _grants(flat)
+
+    def leave_and_admit(
+        self,
+        batch_id: str,
+        *,
+        epoch: int,
+        finished: int,
+        window: int,
+        tenants: Mapping[str, Tenant],
+        least: int = 1,
+    ) -> tuple[int, list[Grant]]:
+        """A sample finished (as :meth:`leave_flight`), then the free slots are granted (as :meth:`admit`).
+
+        One round trip for what every finishing sample does. Returns the batch's samples in flight
+        after the finish (-1 for a batch admission does not know) and the grants.
+        """
+        args: list[EncodableT] = [batch_id, epoch, finished, *_admit_args(window, tenants, None, least)]
+        flat = self._leave_and_admit(keys=self.keys, args=args)
+        return int(flat[0]), _grants(flat[1:])
 
     def leave_flight(self, batch_id: str, *, epoch: int, finished: int | None, sample: str = "") -> int:
         """A sample of the batch left flight: it finished, failed, or was parked waiting for budget.
@@ -152,6 +176,17 @@ class AdmissionState:
             )
             counts[tenant] = counts.get(tenant, 0) + flying
         return counts
+
+
+def _admit_args(window: int, tenants: Mapping[str, Tenant], most: int | None, least: int) -> list[EncodableT]:
+    """The admit arguments: window, tenant policies, most grants, fewest free slots."""
+    policies = {name: [t.weight, t.max_in_flight or 0] for name, t in tenants.items()}
+    return [window, json.dumps(policies), window if most is None else most, least]
+
+
+def _grants(flat: list[Any]) -> list[Grant]:
+    """The grants of a script's flat answer (batch id, admitted count, ...)."""
+    return [Grant(decode_text(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2)]
 
 
 def _number(raw: str | None) -> int:

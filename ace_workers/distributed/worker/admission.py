@@ -19,6 +19,9 @@ calls it for every batch admission knows. With the window at 0 this module passe
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 
 import redis
@@ -28,6 +31,7 @@ from kombu.exceptions import OperationalError
 from ...errors import AceError
 from ..store.batches import BatchState, BatchStatus, sample_key
 from ..store.errors import BatchNotFoundError
+from ..tenancy.admission import Grant
 from .app import WORKER_PUBLISH_RETRY_POLICY
 from .chains import enqueue_epoch
 from .epochs import current_epoch, epoch_lock_seconds, epoch_payload, resume_batch
@@ -36,7 +40,9 @@ from .runtime import WorkerRuntime
 __all__ = [
     "ADMIT_TASK",
     "admission_on",
+    "GRANT_CHUNKS",
     "admit_more",
+    "grant_chunk",
     "leave_flight",
     "reenter_flight",
     "register_admit_task",
@@ -52,6 +58,12 @@ logger = logging.getLogger(__name__)
 
 # The task a finishing step hands the sending of newly admitted samples to (see admit_more).
 ADMIT_TASK = "ace.admit"
+
+# A finishing sample grants only once 1/GRANT_CHUNKS of the window is free (see grant_chunk).
+GRANT_CHUNKS = 2
+
+# How many batches' first-step queues a process remembers for its hand-offs.
+_REMEMBERED_BATCHES = 1024
 
 # What admitting more may meet that must not fail the step (or reconciler pass) that asked:
 # the grant stays recorded, and the reconciler's tick sends it.
@@ -97,12 +109,30 @@ def admit_more(app: Celery, runtime: WorkerRuntime, *, hand_off: bool = False) -
     ``hand_off``: leave the sending to an ``ace.admit`` task on the queue of the batch's first step
     (what a finishing step does: the last step of a recipe often runs on a single-thread write
     worker, whose time is the fleet's bottleneck; building and sending another batch's chain there
-    would slow every tenant). A batch that cannot be sent now (its recipe unknown here, Redis or the
-    broker away) is logged and left admitted: the reconciler's tick sends it.
+    would slow every tenant), and grant only once a chunk of slots is free (:func:`grant_chunk`),
+    so that one hand-off sends several samples. A batch that cannot be sent now (its recipe unknown
+    here, Redis or the broker away) is logged and left admitted: the reconciler's tick sends it.
     """
     if not admission_on(runtime):
         return 0
-    grants = runtime.admission.admit(runtime.settings.admission_window, runtime.tenants.current().tenants)
+    window = runtime.settings.admission_window
+    grants = runtime.admission.admit(
+        window, runtime.tenants.current().tenants, least=grant_chunk(window) if hand_off else 1
+    )
+    return _send_grants(app, runtime, grants, hand_off=hand_off)
+
+
+def grant_chunk(window: int) -> int:
+    """The free slots a finishing sample waits for before granting: one in ``GRANT_CHUNKS`` of the window.
+
+    Granting a slot the moment it frees costs a grant, a hand-off task and a sender's lock per
+    sample; waiting for a chunk shares those between its samples, and keeps the window nearly full.
+    """
+    return max(1, window // GRANT_CHUNKS)
+
+
+def _send_grants(app: Celery, runtime: WorkerRuntime, grants: list[Grant], *, hand_off: bool) -> int:
+    """Send (or hand off the sending of) what each grant admitted; return how many were sent here."""
     sent = 0
     for grant in grants:
         try:
@@ -121,18 +151,60 @@ def admit_more(app: Celery, runtime: WorkerRuntime, *, hand_off: bool = False) -
 
 
 def _hand_off(app: Celery, runtime: WorkerRuntime, batch_id: str) -> None:
-    """Ask a worker of the batch's first step to send what the batch was granted (``ace.admit``)."""
-    status = _running_status(runtime, batch_id)
-    if status is None:
-        return
-    _, routes = runtime.pipeline(status.recipe, status.skillbook)
+    """Ask a worker of the batch's first step to send what the batch was granted (``ace.admit``).
+
+    Its queue is known from the batch's recipe and skillbook, which never change: read once per
+    batch in this process. Whether the batch still runs is the sender's to check.
+    """
+    queue = _first_queues(runtime).get(batch_id)
+    if queue is None:
+        status = _running_status(runtime, batch_id)
+        if status is None:
+            return
+        _, routes = runtime.pipeline(status.recipe, status.skillbook)
+        queue = runtime.queue(routes[0].queue_role, status.skillbook)
+        _first_queues(runtime).put(batch_id, queue)
     app.signature(
         ADMIT_TASK,
         kwargs={"batch_id": batch_id},
-        queue=runtime.queue(routes[0].queue_role, status.skillbook),
+        queue=queue,
         ignore_result=True,
         retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
     ).apply_async()
+
+
+class _RecentQueues:
+    """The first step's queue of the batches this process handed off lately (at most ``size``)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._queues: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, batch_id: str) -> str | None:
+        """The batch's queue, if known here."""
+        with self._lock:
+            return self._queues.get(batch_id)
+
+    def put(self, batch_id: str, queue: str) -> None:
+        """Remember the batch's queue, forgetting the oldest beyond ``size``."""
+        with self._lock:
+            self._queues[batch_id] = queue
+            while len(self._queues) > self.size:
+                self._queues.popitem(last=False)
+
+
+_QUEUES: weakref.WeakKeyDictionary[WorkerRuntime, _RecentQueues] = weakref.WeakKeyDictionary()
+_QUEUES_LOCK = threading.Lock()
+
+
+def _first_queues(runtime: WorkerRuntime) -> _RecentQueues:
+    """The runtime's remembered first-step queues (per runtime: its prefix and routes are its own)."""
+    with _QUEUES_LOCK:
+        queues = _QUEUES.get(runtime)
+        if queues is None:
+            queues = _QUEUES[runtime] = _RecentQueues(_REMEMBERED_BATCHES)
+        return queues
 
 
 def register_admit_task(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
@@ -166,44 +238,52 @@ def send_admitted(app: Celery, runtime: WorkerRuntime, batch_id: str) -> int:
         with runtime.batches.epoch_start_lock(batch_id, epoch, epoch_lock_seconds(runtime.settings)) as held:
             if not held:
                 return sent  # its holder looks at the admitted count again once it lets go
-            sent += _send_locked(app, runtime, batch_id, epoch, status.per_epoch)
+            more, reached = _send_locked(app, runtime, batch_id, epoch)
+        sent += more
+        # A grant made while the lock was held was left to this sender: one more look, the admitted
+        # count alone while nothing lies beyond what was sent.
+        if reached is None or runtime.admission.admitted(batch_id) <= reached:
+            return sent
 
 
-def _send_locked(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int, per_epoch: int) -> int:
-    """Send ``epoch``'s samples up to the admitted count, holding its epoch-start lock, until no grant
-    of it is left unsent."""
-    sent = 0
-    before = (epoch - 1) * per_epoch  # samples of the earlier epochs (a sealed batch's size is fixed)
-    while True:
-        status = _running_status(runtime, batch_id)  # counted again under the lock
-        if status is None or status.per_epoch <= 0:
-            return sent
-        admitted = runtime.admission.admitted(batch_id)
-        first = status.enqueued - before + 1
-        # An epoch opens only once the one before finished: what is admitted lies in this epoch, and
-        # the next epoch's samples are sent under its own lock.
-        last = min(status.per_epoch, admitted - before)
-        if epoch > status.epochs or last < first:
-            return sent
-        payloads = (
-            epoch_payload(
-                runtime, item, epoch=epoch, epochs=status.epochs, index=index, total=status.per_epoch
-            )
-            for index, item in enumerate(
-                runtime.batches.iter_items(batch_id, first=first, last=last), start=first
-            )
+def _send_locked(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int) -> tuple[int, int | None]:
+    """Send ``epoch``'s samples up to the admitted count, holding its epoch-start lock.
+
+    Returns how many were sent and the batch's ``enqueued`` count after them (None: it no longer
+    runs, ``epoch`` is past its last, or inputs were missing: nothing more to send here).
+    """
+    status = _running_status(runtime, batch_id)  # counted again under the lock
+    if status is None or status.per_epoch <= 0:
+        return 0, None
+    admitted = runtime.admission.admitted(batch_id)
+    before = (epoch - 1) * status.per_epoch  # samples of the earlier epochs (a sealed batch's size is fixed)
+    first = status.enqueued - before + 1
+    # An epoch opens only once the one before finished: what is admitted lies in this epoch, and
+    # the next epoch's samples are sent under its own lock.
+    last = min(status.per_epoch, admitted - before)
+    if epoch > status.epochs or first < 1:
+        return 0, None
+    if last < first:
+        return 0, status.enqueued  # all of this epoch's grants sent: the next look finds the next epoch's
+    payloads = (
+        epoch_payload(runtime, item, epoch=epoch, epochs=status.epochs, index=index, total=status.per_epoch)
+        for index, item in enumerate(
+            runtime.batches.iter_items(batch_id, first=first, last=last), start=first
         )
-        sent += enqueue_epoch(
-            app,
-            runtime,
-            payloads,
-            recipe=status.recipe,
-            skillbook=status.skillbook,
-            batch_id=batch_id,
-            epoch=epoch,
-            first_index=first,
-            tenant=status.tenant,
-        )
+    )
+    sent = enqueue_epoch(
+        app,
+        runtime,
+        payloads,
+        recipe=status.recipe,
+        skillbook=status.skillbook,
+        batch_id=batch_id,
+        epoch=epoch,
+        first_index=first,
+        tenant=status.tenant,
+    )
+    # Fewer inputs than asked for: the reconciler names the batch's missing inputs, not this loop.
+    return sent, status.enqueued + sent if sent == last - first + 1 else None
 
 
 def _running_status(runtime: WorkerRuntime, batch_id: str) -> BatchStatus | None:
@@ -219,15 +299,30 @@ def _running_status(runtime: WorkerRuntime, batch_id: str) -> BatchStatus | None
     return status
 
 
-def sample_left(runtime: WorkerRuntime, batch_id: str, epoch: int, finished: int | None) -> None:
+def sample_left(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int, finished: int | None) -> None:
     """A sample finished or failed; ``finished`` is its finish script's answer (None: counted before).
 
-    Its slot frees (once, however often the same finish is told); the caller then admits more.
+    Its slot frees (once, however often the same finish is told) and, in the same round trip, the
+    window's free slots are granted once a chunk is free (:func:`grant_chunk`); the sending of what
+    was granted is handed off (see :func:`admit_more`).
     """
-    if finished is None or not admission_on(runtime):
+    if not admission_on(runtime):
         return
-    if runtime.admission.leave_flight(batch_id, epoch=epoch, finished=finished) == 0:
+    if finished is None:
+        admit_more(app, runtime, hand_off=True)
+        return
+    window = runtime.settings.admission_window
+    flying, grants = runtime.admission.leave_and_admit(
+        batch_id,
+        epoch=epoch,
+        finished=finished,
+        window=window,
+        tenants=runtime.tenants.current().tenants,
+        least=grant_chunk(window),
+    )
+    if flying == 0:
         _running_status(runtime, batch_id)  # its last sample: a batch done is dropped from admission
+    _send_grants(app, runtime, grants, hand_off=True)
 
 
 def leave_flight(

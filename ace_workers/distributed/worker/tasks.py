@@ -188,15 +188,15 @@ def start_next_epoch(
     stopped (:func:`~.epochs.resume_batch`). With admission on, the sample's slot frees and the
     next admitted samples (of any tenant) are sent.
     """
-    sample_left(runtime, batch_id, epoch, finished)  # its admission slot frees (worker/admission.py)
+    # Its admission slot frees, and the window's free slots go to whichever tenant is due, sent by a
+    # worker of that batch's queue (worker/admission.py).
+    sample_left(app, runtime, batch_id, epoch, finished)
     status = runtime.batches.status(batch_id)
     if epoch < status.epochs:
         if finished is None:
             finished = runtime.batches.finished_in_epoch(batch_id, epoch)
         if finished >= status.per_epoch and resume(app, runtime, batch_id, epoch=epoch + 1):
             logger.info("batch %s: epoch %d finished, epoch %d sent", batch_id, epoch, epoch + 1)
-    # The freed slot goes to the next sample of whichever tenant is due, sent by a worker of its queue.
-    admit_more(app, runtime, hand_off=True)
 
 
 def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:

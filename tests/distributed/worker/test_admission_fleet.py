@@ -116,7 +116,9 @@ def test_the_reconciler_heals_slots_whose_finish_was_never_told_and_grants_never
 ) -> None:
     told: list[int] = []
 
-    def crashed_before_telling(runtime: Any, batch_id: str, epoch: int, finished: int | None) -> None:
+    def crashed_before_telling(
+        app: Any, runtime: Any, batch_id: str, epoch: int, finished: int | None
+    ) -> None:
         told.append(epoch)  # a worker that died between the batch's finish script and admission's
 
     monkeypatch.setattr(tasks, "sample_left", crashed_before_telling)
