@@ -124,7 +124,8 @@ class WorkerSettings:
       batches' samples are admitted as slots free, shared between tenants with work by their weight
       and capped by their max_in_flight, so the queues stay short and one tenant's big batch never
       sits ahead of another's samples. Set it to about twice the threads of the fleet's learn and
-      execute workers together; fewer leaves workers idle. 0 turns admission off: every sample is
+      execute workers together; fewer leaves workers idle (finishing samples grant slots once half
+      the window is free, so between half and all of it is in flight). 0 turns admission off: every sample is
       sent at once, first come first served [64: twice the 32 threads of a small fleet, two workers
       of 16]
     - ``ACE_WORKER_STALL_SECONDS``: a worker whose queue holds messages while it received, started and

@@ -6,7 +6,9 @@ in-flight count after the grant divided by its weight is least, never above the 
 ``max_in_flight`` (nor the batch's cap). That rule ("least in flight per weight first") is weighted
 fair queuing over the window with nothing to keep but the in-flight counts themselves: no
 deficit counters to lose or to heal, each backlogged tenant holds its weight's share of the window,
-and a tenant that arrives with one sample gets the next free slot. The queues then hold at most a
+and a tenant that arrives with one sample gets the next free slot. A caller may ask for grants only
+once a chunk of slots is free (``least``): a finishing sample does (``leave_and_admit.lua``, its
+finish and the grants in one call), so that one hand-off sends several samples. The queues then hold at most a
 window of samples, so a newly admitted sample waits behind a window, not behind another tenant's
 100,000 traces; the write queues, fed only by admitted samples, interleave tenants the same way.
 

@@ -5,7 +5,11 @@ With ACE_ADMISSION_WINDOW above 0 nothing sends a batch's samples outright. A ba
 (:mod:`~ace_workers.distributed.tenancy.admission`) grants slots fairly between tenants; each grant
 is recorded in Redis (the batch's admitted count) before the samples go. Admission is asked for more
 when a batch is opened (producer, epoch start), when a sample leaves flight (its last step, or its
-failure: :func:`sample_left`), and on the reconciler's tick (:func:`tend_admission`). Whoever was
+failure: :func:`sample_left`), and on the reconciler's tick (:func:`tend_admission`). A sample
+leaving flight frees its slot and asks in one round trip, and is granted only once half the window
+is free (:func:`grant_chunk`): the grant, its hand-off task and its sender's lock and reads are then
+shared by a chunk of samples, which made a grant per finishing sample cost a quarter of the fleet's
+throughput. Whoever was
 granted a sample may have to send another tenant's batch: the chain is built from that batch's
 record and stored inputs, as :func:`~.epochs.resume_batch` does.
 

@@ -165,6 +165,33 @@ def test_grants_are_recorded_before_anyone_sends_and_never_repeated(state: Admis
     assert state.admitted("a1") == 3
 
 
+def test_nothing_is_granted_until_the_fewest_free_slots_asked_for_are_free(state: AdmissionState) -> None:
+    state.open("a1", tenant="a", limit=100, per_epoch=100)
+    assert granted(state.admit(8, {}, least=4)) == {"a1": 8}
+    for finished in (1, 2, 3):
+        state.leave_flight("a1", epoch=1, finished=finished)
+        assert state.admit(8, {}, least=4) == []  # 1, 2, then 3 slots free: not yet a chunk
+    assert granted(state.admit(8, {}, least=1)) == {"a1": 11}  # who asks for any slot gets them
+    state.leave_flight("a1", epoch=1, finished=7)
+    assert granted(state.admit(8, {}, least=4)) == {"a1": 15}  # four free: all four granted at once
+
+
+def test_a_finish_frees_its_slot_and_grants_the_free_ones_in_one_call(state: AdmissionState) -> None:
+    state.open("a1", tenant="a", limit=100, per_epoch=100)
+    state.admit(4, {})
+    state.open("b1", tenant="b", limit=100, per_epoch=100)
+    left, grants = state.leave_and_admit("a1", epoch=1, finished=1, window=4, tenants={})
+    assert (left, granted(grants)) == (3, {"b1": 1})  # the freed slot went to the tenant with none
+    # Told twice (a redelivered final task), the finish frees nothing more.
+    assert state.leave_and_admit("a1", epoch=1, finished=1, window=4, tenants={}) == (3, [])
+    left, grants = state.leave_and_admit("a1", epoch=1, finished=3, window=4, tenants={}, least=3)
+    assert (left, grants) == (1, [])  # two free: fewer than asked for
+    assert state.in_flight() == {"a": 1, "b": 1}
+    # A batch admission does not know answers -1, and the free slots are granted all the same.
+    left, grants = state.leave_and_admit("gone", epoch=1, finished=1, window=4, tenants={}, least=2)
+    assert (left, granted(grants)) == (-1, {"a1": 5, "b1": 2})
+
+
 def test_grants_are_spread_over_many_calls_as_fairly_as_in_one(state: AdmissionState) -> None:
     for tenant in ("a", "b", "c"):
         state.open(f"{tenant}1", tenant=tenant, limit=1000, per_epoch=1000)

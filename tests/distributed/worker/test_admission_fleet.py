@@ -6,6 +6,7 @@ latency. Progress is asserted by order and counts, never by time.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,7 @@ from ace_workers.distributed.service import Service, local_workers
 from ace_workers.distributed.store.batches import BatchState, BatchStatus
 from ace_workers.distributed.tenancy import Tenant, TenantRegistry
 from ace_workers.distributed.worker import tasks
-from ace_workers.distributed.worker.admission import ADMIT_TASK
+from ace_workers.distributed.worker.admission import ADMIT_TASK, grant_chunk
 from ace_workers.distributed.worker.reconcile import reconcile_running
 from ace_workers.sim import failure_traces
 from tests.support.waiting import wait_for
@@ -158,3 +159,32 @@ def test_an_admit_message_naming_no_batch_is_dropped_and_one_for_a_gone_batch_se
     assert admit(batch_id=["not", "a", "batch"]) == 0
     assert "ace.admit names no batch" in caplog.text
     assert admit(batch_id="never-created") == 0
+
+
+def test_finishing_samples_grant_a_chunk_at_once_and_one_hand_off_sends_it(service: Service) -> None:
+    runtime, app = service.runtime, service.app
+    handle = service.producer.enqueue_traces(failure_traces(20, seed=9), "a-chunks")
+    assert handle.status().enqueued == 8  # the window, sent by the producer
+    _, routes = runtime.pipeline(handle.status().recipe, "a-chunks")
+    queue = runtime.queue(routes[0].queue_role, "a-chunks")
+
+    def hand_offs() -> list[dict[str, Any]]:
+        messages = [json.loads(raw) for raw in runtime.redis.lrange(queue, 0, -1)]
+        return [m for m in messages if m["headers"]["task"] == ADMIT_TASK]
+
+    def finish(index: int) -> None:
+        done = runtime.batches.record_done(handle.batch_id, 1, index, {})
+        tasks.start_next_epoch(app, runtime, handle.batch_id, 1, done)
+
+    chunk = grant_chunk(8)
+    assert chunk == 4  # half the window
+    for index in range(1, chunk):
+        finish(index)
+    assert (runtime.admission.admitted(handle.batch_id), hand_offs()) == (8, [])  # not yet a chunk free
+    finish(chunk)
+    assert runtime.admission.admitted(handle.batch_id) == 8 + chunk
+    assert len(hand_offs()) == 1  # one message for the chunk, sent on by a worker of the first step
+    assert handle.status().enqueued == 8  # not by the finishing (write) worker
+    assert app.tasks[ADMIT_TASK](batch_id=handle.batch_id) == chunk
+    assert app.tasks[ADMIT_TASK](batch_id=handle.batch_id) == 0  # told twice, sends nothing more
+    assert handle.status().enqueued == 8 + chunk
