@@ -8,10 +8,10 @@ when a batch is opened (producer, epoch start), when a sample leaves flight (its
 failure: :func:`sample_left`), and on the reconciler's tick (:func:`tend_admission`). A sample
 leaving flight frees its slot and asks in one round trip, and is granted only once half the window
 is free (:func:`grant_chunk`): the grant, its hand-off task and its sender's lock and reads are then
-shared by a chunk of samples, which made a grant per finishing sample cost a quarter of the fleet's
-throughput. Whoever was
-granted a sample may have to send another tenant's batch: the chain is built from that batch's
-record and stored inputs, as :func:`~.epochs.resume_batch` does.
+shared by a chunk of samples (a grant per finishing sample cost a quarter or more of one tenant's
+throughput in benchmarks/fairness.py). Whoever was granted a sample may have to send another
+tenant's batch: the chain is built from that batch's record and stored inputs, as
+:func:`~.epochs.resume_batch` does.
 
 A sender that dies after its grant is healed: :func:`send_admitted` sends a batch's samples from
 its ``enqueued`` count up to its admitted count, under the batch's epoch-start lock, and looks again
@@ -43,8 +43,8 @@ from .runtime import WorkerRuntime
 
 __all__ = [
     "ADMIT_TASK",
-    "admission_on",
     "GRANT_CHUNKS",
+    "admission_on",
     "admit_more",
     "grant_chunk",
     "leave_flight",
