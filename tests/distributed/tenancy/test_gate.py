@@ -7,8 +7,19 @@ from typing import Any
 import pytest
 import redis
 
-from ace_workers.distributed.tenancy import Budget, BudgetExhaustedError, CachedTenants, Tenant, TenantRegistry
-from ace_workers.distributed.tenancy.gate import DEFAULT_COMPLETION_TOKENS, LimiterGate, estimate_tokens, priced_model
+from ace_workers.distributed.tenancy import (
+    Budget,
+    BudgetExhaustedError,
+    CachedTenants,
+    Tenant,
+    TenantRegistry,
+)
+from ace_workers.distributed.tenancy.gate import (
+    DEFAULT_COMPLETION_TOKENS,
+    LimiterGate,
+    estimate_tokens,
+    priced_model,
+)
 from ace_workers.distributed.tenancy.limiter import Limiter
 from ace_workers.distributed.tenancy.model_limits import parse_model_limits
 from ace_workers.errors import LLMError
@@ -73,7 +84,9 @@ def test_a_call_with_nothing_configured_sends_nothing_to_redis(
     assert llm.llm.call_count() == 21
 
 
-def test_a_call_to_a_limited_model_costs_two_round_trips(counting: redis.Redis, registry: TenantRegistry) -> None:
+def test_a_call_to_a_limited_model_costs_two_round_trips(
+    counting: redis.Redis, registry: TenantRegistry
+) -> None:
     llm, _ = gated_sim(counting, registry, limits="sim=rpm:100000", tenants_age=60)
     llm.complete(PROMPT)
     sent = CountingRedis.sent
@@ -107,7 +120,9 @@ def test_a_spent_budget_refuses_the_call_before_the_llm_is_asked(
     assert llm.llm.call_count() == 1
 
 
-def test_a_tenant_change_is_seen_by_the_next_call(redis_client: redis.Redis, registry: TenantRegistry) -> None:
+def test_a_tenant_change_is_seen_by_the_next_call(
+    redis_client: redis.Redis, registry: TenantRegistry
+) -> None:
     registry.add(Tenant("acme", prefixes=("acme-",), budgets=(Budget("*", tokens_per_day=10),)))
     llm, _ = gated_sim(redis_client, registry)
     llm.complete(PROMPT)
@@ -118,7 +133,9 @@ def test_a_tenant_change_is_seen_by_the_next_call(redis_client: redis.Redis, reg
     assert llm.llm.call_count() == 2
 
 
-def test_a_simulated_429_slows_the_model_for_the_fleet(redis_client: redis.Redis, registry: TenantRegistry) -> None:
+def test_a_simulated_429_slows_the_model_for_the_fleet(
+    redis_client: redis.Redis, registry: TenantRegistry
+) -> None:
     llm, limiter = gated_sim(redis_client, registry, failure_rate=1.0, failure="rate_limit")
     with pytest.raises(LLMError, match="429"):
         llm.complete(PROMPT)

@@ -96,7 +96,11 @@ def test_the_all_models_cost_budget_counts_every_model_and_resets_with_the_month
     limiter.settle(granted(limiter.reserve(tenant, "b", 10, 0.3)), 10, 0.4)
     with pytest.raises(BudgetExhaustedError) as refused:
         limiter.reserve(tenant, "c", 10, 0.01)
-    assert (refused.value.model, refused.value.limit, refused.value.resets_at) == ("*", "cost_per_month", NEXT_MONTH)
+    assert (refused.value.model, refused.value.limit, refused.value.resets_at) == (
+        "*",
+        "cost_per_month",
+        NEXT_MONTH,
+    )
     assert refused.value.spent == pytest.approx(1.0)
     clock.now = NEXT_MONTH + 1
     granted(limiter.reserve(tenant, "c", 10, 0.01))
@@ -113,7 +117,9 @@ def test_reservations_in_flight_count_against_the_budget(redis_client: redis.Red
     assert limiter.has_room(tenant)  # 800 of 1000: a smaller call would go
 
 
-def test_settling_counts_the_real_usage_and_frees_the_reservation(redis_client: redis.Redis, clock: Clock) -> None:
+def test_settling_counts_the_real_usage_and_frees_the_reservation(
+    redis_client: redis.Redis, clock: Clock
+) -> None:
     limiter = make_limiter(redis_client, clock)
     tenant = tenant_with(Budget("m", tokens_per_day=10_000))
     reservation = granted(limiter.reserve(tenant, "m", 900, 0.09))
@@ -140,7 +146,9 @@ def test_a_spend_window_expires_when_it_ends(redis_client: redis.Redis, clock: C
     assert NEXT_DAY - T0 < redis_client.ttl(month_key) <= NEXT_MONTH - T0 + 60
 
 
-def test_a_reservation_never_settled_expires_and_its_budget_is_freed(redis_client: redis.Redis, clock: Clock) -> None:
+def test_a_reservation_never_settled_expires_and_its_budget_is_freed(
+    redis_client: redis.Redis, clock: Clock
+) -> None:
     limiter = make_limiter(redis_client, clock, hold_seconds=30)
     tenant = tenant_with(Budget("m", tokens_per_day=1000))
     granted(limiter.reserve(tenant, "m", 900))  # its worker crashes: never settled
@@ -168,15 +176,19 @@ def test_a_settle_after_the_reservation_expired_still_counts_its_usage(
 def test_requests_per_minute_space_the_calls_fleet_wide(redis_client: redis.Redis, clock: Clock) -> None:
     limiter = make_limiter(redis_client, clock, "m=rpm:60", book_seconds=2.5)
     other = make_limiter(redis_client, clock, "m=rpm:60", book_seconds=2.5)  # another worker
-    delays = [granted(lim.reserve(Tenant(name), "m", 10)).delay for lim, name in
-              [(limiter, "acme"), (other, "beta"), (limiter, "acme")]]
+    delays = [
+        granted(lim.reserve(Tenant(name), "m", 10)).delay
+        for lim, name in [(limiter, "acme"), (other, "beta"), (limiter, "acme")]
+    ]
     assert delays == [0.0, 1.0, 2.0]
     assert limiter.reserve(Tenant("acme"), "m", 10) == pytest.approx(3.0)  # beyond booking reach: wait
     clock.now += 5
     assert granted(limiter.reserve(Tenant("acme"), "m", 10)).delay == 0.0
 
 
-def test_tokens_per_minute_book_the_estimate_and_settle_corrects_it(redis_client: redis.Redis, clock: Clock) -> None:
+def test_tokens_per_minute_book_the_estimate_and_settle_corrects_it(
+    redis_client: redis.Redis, clock: Clock
+) -> None:
     limiter = make_limiter(redis_client, clock, "m=tpm:6000")  # 100 tokens a second
     first = granted(limiter.reserve(Tenant("acme"), "m", 500))
     assert first.delay == 0.0
@@ -184,7 +196,9 @@ def test_tokens_per_minute_book_the_estimate_and_settle_corrects_it(redis_client
     assert granted(limiter.reserve(Tenant("acme"), "m", 500)).delay == pytest.approx(1.0)
 
 
-def test_acquire_sleeps_until_its_slot_and_gives_up_past_its_bound(redis_client: redis.Redis, clock: Clock) -> None:
+def test_acquire_sleeps_until_its_slot_and_gives_up_past_its_bound(
+    redis_client: redis.Redis, clock: Clock
+) -> None:
     limiter = make_limiter(redis_client, clock, "m=rpm:6", book_seconds=1, max_wait_seconds=25)
     limiter.acquire(Tenant("acme"), "m", 10)
     start = clock.now
@@ -196,7 +210,9 @@ def test_acquire_sleeps_until_its_slot_and_gives_up_past_its_bound(redis_client:
     assert busy.value.model == "m" and busy.value.waited <= 25
 
 
-def test_a_429_blocks_the_model_halves_its_rate_and_it_recovers(redis_client: redis.Redis, clock: Clock) -> None:
+def test_a_429_blocks_the_model_halves_its_rate_and_it_recovers(
+    redis_client: redis.Redis, clock: Clock
+) -> None:
     limiter = make_limiter(redis_client, clock, "m=rpm:60", book_seconds=10)
     acme = Tenant("acme")
     limiter.reserve(acme, "m", 1)
@@ -238,7 +254,9 @@ def test_with_nothing_configured_a_call_needs_no_limiter(redis_client: redis.Red
     assert limiter.applies(tenant_with(Budget("*", cost_per_day=1.0)), "m")
 
 
-def test_has_room_says_when_a_spent_budget_is_raised_or_reset(redis_client: redis.Redis, clock: Clock) -> None:
+def test_has_room_says_when_a_spent_budget_is_raised_or_reset(
+    redis_client: redis.Redis, clock: Clock
+) -> None:
     limiter = make_limiter(redis_client, clock)
     tenant = tenant_with(Budget("m", tokens_per_day=100))
     limiter.settle(granted(limiter.reserve(tenant, "m", 100)), 150, None)

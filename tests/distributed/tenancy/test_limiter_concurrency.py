@@ -50,7 +50,10 @@ def test_two_processes_of_threads_never_overspend_a_budget_by_more_than_one_call
 ) -> None:
     context = multiprocessing.get_context("spawn")
     calls: multiprocessing.Queue[int] = context.Queue()
-    workers = [context.Process(target=spend_until_refused, args=(redis_url, seed, calls)) for seed in range(PROCESSES)]
+    workers = [
+        context.Process(target=spend_until_refused, args=(redis_url, seed, calls))
+        for seed in range(PROCESSES)
+    ]
     for worker in workers:
         worker.start()
     made = [calls.get(timeout=120) for _ in workers]
