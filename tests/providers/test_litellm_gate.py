@@ -41,7 +41,8 @@ class Answer(BaseModel):
 
 
 def rate_limit_error() -> Exception:
-    error: Exception = import_litellm().RateLimitError(message="slow down", llm_provider="openai", model="gpt-4o-mini")
+    litellm = import_litellm()
+    error: Exception = litellm.RateLimitError(message="slow down", llm_provider="openai", model="gpt-4o-mini")
     return error
 
 

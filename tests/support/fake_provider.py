@@ -82,7 +82,7 @@ class FakeProvider:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
             def do_POST(self) -> None:
@@ -158,7 +158,6 @@ def storm_process(
     from ace_workers.distributed.tenancy.limiter import Limiter
     from ace_workers.distributed.tenancy.model_limits import ModelLimits
     from ace_workers.distributed.tenancy.tenants import CachedTenants, TenantRegistry
-    from ace_workers.errors import LLMError
     from ace_workers.providers import LiteLLMClient
 
     client = redis.Redis.from_url(redis_url)
@@ -174,26 +173,31 @@ def storm_process(
     for phase, event in zip(PHASES, go, strict=True):
         queues[0].put(True)  # ready
         event.wait()
-        llm = clients[phase]
         counts = {"succeeded": 0, "failed": 0}
         lock = threading.Lock()
-
-        def thread() -> None:
-            for _ in range(calls):
-                try:
-                    llm.complete("hello")  # noqa: B023 - each phase's threads end within the phase
-                    outcome = "succeeded"
-                except LLMError:
-                    outcome = "failed"
-                with lock:
-                    counts[outcome] += 1
-
-        running = [threading.Thread(target=thread) for _ in range(threads)]
+        running = [
+            threading.Thread(target=call_repeatedly, args=(clients[phase], calls, counts, lock))
+            for _ in range(threads)
+        ]
         for started in running:
             started.start()
         for finished in running:
             finished.join()
         queues[1].put((counts["succeeded"], counts["failed"]))
+
+
+def call_repeatedly(llm: Any, calls: int, counts: dict[str, int], lock: threading.Lock) -> None:
+    """One storm thread: ``calls`` calls, each counted as succeeded or failed (an LLMError)."""
+    from ace_workers.errors import LLMError
+
+    for _ in range(calls):
+        try:
+            llm.complete("hello")
+            outcome = "succeeded"
+        except LLMError:
+            outcome = "failed"
+        with lock:
+            counts[outcome] += 1
 
 
 def run_storm(
@@ -206,7 +210,7 @@ def run_storm(
     threads: int = 8,
     calls: int = 8,
 ) -> dict[str, StormPhase]:
-    """``processes`` x ``threads`` threads calling ``provider``, first straight, then through the shared limiter.
+    """``processes`` x ``threads`` threads calling ``provider``: straight, then through the shared limiter.
 
     Every process warms up (imports litellm) before the first phase starts, and each phase
     starts in all processes at once; the provider's counts cover one phase each.

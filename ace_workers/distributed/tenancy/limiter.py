@@ -30,6 +30,7 @@ Every LLM attempt that a budget or a provider limit applies to costs two script 
 from __future__ import annotations
 
 import calendar
+import functools
 import logging
 import math
 import random
@@ -145,7 +146,13 @@ class TenantUsage:
 
 def window_periods(now: float) -> dict[str, tuple[str, float]]:
     """The UTC day and month ``now`` falls in: window -> (period name, when it ends, unix time)."""
-    moment = datetime.fromtimestamp(now, tz=UTC)
+    return _day_periods(int(now // 86400))
+
+
+@functools.lru_cache(maxsize=4)
+def _day_periods(day: int) -> dict[str, tuple[str, float]]:
+    # Per UTC day (unix days have no leap seconds): every call of a day shares one answer.
+    moment = datetime.fromtimestamp(day * 86400, tz=UTC)
     day_start = calendar.timegm((moment.year, moment.month, moment.day, 0, 0, 0))
     year, month = (moment.year + 1, 1) if moment.month == 12 else (moment.year, moment.month + 1)
     return {

@@ -1,4 +1,4 @@
-"""The limiter as an LLM client's gate: a skillbook's calls counted against its tenant, free when nothing limits."""
+"""The limiter as an LLM client's gate: calls count against the skillbook's tenant; free if nothing limits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fleet-wide LLM limiter: budgets per window, reservations, GCRA pacing, 429 slowdowns, hostile contents."""
+"""The fleet-wide LLM limiter: budgets per window, reservations, GCRA pacing, 429s, hostile contents."""
 
 from __future__ import annotations
 
@@ -314,6 +314,6 @@ def test_model_limits_are_parsed_and_bad_ones_named() -> None:
 
 
 def test_a_bad_ace_model_limits_stops_the_settings_naming_the_variable() -> None:
-    with pytest.raises(InvalidSettingError, match="ACE_MODEL_LIMITS.*rpm must be a number > 0"):
+    with pytest.raises(InvalidSettingError, match=r"ACE_MODEL_LIMITS.*rpm must be a number > 0"):
         WorkerSettings(model_limits="sim=rpm:-1")
     assert WorkerSettings(model_limits="sim=rpm:600").model_limits_map()["sim"].rpm == 600

@@ -1,4 +1,4 @@
-"""Two processes of several threads spend one budget through the shared limiter: never more than one call over."""
+"""Two processes of several threads spend one budget through the shared limiter: at most one call over."""
 
 from __future__ import annotations
 
