@@ -91,6 +91,10 @@ class GatedClient:
         self.max_tokens = max_tokens
 
     def __getattr__(self, name: str) -> Any:
+        # Only what this object lacks; never dunders or ``llm`` itself (a copy being built has no
+        # ``llm`` yet, and asking it for one would recurse).
+        if name.startswith("__") or name == "llm":
+            raise AttributeError(name)
         return getattr(self.llm, name)
 
     def __repr__(self) -> str:

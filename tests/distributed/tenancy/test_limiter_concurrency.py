@@ -5,25 +5,33 @@ from __future__ import annotations
 import multiprocessing
 import random
 import threading
+import time
+from typing import Any
 
 import redis
 
 from ace_workers.distributed.tenancy import Budget, BudgetExhaustedError, Tenant
 from ace_workers.distributed.tenancy.limiter import Limiter
 
-BUDGET_TOKENS = 20_000
+BUDGET_TOKENS = 50_000
 # A call is estimated at 100 tokens and really uses 40 to 100: an estimate counts the completion's
 # max_tokens, which the reply cannot exceed.
 ESTIMATE = 100
+CALL_SECONDS = 0.01
 PROCESSES = 2
 THREADS = 6
 TENANT = Tenant("acme", budgets=(Budget("*", tokens_per_day=BUDGET_TOKENS),))
 
 
-def spend_until_refused(redis_url: str, seed: int, calls: multiprocessing.Queue[int]) -> None:
+def spend_until_refused(
+    redis_url: str, seed: int, calls: multiprocessing.Queue[int], ready: Any, go: Any
+) -> None:
     """One worker process: THREADS threads reserve, 'call' and settle until the budget refuses them."""
     client = redis.Redis.from_url(redis_url)
     limiter = Limiter(client, prefix="cc")
+    limiter.release(limiter.acquire(Tenant("warmup"), "m", 1))  # connected, script loaded
+    ready.put(True)
+    go.wait()  # both processes start together, however long each took to start
     made = [0] * THREADS
 
     def thread(index: int) -> None:
@@ -33,6 +41,7 @@ def spend_until_refused(redis_url: str, seed: int, calls: multiprocessing.Queue[
                 reservation = limiter.acquire(TENANT, "m", ESTIMATE)
             except BudgetExhaustedError:
                 return
+            time.sleep(CALL_SECONDS)  # the LLM call: reservations of every thread overlap
             limiter.settle(reservation, rng.randint(40, ESTIMATE), None)
             made[index] += 1
 
@@ -50,12 +59,16 @@ def test_two_processes_of_threads_never_overspend_a_budget_by_more_than_one_call
 ) -> None:
     context = multiprocessing.get_context("spawn")
     calls: multiprocessing.Queue[int] = context.Queue()
+    ready, go = context.Queue(), context.Event()
     workers = [
-        context.Process(target=spend_until_refused, args=(redis_url, seed, calls))
+        context.Process(target=spend_until_refused, args=(redis_url, seed, calls, ready, go))
         for seed in range(PROCESSES)
     ]
     for worker in workers:
         worker.start()
+    for _ in workers:
+        ready.get(timeout=120)
+    go.set()
     made = [calls.get(timeout=120) for _ in workers]
     for worker in workers:
         worker.join(timeout=30)
