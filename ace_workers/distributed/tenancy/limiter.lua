@@ -3,7 +3,9 @@
 -- KEYS (reserve, settle): 1 reservations, 2 expiry, 3 reserved, 4 rate:MODEL, 5 throttled,
 --   6 spend model day, 7 spend model month, 8 spend * day, 9 spend * month, 10 models:TENANT
 -- KEYS (throttle): 1 rate:MODEL, 2 throttled
--- ARGV[1] is the operation, ARGV[2] the time in seconds ("" for the server's clock).
+-- ARGV[1] is the operation, ARGV[2] its arguments joined by the unit separator (one argument
+-- instead of twenty: redis-py's packing of each argument costs more than the script's run).
+-- ARG[2] is the time in seconds ("" for the server's clock), the rest per operation.
 --
 -- Pacing is GCRA (the generic cell rate algorithm, as in redis-gcra): each model keeps the
 -- theoretical arrival time of its next request (treq) and of its next token (ttok); a call
@@ -106,23 +108,25 @@ local function effective_rpm(rate_key, throttled_key, model, now, rpm, step, qui
   return rpm_now
 end
 
-local op = ARGV[1]
-local now = now_of(ARGV[2])
+local ARG = split(ARGV[2])
+table.insert(ARG, 1, ARGV[1])
+local op = ARG[1]
+local now = now_of(ARG[2])
 
 if op == 'reserve' then
-  local id, tenant, model = ARGV[3], ARGV[4], ARGV[5]
-  local est_tokens, est_cost = tonumber(ARGV[6]), tonumber(ARGV[7])
-  local hold, book = tonumber(ARGV[8]), tonumber(ARGV[9])
-  local rpm, tpm, burst = opt(ARGV[18]), opt(ARGV[19]), tonumber(ARGV[20])
-  local step, quiet, paced = tonumber(ARGV[21]), tonumber(ARGV[22]), ARGV[23] == '1'
+  local id, tenant, model = ARG[3], ARG[4], ARG[5]
+  local est_tokens, est_cost = tonumber(ARG[6]), tonumber(ARG[7])
+  local hold, book = tonumber(ARG[8]), tonumber(ARG[9])
+  local rpm, tpm, burst = opt(ARG[18]), opt(ARG[19]), tonumber(ARG[20])
+  local step, quiet, paced = tonumber(ARG[21]), tonumber(ARG[22]), ARG[23] == '1'
   purge(KEYS, now)
 
-  -- Budgets: ARGV[10..17] are the limits, model scope then "*", each day tokens, month tokens,
+  -- Budgets: ARG[10..17] are the limits, model scope then "*", each day tokens, month tokens,
   -- day cost, month cost ("" when not set).
   local scopes = {{model, KEYS[6], KEYS[7]}, {'*', KEYS[8], KEYS[9]}}
   for s, scope in ipairs(scopes) do
     for i = 1, 4 do
-      local limit = opt(ARGV[9 + (s - 1) * 4 + i])
+      local limit = opt(ARG[9 + (s - 1) * 4 + i])
       if limit then
         local kind = (i <= 2) and 'tokens' or 'cost'
         local window = (i % 2 == 1) and scope[2] or scope[3]
@@ -176,10 +180,10 @@ if op == 'reserve' then
 end
 
 if op == 'settle' then
-  local id, tenant, model = ARGV[3], ARGV[4], ARGV[5]
-  local tokens, cost = tonumber(ARGV[6]), tonumber(ARGV[7])
-  local tpm = opt(ARGV[8])
-  local day_end, month_end = tonumber(ARGV[9]), tonumber(ARGV[10])
+  local id, tenant, model = ARG[3], ARG[4], ARG[5]
+  local tokens, cost = tonumber(ARG[6]), tonumber(ARG[7])
+  local tpm = opt(ARG[8])
+  local day_end, month_end = tonumber(ARG[9]), tonumber(ARG[10])
   local parts = drop(KEYS, id)
   if parts and tpm then
     -- The token schedule booked the estimate: move it by what the call really used.
@@ -202,9 +206,9 @@ if op == 'settle' then
 end
 
 if op == 'throttle' then
-  local model, retry_after = ARGV[3], tonumber(ARGV[4])
-  local rpm, step, quiet = opt(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  local start_rpm, gap, floor = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+  local model, retry_after = ARG[3], tonumber(ARG[4])
+  local rpm, step, quiet = opt(ARG[5]), tonumber(ARG[6]), tonumber(ARG[7])
+  local start_rpm, gap, floor = tonumber(ARG[8]), tonumber(ARG[9]), tonumber(ARG[10])
   local blocked = math.max(hnum(KEYS[1], 'blocked_until') or 0, now + retry_after)
   redis.call('HSET', KEYS[1], 'blocked_until', fmt(blocked))
   local since = hnum(KEYS[1], 'slowed_at')

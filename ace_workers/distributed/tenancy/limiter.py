@@ -88,6 +88,8 @@ FLOOR_RPM = 1.0
 # How often a process reads which models a 429 slowed (its fast path's only Redis read).
 THROTTLED_MAX_AGE = 1.0
 
+# What limiter.lua's arguments are joined by (it never occurs in a tenant's or a model's name).
+_SEPARATOR = "\x1f"
 # The order limiter.lua reports a refused budget's limit in: model scope then "*".
 _LIMIT_ORDER = ("tokens_per_day", "tokens_per_month", "cost_per_day", "cost_per_month")
 
@@ -470,8 +472,12 @@ class Limiter:
         return rpm * RECOVERY_SHARE_PER_SECOND if rpm is not None else UNCONFIGURED_STEP_RPM
 
     def _run(self, keys: list[str], argv: list[Any]) -> Any:
+        for name in argv[2:5]:  # the tenant and the model among them
+            if isinstance(name, str) and _SEPARATOR in name:
+                raise ValueError(f"{name!r}: a tenant or model name cannot hold the unit separator")
+        packed = _SEPARATOR.join(str(value) for value in argv[1:])
         try:
-            return self._script(keys=keys, args=argv)
+            return self._script(keys=keys, args=[argv[0], packed])
         except redis.ResponseError as error:
             text = str(error)
             if text.startswith("WRONGTYPE"):
@@ -486,7 +492,7 @@ class Limiter:
     def _reserved(self, raw: Mapping[Any, Any], tenant: str) -> dict[str, dict[str, float]]:
         held: dict[str, dict[str, float]] = {}
         for field, value in raw.items():
-            parts = decode_text(field).split("\x1f")
+            parts = decode_text(field).split(_SEPARATOR)
             if len(parts) != 3:
                 raise CorruptDataError(
                     self.keys.reserved, f"field {decode_text(field)!r} is not TENANT/MODEL/KIND"
