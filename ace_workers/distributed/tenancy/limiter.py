@@ -418,8 +418,8 @@ class Limiter:
     def has_room(self, tenant: Tenant, model: str | None = None) -> bool:
         """True when every budget of ``tenant`` (those ``model`` counts against, if named) has room now.
 
-        Room: what is spent and reserved is below the limit, so the next call would be let
-        through (the test deferred samples are released by).
+        Room: what is spent and reserved is below every limit, so a next call would be let
+        through: when it turns true, samples deferred for the budget can be released.
         """
         budgets = (
             tenant.budget_for(model) if model is not None else tuple(b for b in tenant.budgets if b.limited)
