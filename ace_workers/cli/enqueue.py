@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -57,6 +58,15 @@ def enqueue_command(
         ),
     ] = "jsonl",
     canary: CanaryOption = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            help="A scoped API key (ace-workers key create): the batch is refused unless its tenant owns "
+            "the skillbook and its role is learn or above [ACE_API_KEY].",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Enqueue a JSONL file, or recorded agent sessions, as one batch for running workers; print the batch id.
@@ -67,6 +77,8 @@ def enqueue_command(
     --json, one JSON document) goes to stdout; skipped lines are warned of on stderr.
     """
     settings = WorkerSettings.from_env()
+    if api_key is not None:  # checked (its shape) by the settings; the producer checks its scope
+        settings = dataclasses.replace(settings, api_key=api_key)
     name = check_skillbook_ref(skillbook).name  # learning writes NAME's head whatever the label
     check_recipe(recipe, settings)
     check_format(input_format, recipe)

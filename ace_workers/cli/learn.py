@@ -51,9 +51,11 @@ def follow_batch(handle: BatchHandle, label: str) -> None:
         task = progress.add_task(label, total=status.total or None, detail="")
         while True:
             status = handle.status()
+            waiting = status.waiting_for_budget
             detail = (
                 f"epoch {status.epoch}/{status.epochs}, queued {status.queued}, "
                 f"running {status.running}, failed {status.failed}"
+                + (f", waiting for budget {waiting}" if waiting else "")
             )
             progress.update(
                 task, completed=status.done + status.failed, total=status.total or None, detail=detail

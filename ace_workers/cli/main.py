@@ -30,6 +30,7 @@ from .exit_codes import (
 from .flower import flower_command
 from .help import HelpCommand, HelpGroup
 from .hook import hook_app
+from .keys import key_app
 from .learn import learn_command
 from .lifecycle import add_lifecycle_commands
 from .mcp import mcp_command
@@ -37,11 +38,13 @@ from .nightly import beat_command, nightly_app
 from .provenance import skillbook_why
 from .skillbook import skillbook_app
 from .status import status_command
+from .tenant import tenant_app
 from .worker import worker_command
 
 # Commands that register themselves on the skillbook group and its label group when imported.
 from .evaluate import evaluate_command  # noqa: F401  isort: skip
 from .promote import promote_command  # noqa: F401  isort: skip
+from .tenant_usage import usage_command  # noqa: F401  isort: skip
 
 __all__ = ["app", "main", "redis_error_line"]
 
@@ -93,6 +96,8 @@ skillbook_app.command("why", cls=HelpCommand)(skillbook_why)
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(nightly_app, name="nightly")
 app.add_typer(hook_app, name="hook")
+app.add_typer(key_app, name="key")
+app.add_typer(tenant_app, name="tenant")
 
 
 def main() -> None:

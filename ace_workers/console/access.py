@@ -6,6 +6,11 @@ for them) and ``ACE_CONSOLE_TOKENS`` for scripts (``Authorization: Bearer``).
 The name is who the change log and the audit log say acted. Without
 credentials the console refuses to start, unless the operator says
 ``--no-auth`` and it listens on loopback only: then it acts as ``local``.
+All of these are fleet operators (tenant ``*``, role admin).
+
+Scoped API keys (``ace-workers key create``) are bearer tokens too: a key's
+principal is ``key:<id>`` with the key's tenant and role, and sees only its
+tenant's skillbooks (the views check it, with the same ``authorize`` as MCP).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass, field
 
+from ..distributed.tenancy.api_keys import ALL_TENANTS, SECRET_PREFIX, ApiKeys, Scope
 from ..mcp.auth import MIN_TOKEN_CHARS, is_loopback
 from .errors import ConsoleSettingError
 
@@ -24,10 +30,19 @@ LOCAL_USER = "local"
 
 @dataclass(frozen=True)
 class Principal:
-    """An authenticated caller: their name, and how they proved it ("basic", "bearer" or "none")."""
+    """An authenticated caller: their name, how they proved it ("basic", "bearer" or "none"), and
+    their tenant (``*``: a fleet operator) and role; ``key_id`` names the API key they came with."""
 
     name: str
     method: str
+    tenant: str = ALL_TENANTS
+    role: str = "admin"
+    key_id: str = ""
+
+    @property
+    def scope(self) -> Scope:
+        """What this caller may touch, for :func:`~ace_workers.distributed.tenancy.authorize`."""
+        return Scope(self.tenant, self.role, self.key_id or self.name)
 
     @property
     def ambient(self) -> bool:
@@ -42,6 +57,8 @@ class ConsoleAccess:
     users: dict[str, str] = field(default_factory=dict, repr=False)
     tokens: dict[str, str] = field(default_factory=dict, repr=False)
     no_auth: bool = False
+    # The fleet's scoped API keys (build_console_app sets them from the service's Redis).
+    api_keys: ApiKeys | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_settings(
@@ -86,11 +103,19 @@ class ConsoleAccess:
         return Principal(user, "basic") if expected is not None and matches else None
 
     def check_bearer(self, token: str) -> Principal | None:
-        """The principal whose token this is, or None; every token is compared, in constant time."""
+        """The principal whose token this is, or None; every token is compared, in constant time.
+
+        A token of ACE_CONSOLE_TOKENS is a fleet operator; else a scoped API key is looked up
+        (by the SHA-256 of the secret, one HGET) and its principal has the key's tenant and role.
+        """
         found = None
         for name, expected in self.tokens.items():
             if hmac.compare_digest(token.encode(), expected.encode()):
                 found = Principal(name, "bearer")
+        if found is None and self.api_keys is not None and token.startswith(SECRET_PREFIX):
+            key = self.api_keys.authenticate(token)
+            if key is not None:
+                found = Principal(f"key:{key.id}", "bearer", key.tenant, key.role, key.id)
         return found
 
 

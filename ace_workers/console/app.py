@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 from typing import Any
@@ -15,6 +16,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..distributed.service import Service
+from ..distributed.tenancy.api_keys import ApiKeys
 from .access import ConsoleAccess
 from .areas import AREAS
 from .audit import read_audit
@@ -39,6 +41,10 @@ def build_console_app(
     templates.filters["tojson_pretty"] = _json_pretty
     # Plots are drawn on the server from a page's data: its template builds the series.
     templates.globals.update(line_chart=line_chart, Series=Series)
+    if not access.no_auth and access.api_keys is None:
+        # Scoped API keys are accepted as bearer tokens beside the operator's credentials.
+        keys = ApiKeys(service.runtime.redis, prefix=service.runtime.settings.queue_prefix)
+        access = dataclasses.replace(access, api_keys=keys)
     app = Starlette(
         routes=_routes(),
         middleware=[Middleware(ConsoleGate, access=access, host=host)],
@@ -90,7 +96,11 @@ def _healthz(request: Request) -> Response:
 
 def _audit(view: View) -> dict[str, Any]:
     limit = view.int_query("limit", 100, minimum=1, maximum=1000)
-    return {"entries": [entry.to_dict() for entry in read_audit(view.state.redis, view.state.prefix, limit)]}
+    entries = read_audit(view.state.redis, view.state.prefix, limit)
+    # A target is "NAME", "NAME/..." or a fleet-wide one ("dead-letters"): a tenant's key sees the
+    # actions on its own skillbooks only.
+    shown = [entry for entry in entries if view.fleet_wide or view.can_see(entry.target.split("/", 1)[0])]
+    return {"entries": [entry.to_dict() for entry in shown]}
 
 
 def _json_pretty(value: Any) -> str:

@@ -13,6 +13,7 @@ import hashlib
 import hmac
 from urllib.parse import urlsplit
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -62,7 +63,7 @@ class ConsoleGate:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        refusal = self._refusal(scope, headers)
+        refusal = await self._refusal(scope, headers)
         if refusal is not None:
             await _with_headers(refusal)(scope, receive, send)
             return
@@ -79,25 +80,26 @@ class ConsoleGate:
 
         await self.app(scope, receive, send_with_headers)
 
-    def _refusal(self, scope: Scope, headers: Headers) -> Response | None:
+    async def _refusal(self, scope: Scope, headers: Headers) -> Response | None:
         host = urlsplit(f"//{headers.get('host', '')}").hostname or ""
         if self.loopback_only and not is_loopback(host):
             return PlainTextResponse(f"the console answers loopback names only, not Host {host!r}", 421)
         path: str = scope["path"]
         if path.startswith(OPEN_PATHS):
             return None
-        principal = self._principal(headers)
+        principal = await self._principal(headers)
         if principal is None:
             return _unauthorized(path, bool(self.access.users))
         scope.setdefault("state", {})["principal"] = principal
         return None
 
-    def _principal(self, headers: Headers) -> Principal | None:
+    async def _principal(self, headers: Headers) -> Principal | None:
         if self.access.no_auth:
             return Principal(LOCAL_USER, "none")
         scheme, _, credential = headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and credential:
-            return self.access.check_bearer(credential.strip())
+            # An API key is looked up in Redis: off the event loop.
+            return await run_in_threadpool(self.access.check_bearer, credential.strip())
         if scheme.lower() == "basic" and credential:
             try:
                 user, _, password = (

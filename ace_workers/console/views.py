@@ -6,6 +6,12 @@ template rendering exactly that dict, so a page shows nothing its API does not.
 ``action`` serves a state change as a POST at both paths: the read-only mode and
 the CSRF token are checked, the audit log gets a line, and a browser is sent
 back to a page while a script gets JSON.
+
+Who may see what: a principal with an API key sees its tenant's skillbooks only.
+:meth:`View.store` checks every skillbook a URL names with the scope check MCP uses
+(``authorize``): another tenant's skillbook answers 404, as if it did not exist, and a
+role below what the request needs (read for pages, the ``role`` each action declares)
+answers 403. Lists keep what :meth:`View.can_see` allows.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from ..distributed.service import Service
 from ..distributed.store.errors import ProposalConflictError, VersionConflict
 from ..distributed.store.keys import validate_skillbook_name
 from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
+from ..distributed.tenancy.api_keys import authorize, can_see, role_at_least
+from ..distributed.tenancy.errors import ForeignSkillbookError, RoleTooLowError
+from ..distributed.tenancy.tenants import TenantMap
 from ..errors import AceError
 from .access import Principal
 from .audit import record_action
@@ -77,6 +86,8 @@ class View:
     state: ConsoleState
     principal: Principal
     params: dict[str, str] = field(default_factory=dict)
+    # The role this request needs on the skillbooks it names: read for a page; an action's own.
+    role: str = "read"
 
     @property
     def service(self) -> Service:
@@ -84,8 +95,34 @@ class View:
 
     @property
     def actor(self) -> str:
-        """The actor the change log records for this user's changes."""
+        """The actor the change log records for this user's changes (``key:ID`` for an API key)."""
+        if self.principal.key_id:
+            return f"key:{self.principal.key_id}"
         return f"user:{self.principal.name}"
+
+    @property
+    def fleet_wide(self) -> bool:
+        """True for a fleet operator (basic auth, ACE_CONSOLE_TOKENS, a ``*`` key, --no-auth)."""
+        return self.principal.scope.fleet_wide
+
+    def tenants(self) -> TenantMap:
+        """Who owns which skillbook (the service's cached view, at most a few seconds old)."""
+        return self.service.runtime.tenants.current()
+
+    def can_see(self, skillbook: object) -> bool:
+        """True when this principal may see ``skillbook`` (lists keep only these)."""
+        if self.fleet_wide:
+            return True
+        return isinstance(skillbook, str) and can_see(self.principal.scope, skillbook, self.tenants())
+
+    def authorize(self, skillbook: str, role: str | None = None) -> None:
+        """404 for another tenant's skillbook (its existence is not revealed), 403 for a role too low."""
+        try:
+            authorize(self.principal.scope, role or self.role, skillbook, self.tenants())
+        except ForeignSkillbookError:
+            raise NotFoundError(_no_skillbook(skillbook)) from None
+        except RoleTooLowError as exc:
+            raise ForbiddenError(str(exc)) from None
 
     def path(self, name: str) -> str:
         return str(self.request.path_params[name])
@@ -114,10 +151,15 @@ class View:
             validate_skillbook_name(name)
         except ValueError as exc:
             raise BadRequestError(str(exc)) from None
+        self.authorize(name)  # before looking: the same 404 whether another tenant's one exists or not
         store = self.service.runtime.store(name)
         if not store.exists() and name not in list_skillbooks(self.state.redis, self.state.prefix):
-            raise NotFoundError(f"no skillbook {name!r} in this fleet's Redis")
+            raise NotFoundError(_no_skillbook(name))
         return store
+
+
+def _no_skillbook(name: str) -> str:
+    return f"no skillbook {name!r} in this fleet's Redis"
 
 
 @dataclass(frozen=True)
@@ -152,11 +194,15 @@ def page(path: str, template: str, view: ViewFunction, *, name: str, summary: st
     ]
 
 
-def action(path: str, do: ActionFunction, *, name: str, summary: str, target: str) -> list[BaseRoute]:
+def action(
+    path: str, do: ActionFunction, *, name: str, summary: str, target: str, role: str
+) -> list[BaseRoute]:
     """``POST {path}`` (a form; answered by a redirect) and ``POST /api{path}`` (JSON in and out).
 
     ``target`` is a format string over the path parameters naming what the
     action changes, for the audit log (``"{name}"``, ``"{name}/{proposal}"``).
+    ``role`` is what the action needs (review, admin): a principal below it gets 403, and
+    :meth:`View.store` checks it on the skillbook the action names.
     """
 
     async def run(request: Request) -> Response:
@@ -165,6 +211,15 @@ def action(path: str, do: ActionFunction, *, name: str, summary: str, target: st
         state = context.state
         if state.read_only:
             raise ForbiddenError("the console runs --read-only: it changes nothing")
+        context.role = role
+        skillbook = request.path_params.get("name")
+        if isinstance(skillbook, str):
+            # A foreign skillbook is 404 before the role is looked at; View.store checks it again.
+            await run_in_threadpool(context.authorize, skillbook)
+        elif not role_at_least(context.principal.role, role):
+            raise ForbiddenError(
+                f"{context.principal.name} has role {context.principal.role!r}: {name} needs role {role!r}"
+            )
         context.params = await _body(request, is_api)
         if context.principal.ambient:
             _check_csrf(context, request)

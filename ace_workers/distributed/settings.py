@@ -67,6 +67,21 @@ def _setting(default: Any, *, minimum: float | None = 0, positive: bool = False)
     return field(default=default, metadata={"minimum": minimum, "positive": positive})
 
 
+# What ``ace-workers key create`` prints (tenancy/api_keys.py): checked here for its shape only.
+_API_KEY = re.compile(r"ace_[0-9a-f]{8,32}_[A-Za-z0-9_-]{20,200}")
+
+
+def _check_api_key(value: str | None) -> None:
+    """InvalidSettingError naming ACE_API_KEY unless it is unset or shaped like a key."""
+    if value is not None and _API_KEY.fullmatch(value) is None:
+        # The value is a secret: the error names the variable and the format, never the value.
+        raise InvalidSettingError(
+            env_name("api_key"),
+            "(hidden)",
+            "not an API key: expected ace_<id>_<secret> from ace-workers key create",
+        )
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
     """Options of producers and workers; each is read from ``ACE_<FIELD NAME IN UPPER CASE>``.
@@ -172,6 +187,9 @@ class WorkerSettings:
       ``ace-workers console`` with; the user is who the change log and audit log say acted [unset]
     - ``ACE_CONSOLE_TOKENS``: "name:token" (comma-separated for several; each token at least 16
       characters) scripts send to the console as ``Authorization: Bearer TOKEN`` [unset]
+    - ``ACE_API_KEY``: the API key a producer presents (``ace-workers key create``): it then
+      refuses, before anything is sent, a skillbook the key's tenant does not own or a key whose
+      role is below ``learn``; never shown in the settings' repr [unset: no key checked]
     - ``ACE_OTLP_ENDPOINT``: OpenTelemetry collector (OTLP/HTTP base URL, e.g. ``http://collector:4318``)
       workers send their traces to, one trace per sample; ``ace-workers worker --otlp-endpoint``
       overrides it [unset: ``OTEL_EXPORTER_OTLP_ENDPOINT``, else no tracing]
@@ -258,6 +276,7 @@ class WorkerSettings:
     flower_basic_auth: str | None = field(default=None, repr=False)
     console_basic_auth: str | None = field(default=None, repr=False)
     console_tokens: str | None = field(default=None, repr=False)
+    api_key: str | None = field(default=None, repr=False)
     otlp_endpoint: str | None = None
     serve_label: str | None = None
     canary_share: float = _setting(0.0)
@@ -269,6 +288,7 @@ class WorkerSettings:
         _check_url("redis_url", self.redis_url, REDIS_SCHEMES)
         _check_url("broker_url", self.broker_url, (*AMQP_SCHEMES, *REDIS_SCHEMES))
         _check_url("store_url", self.store_url, (*REDIS_SCHEMES, *CLUSTER_SCHEMES))
+        _check_api_key(self.api_key)
         if self.log_format not in LOG_FORMATS:
             formats = " or ".join(LOG_FORMATS)
             raise InvalidSettingError(env_name("log_format"), self.log_format, f"use {formats}")

@@ -7,6 +7,8 @@ from typing import Any, Protocol
 
 from ..core.skill import Skill
 from ..core.skillbook import Skillbook
+from ..distributed.tenancy.api_keys import ApiKeys
+from ..distributed.tenancy.tenants import TenantMap
 from .models import (
     AskRequest,
     AskResponse,
@@ -73,6 +75,22 @@ class MCPBackend(Protocol):
         self, request: ReviewApproveRequest | ReviewRejectRequest, actor: str
     ) -> ReviewDecisionResponse:
         """Approve or reject a proposal as ``actor``."""
+        ...
+
+    def scoped_skillbook(self) -> str | None:
+        """The skillbook the tools act on, whose owner API keys are checked against; None in process."""
+        ...
+
+    def tenant_map(self) -> TenantMap:
+        """Who owns which skillbook now (empty in process: no tenants there)."""
+        ...
+
+    def skillbook_names(self) -> list[str]:
+        """Every skillbook of the fleet, sorted (none in process)."""
+        ...
+
+    def api_keys(self) -> ApiKeys | None:
+        """The fleet's API keys, accepted as bearer tokens over HTTP; None in process (no Redis)."""
         ...
 
     def close(self) -> None:

@@ -32,7 +32,9 @@ class MCPServerConfig:
       and refuses ace.skillbook.load, which would write a label [mcp]
     - ``ACE_MCP_SKILLBOOK_DIR``: the one directory ace.skillbook.save/load use [~/.ace-workers/skillbooks]
     - ``ACE_MCP_READ_ONLY``: refuse every tool that writes: learning, saving, loading [false]
-    - ``ACE_MCP_TOKEN``: HTTP: the bearer token every request must carry (or ``--token-file``)
+    - ``ACE_MCP_TOKEN``: HTTP: the operator's bearer token (or ``--token-file``): a fleet-wide
+      admin (tenant ``*``). On the fleet back end, scoped API keys (``ace-workers key create``)
+      are accepted as bearer tokens too, each reaching its tenant's skillbooks with its role
     - ``ACE_MCP_SESSION_TTL_SECONDS``: a session (and an HTTP connection) unused this long is
       forgotten [3600]
     - ``ACE_MCP_MAX_SESSIONS``: sessions kept at once; the least recently used goes first [64]

@@ -20,6 +20,7 @@ __all__ = [
     "SessionNotYoursError",
     "HTTPAuthSettingError",
     "ReviewRefusedError",
+    "ScopeRefusedError",
     "INVALID_PARAMS",
 ]
 
@@ -31,6 +32,7 @@ _PATH_NOT_ALLOWED = -32003
 _BACKEND = -32004
 _SESSION_NOT_YOURS = -32005
 _REVIEW_REFUSED = -32006
+_SCOPE_REFUSED = -32007
 
 
 class MCPToolError(AceError):
@@ -91,6 +93,13 @@ class ReviewRefusedError(MCPToolError):
 
     code = _REVIEW_REFUSED
     kind = "review_refused"
+
+
+class ScopeRefusedError(MCPToolError):
+    """The caller's API key does not reach this skillbook, or its role is below what the tool needs."""
+
+    code = _SCOPE_REFUSED
+    kind = "forbidden"
 
 
 class HTTPAuthSettingError(SettingsError):

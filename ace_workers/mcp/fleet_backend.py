@@ -18,6 +18,9 @@ from ..core.skillbook import Skillbook
 from ..distributed.producer import Producer
 from ..distributed.settings import WorkerSettings
 from ..distributed.store.labels import parse_skillbook_ref
+from ..distributed.store.store import list_skillbooks
+from ..distributed.tenancy.api_keys import ApiKeys
+from ..distributed.tenancy.tenants import TenantMap
 from ..roles import Agent
 from .backend import skill_items
 from .errors import BackendError, InvalidToolRequest, LabelWriteError
@@ -174,6 +177,21 @@ class FleetBackend:
         self, request: ReviewApproveRequest | ReviewRejectRequest, actor: str
     ) -> ReviewDecisionResponse:
         return decide_proposal(self.producer.runtime.store(self.skillbook_name).review, request, actor=actor)
+
+    def scoped_skillbook(self) -> str:
+        """The skillbook every tool acts on: API keys must reach its owner."""
+        return self.skillbook_name
+
+    def tenant_map(self) -> TenantMap:
+        return self.producer.runtime.tenants.current()
+
+    def skillbook_names(self) -> list[str]:
+        runtime = self.producer.runtime
+        return sorted(list_skillbooks(runtime.redis, runtime.settings.queue_prefix))
+
+    def api_keys(self) -> ApiKeys:
+        runtime = self.producer.runtime
+        return ApiKeys(runtime.redis, prefix=runtime.settings.queue_prefix)
 
     def close(self) -> None:
         self.producer.close()

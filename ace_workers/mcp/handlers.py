@@ -1,10 +1,14 @@
 """MCPHandlers: the tools' checks (sizes, sessions, paths, read-only), then the back end.
 
 Handlers are synchronous and thread-safe; the server runs each call in a
-worker thread. Each takes the request and ``owner``, the connection calling
-(see :mod:`.sessions`), which alone may use the sessions it opened. Every
-failure leaves as an :class:`MCPToolError` whose message names the problem;
-nothing is changed by a refused call.
+worker thread. Each takes the request, ``owner``, the connection calling
+(see :mod:`.sessions`), which alone may use the sessions it opened, and
+``caller``, the scope of the credential the call came with (an API key's
+tenant and role; the operator's token, stdio and --no-auth are fleet-wide
+admins). On the fleet every tool checks the caller may use the served
+skillbook with the role it needs (:data:`TOOL_ROLES`) before anything runs.
+Every failure leaves as an :class:`MCPToolError` whose message names the
+problem; nothing is changed by a refused call.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ..distributed.tenancy.api_keys import Scope, authorize, visible_skillbooks
+from ..distributed.tenancy.errors import ScopeError
 from ..errors import SkillbookFormatError
 from .backend import MCPBackend
 from .config import MCPServerConfig
-from .errors import BackendError, InvalidToolRequest, MCPToolError, ReadOnlyError
+from .errors import BackendError, InvalidToolRequest, MCPToolError, ReadOnlyError, ScopeRefusedError
 from .models import (
     AskRequest,
     AskResponse,
@@ -26,6 +32,8 @@ from .models import (
     LearnSampleResponse,
     SkillbookGetRequest,
     SkillbookGetResponse,
+    SkillbookListRequest,
+    SkillbookListResponse,
     SkillbookLoadRequest,
     SkillbookLoadResponse,
     SkillbookSaveRequest,
@@ -41,10 +49,25 @@ from .review_tools import (
 )
 from .sessions import Session, SessionStore
 
-__all__ = ["MCPHandlers"]
+__all__ = ["MCPHandlers", "TOOL_ROLES"]
 
 logger = logging.getLogger(__name__)
 ResponseT = TypeVar("ResponseT")
+
+# The role an API key needs for each tool, on the skillbook the server serves: reading and
+# exporting need read, learning learn, review decisions review, replacing the skillbook admin.
+TOOL_ROLES = {
+    "ace.ask": "read",
+    "ace.learn.sample": "learn",
+    "ace.learn.feedback": "learn",
+    "ace.skillbook.get": "read",
+    "ace.skillbook.list": "read",
+    "ace.skillbook.save": "read",
+    "ace.skillbook.load": "admin",
+    "ace.review.list": "read",
+    "ace.review.approve": "review",
+    "ace.review.reject": "review",
+}
 
 
 class MCPHandlers:
@@ -61,12 +84,14 @@ class MCPHandlers:
         )
 
     # -- the tools ------------------------------------------------------------------------
-    def ask(self, request: AskRequest, owner: str) -> AskResponse:
+    def ask(self, request: AskRequest, owner: str, caller: Scope) -> AskResponse:
+        self._authorize(caller, "ace.ask")
         self._check_text(question=request.question, context=request.context)
         return self._run(self.sessions.open(request.session_id, owner), self.backend.ask, request)
 
-    def learn_sample(self, request: LearnSampleRequest, owner: str) -> LearnSampleResponse:
+    def learn_sample(self, request: LearnSampleRequest, owner: str, caller: Scope) -> LearnSampleResponse:
         self._refuse_if_read_only("ace.learn.sample")
+        self._authorize(caller, "ace.learn.sample")
         if len(request.samples) > self.config.max_samples:
             raise InvalidToolRequest(
                 f"samples: {len(request.samples)} given, at most {self.config.max_samples} per call "
@@ -82,8 +107,11 @@ class MCPHandlers:
         session = self.sessions.open(request.session_id, owner)
         return self._run(session, self.backend.learn_samples, request)
 
-    def learn_feedback(self, request: LearnFeedbackRequest, owner: str) -> LearnFeedbackResponse:
+    def learn_feedback(
+        self, request: LearnFeedbackRequest, owner: str, caller: Scope
+    ) -> LearnFeedbackResponse:
         self._refuse_if_read_only("ace.learn.feedback")
+        self._authorize(caller, "ace.learn.feedback")
         self._check_text(feedback=request.feedback, ground_truth=request.ground_truth or "")
         session = self.sessions.existing(request.session_id, owner)
         if session.last_ask is None:
@@ -93,31 +121,61 @@ class MCPHandlers:
             )
         return self._run(session, self.backend.learn_feedback, request)
 
-    def get_skillbook(self, request: SkillbookGetRequest, owner: str) -> SkillbookGetResponse:
+    def get_skillbook(self, request: SkillbookGetRequest, owner: str, caller: Scope) -> SkillbookGetResponse:
+        self._authorize(caller, "ace.skillbook.get")
         session = self.sessions.open(request.session_id, owner)
         return self._run(session, self.backend.get_skillbook, request)
 
-    def save_skillbook(self, request: SkillbookSaveRequest, owner: str) -> SkillbookSaveResponse:
+    def save_skillbook(
+        self, request: SkillbookSaveRequest, owner: str, caller: Scope
+    ) -> SkillbookSaveResponse:
         # Saving writes a file, possibly over one already there: read-only refuses it too.
         self._refuse_if_read_only("ace.skillbook.save")
+        self._authorize(caller, "ace.skillbook.save")
         path = path_in_directory(self.directory, request.path)
         return self._run(self.sessions.open(request.session_id, owner), self.backend.save_skillbook, path)
 
-    def load_skillbook(self, request: SkillbookLoadRequest, owner: str) -> SkillbookLoadResponse:
+    def load_skillbook(
+        self, request: SkillbookLoadRequest, owner: str, caller: Scope
+    ) -> SkillbookLoadResponse:
         self._refuse_if_read_only("ace.skillbook.load")
+        self._authorize(caller, "ace.skillbook.load")
         path = path_in_directory(self.directory, request.path)
         return self._run(self.sessions.open(request.session_id, owner), self.backend.load_skillbook, path)
 
     # The review tools name no session: they read and decide the shared skillbook's proposals.
-    def review_list(self, request: ReviewListRequest, owner: str) -> ReviewListResponse:
+    def list_skillbooks(
+        self, request: SkillbookListRequest, owner: str, caller: Scope
+    ) -> SkillbookListResponse:
+        """The fleet's skillbooks the caller's tenant owns (all of them for an operator)."""
+        names = self._guarded(
+            "ace.skillbook.list",
+            lambda _: visible_skillbooks(caller, self.backend.skillbook_names(), self.backend.tenant_map()),
+            request,
+        )
+        return SkillbookListResponse(
+            tenant=caller.tenant,
+            role=caller.role,
+            served=self.backend.scoped_skillbook() or "session",
+            skillbooks=names[: request.limit],
+        )
+
+    def review_list(self, request: ReviewListRequest, owner: str, caller: Scope) -> ReviewListResponse:
+        self._authorize(caller, "ace.review.list")
         return self._guarded("ace.review.list", self.backend.review_list, request)
 
-    def review_approve(self, request: ReviewApproveRequest, owner: str, actor: str) -> ReviewDecisionResponse:
+    def review_approve(
+        self, request: ReviewApproveRequest, owner: str, caller: Scope, actor: str
+    ) -> ReviewDecisionResponse:
         self._refuse_if_read_only("ace.review.approve")
+        self._authorize(caller, "ace.review.approve")
         return self._guarded("ace.review.approve", lambda r: self.backend.review_decide(r, actor), request)
 
-    def review_reject(self, request: ReviewRejectRequest, owner: str, actor: str) -> ReviewDecisionResponse:
+    def review_reject(
+        self, request: ReviewRejectRequest, owner: str, caller: Scope, actor: str
+    ) -> ReviewDecisionResponse:
         self._refuse_if_read_only("ace.review.reject")
+        self._authorize(caller, "ace.review.reject")
         return self._guarded("ace.review.reject", lambda r: self.backend.review_decide(r, actor), request)
 
     def close(self) -> None:
@@ -139,6 +197,21 @@ class MCPHandlers:
                 f"{tool} writes (a skillbook or a file), and this server is read-only "
                 "(--read-only, ACE_MCP_READ_ONLY)"
             )
+
+    def _authorize(self, caller: Scope, tool: str) -> None:
+        """ScopeRefusedError unless ``caller`` may use the served skillbook as ``tool`` needs."""
+        skillbook = self.backend.scoped_skillbook()
+        if skillbook is None:  # in process: no tenants, and only the server's own token gets in
+            return
+        try:
+            authorize(
+                caller,
+                TOOL_ROLES[tool],
+                skillbook,
+                self._guarded(tool, lambda _: self.backend.tenant_map(), None),
+            )
+        except ScopeError as exc:
+            raise ScopeRefusedError(str(exc)) from None
 
     @staticmethod
     def _guarded(tool: str, call: Callable[[Any], ResponseT], argument: Any) -> ResponseT:

@@ -1,5 +1,9 @@
 """The HTTP app of the MCP server: bearer token, Host/Origin check, bounded and expiring connections.
 
+A request's bearer is the server's own token (ACE_MCP_TOKEN: the operator, a fleet-wide
+admin) or, on the fleet, a scoped API key (``ace-workers key create``), whose scope rides
+on the request's AccessToken (:class:`ScopedAccessToken`) to the tools' handlers.
+
 Built from the SDK's own parts (its session manager, transport security and
 bearer-auth middleware) rather than ``Server.streamable_http_app``, which turns
 the Host/Origin check on for 127.0.0.1 and localhost only and lets connections
@@ -9,9 +13,11 @@ live and grow without bound. Imported only when the server runs over HTTP.
 from __future__ import annotations
 
 import hmac
+import logging
 import socket
 from typing import Any
 
+import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
@@ -26,7 +32,20 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["MCP_PATH", "ConnectionLimit", "StaticTokenVerifier", "build_http_app", "transport_security"]
+from ..distributed.tenancy.api_keys import SECRET_PREFIX, ApiKeys
+from ..distributed.tenancy.api_keys import Scope as KeyScope
+
+__all__ = [
+    "MCP_PATH",
+    "ConnectionLimit",
+    "KeyVerifier",
+    "ScopedAccessToken",
+    "StaticTokenVerifier",
+    "build_http_app",
+    "transport_security",
+]
+
+logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 # JSON-RPC's range for server-defined errors; the same one the tools' errors use.
@@ -46,6 +65,32 @@ class StaticTokenVerifier:
         if not hmac.compare_digest(token.encode(), self._token):
             return None
         return AccessToken(token="", client_id="ace-mcp-client", scopes=[])
+
+
+class ScopedAccessToken(AccessToken):
+    """An AccessToken of a scoped API key: ``ace_scope`` is what the key may touch (server._scope_of)."""
+
+    ace_scope: KeyScope
+
+
+class KeyVerifier(StaticTokenVerifier):
+    """The server's own token (fleet-wide) or, when ``keys`` is given, a scoped API key of the fleet."""
+
+    def __init__(self, token: str, keys: ApiKeys | None) -> None:
+        super().__init__(token)
+        self._keys = keys
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        operator = await super().verify_token(token)
+        if operator is not None or self._keys is None or not token.startswith(SECRET_PREFIX):
+            return operator
+        keys = self._keys
+        # One HGET in Redis: off the event loop, as every other Redis call of the server.
+        record = await anyio.to_thread.run_sync(keys.authenticate, token)
+        if record is None:
+            logger.info("MCP request refused: an unknown or revoked API key")
+            return None
+        return ScopedAccessToken(token="", client_id=record.id, scopes=[], ace_scope=record.scope)
 
 
 def transport_security(host: str, port: int) -> TransportSecuritySettings:
@@ -89,9 +134,17 @@ class ConnectionLimit:
 
 
 def build_http_app(
-    server: Any, *, host: str, port: int, token: str | None, idle_seconds: float, max_connections: int
+    server: Any,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    idle_seconds: float,
+    max_connections: int,
+    keys: ApiKeys | None = None,
 ) -> Starlette:
-    """Streamable HTTP at ``/mcp``: the bearer ``token`` (None: no auth), checked Host/Origin, bounded."""
+    """Streamable HTTP at ``/mcp``: the bearer ``token`` (None: no auth) or one of ``keys``, checked
+    Host/Origin, bounded."""
     manager = StreamableHTTPSessionManager(
         app=server,
         security_settings=transport_security(host, port),
@@ -102,7 +155,7 @@ def build_http_app(
     if token is not None:
         endpoint = RequireAuthMiddleware(endpoint, required_scopes=[])
         middleware = [
-            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(StaticTokenVerifier(token))),
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(KeyVerifier(token, keys))),
             Middleware(AuthContextMiddleware),
         ]
     return Starlette(

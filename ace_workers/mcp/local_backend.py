@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.environments import Sample
+from ..distributed.tenancy.tenants import TenantMap
 from ..protocols import LLMClientLike
 from ..runners.ace_litellm import ACELiteLLM
 from .backend import skill_items
@@ -123,6 +124,20 @@ class LocalBackend:
         self, request: ReviewApproveRequest | ReviewRejectRequest, actor: str
     ) -> ReviewDecisionResponse:
         raise InvalidToolRequest(_NO_REVIEW)
+
+    def scoped_skillbook(self) -> None:
+        """None: each session's skillbook is its own, and no API key reaches this back end."""
+        return None
+
+    def tenant_map(self) -> TenantMap:
+        return TenantMap()
+
+    def skillbook_names(self) -> list[str]:
+        return []
+
+    def api_keys(self) -> None:
+        """None: API keys live in the fleet's Redis; in process only the server's token is accepted."""
+        return None
 
     def close(self) -> None:
         """Nothing to release: the skillbooks live and die with their sessions."""

@@ -26,6 +26,8 @@ __all__ = [
     "SkillbookSaveRequest",
     "SkillbookSaveResponse",
     "SkillbookLoadRequest",
+    "SkillbookListRequest",
+    "SkillbookListResponse",
     "SkillbookLoadResponse",
 ]
 
@@ -171,3 +173,18 @@ class SkillbookLoadResponse(BaseModel):
     path: str
     skill_count: int = Field(ge=0)
     version: int | None = Field(default=None, description="Fleet: the skillbook's new version.")
+
+
+class SkillbookListRequest(_Request):
+    """List the fleet's skillbooks this caller may use: its key's tenant's (every one for an operator)."""
+
+    limit: int = Field(default=500, ge=1, le=5000, description="Most names to return.")
+
+
+class SkillbookListResponse(BaseModel):
+    """The skillbooks the caller's tenant owns, by name, and the one this server serves."""
+
+    tenant: str = Field(description="The caller's tenant; '*' for an operator credential (every tenant).")
+    role: str = Field(description="The caller's role: read, learn, review or admin.")
+    served: str = Field(description="The skillbook this server's tools act on (ACE_MCP_SKILLBOOK).")
+    skillbooks: list[str]

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..distributed.store.actors import api_key_actor, local_user_actor
+from ..distributed.tenancy.api_keys import OPERATOR, Scope
 from ..extras import require_extra
 from .errors import INVALID_PARAMS, MCPToolError
 from .handlers import MCPHandlers
@@ -30,6 +31,8 @@ from .models import (
     LearnSampleResponse,
     SkillbookGetRequest,
     SkillbookGetResponse,
+    SkillbookListRequest,
+    SkillbookListResponse,
     SkillbookLoadRequest,
     SkillbookLoadResponse,
     SkillbookSaveRequest,
@@ -82,6 +85,12 @@ TOOLS: dict[str, ToolSpec] = {
     ),
     "ace.skillbook.get": ToolSpec(
         SkillbookGetRequest, SkillbookGetResponse, "get_skillbook", "Statistics and skills of the skillbook."
+    ),
+    "ace.skillbook.list": ToolSpec(
+        SkillbookListRequest,
+        SkillbookListResponse,
+        "list_skillbooks",
+        "Fleet: the skillbooks your key's tenant owns (every one for the operator's token).",
     ),
     "ace.skillbook.save": ToolSpec(
         SkillbookSaveRequest,
@@ -149,11 +158,12 @@ def build_server(handlers: MCPHandlers, *, handshake_only: bool = False) -> Any:
         if spec is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
         owner = _connection_of(ctx, MCPError)
+        caller = _scope_of(ctx)
         request = _parse_request(name, spec, params.arguments or {}, MCPError)
         handler: Callable[..., BaseModel] = getattr(handlers, spec.handler)
         extra = (_actor_of(ctx),) if spec.acts else ()
         try:
-            response = await anyio.to_thread.run_sync(handler, request, owner, *extra)
+            response = await anyio.to_thread.run_sync(handler, request, owner, caller, *extra)
         except MCPToolError as exc:
             logger.info("%s refused: %s", name, exc)
             raise MCPError(exc.code, f"{name}: {exc}", {"kind": exc.kind, "tool": name}) from None
@@ -186,6 +196,18 @@ def _connection_of(ctx: Any, error: Any) -> str:
             "tools/call: no MCP session: connect with the initialize handshake, which opens one",
         )
     return f"http:{session_id}"
+
+
+def _scope_of(ctx: Any) -> Scope:
+    """What the caller may touch: its API key's scope (see http_app.KeyVerifier), else fleet-wide.
+
+    Fleet-wide: stdio (the operator started the process), HTTP with the server's own token
+    (ACE_MCP_TOKEN), and --no-auth on loopback (only this machine reaches it).
+    """
+    request = ctx.request
+    user = request.scope.get("user") if request is not None else None
+    scope = getattr(getattr(user, "access_token", None), "ace_scope", None)
+    return scope if isinstance(scope, Scope) else OPERATOR
 
 
 def _actor_of(ctx: Any) -> str:
@@ -273,5 +295,6 @@ def http_server(handlers: MCPHandlers, http: HTTPOptions) -> Any:
         token=http.token,
         idle_seconds=handlers.config.session_ttl_seconds,
         max_connections=handlers.config.max_connections,
+        keys=handlers.backend.api_keys(),  # the fleet's scoped keys; None in process
     )
     return uvicorn.Server(uvicorn.Config(app, host=http.host, port=http.port, log_level="warning"))

@@ -116,8 +116,16 @@ def test_batch_cancel_and_resume_speak_json(
         "cancelled_now": True,
         "state": "cancelled",
         "total": 1,
-        # The ledger's five states, the one sample never started counted cancelled.
-        **{"done": 0, "failed": 0, "running": 0, "queued": 0, "cancelled": 1, "retried": 0},
+        # The ledger's six states, the one sample never started counted cancelled.
+        **{
+            "done": 0,
+            "failed": 0,
+            "running": 0,
+            "queued": 0,
+            "waiting_for_budget": 0,
+            "cancelled": 1,
+            "retried": 0,
+        },
     }
     assert resumed.exit_code == 0, resumed.output
     assert json.loads(resumed.stdout) == {

@@ -136,6 +136,7 @@ def test_the_tools_table_names_the_tools_of_the_design() -> None:
         "ace.learn.sample",
         "ace.learn.feedback",
         "ace.skillbook.get",
+        "ace.skillbook.list",
         "ace.skillbook.save",
         "ace.skillbook.load",
         "ace.review.list",

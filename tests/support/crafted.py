@@ -30,16 +30,20 @@ def publish_step(
     batch_id: str,
     recipe: Any = "trace_analyser",
     create_batch: bool = True,
+    tenant: Any = None,
 ) -> None:
     """Publish step 0 of ``recipe`` on ``payload`` to the learn queue, as sample 1 of ``batch_id``.
 
     With ``create_batch``, a one-sample batch is recorded for it first (the sample counted
     as sent), so the failure it meets is recorded there; without, the batch does not exist.
+    ``tenant``: the message names it (None: the message has no tenant, as before tenants).
     """
     runtime = service.runtime
     if create_batch:
         create_one_sample_batch(service, batch_id)
     kwargs = first_step_kwargs(recipe, batch_id)
+    if tenant is not None:
+        kwargs["tenant"] = tenant
     service.app.send_task(STEP_TASK, args=[payload], kwargs=kwargs, queue=runtime.queue("learn"))
 
 

@@ -66,7 +66,7 @@ def batch_rows(view: View, skillbook: str | None, limit: int) -> list[dict[str, 
             status = batches.status(batch_id)
         except BatchNotFoundError:
             continue  # expired since it was listed
-        if skillbook is None or status.skillbook == skillbook:
+        if (skillbook is None or status.skillbook == skillbook) and view.can_see(status.skillbook):
             rows.append(_row(view, status))
     rows.sort(key=lambda row: row["created"], reverse=True)
     return rows
@@ -75,6 +75,14 @@ def batch_rows(view: View, skillbook: str | None, limit: int) -> list[dict[str, 
 def batch_page(view: View) -> dict[str, Any]:
     """One batch: the ``status --json`` document, progress and timings per step, LLM usage, errors."""
     batch_id = view.path("batch_id")
+    ttl = view.service.runtime.settings.result_ttl_seconds
+    missing = f"no batch {batch_id!r}: never created, or its records expired ({ttl} s after it finished)"
+    try:
+        # Another tenant's batch is as missing as one never made: its existence is not revealed.
+        if not view.can_see(view.service.runtime.batches.status(batch_id).skillbook):
+            raise NotFoundError(missing)
+    except BatchNotFoundError:
+        raise NotFoundError(missing) from None
     answer = fleet_consumers(view.request.app.state, view.service)
     try:
         report = batch_report(
@@ -84,10 +92,7 @@ def batch_page(view: View) -> dict[str, Any]:
             consumers=lambda queue: answer.consumers.get(queue, []),
         )
     except BatchNotFoundError:
-        ttl = view.service.runtime.settings.result_ttl_seconds
-        raise NotFoundError(
-            f"no batch {batch_id!r}: never created, or its records expired ({ttl} s after it finished)"
-        ) from None
+        raise NotFoundError(missing) from None
     status = report.status
     steps = view.service.runtime.batches.step_stats(batch_id)
     return {
@@ -118,9 +123,11 @@ def _skillbook_filter(view: View) -> str | None:
     if not name:
         return None
     try:
-        return validate_skillbook_name(name)
+        validate_skillbook_name(name)
     except ValueError as exc:
         raise BadRequestError(f"skillbook={name!r}: {exc}") from None
+    view.authorize(name)  # another tenant's: 404
+    return name
 
 
 def _iso(timestamp: float) -> str:

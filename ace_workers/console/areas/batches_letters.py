@@ -32,8 +32,17 @@ _FILTER_FIELDS = ("batch", "skillbook", "since")
 def dead_letters_page(view: View) -> dict[str, Any]:
     """The parked letters the filter picks (``?batch=``, ``?skillbook=``, ``?since=``), oldest first."""
     fields, matches = _filter(view)
-    letters = read_dead_letters(view.service.runtime, matches)
-    parked = int(view.state.redis.llen(dead_letters_key(view.state.prefix)))
+    letters = [
+        letter
+        for letter in read_dead_letters(view.service.runtime, matches)
+        if view.can_see(letter.kwarg("skillbook"))
+    ]
+    if view.fleet_wide:
+        parked = int(view.state.redis.llen(dead_letters_key(view.state.prefix)))
+    else:  # the count of the tenant's own letters: others' say nothing to it
+        parked = sum(
+            1 for letter in read_dead_letters(view.service.runtime) if view.can_see(letter.kwarg("skillbook"))
+        )
     return {
         "filter": fields,
         "letters": [_letter(letter) for letter in letters],
@@ -45,6 +54,13 @@ def dead_letters_page(view: View) -> dict[str, Any]:
 def retry_letters(view: View) -> ActionResult:
     """Send back the letters the filter picks; the others stay parked."""
     fields, matches = _filter(view)
+    if not view.fleet_wide:
+        # Letters are fleet-wide; a tenant's key retries those of a skillbook it names (and owns).
+        if not fields["skillbook"]:
+            raise BadRequestError(
+                "an API key of a tenant retries one skillbook's letters: name it (skillbook=)"
+            )
+        view.authorize(fields["skillbook"])
     report = retry_dead_letters(view.service.app, view.service.runtime, matches)
     message = f"{report.sent} dead letter(s) sent back to their step"
     if report.kept:
@@ -95,6 +111,7 @@ LETTER_ROUTES: list[BaseRoute] = [
         "/dead-letters/retry",
         retry_letters,
         name="dead-letters:retry",
+        role="admin",
         summary="Send back the dead letters the filter (batch, skillbook, since) picks.",
         target="dead-letters",
     ),

@@ -104,6 +104,8 @@ def _lag(view: View, now: float) -> list[dict[str, Any]]:
             continue
         if status.state is not BatchState.RUNNING:
             continue  # finished; the reconciler takes it off the running set on its next round
+        if not view.can_see(status.skillbook):
+            continue  # an API key's principal sees its tenant's batches only
         oldest = batches.oldest_progress(batch_id)
         rows.append(
             {
@@ -125,7 +127,8 @@ def _partitions(view: View, answer: InspectAnswer, queues: list[dict[str, Any]])
     write_queues = settings.write_queues()
     skillbooks: dict[str, list[str]] = {queue: [] for queue in write_queues}
     for name in list_skillbooks(view.state.redis, view.state.prefix):
-        skillbooks[settings.write_queue(name)].append(name)
+        if view.can_see(name):
+            skillbooks[settings.write_queue(name)].append(name)
     return {
         "configured": settings.write_partitions,
         "recorded": recorded_partitions(view.state.redis, settings),

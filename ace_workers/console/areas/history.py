@@ -163,6 +163,7 @@ ROUTES: list[BaseRoute] = [
         "/skillbooks/{name}/rollback",
         rollback,
         name="rollback",
+        role="admin",
         summary="Roll back to version `to` as a new version (refused if the head is not `expect`).",
         target="{name}",
     ),

@@ -31,6 +31,8 @@ def skillbooks_index(view: View) -> dict[str, Any]:
     """Each skillbook: head version, active skills of its limit, labels, last change, pending proposals."""
     rows = []
     for name in list_skillbooks(view.state.redis, view.state.prefix):
+        if not view.can_see(name):  # an API key's principal: its tenant's skillbooks only
+            continue
         store = view.service.runtime.store(name)
         # The newest version's digest (kept per version), not its entry: an import's holds every skill.
         last = recent_digests(store, 1).digests if store.exists() else []

@@ -112,6 +112,7 @@ SKILL_ROUTES: list[BaseRoute] = [
             name=f"skill:{name}",
             summary=_SUMMARIES[name],
             target="{name}/{skill_id}",
+            role="admin",  # pin, archive, ...: curating the skillbook by hand
         )
     ),
     *page(

@@ -22,6 +22,7 @@ from ..settings import WorkerSettings, env_name
 from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys
 from ..store.labels import SkillbookRef, parse_skillbook_ref
+from ..tenancy.api_keys import ApiKeys, authorize
 from ..worker.app import create_app, is_redis_full
 from ..worker.chains import enqueue_epoch
 from ..worker.epochs import resume_batch
@@ -176,6 +177,11 @@ class Producer:
     runtime of the caller's, no task registration. A service that already has
     a Celery app and runtime passes them in, and the producer then leaves their
     connections to their owner. Use it as a context manager, or call close().
+
+    ``api_key`` (default ACE_API_KEY): a scoped key (``ace-workers key create``); every enqueue
+    then authenticates it and refuses, before anything is sent, a skillbook its tenant does not
+    own (ForeignSkillbookError) or a key whose role is below ``learn`` (RoleTooLowError); an
+    unknown or revoked key raises InvalidApiKeyError.
     """
 
     def __init__(
@@ -184,6 +190,7 @@ class Producer:
         *,
         app: Celery | None = None,
         runtime: WorkerRuntime | None = None,
+        api_key: str | None = None,
     ) -> None:
         if (app is None) != (runtime is None):
             raise ValueError("Producer takes both app and runtime, or neither (it then builds its own)")
@@ -200,6 +207,8 @@ class Producer:
         self.settings = settings
         self.app = app
         self.runtime = runtime
+        # Kept private, and out of every message and log line: only its id is ever named.
+        self._api_key = api_key or settings.api_key
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Producer:
@@ -258,6 +267,7 @@ class Producer:
 
         An ``AgentHistoryList`` is kept as its trace dict, as in :meth:`enqueue_traces`.
         """
+        self._check_key(skillbook)
         keys = SkillbookKeys(skillbook, self.runtime.settings.queue_prefix)
         return append_to_inbox(
             self.runtime.redis,
@@ -303,7 +313,18 @@ class Producer:
         ``enqueued`` count on (:func:`~ace_workers.distributed.worker.epochs.resume_batch`).
         Returns how many samples were sent; 0 for a batch with nothing left to send.
         """
+        if self._api_key is not None:
+            self._check_key(self.runtime.batches.status(batch_id).skillbook)
         return resume_batch(self.app, self.runtime, batch_id)
+
+    def _check_key(self, skillbook: str) -> None:
+        """With an API key: it must authenticate, its tenant own ``skillbook``, its role reach learn."""
+        if self._api_key is None:
+            return
+        runtime = self.runtime
+        record = ApiKeys(runtime.redis, prefix=runtime.settings.queue_prefix).require(self._api_key)
+        # Read now, not from the cache: a key is checked against who owns the skillbook this moment.
+        authorize(record.scope, "learn", skillbook, runtime.tenants.registry.map())
 
     def _enqueue(
         self,
@@ -327,6 +348,7 @@ class Producer:
         """
         ref = parse_skillbook_ref(skillbook)  # NAME or NAME@LABEL: learning writes NAME's head
         skillbook = ref.name
+        self._check_key(skillbook)  # first: a refused key learns nothing about the fleet
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be an int of at least 1, got {epochs!r}")
         limit = self.runtime.settings.max_batch_size
@@ -355,6 +377,7 @@ class Producer:
         most = limit if count is None else count
         bounded = items if isinstance(items, Sequence) else _at_most(items, most)
         first = self._payloads(to_contexts(bounded), epochs, per_epoch, batch_id, serving)
+        tenant = self.runtime.tenants.tenant_of(skillbook)
         self.runtime.batches.create(
             batch_id,
             skillbook=skillbook,
@@ -362,7 +385,7 @@ class Producer:
             per_epoch=per_epoch,
             epochs=epochs,
             skills_at_start=len(self.runtime.skillbook(skillbook)),
-            tenant=self.runtime.tenants.tenant_of(skillbook),
+            tenant=tenant,
         )
         handle = BatchHandle(batch_id, self.runtime, self.app)
         # Every input is stored before the first is sent: a producer that dies while sending
@@ -387,6 +410,7 @@ class Producer:
             skillbook=skillbook,
             batch_id=batch_id,
             epoch=1,
+            tenant=tenant,
         )
         if overflow:
             # The batch is what was stored, so it finishes; the caller learns what was left out.

@@ -82,7 +82,7 @@ _CHUNK = 500
 
 
 # The batch's keys besides its meta hash; all of them get the TTL when the batch finishes. The
-# first seven in the order finish_sample.lua takes them.
+# first eight in the order finish_sample.lua takes them.
 _PARTS = (
     "outcomes",
     "records",
@@ -91,6 +91,7 @@ _PARTS = (
     "reopened",
     "steps",
     "stepped",
+    "waiting",
     "items",
     "redrives",
     "traces",
@@ -110,11 +111,13 @@ def parse_sample_key(key: str) -> tuple[int, int]:
 
 @dataclass
 class BatchStatus:
-    """A batch's progress: every sample of every epoch is in exactly one of five states.
+    """A batch's progress: every sample of every epoch is in exactly one of six states.
 
     ``done``, ``failed`` (dead-lettered), ``running`` (its first step started), ``queued``
-    (sent and not started, or not sent yet: later epochs, or what a producer is still sending)
-    and ``cancelled`` (unfinished when the batch was cancelled) add up to ``total``.
+    (sent and not started, or not sent yet: later epochs, or what a producer is still sending),
+    ``waiting_for_budget`` (a step was deferred because its tenant's budget is spent; it runs
+    on when the budget has room) and ``cancelled`` (unfinished when the batch was cancelled)
+    add up to ``total``.
     """
 
     batch_id: str
@@ -137,6 +140,7 @@ class BatchStatus:
     retried: int = 0
     created: float = 0.0
     tenant: str = DEFAULT_TENANT
+    waiting: int = 0  # samples marked waiting for budget (the batch's waiting hash)
 
     @property
     def in_flight(self) -> int:
@@ -157,12 +161,18 @@ class BatchStatus:
         """
         if self.cancelled:
             return 0
-        return min(self.unfinished, max(0, self.started - self.done - self.failed))
+        waiting = self.waiting_for_budget
+        return min(self.unfinished - waiting, max(0, self.started - self.done - self.failed - waiting))
+
+    @property
+    def waiting_for_budget(self) -> int:
+        """Samples whose step was deferred for their tenant's spent budget (none once cancelled)."""
+        return 0 if self.cancelled else min(self.unfinished, self.waiting)
 
     @property
     def queued(self) -> int:
         """Samples not started yet: sent and waiting, or still to be sent (none once cancelled)."""
-        return 0 if self.cancelled else self.unfinished - self.running
+        return 0 if self.cancelled else self.unfinished - self.running - self.waiting_for_budget
 
     @property
     def cancelled_samples(self) -> int:
@@ -170,12 +180,13 @@ class BatchStatus:
         return self.unfinished if self.cancelled else 0
 
     def counts(self) -> dict[str, int]:
-        """The five states' counts, which add up to ``total``, and how many retried samples finished."""
+        """The six states' counts, which add up to ``total``, and how many retried samples finished."""
         return {
             "done": self.done,
             "failed": self.failed,
             "running": self.running,
             "queued": self.queued,
+            "waiting_for_budget": self.waiting_for_budget,
             "cancelled": self.cancelled_samples,
             "retried": self.retried,
         }
@@ -196,12 +207,16 @@ class BatchStatus:
         }
 
     def summary(self) -> str:
-        """'5 done (2 retried), 1 failed, 0 running, 4 queued of 10': every state, adding up to the total."""
+        """'5 done (2 retried), 1 failed, 0 running, 4 queued of 10': every state, adding up to the total.
+
+        Samples waiting for budget are named when there are some ('..., 3 waiting for budget of 10').
+        """
         retried = f" ({self.retried} retried)" if self.retried else ""
+        waiting = f", {self.waiting_for_budget} waiting for budget" if self.waiting_for_budget else ""
         cancelled = f", {self.cancelled_samples} cancelled" if self.cancelled else ""
         return (
             f"{self.done} done{retried}, {self.failed} failed, {self.running} running, "
-            f"{self.queued} queued{cancelled} of {self.total}"
+            f"{self.queued} queued{waiting}{cancelled} of {self.total}"
         )
 
     @property
@@ -414,7 +429,10 @@ class BatchStore:
         Raises:
             BatchNotFoundError: the batch has no record (never created, or expired); nothing was written.
         """
-        keys = [self._key(batch_id), self._key(batch_id, "progress"), self._key(batch_id, "started")]
+        keys = [
+            self._key(batch_id),
+            *(self._key(batch_id, part) for part in ("progress", "started", "waiting")),
+        ]
         args: list[EncodableT] = [sample_key(epoch, index), time.time(), int(first_step)]
         answer = int(self._progress_script(keys=keys, args=args))
         if answer == _NO_BATCH:
@@ -618,7 +636,8 @@ class BatchStore:
         pipe.hgetall(self._key(batch_id))
         pipe.hlen(self._key(batch_id, "started"))
         pipe.llen(self._key(batch_id, "items"))
-        meta, started, stored = pipe.execute()
+        pipe.hlen(self._key(batch_id, "waiting"))
+        meta, started, stored, waiting = pipe.execute()
         text = {decode_text(k): decode_text(v) for k, v in meta.items()}
         # A counter bumped by a late task after the record expired leaves a hash without its fields.
         if "skillbook" not in text:
@@ -645,6 +664,7 @@ class BatchStore:
             cancelled=text.get("cancelled") == "1",
             retried=int(text.get("retried") or 0),
             created=float(text["created"]),
+            waiting=int(waiting),
         )
 
     def records(self, batch_id: str) -> dict[str, dict[str, Any]]:

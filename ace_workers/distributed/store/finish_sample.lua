@@ -13,7 +13,8 @@
 --
 -- KEYS[1] batch meta hash, KEYS[2] outcomes hash, KEYS[3] records hash, KEYS[4] progress zset,
 -- KEYS[5] started hash, KEYS[6] reopened hash, KEYS[7] steps hash, KEYS[8] stepped hash,
--- KEYS[9..] the batch's other keys (items, redrives, traces), for the TTL
+-- KEYS[9] waiting hash (a finished sample waits for no budget), KEYS[10..] the batch's other keys
+-- (items, redrives, traces), for the TTL
 -- ARGV[1] sample key, ARGV[2] outcome ("done" or "failed"), ARGV[3] record JSON,
 -- ARGV[4] epoch counter field ("finished:eN"), ARGV[5] TTL in seconds, ARGV[6] now (unix time),
 -- ARGV[7] the step's index ('' if none is known), ARGV[8] its name, and for a done sample the last
@@ -52,6 +53,7 @@ if ARGV[7] ~= '' then
     end
 end
 redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('HDEL', KEYS[9], ARGV[1])
 redis.call('HSETNX', KEYS[5], ARGV[1], 1)
 redis.call('HSET', KEYS[1], 'progress_at', ARGV[6])
 local meta = redis.call('HMGET', KEYS[1], 'done', 'failed', 'total', 'sealed')

@@ -40,6 +40,8 @@ A batch ``ID`` (the ledger of what was sent and what finished)::
                                        "N:cost" (USD, only where the provider priced a call)
     ace:{batch:ID}:stepped     hash    sample key -> how many of its steps finished (the count-once marker)
     ace:{batch:ID}:traces      hash    sample key -> the W3C trace context it was sent with (tracing on)
+    ace:{batch:ID}:waiting     hash    sample key -> JSON mark of a sample waiting for its tenant's budget
+                                       (tenant, step); removed when one of its steps starts or it finishes
     ace:{batch:ID}:starting:eN string  lock: held while one sender sends epoch N's samples (expires)
     ace:{batch:ID}:reconciling string  lock: held by the one reconciler of this batch (expires)
     ace:batches:running        set     ids of batches not yet finished (the reconciler's work list)
@@ -65,14 +67,23 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:{limits}:expiry        zset    reservation id -> when it expires (a crashed worker's is freed)
     ace:{limits}:rate:M        hash    model M's shared pacing: request and token schedules, 429 state
     ace:{limits}:throttled     hash    model -> until when a 429 slowed it (every process's cheap check)
+    ace:{apikeys}              hash    SHA-256 of an API key's secret -> the key's JSON (id, tenant, role)
+    ace:{apikeys}:ids          hash    key id -> the SHA-256 its record is stored under (revoke, list)
+    ace:{deferred:T}           hash    "BATCH|eN:I|STEP" -> JSON of a step message tenant T's spent budget
+                                       deferred (its kwargs and payload, the limit, when it resets)
+    ace:{deferred:T}:order     zset    the same fields -> when they were parked (released oldest first)
+    ace:{deferred:T}:blocked   hash    "MODEL|LIMIT" -> JSON of the last refusal (spent, budget, resets_at)
+    ace:deferred:tenants       set     tenants that ever deferred a sample (the releaser's work list)
 
 Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
 they all live in one hash slot and one MULTI/EXEC can span them; every key of a
 batch carries ``{batch:ID}``, so its finish script runs in one slot too. The keys
 that span skillbooks (``ace:skillbooks``, ``ace:dead_letters``, ``ace:batches:running``,
 ``ace:batches:recent``, ``ace:write_partitions``, ``ace:console:audit`` and the claim-check keys)
-each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag,
-and the LLM limiter's keys, which its one script touches together, the ``{limits}`` tag): no
+each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag, and
+the API keys' two the ``{apikeys}`` tag, so one transaction writes both of a pair; a tenant's
+deferred samples share the ``{deferred:T}`` tag, so one script parks or claims one; the LLM
+limiter's keys, which its one script touches together, the ``{limits}`` tag): no
 transaction or script touches one of them together with another key (a batch's creation writes
 its record, the running set and the recent index in one pipeline, not one transaction), so they
 work on a cluster as they are (ACE_STORE_URL=redis+cluster://...).
@@ -119,9 +130,13 @@ __all__ = [
     "NIGHTLY_RUN_FIELDS",
     "NIGHTLY_STALLS",
     "write_probe_key",
+    "api_keys_key",
+    "api_key_ids_key",
     "claim_key",
     "claim_digest",
     "decision_field",
+    "deferred_key",
+    "deferring_tenants_key",
     "registry_key",
     "recent_batches_key",
     "running_batches_key",
@@ -299,6 +314,26 @@ class LimiterKeys:
     def throttled(self) -> str:
         """Hash: model -> until when a provider 429 slowed it."""
         return f"{self.base}:throttled"
+
+
+def api_keys_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """Hash: SHA-256 (hex) of an API key's secret -> the key's JSON record; the secret is never stored."""
+    return f"{validate_key_prefix(prefix)}:{{apikeys}}"
+
+
+def api_key_ids_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """Hash: API key id -> the SHA-256 its record is stored under, so a key is revoked by its id."""
+    return f"{validate_key_prefix(prefix)}:{{apikeys}}:ids"
+
+
+def deferred_key(prefix: str, tenant: str, part: str = "") -> str:
+    """A key of tenant ``tenant``'s deferred samples; all of them share the ``{deferred:T}`` hash tag."""
+    return f"{validate_key_prefix(prefix)}:{{deferred:{tenant}}}{':' + part if part else ''}"
+
+
+def deferring_tenants_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """Set: the tenants that ever deferred a sample for their budget (where a releaser looks)."""
+    return f"{validate_key_prefix(prefix)}:deferred:tenants"
 
 
 def write_probe_key(token: str, prefix: str = DEFAULT_PREFIX) -> str:

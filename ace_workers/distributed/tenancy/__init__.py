@@ -3,9 +3,25 @@
 Above the store (it keeps all of it in Redis) and below the workers, which enforce it.
 """
 
+from .api_keys import (
+    ALL_TENANTS,
+    OPERATOR,
+    ROLES,
+    ApiKey,
+    ApiKeys,
+    Scope,
+    authorize,
+    can_see,
+    role_at_least,
+    visible_skillbooks,
+)
 from .errors import (
     BudgetExhaustedError,
+    ForeignSkillbookError,
+    InvalidApiKeyError,
     InvalidTenantError,
+    RoleTooLowError,
+    ScopeError,
     TenancyError,
     TenantConflictError,
     TenantExistsError,
@@ -23,6 +39,17 @@ from .tenants import (
 )
 
 __all__ = [
+    # API keys
+    "ALL_TENANTS",
+    "OPERATOR",
+    "ROLES",
+    "ApiKey",
+    "ApiKeys",
+    "Scope",
+    "authorize",
+    "can_see",
+    "role_at_least",
+    "visible_skillbooks",
     # tenants
     "ALL_MODELS",
     "DEFAULT_TENANT",
@@ -34,7 +61,11 @@ __all__ = [
     "validate_tenant_name",
     # errors
     "BudgetExhaustedError",
+    "ForeignSkillbookError",
+    "InvalidApiKeyError",
     "InvalidTenantError",
+    "RoleTooLowError",
+    "ScopeError",
     "TenancyError",
     "TenantConflictError",
     "TenantExistsError",

@@ -8,6 +8,10 @@ from ...errors import AceError
 
 __all__ = [
     "BudgetExhaustedError",
+    "ForeignSkillbookError",
+    "InvalidApiKeyError",
+    "RoleTooLowError",
+    "ScopeError",
     "InvalidTenantError",
     "TenancyError",
     "TenantConflictError",
@@ -56,6 +60,59 @@ class TenantConflictError(TenancyError, ValueError):
         self.other = other
         self.what = what
         super().__init__(f"tenant {name!r} cannot own {what}: tenant {other!r} does; remove it there first")
+
+
+class InvalidApiKeyError(TenancyError):
+    """An API key that authenticates nobody: malformed, unknown or revoked (``key_id`` if it names one)."""
+
+    def __init__(self, key_id: str | None, problem: str) -> None:
+        self.key_id = key_id
+        self.problem = problem
+        named = f"API key {key_id!r}" if key_id else "the API key"
+        super().__init__(f"{named}: {problem}")
+
+
+class ScopeError(TenancyError, PermissionError):
+    """A key may not do this on this skillbook; names the key, its tenant and role, the skillbook,
+    its owner and the role needed."""
+
+    def __init__(
+        self, *, key_id: str, key_tenant: str, key_role: str, skillbook: str, owner: str, needed: str
+    ) -> None:
+        self.key_id = key_id
+        self.key_tenant = key_tenant
+        self.key_role = key_role
+        self.skillbook = skillbook
+        self.owner = owner
+        self.needed = needed
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        return (
+            f"key {self.key_id!r} (tenant {self.key_tenant!r}, role {self.key_role!r}) may not use "
+            f"skillbook {self.skillbook!r} of tenant {self.owner!r} with role {self.needed!r}"
+        )
+
+
+class ForeignSkillbookError(ScopeError):
+    """The skillbook belongs to another tenant than the key's."""
+
+    def _message(self) -> str:
+        return (
+            f"key {self.key_id!r} of tenant {self.key_tenant!r} (role {self.key_role!r}) is refused "
+            f"skillbook {self.skillbook!r}: tenant {self.owner!r} owns it (this needs role {self.needed!r} "
+            f"with a key of tenant {self.owner!r})"
+        )
+
+
+class RoleTooLowError(ScopeError):
+    """The key's tenant owns the skillbook, but its role is below the one needed."""
+
+    def _message(self) -> str:
+        return (
+            f"key {self.key_id!r} of tenant {self.key_tenant!r} has role {self.key_role!r}: this needs "
+            f"role {self.needed!r} on skillbook {self.skillbook!r} (tenant {self.owner!r})"
+        )
 
 
 class BudgetExhaustedError(TenancyError):

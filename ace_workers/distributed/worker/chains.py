@@ -7,6 +7,7 @@ from typing import Any
 
 from celery import Celery, chain
 
+from ..store.keys import DEFAULT_TENANT
 from .app import WORKER_PUBLISH_RETRY_POLICY
 from .errors import UnknownStepError
 from .fleet import recipe_shape
@@ -29,10 +30,12 @@ def sample_chain(
     epoch: int,
     sample_index: int,
     start: int = 0,
+    tenant: str = DEFAULT_TENANT,
 ) -> Any:
     """The chain of step tasks for one sample from step ``start`` on.
 
-    The first task gets the payload, each next one the previous task's result.
+    The first task gets the payload, each next one the previous task's result. ``tenant`` is
+    the batch's (its record's ``tenant``): every step checks it still owns the skillbook.
     """
     _, routes = runtime.pipeline(recipe, skillbook)
     if not 0 <= start < len(routes):
@@ -51,6 +54,7 @@ def sample_chain(
             "epoch": epoch,
             "sample_index": sample_index,
             "shape": shape,
+            "tenant": tenant,
         }
         args = (payload,) if route.index == start else ()
         # Every step after the first is published by the worker that ran the one before it.
@@ -85,10 +89,12 @@ def enqueue_epoch(
     batch_id: str,
     epoch: int,
     first_index: int = 1,
+    tenant: str = DEFAULT_TENANT,
 ) -> int:
     """Send one chain per payload, counting each in the batch before it goes; return how many were sent.
 
-    Samples are numbered from ``first_index`` (above 1 when resuming an epoch half sent).
+    Samples are numbered from ``first_index`` (above 1 when resuming an epoch half sent);
+    ``tenant`` is the batch's, carried by every step message (see :func:`sample_chain`).
     The batch stored its inputs before (``BatchStore.store_items``): later epochs are
     built from them, and the reconciler sends a lost sample again from its stored input.
 
@@ -111,6 +117,7 @@ def enqueue_epoch(
                 batch_id=batch_id,
                 epoch=epoch,
                 sample_index=sample_index,
+                tenant=tenant,
             ).apply_async()
         sent += 1
     return sent

@@ -237,6 +237,8 @@ def _send(app: Celery, runtime: WorkerRuntime, letter: DeadLetter) -> str | None
             epoch=epoch,
             sample_index=index,
             start=kwargs["index"],
+            # The batch's tenant, as it was sent with: not whatever tenant the letter's message named.
+            tenant=runtime.batches.status(batch_id).tenant,
         )
         reopened = runtime.batches.reopen(batch_id, epoch, index)
     except BatchCancelledError as exc:

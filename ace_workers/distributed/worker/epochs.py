@@ -100,6 +100,7 @@ def resume_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: i
             batch_id=batch_id,
             epoch=epoch,
             first_index=sent + 1,
+            tenant=status.tenant,
         )
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "FleetSettingsMismatch",
     "RecipeShapeMismatch",
     "StepAborted",
+    "ForeignTenantError",
 ]
 
 
@@ -185,3 +186,20 @@ class RecipeShapeMismatch(WorkerError, ValueError):
 
 class StepAborted(WorkerError):
     """A step raised what Celery mishandles (SystemExit, MemoryError, ...); its sample was failed."""
+
+
+class ForeignTenantError(WorkerError):
+    """A step message names a skillbook its tenant does not own: refused, nothing of it runs or writes.
+
+    ``tenant`` is the tenant the message was sent for (its batch's), ``owner`` the tenant that
+    owns ``skillbook`` on this worker's view of the tenants.
+    """
+
+    def __init__(self, skillbook: str, owner: str, tenant: object) -> None:
+        self.skillbook = skillbook
+        self.owner = owner
+        self.tenant = tenant
+        super().__init__(
+            f"skillbook {skillbook!r} belongs to tenant {owner!r}, but this message was sent for tenant "
+            f"{tenant!r}: refused, nothing written (a tenant's batch learns into its own skillbooks only)"
+        )

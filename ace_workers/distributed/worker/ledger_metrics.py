@@ -1,7 +1,7 @@
 """Prometheus gauges read from the batch ledger at scrape time, so they say what ``status`` says.
 
 ``ace_batch_samples{skillbook, state}`` sums the samples of the running batches by state
-(queued, running, done, failed, cancelled): per batch the same :class:`BatchStatus` counts
+(queued, running, waiting_for_budget, done, failed, cancelled): per batch the same :class:`BatchStatus` counts
 that ``ace-workers status`` prints, adding up to ``ace_batch_samples_total_size``. Every
 worker serving metrics reports the same figures (they come from Redis, not from the
 worker): aggregate them with ``max``, not ``sum``.
@@ -24,7 +24,7 @@ __all__ = ["LedgerCollector", "STATES"]
 
 logger = logging.getLogger(__name__)
 
-STATES = ("queued", "running", "done", "failed", "cancelled")
+STATES = ("queued", "running", "waiting_for_budget", "done", "failed", "cancelled")
 # A scrape reads at most this many running batches (one round trip each).
 MAX_BATCHES = 1000
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from celery import Celery, Task
 from kombu.exceptions import OperationalError
+from redis import RedisError
 
 from ..connections import is_amqp
 from ..settings import WorkerSettings
@@ -38,6 +39,7 @@ from ..store.keys import batch_key
 from ..store.locks import try_lock
 from .chains import sample_chain
 from .dead_letters import park_dead_letter
+from .deferrals import parked_samples, release_deferred, release_for_batch
 from .epochs import epoch_payload, resume_batch
 from .health import queue_depths
 from .retries import total_backoff_bound
@@ -73,9 +75,11 @@ class ReconcileReport:
     batches: int = 0
     redriven: list[str] = field(default_factory=list)
     given_up: list[str] = field(default_factory=list)
+    released: int = 0  # deferred samples sent on (their tenant's budget has room again)
 
     def add(self, other: ReconcileReport) -> None:
         self.batches += other.batches
+        self.released += other.released
         self.redriven += other.redriven
         self.given_up += other.given_up
 
@@ -122,11 +126,18 @@ def _reconcile(
     if status.state is not BatchState.RUNNING:  # done, or cancelled
         batches.forget_running(batch_id)
         return
+    if status.waiting_for_budget:
+        # A budget window that reset is noticed here too (a waiting producer, without beat).
+        report.released += release_for_batch(app, runtime, batch_id)
     cutoff = now - lost_after_seconds(runtime.settings)
     if status.progress_at > cutoff or _messages_waiting(app, runtime, status.recipe, status.skillbook):
         return
-    for epoch, index in batches.stalled(batch_id, cutoff):
-        _redrive(app, runtime, status, epoch, index, report)
+    stalled = batches.stalled(batch_id, cutoff)
+    # A sample waiting for its tenant's budget is not lost: its step is parked until the budget has room.
+    parked = parked_samples(runtime, batch_id) if status.waiting_for_budget else set()
+    for epoch, index in stalled:
+        if (epoch, index) not in parked:
+            _redrive(app, runtime, status, epoch, index, report)
     # A worker that died between finishing an epoch and sending the next (or mid-epoch)
     # left samples never sent: send them too.
     status = batches.status(batch_id)
@@ -135,8 +146,13 @@ def _reconcile(
 
 
 def reconcile_running(app: Celery, runtime: WorkerRuntime) -> ReconcileReport:
-    """Reconcile every running batch (what beat's ``ace.reconcile`` runs)."""
+    """Send on the deferred samples whose budget has room, and reconcile every running batch (beat's task)."""
     report = ReconcileReport()
+    # A budget window that reset is noticed here; a raised budget at once (ace-workers tenant set).
+    try:
+        report.released = release_deferred(app, runtime)
+    except (OperationalError, RedisError) as exc:  # the batches are reconciled all the same
+        logger.warning("reconciler: deferred samples not sent on this round: %s", exc)
     for batch_id in runtime.batches.running():
         report.add(reconcile_batch(app, runtime, batch_id))
     if report.redriven or report.given_up:
@@ -154,7 +170,12 @@ def register_reconcile_task(app: Celery, get_runtime: Callable[[], WorkerRuntime
 
     def reconcile_task() -> dict[str, Any]:
         report = reconcile_running(app, get_runtime())
-        return {"batches": report.batches, "redriven": report.redriven, "given_up": report.given_up}
+        return {
+            "batches": report.batches,
+            "redriven": report.redriven,
+            "given_up": report.given_up,
+            "released": report.released,
+        }
 
     task: Task = app.task(name=RECONCILE_TASK, shared=False, ignore_result=True)(reconcile_task)
     return task
@@ -197,6 +218,7 @@ def _redrive(
         batch_id=batch_id,
         epoch=epoch,
         sample_index=index,
+        tenant=status.tenant,
     ).apply_async()
     runtime.metrics.observe_redrive(status.skillbook)
     report.redriven.append(key)

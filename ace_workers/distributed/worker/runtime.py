@@ -32,12 +32,15 @@ from ..store.batches import BatchStore
 from ..store.embedding_cache import RedisEmbeddingCache
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..store.store import RedisSkillbookStore
+from ..tenancy.deferrals import DeferredSamples
 from ..tenancy.gate import LimiterGate, priced_model
 from ..tenancy.limiter import Limiter
 from ..tenancy.tenants import CachedTenants, TenantRegistry
+from ..tenancy.usage import usage_source_of
 from .ledger_metrics import LedgerCollector
 from .payload import ClaimCheck
 from .recipes import RecipeInputs, import_object, resolve_recipe
+from .tenant_metrics import TenantCollector
 
 __all__ = ["Route", "WorkerRuntime", "build_llm", "routes_of"]
 
@@ -137,6 +140,13 @@ class WorkerRuntime:
         # This process's metrics, in a registry of their own; `worker --metrics-port` serves them.
         self.metrics = WorkerMetrics()
         self.metrics.registry.register(LedgerCollector(self.batches))  # read at scrape time only
+        self.metrics.registry.register(
+            TenantCollector(
+                TenantRegistry(self.redis, prefix=settings.queue_prefix),
+                DeferredSamples(self.redis, prefix=settings.queue_prefix),
+                lambda: usage_source_of(self),
+            )
+        )
         self._published_shapes: set[str] = set()
 
     def note_shape_published(self, digest: str) -> bool:

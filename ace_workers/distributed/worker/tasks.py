@@ -26,8 +26,10 @@ from ...observability.metrics import llm_usage
 from ..connections import is_amqp
 from ..store.batches import sample_key
 from ..store.errors import BatchNotFoundError, VersionConflict
+from ..store.keys import DEFAULT_TENANT
 from ..store.step_stats import StepRun
 from ..store.write_scope import WriteScope, write_scope
+from ..tenancy.errors import BudgetExhaustedError
 from .app import (
     MAX_MEMORY_WAIT_SECONDS,
     WORKER_PUBLISH_RETRY_POLICY,
@@ -37,8 +39,9 @@ from .app import (
 )
 from .chains import STEP_TASK
 from .dead_letters import park_dead_letter
+from .deferrals import defer_step
 from .epochs import resume_batch
-from .errors import StepAborted, UnknownRecipeError, UnknownStepError
+from .errors import ForeignTenantError, StepAborted, UnknownRecipeError, UnknownStepError
 from .fleet import check_message_shape
 from .payload import context_to_payload, payload_to_context
 from .provenance import with_fleet_provenance
@@ -65,7 +68,17 @@ REDIS_OUTAGE = (redis.ConnectionError, redis.TimeoutError)
 # Failing for good: another delivery would meet the same answer, so the sample fails and its
 # message is dead-lettered. LLMRequestRejected: the provider refused the request itself (bad
 # credentials, unknown model, bad request); retried, it would fail the same way each time.
-NOT_RETRYABLE = (RetriesExhausted, UnknownRecipeError, LLMRequestRejected)
+# ForeignTenantError: the message's tenant does not own its skillbook; that does not change
+# by waiting (and a message of ours whose tenant lost the skillbook should not write it).
+# BudgetExhaustedError: the tenant's budget is spent; a tenant that asked to wait has the step
+# deferred (deferrals.py), one that asked to fail has its sample failed at once, with the reason.
+NOT_RETRYABLE = (
+    RetriesExhausted,
+    UnknownRecipeError,
+    LLMRequestRejected,
+    ForeignTenantError,
+    BudgetExhaustedError,
+)
 # What Celery mishandles when a task raises it, besides every BaseException that is not an
 # Exception (KeyboardInterrupt wedges a threads worker with its message unacknowledged; SystemExit
 # ends a prefork child): MemoryError, which it re-raises before acknowledging, so the message comes
@@ -87,17 +100,24 @@ def run_step(
     sample_index: int,
     shape: str | None = None,
     node: str = "",
+    tenant: str = DEFAULT_TENANT,
 ) -> dict[str, Any]:
     """Run step ``index`` of ``recipe`` on one sample's payload and return the next payload.
 
     ``app`` is the app the task runs on: the next epoch goes out through it. ``shape`` is
     the recipe's shape where the sample was sent (see fleet.py), ``node`` this worker's name.
+    ``tenant`` is the tenant the message was sent for (its batch's; none: ``default``): a
+    skillbook another tenant owns is refused (ForeignTenantError) before anything runs.
     """
     _, routes = runtime.pipeline(recipe, skillbook)
     check_message_shape(runtime, recipe, routes, shape, node)
     if not (isinstance(index, int) and 0 <= index < len(routes)):
         raise UnknownStepError(recipe, index, len(routes))
     route = routes[index]
+    # Before anything is read or written for the sample: a message of another tenant writes nothing.
+    owner = runtime.tenants.tenant_of(skillbook)
+    if tenant != owner:
+        raise ForeignTenantError(skillbook, owner, tenant)
     # Every line logged while the step runs (roles and store included) names the step, and
     # the step is counted in the worker's metrics: a finished sample, or a failure by type.
     log_context = StepLogContext(batch_id, sample_key(epoch, sample_index), skillbook, route.name)
@@ -235,6 +255,12 @@ def _handle_step_error(
         raise Reject(exc, requeue=True) from exc
     retryable = isinstance(exc, RETRYABLE) and not isinstance(exc, NOT_RETRYABLE)
     try:
+        if (
+            isinstance(exc, BudgetExhaustedError)
+            and exc.on_budget == "wait"
+            and _defer(task, runtime, payload, kwargs, exc)
+        ):
+            raise Ignore()  # acknowledged: parked, not failed, not retried; released when the budget has room
         if retryable and task.request.retries < runtime.settings.task_max_retries:
             _retry(task, runtime, kwargs, exc)
         _give_up(runtime, task, payload, kwargs, exc)
@@ -245,6 +271,23 @@ def _handle_step_error(
     if isinstance(exc, Exception) and not isinstance(exc, CELERY_MISHANDLES):
         raise exc
     raise StepAborted(f"step raised {type(exc).__name__}: {exc}") from exc
+
+
+def _defer(
+    task: Task, runtime: WorkerRuntime, payload: Any, kwargs: dict[str, Any], exc: BudgetExhaustedError
+) -> bool:
+    """Park the step its tenant's spent budget refused; False if its message cannot wait (it fails)."""
+    return _while_redis_is_full(
+        runtime,
+        lambda: defer_step(
+            runtime,
+            exc,
+            task_id=task.request.id,
+            step=_step_name(runtime, kwargs),
+            kwargs=kwargs,
+            payload=payload,
+        ),
+    )
 
 
 def _retry(task: Task, runtime: WorkerRuntime, kwargs: dict[str, Any], exc: BaseException) -> NoReturn:

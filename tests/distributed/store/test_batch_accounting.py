@@ -1,6 +1,6 @@
 """One truth per sample: random interleavings of the ledger's writes, held against a model on real Redis.
 
-Every sample of a batch is queued, running, done, failed or cancelled; the counts add up
+Every sample of a batch is queued, running, waiting for budget, done, failed or cancelled; the counts add up
 to the batch's size after every write, and no write counts a sample twice.
 """
 
@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from ace_workers.distributed.store.batches import BatchState, BatchStore, sample_key
+from ace_workers.distributed.store.budget_waits import WaitingSamples
 from ace_workers.distributed.store.errors import BatchCancelledError
 
 SAMPLES = 6
@@ -26,6 +27,7 @@ class LedgerMachine(RuleBasedStateMachine):
         super().__init__()
         client.flushdb()
         self.batches = BatchStore(client, prefix="acct", ttl_seconds=3600)
+        self.waits = WaitingSamples(client, prefix="acct", ttl_seconds=3600)
         self.batches.create(
             "b", skillbook="book", recipe="trace_analyser", per_epoch=SAMPLES, epochs=1, skills_at_start=0
         )
@@ -43,8 +45,20 @@ class LedgerMachine(RuleBasedStateMachine):
     def start(self, index: int) -> None:
         may_run = self.batches.record_progress("b", EPOCH, index, first_step=True)
         assert may_run is not self.cancelled
-        if may_run and self.state[index] == "queued":
-            self.state[index] = "running"
+        if may_run and self.state[index] in ("queued", "waiting"):
+            self.state[index] = "running"  # a waiting sample's released step started
+
+    @rule(index=samples)
+    def wait_for_budget(self, index: int) -> None:
+        # A step of a running sample refused for its tenant's spent budget: the sample waits.
+        if self.state[index] not in ("running", "waiting"):
+            return
+        if self.cancelled:
+            with pytest.raises(BatchCancelledError):
+                self.waits.mark("b", EPOCH, index, tenant="t", step=1)
+            return
+        assert self.waits.mark("b", EPOCH, index, tenant="t", step=1)
+        self.state[index] = "waiting"
 
     @rule(index=samples, failed=st.booleans())
     def finish(self, index: int, failed: bool) -> None:
@@ -93,11 +107,13 @@ class LedgerMachine(RuleBasedStateMachine):
             **model,
             "running": 0 if self.cancelled else list(self.state.values()).count("running"),
             "queued": 0 if self.cancelled else list(self.state.values()).count("queued"),
+            "waiting_for_budget": 0 if self.cancelled else list(self.state.values()).count("waiting"),
             "cancelled": unfinished if self.cancelled else 0,
             "retried": self.retried,
         }
         assert counts == expected
-        assert sum(counts[state] for state in ("done", "failed", "running", "queued", "cancelled")) == SAMPLES
+        states = ("done", "failed", "running", "queued", "waiting_for_budget", "cancelled")
+        assert sum(counts[state] for state in states) == SAMPLES
         assert self.batches.finished_in_epoch("b", EPOCH) == len(self.ever_finished)  # each counted once
 
     @invariant()
@@ -144,6 +160,7 @@ def test_a_sample_that_fails_before_its_first_step_starts_is_failed_not_queued(
         "failed": 3,
         "running": 0,
         "queued": 0,
+        "waiting_for_budget": 0,
         "cancelled": 0,
         "retried": 0,
     }

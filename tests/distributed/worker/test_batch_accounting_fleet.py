@@ -29,7 +29,7 @@ from tests.support.waiting import wait_for
 from tests.support.workers import build_test_service
 
 TIMEOUT = 60
-STATES = ("done", "failed", "running", "queued", "cancelled")
+STATES = ("done", "failed", "running", "queued", "waiting_for_budget", "cancelled")
 FAST_LEDGER = {
     "visibility_timeout_seconds": 1,
     "retry_backoff_seconds": 0.01,
@@ -97,6 +97,7 @@ def test_failures_retries_and_redrives_keep_one_truth_per_sample(
         "failed": 0,
         "running": 0,
         "queued": 0,
+        "waiting_for_budget": 0,
         "cancelled": 0,
         "retried": len(failing),
     }
@@ -159,7 +160,15 @@ def test_samples_that_fail_at_their_first_step_are_counted_failed(
     handle = BatchHandle(handle.batch_id, service.runtime, service.app)
     with local_workers(service, learn_threads=2):
         final = wait_checked(handle, lambda s: s.state is BatchState.DONE)
-    assert final.counts() == {"done": 0, "failed": 4, "running": 0, "queued": 0, "cancelled": 0, "retried": 0}
+    assert final.counts() == {
+        "done": 0,
+        "failed": 4,
+        "running": 0,
+        "queued": 0,
+        "waiting_for_budget": 0,
+        "cancelled": 0,
+        "retried": 0,
+    }
     assert len(read_dead_letters(service.runtime)) == 4
     assert all("unknown recipe 'mine'" in error["error"] for error in handle.errors())
 

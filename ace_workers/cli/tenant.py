@@ -1,0 +1,322 @@
+"""``ace-workers tenant ...``: the teams sharing the fleet, what they own, their share and budgets.
+
+A tenant owns skillbooks by name (``--skillbook``) or by name prefix (``--prefix``); a
+skillbook no tenant owns belongs to ``default``. Its weight is its share of the fleet against
+other tenants with work, ``--max-in-flight`` caps its samples in flight, and budgets cap what
+its LLM calls may spend per UTC day and month.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ..distributed.service import Service
+from ..distributed.store.store import list_skillbooks
+from ..distributed.tenancy.errors import InvalidTenantError
+from ..distributed.tenancy.tenants import (
+    ALL_MODELS,
+    BUDGET_ACTIONS,
+    BUDGET_LIMITS,
+    DEFAULT_TENANT,
+    Budget,
+    Tenant,
+    TenantMap,
+    TenantRegistry,
+)
+from .common import JsonOption, console, open_service, print_json, printable, redis_settings
+from .help import HelpCommand, HelpGroup
+
+__all__ = ["after_tenant_change", "parse_budget", "tenant_app"]
+
+tenant_app = typer.Typer(
+    cls=HelpGroup,
+    help="Tenants: the teams sharing the fleet, the skillbooks they own, their share and budgets.",
+    no_args_is_help=True,
+)
+
+WHY = "tenants live in the fleet's shared Redis"
+TenantArgument = Annotated[str, typer.Argument(help="The tenant's name: lowercase letters, digits, - and _.")]
+SkillbookOption = Annotated[
+    list[str] | None, typer.Option("--skillbook", help="A skillbook it owns by name (repeat for more).")
+]
+PrefixOption = Annotated[
+    list[str] | None,
+    typer.Option("--prefix", help="A skillbook name prefix it owns, e.g. 'acme-' (repeat for more)."),
+]
+WeightOption = Annotated[
+    int | None, typer.Option("--weight", help="Its share against other tenants with work (1 to 1000).")
+]
+MaxInFlightOption = Annotated[
+    int | None,
+    typer.Option("--max-in-flight", help="Most of its samples in flight at once; 0 for no cap."),
+]
+OnBudgetOption = Annotated[
+    str | None,
+    typer.Option("--on-budget", help="When a budget is spent, samples 'wait' (deferred) or 'fail'."),
+]
+BudgetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--budget",
+        help="MODEL:LIMIT=VALUE, e.g. '*:cost_per_day=5' or 'openai/gpt-4o:tokens_per_month=2000000'; "
+        f"LIMIT is one of {', '.join(BUDGET_LIMITS)}; VALUE 'none' lifts it. '*' is every model together.",
+    ),
+]
+
+# Called after a tenant changed, with the service: releases samples waiting for a budget that
+# was raised. Filled in by the module that defers samples (it registers itself when imported).
+after_tenant_change: list[Callable[[Service, str], int]] = []
+
+
+def parse_budget(text: str, current: tuple[Budget, ...]) -> Budget:
+    """The budget ``--budget MODEL:LIMIT=VALUE`` makes of the tenant's ``current`` budget for MODEL."""
+    model, colon, setting = text.rpartition(":")
+    limit, equals, value = setting.partition("=")
+    if not colon or not equals or not model:
+        raise typer.BadParameter(f"{text!r}: expected MODEL:LIMIT=VALUE, e.g. '*:cost_per_day=5'")
+    if limit not in BUDGET_LIMITS:
+        raise typer.BadParameter(f"{text!r}: LIMIT must be one of {', '.join(BUDGET_LIMITS)}")
+    number: float | int | None
+    if value == "none":
+        number = None
+    else:
+        try:
+            number = int(value) if limit.startswith("tokens") else float(value)
+        except ValueError:
+            kind = "a whole number of tokens" if limit.startswith("tokens") else "a number of USD"
+            raise typer.BadParameter(f"{text!r}: VALUE must be {kind}, or 'none'") from None
+    base = next((budget for budget in current if budget.model == model), Budget(model))
+    try:
+        changes: dict[str, Any] = {limit: number}
+        return replace(base, **changes)
+    except InvalidTenantError as exc:
+        raise typer.BadParameter(f"{text!r}: {exc}") from None
+
+
+@tenant_app.command("add", cls=HelpCommand)
+def tenant_add(
+    name: TenantArgument,
+    skillbook: SkillbookOption = None,
+    prefix: PrefixOption = None,
+    weight: WeightOption = None,
+    max_in_flight: MaxInFlightOption = None,
+    on_budget: OnBudgetOption = None,
+    budget: BudgetOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Add a tenant owning the skillbooks and prefixes named, with its weight, cap and budgets."""
+    _valid_name(name)
+    tenant = _tenant(
+        Tenant(name),
+        name=name,
+        add_skillbooks=skillbook or [],
+        add_prefixes=prefix or [],
+        weight=weight,
+        max_in_flight=max_in_flight,
+        on_budget=on_budget,
+        budgets=budget or [],
+    )
+    with _registry() as (service, registry):
+        registry.add(tenant)
+        _notify(service, tenant.name)
+    _print_tenant(tenant, as_json, action="added")
+
+
+@tenant_app.command("set", cls=HelpCommand)
+def tenant_set(
+    name: TenantArgument,
+    skillbook: SkillbookOption = None,
+    prefix: PrefixOption = None,
+    remove_skillbook: Annotated[
+        list[str] | None, typer.Option("--remove-skillbook", help="A skillbook it no longer owns by name.")
+    ] = None,
+    remove_prefix: Annotated[
+        list[str] | None, typer.Option("--remove-prefix", help="A prefix it no longer owns.")
+    ] = None,
+    weight: WeightOption = None,
+    max_in_flight: MaxInFlightOption = None,
+    on_budget: OnBudgetOption = None,
+    budget: BudgetOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Change a tenant ('default' too): what it owns, its weight, cap, budgets; one atomic write.
+
+    Samples waiting for a budget that this raises are sent again at once.
+    """
+    _valid_name(name)
+    with _registry() as (service, registry):
+        tenant = registry.update(
+            name,
+            lambda current: _tenant(
+                current,
+                name=name,
+                add_skillbooks=skillbook or [],
+                add_prefixes=prefix or [],
+                remove_skillbooks=remove_skillbook or [],
+                remove_prefixes=remove_prefix or [],
+                weight=weight,
+                max_in_flight=max_in_flight,
+                on_budget=on_budget,
+                budgets=budget or [],
+            ),
+        )
+        released = _notify(service, name)
+    _print_tenant(tenant, as_json, action="changed", released=released)
+
+
+@tenant_app.command("remove", cls=HelpCommand)
+def tenant_remove(name: TenantArgument, as_json: JsonOption = False) -> None:
+    """Remove a tenant: its skillbooks go back to 'default' (nothing in them is deleted)."""
+    _valid_name(name)
+    with _registry() as (service, registry):
+        removed = registry.remove(name)
+        if removed:
+            _notify(service, name)
+    if as_json:
+        print_json({"name": name, "removed": removed})
+    elif removed:
+        console.print(f"tenant {name} removed; its skillbooks belong to 'default' now", markup=False)
+    else:
+        console.print(f"no tenant {name} was stored: nothing removed", markup=False)
+
+
+@tenant_app.command("list", cls=HelpCommand)
+def tenant_list(as_json: JsonOption = False) -> None:
+    """Every tenant with what it owns, its weight, cap and budgets ('default' always)."""
+    with _registry() as (service, registry):
+        tenants = TenantMap(registry.all())
+        owned = _owned(service, tenants)
+    rows = [tenants.get(name) for name in sorted({*tenants.tenants, DEFAULT_TENANT})]
+    if as_json:
+        print_json([{**tenant.to_dict(), "owned_skillbooks": owned.get(tenant.name, [])} for tenant in rows])
+        return
+    table = Table("tenant", "owns", "weight", "max in flight", "budgets", "on budget", "skillbooks now")
+    for tenant in rows:
+        table.add_row(
+            printable(tenant.name),
+            printable(_ownership(tenant)),
+            str(tenant.weight),
+            str(tenant.max_in_flight or "-"),
+            printable(_budgets(tenant)),
+            tenant.on_budget,
+            str(len(owned.get(tenant.name, []))),
+        )
+    console.print(table)
+
+
+@tenant_app.command("show", cls=HelpCommand)
+def tenant_show(name: TenantArgument, as_json: JsonOption = False) -> None:
+    """One tenant: what it owns by name and prefix, the skillbooks that are its now, weight, budgets."""
+    _valid_name(name)
+    with _registry() as (service, registry):
+        tenants = TenantMap(registry.all())
+        tenant = registry.get(name)
+        owned = _owned(service, tenants).get(name, [])
+    if as_json:
+        print_json({**tenant.to_dict(), "owned_skillbooks": owned})
+        return
+    console.print(f"tenant {printable(tenant.name)}", markup=False)
+    console.print(f"  owns: {printable(_ownership(tenant))}", markup=False)
+    console.print(f"  skillbooks now: {printable(', '.join(owned) or 'none')}", markup=False)
+    console.print(f"  weight {tenant.weight}, max in flight {tenant.max_in_flight or 'no cap'}", markup=False)
+    console.print(f"  budgets: {printable(_budgets(tenant))} (when spent: {tenant.on_budget})", markup=False)
+
+
+def _valid_name(name: str) -> bool:
+    try:
+        Tenant(name)
+    except InvalidTenantError as exc:
+        raise typer.BadParameter(str(exc), param_hint="NAME") from None
+    return True
+
+
+def _tenant(
+    current: Tenant,
+    *,
+    name: str,
+    add_skillbooks: list[str],
+    add_prefixes: list[str],
+    remove_skillbooks: list[str] | None = None,
+    remove_prefixes: list[str] | None = None,
+    weight: int | None,
+    max_in_flight: int | None,
+    on_budget: str | None,
+    budgets: list[str],
+) -> Tenant:
+    """``current`` with the command's changes; a usage error naming the option that is wrong."""
+    if on_budget is not None and on_budget not in BUDGET_ACTIONS:
+        raise typer.BadParameter(f"use {' or '.join(BUDGET_ACTIONS)}", param_hint="--on-budget")
+    missing = sorted(set(remove_skillbooks or []) - set(current.skillbooks))
+    if missing:
+        raise typer.BadParameter(f"tenant {name} does not own {missing}", param_hint="--remove-skillbook")
+    skillbooks = [s for s in current.skillbooks if s not in (remove_skillbooks or [])]
+    prefixes = [p for p in current.prefixes if p not in (remove_prefixes or [])]
+    changes: dict[str, Any] = {
+        "skillbooks": tuple(dict.fromkeys([*skillbooks, *add_skillbooks])),
+        "prefixes": tuple(dict.fromkeys([*prefixes, *add_prefixes])),
+    }
+    if weight is not None:
+        changes["weight"] = weight
+    if max_in_flight is not None:
+        changes["max_in_flight"] = max_in_flight or None
+    if on_budget is not None:
+        changes["on_budget"] = on_budget
+    try:
+        tenant = replace(current, name=name, **changes)
+        for text in budgets:
+            tenant = tenant.with_budget(parse_budget(text, tenant.budgets))
+    except InvalidTenantError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return tenant
+
+
+@contextmanager
+def _registry() -> Iterator[tuple[Service, TenantRegistry]]:
+    """The service and the tenant registry on the settings' shared Redis, for one command."""
+    settings = redis_settings("tenant", WHY)
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        yield service, TenantRegistry(service.runtime.redis, prefix=settings.queue_prefix)
+
+
+def _notify(service: Service, name: str) -> int:
+    """Run what follows a tenant change (releasing deferred samples); how many samples it sent."""
+    service.runtime.tenants.forget()
+    return sum(hook(service, name) for hook in after_tenant_change)
+
+
+def _owned(service: Service, tenants: TenantMap) -> dict[str, list[str]]:
+    """The existing skillbooks by the tenant owning them now."""
+    owned: dict[str, list[str]] = {}
+    for name in list_skillbooks(service.runtime.redis, service.runtime.settings.queue_prefix):
+        owned.setdefault(tenants.tenant_of(name), []).append(name)
+    return owned
+
+
+def _ownership(tenant: Tenant) -> str:
+    named = [*tenant.skillbooks, *(f"{prefix}*" for prefix in tenant.prefixes)]
+    if named:
+        return ", ".join(named)
+    return "every skillbook no other tenant owns" if tenant.name == DEFAULT_TENANT else "nothing"
+
+
+def _budgets(tenant: Tenant) -> str:
+    parts = []
+    for budget in tenant.budgets:
+        limits = ", ".join(f"{key}={value}" for key, value in budget.to_dict().items() if key != "model")
+        parts.append(f"{'all models' if budget.model == ALL_MODELS else budget.model}: {limits}")
+    return "; ".join(parts) or "none"
+
+
+def _print_tenant(tenant: Tenant, as_json: bool, *, action: str, released: int = 0) -> None:
+    if as_json:
+        print_json({**tenant.to_dict(), "released": released})
+        return
+    console.print(f"tenant {tenant.name} {action}: owns {_ownership(tenant)}", markup=False)
+    if released:
+        console.print(f"{released} sample(s) waiting for budget sent again", markup=False)

@@ -1,0 +1,102 @@
+"""``ace-workers tenant usage``: what each tenant spent against its budgets, and what waits for budget.
+
+Registers itself on the ``tenant`` group when imported (see main.py), with what follows a
+tenant change: the samples waiting for a budget that ``tenant set`` raised are sent on at once.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..distributed.service import Service
+from ..distributed.tenancy.deferrals import DeferredSamples
+from ..distributed.tenancy.tenants import ALL_MODELS, TenantRegistry, validate_tenant_name
+from ..distributed.tenancy.usage import UsageReport, WindowRow, usage_report, usage_source_of
+from ..distributed.worker.deferrals import release_deferred
+from .common import JsonOption, console, open_service, print_json, printable, redis_settings
+from .help import HelpCommand
+from .tenant import after_tenant_change, tenant_app
+
+__all__ = ["release_after_change", "usage_command"]
+
+COLUMNS = ("model", "window", "tokens", "of", "used", "cost (USD)", "of", "used", "requests", "resets")
+
+
+def release_after_change(service: Service, tenant: str) -> int:
+    """Send on the samples of ``tenant`` that waited for a budget a change just raised; how many."""
+    return release_deferred(service.app, service.runtime, tenant)
+
+
+after_tenant_change.append(release_after_change)
+
+
+@tenant_app.command("usage", cls=HelpCommand)
+def usage_command(
+    tenant: Annotated[
+        str | None, typer.Argument(help="One tenant; every tenant (and 'default') when left out.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Spend per tenant and model (tokens, cost, requests) against its budgets per day and month."""
+    if tenant is not None:
+        try:
+            validate_tenant_name(tenant)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="TENANT") from None
+    settings = redis_settings("tenant usage", "spend and tenants live in the fleet's shared Redis")
+    with open_service(settings, run_workers=False, learn_threads=1) as service:
+        runtime = service.runtime
+        tenants = TenantRegistry(runtime.redis, prefix=settings.queue_prefix).map()
+        deferrals = DeferredSamples(runtime.redis, prefix=settings.queue_prefix)
+        source = usage_source_of(runtime)
+        report = usage_report(tenants, deferrals, source, None if tenant is None else [tenant])
+    if as_json:
+        print_json(report.to_dict())
+        return
+    _print(report)
+
+
+def _print(report: UsageReport) -> None:
+    if not report.spend_known:
+        console.print("[yellow]spend unknown: no LLM limiter on this fleet; budgets shown without spend[/]")
+    for tenant in report.tenants:
+        waiting = (
+            f"{tenant.deferred} sample(s) waiting for budget" if tenant.deferred else "no sample waiting"
+        )
+        console.print(
+            f"tenant {printable(tenant.tenant)} (when a budget is spent: {tenant.on_budget}): {waiting}",
+            markup=False,
+        )
+        if not tenant.rows:
+            console.print("  no budget set and nothing spent", markup=False)
+            continue
+        table = Table(
+            "model", "window", "tokens", "of", "used", "cost (USD)", "of", "used", "requests", "resets"
+        )
+        for row in tenant.rows:
+            table.add_row(*_cells(row))
+        console.print(table)
+
+
+def _cells(row: WindowRow) -> list[str]:
+    model = "all models" if row.model == ALL_MODELS else printable(row.model)
+    return [
+        model,
+        row.window,
+        f"{row.tokens:,}",
+        "-" if row.token_budget is None else f"{row.token_budget:,}",
+        _percent(row.token_share),
+        f"{row.cost:.4f}",
+        "-" if row.cost_budget is None else f"{row.cost_budget:g}",
+        _percent(row.cost_share),
+        f"{row.requests:,}",
+        datetime.fromtimestamp(row.resets_at, UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    ]
+
+
+def _percent(share: float | None) -> str:
+    return "-" if share is None else f"{share:.0%}"
