@@ -97,7 +97,13 @@ class LimiterBudgetWatch:
             stored = self.tenants().get(tenant)
         except UnknownTenantError:
             return True  # removed: its skillbooks belong to 'default' now, whose budget decides when they run
-        models = sorted({refusal.model for refusal in self.deferrals.refusals(tenant)})
+        refusals = self.deferrals.refusals(tenant)
+        models = sorted({refusal.model for refusal in refusals})
+        # The refusals themselves first: a budget spent where the limiter does not count (no spend of
+        # its model in the limiter) holds until its window resets or the budget is raised.
+        tenants, now = self.tenants(), time.time()
+        if not all(ParkedBudgetWatch._lifted(tenants, tenant, refusal, now) for refusal in refusals):
+            return False
         if not models:
             return self.limiter.has_room(stored)
         roomy = all(self.limiter.has_room(stored, model) for model in models)

@@ -1,0 +1,141 @@
+"""The limiter as an LLM client's gate: one skillbook's calls, counted against its tenant.
+
+A :class:`LimiterGate` is bound to a skillbook and looks up its tenant on every call
+(through the process's CachedTenants, so a tenant change is seen within the cache's age).
+Where nothing limits the call (no budget for the tenant and model, no provider limit, no
+429 slowdown) it answers from memory and the call costs no Redis round trip.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ...providers.gate import Prompt, retry_after_of
+from .limiter import Limiter, Reservation
+from .tenants import CachedTenants
+
+__all__ = [
+    "DEFAULT_COMPLETION_TOKENS",
+    "LimiterGate",
+    "Ticket",
+    "estimate_tokens",
+    "litellm_price",
+    "priced_model",
+]
+
+logger = logging.getLogger(__name__)
+
+# The completion a call is assumed to produce when it sets no max_tokens.
+DEFAULT_COMPLETION_TOKENS = 1024
+
+# A model's price: USD per prompt token and per completion token, or None when unknown.
+Pricing = Callable[[str], tuple[float, float] | None]
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """What ``before`` hands back: the model, and the reservation when the limiter was asked."""
+
+    model: str
+    reservation: Reservation | None = None
+
+
+def estimate_tokens(prompt: Prompt, max_tokens: int | None) -> tuple[int, int]:
+    """(prompt tokens, completion tokens) a call is expected to use: about four characters a token."""
+    if isinstance(prompt, str):
+        characters = len(prompt)
+    else:
+        characters = sum(len(str(message.get("content") or "")) for message in prompt)
+    return max(1, characters // 4), max_tokens if max_tokens is not None else DEFAULT_COMPLETION_TOKENS
+
+
+@functools.cache
+def litellm_price(model: str) -> tuple[float, float] | None:
+    """``model``'s price per prompt and completion token in litellm's bundled price table, if it has one."""
+    from ...providers._lazy_imports import import_litellm
+
+    try:
+        entry = import_litellm().model_cost.get(model) or import_litellm().model_cost.get(
+            model.split("/", 1)[-1]
+        )
+    except Exception as error:  # pricing is an estimate: never a reason to fail a call
+        logger.debug("no price for %s: %s", model, error)
+        return None
+    if not isinstance(entry, Mapping):
+        return None
+    prompt, completion = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+    if not isinstance(prompt, int | float) or not isinstance(completion, int | float):
+        return None
+    return float(prompt), float(completion)
+
+
+class LimiterGate:
+    """The CallGate of one skillbook's LLM calls: reserve with the limiter before, settle after.
+
+    Args:
+        pricing: A model's price per token, for the cost estimate of a cost budget (the
+            simulator's ACE_SIM_COST_PER_1K_TOKENS, else litellm's table).
+    """
+
+    def __init__(
+        self, limiter: Limiter, tenants: CachedTenants, skillbook: str, *, pricing: Pricing = litellm_price
+    ) -> None:
+        self.limiter = limiter
+        self.tenants = tenants
+        self.skillbook = skillbook
+        self.pricing = pricing
+
+    def __repr__(self) -> str:
+        return f"LimiterGate(skillbook={self.skillbook!r})"
+
+    def before(self, model: str, prompt: Prompt, max_tokens: int | None) -> Ticket:
+        """Reserve the call with the fleet's limiter (waiting for the model's pace) unless nothing limits it.
+
+        Raises:
+            BudgetExhaustedError: the skillbook's tenant has spent its budget for ``model``.
+            ProviderBusyError: the model's shared pace would keep the call waiting too long.
+        """
+        tenant = self.tenants.get(self.tenants.tenant_of(self.skillbook))
+        if not self.limiter.applies(tenant, model):
+            return Ticket(model)
+        prompt_tokens, completion_tokens = estimate_tokens(prompt, max_tokens)
+        cost = 0.0
+        if any(b.cost_per_day is not None or b.cost_per_month is not None for b in tenant.budget_for(model)):
+            price = self.pricing(model)
+            if price is not None:
+                cost = prompt_tokens * price[0] + completion_tokens * price[1]
+        reservation = self.limiter.acquire(tenant, model, prompt_tokens + completion_tokens, cost)
+        return Ticket(model, reservation)
+
+    def after(self, ticket: Ticket, usage: Mapping[str, int] | None, cost: float | None) -> None:
+        """Settle the reservation with the call's usage (its estimate where the call did not say)."""
+        if ticket.reservation is None:
+            return
+        if usage is None:
+            self.limiter.release(ticket.reservation)
+            return
+        tokens = usage.get("total_tokens") or (
+            usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        )
+        self.limiter.settle(ticket.reservation, tokens or None, cost)
+
+    def rate_limited(self, ticket: Ticket, error: BaseException) -> None:
+        """A 429: release the reservation and slow the model down for the whole fleet."""
+        if ticket.reservation is not None:
+            self.limiter.release(ticket.reservation)
+        self.limiter.rate_limited(ticket.model, retry_after_of(error))
+
+
+def priced_model(name: str, cost_per_1k_tokens: float, fallback: Pricing = litellm_price) -> Pricing:
+    """Pricing with model ``name`` (the simulator) at ``cost_per_1k_tokens``, other models by ``fallback``."""
+
+    def price(model: str) -> tuple[float, float] | None:
+        if model == name:
+            per_token = cost_per_1k_tokens / 1000
+            return (per_token, per_token) if per_token > 0 else None
+        return fallback(model)
+
+    return price
