@@ -37,7 +37,6 @@ from ..tenancy.deferrals import DeferredSamples
 from ..tenancy.gate import LimiterGate, priced_model
 from ..tenancy.limiter import Limiter
 from ..tenancy.tenants import CachedTenants, TenantRegistry
-from ..tenancy.usage import usage_source_of
 from .ledger_metrics import LedgerCollector
 from .payload import ClaimCheck
 from .recipes import RecipeInputs, import_object, resolve_recipe
@@ -147,7 +146,7 @@ class WorkerRuntime:
             TenantCollector(
                 TenantRegistry(self.redis, prefix=settings.queue_prefix),
                 DeferredSamples(self.redis, prefix=settings.queue_prefix),
-                lambda: usage_source_of(self),
+                self.limiter,
             )
         )
         self._published_shapes: set[str] = set()
