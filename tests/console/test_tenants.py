@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,8 @@ from ace_workers.distributed.tenancy.deferrals import DeferredSamples
 from ace_workers.distributed.tenancy.errors import BudgetExhaustedError
 from ace_workers.distributed.tenancy.limiter import Reservation
 from ace_workers.distributed.tenancy.usage import usage_report
-from tests.support.console import TOKEN, RunningConsole, running_console
+from tests.support.cdp import headless_chromium
+from tests.support.console import SCREENSHOTS, TOKEN, RunningConsole, basic_auth_header, running_console
 from tests.support.operations import add, batch
 
 MODEL = "openai/gpt-4o-mini"
@@ -202,3 +204,24 @@ def test_a_tenants_key_sees_only_its_own_tenant(console: RunningConsole, fleet_o
     assert 'data-tenant="alpha"' not in page.text
     assert ALPHA_BOOK not in page.text
     assert foreign_page.status_code == 404
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_tenants_page_in_chromium_draws_each_share_as_a_bar(
+    console: RunningConsole, tmp_path: Path
+) -> None:
+    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+        page.goto(f"{console.url}/tenants")
+        assert page.count("#tenants tr[data-tenant]") == 4
+        # The filled part of alpha's token bar, as the browser laid it out: 60% of the frame.
+        filled = page.evaluate(
+            "(() => { const rects = document.querySelectorAll("
+            "'#usage-alpha svg.share-bar rect'); return rects[1].getBoundingClientRect().width"
+            " / rects[0].getBoundingClientRect().width; })()"
+        )
+        assert round(filled, 2) == 0.6
+        page.screenshot(SCREENSHOTS / "tenants.png")
+        page.click('#tenants tr[data-tenant="alpha"] a')
+        assert page.url() == f"{console.url}/tenants/alpha"
+        assert page.count(f'#running-batches tr[data-batch="{ALPHA_BATCH}"]') == 1
