@@ -81,7 +81,7 @@ class RoomCheck(Protocol):
     def has_room(
         self, tenant: Tenant, model: str | None = None, needs: Mapping[str, float] | None = None
     ) -> bool:
-        """True if the next call (of ``model``, if named; estimated at ``needs`` by limit) would be let through."""
+        """True if the next call (of ``model``, if named; its estimate ``needs`` by limit) would go."""
         ...
 
 

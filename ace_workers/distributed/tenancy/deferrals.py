@@ -78,7 +78,7 @@ class Refusal:
         )
 
     def fits(self, limit: float, committed: float) -> bool:
-        """True if the refused call would go now: ``committed`` (spent and reserved) plus its estimate fits ``limit``.
+        """True if the refused call would go now: ``committed`` plus its estimate fit under ``limit``.
 
         Nothing committed in the window: the limiter lets its first call through whatever its estimate.
         """

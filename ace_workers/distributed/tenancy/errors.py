@@ -145,7 +145,7 @@ class BudgetExhaustedError(TenancyError):
         self.resets_at = resets_at
         self.on_budget = on_budget
         self.requested = requested
-        if 0 < requested and spent < budget:
+        if requested > 0 and spent < budget:
             state = (
                 f"has no room for the call ({spent:g} of {budget:g} spent or reserved, "
                 f"the call needs about {requested:g})"

@@ -157,11 +157,11 @@ def test_two_worker_processes_stop_spending_at_the_budget_and_the_rest_run_once_
         # Every call the limiter let through is a step run the batch counted: none was made and lost.
         assert spent.requests == sum(steps[name].done for name in LLM_STEPS if name in steps)
         assert spent.cost <= BUDGET_USD + one_call(steps)
-        # Every refusal was a call that did not fit: what was spent and reserved plus its estimate passed the budget.
+        # Each refusal was of a call that did not fit: spent and reserved plus its estimate pass the budget.
         refusals = fleet.deferrals.refusals(TENANT)
         assert refusals and all(r.spent + r.requested > BUDGET_USD for r in refusals), refusals
 
-        # The budget is not raised and the day has not ended: beat's tick sends nothing on, and no call is made.
+        # Not raised, the day not over: beat's tick sends nothing on (no release churn), no call is made.
         waiting = status.waiting_for_budget
         assert reconcile_running(service.app, service.runtime).released == 0
         assert release_deferred(service.app, service.runtime, TENANT) == 0
