@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ...providers.gate import Prompt, retry_after_of
+from .errors import BudgetExhaustedError
 from .limiter import Limiter, Reservation
-from .tenants import CachedTenants
+from .tenants import CachedTenants, Tenant
 
 __all__ = [
     "DEFAULT_COMPLETION_TOKENS",
@@ -99,6 +100,20 @@ class LimiterGate:
             ProviderBusyError: the model's shared pace would keep the call waiting too long.
         """
         tenant = self.tenants.get(self.tenants.tenant_of(self.skillbook))
+        try:
+            return self._reserve(tenant, model, prompt, max_tokens)
+        except BudgetExhaustedError:
+            # The process's tenants may be older than a raise (CachedTenants' max age): the samples
+            # ``tenant set`` released would be refused by the old budget and parked again, to wait
+            # for the next reconciliation. One look at the tenants' version before refusing.
+            self.tenants.forget()
+            fresh = self.tenants.get(self.tenants.tenant_of(self.skillbook))
+            if fresh == tenant:
+                raise
+            logger.info("tenant %r changed: the refused call is asked for again", fresh.name)
+            return self._reserve(fresh, model, prompt, max_tokens)
+
+    def _reserve(self, tenant: Tenant, model: str, prompt: Prompt, max_tokens: int | None) -> Ticket:
         if not self.limiter.applies(tenant, model):
             return Ticket(model)
         prompt_tokens, completion_tokens = estimate_tokens(prompt, max_tokens)

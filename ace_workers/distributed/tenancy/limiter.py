@@ -308,6 +308,7 @@ class Limiter:
             budget=float(getattr(budgets[scope], limit)),
             resets_at=window_periods(now)[window][1],
             on_budget=tenant.on_budget,
+            requested=float(tokens) if limit.startswith("tokens") else float(cost),
         )
 
     def settle(self, reservation: Reservation, tokens: int | None, cost: float | None) -> bool:
@@ -415,11 +416,17 @@ class Limiter:
             )
         return TenantUsage(tenant, tuple(windows))
 
-    def has_room(self, tenant: Tenant, model: str | None = None) -> bool:
+    def has_room(
+        self, tenant: Tenant, model: str | None = None, needs: Mapping[str, float] | None = None
+    ) -> bool:
         """True when every budget of ``tenant`` (those ``model`` counts against, if named) has room now.
 
         Room: what is spent and reserved is below every limit, so a next call would be let
         through: when it turns true, samples deferred for the budget can be released.
+        ``needs`` (by limit name, e.g. ``cost_per_day``) is the next call's estimate: room then
+        means that call fits, as :meth:`reserve` judges it. Without it, a call refused because
+        its estimate did not fit under a limit not yet reached would be released, refused and
+        parked again on every tick of the reconciler.
         """
         budgets = (
             tenant.budget_for(model) if model is not None else tuple(b for b in tenant.budgets if b.limited)
@@ -443,7 +450,9 @@ class Limiter:
                     if kind == "tokens"
                     else (window.cost + window.reserved_cost)
                 )
-                if committed >= value:
+                need = (needs or {}).get(limit, 0.0)
+                # As limiter.lua judges it: the first call of a window goes whatever its estimate.
+                if committed >= value or (committed > 0 and committed + need > value):
                     return False
         return True
 

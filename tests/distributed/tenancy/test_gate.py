@@ -133,6 +133,22 @@ def test_a_tenant_change_is_seen_by_the_next_call(
     assert llm.llm.call_count() == 2
 
 
+def test_a_refusal_looks_again_at_tenants_older_than_a_raise(
+    redis_client: redis.Redis, registry: TenantRegistry
+) -> None:
+    # Tenants cached for a minute, as a worker caches them between looks: a raise is not seen yet.
+    registry.add(Tenant("acme", prefixes=("acme-",), budgets=(Budget("*", tokens_per_day=10),)))
+    llm, _ = gated_sim(redis_client, registry, tenants_age=60)
+    llm.complete(PROMPT)
+    with pytest.raises(BudgetExhaustedError):  # unchanged: refused after the look all the same
+        llm.complete(PROMPT)
+    registry.update("acme", lambda t: t.with_budget(Budget("*", tokens_per_day=1_000_000)))
+
+    llm.complete(PROMPT)  # refused by the cached budget, then let through by the raised one
+
+    assert llm.llm.call_count() == 2
+
+
 def test_a_simulated_429_slows_the_model_for_the_fleet(
     redis_client: redis.Redis, registry: TenantRegistry
 ) -> None:

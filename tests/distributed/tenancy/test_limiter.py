@@ -268,6 +268,27 @@ def test_has_room_says_when_a_spent_budget_is_raised_or_reset(
     assert limiter.has_room(tenant)
 
 
+def test_room_for_a_call_refused_for_its_estimate_needs_room_for_that_estimate(
+    redis_client: redis.Redis, clock: Clock
+) -> None:
+    limiter = make_limiter(redis_client, clock)
+    tenant = tenant_with(Budget("*", cost_per_day=3.0))
+    limiter.settle(granted(limiter.reserve(tenant, "m", 1000, 1.5)), 1000, 2.0)
+    with pytest.raises(BudgetExhaustedError) as refused:
+        limiter.reserve(tenant, "m", 1000, 1.5)
+    assert (refused.value.spent, refused.value.requested) == (2.0, 1.5)
+    assert "has no room for the call (2 of 3 spent or reserved, the call needs about 1.5)" in str(
+        refused.value
+    )
+
+    assert limiter.has_room(tenant)  # 2 of 3: a smaller call would go
+    assert not limiter.has_room(tenant, "*", {"cost_per_day": 1.5})  # the refused one would not
+    assert limiter.has_room(tenant, "*", {"cost_per_day": 1.0})
+    assert limiter.has_room(tenant_with(Budget("*", cost_per_day=3.5)), "*", {"cost_per_day": 1.5})
+    clock.now = NEXT_DAY  # the first call of a window goes whatever its estimate
+    assert limiter.has_room(tenant, "*", {"cost_per_day": 5.0})
+
+
 @pytest.mark.parametrize(
     ("corrupt", "named"),
     [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Mapping
 
 import pytest
 import redis
@@ -14,7 +15,13 @@ from ace_workers.cli import app as cli
 from ace_workers.distributed.tenancy.budget_watch import LimiterBudgetWatch, ParkedBudgetWatch
 from ace_workers.distributed.tenancy.deferrals import DeferredSamples
 from ace_workers.distributed.tenancy.errors import BudgetExhaustedError
-from ace_workers.distributed.tenancy.limiter import TenantUsage, WindowUsage, window_periods
+from ace_workers.distributed.tenancy.limiter import (
+    Limiter,
+    Reservation,
+    TenantUsage,
+    WindowUsage,
+    window_periods,
+)
 from ace_workers.distributed.tenancy.tenants import Budget, Tenant, TenantRegistry
 from ace_workers.distributed.tenancy.usage import usage_report
 from ace_workers.distributed.worker.tenant_metrics import TenantCollector
@@ -46,7 +53,9 @@ class Room:
         self.roomy = roomy
         self.asked: list[tuple[str, str | None]] = []
 
-    def has_room(self, tenant: Tenant, model: str | None = None) -> bool:
+    def has_room(
+        self, tenant: Tenant, model: str | None = None, needs: Mapping[str, float] | None = None
+    ) -> bool:
         self.asked.append((tenant.name, model))
         return model in self.roomy
 
@@ -115,6 +124,33 @@ def test_the_limiters_room_is_asked_for_each_model_a_call_was_refused_for(
     room.roomy.add(MODEL)
     assert LimiterBudgetWatch(room, deferrals, registry.map).has_room("team-a")
     assert room.asked == [("team-a", MODEL), ("team-a", MODEL)]
+
+
+def test_a_call_refused_because_its_estimate_did_not_fit_is_not_released_until_it_fits(
+    redis_client: redis.Redis, prefix: str
+) -> None:
+    registry = TenantRegistry(redis_client, prefix=prefix)
+    registry.add(Tenant("team-a", budgets=(Budget("*", cost_per_day=3.0),)))
+    limiter = Limiter(redis_client, prefix=prefix)
+    tenant = registry.map().get("team-a")
+    granted = limiter.reserve(tenant, MODEL, 1000, 1.5)
+    assert isinstance(granted, Reservation)
+    limiter.settle(granted, 1000, 2.0)
+    with pytest.raises(BudgetExhaustedError) as refusal:
+        limiter.reserve(tenant, MODEL, 1000, 1.5)
+    deferrals = DeferredSamples(redis_client, prefix=prefix)
+    park(deferrals, refusal.value, 1)
+    watch = LimiterBudgetWatch(limiter, deferrals, registry.map)
+    parked = ParkedBudgetWatch(deferrals, registry.map)
+
+    # 2 of 3 spent, under the budget; but sent on, the refused call (1.5) would be refused and parked again.
+    assert not watch.has_room("team-a")
+    assert not parked.has_room("team-a")
+    registry.update("team-a", lambda t: t.with_budget(Budget("*", cost_per_day=3.2)))  # not enough for it
+    assert not watch.has_room("team-a")
+    assert not parked.has_room("team-a")
+    registry.update("team-a", lambda t: t.with_budget(Budget("*", cost_per_day=3.5)))
+    assert watch.has_room("team-a")
 
 
 def test_the_usage_report_sets_spend_against_each_budget_window(
