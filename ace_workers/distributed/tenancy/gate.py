@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -20,6 +22,7 @@ from .tenants import CachedTenants, Tenant
 
 __all__ = [
     "DEFAULT_COMPLETION_TOKENS",
+    "CompletionSizes",
     "LimiterGate",
     "Ticket",
     "estimate_tokens",
@@ -29,8 +32,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# The completion a call is assumed to produce when it sets no max_tokens.
+# The completion a call is assumed to produce when it sets no max_tokens and none was seen yet.
 DEFAULT_COMPLETION_TOKENS = 1024
+# Once completions were seen: their running mean times this, so most calls settle at or below
+# what they reserved (over-reserving stops a budget short; under-reserving lets it overshoot).
+COMPLETION_MARGIN = 1.25
+# The weight of each new completion in the running mean.
+_MEAN_WEIGHT = 0.2
 
 # A model's price: USD per prompt token and per completion token, or None when unknown.
 Pricing = Callable[[str], tuple[float, float] | None]
@@ -51,6 +59,39 @@ def estimate_tokens(prompt: Prompt, max_tokens: int | None) -> tuple[int, int]:
     else:
         characters = sum(len(str(message.get("content") or "")) for message in prompt)
     return max(1, characters // 4), max_tokens if max_tokens is not None else DEFAULT_COMPLETION_TOKENS
+
+
+class CompletionSizes:
+    """The completion tokens a model's calls use, as a running mean this process has seen.
+
+    A budget reserves a call's estimate until it settles. With ``max_tokens`` (or 1024) as the
+    completion's estimate a budget stops that far short of its limit: the simulator's calls
+    use about a third of it, so a $3 budget stopped at $1.70-2.00. The mean of the completions
+    seen, with a margin, stops within about one call of the limit.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._means: dict[str, float] = {}
+
+    def estimate(self, model: str, max_tokens: int | None) -> int:
+        """The completion tokens to reserve for a call to ``model`` allowed ``max_tokens``."""
+        with self._lock:
+            mean = self._means.get(model)
+        if mean is None:
+            return max_tokens if max_tokens is not None else DEFAULT_COMPLETION_TOKENS
+        guess = math.ceil(mean * COMPLETION_MARGIN)
+        return min(guess, max_tokens) if max_tokens is not None else guess
+
+    def observe(self, model: str, completion_tokens: int) -> None:
+        """A call to ``model`` produced ``completion_tokens``."""
+        if completion_tokens <= 0:
+            return
+        with self._lock:
+            mean = self._means.get(model)
+            self._means[model] = (
+                float(completion_tokens) if mean is None else mean + _MEAN_WEIGHT * (completion_tokens - mean)
+            )
 
 
 @functools.cache
@@ -79,15 +120,24 @@ class LimiterGate:
     Args:
         pricing: A model's price per token, for the cost estimate of a cost budget (the
             simulator's ACE_SIM_COST_PER_1K_TOKENS, else litellm's table).
+        sizes: The completions seen so far, shared by the process's gates (the estimate's
+            completion part); a gate of its own by default.
     """
 
     def __init__(
-        self, limiter: Limiter, tenants: CachedTenants, skillbook: str, *, pricing: Pricing = litellm_price
+        self,
+        limiter: Limiter,
+        tenants: CachedTenants,
+        skillbook: str,
+        *,
+        pricing: Pricing = litellm_price,
+        sizes: CompletionSizes | None = None,
     ) -> None:
         self.limiter = limiter
         self.tenants = tenants
         self.skillbook = skillbook
         self.pricing = pricing
+        self.sizes = sizes if sizes is not None else CompletionSizes()
 
     def __repr__(self) -> str:
         return f"LimiterGate(skillbook={self.skillbook!r})"
@@ -116,7 +166,8 @@ class LimiterGate:
     def _reserve(self, tenant: Tenant, model: str, prompt: Prompt, max_tokens: int | None) -> Ticket:
         if not self.limiter.applies(tenant, model):
             return Ticket(model)
-        prompt_tokens, completion_tokens = estimate_tokens(prompt, max_tokens)
+        prompt_tokens, _ = estimate_tokens(prompt, max_tokens)
+        completion_tokens = self.sizes.estimate(model, max_tokens)
         cost = 0.0
         if any(b.cost_per_day is not None or b.cost_per_month is not None for b in tenant.budget_for(model)):
             price = self.pricing(model)
@@ -127,6 +178,8 @@ class LimiterGate:
 
     def after(self, ticket: Ticket, usage: Mapping[str, int] | None, cost: float | None) -> None:
         """Settle the reservation with the call's usage (its estimate where the call did not say)."""
+        if usage is not None:
+            self.sizes.observe(ticket.model, int(usage.get("completion_tokens") or 0))
         if ticket.reservation is None:
             return
         if usage is None:

@@ -34,7 +34,7 @@ from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..store.store import RedisSkillbookStore
 from ..tenancy.admission import AdmissionState
 from ..tenancy.deferrals import DeferredSamples
-from ..tenancy.gate import LimiterGate, priced_model
+from ..tenancy.gate import CompletionSizes, LimiterGate, priced_model
 from ..tenancy.limiter import Limiter
 from ..tenancy.tenants import CachedTenants, TenantRegistry
 from .ledger_metrics import LedgerCollector
@@ -131,6 +131,8 @@ class WorkerRuntime:
             max_wait_seconds=settings.llm_timeout_seconds,
         )
         self._pricing = priced_model(SIM_MODEL, settings.sim_cost_per_1k_tokens)
+        # What each model's completions were, for the completion part of a call's reservation.
+        self._completion_sizes = CompletionSizes()
         self._lock = threading.Lock()
         self._llms: dict[str, LLMClientLike] = {}
         # By skillbook name, least recently used first.
@@ -215,7 +217,9 @@ class WorkerRuntime:
         fallbacks, re-asks); the simulator and ACE_LLM_FACTORY clients are the process's one
         client per model behind a gate, passed once per call.
         """
-        gate = LimiterGate(self.limiter, self.tenants, skillbook, pricing=self._pricing)
+        gate = LimiterGate(
+            self.limiter, self.tenants, skillbook, pricing=self._pricing, sizes=self._completion_sizes
+        )
         if self.settings.llm_factory or model == SIM_MODEL:
             return GatedClient(self.llm(model), gate, model)
         return model_client(model, self.settings, check=False, gate=gate)

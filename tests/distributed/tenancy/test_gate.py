@@ -8,6 +8,7 @@ import pytest
 import redis
 
 from ace_workers.distributed.tenancy import (
+    ALL_MODELS,
     Budget,
     BudgetExhaustedError,
     CachedTenants,
@@ -16,6 +17,7 @@ from ace_workers.distributed.tenancy import (
 )
 from ace_workers.distributed.tenancy.gate import (
     DEFAULT_COMPLETION_TOKENS,
+    CompletionSizes,
     LimiterGate,
     estimate_tokens,
     priced_model,
@@ -70,6 +72,33 @@ def test_the_estimate_is_a_quarter_token_a_character_plus_the_completion_allowed
     assert estimate_tokens(PROMPT, 50) == (100, 50)
     messages = [{"role": "system", "content": "x" * 40}, {"role": "user", "content": "y" * 80}]
     assert estimate_tokens(messages, None) == (30, DEFAULT_COMPLETION_TOKENS)
+
+
+def test_a_completions_estimate_follows_what_the_model_produced_with_a_margin() -> None:
+    sizes = CompletionSizes()
+    assert sizes.estimate("sim", None) == DEFAULT_COMPLETION_TOKENS  # nothing seen yet
+    assert sizes.estimate("sim", 200) == 200
+    sizes.observe("sim", 300)
+    assert sizes.estimate("sim", None) == 375  # 300 and a quarter more
+    assert sizes.estimate("sim", 200) == 200  # never above what the call allows
+    assert sizes.estimate("other", None) == DEFAULT_COMPLETION_TOKENS
+
+
+def test_a_budgeted_calls_reservation_shrinks_once_its_completions_were_seen(
+    redis_client: redis.Redis, registry: TenantRegistry
+) -> None:
+    registry.add(Tenant("acme", prefixes=("acme-",), budgets=(Budget(ALL_MODELS, tokens_per_day=10**9),)))
+    llm, limiter = gated_sim(redis_client, registry)
+    gate = llm.gate
+    assert isinstance(gate, LimiterGate)
+    first = gate.before("sim", PROMPT, None)
+    assert first.reservation is not None
+    assert first.reservation.tokens == 100 + DEFAULT_COMPLETION_TOKENS
+    gate.after(first, {"prompt_tokens": 100, "completion_tokens": 40, "total_tokens": 140}, None)
+    second = gate.before("sim", PROMPT, None)
+    assert second.reservation is not None
+    assert second.reservation.tokens == 100 + 50
+    limiter.release(second.reservation)
 
 
 def test_a_call_with_nothing_configured_sends_nothing_to_redis(
