@@ -15,7 +15,7 @@ from rich.table import Table
 from ..distributed.service import Service
 from ..distributed.tenancy.deferrals import DeferredSamples
 from ..distributed.tenancy.tenants import ALL_MODELS, TenantRegistry, validate_tenant_name
-from ..distributed.tenancy.usage import UsageReport, WindowRow, usage_report, usage_source_of
+from ..distributed.tenancy.usage import UsageReport, WindowRow, usage_report
 from ..distributed.worker.deferrals import release_deferred
 from .common import JsonOption, console, open_service, print_json, printable, redis_settings
 from .help import HelpCommand
@@ -52,8 +52,7 @@ def usage_command(
         runtime = service.runtime
         tenants = TenantRegistry(runtime.redis, prefix=settings.queue_prefix).map()
         deferrals = DeferredSamples(runtime.redis, prefix=settings.queue_prefix)
-        source = usage_source_of(runtime)
-        report = usage_report(tenants, deferrals, source, None if tenant is None else [tenant])
+        report = usage_report(tenants, deferrals, runtime.limiter, None if tenant is None else [tenant])
     if as_json:
         print_json(report.to_dict())
         return
@@ -61,8 +60,6 @@ def usage_command(
 
 
 def _print(report: UsageReport) -> None:
-    if not report.spend_known:
-        console.print("[yellow]spend unknown: no LLM limiter on this fleet; budgets shown without spend[/]")
     for tenant in report.tenants:
         waiting = (
             f"{tenant.deferred} sample(s) waiting for budget" if tenant.deferred else "no sample waiting"

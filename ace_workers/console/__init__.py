@@ -1,7 +1,7 @@
 """The web console (``ace-workers console``, extra ``console``): what the fleet learned, and steering it.
 
 A Starlette application on the fleet's Redis. Each area (skillbooks, history,
-review, evaluations, batches, fleet) serves every page twice, as HTML and as
+review, evaluations, batches, fleet, tenants) serves every page twice, as HTML and as
 JSON under ``/api/``, from one view function (views.py); every state change is
 a POST behind the CSRF token, refused in ``--read-only`` mode, and written to
 the audit log (audit.py). Credentials, the Host check and the security headers

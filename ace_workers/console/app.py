@@ -20,7 +20,7 @@ from ..distributed.tenancy.api_keys import ApiKeys
 from .access import ConsoleAccess
 from .areas import AREAS
 from .audit import read_audit
-from .charts import Series, line_chart
+from .charts import Series, line_chart, share_bar
 from .security import ConsoleGate
 from .views import REFUSALS, ConsoleState, View, error_response, page
 
@@ -40,7 +40,7 @@ def build_console_app(
     )
     templates.filters["tojson_pretty"] = _json_pretty
     # Plots are drawn on the server from a page's data: its template builds the series.
-    templates.globals.update(line_chart=line_chart, Series=Series)
+    templates.globals.update(line_chart=line_chart, Series=Series, share_bar=share_bar)
     if not access.no_auth and access.api_keys is None:
         # Scoped API keys are accepted as bearer tokens beside the operator's credentials.
         keys = ApiKeys(service.runtime.redis, prefix=service.runtime.settings.queue_prefix)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup, escape
 
-__all__ = ["Series", "line_chart", "PALETTE"]
+__all__ = ["NEARLY_SPENT", "PALETTE", "Series", "line_chart", "share_bar"]
 
 PALETTE = ("#2f5fd0", "#d0632f", "#1f7a4a", "#8a3fc0", "#b3261e", "#0f8b8d")
 _WIDTH, _HEIGHT = 720, 240
@@ -146,3 +146,28 @@ def _number(value: float) -> str:
     if float(value).is_integer() and abs(value) < 1e9:
         return str(int(value))
     return f"{value:.3g}"
+
+
+# A budget share from this on is drawn as nearly spent, and from 1.0 on as spent.
+NEARLY_SPENT = 0.8
+_BAR_WIDTH, _BAR_HEIGHT = 120, 12
+
+
+def share_bar(share: float | None, *, label: str = "") -> Markup:
+    """A small horizontal bar of ``share`` (1.0: full), as inline SVG; None (no budget) draws no bar.
+
+    Past 1.0 the bar stays full and turns red: the figure beside it says by how much.
+    """
+    if share is None:
+        return Markup('<span class="dim">no budget</span>')
+    filled = round(max(0.0, min(share, 1.0)) * _BAR_WIDTH, 1)
+    level = "spent" if share >= 1.0 else "nearly" if share >= NEARLY_SPENT else "ok"
+    color = {"spent": PALETTE[4], "nearly": PALETTE[1], "ok": PALETTE[2]}[level]
+    title = f"{label}: {share:.0%}" if label else f"{share:.0%}"
+    return Markup(
+        f'<svg class="share-bar share-{level}" viewBox="0 0 {_BAR_WIDTH} {_BAR_HEIGHT}" '
+        f'width="{_BAR_WIDTH}" height="{_BAR_HEIGHT}" role="img" aria-label="{escape(title)}" '
+        f'data-share="{share:.4f}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
+        f'<rect width="{_BAR_WIDTH}" height="{_BAR_HEIGHT}" rx="2" fill="#e6e9f0"/>'
+        f'<rect width="{filled}" height="{_BAR_HEIGHT}" rx="2" fill="{color}"/></svg>'
+    )

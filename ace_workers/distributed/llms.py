@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from ..protocols import LLMClientLike
 from ..providers import LiteLLMClient, check_model, wrap_with_instructor
+from ..providers.gate import CallGate
 from .settings import DEDUP_OFF, QUEUE_ROLES, SIM_MODEL, WorkerSettings
 
 __all__ = ["check_model_setting", "check_models", "model_client"]
@@ -34,11 +35,13 @@ def model_client(
     max_tokens: int | None = None,
     temperature: float = 0.0,
     check: bool = True,
+    gate: CallGate | None = None,
 ) -> LLMClientLike:
     """The simulated LLM for "sim", else a LiteLLM client with validated structured output.
 
     ``settings`` (default: the defaults, not the environment) give the simulator's options and
     the client's timeout and re-asks. ``check`` first makes sure litellm can call ``model``.
+    ``gate`` (LiteLLM models only) is passed by every attempt: the fleet's LLM limiter.
 
     Raises:
         ModelUnavailableError: ``check`` and litellm knows no provider for ``model``, or its
@@ -54,11 +57,12 @@ def model_client(
             trust_threshold=settings.sim_trust_threshold,
             failure_rate=settings.sim_failure_rate,
             failure=settings.sim_failure,
+            cost_per_1k_tokens=settings.sim_cost_per_1k_tokens,
         )
     if check:
         check_model(model)
     client = LiteLLMClient(
-        model, timeout=settings.llm_timeout_seconds, max_tokens=max_tokens, temperature=temperature
+        model, timeout=settings.llm_timeout_seconds, max_tokens=max_tokens, temperature=temperature, gate=gate
     )
     return wrap_with_instructor(client, max_retries=settings.llm_max_retries)
 

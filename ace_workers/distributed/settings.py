@@ -24,6 +24,7 @@ from .errors import InvalidSettingError
 from .recipe_registry import BUILT_IN_RECIPES, recipe_target_problem
 from .store.keys import validate_key_prefix, validate_skillbook_name
 from .store.labels import validate_label
+from .tenancy.model_limits import ModelLimits, parse_model_limits
 
 __all__ = [
     # settings
@@ -168,6 +169,13 @@ class WorkerSettings:
     - ``ACE_SIM_TRUST_THRESHOLD``: net helpful votes before the simulated agent applies a skill [3]
     - ``ACE_SIM_FAILURE_RATE``: share (0 to 1) of simulated LLM calls that fail, for failure drills [0]
     - ``ACE_SIM_FAILURE``: how they fail: "rate_limit" (a 429) or "error" (a provider error) [rate_limit]
+    - ``ACE_SIM_COST_PER_1K_TOKENS``: USD the simulated LLM says each 1000 tokens cost (its outputs'
+      ``raw`` carries the cost), for cost budgets in drills and tests; 0 prices nothing [0]
+    - ``ACE_MODEL_LIMITS``: the providers' limits the whole fleet keeps to, per model:
+      ``MODEL=rpm:N,tpm:N,burst:S;...`` (e.g. ``openai/gpt-4o-mini=rpm:500,tpm:200000;sim=rpm:600``),
+      requests and tokens per minute (either or both) and the seconds of traffic that may go at once
+      after a quiet spell [burst 0: evenly spaced]. Shared by every tenant through the LLM limiter
+      in Redis; a provider's 429 slows a model for everyone, configured here or not [unset: none]
     - ``ACE_REDIS_CONNECT_TIMEOUT_SECONDS``: timeout of one connection attempt to Redis [3]
     - ``ACE_REDIS_SOCKET_TIMEOUT_SECONDS``: timeout of one Redis command on an open connection [10]
     - ``ACE_REDIS_CONNECT_RETRIES``: reconnection attempts (broker and result backend) before failing [3]
@@ -259,6 +267,8 @@ class WorkerSettings:
     sim_trust_threshold: int = _setting(3)
     sim_failure_rate: float = _setting(0.0)
     sim_failure: str = "rate_limit"
+    sim_cost_per_1k_tokens: float = _setting(0.0)
+    model_limits: str = ""
     redis_connect_timeout_seconds: float = _setting(3.0, positive=True)
     redis_socket_timeout_seconds: float = _setting(10.0, positive=True)
     redis_connect_retries: int = _setting(3)
@@ -306,6 +316,7 @@ class WorkerSettings:
                 env_name("llm_factory"), self.llm_factory, "expected an import path 'package.module:callable'"
             )
         _check_sim_failure(self.sim_failure_rate, self.sim_failure)
+        self.model_limits_map()  # a malformed ACE_MODEL_LIMITS fails here, at start
         self.recipe_paths()  # a malformed ACE_RECIPES fails here, at start
         _check_choice("dedup_provider", self.dedup_provider, DEDUP_PROVIDERS)
         _check_choice("reflector", self.reflector, REFLECTORS)
@@ -407,6 +418,13 @@ class WorkerSettings:
         """Every queue workers serve: execute, learn and each write queue."""
         names = self.queue_names()
         return [names["execute"], names["learn"], *self.write_queues()]
+
+    def model_limits_map(self) -> dict[str, ModelLimits]:
+        """ACE_MODEL_LIMITS by model; InvalidSettingError naming what is wrong."""
+        try:
+            return parse_model_limits(self.model_limits)
+        except ValueError as exc:
+            raise InvalidSettingError(env_name("model_limits"), self.model_limits, str(exc)) from None
 
     def models(self) -> dict[str, str]:
         """The model of each LLM role."""

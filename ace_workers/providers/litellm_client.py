@@ -21,6 +21,7 @@ from tenacity import (
 
 from ..errors import LLMError, LLMRequestRejected, one_line
 from ._lazy_imports import import_litellm
+from .gate import CallGate, is_rate_limit
 from .instructor_client import InstructorClient
 from .response import LLMResponse, usage_from
 
@@ -162,6 +163,8 @@ class LiteLLMClient:
         retry_wait_seconds: First backoff; it doubles per retry, and each backoff adds a
             random jitter of up to this much.
         retry_max_wait_seconds: Cap on a backoff before its jitter.
+        gate: Asked before every attempt (retries, fallbacks, re-asks) and told its usage after,
+            or of its 429 before the retry: a shared limiter's way in (see providers/gate.py).
         extra: Further litellm options sent with every call (per-call keyword
             arguments override them).
     """
@@ -179,6 +182,7 @@ class LiteLLMClient:
         retry_max_wait_seconds: float = 30.0,
         api_base: str | None = None,
         api_key: str | None = None,
+        gate: CallGate | None = None,
         **extra: Any,
     ) -> None:
         reject_reserved_options(extra)
@@ -195,6 +199,7 @@ class LiteLLMClient:
         self.api_base = api_base
         self.api_key = api_key
         self.extra = dict(extra)
+        self.gate = gate
         self._structured: InstructorClient | None = None
 
     @classmethod
@@ -306,7 +311,24 @@ class LiteLLMClient:
             before_sleep=log_retry,
             reraise=True,
         )
+        if self.gate is not None:
+            completion = functools.partial(self._gated_attempt, completion, self.gate)
         return retrying(completion, model=model, messages=messages, **options)
+
+    @staticmethod
+    def _gated_attempt(completion: Any, gate: CallGate, **request: Any) -> Any:
+        """One attempt through the gate: asked first, told the usage or the 429 after."""
+        ticket = gate.before(request["model"], request["messages"], request.get("max_tokens"))
+        try:
+            response = completion(**request)
+        except Exception as error:
+            if is_rate_limit(error):
+                gate.rate_limited(ticket, error)  # before tenacity's retry, which then waits on the gate
+            else:
+                gate.after(ticket, None, None)
+            raise
+        gate.after(ticket, usage_from(getattr(response, "usage", None)), completion_cost(response))
+        return response
 
 
 def completion_cost(completion: Any) -> float | None:

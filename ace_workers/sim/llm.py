@@ -96,6 +96,7 @@ class SimulatedLLM:
             moment it is learned; higher values make learning take several
             failures per topic, for a visible learning curve.
         topics: The task family the simulator knows (default: all of TOPICS).
+        cost_per_1k_tokens: USD each 1000 tokens cost; when above 0, ``raw`` carries a ``cost``.
 
     Every call is recorded: :meth:`call_count`, :meth:`last_prompt` and
     :attr:`usage` report them. ``raw`` on each output carries fake token usage
@@ -116,6 +117,7 @@ class SimulatedLLM:
         seed: int = 0,
         trust_threshold: int = 0,
         topics: Sequence[Topic] = TOPICS,
+        cost_per_1k_tokens: float = 0.0,
     ) -> None:
         for name, rate in (("failure_rate", failure_rate), ("malformed_rate", malformed_rate)):
             if not 0.0 <= rate <= 1.0:
@@ -124,6 +126,8 @@ class SimulatedLLM:
             raise ValueError(f"failure must be one of {', '.join(FAILURE_MESSAGES)}, got {failure!r}")
         if latency < 0:
             raise ValueError(f"latency must be >= 0, got {latency}")
+        if cost_per_1k_tokens < 0:
+            raise ValueError(f"cost_per_1k_tokens must be >= 0, got {cost_per_1k_tokens}")
         if trust_threshold < 0:
             raise ValueError(f"trust_threshold must be >= 0, got {trust_threshold}")
         self.latency = latency
@@ -131,6 +135,7 @@ class SimulatedLLM:
         self.failure = failure
         self.malformed_rate = malformed_rate
         self.seed = seed
+        self.cost_per_1k_tokens = cost_per_1k_tokens
         self.world = SimWorld(topics=tuple(topics), trust_threshold=trust_threshold)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -248,10 +253,9 @@ class SimulatedLLM:
             return exc
         raise AssertionError("half a JSON object validated")  # pragma: no cover
 
-    @staticmethod
-    def _raw(prompt: str, completion: str, *, attempts: int) -> dict[str, Any]:
+    def _raw(self, prompt: str, completion: str, *, attempts: int) -> dict[str, Any]:
         prompt_tokens, completion_tokens = _tokens(prompt), _tokens(completion)
-        return {
+        raw: dict[str, Any] = {
             "model": MODEL_NAME,
             "attempts": attempts,
             "usage": {
@@ -260,3 +264,6 @@ class SimulatedLLM:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+        if self.cost_per_1k_tokens > 0:
+            raw["cost"] = (prompt_tokens + completion_tokens) * self.cost_per_1k_tokens / 1000
+        return raw

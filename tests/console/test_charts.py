@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ace_workers.console.charts import Series, line_chart
+from ace_workers.console.charts import Series, line_chart, share_bar
 
 
 def test_every_point_is_drawn_once_with_its_figure_in_a_tooltip() -> None:
@@ -42,3 +42,19 @@ def test_a_whole_number_axis_gets_whole_number_ticks() -> None:
     svg = line_chart([Series("size", [(1, 3), (4, 9)])], title="skills", x_label="version", y_label="")
     ticks = re.findall(r'text-anchor="middle">([^<]+)</text>', svg)
     assert ticks == ["1", "2", "3", "4"]
+
+
+def test_a_share_bar_fills_its_share_and_turns_red_once_spent() -> None:
+    assert 'width="72.0"' in share_bar(0.6, label="tokens")
+    assert "share-ok" in share_bar(0.6)
+    assert "share-nearly" in share_bar(0.85)
+    spent = share_bar(1.25, label="cost")
+    assert "share-spent" in spent
+    assert 'width="120.0"' in spent  # full, not past its frame: the figure beside it says 125%
+    assert "<title>cost: 125%</title>" in spent
+
+
+def test_a_share_bar_without_a_budget_draws_nothing_and_escapes_its_label() -> None:
+    assert "<svg" not in share_bar(None)
+    assert "no budget" in share_bar(None)
+    assert "<b>" not in share_bar(0.5, label="<b>model</b>")

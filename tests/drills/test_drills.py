@@ -152,7 +152,10 @@ def test_llm_rate_limited_half_the_time_retries_with_backoff_and_completes(tmp_p
 @pytest.mark.slow
 @pytest.mark.timeout(DRILL_TIMEOUT)
 def test_llm_always_rate_limited_dead_letters_every_sample_and_workers_stay_healthy(tmp_path: Path) -> None:
-    outcome = llm_rate_limited(tmp_path, rate=1.0, max_retries=2)
+    # Every 429 blocks the model for the whole fleet for a second (the shared limiter), so a
+    # provider that always answers 429 is called about once a second: 4 samples of 3 attempts
+    # each dead-letter in about 15 s, where 12 took more than the drill's minute.
+    outcome = llm_rate_limited(tmp_path, rate=1.0, max_retries=2, samples=4)
     assert_nothing_lost_or_twice(outcome)
     assert (outcome.done, outcome.failed, outcome.dead_lettered) == (0, outcome.total, outcome.total), outcome
     assert f"errors reported: {outcome.total}" in outcome.notes, outcome

@@ -27,6 +27,8 @@ SHARED_FIXTURE_PATHS = {
     "tests/providers/test_litellm_client.py": "models",
     "tests/providers/test_instructor_client.py": "models",
     "tests/providers/test_model_check.py": "models",
+    "tests/providers/test_litellm_gate.py": "models",
+    "tests/distributed/tenancy/test_provider_storm.py": "models",
     "tests/runners/test_from_model.py": "models",
     "tests/runners/test_options.py::test_from_model": "models",
     "tests/cli/test_models_and_failures.py": "models",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from . import batches, evaluations, fleet, history, review, skillbooks
+from . import batches, evaluations, fleet, history, review, skillbooks, tenants
 
 __all__ = ["AREAS"]
 
@@ -16,4 +16,5 @@ AREAS: tuple[list[BaseRoute], ...] = (
     evaluations.ROUTES,
     batches.ROUTES,
     fleet.ROUTES,
+    tenants.ROUTES,
 )

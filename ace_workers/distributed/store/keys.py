@@ -58,6 +58,15 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:console:audit          stream  one entry per action taken in the web console (capped)
     ace:{tenants}              hash    tenant name -> tenant JSON (skillbooks, prefixes, weight, budgets)
     ace:{tenants}:version      string  +1 on every change of the tenants (readers' caches check it)
+    ace:{limits}:spend:T:W:P:M hash    tenant T's spend on model M (or "*", all models) in window W (day,
+                                       month) period P (20261126, 202611): tokens, cost, requests; expires
+                                       when the window ends
+    ace:{limits}:models:T      set     the models tenant T spent on this month (what `usage` reads)
+    ace:{limits}:reserved      hash    "T<US>M<US>tokens" / "...cost" -> reserved by calls in flight
+    ace:{limits}:reservations  hash    reservation id -> "T<US>M<US>tokens<US>cost" of a call in flight
+    ace:{limits}:expiry        zset    reservation id -> when it expires (a crashed worker's is freed)
+    ace:{limits}:rate:M        hash    model M's shared pacing: request and token schedules, 429 state
+    ace:{limits}:throttled     hash    model -> until when a 429 slowed it (every process's cheap check)
     ace:{apikeys}              hash    SHA-256 of an API key's secret -> the key's JSON (id, tenant, role)
     ace:{apikeys}:ids          hash    key id -> the SHA-256 its record is stored under (revoke, list)
     ace:{deferred:T}           hash    "BATCH|eN:I|STEP" -> JSON of a step message tenant T's spent budget
@@ -77,7 +86,8 @@ that span skillbooks (``ace:skillbooks``, ``ace:dead_letters``, ``ace:batches:ru
 each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag, and
 the API keys' two the ``{apikeys}`` tag, so one transaction writes both of a pair; a tenant's
 deferred samples share the ``{deferred:T}`` tag, so one script parks or claims one; the
-admission state shares ``{admission}``, so one script grants): no
+admission state shares ``{admission}``, so one script grants; the LLM limiter's keys, which its
+one script touches together, the ``{limits}`` tag): no
 transaction or script touches one of them together with another key (a batch's creation writes
 its record, the running set and the recent index in one pipeline, not one transaction), so they
 work on a cluster as they are (ACE_STORE_URL=redis+cluster://...).
@@ -261,6 +271,53 @@ def tenants_key(prefix: str = DEFAULT_PREFIX) -> str:
 def tenants_version_key(prefix: str = DEFAULT_PREFIX) -> str:
     """String: a counter bumped with every change of the tenants hash, so caches know when to reload."""
     return f"{validate_key_prefix(prefix)}:{{tenants}}:version"
+
+
+@dataclass(frozen=True)
+class LimiterKeys:
+    """The keys of the fleet-wide LLM limiter (tenancy/limiter.py), all under the ``{limits}`` hash tag."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        validate_key_prefix(self.prefix)
+
+    @property
+    def base(self) -> str:
+        """What every limiter key starts with."""
+        return f"{self.prefix}:{{limits}}"
+
+    def spend(self, tenant: str, window: str, period: str, model: str) -> str:
+        """Hash: tokens, cost, requests of ``tenant`` on ``model`` ("*": all) in one day or month."""
+        return f"{self.base}:spend:{tenant}:{window}:{period}:{model}"
+
+    def models(self, tenant: str) -> str:
+        """Set: the models ``tenant`` spent on lately (its usage report reads their windows)."""
+        return f"{self.base}:models:{tenant}"
+
+    @property
+    def reserved(self) -> str:
+        """Hash: tokens and cost reserved by calls in flight, per tenant and model."""
+        return f"{self.base}:reserved"
+
+    @property
+    def reservations(self) -> str:
+        """Hash: reservation id -> what it reserved."""
+        return f"{self.base}:reservations"
+
+    @property
+    def expiry(self) -> str:
+        """Sorted set: reservation id -> when it expires."""
+        return f"{self.base}:expiry"
+
+    def rate(self, model: str) -> str:
+        """Hash: ``model``'s shared request and token schedules and its 429 slowdown."""
+        return f"{self.base}:rate:{model}"
+
+    @property
+    def throttled(self) -> str:
+        """Hash: model -> until when a provider 429 slowed it."""
+        return f"{self.base}:throttled"
 
 
 def api_keys_key(prefix: str = DEFAULT_PREFIX) -> str:

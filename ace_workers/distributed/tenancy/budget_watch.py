@@ -10,7 +10,7 @@ raised above what was spent (or removed).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from .deferrals import DeferredSamples, Refusal
@@ -70,14 +70,18 @@ class ParkedBudgetWatch:
         if now >= refusal.resets_at:
             return True
         limit = limit_now(tenants, tenant, refusal.model, refusal.limit)
-        return limit is None or limit > refusal.spent
+        # Raised enough for the refused call itself, not just past what was spent: a call refused
+        # because its estimate did not fit would otherwise be sent again only to be refused again.
+        return limit is None or refusal.fits(limit, refusal.spent)
 
 
 class RoomCheck(Protocol):
     """What the fleet's limiter answers: whether ``tenant``'s budgets (those of ``model``) have room now."""
 
-    def has_room(self, tenant: Tenant, model: str | None = None) -> bool:
-        """True if the next call (of ``model``, if named) would be let through."""
+    def has_room(
+        self, tenant: Tenant, model: str | None = None, needs: Mapping[str, float] | None = None
+    ) -> bool:
+        """True if the next call (of ``model``, if named; its estimate ``needs`` by limit) would go."""
         ...
 
 
@@ -97,10 +101,21 @@ class LimiterBudgetWatch:
             stored = self.tenants().get(tenant)
         except UnknownTenantError:
             return True  # removed: its skillbooks belong to 'default' now, whose budget decides when they run
-        models = sorted({refusal.model for refusal in self.deferrals.refusals(tenant)})
+        refusals = self.deferrals.refusals(tenant)
+        models = sorted({refusal.model for refusal in refusals})
+        # The refusals themselves first: a budget spent where the limiter does not count (no spend of
+        # its model in the limiter) holds until its window resets or the budget is raised.
+        tenants, now = self.tenants(), time.time()
+        if not all(ParkedBudgetWatch._lifted(tenants, tenant, refusal, now) for refusal in refusals):
+            return False
         if not models:
             return self.limiter.has_room(stored)
-        roomy = all(self.limiter.has_room(stored, model) for model in models)
+        # Room for the refused calls themselves: each limit's largest refused estimate must fit.
+        needs: dict[str, dict[str, float]] = {}
+        for refusal in refusals:
+            limits = needs.setdefault(refusal.model, {})
+            limits[refusal.limit] = max(limits.get(refusal.limit, 0.0), refusal.requested)
+        roomy = all(self.limiter.has_room(stored, model, needs[model]) for model in models)
         if roomy:
             self.deferrals.forget_refusals(tenant, self.deferrals.refusals(tenant))
         return roomy

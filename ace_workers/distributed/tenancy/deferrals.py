@@ -63,11 +63,28 @@ class Refusal:
     spent: float
     budget: float
     resets_at: float
+    requested: float = 0.0  # the refused call's estimate (0: refused only once spent reached the budget)
 
     @classmethod
     def of(cls, exc: BudgetExhaustedError) -> Refusal:
         """The refusal ``exc`` reports."""
-        return cls(exc.model, exc.limit, float(exc.spent), float(exc.budget), float(exc.resets_at))
+        return cls(
+            exc.model,
+            exc.limit,
+            float(exc.spent),
+            float(exc.budget),
+            float(exc.resets_at),
+            float(exc.requested),
+        )
+
+    def fits(self, limit: float, committed: float) -> bool:
+        """True if the refused call would go now: ``committed`` plus its estimate fit under ``limit``.
+
+        Nothing committed in the window: the limiter lets its first call through whatever its estimate.
+        """
+        if committed >= limit:
+            return False
+        return committed <= 0 or committed + self.requested <= limit
 
 
 @dataclass(frozen=True)
@@ -226,6 +243,7 @@ class DeferredSamples:
                         float(data["spent"]),
                         float(data["budget"]),
                         float(data["resets_at"]),
+                        float(data.get("requested", 0.0)),
                     )
                 )
             except (ValueError, TypeError, KeyError):

@@ -118,9 +118,11 @@ class RoleTooLowError(ScopeError):
 class BudgetExhaustedError(TenancyError):
     """A tenant's budget for a model is spent for its window: the LLM call was not made.
 
-    ``limit`` names the budget field (``tokens_per_day``, ``cost_per_month``, ...), ``resets_at``
-    is when its window starts again (unix time, UTC midnight or the first of the month), and
-    ``on_budget`` is what the tenant asked for: ``wait`` (defer the sample) or ``fail``.
+    ``limit`` names the budget field (``tokens_per_day``, ``cost_per_month``, ...), ``spent`` what
+    was spent and reserved of it, ``requested`` the refused call's estimate in the limit's unit
+    (0 when not known: a call refused only once the budget is spent), ``resets_at`` when its
+    window starts again (unix time, UTC midnight or the first of the month), and ``on_budget``
+    what the tenant asked for: ``wait`` (defer the sample) or ``fail``.
     """
 
     def __init__(
@@ -133,6 +135,7 @@ class BudgetExhaustedError(TenancyError):
         budget: float,
         resets_at: float,
         on_budget: str = "wait",
+        requested: float = 0.0,
     ) -> None:
         self.tenant = tenant
         self.model = model
@@ -141,8 +144,16 @@ class BudgetExhaustedError(TenancyError):
         self.budget = budget
         self.resets_at = resets_at
         self.on_budget = on_budget
+        self.requested = requested
+        if requested > 0 and spent < budget:
+            state = (
+                f"has no room for the call ({spent:g} of {budget:g} spent or reserved, "
+                f"the call needs about {requested:g})"
+            )
+        else:
+            state = f"is spent ({spent:g} of {budget:g})"
         super().__init__(
-            f"tenant {tenant!r}: budget {limit} for model {model!r} is spent ({spent:g} of {budget:g}); "
+            f"tenant {tenant!r}: budget {limit} for model {model!r} {state}; "
             f"it resets at {_utc(resets_at)}, or raise it with ace-workers tenant set {tenant}"
         )
 

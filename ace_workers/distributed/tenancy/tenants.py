@@ -292,11 +292,12 @@ class TenantRegistry:
             TenantConflictError: another tenant owns one of its skillbooks or prefixes.
         """
 
-        def check(stored: dict[str, Tenant]) -> None:
+        def create(stored: dict[str, Tenant]) -> Tenant:
             if tenant.name in stored:
                 raise TenantExistsError(tenant.name)
+            return tenant
 
-        return self._write(tenant, check)
+        return self._write(tenant.name, create)
 
     def update(self, name: str, change: Callable[[Tenant], Tenant]) -> Tenant:
         """Store ``change(tenant)`` in place of tenant ``name``, atomically; return the new tenant.
@@ -308,21 +309,14 @@ class TenantRegistry:
             TenantConflictError: the changed tenant claims what another tenant owns.
         """
         validate_tenant_name(name)
-        for _ in range(_WATCH_ATTEMPTS):
-            with self.redis.pipeline() as pipe:
-                try:
-                    pipe.watch(self.key)  # type: ignore[no-untyped-call]
-                    stored = self._parse(pipe.hgetall(self.key))
-                    changed = change(TenantMap(stored).get(name))
-                    if changed.name != name:
-                        problem = f"a change of {name!r} cannot rename it"
-                        raise InvalidTenantError("name", changed.name, problem)
-                    TenantMap(stored).conflicts(changed)
-                    self._store(pipe, changed)
-                    return changed
-                except redis.WatchError:
-                    continue
-        raise redis.WatchError(f"tenant {name!r}: {_WATCH_ATTEMPTS} writers got in between; try again")
+
+        def changed(stored: dict[str, Tenant]) -> Tenant:
+            tenant = change(TenantMap(stored).get(name))
+            if tenant.name != name:
+                raise InvalidTenantError("name", tenant.name, f"a change of {name!r} cannot rename it")
+            return tenant
+
+        return self._write(name, changed)
 
     def remove(self, name: str) -> bool:
         """Remove tenant ``name``; its skillbooks go back to ``default``. False if it was not stored."""
@@ -333,19 +327,20 @@ class TenantRegistry:
             removed, _ = pipe.execute()
         return bool(removed)
 
-    def _write(self, tenant: Tenant, check: Callable[[dict[str, Tenant]], None]) -> Tenant:
+    def _write(self, name: str, make: Callable[[dict[str, Tenant]], Tenant]) -> Tenant:
+        """Store ``make(stored tenants)`` in one WATCH transaction, checked against the others' claims."""
         for _ in range(_WATCH_ATTEMPTS):
             with self.redis.pipeline() as pipe:
                 try:
                     pipe.watch(self.key)  # type: ignore[no-untyped-call]
                     stored = self._parse(pipe.hgetall(self.key))
-                    check(stored)
+                    tenant = make(stored)
                     TenantMap(stored).conflicts(tenant)
                     self._store(pipe, tenant)
                     return tenant
                 except redis.WatchError:
                     continue
-        raise redis.WatchError(f"tenant {tenant.name!r}: {_WATCH_ATTEMPTS} writers got in between; try again")
+        raise redis.WatchError(f"tenant {name!r}: {_WATCH_ATTEMPTS} writers got in between; try again")
 
     def _store(self, pipe: Any, tenant: Tenant) -> None:
         pipe.multi()

@@ -8,62 +8,33 @@ Prometheus gauges cannot drift apart.
 
 from __future__ import annotations
 
-import calendar
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from ..store.keys import DEFAULT_TENANT
 from .deferrals import DeferredSamples
+from .limiter import TenantUsage, WindowUsage, window_periods
 from .tenants import ALL_MODELS, Tenant, TenantMap
 
 __all__ = [
     "WINDOWS",
-    "SpendWindow",
     "TenantReport",
-    "TenantSpend",
     "UsageReport",
     "UsageSource",
     "WindowRow",
     "usage_report",
-    "usage_source_of",
-    "window_end",
 ]
 
 # The budget windows, in the order they are shown.
 WINDOWS = ("day", "month")
 
 
-class SpendWindow(Protocol):
-    """A tenant's spend on one model ("*": all its models) in the current UTC day or month."""
-
-    @property
-    def model(self) -> str: ...
-    @property
-    def window(self) -> str: ...
-    @property
-    def tokens(self) -> int: ...
-    @property
-    def cost(self) -> float: ...
-    @property
-    def requests(self) -> int: ...
-    @property
-    def resets_at(self) -> float: ...
-
-
-class TenantSpend(Protocol):
-    """A tenant's spend windows, as a usage source read them."""
-
-    @property
-    def windows(self) -> Sequence[SpendWindow]: ...
-
-
 class UsageSource(Protocol):
     """Where spend is counted (the fleet's limiter)."""
 
-    def usage(self, tenant: str) -> TenantSpend:
+    def usage(self, tenant: str) -> TenantUsage:
         """``tenant``'s spend per model and window."""
         ...
 
@@ -128,20 +99,19 @@ class TenantReport:
 
 @dataclass(frozen=True)
 class UsageReport:
-    """Every reported tenant, by name; ``spend_known`` is False when no usage source was at hand."""
+    """Every reported tenant, by name."""
 
     tenants: list[TenantReport]
-    spend_known: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The document ``tenant usage --json`` prints."""
-        return {"spend_known": self.spend_known, "tenants": [tenant.to_dict() for tenant in self.tenants]}
+        return {"tenants": [tenant.to_dict() for tenant in self.tenants]}
 
 
 def usage_report(
     tenants: TenantMap,
     deferrals: DeferredSamples,
-    source: UsageSource | None,
+    source: UsageSource,
     names: Iterable[str] | None = None,
     *,
     now: float | None = None,
@@ -156,19 +126,13 @@ def usage_report(
     reports = []
     for name in names:
         tenant = tenants.get(name) if name in tenants.tenants or name == DEFAULT_TENANT else Tenant(name)
-        windows = list(source.usage(name).windows) if source is not None else []
+        windows = list(source.usage(name).windows)
         rows = _rows(tenant, windows, time.time() if now is None else now)
         reports.append(TenantReport(name, tenant.on_budget, deferrals.count(name), rows))
-    return UsageReport(reports, spend_known=source is not None)
+    return UsageReport(reports)
 
 
-def usage_source_of(runtime: object) -> UsageSource | None:
-    """The fleet's limiter of ``runtime`` (its ``limiter``) if it has one that reports usage, else None."""
-    limiter = getattr(runtime, "limiter", None)
-    return limiter if callable(getattr(limiter, "usage", None)) else None
-
-
-def _rows(tenant: Tenant, windows: list[SpendWindow], now: float) -> list[WindowRow]:
+def _rows(tenant: Tenant, windows: list[WindowUsage], now: float) -> list[WindowRow]:
     """A row per model and window that has a budget or spend: all models first, then by name."""
     spent = {(w.model, w.window): w for w in windows}
     budgets = {budget.model: budget for budget in tenant.budgets if budget.limited}
@@ -191,7 +155,7 @@ def _rows(tenant: Tenant, windows: list[SpendWindow], now: float) -> list[Window
                     requests=usage.requests if usage else 0,
                     token_budget=token_budget,
                     cost_budget=cost_budget,
-                    resets_at=usage.resets_at if usage else window_end(window, now),
+                    resets_at=usage.resets_at if usage else window_periods(now)[window][1],
                 )
             )
     return rows
@@ -201,12 +165,3 @@ def _share(spent: float, budget: float | None) -> float | None:
     if budget is None:
         return None
     return spent / budget if budget > 0 else 1.0  # a budget of 0 is spent before anything is
-
-
-def window_end(window: str, now: float) -> float:
-    """When the UTC ``window`` (day or month) that ``now`` falls in ends, as unix time."""
-    moment = datetime.fromtimestamp(now, tz=UTC)
-    if window == "day":
-        return float(calendar.timegm((moment.year, moment.month, moment.day, 0, 0, 0)) + 86400)
-    year, month = (moment.year + 1, 1) if moment.month == 12 else (moment.year, moment.month + 1)
-    return float(calendar.timegm((year, month, 1, 0, 0, 0)))

@@ -22,10 +22,11 @@ from ...dedup import (
 )
 from ...observability.metrics import WorkerMetrics
 from ...protocols import LLMClientLike, ReflectorLike
+from ...providers.gate import GatedClient
 from ...roles import Agent, Reflector, SkillManager
 from ..connections import client_url_for, store_client
 from ..llms import model_client
-from ..settings import DEDUP_OFF, WorkerSettings
+from ..settings import DEDUP_OFF, SIM_MODEL, WorkerSettings
 from ..store.backed_skillbook import StoreBackedSkillbook
 from ..store.batches import BatchStore
 from ..store.embedding_cache import RedisEmbeddingCache
@@ -33,8 +34,9 @@ from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..store.store import RedisSkillbookStore
 from ..tenancy.admission import AdmissionState
 from ..tenancy.deferrals import DeferredSamples
+from ..tenancy.gate import CompletionSizes, LimiterGate, priced_model
+from ..tenancy.limiter import Limiter
 from ..tenancy.tenants import CachedTenants, TenantRegistry
-from ..tenancy.usage import usage_source_of
 from .ledger_metrics import LedgerCollector
 from .payload import ClaimCheck
 from .recipes import RecipeInputs, import_object, resolve_recipe
@@ -118,6 +120,19 @@ class WorkerRuntime:
         self.tenants = CachedTenants(TenantRegistry(self.redis, prefix=settings.queue_prefix))
         # Which samples may be sent (ACE_ADMISSION_WINDOW; worker/admission.py).
         self.admission = AdmissionState(self.redis, prefix=settings.queue_prefix)
+        # The fleet's LLM limiter (budgets, ACE_MODEL_LIMITS, 429s): each skillbook's roles pass it
+        # on every LLM call (llm_for). A reservation outlives the slowest call; a call waits for its
+        # slot at most one LLM timeout.
+        self.limiter = Limiter(
+            self.redis,
+            prefix=settings.queue_prefix,
+            model_limits=settings.model_limits_map(),
+            hold_seconds=settings.slowest_step_seconds() + 60,
+            max_wait_seconds=settings.llm_timeout_seconds,
+        )
+        self._pricing = priced_model(SIM_MODEL, settings.sim_cost_per_1k_tokens)
+        # What each model's completions were, for the completion part of a call's reservation.
+        self._completion_sizes = CompletionSizes()
         self._lock = threading.Lock()
         self._llms: dict[str, LLMClientLike] = {}
         # By skillbook name, least recently used first.
@@ -133,7 +148,7 @@ class WorkerRuntime:
             TenantCollector(
                 TenantRegistry(self.redis, prefix=settings.queue_prefix),
                 DeferredSamples(self.redis, prefix=settings.queue_prefix),
-                lambda: usage_source_of(self),
+                self.limiter,
             )
         )
         self._published_shapes: set[str] = set()
@@ -195,6 +210,20 @@ class WorkerRuntime:
                 self._llms[model] = build_llm(model, self.settings)
             return self._llms[model]
 
+    def llm_for(self, model: str, skillbook: str) -> LLMClientLike:
+        """A client for ``model`` whose every call passes the fleet's limiter as ``skillbook``'s tenant.
+
+        LiteLLM models get a client of their own with the gate on each attempt (retries,
+        fallbacks, re-asks); the simulator and ACE_LLM_FACTORY clients are the process's one
+        client per model behind a gate, passed once per call.
+        """
+        gate = LimiterGate(
+            self.limiter, self.tenants, skillbook, pricing=self._pricing, sizes=self._completion_sizes
+        )
+        if self.settings.llm_factory or model == SIM_MODEL:
+            return GatedClient(self.llm(model), gate, model)
+        return model_client(model, self.settings, check=False, gate=gate)
+
     def pipeline(self, recipe: str, skillbook: str) -> PipelineAndRoutes:
         """The validated pipeline of ``recipe`` writing to ``skillbook``, and its routes.
 
@@ -218,10 +247,14 @@ class WorkerRuntime:
         budget = settings.prompt_budget()
         relevance = deduplicator.relevance() if deduplicator is not None else None
         inputs = RecipeInputs(
-            agent=Agent(self.llm(settings.agent_model), prompt_budget=budget, relevance=relevance),
-            reflector=self.reflector(),
+            agent=Agent(
+                self.llm_for(settings.agent_model, skillbook), prompt_budget=budget, relevance=relevance
+            ),
+            reflector=self.reflector(skillbook),
             skill_manager=SkillManager(
-                self.llm(settings.skill_manager_model), prompt_budget=budget, relevance=relevance
+                self.llm_for(settings.skill_manager_model, skillbook),
+                prompt_budget=budget,
+                relevance=relevance,
             ),
             skillbook=book,
             checkpoint_interval=settings.checkpoint_interval,
@@ -249,10 +282,14 @@ class WorkerRuntime:
         if self.settings.reflector == "rr":
             self.reflector()
 
-    def reflector(self) -> ReflectorLike:
-        """The settings' reflector: the single-pass one, or the Recursive Reflector ("rr")."""
+    def reflector(self, skillbook: str | None = None) -> ReflectorLike:
+        """The settings' reflector: the single-pass one, or the Recursive Reflector ("rr").
+
+        With ``skillbook``, its calls pass the fleet's limiter as that skillbook's tenant.
+        """
         settings = self.settings
-        llm = self.llm(settings.reflector_model)
+        model = settings.reflector_model
+        llm = self.llm(model) if skillbook is None else self.llm_for(model, skillbook)
         if settings.reflector != "rr":
             return Reflector(llm)
         from ...rr import Isolation, RRConfig, RRStep, SandboxLimits
@@ -288,7 +325,8 @@ class WorkerRuntime:
             self.redis, SkillbookKeys(skillbook, settings.queue_prefix), memo=self.embedding_memo
         )
         detector = SimilarityDetector(embedder, model_name=settings.dedup_model, cache=cache)
-        return DeduplicationManager(config, llm=self.llm(settings.skill_manager_model), detector=detector)
+        llm = self.llm_for(settings.skill_manager_model, skillbook)
+        return DeduplicationManager(config, llm=llm, detector=detector)
 
     def queue(self, role: str, skillbook: str | None = None) -> str:
         """The Celery queue of a queue role; for "write", ``skillbook``'s write partition."""

@@ -10,7 +10,7 @@ from Redis, so every worker reports the same figures: aggregate them with ``max`
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import redis
 from prometheus_client.core import GaugeMetricFamily
@@ -33,9 +33,9 @@ class TenantCollector(Collector):
         self,
         registry: TenantRegistry,
         deferrals: DeferredSamples,
-        source: Callable[[], UsageSource | None],
+        source: UsageSource,
     ) -> None:
-        """``source``: the fleet's limiter, looked up at each scrape (None: spend is left out)."""
+        """``source``: the fleet's limiter, whose spend windows are read at each scrape."""
         self.registry = registry
         self.deferrals = deferrals
         self.source = source
@@ -46,9 +46,8 @@ class TenantCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         spend, budget, waiting = _families()
-        source = self.source()
         try:
-            report = usage_report(self.registry.map(), self.deferrals, source)
+            report = usage_report(self.registry.map(), self.deferrals, self.source)
         except (redis.RedisError, CorruptDataError) as exc:  # a scrape must not fail for Redis
             logger.warning("tenant gauges left out of this scrape: %s", exc)
             return
@@ -56,10 +55,9 @@ class TenantCollector(Collector):
             waiting.add_metric([tenant.tenant], tenant.deferred)
             for row in tenant.rows:
                 labels = [tenant.tenant, row.model, row.window]
-                if source is not None:
-                    spend.add_metric([*labels, "tokens"], row.tokens)
-                    spend.add_metric([*labels, "cost"], row.cost)
-                    spend.add_metric([*labels, "requests"], row.requests)
+                spend.add_metric([*labels, "tokens"], row.tokens)
+                spend.add_metric([*labels, "cost"], row.cost)
+                spend.add_metric([*labels, "requests"], row.requests)
                 if row.token_budget is not None:
                     budget.add_metric([*labels, "tokens"], row.token_budget)
                 if row.cost_budget is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 import pytest
 import redis
@@ -15,8 +15,15 @@ from ace_workers.cli import app as cli
 from ace_workers.distributed.tenancy.budget_watch import LimiterBudgetWatch, ParkedBudgetWatch
 from ace_workers.distributed.tenancy.deferrals import DeferredSamples
 from ace_workers.distributed.tenancy.errors import BudgetExhaustedError
+from ace_workers.distributed.tenancy.limiter import (
+    Limiter,
+    Reservation,
+    TenantUsage,
+    WindowUsage,
+    window_periods,
+)
 from ace_workers.distributed.tenancy.tenants import Budget, Tenant, TenantRegistry
-from ace_workers.distributed.tenancy.usage import usage_report, window_end
+from ace_workers.distributed.tenancy.usage import usage_report
 from ace_workers.distributed.worker.tenant_metrics import TenantCollector
 from ace_workers.observability.metrics import WorkerMetrics
 
@@ -24,31 +31,19 @@ MODEL = "openai/gpt-4o-mini"
 NOW = 1_800_000_000.0  # 2027-01-15 08:00 UTC
 
 
-@dataclass(frozen=True)
-class Window:
-    """A spend window as the fleet's limiter reports it."""
-
-    model: str
-    window: str
-    tokens: int
-    cost: float
-    requests: int
-    resets_at: float
-
-
-@dataclass(frozen=True)
-class Spend:
-    windows: tuple[Window, ...]
+def spent(model: str, window: str, tokens: int, cost: float, requests: int, resets_at: float) -> WindowUsage:
+    """A spend window as the fleet's limiter reports it, with nothing reserved."""
+    return WindowUsage(model, window, "period", tokens, cost, requests, 0.0, 0.0, resets_at)
 
 
 class FixedUsage:
     """A usage source that reports the same spend for every tenant."""
 
-    def __init__(self, *windows: Window) -> None:
+    def __init__(self, *windows: WindowUsage) -> None:
         self.windows = windows
 
-    def usage(self, tenant: str) -> Spend:
-        return Spend(self.windows)
+    def usage(self, tenant: str) -> TenantUsage:
+        return TenantUsage(tenant, self.windows)
 
 
 class Room:
@@ -58,7 +53,9 @@ class Room:
         self.roomy = roomy
         self.asked: list[tuple[str, str | None]] = []
 
-    def has_room(self, tenant: Tenant, model: str | None = None) -> bool:
+    def has_room(
+        self, tenant: Tenant, model: str | None = None, needs: Mapping[str, float] | None = None
+    ) -> bool:
         self.asked.append((tenant.name, model))
         return model in self.roomy
 
@@ -129,6 +126,33 @@ def test_the_limiters_room_is_asked_for_each_model_a_call_was_refused_for(
     assert room.asked == [("team-a", MODEL), ("team-a", MODEL)]
 
 
+def test_a_call_refused_because_its_estimate_did_not_fit_is_not_released_until_it_fits(
+    redis_client: redis.Redis, prefix: str
+) -> None:
+    registry = TenantRegistry(redis_client, prefix=prefix)
+    registry.add(Tenant("team-a", budgets=(Budget("*", cost_per_day=3.0),)))
+    limiter = Limiter(redis_client, prefix=prefix)
+    tenant = registry.map().get("team-a")
+    granted = limiter.reserve(tenant, MODEL, 1000, 1.5)
+    assert isinstance(granted, Reservation)
+    limiter.settle(granted, 1000, 2.0)
+    with pytest.raises(BudgetExhaustedError) as refusal:
+        limiter.reserve(tenant, MODEL, 1000, 1.5)
+    deferrals = DeferredSamples(redis_client, prefix=prefix)
+    park(deferrals, refusal.value, 1)
+    watch = LimiterBudgetWatch(limiter, deferrals, registry.map)
+    parked = ParkedBudgetWatch(deferrals, registry.map)
+
+    # 2 of 3 spent, under the budget; but sent on, the refused call (1.5) would be refused and parked again.
+    assert not watch.has_room("team-a")
+    assert not parked.has_room("team-a")
+    registry.update("team-a", lambda t: t.with_budget(Budget("*", cost_per_day=3.2)))  # not enough for it
+    assert not watch.has_room("team-a")
+    assert not parked.has_room("team-a")
+    registry.update("team-a", lambda t: t.with_budget(Budget("*", cost_per_day=3.5)))
+    assert watch.has_room("team-a")
+
+
 def test_the_usage_report_sets_spend_against_each_budget_window(
     redis_client: redis.Redis, prefix: str
 ) -> None:
@@ -138,11 +162,11 @@ def test_the_usage_report_sets_spend_against_each_budget_window(
     deferrals = DeferredSamples(redis_client, prefix=prefix)
     park(deferrals, refused(resets_at=NOW + 60), 1)
     park(deferrals, refused(resets_at=NOW + 60), 2)
-    day_end, month_end = window_end("day", NOW), window_end("month", NOW)
+    day_end, month_end = window_periods(NOW)["day"][1], window_periods(NOW)["month"][1]
     source = FixedUsage(
-        Window("*", "day", 750, 0.5, 12, day_end),
-        Window("*", "month", 9000, 2.5, 90, month_end),
-        Window(MODEL, "month", 9000, 2.5, 90, month_end),
+        spent("*", "day", 750, 0.5, 12, day_end),
+        spent("*", "month", 9000, 2.5, 90, month_end),
+        spent(MODEL, "month", 9000, 2.5, 90, month_end),
     )
 
     report = usage_report(registry.map(), deferrals, source, ["team-a"], now=NOW)
@@ -157,7 +181,6 @@ def test_the_usage_report_sets_spend_against_each_budget_window(
     assert rows[MODEL, "month"].requests == 90
     assert day_end == NOW + 16 * 3600  # midnight UTC after 08:00
     document = report.to_dict()
-    assert document["spend_known"] is True
     assert document["tenants"][0]["waiting_for_budget"] == 2
     assert document["tenants"][0]["usage"][0] == {
         "model": "*",
@@ -181,8 +204,8 @@ def test_the_gauges_show_spend_budget_and_waiting_samples_per_tenant(
     deferrals = DeferredSamples(redis_client, prefix=prefix)
     park(deferrals, refused(resets_at=NOW + 60), 1)
     metrics = WorkerMetrics()
-    usage = FixedUsage(Window("*", "day", 400, 1.5, 7, NOW + 60))
-    metrics.registry.register(TenantCollector(registry, deferrals, lambda: usage))
+    usage = FixedUsage(spent("*", "day", 400, 1.5, 7, NOW + 60))
+    metrics.registry.register(TenantCollector(registry, deferrals, usage))
 
     day = {"tenant": "team-a", "model": "*", "window": "day"}
     assert metrics.value("ace_tenant_spend", **day, kind="tokens") == 400
