@@ -8,7 +8,7 @@ its LLM calls may spend per UTC day and month.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Annotated, Any
@@ -29,10 +29,11 @@ from ..distributed.tenancy.tenants import (
     TenantMap,
     TenantRegistry,
 )
+from ..distributed.worker.deferrals import release_deferred
 from .common import JsonOption, console, open_service, print_json, printable, redis_settings
 from .help import HelpCommand, HelpGroup
 
-__all__ = ["after_tenant_change", "parse_budget", "tenant_app"]
+__all__ = ["parse_budget", "tenant_app"]
 
 tenant_app = typer.Typer(
     cls=HelpGroup,
@@ -68,10 +69,6 @@ BudgetOption = Annotated[
         f"LIMIT is one of {', '.join(BUDGET_LIMITS)}; VALUE 'none' lifts it. '*' is every model together.",
     ),
 ]
-
-# Called after a tenant changed, with the service: releases samples waiting for a budget that
-# was raised. Filled in by the module that defers samples (it registers itself when imported).
-after_tenant_change: list[Callable[[Service, str], int]] = []
 
 
 def parse_budget(text: str, current: tuple[Budget, ...]) -> Budget:
@@ -285,9 +282,9 @@ def _registry() -> Iterator[tuple[Service, TenantRegistry]]:
 
 
 def _notify(service: Service, name: str) -> int:
-    """Run what follows a tenant change (releasing deferred samples); how many samples it sent."""
+    """Send on the samples of ``name`` that waited for a budget the change raised; how many."""
     service.runtime.tenants.forget()
-    return sum(hook(service, name) for hook in after_tenant_change)
+    return release_deferred(service.app, service.runtime, name)
 
 
 def _owned(service: Service, tenants: TenantMap) -> dict[str, list[str]]:

@@ -1,7 +1,6 @@
 """``ace-workers tenant usage``: what each tenant spent against its budgets, and what waits for budget.
 
-Registers itself on the ``tenant`` group when imported (see main.py), with what follows a
-tenant change: the samples waiting for a budget that ``tenant set`` raised are sent on at once.
+Registers itself on the ``tenant`` group when imported (see main.py).
 """
 
 from __future__ import annotations
@@ -12,26 +11,16 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..distributed.service import Service
 from ..distributed.tenancy.deferrals import DeferredSamples
 from ..distributed.tenancy.tenants import ALL_MODELS, TenantRegistry, validate_tenant_name
 from ..distributed.tenancy.usage import UsageReport, WindowRow, usage_report
-from ..distributed.worker.deferrals import release_deferred
 from .common import JsonOption, console, open_service, print_json, printable, redis_settings
 from .help import HelpCommand
-from .tenant import after_tenant_change, tenant_app
+from .tenant import tenant_app
 
-__all__ = ["release_after_change", "usage_command"]
+__all__ = ["usage_command"]
 
 COLUMNS = ("model", "window", "tokens", "of", "used", "cost (USD)", "of", "used", "requests", "resets")
-
-
-def release_after_change(service: Service, tenant: str) -> int:
-    """Send on the samples of ``tenant`` that waited for a budget a change just raised; how many."""
-    return release_deferred(service.app, service.runtime, tenant)
-
-
-after_tenant_change.append(release_after_change)
 
 
 @tenant_app.command("usage", cls=HelpCommand)
