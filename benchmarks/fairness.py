@@ -39,6 +39,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
+from learning_throughput import wait_for_workers
 
 from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import Service, build_service
@@ -49,7 +50,6 @@ from ace_workers.sim import failure_traces
 
 TARGET_RATIO = 2.0
 VENV_BIN = os.path.dirname(sys.executable)
-WORKER_START_SECONDS = 60.0
 
 
 @contextmanager
@@ -81,7 +81,7 @@ def fleet(settings: WorkerSettings, slots: int) -> Iterator[None]:
             ]
             process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
             stack.callback(_stop, process)
-        _wait_for_workers(service, names)
+        wait_for_workers(service, names)
         yield
 
 
@@ -92,15 +92,6 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-
-
-def _wait_for_workers(service: Service, names: list[str]) -> None:
-    deadline = time.monotonic() + WORKER_START_SECONDS
-    while time.monotonic() < deadline:
-        replies = service.app.control.ping(destination=names, timeout=1.0) or []
-        if {name for reply in replies for name in reply} >= set(names):
-            return
-    raise SystemExit(f"worker processes {names} did not answer a ping within {WORKER_START_SECONDS:.0f} s")
 
 
 def timed(service: Service, traces: list[dict[str, str]], skillbook: str, timeout: float) -> float:
