@@ -37,8 +37,7 @@ from ..store.batches import BatchState, BatchStatus, sample_key
 from ..store.errors import BatchNotFoundError
 from ..tenancy.admission import Grant
 from .app import WORKER_PUBLISH_RETRY_POLICY
-from .chains import enqueue_epoch
-from .epochs import current_epoch, epoch_lock_seconds, epoch_payload, resume_batch
+from .epochs import current_epoch, epoch_lock_seconds, resume_batch, send_samples
 from .runtime import WorkerRuntime
 
 __all__ = [
@@ -269,23 +268,7 @@ def _send_locked(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int)
         return 0, None
     if last < first:
         return 0, status.enqueued  # all of this epoch's grants sent: the next look finds the next epoch's
-    payloads = (
-        epoch_payload(runtime, item, epoch=epoch, epochs=status.epochs, index=index, total=status.per_epoch)
-        for index, item in enumerate(
-            runtime.batches.iter_items(batch_id, first=first, last=last), start=first
-        )
-    )
-    sent = enqueue_epoch(
-        app,
-        runtime,
-        payloads,
-        recipe=status.recipe,
-        skillbook=status.skillbook,
-        batch_id=batch_id,
-        epoch=epoch,
-        first_index=first,
-        tenant=status.tenant,
-    )
+    sent = send_samples(app, runtime, status, epoch=epoch, first=first, last=last)
     # Fewer inputs than asked for: the reconciler names the batch's missing inputs, not this loop.
     return sent, status.enqueued + sent if sent == last - first + 1 else None
 

@@ -23,7 +23,7 @@ from .chains import enqueue_epoch
 from .payload import context_to_payload, payload_to_context
 from .runtime import WorkerRuntime
 
-__all__ = ["current_epoch", "epoch_lock_seconds", "epoch_payload", "resume_batch"]
+__all__ = ["current_epoch", "epoch_lock_seconds", "epoch_payload", "resume_batch", "send_samples"]
 
 logger = logging.getLogger(__name__)
 
@@ -86,24 +86,40 @@ def resume_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: i
         logger.info(
             "batch %s: sending samples %d to %d of epoch %d", batch_id, sent + 1, status.per_epoch, epoch
         )
-        payloads = (
-            epoch_payload(
-                runtime, item, epoch=epoch, epochs=status.epochs, index=index, total=status.per_epoch
-            )
-            for index, item in enumerate(batches.iter_items(batch_id), start=1)
-            if index > sent
+        return send_samples(app, runtime, status, epoch=epoch, first=sent + 1)
+
+
+def send_samples(
+    app: Celery,
+    runtime: WorkerRuntime,
+    status: BatchStatus,
+    *,
+    epoch: int,
+    first: int,
+    last: int | None = None,
+) -> int:
+    """Send samples ``first`` to ``last`` (from 1; None: to the end) of ``epoch`` of the batch ``status``
+    describes, built from its stored inputs; return how many were sent (fewer where inputs are missing).
+
+    The caller holds the epoch's start lock: the samples are counted as sent as they go.
+    """
+    payloads = (
+        epoch_payload(runtime, item, epoch=epoch, epochs=status.epochs, index=index, total=status.per_epoch)
+        for index, item in enumerate(
+            runtime.batches.iter_items(status.batch_id, first=first, last=last), start=first
         )
-        return enqueue_epoch(
-            app,
-            runtime,
-            payloads,
-            recipe=status.recipe,
-            skillbook=status.skillbook,
-            batch_id=batch_id,
-            epoch=epoch,
-            first_index=sent + 1,
-            tenant=status.tenant,
-        )
+    )
+    return enqueue_epoch(
+        app,
+        runtime,
+        payloads,
+        recipe=status.recipe,
+        skillbook=status.skillbook,
+        batch_id=status.batch_id,
+        epoch=epoch,
+        first_index=first,
+        tenant=status.tenant,
+    )
 
 
 def current_epoch(batches: BatchStore, status: BatchStatus) -> int:

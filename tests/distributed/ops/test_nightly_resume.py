@@ -20,7 +20,7 @@ from ace_workers.distributed.service import Service, build_service, local_worker
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchState
 from ace_workers.distributed.store.changelog import ChangeKind
-from ace_workers.distributed.worker import admission as admission_module
+from ace_workers.distributed.worker import epochs as epochs_module
 from ace_workers.distributed.worker.chains import enqueue_epoch
 from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry_dead_letters
 from ace_workers.sim import failure_traces
@@ -66,7 +66,7 @@ def crash_after_sending(monkeypatch: pytest.MonkeyPatch, service: Service, count
             raise RuntimeError("producer died mid-send")
 
         monkeypatch.setattr(producer_module, "enqueue_epoch", send_some)
-        monkeypatch.setattr(admission_module, "enqueue_epoch", send_some)  # the sender, with admission on
+        monkeypatch.setattr(epochs_module, "enqueue_epoch", send_some)  # send_samples, with admission on
         return
     batches = service.runtime.batches
     record_sent = batches.record_sent

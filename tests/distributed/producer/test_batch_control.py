@@ -19,7 +19,7 @@ from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.store.batches import BatchState
 from ace_workers.distributed.store.keys import batch_key, running_batches_key
-from ace_workers.distributed.worker import admission as admission_module
+from ace_workers.distributed.worker import epochs as epochs_module
 from ace_workers.distributed.worker.chains import enqueue_epoch
 from ace_workers.sim import failure_traces
 from tests.support.cli import said
@@ -69,7 +69,7 @@ def enqueue_and_die_mid_send(service: Service, traces: list[dict[str, str]], bat
 
     with pytest.MonkeyPatch.context() as patch, pytest.raises(RuntimeError, match="died mid-send"):
         patch.setattr(producer_module, "enqueue_epoch", send_some)
-        patch.setattr(admission_module, "enqueue_epoch", send_some)  # the sender, with admission on
+        patch.setattr(epochs_module, "enqueue_epoch", send_some)  # send_samples, with admission on
         service.producer.enqueue_traces(traces, "book", batch_id=batch_id)
 
 

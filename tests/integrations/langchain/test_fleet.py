@@ -111,7 +111,7 @@ def test_a_send_that_failed_after_its_batch_was_stored_is_finished_not_sent_agai
         # The producer stores a batch's inputs before it sends them: fail the sending.
         monkeypatch.setattr("ace_workers.distributed.producer.producer.enqueue_epoch", connection_lost)
         # With admission on (the default) the producer sends through the admission sender.
-        monkeypatch.setattr("ace_workers.distributed.worker.admission.enqueue_epoch", connection_lost)
+        monkeypatch.setattr("ace_workers.distributed.worker.epochs.enqueue_epoch", connection_lost)
         chain_answering("42").invoke({"input": "task"}, config={"callbacks": [handler]})
         deadline = time.monotonic() + 10
         while handler.stats.failed_sends == 0 and time.monotonic() < deadline:
