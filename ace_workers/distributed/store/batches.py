@@ -38,11 +38,13 @@ from .step_stats import StepRun, StepStats, read_step_stats
 
 __all__ = [
     "RECENT_BATCHES",
+    "STEP_KWARG_TYPES",
     "BatchState",
     "BatchStatus",
     "BatchStore",
     "parse_sample_key",
     "sample_key",
+    "wrong_step_kwargs",
 ]
 
 
@@ -96,6 +98,29 @@ _PARTS = (
     "redrives",
     "traces",
 )
+
+
+# What a step task message carries to name its recipe, sample and step, with the types it must have.
+STEP_KWARG_TYPES: dict[str, type] = {
+    "recipe": str,
+    "skillbook": str,
+    "batch_id": str,
+    "epoch": int,
+    "sample_index": int,
+    "index": int,
+}
+
+
+def wrong_step_kwargs(kwargs: dict[str, Any]) -> list[str]:
+    """The names of STEP_KWARG_TYPES that a message read back from Redis lacks or holds with another type.
+
+    A bool is no int here, though Python says it is.
+    """
+    return [
+        name
+        for name, kind in STEP_KWARG_TYPES.items()
+        if not isinstance(kwargs.get(name), kind) or isinstance(kwargs.get(name), bool)
+    ]
 
 
 def sample_key(epoch: int, index: int) -> str:

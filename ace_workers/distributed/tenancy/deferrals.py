@@ -24,7 +24,7 @@ from typing import Any, cast
 import redis
 from redis.typing import EncodableT
 
-from ..store.batches import sample_key
+from ..store.batches import sample_key, wrong_step_kwargs
 from ..store.keys import deferred_key, deferring_tenants_key
 from ..store.replies import decode_text
 from .errors import BudgetExhaustedError
@@ -37,16 +37,6 @@ _CLAIM_LUA = (_HERE / "claim_deferred.lua").read_text(encoding="utf-8")
 _SEPARATOR = "|"
 # Entries read (and claimed) per round trip by a releaser.
 CHUNK = 200
-
-# The kwargs a parked step message must carry to be sent again, with their types.
-_KWARG_TYPES: dict[str, type] = {
-    "recipe": str,
-    "skillbook": str,
-    "batch_id": str,
-    "epoch": int,
-    "sample_index": int,
-    "index": int,
-}
 
 
 def entry_field(batch_id: str, epoch: int, index: int, step: int) -> str:
@@ -117,11 +107,7 @@ class DeferredEntry:
         if not isinstance(data, dict) or not isinstance(data.get("kwargs"), dict):
             return cls(field, {"raw": data}, "not a deferred step (no kwargs object)")
         kwargs = data["kwargs"]
-        wrong = [
-            name
-            for name, kind in _KWARG_TYPES.items()
-            if not isinstance(kwargs.get(name), kind) or isinstance(kwargs.get(name), bool)
-        ]
+        wrong = wrong_step_kwargs(kwargs)
         if wrong:
             return cls(field, data, f"kwargs missing or of the wrong type: {', '.join(wrong)}")
         if not isinstance(data.get("payload"), dict):

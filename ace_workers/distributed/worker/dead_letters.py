@@ -19,7 +19,7 @@ from celery import Celery
 
 from ...errors import AceError
 from ..settings import env_name
-from ..store.batches import sample_key
+from ..store.batches import sample_key, wrong_step_kwargs
 from ..store.errors import BatchCancelledError
 from ..store.keys import dead_letters_key
 from .chains import sample_chain
@@ -40,16 +40,6 @@ logger = logging.getLogger(__name__)
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-# The kwargs a step task message carries, with their types.
-_KWARG_TYPES: dict[str, type] = {
-    "recipe": str,
-    "skillbook": str,
-    "batch_id": str,
-    "epoch": int,
-    "sample_index": int,
-    "index": int,
-}
 
 
 @dataclass(frozen=True)
@@ -266,11 +256,7 @@ def _parse(position: int, raw: bytes) -> DeadLetter:
     if not isinstance(letter, dict) or not isinstance(letter.get("kwargs"), dict):
         return DeadLetter(position, raw, None, "not a dead letter (no kwargs object)")
     kwargs = letter["kwargs"]
-    wrong = [
-        name
-        for name, kind in _KWARG_TYPES.items()
-        if not isinstance(kwargs.get(name), kind) or isinstance(kwargs.get(name), bool)
-    ]
+    wrong = wrong_step_kwargs(kwargs)
     if wrong:
         return DeadLetter(position, raw, letter, f"kwargs missing or of the wrong type: {', '.join(wrong)}")
     if not isinstance(letter.get("payload"), dict):
