@@ -44,6 +44,12 @@ class _BareFlags:
         super().__init__(*args, **kwargs)
         _tidy(self.params)
 
+    def get_params(self, ctx: Context) -> list[Any]:
+        # typer appends --install-completion and --show-completion after the group is made.
+        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
+        _tidy(params)
+        return params
+
     def get_help_option(self, ctx: Context) -> TyperOption | None:
         option: TyperOption | None = super().get_help_option(ctx)  # type: ignore[misc]
         _tidy([option])

@@ -53,7 +53,7 @@ app = typer.Typer(
     help="Agentic Context Engineering on distributed Celery workers.",
     epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
 )
 
 
