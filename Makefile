@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser rabbitmq sandbox test test-fast lint typecheck bench demo all clean
+.PHONY: install browser rabbitmq sandbox test test-fast lint typecheck docs bench demo all clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ace-workers needs Python >= 3.11, found " + sys.version.split()[0] + " (set PYTHON=...)")'
@@ -64,7 +64,13 @@ lint: install  ## ruff: lint and formatting
 	$(BIN)/ruff format --check .
 
 typecheck: install  ## mypy, strict
-	$(BIN)/mypy pipeline ace_workers
+	$(BIN)/mypy pipeline ace_workers docs_hooks
+
+# mkdocs.yml says how; docs_hooks/ generates the configuration, CLI and API reference pages from
+# the code on every build, and --strict fails on any warning (a broken link, a missing page, a
+# docstring mkdocstrings cannot read). NO_MKDOCS_2_WARNING quiets Material's banner about MkDocs 2.
+docs: install  ## build the documentation site into site/ (MkDocs Material, strict)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: install  ## speed figures (not tests); the distributed ones use database 14 of the local Redis
 	$(BIN)/python benchmarks/engine_overhead.py
@@ -79,7 +85,7 @@ demo: install  ## run the main job on embedded defaults: embedded Redis, in-proc
 	$(BIN)/ace-workers learn ace_workers/sim/data/synthetic_samples.jsonl --recipe ace --model sim \
 		--skillbook demo --epochs 3
 
-all: lint typecheck test
+all: lint typecheck docs test
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info site

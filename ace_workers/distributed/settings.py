@@ -62,9 +62,24 @@ _IMPORT_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A
 _RECIPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
-def _setting(default: Any, *, minimum: float | None = 0, positive: bool = False) -> Any:
-    """A dataclass field with its bounds in the metadata that __post_init__ checks."""
-    return field(default=default, metadata={"minimum": minimum, "positive": positive})
+def _setting(
+    default: Any, help: str, *, minimum: float | None = 0, positive: bool = False, default_text: str = ""
+) -> Any:
+    """A numeric field: its help text, and its bounds in the metadata that __post_init__ checks."""
+    metadata = {**_help(help, default_text), "minimum": minimum, "positive": positive}
+    return field(default=default, metadata=metadata)
+
+
+def _option(default: Any, help: str, *, default_text: str = "", secret: bool = False) -> Any:
+    """A field that is not a number, with its help text; a secret one stays out of the settings' repr."""
+    # A secret (a password in a URL, a token, an API key) must not reach logs through the repr.
+    return field(default=default, repr=not secret, metadata=_help(help, default_text))
+
+
+def _help(help: str, default_text: str) -> dict[str, str]:
+    """The metadata the configuration reference reads: what a setting does and, where the
+    default alone would not say it (unset, computed), what the default means."""
+    return {"help": help, "default_text": default_text} if default_text else {"help": help}
 
 
 # What ``ace-workers key create`` prints (tenancy/api_keys.py): checked here for its shape only.
@@ -86,209 +101,285 @@ def _check_api_key(value: str | None) -> None:
 class WorkerSettings:
     """Options of producers and workers; each is read from ``ACE_<FIELD NAME IN UPPER CASE>``.
 
-    Environment variables (defaults in brackets):
-
-    - ``ACE_REDIS_URL``: redis://, rediss://, unix:// or redis+socket:// URL of Redis [unset: embedded Redis]
-    - ``ACE_EMBEDDED_REDIS_DIR``: with ACE_REDIS_URL unset, a folder (created if missing) where the
-      embedded Redis keeps its data across runs: ``learn`` with it set, then ``skillbook show`` with
-      the same folder, sees what was learned. One process at a time uses a folder; commands that
-      need a shared Redis (status, skillbook, dead-letters, nightly, batch) accept it in place of
-      ACE_REDIS_URL [unset: the embedded Redis is a scratch one, thrown away when the command ends]
-    - ``ACE_BROKER_URL``: the task broker: amqp:// or amqps:// for RabbitMQ (quorum queues, publisher
-      confirms); Redis stays the skillbook store and the batch ledger [unset: the Redis of ACE_REDIS_URL]
-    - ``ACE_STORE_URL``: the Redis of the skillbook store, batches, inbox, dead letters and caches;
-      ``redis+cluster://HOST:PORT`` (``rediss+cluster://`` with TLS) for Redis Cluster. The broker
-      and the result backend stay on ACE_REDIS_URL (or ACE_BROKER_URL) [unset: ACE_REDIS_URL]
-    - ``ACE_QUEUE_PREFIX``: prefix of the queue names and Redis keys [ace]
-    - ``ACE_WRITE_PARTITIONS``: write queues ``PREFIX.write.0`` .. ``N-1``, a skillbook's writes on
-      the one its name hashes to, each served by one single-thread writer; 1: the one ``PREFIX.write`` [1]
-    - ``ACE_AGENT_MODEL``: model of the Agent: "sim" (simulated LLM) or a litellm model string [sim]
-    - ``ACE_REFLECTOR_MODEL``: model of the Reflector, same forms [sim]
-    - ``ACE_SKILL_MANAGER_MODEL``: model of the SkillManager, same forms [sim]
-    - ``ACE_REFLECTOR``: "single" (one structured call) or "rr" (the Recursive Reflector: the
-      model writes code that a process sandbox runs, ``ace_workers.rr``) [single]
-    - ``ACE_RR_MAX_ITERATIONS``, ``ACE_RR_TIMEOUT_SECONDS``, ``ACE_RR_MEMORY_MB``: with "rr", its LLM
-      turns, and each sandbox run's wall-clock limit and address space [10, 10, 512]
-    - ``ACE_RR_UNSAFE_SANDBOX``: true lets "rr" run where its OS boundary (bubblewrap, libseccomp,
-      namespaces) cannot be set up, behind the in-process guards only; false: such a worker refuses
-      to start, naming what is missing [false]
-    - ``ACE_LLM_FACTORY``: "package.module:callable" returning an LLMClientLike for a model name [unset]
-    - ``ACE_LLM_MAX_RETRIES``: attempts per structured LLM call before RetriesExhausted [3]
-    - ``ACE_LLM_TIMEOUT_SECONDS``: timeout of one LLM request [60]
-    - ``ACE_TASK_MAX_RETRIES``: Celery retries of a step after an LLM rate limit or timeout [3]
-    - ``ACE_RETRY_BACKOFF_SECONDS``: first retry delay of a step; doubles on each retry [2]
-    - ``ACE_VISIBILITY_TIMEOUT_SECONDS``: seconds until an unacked task is redelivered; > slowest step [3600]
-    - ``ACE_MAX_REDRIVES``: times the reconciler sends again a sample that made no progress for the
-      visibility timeout plus the retry backoff, before it fails and is dead-lettered [3]
-    - ``ACE_RECONCILE_INTERVAL_SECONDS``: how often beat (and a waiting producer) run the reconciler [60]
-    - ``ACE_ADMISSION_WINDOW``: most samples in flight (sent and unfinished) across the whole fleet;
-      batches' samples are admitted as slots free, shared between tenants with work by their weight
-      and capped by their max_in_flight, so the queues stay short and one tenant's big batch never
-      sits ahead of another's samples. Set it to about twice the threads of the fleet's learn and
-      execute workers together; fewer leaves workers idle (finishing samples grant slots once half
-      the window is free, so between half and all of it is in flight). 0 turns admission off: every sample is
-      sent at once, first come first served [64: twice the 32 threads of a small fleet, two workers
-      of 16]
-    - ``ACE_WORKER_STALL_SECONDS``: a worker whose queue holds messages while it received, started and
-      finished none for this long has stopped consuming: it says so on /healthz and exits (status 75)
-      so its supervisor restarts it; > slowest step [300]
-    - ``ACE_CLAIM_CHECK_BYTES``: larger payloads go to Redis; the message carries a reference [262144]
-    - ``ACE_CLAIM_CHECK_TTL_SECONDS``: lifetime of a claim-checked payload in Redis [604800]
-    - ``ACE_MAX_TRACE_BYTES``: largest trace accepted at enqueue, and by a worker from a message
-      (inline or claim-checked) [16777216]
-    - ``ACE_MAX_BATCH_SIZE``: most inputs one batch may hold [1000000]
-    - ``ACE_MAX_SKILLBOOK_SKILLS``: most skills one skillbook may hold [100000]
-    - ``ACE_CHANGELOG_MAXLEN``: entries kept in a skillbook's change log (approximate cap) [10000]
-    - ``ACE_PROVENANCE_KEEP``: occurrences each skill keeps (where its ADD, UPDATEs, TAGs and merges came
-      from: batch, sample, trace id, recipe, insight, actor, time): its origin and the newest; totals
-      count them all [5]
-    - ``ACE_SKILLBOOK_CACHE_SIZE``: most skillbooks a process keeps loaded (each one's skills and
-      its recipes' pipelines); the least recently used is dropped, and loaded again from Redis when
-      next used [256]
-    - ``ACE_DEDUP_INTERVAL``: run deduplication every this many samples [10]
-    - ``ACE_DEDUP_PROVIDER``: embeddings for deduplication: "sentence_transformers" (local),
-      "litellm" (remote), or "off"; when on, learning chains end with a DeduplicateStep and the
-      nightly job deduplicates [off]
-    - ``ACE_DEDUP_MODEL``: the embedding model [all-MiniLM-L6-v2]
-    - ``ACE_DEDUP_THRESHOLD``: cosine similarity from which two skills are a pair to consolidate [0.85]
-    - ``ACE_DEDUP_AUTO_MERGE_THRESHOLD``: pairs at least this similar that the LLM leaves undecided
-      are merged into the older skill [0.97]
-    - ``ACE_DEDUP_ACROSS_SECTIONS``: true (1, yes, on) compares skills of different sections too;
-      false compares a section with itself only [false]
-    - ``ACE_PRUNE_HARMFUL_MARGIN``: deduplication also soft-deletes skills whose harmful votes
-      exceed their helpful ones by this many; 0 is off [0]
-    - ``ACE_PRUNE_MIN_TAGS``: votes a skill needs before it can be pruned [5]
-    - ``ACE_PROMPT_MAX_SKILLS``: most skills an Agent or SkillManager prompt shows; a bigger
-      skillbook shows the ones most relevant to the task (by embeddings when ACE_DEDUP_PROVIDER
-      is on, else by shared words); 0 lifts the bound [200]
-    - ``ACE_PROMPT_MAX_CHARS``: most characters of the skills table in one prompt; 0 lifts it [40000]
-    - ``ACE_CHECKPOINT_INTERVAL``: write a checkpoint every this many samples [10]
-    - ``ACE_RESULT_TTL_SECONDS``: lifetime of task results, and of batch records once their batch
-      finished (a running batch's records never expire) [86400]
-    - ``ACE_SIM_LATENCY_SECONDS``: seconds each simulated LLM call sleeps [0]
-    - ``ACE_SIM_TRUST_THRESHOLD``: net helpful votes before the simulated agent applies a skill [3]
-    - ``ACE_SIM_FAILURE_RATE``: share (0 to 1) of simulated LLM calls that fail, for failure drills [0]
-    - ``ACE_SIM_FAILURE``: how they fail: "rate_limit" (a 429) or "error" (a provider error) [rate_limit]
-    - ``ACE_SIM_COST_PER_1K_TOKENS``: USD the simulated LLM says each 1000 tokens cost (its outputs'
-      ``raw`` carries the cost), for cost budgets in drills and tests; 0 prices nothing [0]
-    - ``ACE_MODEL_LIMITS``: the providers' limits the whole fleet keeps to, per model:
-      ``MODEL=rpm:N,tpm:N,burst:S;...`` (e.g. ``openai/gpt-4o-mini=rpm:500,tpm:200000;sim=rpm:600``),
-      requests and tokens per minute (either or both) and the seconds of traffic that may go at once
-      after a quiet spell [burst 0: evenly spaced]. Shared by every tenant through the LLM limiter
-      in Redis; a provider's 429 slows a model for everyone, configured here or not [unset: none]
-    - ``ACE_REDIS_CONNECT_TIMEOUT_SECONDS``: timeout of one connection attempt to Redis [3]
-    - ``ACE_REDIS_SOCKET_TIMEOUT_SECONDS``: timeout of one Redis command on an open connection [10]
-    - ``ACE_REDIS_CONNECT_RETRIES``: reconnection attempts (broker and result backend) before failing [3]
-    - ``ACE_WORKER_REPLY_SECONDS``: how long ``enqueue``, ``learn``, ``status``, ``nightly run`` and
-      ``hook --now`` wait for the workers to say which queues they serve; a queue that no worker
-      serves costs the whole wait, as a broadcast cannot know who would answer [3]
-    - ``ACE_LOG_FORMAT``: worker log lines: "text", or "json" (one object per line); a line logged
-      while a step runs carries its batch id, sample, skillbook and step in both;
-      ``ace-workers worker --log-format`` overrides it [text]
-    - ``ACE_RECIPES``: recipes of your own a worker may run, besides the built-in ``ace`` and
-      ``trace_analyser``: ``name=package.module:function,...``, each imported when the settings are built
-      (a path that does not import is refused then). A task names its recipe; a name
-      configured nowhere is refused, never imported [unset]
-    - ``ACE_FLOWER_BASIC_AUTH``: "user:password" (comma-separated for several) ``ace-workers flower``
-      requires unless started with ``--no-auth`` [unset]
-    - ``ACE_CONSOLE_BASIC_AUTH``: "user:password" (comma-separated for several) people sign in to
-      ``ace-workers console`` with; the user is who the change log and audit log say acted [unset]
-    - ``ACE_CONSOLE_TOKENS``: "name:token" (comma-separated for several; each token at least 16
-      characters) scripts send to the console as ``Authorization: Bearer TOKEN`` [unset]
-    - ``ACE_API_KEY``: the API key a producer presents (``ace-workers key create``): it then
-      refuses, before anything is sent, a skillbook the key's tenant does not own or a key whose
-      role is below ``learn``; never shown in the settings' repr [unset: no key checked]
-    - ``ACE_OTLP_ENDPOINT``: OpenTelemetry collector (OTLP/HTTP base URL, e.g. ``http://collector:4318``)
-      workers send their traces to, one trace per sample; ``ace-workers worker --otlp-endpoint``
-      overrides it [unset: ``OTEL_EXPORTER_OTLP_ENDPOINT``, else no tracing]
-    - ``ACE_NIGHTLY_SKILLBOOKS``: comma-separated skillbooks ``ace-workers beat`` learns nightly [unset]
-    - ``ACE_NIGHTLY_SCHEDULE``: when: a 5-field crontab in UTC, or a number of seconds [0 2 * * *]
-    - ``ACE_NIGHTLY_EPOCHS``: epochs of the nightly pass over the inbox [1]
-    - ``ACE_NIGHTLY_MAX_TRACES``: most inbox traces one nightly run takes; the rest wait [100000]
-    - ``ACE_NIGHTLY_MAX_STALLS``: nightly runs in a row a batch may stall (no progress) before the
-      run abandons it: its unfinished samples are dead-lettered and the run reports it [2]
-    - ``ACE_NIGHTLY_DIR``: folder for the nightly checkpoint and markdown export [unset: none written]
-    - ``ACE_NIGHTLY_LOCK_SECONDS``: lifetime of the nightly lock, renewed while a run is alive [600]
-    - ``ACE_SERVE_LABEL``: the label (``prod``, any name) whose version a producer's samples are
-      served by when the skillbook is named without one (``support``, not ``support@prod``);
-      learning still writes the head. Read where samples are sent, for recipes that run an agent
-      [unset: the head]
-    - ``ACE_CANARY_SHARE``: share (0 to 1) of those samples served by the ``canary`` label instead,
-      chosen per sample by a hash of batch id and sample index; ``--canary 10%`` overrides it [0]
+    Each field's help text (its ``help`` metadata) says what it does; the configuration
+    reference of the docs (docs/reference/configuration.md) is generated from them.
     """
 
-    # repr=False: a password in either URL must not reach logs through the settings' repr.
-    redis_url: str | None = field(default=None, repr=False)
-    broker_url: str | None = field(default=None, repr=False)
-    store_url: str | None = field(default=None, repr=False)
-    embedded_redis_dir: str | None = None
-    queue_prefix: str = "ace"
-    write_partitions: int = _setting(1, minimum=1)
-    agent_model: str = SIM_MODEL
-    reflector_model: str = SIM_MODEL
-    skill_manager_model: str = SIM_MODEL
-    reflector: str = "single"
-    rr_max_iterations: int = _setting(10, minimum=1)
-    rr_timeout_seconds: float = _setting(10.0, positive=True)
-    rr_memory_mb: int = _setting(512, minimum=64)
-    rr_unsafe_sandbox: bool = False
-    llm_factory: str | None = None
-    recipes: str = ""
-    llm_max_retries: int = _setting(3, minimum=1)
-    llm_timeout_seconds: float = _setting(60.0, positive=True)
-    task_max_retries: int = _setting(3)
-    retry_backoff_seconds: float = _setting(2.0)
-    visibility_timeout_seconds: int = _setting(3600, minimum=1)
-    max_redrives: int = _setting(3)
-    reconcile_interval_seconds: float = _setting(60.0, positive=True)
-    admission_window: int = _setting(64)
-    worker_stall_seconds: float = _setting(300.0, positive=True)
-    claim_check_bytes: int = _setting(256 * 1024, minimum=1)
-    claim_check_ttl_seconds: int = _setting(7 * 24 * 3600, minimum=1)
-    max_trace_bytes: int = _setting(16 * 1024 * 1024, minimum=1)
-    max_batch_size: int = _setting(1_000_000, minimum=1)
-    max_skillbook_skills: int = _setting(100_000, minimum=1)
-    changelog_maxlen: int = _setting(10_000, minimum=1)
-    provenance_keep: int = _setting(5, minimum=1)
-    skillbook_cache_size: int = _setting(256, minimum=1)
-    dedup_interval: int = _setting(10, minimum=1)
-    dedup_provider: str = "off"
-    dedup_model: str = "all-MiniLM-L6-v2"
-    dedup_threshold: float = _setting(0.85, positive=True)
-    dedup_auto_merge_threshold: float = _setting(0.97, positive=True)
-    dedup_across_sections: bool = False
-    prune_harmful_margin: int = _setting(0)
-    prune_min_tags: int = _setting(5, minimum=1)
-    prompt_max_skills: int = _setting(200)
-    prompt_max_chars: int = _setting(40_000)
-    checkpoint_interval: int = _setting(10, minimum=1)
-    result_ttl_seconds: int = _setting(24 * 3600, minimum=1)
-    sim_latency_seconds: float = _setting(0.0)
-    sim_trust_threshold: int = _setting(3)
-    sim_failure_rate: float = _setting(0.0)
-    sim_failure: str = "rate_limit"
-    sim_cost_per_1k_tokens: float = _setting(0.0)
-    model_limits: str = ""
-    redis_connect_timeout_seconds: float = _setting(3.0, positive=True)
-    redis_socket_timeout_seconds: float = _setting(10.0, positive=True)
-    redis_connect_retries: int = _setting(3)
-    worker_reply_seconds: float = _setting(3.0, positive=True)
-    log_format: str = "text"
-    nightly_skillbooks: str = ""
-    nightly_schedule: str = "0 2 * * *"
-    nightly_epochs: int = _setting(1, minimum=1)
-    nightly_max_traces: int = _setting(100_000, minimum=1)
-    nightly_max_stalls: int = _setting(2, minimum=1)
-    nightly_dir: str | None = None
-    nightly_lock_seconds: int = _setting(600, minimum=1)
-    # repr=False: a password must not reach logs through the settings' repr.
-    flower_basic_auth: str | None = field(default=None, repr=False)
-    console_basic_auth: str | None = field(default=None, repr=False)
-    console_tokens: str | None = field(default=None, repr=False)
-    api_key: str | None = field(default=None, repr=False)
-    otlp_endpoint: str | None = None
-    serve_label: str | None = None
-    canary_share: float = _setting(0.0)
+    redis_url: str | None = _option(
+        None,
+        "redis://, rediss://, unix:// or redis+socket:// URL of Redis",
+        default_text="unset: embedded Redis",
+        secret=True,
+    )
+    broker_url: str | None = _option(
+        None,
+        "the task broker: amqp:// or amqps:// for RabbitMQ (quorum queues, publisher confirms); Redis "
+        "stays the skillbook store and the batch ledger",
+        default_text="unset: the Redis of ACE_REDIS_URL",
+        secret=True,
+    )
+    store_url: str | None = _option(
+        None,
+        "the Redis of the skillbook store, batches, inbox, dead letters and caches; "
+        "`redis+cluster://HOST:PORT` (`rediss+cluster://` with TLS) for Redis Cluster. The broker and "
+        "the result backend stay on ACE_REDIS_URL (or ACE_BROKER_URL)",
+        default_text="unset: ACE_REDIS_URL",
+        secret=True,
+    )
+    embedded_redis_dir: str | None = _option(
+        None,
+        "with ACE_REDIS_URL unset, a folder (created if missing) where the embedded Redis keeps its "
+        "data across runs: `learn` with it set, then `skillbook show` with the same folder, sees what "
+        "was learned. One process at a time uses a folder; commands that need a shared Redis (status, "
+        "skillbook, dead-letters, nightly, batch) accept it in place of ACE_REDIS_URL",
+        default_text="unset: the embedded Redis is a scratch one, thrown away when the command ends",
+    )
+    queue_prefix: str = _option("ace", "prefix of the queue names and Redis keys")
+    write_partitions: int = _setting(
+        1,
+        "write queues `PREFIX.write.0` .. `N-1`, a skillbook's writes on the one its name hashes to, "
+        "each served by one single-thread writer; 1: the one `PREFIX.write`",
+        minimum=1,
+    )
+    agent_model: str = _option(
+        SIM_MODEL, 'model of the Agent: "sim" (simulated LLM) or a litellm model string'
+    )
+    reflector_model: str = _option(SIM_MODEL, "model of the Reflector, same forms")
+    skill_manager_model: str = _option(SIM_MODEL, "model of the SkillManager, same forms")
+    reflector: str = _option(
+        "single",
+        '"single" (one structured call) or "rr" (the Recursive Reflector: the model writes code that '
+        "a process sandbox runs, `ace_workers.rr`)",
+    )
+    rr_max_iterations: int = _setting(10, 'with "rr", its LLM turns', minimum=1)
+    rr_timeout_seconds: float = _setting(
+        10.0, 'with "rr", each sandbox run\'s wall-clock limit', positive=True
+    )
+    rr_memory_mb: int = _setting(512, 'with "rr", each sandbox run\'s address space', minimum=64)
+    rr_unsafe_sandbox: bool = _option(
+        False,
+        'true lets "rr" run where its OS boundary (bubblewrap, libseccomp, namespaces) cannot be set '
+        "up, behind the in-process guards only; false: such a worker refuses to start, naming what is "
+        "missing",
+    )
+    llm_factory: str | None = _option(
+        None, '"package.module:callable" returning an LLMClientLike for a model name'
+    )
+    recipes: str = _option(
+        "",
+        "recipes of your own a worker may run, besides the built-in `ace` and `trace_analyser`: "
+        "`name=package.module:function,...`, each imported when the settings are built (a path that "
+        "does not import is refused then). A task names its recipe; a name configured nowhere is "
+        "refused, never imported",
+    )
+    llm_max_retries: int = _setting(3, "attempts per structured LLM call before RetriesExhausted", minimum=1)
+    llm_timeout_seconds: float = _setting(60.0, "timeout of one LLM request", positive=True)
+    task_max_retries: int = _setting(3, "Celery retries of a step after an LLM rate limit or timeout")
+    retry_backoff_seconds: float = _setting(2.0, "first retry delay of a step; doubles on each retry")
+    visibility_timeout_seconds: int = _setting(
+        3600, "seconds until an unacked task is redelivered; > slowest step", minimum=1
+    )
+    max_redrives: int = _setting(
+        3,
+        "times the reconciler sends again a sample that made no progress for the visibility timeout "
+        "plus the retry backoff, before it fails and is dead-lettered",
+    )
+    reconcile_interval_seconds: float = _setting(
+        60.0, "how often beat (and a waiting producer) run the reconciler", positive=True
+    )
+    admission_window: int = _setting(
+        64,
+        "most samples in flight (sent and unfinished) across the whole fleet; batches' samples are "
+        "admitted as slots free, shared between tenants with work by their weight and capped by their "
+        "max_in_flight, so the queues stay short and one tenant's big batch never sits ahead of "
+        "another's samples. Set it to about twice the threads of the fleet's learn and execute "
+        "workers together; fewer leaves workers idle (finishing samples grant slots once half the "
+        "window is free, so between half and all of it is in flight). 0 turns admission off: every "
+        "sample is sent at once, first come first served",
+        default_text="64: twice the 32 threads of a small fleet, two workers of 16",
+    )
+    worker_stall_seconds: float = _setting(
+        300.0,
+        "a worker whose queue holds messages while it received, started and finished none for this "
+        "long has stopped consuming: it says so on /healthz and exits (status 75) so its supervisor "
+        "restarts it; > slowest step",
+        positive=True,
+    )
+    claim_check_bytes: int = _setting(
+        256 * 1024, "larger payloads go to Redis; the message carries a reference", minimum=1
+    )
+    claim_check_ttl_seconds: int = _setting(
+        7 * 24 * 3600, "lifetime of a claim-checked payload in Redis", minimum=1
+    )
+    max_trace_bytes: int = _setting(
+        16 * 1024 * 1024,
+        "largest trace accepted at enqueue, and by a worker from a message (inline or claim-checked)",
+        minimum=1,
+    )
+    max_batch_size: int = _setting(1_000_000, "most inputs one batch may hold", minimum=1)
+    max_skillbook_skills: int = _setting(100_000, "most skills one skillbook may hold", minimum=1)
+    changelog_maxlen: int = _setting(
+        10_000, "entries kept in a skillbook's change log (approximate cap)", minimum=1
+    )
+    provenance_keep: int = _setting(
+        5,
+        "occurrences each skill keeps (where its ADD, UPDATEs, TAGs and merges came from: batch, "
+        "sample, trace id, recipe, insight, actor, time): its origin and the newest; totals count "
+        "them all",
+        minimum=1,
+    )
+    skillbook_cache_size: int = _setting(
+        256,
+        "most skillbooks a process keeps loaded (each one's skills and its recipes' pipelines); the "
+        "least recently used is dropped, and loaded again from Redis when next used",
+        minimum=1,
+    )
+    dedup_interval: int = _setting(10, "run deduplication every this many samples", minimum=1)
+    dedup_provider: str = _option(
+        "off",
+        'embeddings for deduplication: "sentence_transformers" (local), "litellm" (remote), or "off"; '
+        "when on, learning chains end with a DeduplicateStep and the nightly job deduplicates",
+    )
+    dedup_model: str = _option("all-MiniLM-L6-v2", "the embedding model")
+    dedup_threshold: float = _setting(
+        0.85, "cosine similarity from which two skills are a pair to consolidate", positive=True
+    )
+    dedup_auto_merge_threshold: float = _setting(
+        0.97,
+        "pairs at least this similar that the LLM leaves undecided are merged into the older skill",
+        positive=True,
+    )
+    dedup_across_sections: bool = _option(
+        False,
+        "true (1, yes, on) compares skills of different sections too; false compares a section with "
+        "itself only",
+    )
+    prune_harmful_margin: int = _setting(
+        0,
+        "deduplication also soft-deletes skills whose harmful votes exceed their helpful ones by this "
+        "many; 0 is off",
+    )
+    prune_min_tags: int = _setting(5, "votes a skill needs before it can be pruned", minimum=1)
+    prompt_max_skills: int = _setting(
+        200,
+        "most skills an Agent or SkillManager prompt shows; a bigger skillbook shows the ones most "
+        "relevant to the task (by embeddings when ACE_DEDUP_PROVIDER is on, else by shared words); 0 "
+        "lifts the bound",
+    )
+    prompt_max_chars: int = _setting(40_000, "most characters of the skills table in one prompt; 0 lifts it")
+    checkpoint_interval: int = _setting(10, "write a checkpoint every this many samples", minimum=1)
+    result_ttl_seconds: int = _setting(
+        24 * 3600,
+        "lifetime of task results, and of batch records once their batch finished (a running batch's "
+        "records never expire)",
+        minimum=1,
+    )
+    sim_latency_seconds: float = _setting(0.0, "seconds each simulated LLM call sleeps")
+    sim_trust_threshold: int = _setting(3, "net helpful votes before the simulated agent applies a skill")
+    sim_failure_rate: float = _setting(
+        0.0, "share (0 to 1) of simulated LLM calls that fail, for failure drills"
+    )
+    sim_failure: str = _option(
+        "rate_limit", 'how they fail: "rate_limit" (a 429) or "error" (a provider error)'
+    )
+    sim_cost_per_1k_tokens: float = _setting(
+        0.0,
+        "USD the simulated LLM says each 1000 tokens cost (its outputs' `raw` carries the cost), for "
+        "cost budgets in drills and tests; 0 prices nothing",
+    )
+    model_limits: str = _option(
+        "",
+        "the providers' limits the whole fleet keeps to, per model: `MODEL=rpm:N,tpm:N,burst:S;...` "
+        "(e.g. `openai/gpt-4o-mini=rpm:500,tpm:200000;sim=rpm:600`), requests and tokens per minute "
+        "(either or both) and the seconds of traffic that may go at once after a quiet spell [burst "
+        "0: evenly spaced]. Shared by every tenant through the LLM limiter in Redis; a provider's 429 "
+        "slows a model for everyone, configured here or not",
+        default_text="unset: none",
+    )
+    redis_connect_timeout_seconds: float = _setting(
+        3.0, "timeout of one connection attempt to Redis", positive=True
+    )
+    redis_socket_timeout_seconds: float = _setting(
+        10.0, "timeout of one Redis command on an open connection", positive=True
+    )
+    redis_connect_retries: int = _setting(
+        3, "reconnection attempts (broker and result backend) before failing"
+    )
+    worker_reply_seconds: float = _setting(
+        3.0,
+        "how long `enqueue`, `learn`, `status`, `nightly run` and `hook --now` wait for the workers "
+        "to say which queues they serve; a queue that no worker serves costs the whole wait, as a "
+        "broadcast cannot know who would answer",
+        positive=True,
+    )
+    log_format: str = _option(
+        "text",
+        'worker log lines: "text", or "json" (one object per line); a line logged while a step runs '
+        "carries its batch id, sample, skillbook and step in both; `ace-workers worker --log-format` "
+        "overrides it",
+    )
+    nightly_skillbooks: str = _option("", "comma-separated skillbooks `ace-workers beat` learns nightly")
+    nightly_schedule: str = _option("0 2 * * *", "when: a 5-field crontab in UTC, or a number of seconds")
+    nightly_epochs: int = _setting(1, "epochs of the nightly pass over the inbox", minimum=1)
+    nightly_max_traces: int = _setting(
+        100_000, "most inbox traces one nightly run takes; the rest wait", minimum=1
+    )
+    nightly_max_stalls: int = _setting(
+        2,
+        "nightly runs in a row a batch may stall (no progress) before the run abandons it: its "
+        "unfinished samples are dead-lettered and the run reports it",
+        minimum=1,
+    )
+    nightly_dir: str | None = _option(
+        None, "folder for the nightly checkpoint and markdown export", default_text="unset: none written"
+    )
+    nightly_lock_seconds: int = _setting(
+        600, "lifetime of the nightly lock, renewed while a run is alive", minimum=1
+    )
+    flower_basic_auth: str | None = _option(
+        None,
+        '"user:password" (comma-separated for several) `ace-workers flower` requires unless started '
+        "with `--no-auth`",
+        secret=True,
+    )
+    console_basic_auth: str | None = _option(
+        None,
+        '"user:password" (comma-separated for several) people sign in to `ace-workers console` with; '
+        "the user is who the change log and audit log say acted",
+        secret=True,
+    )
+    console_tokens: str | None = _option(
+        None,
+        '"name:token" (comma-separated for several; each token at least 16 characters) scripts send '
+        "to the console as `Authorization: Bearer TOKEN`",
+        secret=True,
+    )
+    api_key: str | None = _option(
+        None,
+        "the API key a producer presents (`ace-workers key create`): it then refuses, before anything "
+        "is sent, a skillbook the key's tenant does not own or a key whose role is below `learn`; "
+        "never shown in the settings' repr",
+        default_text="unset: no key checked",
+        secret=True,
+    )
+    otlp_endpoint: str | None = _option(
+        None,
+        "OpenTelemetry collector (OTLP/HTTP base URL, e.g. `http://collector:4318`) workers send "
+        "their traces to, one trace per sample; `ace-workers worker --otlp-endpoint` overrides it",
+        default_text="unset: `OTEL_EXPORTER_OTLP_ENDPOINT`, else no tracing",
+    )
+    serve_label: str | None = _option(
+        None,
+        "the label (`prod`, any name) whose version a producer's samples are served by when the "
+        "skillbook is named without one (`support`, not `support@prod`); learning still writes the "
+        "head. Read where samples are sent, for recipes that run an agent",
+        default_text="unset: the head",
+    )
+    canary_share: float = _setting(
+        0.0,
+        "share (0 to 1) of those samples served by the `canary` label instead, chosen per sample by a "
+        "hash of batch id and sample index; `--canary 10%` overrides it",
+    )
 
     def __post_init__(self) -> None:
         for spec in dataclasses.fields(self):

@@ -75,7 +75,7 @@ def learning_tail(
     checkpoint_dir: str | os.PathLike[str] | None = None,
     checkpoint_interval: int = 10,
 ) -> list[StepProtocol[ACEStepContext]]:
-    """Return the standard ACE learning steps: Reflect, Tag, Update, Apply [, Deduplicate] [, Checkpoint].
+    """The standard ACE learning steps: Reflect, Tag, Update, Apply, then Deduplicate and Checkpoint if asked.
 
     Use it after your own execute step(s), which must provide ``trace``. The
     deduplicate and checkpoint steps are added only when deduplication

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import typer
 from typer.core import TyperGroup
@@ -11,17 +9,7 @@ from typer.testing import CliRunner
 
 from ace_workers.cli import app
 from ace_workers.cli.exit_codes import EXIT_CODES_HELP
-
-
-def command_paths(group: TyperGroup, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    """The argv of every command and group below ``group``, ``group`` itself first."""
-    yield path
-    for name, command in group.commands.items():
-        if isinstance(command, TyperGroup):
-            yield from command_paths(command, (*path, name))
-        else:
-            yield (*path, name)
-
+from tests.support.cli import command_paths
 
 ROOT = typer.main.get_command(app)
 assert isinstance(ROOT, TyperGroup)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import redis
+from typer.core import TyperGroup
 
 from ace_workers.cli import main
 from ace_workers.core import Skillbook
@@ -19,6 +21,16 @@ from ace_workers.sim import make_tasks
 def said(output: str) -> str:
     """The output as one line: rich wraps long lines, and draws a box around usage errors."""
     return " ".join(output.translate(str.maketrans("", "", "│╭╮╰╯─")).split())
+
+
+def command_paths(group: TyperGroup, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """The argv of every command and group below ``group``, ``group`` itself first."""
+    yield path
+    for name, command in group.commands.items():
+        if isinstance(command, TyperGroup):
+            yield from command_paths(command, (*path, name))
+        else:
+            yield (*path, name)
 
 
 def keys_of(client: redis.Redis, prefix: str) -> list[bytes]:
