@@ -1,6 +1,9 @@
-"""Distributed learning: ACE's steps as Celery workers on Redis, in four layers.
+"""Distributed learning: ACE's steps as Celery workers on Redis, in five layers, lowest first
+(docs/architecture.md, "Layers"; tests/architecture checks that each imports only those below).
 
 - ``store``: what lives in Redis (versioned skillbooks, batch ledgers, caches); no Celery.
+- ``tenancy``: many teams on one fleet: tenants, scoped API keys, the fleet-wide LLM limiter,
+  samples waiting for budget, fair admission; Redis and Lua only, no Celery.
 - ``worker``: the Celery app, the step task, sample chains, recipes, the worker runtime.
 - ``producer``: sending inputs as batches and following them.
 - ``ops``: nightly learning, Flower, the app of Celery's own tools, an embedded Redis.

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.docs import section_text
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("pipeline", "ace_workers")
 STORE = ROOT / "ace_workers" / "distributed" / "store"
@@ -159,8 +161,8 @@ def test_an_import_from_the_store_into_the_worker_counts_as_upward() -> None:
 
 # Every top-level package and module, lowest first: a module may import its own entry and those below.
 # "pipeline" is the generic engine; "ace_workers" is the package's own __init__ (the public API, which
-# gathers nearly everything); the rest are ace_workers' subpackages and modules. README's architecture
-# paragraph states the same order.
+# gathers nearly everything); the rest are ace_workers' subpackages and modules. The architecture
+# page's layers paragraph (docs/architecture.md) states the same order.
 TOP_LAYERS = (
     "pipeline",
     "errors",
@@ -235,9 +237,25 @@ def test_a_planted_back_arrow_is_found_in_a_function_and_under_type_checking() -
     ]
 
 
-def test_the_readme_states_the_same_order() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    stated = re.search(r"Lowest first: ((?:`\w+`[^<.]*< )+`\w+`)\.", readme)
-    assert stated is not None, "README: no 'Lowest first: `a` < `b` < ...' sentence"
+def test_the_architecture_page_states_the_same_order() -> None:
+    layers = " ".join(section_text("docs/architecture.md", "## Layers").split())
+    stated = re.search(r"Lowest first: ((?:`\w+`[^<.]*< )+`\w+`)\.", layers)
+    assert stated is not None, "docs/architecture.md: no 'Lowest first: `a` < `b` < ...' sentence"
     # Each entry is its first `name`; words after it, like "(the package's own `__init__`)", explain it.
     assert tuple(re.findall(r"`(\w+)`", entry)[0] for entry in stated.group(1).split(" < ")) == TOP_LAYERS
+
+
+def test_the_architecture_page_states_the_distributed_layers() -> None:
+    text = " ".join(section_text("docs/architecture.md", "## Layers").split())
+    stated = re.search(r"Inside `distributed/` the layers import downwards too \(((?:`\w+` -> )+`\w+`)", text)
+    assert stated is not None, "docs/architecture.md: no 'Inside `distributed/` ... (`a` -> ...)' sentence"
+    assert tuple(reversed(re.findall(r"`(\w+)`", stated.group(1)))) == LAYERS
+
+
+def test_the_distributed_package_docstring_lists_its_layers_lowest_first() -> None:
+    import ace_workers.distributed as distributed
+
+    doc = distributed.__doc__ or ""
+    assert tuple(re.findall(r"(?m)^- ``(\w+)``:", doc)) == LAYERS
+    counts = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven"}
+    assert f"in {counts[len(LAYERS)]} layers" in doc

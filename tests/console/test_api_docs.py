@@ -1,29 +1,29 @@
-"""The console's API is documented: GET /api lists every endpoint, and README's table says the same."""
+"""The console's API is documented: GET /api lists every endpoint, and docs/console.md's table agrees."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from starlette.routing import Route
 
 from ace_workers.console.app import api_endpoints
 from tests.support.console import RunningConsole
+from tests.support.docs import section_text
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE, SECTION = "docs/console.md", "## API"
 
 
 def endpoint_table(endpoints: list[dict[str, str]]) -> str:
-    """The README's table of API endpoints, as it should read."""
+    """The console page's table of API endpoints, as it should read."""
     rows = ["| method | path | answers |", "|---|---|---|"]
     rows += [f"| {e['method']} | `{e['path']}` | {e['summary']} |" for e in endpoints]
     return "\n".join(rows)
 
 
-def readme_table() -> str:
-    text = README.read_text(encoding="utf-8")
+def page_table() -> str:
+    text = section_text(PAGE, SECTION)
     found = re.search(r"^\| method \| path \| answers \|\n(?:\|.*\n)+", text, re.MULTILINE)
-    assert found is not None, "README: no '| method | path | answers |' table"
+    assert found is not None, f"{PAGE} {SECTION}: no '| method | path | answers |' table"
     return found.group(0).strip()
 
 
@@ -51,13 +51,6 @@ def test_every_page_has_its_api_twin(console: RunningConsole) -> None:
     assert {p for p in pages if f"/api{p}" not in paths} == set()
 
 
-def test_the_readme_table_is_the_api_as_served(console: RunningConsole) -> None:
+def test_the_console_pages_table_is_the_api_as_served(console: RunningConsole) -> None:
     expected = endpoint_table(api_endpoints(console.app.routes))
-    assert readme_table() == expected, f"README's API table should read:\n{expected}"
-
-
-def test_the_images_the_readme_shows_are_in_the_repository() -> None:
-    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README.read_text(encoding="utf-8"))
-    assert "docs/console-skillbook.png" in images
-    for image in images:
-        assert (README.parent / image).read_bytes().startswith(b"\x89PNG"), image
+    assert page_table() == expected, f"{PAGE}'s API table should read:\n{expected}"

@@ -9,7 +9,7 @@ import pytest
 
 from ace_workers.distributed.service import Service
 from tests.support.cdp import Page, headless_chromium
-from tests.support.console import SCREENSHOTS, RunningConsole, basic_auth_header
+from tests.support.console import SCREENSHOTS, RunningConsole, basic_auth_header, docs_screenshot
 
 
 def _listed_ids(page: Page) -> list[str]:
@@ -37,6 +37,7 @@ def test_from_the_index_a_skillbook_shows_its_skills_and_a_search_filters_them(
         assert page.text("#version") == str(fleet.runtime.store("support").version())
         assert page.count('a[href="/skillbooks/support/history"]') == 1
         page.screenshot(SCREENSHOTS / "skillbooks-detail.png")
+        page.screenshot(docs_screenshot("console-skillbook.png"))
         page.fill("#search-q", word)
         page.click("#search-submit")
         assert f"q={word}" in page.url()

@@ -19,7 +19,14 @@ from ace_workers.distributed.tenancy.errors import BudgetExhaustedError
 from ace_workers.distributed.tenancy.limiter import Reservation
 from ace_workers.distributed.tenancy.usage import usage_report
 from tests.support.cdp import headless_chromium
-from tests.support.console import SCREENSHOTS, TOKEN, RunningConsole, basic_auth_header, running_console
+from tests.support.console import (
+    SCREENSHOTS,
+    TOKEN,
+    RunningConsole,
+    basic_auth_header,
+    docs_screenshot,
+    running_console,
+)
 from tests.support.operations import add, batch
 
 MODEL = "openai/gpt-4o-mini"
@@ -222,6 +229,7 @@ def test_the_tenants_page_in_chromium_draws_each_share_as_a_bar(
         )
         assert round(filled, 2) == 0.6
         page.screenshot(SCREENSHOTS / "tenants.png")
+        page.screenshot(docs_screenshot("console-tenants.png"))
         page.click('#tenants tr[data-tenant="alpha"] a')
         assert page.url() == f"{console.url}/tenants/alpha"
         assert page.count(f'#running-batches tr[data-batch="{ALPHA_BATCH}"]') == 1

@@ -1,10 +1,12 @@
-"""What README.md, deploy/README.md, docker-compose*.yml, .env.example and deploy/k8s all state agrees.
+"""What the docs (README.md, docs/), deploy/README.md, docker-compose*.yml, .env.example and deploy/k8s
+all state agrees.
 
 An operator reads one of them and decides: how many threads a learn worker runs, which port
 Flower and the metrics are on, what a queue is called, what a setting defaults to, which image
 runs, which secrets must be set. Each test gathers one such value from every file that states it
-(YAML parsed with yaml, the READMEs read with a regex on the line that states it) and checks that
-they are one value. A regex that finds nothing fails too, so rewording a line cannot hide a value.
+(YAML parsed with yaml, the READMEs and the docs' pages read with a regex on the line that states
+it) and checks that they are one value. A regex that finds nothing fails too, so rewording a line
+cannot hide a value.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from tests.support.deploy_files import (
     K8S_RABBITMQ,
     PARTITIONS_COMPOSE,
     RABBITMQ_COMPOSE,
-    README,
     ROOT,
     command_option,
     compose_environment,
@@ -42,7 +43,7 @@ from tests.support.deploy_files import (
     read_env_example,
     required_compose_variables,
 )
-from tests.support.readme import code_blocks, section_text
+from tests.support.docs import code_blocks, page_text, pages, section_text
 
 COMPOSE_FILES = (COMPOSE, RABBITMQ_COMPOSE, PARTITIONS_COMPOSE)
 K8S_FILES = (*sorted(K8S.glob("*.yaml")), *sorted(K8S_RABBITMQ.glob("*.yaml")))
@@ -167,16 +168,24 @@ def _env_concurrency() -> dict[str, str]:
     return stated
 
 
-def _readme_concurrency() -> dict[str, str]:
-    """queue -> --concurrency of the worker lines of the README's "Running it distributed" block."""
-    (block,) = code_blocks("## Running it distributed", "sh")
-    lines = found(r"(?m)^ace-workers worker --queues (\w+) --concurrency (\d+)", block, "README.md")
+# The pages that show docker compose's fleet: (page, the section that shows it).
+COMPOSE_SECTIONS = (
+    ("docs/fleet.md", "## Run it as a fleet"),
+    ("docs/getting-started.md", "## Then a fleet"),
+    ("README.md", "## Quick start: a fleet"),
+)
+
+
+def _docs_concurrency() -> dict[str, str]:
+    """queue -> --concurrency of the worker lines of docs/fleet.md's "Running it distributed" block."""
+    (block,) = code_blocks("docs/fleet.md", "## Running it distributed", "console")
+    lines = found(r"(?m)^\$ ace-workers worker --queues (\w+) --concurrency (\d+)", block, "docs/fleet.md")
     return dict(lines)
 
 
 def test_each_queue_has_one_number_of_threads_in_every_file() -> None:
     sources: dict[str, dict[str, str]] = {
-        "README.md (Running it distributed)": _readme_concurrency(),
+        "docs/fleet.md (Running it distributed)": _docs_concurrency(),
         ".env.example": _env_concurrency(),
     }
     for source, commands in (
@@ -186,7 +195,7 @@ def test_each_queue_has_one_number_of_threads_in_every_file() -> None:
         ("deploy/k8s", k8s_worker_commands()),
     ):
         sources[source] = {queue: command_option(argv, "--concurrency") for queue, argv in commands.items()}
-    assert set(sources["README.md (Running it distributed)"]) == set(QUEUE_ROLES)
+    assert set(sources["docs/fleet.md (Running it distributed)"]) == set(QUEUE_ROLES)
     # KEDA's target backlog per learn replica is, as its comment says, a worker's slots twice over.
     (scaled,) = k8s_kind("ScaledObject").values()
     autoscaling = (K8S / "learn-autoscaling.yaml").read_text()
@@ -230,6 +239,9 @@ def test_the_console_has_one_port_everywhere() -> None:
     }
     for number, port in enumerate(found(r"console --port (\d+)", deploy_readme, "deploy/README.md")):
         stated[f"deploy/README.md console --port ({number})"] = port
+    console_page = section_text("docs/console.md", "# The web console")
+    console_url = r"ace-workers console +# http://127\.0\.0\.1:(\d+)/"
+    stated["docs/console.md URL"] = found(console_url, console_page, "docs/console.md")[0]
     one_value(stated, "the console's port")
 
 
@@ -257,9 +269,10 @@ def test_flower_has_one_port_everywhere() -> None:
     stated["deploy/README.md port-forward"] = found(
         r"port-forward svc/flower (\d+)", deploy_readme, "deploy/README.md"
     )[0]
-    fleet = section_text("## Run it as a fleet")
-    stated["README.md Flower URL"] = found(r"Flower is at http://localhost:(\d+)", fleet, "README.md")[0]
-    stated["README.md flower --port"] = found(r"ace-workers flower --port (\d+)", fleet, "README.md")[0]
+    fleet = section_text("docs/fleet.md", "## Run it as a fleet")
+    page = "docs/fleet.md"
+    stated[f"{page} Flower URL"] = found(r"Flower is at http://localhost:(\d+)", fleet, page)[0]
+    stated[f"{page} flower --port"] = found(r"ace-workers flower --port (\d+)", fleet, page)[0]
     one_value(stated, "Flower's port")
 
 
@@ -292,9 +305,10 @@ def test_worker_metrics_have_one_port_everywhere() -> None:
     stated["deploy/README.md metrics port"] = found(
         r"metrics on port (\d+)", deploy_readme, "deploy/README.md"
     )[0]
-    metrics = section_text("### Metrics and logs")
-    stated["README.md --metrics-port"] = found(r"worker --metrics-port (\d+)", metrics, "README.md")[0]
-    stated["README.md metrics URL"] = found(r"http://HOST:(\d+)/metrics", metrics, "README.md")[0]
+    metrics = section_text("docs/operations.md", "## Metrics and logs")
+    page = "docs/operations.md"
+    stated[f"{page} --metrics-port"] = found(r"worker --metrics-port (\d+)", metrics, page)[0]
+    stated[f"{page} metrics URL"] = found(r"http://HOST:(\d+)/metrics", metrics, page)[0]
     one_value(stated, "the workers' metrics port")
 
 
@@ -361,18 +375,17 @@ def test_env_example_states_the_defaults_of_workersettings_and_compose() -> None
                 assert stated == match["arg"], f"{path.name}: {match[0]}, but .env.example says {stated!r}"
 
 
-def test_the_defaults_the_readmes_state_are_the_settings_defaults() -> None:
+def test_the_defaults_the_docs_state_are_the_settings_defaults() -> None:
     defaults = WorkerSettings()
     stated = []
-    for path in (README, DEPLOY_README):
-        text = path.read_text()
+    for text in [page_text(page) for page in pages()] + [DEPLOY_README.read_text()]:
         stated += re.findall(r"`(ACE_[A-Z0-9_]+)` \((\d[\d.]*)\)", text)  # `ACE_X` (300)
         stated += re.findall(r"`(ACE_[A-Z0-9_]+)`, default (\d[\d.]*)", text)  # `ACE_X`, default 1
     stated = [(name, value) for name, value in stated if not name.startswith(IGNORED_PREFIXES)]
-    assert len(stated) >= 5, stated  # the READMEs state a dozen; none found means the regex broke
+    assert len(stated) >= 5, stated  # the docs state dozens; none found means the regex broke
     for name, value in stated:
         default = getattr(defaults, name.removeprefix("ACE_").lower())
-        assert float(value) == float(default), f"a README says {name} defaults to {value}, it is {default}"
+        assert float(value) == float(default), f"the docs say {name} defaults to {value}, it is {default}"
 
 
 # -- image, names and secrets ---------------------------------------------------------------
@@ -395,21 +408,22 @@ def test_one_image_named_after_the_package_and_its_version() -> None:
     one_value(stated, "the image")
 
 
-def test_the_services_and_objects_the_readmes_name_exist() -> None:
-    fleet = section_text("## Run it as a fleet")
-    services = set(found(r"docker compose (?:up -d --scale|exec) ([\w-]+)", fleet, "README.md"))
-    services = {name.partition("=")[0] for name in services}
-    assert services <= set(compose_services()), services - set(compose_services())
+def test_the_services_and_objects_the_docs_name_exist() -> None:
+    for page, heading in COMPOSE_SECTIONS:
+        fleet = section_text(page, heading)
+        services = set(found(r"docker compose (?:up -d --scale|exec) ([\w-]+)", fleet, page))
+        services = {name.partition("=")[0] for name in services}
+        assert services <= set(compose_services()), (page, services - set(compose_services()))
     documents = [doc for path in K8S_FILES for doc in load_yaml_all(path.read_text()) if doc]
     objects = {doc["metadata"]["name"] for doc in documents if "metadata" in doc}  # not kustomize's own
     named = set(found(r"`((?:ace|worker)-[a-z-]+)`", DEPLOY_README.read_text(), "deploy/README.md"))
     assert named <= objects, f"deploy/README.md names k8s objects that do not exist: {named - objects}"
 
 
-def test_the_variables_the_readme_says_to_set_are_the_ones_compose_requires() -> None:
-    fleet = (section_text("## Run it as a fleet"), "README.md")
+def test_the_variables_the_docs_say_to_set_are_the_ones_compose_requires() -> None:
+    shown = [(section_text(page, heading), page) for page, heading in COMPOSE_SECTIONS]
     header = (COMPOSE.read_text(), "docker-compose.yml")
-    for text, source in (fleet, header):
+    for text, source in (*shown, header):
         (told,) = found(r"cp \.env\.example \.env +# +(?:then )?set (.+)", text, source)
         required = required_compose_variables()
         assert set(re.findall(r"\b[A-Z][A-Z0-9_]+\b", told)) == required, (

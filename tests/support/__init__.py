@@ -7,5 +7,5 @@ Servers and processes: ``servers`` (free_port, PrivateRedis, LocalCluster, Priva
 keys_of, write_traces), ``operations``. Fake LLMs and roles: ``llms``, ``roles``,
 ``embedders``, ``pipeline``. Integrations: ``skillbooks``, ``browser``, ``browser_agents``,
 ``langchain_agents``, ``claude_code``, ``mcp``. Observability: ``tracing``, ``opik`` (the
-stand-in Opik server; a plugin). Docs: ``readme``.
+stand-in Opik server; a plugin). Docs: ``docs`` (the pages, their blocks, running an example).
 """

@@ -25,7 +25,22 @@ TOKEN_NAME, TOKEN = "ci-script", "ci-token-0123456789abcdef"
 ACCESS = ConsoleAccess(users={USER: PASSWORD, "viewer": "viewer-password"}, tokens={TOKEN_NAME: TOKEN})
 # Where the browser tests leave their screenshots (one PNG per page), for a person to look at.
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "console-screenshots"
+# The screenshots the docs show, each written into docs/images/ by the browser test named here on
+# every run of it (through docs_screenshot), so the docs show the console as it is. This list is the
+# source of truth tests/docs/test_images.py holds the pages' images against.
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+DOCS_SCREENSHOTS = {
+    "console-skillbook.png": "tests/console/test_skillbooks_browser.py",
+    "console-tenants.png": "tests/console/test_tenants.py",
+}
 _CSRF = re.compile(r'name="csrf-token" content="([0-9a-f]+)"')
+
+
+def docs_screenshot(name: str) -> Path:
+    """Where a browser test writes the docs' screenshot ``name``: docs/images/NAME (one of
+    DOCS_SCREENSHOTS)."""
+    assert name in DOCS_SCREENSHOTS, f"{name} is not one of the docs' screenshots: {sorted(DOCS_SCREENSHOTS)}"
+    return DOCS_IMAGES / name
 
 
 @dataclass

@@ -40,7 +40,7 @@ SHARED_FIXTURE_PATHS = {
     "tests/spec_examples/test_rr_opik_example.py": "models",
     "tests/steps/test_contracts.py::test_step_contract_matches_the_spec_table[OpikStep]": "models",
     "tests/steps/test_contracts.py::test_steps_keep_no_state_between_calls[OpikStep]": "models",
-    "tests/test_readme_examples.py::test_the_opik_example": "models",
+    "tests/docs/test_examples.py::test_the_opik_example": "models",
     "tests/distributed/worker/test_rabbitmq.py": "rabbitmq",
     "tests/mcp/test_mcp_stdio_input.py": "mcp-stdio",
     "tests/mcp/test_mcp_http_auth.py::test_a_request_without_the_token": "mcp-token-server",

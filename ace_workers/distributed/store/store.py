@@ -1,8 +1,8 @@
 """The versioned Redis skillbook store: compare-and-set applies costing O(touched skills).
 
-Every write follows one shape (STYLE "Redis writes"): WATCH the version key,
-read what the write depends on, MULTI, write and bump the version, append
-the change to the change log, EXEC. A WatchError means another writer
+Every write follows one shape (docs/architecture.md, "How the store writes to
+Redis"): WATCH the version key, read what the write depends on, MULTI, write and
+bump the version, append the change to the change log, EXEC. A WatchError means another writer
 committed in between: the attempt is thrown away and retried with jittered
 backoff, up to ``max_attempts``, then VersionConflict.
 

@@ -15,8 +15,8 @@ from ace_workers.distributed.producer import Producer
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.worker.payload import payload_to_context
 from ace_workers.sim import make_tasks
+from tests.support.docs import run_example, runnable_blocks
 from tests.support.langchain_agents import replies, scripted
-from tests.support.readme import code_blocks, run_example
 from tests.support.servers import PrivateRedis
 from tests.support.workers import running_service
 
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 # langchain_core, and AceCallbackHandler (a subclass of its handler), are imported in the tests
 # that use them, so that collecting this module in every xdist worker stays cheap.
+
+# The LangChain page's example of the callback handler feeding the fleet.
+(FLEET_EXAMPLE,) = runnable_blocks("docs/integrations/langchain.md", "## On the fleet")
 
 
 def chain_answering(answer: str) -> Runnable[Any, Any]:
@@ -130,11 +133,10 @@ def test_a_send_that_failed_after_its_batch_was_stored_is_finished_not_sent_agai
         producer.close()
 
 
-def test_the_readme_fleet_example_sends_its_run_to_the_redis_it_is_pointed_at(
+def test_the_docs_fleet_example_sends_its_run_to_the_redis_it_is_pointed_at(
     redis_client: redis.Redis, redis_url: str, tmp_path: Path
 ) -> None:
-    (code,) = code_blocks("### LangChain", language="py")
-    done = run_example(code, tmp_path, ACE_REDIS_URL=redis_url)
+    done = run_example(FLEET_EXAMPLE, tmp_path, ACE_REDIS_URL=redis_url)
     assert done.returncode == 0, done.stderr
     assert "runs=1, sent=1, batches=1, failed_sends=0, dropped=0, refused=0" in done.stdout
     (items,) = redis_client.scan_iter(match="*{batch:*}:items")

@@ -1,5 +1,6 @@
-"""The README's examples run as written: the quick start, the MCP server, OpenClaw, the Recursive
-Reflector, tracing, and steering what is learned (a shell session).
+"""The docs' examples run as written: the quick start (README and getting started), the MCP
+server, LangChain, browser-use, OpenClaw, the Recursive Reflector, tracing, the pipeline engine,
+and steering what is learned (a shell session).
 
 Each ``python`` block of those sections runs in a fresh interpreter, in an
 empty directory, with no ACE_*, OTEL_* or OPIK_* settings and this virtualenv's
@@ -13,28 +14,36 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.docs import examples, run_example, run_shell_example, runnable_blocks
 from tests.support.opik import OpikStub
-from tests.support.readme import code_blocks, examples, run_example, run_shell_example
 
-# The sections whose examples need no network, no API key and no service of their own.
-SELF_CONTAINED = (
-    "### MCP server",
-    "### LangChain",
-    "### browser-use",
-    "### Claude Code and OpenClaw",
-    "### The Recursive Reflector",
-    "### Tracing with OpenTelemetry",
+# The quick start, as the README and the getting-started page print it.
+QUICK_STARTS = examples(
+    ("README.md", "## Quick start: learning on your machine"),
+    ("docs/getting-started.md", "## Learning in one process"),
 )
-OPIK_SECTION = "### Tracing with Opik"
-QUICK_START = "## Learning with ACE"
-STEERING = "## Steering what is learned"
+# The sections whose examples need no network, no API key and no service of their own.
+SELF_CONTAINED = examples(
+    ("docs/integrations/mcp.md", None),
+    ("docs/integrations/langchain.md", "## Learn while your chain works"),
+    ("docs/integrations/browser-use.md", "## Learn from recorded runs"),
+    ("docs/integrations/claude-code.md", "## Learn from recorded sessions"),
+    ("docs/recursive-reflector.md", None),
+    ("docs/tracing.md", "## OpenTelemetry"),
+    ("docs/architecture.md", "## The pipeline engine"),
+)
+(OPIK_EXAMPLE,) = runnable_blocks("docs/tracing.md", "## Opik")
+MCP_FIRST_EXAMPLE = runnable_blocks("docs/integrations/mcp.md")[0]
+(STEERING_SCRIPT,) = runnable_blocks("docs/steering.md", "## A worked example", language="sh")
 
 
 @pytest.mark.slow
-def test_the_quick_start_runs_offline_as_printed_and_shows_learning(tmp_path: Path) -> None:
-    ((_, _, code),) = examples(QUICK_START)
+@pytest.mark.parametrize(("where", "number", "code"), QUICK_STARTS, ids=lambda v: str(v)[:30])
+def test_the_quick_start_runs_offline_as_printed_and_shows_learning(
+    where: str, number: int, code: str, tmp_path: Path
+) -> None:
     done = run_example(code, tmp_path)
-    assert done.returncode == 0, f"the quick start failed:\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, f"the quick start of {where} failed:\n{done.stdout}\n{done.stderr}"
     printed = done.stdout.splitlines()
     assert printed[:2] == ["before learning: 5831", "after learning: 1385"]
     assert "- [zorb-00001] For zorb questions, reverse the digits of the input." in done.stdout
@@ -42,10 +51,10 @@ def test_the_quick_start_runs_offline_as_printed_and_shows_learning(tmp_path: Pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("heading", "number", "code"), examples(*SELF_CONTAINED), ids=lambda v: str(v)[:30])
-def test_the_readme_example_runs_as_written(heading: str, number: int, code: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("where", "number", "code"), SELF_CONTAINED, ids=lambda v: str(v)[:40])
+def test_the_docs_example_runs_as_written(where: str, number: int, code: str, tmp_path: Path) -> None:
     done = run_example(code, tmp_path)
-    assert done.returncode == 0, f"{heading} example {number} failed:\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, f"{where} example {number} failed:\n{done.stdout}\n{done.stderr}"
 
 
 @pytest.mark.slow
@@ -53,9 +62,8 @@ def test_the_opik_example_sends_a_trace_per_sample_to_the_opik_it_is_pointed_at(
     opik_stub: OpikStub,
     tmp_path: Path,
 ) -> None:
-    ((_, _, code),) = examples(OPIK_SECTION)
     done = run_example(
-        code,
+        OPIK_EXAMPLE,
         tmp_path,
         OPIK_URL_OVERRIDE=opik_stub.url,
         OPIK_WORKSPACE="readme",
@@ -72,8 +80,8 @@ def test_the_opik_example_sends_a_trace_per_sample_to_the_opik_it_is_pointed_at(
 
 
 @pytest.mark.slow
-def test_the_mcp_example_prints_learning_take_effect_as_the_readme_shows(tmp_path: Path) -> None:
-    first = code_blocks("### MCP server")[0]
+def test_the_mcp_example_prints_learning_take_effect_as_the_page_shows(tmp_path: Path) -> None:
+    first = MCP_FIRST_EXAMPLE
     done = run_example(first, tmp_path)
     assert done.returncode == 0, done.stderr
     shown = [line.removeprefix("# ") for line in first.splitlines() if line.startswith("# ask ")]
@@ -82,11 +90,10 @@ def test_the_mcp_example_prints_learning_take_effect_as_the_readme_shows(tmp_pat
 
 
 @pytest.mark.slow
-def test_the_steering_example_reviews_labels_evaluates_and_promotes_as_the_readme_says(
+def test_the_steering_example_reviews_labels_evaluates_and_promotes_as_the_page_says(
     tmp_path: Path,
 ) -> None:
-    (script,) = code_blocks(STEERING, language="sh")
-    done = run_shell_example(script, tmp_path)
+    done = run_shell_example(STEERING_SCRIPT, tmp_path)
     assert done.returncode == 0, f"the steering example failed:\n{done.stdout}\n{done.stderr}"
     out = done.stdout
     assert "skillbook 'support': 6 pending proposal(s)" in out

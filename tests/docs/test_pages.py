@@ -1,0 +1,33 @@
+"""The README stays a front page: short, and its links into the docs lead to pages that exist."""
+
+from __future__ import annotations
+
+import re
+
+from tests.support.docs import ROOT, page_text
+
+# README.md holds what it is, how to set it up, two quick starts and links into the docs site.
+README_MAX_LINES = 200
+
+
+def test_the_readme_is_at_most_200_lines() -> None:
+    lines = page_text("README.md").splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines"
+
+
+def test_the_readmes_relative_links_lead_to_files_of_the_repository() -> None:
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page_text("README.md"))
+    relative = [target for target in targets if "://" not in target]
+    assert relative, "README.md links to no page of the docs"
+    missing = [target for target in relative if not (ROOT / target).is_file()]
+    assert missing == []
+
+
+def test_the_readme_links_to_every_guide_page() -> None:
+    linked = set(re.findall(r"\]\((docs/[^)#\s]+\.md)", page_text("README.md")))
+    guides = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "docs").rglob("*.md")
+        if path.parent.name != "reference" and path.name != "index.md"
+    }
+    assert guides - linked == set()
