@@ -1,34 +1,21 @@
-"""Shell completion: installed for bash as a user would, then asked to complete, as bash asks it."""
+"""Shell completion: installed for bash as the docs print it, then asked to complete, as bash asks it."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.docs import run_shell_example, runnable_blocks
 
-def _shell_env(home: Path, **extra: str) -> dict[str, str]:
-    """A user's environment: HOME in the test's folder, this virtualenv's commands first on PATH."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith(("ACE_", "_TYPER"))}
-    env["HOME"] = str(home)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return env | extra
-
-
-def _bash(script: str, home: Path, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", "-c", script], env=_shell_env(home, **extra), capture_output=True, text=True, timeout=60
-    )
+(INSTALL,) = runnable_blocks("docs/getting-started.md", "## Shell completion", "sh")
 
 
 def _complete(home: Path, *words: str) -> list[str]:
     """What the installed bash completion offers for the last of ``words``, as bash would ask it."""
     quoted = " ".join(f"'{word}'" for word in words)
-    done = _bash(
-        'source "$(tail -n 1 ~/.bashrc | cut -d"\'" -f2)"\n'
+    done = run_shell_example(
+        "source ~/.bash_completions/ace-workers.sh\n"
         f"COMP_WORDS=(ace-workers {quoted}); COMP_CWORD={len(words)}\n"
         '_ace_workers_completion ace-workers\nprintf "%s\\n" "${COMPREPLY[@]}"',
         home,
@@ -38,8 +25,8 @@ def _complete(home: Path, *words: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_bash_completion_installs_and_completes_commands_subcommands_and_options(tmp_path: Path) -> None:
-    installed = _bash("ace-workers --install-completion", tmp_path)
+def test_bash_completion_installs_as_the_docs_say_and_completes_commands_and_options(tmp_path: Path) -> None:
+    installed = run_shell_example(INSTALL, tmp_path)  # bash runs it: completion for bash
     assert installed.returncode == 0, installed.stderr
     assert "bash completion installed in" in installed.stdout
     assert "source '" in (tmp_path / ".bashrc").read_text()
@@ -55,7 +42,7 @@ def test_bash_completion_installs_and_completes_commands_subcommands_and_options
 )
 def test_show_completion_prints_a_script_for_each_shell(shell: str, marker: str, tmp_path: Path) -> None:
     # Typer's own switch to name the shell instead of detecting the one the command runs under.
-    shown = _bash(
+    shown = run_shell_example(
         f"ace-workers --show-completion {shell}", tmp_path, _TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION="1"
     )
     assert shown.returncode == 0, shown.stderr
