@@ -15,6 +15,7 @@ from ace_workers.distributed import WorkerSettings
 from ace_workers.distributed.store.store import RedisSkillbookStore
 from ace_workers.distributed.worker.payload import PayloadError, check_trace
 from tests.support.cli import keys_of, said, write_traces
+from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clibad"
 # Deeper than Python's JSON decoder can go (its recursion limit), on one line.
@@ -25,6 +26,7 @@ TOO_DEEP = '{"question": "q", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
 def env(clean_env: pytest.MonkeyPatch, redis_url: str, redis_client: redis.Redis) -> pytest.MonkeyPatch:
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
+    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
     return clean_env
 
 

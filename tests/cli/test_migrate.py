@@ -37,7 +37,9 @@ def ace(clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Ac
     return lambda *args: run_console_script(clean_env, capsys, *args)
 
 
-@pytest.mark.parametrize("args", [("skillbook", "show", "support"), ("worker", "--queues", "write", "--concurrency", "1")])
+@pytest.mark.parametrize(
+    "args", [("skillbook", "show", "support"), ("worker", "--queues", "write", "--concurrency", "1")]
+)
 def test_the_cli_and_a_worker_refuse_unversioned_data_naming_migrate(
     schema0: redis.Redis, ace: Ace, args: tuple[str, ...]
 ) -> None:
