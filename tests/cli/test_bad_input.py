@@ -26,7 +26,6 @@ TOO_DEEP = '{"question": "q", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
 def env(clean_env: pytest.MonkeyPatch, redis_url: str, redis_client: redis.Redis) -> pytest.MonkeyPatch:
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
-    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
     return clean_env
 
 
@@ -84,6 +83,7 @@ def export_setup(redis_client: redis.Redis) -> None:
     book = Skillbook()
     book.add_skill("general", "Check units before answering.")
     RedisSkillbookStore(redis_client, "book", prefix=PREFIX).import_skillbook(book)
+    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
 
 
 def test_export_to_a_folder_is_refused_before_anything_is_read(
