@@ -6,8 +6,6 @@ into delta operations that deterministic code applies. Importing this package
 is cheap: LLM libraries load on first use.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 from pipeline import Branch, MergeStrategy, Pipeline, SampleResult, StepProtocol
 
 from .core import (
@@ -75,6 +73,7 @@ from .errors import (
     UnknownSkillError,
     UnknownTagError,
 )
+from .extras import PROJECT_VERSION
 from .integrations import (
     BrowserExecuteStep,
     BrowserResult,
@@ -129,10 +128,7 @@ from .steps import (
     learning_tail,
 )
 
-try:
-    __version__ = version("ace-workers")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+__version__ = PROJECT_VERSION
 
 __all__ = [
     # package metadata

@@ -22,9 +22,9 @@ __all__ = [
 
 EXIT_DONE = 0
 EXIT_FAILURES = 1  # it ran, and something failed: a sample, a letter kept, a nightly run
-EXIT_USAGE = 2  # click's own code for a bad argument; also a missing setting, an unknown name
+EXIT_USAGE = 2  # click's own code for a bad argument; a missing setting, an unknown name, another schema
 EXIT_UNREACHABLE = 3  # nothing could be done: Redis, the broker or the workers did not answer
-EXIT_REFUSED = 4  # a gate said no: a promotion refused because the candidate is not better
+EXIT_REFUSED = 4  # a gate said no: a promotion (candidate not better), a migration (fleet running)
 
 # What a command cannot help and a script may retry later: the service, not the input, is at fault.
 UNREACHABLE = (RedisUnavailable, NoWorkersError, redis.ConnectionError, redis.TimeoutError, OperationalError)
@@ -32,11 +32,12 @@ UNREACHABLE = (RedisUnavailable, NoWorkersError, redis.ConnectionError, redis.Ti
 EXIT_CODES_HELP = (
     f"Exit codes: {EXIT_DONE} done; {EXIT_FAILURES} finished with failures (a sample failed, a "
     f"dead letter was kept, ...); {EXIT_USAGE} usage error (a bad argument or file, a missing "
-    f"setting such as ACE_REDIS_URL, an unknown skillbook or batch); {EXIT_UNREACHABLE} "
+    f"setting such as ACE_REDIS_URL, an unknown skillbook or batch, Redis data of another schema "
+    f"than this ace-workers knows); {EXIT_UNREACHABLE} "
     "infrastructure unreachable (Redis or the broker did not answer, or no worker serves a queue "
     f"the work needs); {EXIT_REFUSED} refused by a gate (label promote --if-better: the "
-    "candidate is not better). Results go to stdout (one JSON document with --json); warnings and errors "
-    "to stderr."
+    "candidate is not better; migrate: a migration needs the fleet stopped). Results go to stdout "
+    "(one JSON document with --json); warnings and errors to stderr."
 )
 
 

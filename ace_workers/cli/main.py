@@ -11,6 +11,7 @@ import redis
 import typer
 
 from .. import __version__
+from ..distributed.store.errors import MigrationRefusedError, SchemaMismatchError
 from ..distributed.worker.app import is_redis_full
 from ..errors import AceError, SettingsError
 from .batch import batch_app
@@ -22,6 +23,7 @@ from .enqueue import enqueue_command
 from .exit_codes import (
     EXIT_CODES_HELP,
     EXIT_FAILURES,
+    EXIT_REFUSED,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     UNREACHABLE,
@@ -34,6 +36,7 @@ from .keys import key_app
 from .learn import learn_command
 from .lifecycle import add_lifecycle_commands
 from .mcp import mcp_command
+from .migrate import migrate_command
 from .nightly import beat_command, nightly_app
 from .provenance import skillbook_why
 from .skillbook import skillbook_app
@@ -89,6 +92,7 @@ app.command("enqueue", cls=HelpCommand)(enqueue_command)
 app.command("status", cls=HelpCommand)(status_command)
 app.command("flower", cls=HelpCommand)(flower_command)
 app.command("beat", cls=HelpCommand)(beat_command)
+app.command("migrate", cls=HelpCommand)(migrate_command)
 app.add_typer(batch_app, name="batch")
 add_lifecycle_commands(skillbook_app)  # pin, unpin, archive, restore, archived, prune
 app.add_typer(skillbook_app, name="skillbook")
@@ -104,17 +108,22 @@ def main() -> None:
     """Entry point of the ``ace-workers`` console script: project errors end as one clear line.
 
     The exit code says which kind (:mod:`.exit_codes`): 3 when Redis, the broker or the
-    workers could not be reached, 2 for a setting missing or wrong, 1 for any other error a
-    command did not handle.
+    workers could not be reached, 2 for a setting missing or wrong or data of another schema,
+    4 for a migration refused (the fleet runs), 1 for any other error a command did not handle.
     """
     try:
         app()
     except UNREACHABLE as exc:
         typer.echo(f"error: {unreachable_line(exc)}", err=True)
         raise SystemExit(EXIT_UNREACHABLE) from None
-    except SettingsError as exc:  # a setting missing or wrong: fixed before running again, as an argument
+    except (SettingsError, SchemaMismatchError) as exc:
+        # A setting missing or wrong, or a Redis of another schema than this code's: fixed (the
+        # setting, the ace-workers installed, or `migrate` run) before running again, as an argument.
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
+    except MigrationRefusedError as exc:  # the fleet still runs, or another migrate does: not now
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_REFUSED) from None
     except AceError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_FAILURES) from None

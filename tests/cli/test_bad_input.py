@@ -15,6 +15,7 @@ from ace_workers.distributed import WorkerSettings
 from ace_workers.distributed.store.store import RedisSkillbookStore
 from ace_workers.distributed.worker.payload import PayloadError, check_trace
 from tests.support.cli import keys_of, said, write_traces
+from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clibad"
 # Deeper than Python's JSON decoder can go (its recursion limit), on one line.
@@ -82,6 +83,7 @@ def export_setup(redis_client: redis.Redis) -> None:
     book = Skillbook()
     book.add_skill("general", "Check units before answering.")
     RedisSkillbookStore(redis_client, "book", prefix=PREFIX).import_skillbook(book)
+    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
 
 
 def test_export_to_a_folder_is_refused_before_anything_is_read(

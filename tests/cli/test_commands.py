@@ -18,6 +18,7 @@ from ace_workers.distributed import RedisSkillbookStore
 from tests.support.cli import write_traces
 from tests.support.crafted import park_letter
 from tests.support.recipes import TEST_RECIPES
+from tests.support.schema0 import stamp_current_schema
 
 
 def test_learn_on_an_embedded_redis_skips_bad_lines_and_writes_the_skillbook(
@@ -95,6 +96,7 @@ def test_skillbook_commands_show_history_rollback_and_unknown_names(
         store.apply(UpdateBatch(operations=[UpdateOperation(type="ADD", section="math", content=text)]))
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", "clitest")
+    stamp_current_schema(redis_client, "clitest")  # as this version's first process did
     runner = CliRunner()
 
     shown = runner.invoke(app, ["skillbook", "show", "shown"])
@@ -169,6 +171,7 @@ def test_dead_letters_retry_keeps_a_letter_whose_batch_expired_and_says_so_in_on
 
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", "cliexpired")
+    stamp_current_schema(redis_client, "cliexpired")  # as this version's first process did
     park_letter(redis_client, "cliexpired", recipe="trace_analyser", batch_id="expired")
     retried = CliRunner().invoke(app, ["dead-letters", "retry"])
     assert retried.exit_code == 1
@@ -206,6 +209,7 @@ def paraphrases_to_dedup(
             book.add_skill(section, content)
     store = RedisSkillbookStore(client, "tenant")
     store.import_skillbook(book)
+    stamp_current_schema(client, "ace")  # as this version's first process did
     return store
 
 

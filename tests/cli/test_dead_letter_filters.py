@@ -18,6 +18,7 @@ from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import dead_letters_key
 from tests.support.crafted import park_letter
 from tests.support.recipes import TEST_RECIPES
+from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clifilters"
 
@@ -29,6 +30,7 @@ def two_failed_batches(
     """Two batches of two samples that failed (skillbooks alpha and beta), and one letter of old."""
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
+    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
     clean_env.setenv("ACE_RECIPES", TEST_RECIPES)
     # Parked before letters had a time: no parked_at.
     park_letter(redis_client, PREFIX, recipe="trace_analyser", batch_id="old")

@@ -15,6 +15,7 @@ from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore
 from ace_workers.sim import TOPICS, failure_traces, make_tasks, misleading_traces
 from tests.support.cli import run_console_script, said
+from tests.support.schema0 import stamp_current_schema
 from tests.support.workers import running_service
 
 PREFIX = "clieval"
@@ -34,6 +35,7 @@ def env(monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: s
             monkeypatch.delenv(name)
     monkeypatch.setenv("ACE_REDIS_URL", redis_url)
     monkeypatch.setenv("ACE_QUEUE_PREFIX", PREFIX)
+    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
     monkeypatch.setenv("ACE_SIM_TRUST_THRESHOLD", "0")
     return monkeypatch
 

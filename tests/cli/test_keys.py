@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from ace_workers.cli import app
 from ace_workers.distributed.tenancy import ApiKeys, Tenant, TenantRegistry
 from tests.support.cli import said
+from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clikeys"
 
@@ -20,6 +21,7 @@ def keys(clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: st
     """The fleet's keys under PREFIX, tenant "acme" added, the CLI pointed at them."""
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
+    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
     TenantRegistry(redis_client, prefix=PREFIX).add(Tenant("acme", prefixes=("acme-",)))
     return ApiKeys(redis_client, prefix=PREFIX)
 

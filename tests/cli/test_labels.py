@@ -12,6 +12,7 @@ from ace_workers.cli import app
 from ace_workers.distributed.store import RedisSkillbookStore
 from tests.support.cli import said
 from tests.support.operations import add, batch
+from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clilabels"
 
@@ -21,6 +22,7 @@ def book(clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: st
     """Skillbook "book" at version 3, the CLI pointed at it."""
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
+    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
     store = RedisSkillbookStore(redis_client, "book", prefix=PREFIX)
     for content in ("Check units.", "Estimate first.", "Read twice."):
         store.apply(batch(add(content, "math")))

@@ -18,6 +18,7 @@ from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.store.review_policy import parse_policy
 from tests.support.cli import said, write_traces
+from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clilife"
 STALE = "Old rule nobody cites."
@@ -28,6 +29,7 @@ def book(clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: st
     """Skillbook "book": two fresh skills and one untouched for 60 days; the CLI points at it."""
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
+    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
     skills = Skillbook()
     skills.add_skill("math", "Check units before adding.")
     skills.add_skill("math", "Estimate the answer first.")
@@ -168,6 +170,7 @@ def test_skillbook_dedup_leaves_a_pinned_near_duplicate_unmerged(
         skills.add_skill("mirp", content)
     store = RedisSkillbookStore(redis_client, "tenant")
     store.import_skillbook(skills)
+    stamp_current_schema(redis_client, "ace")  # as this version's first process did
     assert invoke("skillbook", "pin", "tenant", "mirp-00002")[0] == 0
     code, out, _ = invoke("skillbook", "dedup", "tenant")
     assert code == 0, out
@@ -191,6 +194,7 @@ def test_skillbook_dedup_under_review_names_the_proposal_it_made(
         skills.add_skill("mirp", content)
     store = RedisSkillbookStore(redis_client, "reviewed")
     store.import_skillbook(skills)
+    stamp_current_schema(redis_client, "ace")  # as this version's first process did
     store.review.set_policy(parse_policy("CONSOLIDATE=review"), actor="user:lead")
     code, out, _ = invoke("skillbook", "dedup", "reviewed")
     assert code == 0, out

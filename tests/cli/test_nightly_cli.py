@@ -22,6 +22,7 @@ from ace_workers.distributed.service import Service, build_service, local_worker
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import SkillbookKeys
 from ace_workers.sim import failure_traces
+from tests.support.schema0 import stamp_current_schema
 
 PHASES = re.compile(r"seconds: learn (\d+\.\d), dedup (\d+\.\d), checkpoint (\d+\.\d) \(total (\d+\.\d)\)")
 
@@ -36,6 +37,7 @@ def env(
             monkeypatch.delenv(name)
     monkeypatch.setenv("ACE_REDIS_URL", redis_url)
     monkeypatch.setenv("ACE_QUEUE_PREFIX", f"t{uuid.uuid4().hex[:8]}")
+    stamp_current_schema(redis_client, os.environ["ACE_QUEUE_PREFIX"])  # as this version's first process did
     monkeypatch.setenv("ACE_SIM_TRUST_THRESHOLD", "0")
     monkeypatch.setenv("ACE_NIGHTLY_DIR", str(tmp_path / "nightly"))
     return monkeypatch

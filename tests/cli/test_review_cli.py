@@ -15,6 +15,7 @@ from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.store.proposals import ProposalStatus
 from ace_workers.distributed.store.review_policy import ReviewPolicy
 from tests.support.cli import run_console_script, said
+from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clireview"
 
@@ -27,6 +28,7 @@ def env(monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: s
             monkeypatch.delenv(name)
     monkeypatch.setenv("ACE_REDIS_URL", redis_url)
     monkeypatch.setenv("ACE_QUEUE_PREFIX", PREFIX)
+    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
     return monkeypatch
 
 

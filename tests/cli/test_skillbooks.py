@@ -17,6 +17,7 @@ from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from tests.support.cli import said
 from tests.support.recipes import TEST_RECIPES
+from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clibooks"
 
@@ -56,6 +57,7 @@ def env(monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: s
             monkeypatch.delenv(name)
     monkeypatch.setenv("ACE_REDIS_URL", redis_url)
     monkeypatch.setenv("ACE_QUEUE_PREFIX", PREFIX)
+    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
     return monkeypatch
 
 

@@ -13,6 +13,7 @@ from ace_workers.distributed.store import RedisSkillbookStore
 from ace_workers.distributed.tenancy import Budget, TenantConflictError, TenantRegistry
 from tests.support.cli import said
 from tests.support.operations import add, batch
+from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clitenants"
 
@@ -22,6 +23,7 @@ def registry(clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url
     """An empty tenant registry with skillbooks acme-support and other, the CLI pointed at it."""
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
+    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
     for name in ("acme-support", "other"):
         RedisSkillbookStore(redis_client, name, prefix=PREFIX).apply(batch(add("Check units.", "math")))
     return TenantRegistry(redis_client, prefix=PREFIX)

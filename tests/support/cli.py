@@ -16,6 +16,7 @@ from ace_workers.cli import main
 from ace_workers.core import Skillbook
 from ace_workers.distributed.store.store import RedisSkillbookStore
 from ace_workers.sim import make_tasks
+from tests.support.schema0 import stamp_current_schema
 
 
 def said(output: str) -> str:
@@ -41,12 +42,16 @@ def keys_of(client: redis.Redis, prefix: str) -> list[bytes]:
 def env_with_one_skillbook(
     env: pytest.MonkeyPatch, redis_url: str, client: redis.Redis, prefix: str
 ) -> pytest.MonkeyPatch:
-    """``env`` pointing the CLI at ``redis_url`` under ``prefix``, where skillbook "book" holds one skill."""
+    """``env`` pointing the CLI at ``redis_url`` under ``prefix``, where skillbook "book" holds one skill.
+
+    Written as a process of this version writes it: with the schema stamp.
+    """
     env.setenv("ACE_REDIS_URL", redis_url)
     env.setenv("ACE_QUEUE_PREFIX", prefix)
     book = Skillbook()
     book.add_skill("general", "Check units before answering.")
     RedisSkillbookStore(client, "book", prefix=prefix).import_skillbook(book)
+    stamp_current_schema(client, prefix)
     return env
 
 

@@ -17,6 +17,10 @@ __all__ = [
     "InvalidSkillbookNameError",
     "ProposalConflictError",
     "ProposalDecidedError",
+    "MigrationRefusedError",
+    "NewerSchemaError",
+    "OlderSchemaError",
+    "SchemaMismatchError",
     "SkillbookExistsError",
     "SkillbookFullError",
     "StaleHistoryError",
@@ -259,3 +263,42 @@ class StaleHistoryError(StoreError, ValueError):
             f"to changelog_maxlen), so it cannot tell which skills the last {wanted} batches touched; "
             f"ask for {held} batch(es) or fewer, or use days"
         )
+
+
+class SchemaMismatchError(StoreError):
+    """Redis holds data of another schema than this ace-workers knows: refused before anything is read."""
+
+    def __init__(self, where: str, found: int, known: int, project_version: str, remedy: str) -> None:
+        self.where = where
+        self.found = found
+        self.known = known
+        self.project_version = project_version
+        shown = f"{found} (unversioned)" if found == 0 else str(found)
+        super().__init__(
+            f"Redis at {where} holds data of schema {shown}; this ace-workers {project_version} "
+            f"knows schema {known}: {remedy}"
+        )
+
+
+class NewerSchemaError(SchemaMismatchError):
+    """The data was written (or migrated) by a newer ace-workers: this one must be upgraded."""
+
+    def __init__(self, where: str, found: int, known: int, project_version: str) -> None:
+        super().__init__(where, found, known, project_version, "upgrade ace-workers")
+
+
+class OlderSchemaError(SchemaMismatchError):
+    """The data is of an older schema: ``ace-workers migrate`` upgrades it first."""
+
+    def __init__(self, where: str, found: int, known: int, project_version: str) -> None:
+        super().__init__(
+            where, found, known, project_version, "run 'ace-workers migrate' first (docs/upgrades.md)"
+        )
+
+
+class MigrationRefusedError(StoreError):
+    """A migration cannot run now (the fleet is running, another migrate holds the lock); nothing changed."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)

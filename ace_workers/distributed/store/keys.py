@@ -50,6 +50,10 @@ A batch ``ID`` (the ledger of what was sent and what finished)::
 
 A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it finished.
 
+    ace:schema                 hash    version (the data's schema), written_by (the ace-workers version
+                                       that stamped or migrated it), stamped_at, migrated_at; absent on
+                                       data written before schemas were kept (schema 0, "unversioned")
+    ace:schema:migrating       string  lock: held by the one `ace-workers migrate` run (expires)
     ace:write_partitions       string  the ACE_WRITE_PARTITIONS the workers run with
     ace:fleet:workers          hash    node name -> JSON of the settings that shape its recipes, refreshed
     ace:fleet:shape:DIGEST     string  a recipe shape's steps and settings, as its sender had them (TTL)
@@ -82,7 +86,8 @@ Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
 they all live in one hash slot and one MULTI/EXEC can span them; every key of a
 batch carries ``{batch:ID}``, so its finish script runs in one slot too. The keys
 that span skillbooks (``ace:skillbooks``, ``ace:dead_letters``, ``ace:batches:running``,
-``ace:batches:recent``, ``ace:write_partitions``, ``ace:console:audit`` and the claim-check keys)
+``ace:batches:recent``, ``ace:write_partitions``, ``ace:console:audit``, the claim-check keys and
+``ace:schema`` with its lock)
 each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag, and
 the API keys' two the ``{apikeys}`` tag, so one transaction writes both of a pair; a tenant's
 deferred samples share the ``{deferred:T}`` tag, so one script parks or claims one; the
@@ -144,6 +149,9 @@ __all__ = [
     "registry_key",
     "recent_batches_key",
     "running_batches_key",
+    "schema_key",
+    "schema_lock_key",
+    "lasting_state_keys",
     "validate_key_prefix",
     "validate_skillbook_name",
 ]
@@ -246,6 +254,41 @@ def recipe_shape_key(prefix: str, digest: str) -> str:
 def write_partitions_key(prefix: str = DEFAULT_PREFIX) -> str:
     """The ACE_WRITE_PARTITIONS the fleet runs with, recorded by its workers (see worker/partitions.py)."""
     return f"{validate_key_prefix(prefix)}:write_partitions"
+
+
+def schema_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """Hash: the schema version of the data under ``prefix`` and the ace-workers version that wrote it.
+
+    Its own slot: it is written alone (a stamp, a finished migration), never in a transaction
+    with another key, so a cluster takes it as it is.
+    """
+    return f"{validate_key_prefix(prefix)}:schema"
+
+
+def schema_lock_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """String: the lock of the one ``ace-workers migrate`` run in progress (expires if its holder dies)."""
+    return f"{schema_key(prefix)}:migrating"
+
+
+def lasting_state_keys(prefix: str = DEFAULT_PREFIX) -> tuple[str, ...]:
+    """The keys one of which exists wherever data of ``prefix`` lasts: where "no data yet" is read.
+
+    Every skillbook is listed in the registry before its first write, every batch in the recent
+    index; tenants, API keys, dead letters, deferrals, the console's audit and a fleet's
+    records each have their one key. What is left (claims, probes, limiter windows) expires.
+    """
+    return (
+        registry_key(prefix),
+        recent_batches_key(prefix),
+        running_batches_key(prefix),
+        dead_letters_key(prefix),
+        tenants_key(prefix),
+        api_keys_key(prefix),
+        deferring_tenants_key(prefix),
+        console_audit_key(prefix),
+        fleet_workers_key(prefix),
+        write_partitions_key(prefix),
+    )
 
 
 def running_batches_key(prefix: str = DEFAULT_PREFIX) -> str:

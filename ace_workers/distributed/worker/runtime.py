@@ -24,13 +24,14 @@ from ...observability.metrics import WorkerMetrics
 from ...protocols import LLMClientLike, ReflectorLike
 from ...providers.gate import GatedClient
 from ...roles import Agent, Reflector, SkillManager
-from ..connections import client_url_for, store_client
+from ..connections import client_url_for, redact_url, store_client
 from ..llms import model_client
 from ..settings import DEDUP_OFF, SIM_MODEL, WorkerSettings
 from ..store.backed_skillbook import StoreBackedSkillbook
 from ..store.batches import BatchStore
 from ..store.embedding_cache import RedisEmbeddingCache
 from ..store.keys import SkillbookKeys, validate_skillbook_name
+from ..store.schema import SchemaState, check_schema
 from ..store.store import RedisSkillbookStore
 from ..tenancy.admission import AdmissionState
 from ..tenancy.deferrals import DeferredSamples
@@ -103,10 +104,24 @@ class WorkerRuntime:
     dropped one would grow with every name any message ever named.
     """
 
-    def __init__(self, settings: WorkerSettings, redis_url: str) -> None:
-        """``redis_url``: the Redis of the store unless ``settings.store_url`` names another."""
+    def __init__(self, settings: WorkerSettings, redis_url: str, *, schema_checked: bool = True) -> None:
+        """``redis_url``: the Redis of the store unless ``settings.store_url`` names another.
+
+        Refuses data of another schema than this code's (NewerSchemaError, OlderSchemaError) and
+        stamps a new Redis with it: one round trip, here, once per process. Only ``ace-workers
+        migrate``, which upgrades such data, passes ``schema_checked=False``.
+        """
         self.settings = settings
-        self.redis = store_client(client_url_for(settings.store_url) if settings.store_url else redis_url)
+        url = client_url_for(settings.store_url) if settings.store_url else redis_url
+        self.redis = store_client(url)
+        self.where = redact_url(url)  # the store's Redis as messages name it (no password)
+        self.schema: SchemaState | None = None  # None: not checked (migrate reads it itself)
+        if schema_checked:
+            try:
+                self.schema = check_schema(self.redis, settings.queue_prefix, self.where)
+            except BaseException:
+                self.redis.close()
+                raise
         self.batches = BatchStore(
             self.redis, prefix=settings.queue_prefix, ttl_seconds=settings.result_ttl_seconds
         )

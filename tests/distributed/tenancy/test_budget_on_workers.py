@@ -35,6 +35,7 @@ from ace_workers.distributed.worker.deferrals import release_deferred
 from ace_workers.distributed.worker.reconcile import reconcile_running
 from ace_workers.sim import failure_traces
 from tests.support.processes import REPO, start_worker, stop, wait_until_served
+from tests.support.schema0 import stamp_current_schema
 from tests.support.waiting import wait_for
 from tests.support.workers import running_service
 
@@ -75,6 +76,7 @@ class Fleet:
 def two_worker_processes(tmp_path: Path, redis_url: str, client: redis.Redis) -> Iterator[Fleet]:
     """Two worker processes that make the LLM calls (two threads each) and one writer, all priced."""
     prefix = f"t{uuid.uuid4().hex[:8]}"
+    stamp_current_schema(client, prefix)  # as this version's first process did
     TenantRegistry(client, prefix=prefix).add(
         Tenant(TENANT, prefixes=("a-",), budgets=(Budget(ALL_MODELS, cost_per_day=BUDGET_USD),))
     )

@@ -36,6 +36,7 @@ from tests.support.budget_llm import UNITS, FakeBudget, budget_model
 from tests.support.console import running_console
 from tests.support.processes import REPO, start_worker, stop, wait_until_served
 from tests.support.recipes import TEST_RECIPES
+from tests.support.schema0 import stamp_current_schema
 from tests.support.waiting import wait_for
 from tests.support.workers import build_test_service, running_service
 
@@ -68,6 +69,7 @@ def budgeted_fleet(
 ) -> Iterator[Fleet]:
     """In-process workers where tenant team-a owns ``a-*`` with ``units`` (LLM calls) to spend."""
     prefix = f"t{uuid.uuid4().hex[:8]}"
+    stamp_current_schema(client, prefix)  # as this version's first process did
     registry = TenantRegistry(client, prefix=prefix)
     registry.add(
         Tenant(TENANT, prefixes=("a-",), budgets=(Budget(UNITS, tokens_per_day=units),), on_budget=on_budget)
@@ -284,6 +286,7 @@ def test_two_worker_processes_share_the_budget_and_every_deferred_sample_runs_on
     tmp_path: Path, redis_url: str, redis_client: redis.Redis
 ) -> None:
     prefix = f"t{uuid.uuid4().hex[:8]}"
+    stamp_current_schema(redis_client, prefix)  # as this version's first process did
     registry = TenantRegistry(redis_client, prefix=prefix)
     registry.add(Tenant(TENANT, prefixes=("a-",), budgets=(Budget(UNITS, tokens_per_day=4),)))
     values = {

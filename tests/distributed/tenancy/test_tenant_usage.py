@@ -26,6 +26,7 @@ from ace_workers.distributed.tenancy.tenants import Budget, Tenant, TenantRegist
 from ace_workers.distributed.tenancy.usage import usage_report
 from ace_workers.distributed.worker.tenant_metrics import TenantCollector
 from ace_workers.observability.metrics import WorkerMetrics
+from tests.support.schema0 import stamp_current_schema
 
 MODEL = "openai/gpt-4o-mini"
 NOW = 1_800_000_000.0  # 2027-01-15 08:00 UTC
@@ -225,6 +226,7 @@ def test_tenant_usage_prints_each_budget_and_the_samples_waiting(
     park(DeferredSamples(redis_client, prefix=prefix), refused(resets_at=time.time() + 60), 1)
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", prefix)
+    stamp_current_schema(redis_client, prefix)  # as this version's first process did
     runner = CliRunner()
 
     plain = runner.invoke(cli, ["tenant", "usage", "team-a"])
