@@ -7,5 +7,6 @@ Servers and processes: ``servers`` (free_port, PrivateRedis, LocalCluster, Priva
 keys_of, write_traces), ``operations``. Fake LLMs and roles: ``llms``, ``roles``,
 ``embedders``, ``pipeline``. Integrations: ``skillbooks``, ``browser``, ``browser_agents``,
 ``langchain_agents``, ``claude_code``, ``mcp``. Observability: ``tracing``, ``opik`` (the
-stand-in Opik server; a plugin). Docs: ``readme``.
+stand-in Opik server; a plugin). Docs: ``readme``. Packaging: ``packaging`` (the sdist and wheel
+built, the wheel installed in a virtualenv outside the tree).
 """
