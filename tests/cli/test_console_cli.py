@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +12,7 @@ import pytest
 import redis
 
 from tests.support.cli import run_console_script
-from tests.support.processes import terminate
-from tests.support.servers import free_port
-from tests.support.waiting import wait_for
+from tests.support.console import console_process
 
 BIN = Path(sys.executable).parent
 
@@ -58,41 +55,19 @@ def test_a_malformed_credentials_setting_is_refused_without_echoing_it(
 
 
 @pytest.fixture
-def console_process(redis_client: redis.Redis, redis_url: str, tmp_path: Path) -> Iterator[str]:
+def started_console(redis_client: redis.Redis, redis_url: str, tmp_path: Path) -> Iterator[str]:
     """``ace-workers console`` as an operator starts it, with basic auth from the environment."""
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACE_")}
     env |= {"ACE_REDIS_URL": redis_url, "ACE_CONSOLE_BASIC_AUTH": "ops:cli-console-password"}
-    log = tmp_path / "console.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [str(BIN / "ace-workers"), "console", "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-
-    def answering() -> bool:
-        if process.poll() is not None:
-            pytest.fail(f"the console exited with {process.returncode}:\n{log.read_text()}", pytrace=False)
-        try:
-            return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    try:
-        wait_for(answering, 30, "the console to answer /healthz", every=0.1)
+    with console_process([str(BIN / "ace-workers"), "console"], env, tmp_path / "console.log") as url:
         yield url
-    finally:
-        terminate(process, timeout=10)
 
 
 @pytest.mark.slow
 def test_the_started_console_answers_behind_basic_auth(
-    console_process: str, redis_client: redis.Redis
+    started_console: str, redis_client: redis.Redis
 ) -> None:
-    assert httpx.get(f"{console_process}/api/skillbooks", timeout=10).status_code == 401
-    answer = httpx.get(f"{console_process}/api/skillbooks", auth=("ops", "cli-console-password"), timeout=10)
+    assert httpx.get(f"{started_console}/api/skillbooks", timeout=10).status_code == 401
+    answer = httpx.get(f"{started_console}/api/skillbooks", auth=("ops", "cli-console-password"), timeout=10)
     assert answer.status_code == 200
     assert answer.json() == {"skillbooks": []}

@@ -8,4 +8,6 @@ keys_of, write_traces), ``operations``. Fake LLMs and roles: ``llms``, ``roles``
 ``embedders``, ``pipeline``. Integrations: ``skillbooks``, ``browser``, ``browser_agents``,
 ``langchain_agents``, ``claude_code``, ``mcp``. Observability: ``tracing``, ``opik`` (the
 stand-in Opik server; a plugin). Docs: ``docs`` (the pages, their blocks, running an example).
+Packaging: ``packaging`` (the sdist and wheel built, the wheel installed in a virtualenv outside
+the tree).
 """

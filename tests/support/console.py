@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import base64
 import re
+import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
 
 from ace_workers.console.access import ConsoleAccess
 from ace_workers.console.app import build_console_app
 from ace_workers.distributed.service import Service
+from tests.support.processes import terminate
 from tests.support.servers import free_port
 from tests.support.waiting import wait_for
 
@@ -80,6 +83,36 @@ def running_console(
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+@contextmanager
+def console_process(
+    command: Sequence[str], env: Mapping[str, str], log: Path, *, cwd: Path | None = None
+) -> Iterator[str]:
+    """``command`` (an ``ace-workers console``) in a process on a free port; yields its URL.
+
+    Yields once /healthz answers; its output goes to ``log``; it is stopped when the block ends.
+    """
+    port = free_port()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [*command, "--port", str(port)], env=dict(env), cwd=cwd, stdout=out, stderr=subprocess.STDOUT
+        )
+    url = f"http://127.0.0.1:{port}"
+
+    def answering() -> bool:
+        if process.poll() is not None:
+            pytest.fail(f"the console exited with {process.returncode}:\n{log.read_text()}", pytrace=False)
+        try:
+            return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(answering, 30, "the console to answer /healthz", every=0.1)
+        yield url
+    finally:
+        terminate(process, timeout=10)
 
 
 def basic_auth_header(user: str = USER, password: str = PASSWORD) -> dict[str, str]:

@@ -31,13 +31,16 @@ def start_worker(
     hostname: str | None = None,
     extra: tuple[str, ...] = (),
     errors: Path | None = None,
+    program: tuple[str, ...] = (sys.executable, "-c", CLI),
+    cwd: Path = REPO,
 ) -> subprocess.Popen[bytes]:
     """A real ``ace-workers worker`` process in a session of its own (stop it with :func:`stop`).
 
     Its output is appended to ``log``; its stderr to ``errors`` when given, else to ``log`` too.
-    ``pool``, ``loglevel`` and ``hostname`` are left to the CLI's defaults when None.
+    ``pool``, ``loglevel`` and ``hostname`` are left to the CLI's defaults when None. ``program``
+    is the CLI to run (default: this interpreter's), in ``cwd``.
     """
-    command = [sys.executable, "-c", CLI, "worker", f"--queues={queues}", f"--concurrency={concurrency}"]
+    command = [*program, "worker", f"--queues={queues}", f"--concurrency={concurrency}"]
     command += [f"--pool={pool}"] if pool else []
     command += [f"--loglevel={loglevel}"] if loglevel else []
     command += [f"--hostname={hostname}"] if hostname else []
@@ -45,7 +48,7 @@ def start_worker(
     with ExitStack() as files:
         out = files.enter_context(log.open("ab"))
         err: int | object = files.enter_context(errors.open("ab")) if errors else subprocess.STDOUT
-        return subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=err, start_new_session=True)
+        return subprocess.Popen(command, env=env, cwd=cwd, stdout=out, stderr=err, start_new_session=True)
 
 
 def stop(*processes: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:

@@ -43,6 +43,8 @@ SHARED_FIXTURE_PATHS = {
     "tests/docs/test_examples.py::test_the_opik_example": "models",
     "tests/distributed/worker/test_rabbitmq.py": "rabbitmq",
     "tests/mcp/test_mcp_stdio_input.py": "mcp-stdio",
+    # One build of the sdist and the wheel, and one virtualenv with the wheel installed (some 10 s).
+    "tests/packaging/": "packaging",
     "tests/mcp/test_mcp_http_auth.py::test_a_request_without_the_token": "mcp-token-server",
     "tests/mcp/test_mcp_http_auth.py::test_a_session_opened_by_one_connection": "mcp-token-server",
 }

@@ -24,12 +24,12 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
 from typing import Any, cast
 
 import redis
 from redis.typing import EncodableT, FieldT
 
+from ..lua import read_lua
 from .errors import BatchCancelledError, BatchInputMissingError, BatchNotFoundError
 from .keys import DEFAULT_TENANT, batch_key, recent_batches_key, running_batches_key
 from .locks import try_lock
@@ -48,20 +48,15 @@ __all__ = [
 ]
 
 
-def _script(name: str) -> str:
-    return (Path(__file__).parent / name).read_text(encoding="utf-8")
-
-
-# The function both step scripts use to count a finished step run once (see the script).
-_COUNT_STEP_LUA = _script("count_step.lua")
-# Marker, record, counters and last step of a finished sample in one atomic step (see the script).
-_FINISH_SAMPLE_LUA = _COUNT_STEP_LUA + _script("finish_sample.lua")
+# Marker, record, counters and last step of a finished sample in one atomic step (see the script);
+# count_step.lua is the function both step scripts use to count a finished step run once.
+_FINISH_SAMPLE_LUA = read_lua(__name__, "count_step.lua", "finish_sample.lua")
 # A step's progress, written only if its batch exists and was not cancelled (see the script).
-_RECORD_PROGRESS_LUA = _script("record_progress.lua")
+_RECORD_PROGRESS_LUA = read_lua(__name__, "record_progress.lua")
 # A finished step of a sample with more to run, counted once in its batch's steps (see the script).
-_RECORD_STEP_LUA = _COUNT_STEP_LUA + _script("record_step.lua")
+_RECORD_STEP_LUA = read_lua(__name__, "count_step.lua", "record_step.lua")
 # A failed sample made unfinished again, as its dead letter is sent back (see the script).
-_REOPEN_SAMPLE_LUA = _script("reopen_sample.lua")
+_REOPEN_SAMPLE_LUA = read_lua(__name__, "reopen_sample.lua")
 
 # How many batches the index of recent batches keeps (the newest by creation).
 RECENT_BATCHES = 1000

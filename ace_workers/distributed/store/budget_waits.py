@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import redis
 
+from ..lua import read_lua
 from .batches import parse_sample_key, sample_key
 from .errors import BatchCancelledError, BatchNotFoundError
 from .keys import batch_key
@@ -22,7 +22,7 @@ from .replies import decode_text
 
 __all__ = ["WaitingMark", "WaitingSamples"]
 
-_MARK_LUA = (Path(__file__).parent / "mark_waiting.lua").read_text(encoding="utf-8")
+_MARK_LUA = read_lua(__name__, "mark_waiting.lua")
 _NO_BATCH = -2
 _CANCELLED = -3
 

@@ -26,12 +26,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import redis
 from redis.typing import EncodableT
 
+from ..lua import read_lua
 from ..store.keys import DEFAULT_PREFIX, admission_key
 from ..store.replies import decode_text
 from .tenants import Tenant
@@ -53,13 +53,20 @@ ADMISSION_PARTS = (
 )
 
 
-# The Lua every admission script is built on: what they share, and the two steps they take.
-_LIBRARY = ("admission_state.lua", "free_slot.lua", "grant_slots.lua")
+def _admission_lua(name: str) -> str:
+    """The admission script ``name`` after the Lua every admission script is built on.
+
+    That is what they share (the state), and the two steps they take (free a slot, grant slots).
+    """
+    return read_lua(__name__, "admission_state.lua", "free_slot.lua", "grant_slots.lua", name)
 
 
-def _script(name: str) -> str:
-    here = Path(__file__).parent
-    return "\n".join((here / part).read_text(encoding="utf-8") for part in (*_LIBRARY, name))
+# Read once, at import, as the other scripts of the store and of tenancy are.
+_ADMIT_LUA = _admission_lua("admit.lua")
+_OPEN_BATCH_LUA = _admission_lua("open_batch.lua")
+_LEAVE_FLIGHT_LUA = _admission_lua("leave_flight.lua")
+_FORGET_BATCH_LUA = _admission_lua("forget_batch.lua")
+_LEAVE_AND_ADMIT_LUA = _admission_lua("leave_and_admit.lua")
 
 
 @dataclass(frozen=True)
@@ -76,11 +83,11 @@ class AdmissionState:
     def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
         self.redis = client
         self.keys = [admission_key(part, prefix) for part in ADMISSION_PARTS]
-        self._admit = client.register_script(_script("admit.lua"))
-        self._open = client.register_script(_script("open_batch.lua"))
-        self._leave = client.register_script(_script("leave_flight.lua"))
-        self._forget = client.register_script(_script("forget_batch.lua"))
-        self._leave_and_admit = client.register_script(_script("leave_and_admit.lua"))
+        self._admit = client.register_script(_ADMIT_LUA)
+        self._open = client.register_script(_OPEN_BATCH_LUA)
+        self._leave = client.register_script(_LEAVE_FLIGHT_LUA)
+        self._forget = client.register_script(_FORGET_BATCH_LUA)
+        self._leave_and_admit = client.register_script(_LEAVE_AND_ADMIT_LUA)
 
     def open(self, batch_id: str, *, tenant: str, limit: int, per_epoch: int, cap: int | None = None) -> int:
         """Let up to ``limit`` samples of the batch (over all epochs) be admitted; return its admitted count.

@@ -18,12 +18,12 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 import redis
 from redis.typing import EncodableT
 
+from ..lua import read_lua
 from ..store.batches import sample_key, wrong_step_kwargs
 from ..store.keys import deferred_key, deferring_tenants_key
 from ..store.replies import decode_text
@@ -31,9 +31,8 @@ from .errors import BudgetExhaustedError
 
 __all__ = ["DeferredEntry", "DeferredSamples", "Refusal", "entry_field"]
 
-_HERE = Path(__file__).parent
-_PARK_LUA = (_HERE / "park_deferred.lua").read_text(encoding="utf-8")
-_CLAIM_LUA = (_HERE / "claim_deferred.lua").read_text(encoding="utf-8")
+_PARK_LUA = read_lua(__name__, "park_deferred.lua")
+_CLAIM_LUA = read_lua(__name__, "claim_deferred.lua")
 _SEPARATOR = "|"
 # Entries read (and claimed) per round trip by a releaser.
 CHUNK = 200

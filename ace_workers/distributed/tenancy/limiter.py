@@ -41,12 +41,12 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import redis
 
 from ...errors import LLMError
+from ..lua import read_lua
 from ..store.errors import CorruptDataError
 from ..store.keys import DEFAULT_PREFIX, LimiterKeys
 from ..store.replies import decode_text
@@ -70,7 +70,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_SCRIPT = (Path(__file__).parent / "limiter.lua").read_text(encoding="utf-8")
+_SCRIPT = read_lua(__name__, "limiter.lua")
 
 # Seconds a 429 blocks its model when the provider named no Retry-After.
 DEFAULT_RETRY_AFTER = 1.0
