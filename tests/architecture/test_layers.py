@@ -181,6 +181,7 @@ TOP_LAYERS = (
     "distributed",
     "integrations",
     "runners",
+    "operations",
     "mcp",
     "console",
     "demo",

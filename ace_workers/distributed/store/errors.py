@@ -63,9 +63,11 @@ class VersionConflict(StoreError):
 class UnknownSkillbookError(StoreError, LookupError):
     """No skillbook of this name exists in Redis."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, known: list[str] | None = None) -> None:
         self.name = name
-        super().__init__(f"no skillbook named {name!r} in Redis")
+        self.known = known
+        listed = "" if known is None else f" (known: {', '.join(known) or 'none'})"
+        super().__init__(f"no skillbook named {name!r} in Redis{listed}")
 
 
 class SkillbookExistsError(StoreError):

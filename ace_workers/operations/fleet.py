@@ -1,0 +1,108 @@
+"""The fleet's state as a client sees it: one Redis connection, the key prefix, and the stores on it.
+
+What a command, the console or MCP reads and writes goes through a :class:`FleetClient`: no
+Celery app, no broker, no worker runtime, no LLM client. Opening one checks the data's schema
+(one round trip, stamping a new Redis). Only workers build a worker runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
+
+import redis
+
+from ..distributed.connections import client_url_for, redact_url, store_client
+from ..distributed.settings import WorkerSettings
+from ..distributed.store.batches import BatchStore
+from ..distributed.store.errors import UnknownSkillbookError
+from ..distributed.store.keys import validate_skillbook_name
+from ..distributed.store.schema import SchemaState, check_schema
+from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
+from ..distributed.tenancy.api_keys import ApiKeys
+from ..distributed.tenancy.tenants import TenantMap, TenantRegistry
+
+__all__ = ["FleetClient", "open_fleet"]
+
+
+class FleetClient:
+    """Readers and writers of the fleet's state in one Redis, under one key prefix.
+
+    ``redis_url`` is the Redis of the fleet (the store's, unless ``settings.store_url`` names
+    another). With ``schema_checked`` (default) the data's schema is checked at once.
+    """
+
+    def __init__(self, settings: WorkerSettings, redis_url: str, *, schema_checked: bool = True) -> None:
+        self.settings = settings
+        url = client_url_for(settings.store_url) if settings.store_url else client_url_for(redis_url)
+        self.redis: redis.Redis = store_client(url)
+        self.where = redact_url(url)  # the store's Redis as messages name it (no password)
+        self.schema: SchemaState | None = None
+        if schema_checked:
+            try:
+                self.schema = check_schema(self.redis, settings.queue_prefix, self.where)
+            except BaseException:
+                self.redis.close()
+                raise
+
+    @property
+    def prefix(self) -> str:
+        """The prefix of every key (ACE_QUEUE_PREFIX)."""
+        return self.settings.queue_prefix
+
+    def close(self) -> None:
+        """Close the Redis connection."""
+        self.redis.close()
+
+    def store(self, name: str) -> RedisSkillbookStore:
+        """The store of skillbook ``name``, which may not exist yet (a first write makes it)."""
+        validate_skillbook_name(name)
+        return RedisSkillbookStore(
+            self.redis,
+            name,
+            prefix=self.prefix,
+            changelog_maxlen=self.settings.changelog_maxlen,
+            max_skills=self.settings.max_skillbook_skills,
+            provenance_keep=self.settings.provenance_keep,
+        )
+
+    def existing_store(self, name: str) -> RedisSkillbookStore:
+        """The store of skillbook ``name``; UnknownSkillbookError, naming the ones there are, if none."""
+        store = self.store(name)
+        if not store.exists():
+            raise UnknownSkillbookError(name, self.skillbook_names())
+        return store
+
+    def skillbook_names(self) -> list[str]:
+        """The names of every skillbook, sorted."""
+        return list_skillbooks(self.redis, self.prefix)
+
+    @cached_property
+    def batches(self) -> BatchStore:
+        """The batch ledger."""
+        return BatchStore(self.redis, prefix=self.prefix, ttl_seconds=self.settings.result_ttl_seconds)
+
+    @cached_property
+    def tenants(self) -> TenantRegistry:
+        """The tenants and what they own."""
+        return TenantRegistry(self.redis, prefix=self.prefix)
+
+    def tenant_map(self) -> TenantMap:
+        """Who owns which skillbook, read now."""
+        return self.tenants.map()
+
+    @cached_property
+    def api_keys(self) -> ApiKeys:
+        """The fleet's scoped API keys."""
+        return ApiKeys(self.redis, prefix=self.prefix)
+
+
+@contextmanager
+def open_fleet(settings: WorkerSettings, redis_url: str) -> Iterator[FleetClient]:
+    """A :class:`FleetClient` on ``redis_url``, closed when the block ends."""
+    fleet = FleetClient(settings, redis_url)
+    try:
+        yield fleet
+    finally:
+        fleet.close()

@@ -1,0 +1,145 @@
+"""How each front end answers an error: one table from error class to exit code, HTTP status and MCP code.
+
+An operation raises the project's own errors; the CLI, the console and MCP look the error up
+here (:func:`outcome_of`, the most specific class first by the error's MRO) and answer with the
+row's exit code, HTTP status or JSON-RPC code. An error no row names is a bug, never a refusal:
+the CLI ends with its traceback's one line and exit 1, HTTP with 500, MCP with the back-end code
+(a ``KeyError`` in a view is not a 404).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from ..distributed.producer.errors import NoWorkersError
+from ..distributed.store.errors import (
+    BatchCancelledError,
+    BatchInputMissingError,
+    BatchNotFoundError,
+    ChangelogTrimmedError,
+    CorruptDataError,
+    HeadMovedError,
+    InvalidKeyPrefixError,
+    InvalidLabelError,
+    InvalidSkillbookNameError,
+    LabelMovedError,
+    MigrationRefusedError,
+    ProposalConflictError,
+    ProposalDecidedError,
+    SchemaMismatchError,
+    SkillbookExistsError,
+    SkillbookFullError,
+    StaleHistoryError,
+    UnknownLabelError,
+    UnknownProposalError,
+    UnknownSkillbookError,
+    VersionConflict,
+    VersionRangeError,
+)
+from ..distributed.tenancy.errors import (
+    BudgetExhaustedError,
+    ForeignSkillbookError,
+    InvalidApiKeyError,
+    InvalidTenantError,
+    RoleTooLowError,
+    TenantConflictError,
+    TenantExistsError,
+    UnknownTenantError,
+)
+from ..distributed.worker.errors import RedisUnavailable
+from ..errors import (
+    MissingFieldError,
+    PinnedSkillError,
+    SettingsError,
+    SkillbookFormatError,
+    SkillStateError,
+    UnknownSkillError,
+)
+
+__all__ = ["Outcome", "OUTCOMES", "UNEXPECTED", "outcome_of"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a kind of error is answered: a stable ``kind`` a client branches on, the CLI's exit
+    code (see cli/exit_codes.py), the HTTP status, and the JSON-RPC error code of MCP."""
+
+    kind: str
+    exit_code: int
+    http_status: int
+    mcp_code: int
+
+
+# JSON-RPC: -32602 is "invalid params"; -32000..-32099 are the server's own.
+INVALID = Outcome("invalid", 2, 400, -32602)
+NOT_FOUND = Outcome("not_found", 2, 404, -32008)
+UNAUTHENTICATED = Outcome("unauthenticated", 2, 401, -32007)
+FORBIDDEN = Outcome("forbidden", 4, 403, -32007)
+CONFLICT = Outcome("conflict", 4, 409, -32006)
+REFUSED = Outcome("refused", 4, 422, -32006)
+UNAVAILABLE = Outcome("unavailable", 3, 503, -32004)
+FAILED = Outcome("failed", 1, 500, -32004)
+# A bug: an error no row names.
+UNEXPECTED = Outcome("internal", 1, 500, -32603)
+
+# The one table. Order does not matter: the most specific class of an error's MRO decides.
+OUTCOMES: dict[type[BaseException], Outcome] = {
+    # The request is wrong: fixed by changing it.
+    SettingsError: INVALID,
+    InvalidSkillbookNameError: INVALID,
+    InvalidKeyPrefixError: INVALID,
+    InvalidLabelError: INVALID,
+    InvalidTenantError: INVALID,
+    VersionRangeError: INVALID,
+    ChangelogTrimmedError: INVALID,
+    StaleHistoryError: INVALID,
+    SkillbookFormatError: INVALID,
+    MissingFieldError: INVALID,
+    SkillStateError: INVALID,
+    SchemaMismatchError: INVALID,
+    # What it names does not exist (or belongs to another tenant, which a key may not learn).
+    UnknownSkillbookError: NOT_FOUND,
+    UnknownSkillError: NOT_FOUND,
+    UnknownLabelError: NOT_FOUND,
+    UnknownProposalError: NOT_FOUND,
+    UnknownTenantError: NOT_FOUND,
+    BatchNotFoundError: NOT_FOUND,
+    BatchInputMissingError: NOT_FOUND,
+    ForeignSkillbookError: NOT_FOUND,
+    # Who asks may not.
+    InvalidApiKeyError: UNAUTHENTICATED,
+    RoleTooLowError: FORBIDDEN,
+    # The state moved under the request, or does not allow it now: nothing was changed.
+    VersionConflict: CONFLICT,
+    HeadMovedError: CONFLICT,
+    LabelMovedError: CONFLICT,
+    ProposalDecidedError: CONFLICT,
+    ProposalConflictError: CONFLICT,
+    PinnedSkillError: CONFLICT,
+    SkillbookExistsError: CONFLICT,
+    TenantExistsError: CONFLICT,
+    TenantConflictError: CONFLICT,
+    BatchCancelledError: CONFLICT,
+    # A gate said no.
+    MigrationRefusedError: REFUSED,
+    BudgetExhaustedError: REFUSED,
+    SkillbookFullError: REFUSED,
+    # The service, not the request, is at fault: retried later, it may pass.
+    RedisUnavailable: UNAVAILABLE,
+    NoWorkersError: UNAVAILABLE,
+    redis.ConnectionError: UNAVAILABLE,
+    redis.TimeoutError: UNAVAILABLE,
+    # Ran, and something failed: data that is not what it should be.
+    CorruptDataError: FAILED,
+}
+
+
+def outcome_of(error: BaseException) -> Outcome:
+    """The row of ``error``'s most specific class that the table names; UNEXPECTED for none."""
+    for cls in type(error).__mro__:
+        found = OUTCOMES.get(cls)
+        if found is not None:
+            return found
+    return UNEXPECTED
