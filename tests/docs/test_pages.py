@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 
 from tests.support.docs import ROOT, page_text
 
@@ -31,3 +32,10 @@ def test_the_readme_links_to_every_guide_page() -> None:
         if path.parent.name != "reference" and path.name != "index.md"
     }
     assert guides - linked == set()
+
+
+def test_the_install_commands_name_the_version_being_released() -> None:
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    wheels = re.findall(r"ace_workers-([\w.]+)-py3-none-any\.whl", page_text("docs/getting-started.md"))
+    assert wheels, "docs/getting-started.md shows no wheel to install"
+    assert set(wheels) == {version}
