@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.lifecycle import LifecycleResult
-from ...distributed.store.provenance import DEFAULT_SCAN, skill_history
+from ...distributed.store.lifecycle_writes import LifecycleResult
+from ...distributed.store.provenance_reader import DEFAULT_SCAN, skill_history
 from ...errors import UnknownSkillError
 from ..errors import BadRequestError, NotFoundError
 from ..views import ActionResult, View, action, page

@@ -31,7 +31,7 @@ from .errors import (
 from .keys import SkillbookKeys, dead_letters_key, registry_key, validate_skillbook_name
 from .labels import HEAD, LabelMove, SkillbookLabels, SkillbookRef, parse_skillbook_ref
 from .proposals import Proposal, ProposalKind, ProposalStatus
-from .provenance import SkillHistory, skill_history
+from .provenance_reader import SkillHistory, skill_history
 from .review import SkillbookReview
 from .review_policy import ReviewPolicy, parse_policy
 from .snapshots import SnapshotCache
