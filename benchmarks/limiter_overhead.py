@@ -35,8 +35,8 @@ from ace_workers.distributed.connections import client_url_for
 from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.tenancy import Budget, CachedTenants, Tenant, TenantRegistry
-from ace_workers.distributed.tenancy.gate import LimiterGate
 from ace_workers.distributed.tenancy.limiter import Limiter
+from ace_workers.distributed.tenancy.limiter_gate import LimiterGate
 from ace_workers.distributed.tenancy.model_limits import parse_model_limits
 from ace_workers.sim import failure_traces
 

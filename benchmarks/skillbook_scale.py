@@ -43,7 +43,7 @@ from bench_db import DEFAULT_REDIS_URL, bench_redis
 from learning_throughput import workers_for
 
 from ace_workers.core import DEFAULT_PROMPT_BUDGET, Skillbook
-from ace_workers.core.provenance import DEFAULT_KEEP, INSIGHT_CHARS
+from ace_workers.core.skill_provenance import DEFAULT_KEEP, INSIGHT_CHARS
 from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim import failure_traces
@@ -79,7 +79,7 @@ def synthetic_skillbook(size: int, seed: int = 7, occurrences: int = DEFAULT_KEE
 
 
 def _occurrence(rng: random.Random, words: list[str], batches: list[str], kind: str) -> dict[str, Any]:
-    """One occurrence as a fleet worker records it (steps/provenance.py), with a full-length insight."""
+    """One occurrence as a fleet worker records it (steps/provenance_source.py), with a full insight."""
     insight = " ".join(rng.choices(words, k=40))[:INSIGHT_CHARS]
     sample = rng.randint(1, 5000)
     return {

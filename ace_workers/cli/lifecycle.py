@@ -15,9 +15,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..core.lifecycle import StaleRule
+from ..core.lifecycle_rules import StaleRule
 from ..distributed.store.errors import StaleHistoryError
-from ..distributed.store.lifecycle import LifecycleResult
+from ..distributed.store.lifecycle_writes import LifecycleResult
 from ..errors import SkillbookError
 from .common import (
     ActorOption,

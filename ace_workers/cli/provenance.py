@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..distributed.store.provenance import DEFAULT_SCAN, FOUND, SkillHistory, skill_history
+from ..distributed.store.provenance_reader import DEFAULT_SCAN, FOUND, SkillHistory, skill_history
 from ..errors import UnknownSkillError
 from .common import (
     JsonOption,

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..distributed.tenancy.deferrals import DeferredSamples
+from ..distributed.tenancy.deferred_samples import DeferredSamples
 from ..distributed.tenancy.tenants import ALL_MODELS, TenantRegistry, validate_tenant_name
 from ..distributed.tenancy.usage import UsageReport, WindowRow, usage_report
 from .common import JsonOption, console, open_service, print_json, printable, redis_settings

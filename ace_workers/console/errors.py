@@ -11,6 +11,7 @@ __all__ = [
     "BadRequestError",
     "ForbiddenError",
     "ConflictError",
+    "ReviewRefusedError",
 ]
 
 
@@ -49,6 +50,13 @@ class ForbiddenError(ConsoleRequestError):
 
 class ConflictError(ConsoleRequestError):
     """What a confirmation page showed is no longer so (the head or a label moved): nothing was changed."""
+
+    status = 409
+    kind = "conflict"
+
+
+class ReviewRefusedError(ConsoleRequestError):
+    """The proposal cannot be decided as asked: decided already, or it names a skill that is gone."""
 
     status = 409
     kind = "conflict"

@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from ..errors import InvalidConsolidationError, InvalidUpdateError
-from .provenance import DEFAULT_KEEP, merge_occurrences, occurrence_of, record_occurrence
 from .skill import TAGS, SimilarityDecision, Skill, utc_now
+from .skill_provenance import DEFAULT_KEEP, merge_occurrences, occurrence_of, record_occurrence
 
 __all__ = [
     "CONSOLIDATION_TYPES",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SkillbookFormatError
-from .provenance import totals_of
+from .skill_provenance import totals_of
 
 __all__ = ["clean_provenance", "from_reference_skill"]
 

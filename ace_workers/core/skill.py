@@ -11,7 +11,7 @@ from typing import Any, Literal
 __all__ = ["SKILL_STATUSES", "SimilarityDecision", "Skill", "utc_now"]
 
 # "invalid": soft-removed (by a REMOVE or a merge); "archived": set aside by hand or by pruning,
-# kept and restorable (core/lifecycle.py). Only "active" skills are shown in prompts and counted.
+# kept and restorable (core/lifecycle_rules.py). Only "active" skills are shown in prompts and counted.
 SkillStatus = Literal["active", "invalid", "archived"]
 SKILL_STATUSES = ("active", "invalid", "archived")
 TAGS = ("helpful", "harmful", "neutral")
@@ -68,7 +68,7 @@ class Skill:
     updated_at: str = field(default_factory=utc_now)
     embedding: list[float] | None = None
     status: SkillStatus = "active"
-    # Provenance (core/provenance.py): the last K occurrences, oldest first, and totals by operation.
+    # Provenance (core/skill_provenance.py): the last K occurrences, oldest first, and totals by operation.
     occurrences: list[dict[str, Any]] = field(default_factory=list)
     occurrence_totals: dict[str, int] = field(default_factory=dict)
     # Content hash (model and text) the embedding was computed for: a mismatch means "recompute".

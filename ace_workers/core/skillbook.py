@@ -23,13 +23,13 @@ from .consolidation import (
     check_consolidation,
 )
 from .files import write_text_atomically
-from .lifecycle import LifecycleAction, change_lifecycle
+from .lifecycle_rules import LifecycleAction, change_lifecycle
 from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
 from .prompt_index import IndexScorer, PromptIndex
-from .provenance import DEFAULT_KEEP, occurrence_of, record_occurrence
 from .reference_format import clean_provenance, from_reference_skill
 from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, utc_now
 from .skill_ids import format_skill_id, is_skill_id
+from .skill_provenance import DEFAULT_KEEP, occurrence_of, record_occurrence
 from .toon import encode_table, table_header
 from .updates import UpdateBatch, UpdateOperation
 
@@ -109,7 +109,7 @@ class Skillbook:
         self._similarity: dict[frozenset[str], SimilarityDecision] = {}
         # Built by the first budgeted prompt; dropped by any write (a snapshot derives the next).
         self._index: PromptIndex | None = None
-        # Occurrences each skill keeps (core/provenance.py); a Redis store sets its ACE_PROVENANCE_KEEP.
+        # Occurrences each skill keeps (core/skill_provenance.py); a Redis store sets its ACE_PROVENANCE_KEEP.
         self.provenance_keep = DEFAULT_KEEP
 
     # -- reads ------------------------------------------------------------------
@@ -243,7 +243,7 @@ class Skillbook:
             self._index = None
             self._remove(skill, soft)
 
-    # -- lifecycle (core/lifecycle.py) ------------------------------------------------------
+    # -- lifecycle (core/lifecycle_rules.py) ------------------------------------------------------
     def pin_skill(self, skill_id: str, *, actor: str = "", reason: str = "") -> Skill:
         """Pin a skill: never removed, merged or archived until unpinned. Returns a copy."""
         return self._change_lifecycle(skill_id, LifecycleAction.PIN, actor, reason)

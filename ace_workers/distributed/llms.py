@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from ..protocols import LLMClientLike
 from ..providers import LiteLLMClient, check_model, wrap_with_instructor
-from ..providers.gate import CallGate
+from ..providers.call_gate import CallGate
 from .settings import DEDUP_OFF, QUEUE_ROLES, SIM_MODEL, WorkerSettings
 
 __all__ = ["check_model_setting", "check_models", "model_client"]

@@ -21,7 +21,7 @@ from tenacity import (
 
 from ..errors import LLMError, LLMRequestRejected, one_line
 from ._lazy_imports import import_litellm
-from .gate import CallGate, is_rate_limit
+from .call_gate import CallGate, is_rate_limit
 from .instructor_client import InstructorClient
 from .response import LLMResponse, usage_from
 
@@ -164,7 +164,7 @@ class LiteLLMClient:
             random jitter of up to this much.
         retry_max_wait_seconds: Cap on a backoff before its jitter.
         gate: Asked before every attempt (retries, fallbacks, re-asks) and told its usage after,
-            or of its 429 before the retry: a shared limiter's way in (see providers/gate.py).
+            or of its 429 before the retry: a shared limiter's way in (see providers/call_gate.py).
         extra: Further litellm options sent with every call (per-call keyword
             arguments override them).
     """

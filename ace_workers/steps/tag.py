@@ -8,7 +8,7 @@ from ..core.context import ACEStepContext
 from ..core.writable import WritableSkillbook
 from ..errors import UnknownSkillError
 from ._checks import require_field
-from .provenance import REFLECTOR, sample_source
+from .provenance_source import REFLECTOR, sample_source
 
 __all__ = ["TagStep"]
 
@@ -20,7 +20,7 @@ class TagStep:
 
     Reflectors do hallucinate skill ids and tag names: such a tag is logged
     at WARNING and skipped, and the sample goes on. Each tag records where it
-    came from (steps/provenance.py, actor ``reflector``).
+    came from (steps/provenance_source.py, actor ``reflector``).
     """
 
     requires = frozenset({"reflection"})

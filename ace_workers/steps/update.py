@@ -8,7 +8,7 @@ from ..core.context import ACESample, ACEStepContext
 from ..core.outputs import SkillManagerOutput
 from ..protocols import SkillManagerLike
 from ._checks import require_field
-from .provenance import SKILL_MANAGER, sample_source
+from .provenance_source import SKILL_MANAGER, sample_source
 
 __all__ = ["UpdateStep"]
 
@@ -20,7 +20,7 @@ class UpdateStep:
     """Provide ``skill_manager_output`` from ``ctx.reflection``; pure, the skillbook is only read.
 
     Every operation's ``insight_source`` is stamped with where it came from
-    (steps/provenance.py: sample, epoch, indices, trace id, key insight,
+    (steps/provenance_source.py: sample, epoch, indices, trace id, key insight,
     actor ``skill_manager``; on a fleet also batch and recipe) on a new output
     object; the SkillManager's own output is left untouched. ``max_workers``
     is 1 because the SkillManager decides against the current skillbook and

@@ -9,38 +9,20 @@ import httpx
 import pytest
 import redis
 
-from ace_workers.console.areas.skillbooks_index import FIELDS, SkillIndex, SkillIndexCache
 from ace_workers.console.audit import read_audit
-from ace_workers.core.consolidation import ConsolidationBatch, MergeOp
 from ace_workers.core.updates import UpdateBatch, UpdateOperation
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.store import RedisSkillbookStore
+from tests.support.catalogue import seed_catalogue
 from tests.support.console import TOKEN, RunningConsole, post_form, running_console
 
 BOOK = "catalogue"
-# Interleaved sections, so grouping by section is not the order the skills came in.
-SECTIONS = ("billing", "shipping", "billing", "returns", "shipping", "billing")
 
 
 @pytest.fixture
 def catalogue(idle_service: Service) -> RedisSkillbookStore:
-    """A skillbook of 36 skills over 3 sections; 2 archived, 1 pinned, 1 merged away, 1 deleted."""
-    store = idle_service.runtime.store(BOOK)
-    operations = [
-        UpdateOperation(
-            type="ADD",
-            section=SECTIONS[n % len(SECTIONS)],
-            content=f"Rule {n}: {'Refund the buyer' if n % 5 == 0 else 'Check the order'} within {n} days.",
-        )
-        for n in range(36)
-    ]
-    store.apply(UpdateBatch(operations=operations))
-    ids = _made(store)
-    store.archive([ids[3], ids[4]], actor="user:setup")
-    store.pin([ids[0]], actor="user:setup")
-    store.apply_consolidation(ConsolidationBatch(operations=[MergeOp(keep_id=ids[6], merge_ids=[ids[7]])]))
-    store.apply(UpdateBatch(operations=[UpdateOperation(type="REMOVE", skill_id=ids[8])]))
-    return store
+    """The catalogue skillbook (tests/support/catalogue.py) in the console's Redis."""
+    return seed_catalogue(idle_service.runtime.store(BOOK))
 
 
 @pytest.fixture
@@ -54,11 +36,6 @@ def _ids(store: RedisSkillbookStore, status: str) -> list[str]:
     _, view = store.cached_snapshot()
     skills = view.skills(include_invalid=status != "active")
     return [s.id for s in skills if status in ("active", "all") or s.status == status]
-
-
-def _made(store: RedisSkillbookStore) -> list[str]:
-    """Every skill id of the store in the order the skills were made."""
-    return list(store.export().to_dict()["skills"])
 
 
 def _listed(client: httpx.Client, path: str, **params: Any) -> list[str]:
@@ -337,61 +314,6 @@ def test_an_action_on_a_missing_skill_is_a_404(console: RunningConsole) -> None:
         response = client.post("/api/skillbooks/support/skills/nosuch-00099/pin", json={})
     assert response.status_code == 404
     assert "nosuch-00099" in response.json()["message"]
-
-
-def test_the_index_is_brought_forward_through_new_versions_as_a_new_build_would_make_it(
-    catalogue: RedisSkillbookStore,
-) -> None:
-    cache = SkillIndexCache()
-    cache.index_of(catalogue)
-    ids = _made(catalogue)
-    catalogue.apply(
-        UpdateBatch(
-            operations=[
-                UpdateOperation(type="ADD", section="returns", content="Take returns back within 30 days."),
-                UpdateOperation(type="ADD", section="loyalty", content="Thank repeat customers by name."),
-                UpdateOperation(type="UPDATE", skill_id=ids[1], content="Rule 1, rewritten: check twice."),
-                UpdateOperation(type="TAG", skill_id=ids[2], metadata={"helpful": 3}),
-                UpdateOperation(type="REMOVE", skill_id=ids[5]),
-                UpdateOperation(
-                    type="ADD", section="billing", content="A skill deleted in the same version."
-                ),
-            ]
-        )
-    )
-    doomed = next(s.id for s in catalogue.export().skills() if s.content.startswith("A skill deleted"))
-    catalogue.apply(UpdateBatch(operations=[UpdateOperation(type="REMOVE", skill_id=doomed)]))
-    catalogue.restore([ids[3]], actor="user:test")
-    # Shipping's first active skill goes, returns' comes back: returns now comes before shipping.
-    catalogue.archive([ids[1]], actor="user:test")
-    advanced = cache.index_of(catalogue)
-    _, view = catalogue.cached_snapshot()
-    built = SkillIndex.build(advanced.version, view.skill_columns(FIELDS))
-    assert (cache.built, cache.advanced) == (1, 1)
-    assert list(advanced.listings["active"].spans) == ["billing", "returns", "shipping", "loyalty"]
-    assert _listings(advanced) == _listings(built)
-    assert advanced.counts == built.counts
-
-
-def _listings(index: SkillIndex) -> dict[str, Any]:
-    """What each listing of ``index`` shows: its skills in order, section runs, search texts."""
-    return {
-        status: (
-            [index.skill(position) for position in listing.positions],
-            {section: end - start for section, (start, end) in listing.spans.items()},
-            listing.texts,
-        )
-        for status, listing in index.listings.items()
-    }
-
-
-def test_the_index_is_built_anew_after_a_rollback(catalogue: RedisSkillbookStore) -> None:
-    cache = SkillIndexCache()
-    first = cache.index_of(catalogue)
-    catalogue.rollback(1)
-    again = cache.index_of(catalogue)
-    assert (cache.built, cache.advanced) == (2, 0)
-    assert again.counts["active"] == 36 != first.counts["active"]
 
 
 def test_skill_text_from_redis_is_escaped_on_the_pages(idle_service: Service) -> None:

@@ -14,7 +14,7 @@ import pytest
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.keys import deferring_tenants_key
 from ace_workers.distributed.tenancy import ApiKeys, Budget, Tenant, TenantRegistry
-from ace_workers.distributed.tenancy.deferrals import DeferredSamples
+from ace_workers.distributed.tenancy.deferred_samples import DeferredSamples
 from ace_workers.distributed.tenancy.errors import BudgetExhaustedError
 from ace_workers.distributed.tenancy.limiter import Reservation
 from ace_workers.distributed.tenancy.usage import usage_report

@@ -8,7 +8,7 @@ import pytest
 
 from ace_workers.core import DeleteOp, KeepOp, MergeOp, Skillbook, UpdateOp
 from ace_workers.core.consolidation import check_consolidation
-from ace_workers.core.lifecycle import RecentTouches, StaleRule, find_stale_skills
+from ace_workers.core.lifecycle_rules import RecentTouches, StaleRule, find_stale_skills
 from ace_workers.core.prompt_budget import PromptBudget
 from ace_workers.errors import InvalidConsolidationError, PinnedSkillError, SkillStateError, UnknownSkillError
 from tests.support.operations import batch, remove

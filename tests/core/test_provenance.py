@@ -8,10 +8,10 @@ import pytest
 
 from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.core.consolidation import DEDUP_ACTOR
-from ace_workers.core.provenance import INSIGHT_CHARS, PROVENANCE_FIELDS
+from ace_workers.core.skill_provenance import INSIGHT_CHARS, PROVENANCE_FIELDS
 from ace_workers.distributed.store import actors
 from ace_workers.errors import SkillbookFormatError
-from ace_workers.steps import provenance as steps_provenance
+from ace_workers.steps import provenance_source as steps_provenance
 
 # The reference framework's 0.13 file (schema 2): issue and insight, *_count counters, active,
 # and provenance as "occurrences" of trace identities.

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from ace_workers.providers import LiteLLMClient
 from ace_workers.providers._lazy_imports import import_litellm
-from ace_workers.providers.gate import Prompt
+from ace_workers.providers.call_gate import Prompt
 from tests.support.llms import FALLBACK, MOCK_USAGE, MODEL, ScriptedCompletion, auth_error
 
 Script = Callable[..., ScriptedCompletion]

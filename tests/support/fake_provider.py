@@ -154,8 +154,8 @@ def storm_process(
     go: Any,
 ) -> None:
     """One worker process: per phase, ``threads`` threads each make ``calls`` calls, then it reports."""
-    from ace_workers.distributed.tenancy.gate import LimiterGate
     from ace_workers.distributed.tenancy.limiter import Limiter
+    from ace_workers.distributed.tenancy.limiter_gate import LimiterGate
     from ace_workers.distributed.tenancy.model_limits import ModelLimits
     from ace_workers.distributed.tenancy.tenants import CachedTenants, TenantRegistry
     from ace_workers.providers import LiteLLMClient

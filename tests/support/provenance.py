@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ace_workers.core.provenance import PROVENANCE_FIELDS
+from ace_workers.core.skill_provenance import PROVENANCE_FIELDS
 
 
 def without_provenance(data: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from starlette.routing import BaseRoute
 from ...distributed.store.errors import ProposalDecidedError
 from ...distributed.store.proposals import Proposal, ProposalStatus
 from ...errors import InvalidConsolidationError
-from ..errors import BadRequestError, ConsoleRequestError
+from ..errors import BadRequestError, ReviewRefusedError
 from ..views import ActionResult, View, action, page
 from .review_items import conflicts_of, policy_item, proposal_item
 
@@ -35,13 +35,6 @@ STATUSES = ("pending", "approved", "rejected", "all")
 PER_PAGE = 20
 _EVERY = 10**9  # a limit no skillbook's proposals reach
 _TRUE, _FALSE = ("1", "true", "on", "yes"), ("", "0", "false", "off", "no")
-
-
-class ReviewRefusedError(ConsoleRequestError):
-    """The proposal cannot be decided as asked: decided already, or it names a skill that is gone."""
-
-    status = 409
-    kind = "conflict"
 
 
 def review_queue(view: View) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The console's skillbooks area: every skillbook at a glance, one skillbook's skills, one skill.
 
 The skillbook page lists its skills grouped by section, searched, filtered and
-paged on the per-version skill index (skillbooks_index.py), so a page of a
+paged on the per-version skill index (distributed/store/skill_index.py), so a page of a
 100,000-skill skillbook answers in milliseconds. The skill page and its
 pin/unpin/archive/restore actions are in skillbooks_skill.py.
 """
@@ -13,12 +13,12 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
+from ...distributed.store.skill_index import STATUS_FILTERS, skill_index
 from ...distributed.store.store import list_skillbooks
 from ..errors import BadRequestError
 from ..views import View, page
 from .change_digests import recent_digests
-from .skillbooks_index import STATUS_FILTERS, skill_index, skill_url
-from .skillbooks_skill import SKILL_ROUTES
+from .skillbooks_skill import SKILL_ROUTES, skill_url
 
 __all__ = ["ROUTES", "skillbook_detail", "skillbooks_index"]
 

@@ -13,18 +13,22 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.lifecycle import LifecycleResult
-from ...distributed.store.provenance import DEFAULT_SCAN, skill_history
+from ...distributed.store.lifecycle_writes import LifecycleResult
+from ...distributed.store.provenance_reader import DEFAULT_SCAN, skill_history
 from ...errors import UnknownSkillError
 from ..errors import BadRequestError, NotFoundError
 from ..views import ActionResult, View, action, page
-from .skillbooks_index import skill_url
 
-__all__ = ["LIFECYCLE_ACTIONS", "SKILL_ROUTES", "skill_page"]
+__all__ = ["LIFECYCLE_ACTIONS", "SKILL_ROUTES", "skill_page", "skill_url"]
 
 LIFECYCLE_ACTIONS = ("pin", "unpin", "archive", "restore")
 MAX_SCAN = 10_000
 MAX_NOTE_CHARS = 500
+
+
+def skill_url(skillbook: str, skill_id: str) -> str:
+    """The skill's page (ids come from Redis: quoted, so any id makes a link)."""
+    return f"/skillbooks/{quote(skillbook, safe='')}/skills/{quote(skill_id, safe='')}"
 
 
 def skill_page(view: View) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from ...distributed.store.batches import BatchState
 from ...distributed.store.errors import BatchNotFoundError
 from ...distributed.store.keys import DEFAULT_TENANT
 from ...distributed.store.store import list_skillbooks
-from ...distributed.tenancy.deferrals import DeferredSamples
+from ...distributed.tenancy.deferred_samples import DeferredSamples
 from ...distributed.tenancy.errors import InvalidTenantError
 from ...distributed.tenancy.tenants import Tenant, TenantMap, validate_tenant_name
 from ...distributed.tenancy.usage import TenantReport, usage_report

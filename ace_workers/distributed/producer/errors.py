@@ -14,6 +14,7 @@ __all__ = [
     "ProducerConfigError",
     "PartitionMismatchError",
     "RemoteStepError",
+    "TooManyItemsError",
 ]
 
 
@@ -40,6 +41,10 @@ class BatchSizeError(ProducerError, ValueError):
         self.sent = sent
         self.batch_id = batch_id
         super().__init__(message)
+
+
+class TooManyItemsError(ProducerError):
+    """An input yielded one item more than its batch may hold; the producer turns it into BatchSizeError."""
 
 
 class RemoteStepError(ProducerError):

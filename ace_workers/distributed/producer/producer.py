@@ -39,6 +39,7 @@ from .errors import (
     PartitionMismatchError,
     ProducerConfigError,
     RemoteStepError,
+    TooManyItemsError,
 )
 from .fleet_check import require_workers
 from .inbox import append_to_inbox
@@ -395,7 +396,7 @@ class Producer:
         batches, overflow = self.runtime.batches, False
         try:
             stored = batches.store_items(batch_id, first)
-        except _TooManyItems:
+        except TooManyItemsError:
             overflow, stored = True, most  # the first `most` were stored: they make the batch
         except BaseException:
             batches.cancel(batch_id)  # a bad input or a lost connection: nothing was sent
@@ -517,15 +518,11 @@ class Producer:
             yield payload
 
 
-class _TooManyItems(Exception):
-    """An iterator yielded one item more than its batch may hold (turned into BatchSizeError)."""
-
-
 def _at_most(items: Iterable[Any], most: int) -> Iterator[Any]:
-    """``items``, raising _TooManyItems when item ``most + 1`` arrives, before it is sent."""
+    """``items``, raising TooManyItemsError when item ``most + 1`` arrives, before it is sent."""
     for number, item in enumerate(items, start=1):
         if number > most:
-            raise _TooManyItems
+            raise TooManyItemsError
         yield item
 
 

@@ -31,9 +31,10 @@ from .errors import (
 from .keys import SkillbookKeys, dead_letters_key, registry_key, validate_skillbook_name
 from .labels import HEAD, LabelMove, SkillbookLabels, SkillbookRef, parse_skillbook_ref
 from .proposals import Proposal, ProposalKind, ProposalStatus
-from .provenance import SkillHistory, skill_history
+from .provenance_reader import SkillHistory, skill_history
 from .review import SkillbookReview
 from .review_policy import ReviewPolicy, parse_policy
+from .skill_index import SkillIndex, SkillIndexCache, skill_index
 from .snapshots import SnapshotCache
 from .store import RedisSkillbookStore, StoreApplyResult, list_skillbooks
 from .write_scope import WriteScope, dedup_write_scope, write_scope
@@ -48,6 +49,10 @@ __all__ = [
     # why a skill exists (its provenance and history)
     "skill_history",
     "SkillHistory",
+    # a version's skills by section and status, searched and paged (a change-log read model)
+    "skill_index",
+    "SkillIndex",
+    "SkillIndexCache",
     # reading and writing a stored skillbook
     "SnapshotCache",
     "StoreBackedSkillbook",

@@ -1,6 +1,6 @@
 """The samples of a batch that wait for their tenant's budget: the batch's ``waiting`` marks.
 
-A step refused for a spent budget is parked (see ``tenancy/deferrals.py``) and its sample
+A step refused for a spent budget is parked (see ``tenancy/deferred_samples.py``) and its sample
 marked here; the mark goes when one of the sample's steps starts again (record_progress.lua)
 or the sample finishes (finish_sample.lua). ``BatchStatus.waiting_for_budget`` counts the
 marks, so ``status`` shows these samples neither as queued nor as running.

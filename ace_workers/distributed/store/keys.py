@@ -384,7 +384,7 @@ def deferring_tenants_key(prefix: str = DEFAULT_PREFIX) -> str:
 
 
 def admission_key(part: str, prefix: str = DEFAULT_PREFIX) -> str:
-    """A key of the fleet's admission state (tenancy/admission.py); all share the ``{admission}`` tag."""
+    """A key of the fleet's admission state (tenancy/admission_scheduler.py), all under ``{admission}``."""
     return f"{validate_key_prefix(prefix)}:{{admission}}:{part}"
 
 

@@ -14,7 +14,7 @@ final once everything it depends on was read from Redis:
 Anything missing is reported, the store fetches it under the same WATCH and
 plans again; usually two rounds.
 
-A skill's provenance (its occurrences and totals, core/provenance.py) is
+A skill's provenance (its occurrences and totals, core/skill_provenance.py) is
 kept in a hash of its own beside the skills hash, so snapshots, the change
 log and diffs never carry it; the plan reads it with the skill, hands the
 core the whole skill, and splits the outcome again (``split_provenance``).
@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...core.provenance import DEFAULT_KEEP, PROVENANCE_FIELDS
+from ...core.skill_provenance import DEFAULT_KEEP, PROVENANCE_FIELDS
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
 from .changelog import SkillImage

@@ -27,9 +27,9 @@ from redis.client import Pipeline
 
 from ...core.consolidation import ConsolidationBatch, ConsolidationReport
 from ...core.context import SkillbookView
-from ...core.lifecycle import LifecycleAction, StaleRule
-from ...core.provenance import DEFAULT_KEEP, bounded_occurrences, check_keep
+from ...core.lifecycle_rules import LifecycleAction, StaleRule
 from ...core.skill import SimilarityDecision, Skill
+from ...core.skill_provenance import DEFAULT_KEEP, bounded_occurrences, check_keep
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
 from .change_digest import ChangeDigest, digest_change
@@ -48,7 +48,7 @@ from .keys import (
     validate_skillbook_name,
 )
 from .labels import SkillbookLabels
-from .lifecycle import LifecycleResult, PrunePlan, SkillbookLifecycle
+from .lifecycle_writes import LifecycleResult, PrunePlan, SkillbookLifecycle
 from .planning import (
     SkillReads,
     count_active,
@@ -677,7 +677,7 @@ class RedisSkillbookStore:
             "set_similarity_decision", lambda pipe: self._writes.set_decision(pipe, field, value, source_json)
         )
 
-    # -- lifecycle: pin, archive, prune (lifecycle.py) ------------------------------------------
+    # -- lifecycle: pin, archive, prune (lifecycle_writes.py) -----------------------------------
     def pin(self, skill_ids: Iterable[str], *, actor: str | None = None, note: str = "") -> LifecycleResult:
         """Pin skills: never removed, merged or archived until unpinned. One version (none if all were)."""
         return self._lifecycle.change(LifecycleAction.PIN, skill_ids, actor=actor, note=note)

@@ -26,8 +26,8 @@ from ...core.consolidation import (
     apply_consolidation_operations,
     check_consolidation,
 )
-from ...core.provenance import DEFAULT_KEEP
 from ...core.skill import SimilarityDecision, Skill, utc_now
+from ...core.skill_provenance import DEFAULT_KEEP
 from ...core.skillbook import ApplyReport
 from ...core.updates import UpdateBatch
 from ...errors import one_line

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from .deferrals import DeferredSamples, Refusal
+from .deferred_samples import DeferredSamples, Refusal
 from .errors import UnknownTenantError
 from .tenants import Tenant, TenantMap
 

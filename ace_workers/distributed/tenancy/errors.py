@@ -1,15 +1,17 @@
-"""Errors of tenants, their keys and their limits, under ace-workers' root AceError."""
+"""Errors of tenants, their keys and their limits, under ace-workers' root AceError (a busy provider is an
+LLMError, which the worker retries)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ...errors import AceError
+from ...errors import AceError, LLMError
 
 __all__ = [
     "BudgetExhaustedError",
     "ForeignSkillbookError",
     "InvalidApiKeyError",
+    "ProviderBusyError",
     "RoleTooLowError",
     "ScopeError",
     "InvalidTenantError",
@@ -155,6 +157,19 @@ class BudgetExhaustedError(TenancyError):
         super().__init__(
             f"tenant {tenant!r}: budget {limit} for model {model!r} {state}; "
             f"it resets at {_utc(resets_at)}, or raise it with ace-workers tenant set {tenant}"
+        )
+
+
+class ProviderBusyError(LLMError):
+    """The shared limiter kept a call waiting longer than its bound: the step is retried later."""
+
+    def __init__(self, model: str, waited: float, wait: float) -> None:
+        self.model = model
+        self.waited = waited
+        self.wait = wait
+        super().__init__(
+            f"model {model!r}: the fleet's rate limit kept this call waiting {waited:.1f} s and the "
+            f"next slot is {wait:.1f} s away; the step will be retried"
         )
 
 

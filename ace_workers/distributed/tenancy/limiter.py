@@ -45,12 +45,11 @@ from typing import Any
 
 import redis
 
-from ...errors import LLMError
 from ..lua import read_lua
 from ..store.errors import CorruptDataError
 from ..store.keys import DEFAULT_PREFIX, LimiterKeys
 from ..store.replies import decode_text
-from .errors import BudgetExhaustedError
+from .errors import BudgetExhaustedError, ProviderBusyError
 from .model_limits import ModelLimits
 from .tenants import ALL_MODELS, BUDGET_LIMITS, Budget, Tenant
 
@@ -92,19 +91,6 @@ THROTTLED_MAX_AGE = 1.0
 _SEPARATOR = "\x1f"
 # The order limiter.lua reports a refused budget's limit in: model scope then "*".
 _LIMIT_ORDER = ("tokens_per_day", "tokens_per_month", "cost_per_day", "cost_per_month")
-
-
-class ProviderBusyError(LLMError):
-    """The shared limiter kept a call waiting longer than its bound: the step is retried later."""
-
-    def __init__(self, model: str, waited: float, wait: float) -> None:
-        self.model = model
-        self.waited = waited
-        self.wait = wait
-        super().__init__(
-            f"model {model!r}: the fleet's rate limit kept this call waiting {waited:.1f} s and the "
-            f"next slot is {wait:.1f} s away; the step will be retried"
-        )
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..store.keys import DEFAULT_TENANT
-from .deferrals import DeferredSamples
+from .deferred_samples import DeferredSamples
 from .limiter import TenantUsage, WindowUsage, window_periods
 from .tenants import ALL_MODELS, Tenant, TenantMap
 

@@ -2,7 +2,7 @@
 
 With ACE_ADMISSION_WINDOW above 0 nothing sends a batch's samples outright. A batch is *opened*
 (its inputs stored, or its next epoch due) up to the end of its open epoch, and the scheduler
-(:mod:`~ace_workers.distributed.tenancy.admission`) grants slots fairly between tenants; each grant
+(:mod:`~ace_workers.distributed.tenancy.admission_scheduler`) grants slots fairly between tenants; each grant
 is recorded in Redis (the batch's admitted count) before the samples go. Admission is asked for more
 when a batch is opened (producer, epoch start), when a sample leaves flight (its last step, or its
 failure: :func:`sample_left`), and on the reconciler's tick (:func:`tend_admission`). A sample
@@ -35,7 +35,7 @@ from kombu.exceptions import OperationalError
 from ...errors import AceError
 from ..store.batches import BatchState, BatchStatus, sample_key
 from ..store.errors import BatchNotFoundError
-from ..tenancy.admission import Grant
+from ..tenancy.admission_scheduler import Grant
 from .app import WORKER_PUBLISH_RETRY_POLICY
 from .epochs import current_epoch, epoch_lock_seconds, resume_batch, send_samples
 from .runtime import WorkerRuntime

@@ -26,7 +26,7 @@ from ..store.batches import parse_sample_key
 from ..store.budget_waits import WaitingSamples
 from ..store.errors import BatchCancelledError, BatchNotFoundError
 from ..tenancy.budget_watch import BudgetWatch, LimiterBudgetWatch, ParkedBudgetWatch
-from ..tenancy.deferrals import DeferredEntry, DeferredSamples
+from ..tenancy.deferred_samples import DeferredEntry, DeferredSamples
 from ..tenancy.errors import BudgetExhaustedError
 from ..tenancy.tenants import TenantRegistry, validate_tenant_name
 from .admission import sample_parked, sample_released

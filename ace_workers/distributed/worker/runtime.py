@@ -22,7 +22,7 @@ from ...dedup import (
 )
 from ...observability.metrics import WorkerMetrics
 from ...protocols import LLMClientLike, ReflectorLike
-from ...providers.gate import GatedClient
+from ...providers.call_gate import GatedClient
 from ...roles import Agent, Reflector, SkillManager
 from ..connections import client_url_for, redact_url, store_client
 from ..llms import model_client
@@ -33,10 +33,10 @@ from ..store.embedding_cache import RedisEmbeddingCache
 from ..store.keys import SkillbookKeys, validate_skillbook_name
 from ..store.schema import SchemaState, check_schema
 from ..store.store import RedisSkillbookStore
-from ..tenancy.admission import AdmissionState
-from ..tenancy.deferrals import DeferredSamples
-from ..tenancy.gate import CompletionSizes, LimiterGate, priced_model
+from ..tenancy.admission_scheduler import AdmissionState
+from ..tenancy.deferred_samples import DeferredSamples
 from ..tenancy.limiter import Limiter
+from ..tenancy.limiter_gate import CompletionSizes, LimiterGate, priced_model
 from ..tenancy.tenants import CachedTenants, TenantRegistry
 from .ledger_metrics import LedgerCollector
 from .payload import ClaimCheck

@@ -44,7 +44,7 @@ from .deferrals import defer_step
 from .errors import ForeignTenantError, StepAborted, UnknownRecipeError, UnknownStepError
 from .fleet import check_message_shape
 from .payload import context_to_payload, payload_to_context
-from .provenance import with_fleet_provenance
+from .provenance_metadata import with_fleet_provenance
 from .retries import broker_countdown, retry_countdown
 from .runtime import Route, WorkerRuntime
 from .serving import count_served, mark_served, serve
@@ -137,7 +137,7 @@ def run_step(
             claims=runtime.claims,
             max_trace_bytes=runtime.settings.max_trace_bytes,
         )
-        # What UpdateStep and TagStep record as where their writes came from (worker/provenance.py).
+        # What UpdateStep and TagStep record as where their writes came from (worker/provenance_metadata.py).
         ctx = with_fleet_provenance(ctx, payload, batch_id=batch_id, sample_index=sample_index, recipe=recipe)
         metadata = dict(ctx.metadata)
         # A writer rebases on the version the steps before it read (the SkillManager's snapshot).

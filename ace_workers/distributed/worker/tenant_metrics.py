@@ -17,7 +17,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..store.errors import CorruptDataError
-from ..tenancy.deferrals import DeferredSamples
+from ..tenancy.deferred_samples import DeferredSamples
 from ..tenancy.tenants import TenantRegistry
 from ..tenancy.usage import UsageSource, usage_report
 

@@ -10,7 +10,7 @@ import redis
 
 from ace_workers.core import Skillbook
 from ace_workers.core.consolidation import ConsolidationBatch, MergeOp
-from ace_workers.core.lifecycle import StaleRule
+from ace_workers.core.lifecycle_rules import StaleRule
 from ace_workers.core.prompt_budget import PromptBudget
 from ace_workers.dedup import DeduplicationConfig, DeduplicationManager, SimilarityDetector
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache

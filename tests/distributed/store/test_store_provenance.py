@@ -10,7 +10,7 @@ import redis
 from ace_workers.core import ConsolidationBatch, MergeOp, Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache, UnknownSkillbookError
 from ace_workers.distributed.store import StoreBackedSkillbook, WriteScope, write_scope
-from ace_workers.distributed.store.provenance import NO_BATCH, skill_history
+from ace_workers.distributed.store.provenance_reader import NO_BATCH, skill_history
 from ace_workers.distributed.store.review_policy import ReviewPolicy
 from ace_workers.errors import UnknownSkillError
 

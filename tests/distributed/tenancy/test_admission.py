@@ -10,7 +10,7 @@ import redis
 
 from ace_workers.distributed.store.keys import admission_key
 from ace_workers.distributed.tenancy import Tenant
-from ace_workers.distributed.tenancy.admission import AdmissionState, Grant
+from ace_workers.distributed.tenancy.admission_scheduler import AdmissionState, Grant
 from tests.support.fixtures import server_or_cluster
 
 

@@ -27,7 +27,7 @@ from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStatus
 from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.store.step_stats import StepStats
-from ace_workers.distributed.tenancy.deferrals import DeferredSamples
+from ace_workers.distributed.tenancy.deferred_samples import DeferredSamples
 from ace_workers.distributed.tenancy.limiter import WindowUsage
 from ace_workers.distributed.tenancy.tenants import ALL_MODELS, Budget, Tenant, TenantRegistry
 from ace_workers.distributed.worker.dead_letters import read_dead_letters

@@ -24,7 +24,7 @@ from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import BatchStatus
 from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.store.keys import deferred_key
-from ace_workers.distributed.tenancy.deferrals import DeferredSamples
+from ace_workers.distributed.tenancy.deferred_samples import DeferredSamples
 from ace_workers.distributed.tenancy.errors import BudgetExhaustedError
 from ace_workers.distributed.tenancy.tenants import Budget, Tenant, TenantRegistry
 from ace_workers.distributed.worker.chains import sample_chain

@@ -15,17 +15,17 @@ from ace_workers.distributed.tenancy import (
     Tenant,
     TenantRegistry,
 )
-from ace_workers.distributed.tenancy.gate import (
+from ace_workers.distributed.tenancy.limiter import Limiter
+from ace_workers.distributed.tenancy.limiter_gate import (
     DEFAULT_COMPLETION_TOKENS,
     CompletionSizes,
     LimiterGate,
     estimate_tokens,
     priced_model,
 )
-from ace_workers.distributed.tenancy.limiter import Limiter
 from ace_workers.distributed.tenancy.model_limits import parse_model_limits
 from ace_workers.errors import LLMError
-from ace_workers.providers.gate import GatedClient
+from ace_workers.providers.call_gate import GatedClient
 from ace_workers.sim import SimulatedLLM
 
 PREFIX = "gt"

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ace_workers.cli import app as cli
 from ace_workers.distributed.tenancy.budget_watch import LimiterBudgetWatch, ParkedBudgetWatch
-from ace_workers.distributed.tenancy.deferrals import DeferredSamples
+from ace_workers.distributed.tenancy.deferred_samples import DeferredSamples
 from ace_workers.distributed.tenancy.errors import BudgetExhaustedError
 from ace_workers.distributed.tenancy.limiter import (
     Limiter,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import redis
 
 from ace_workers.distributed.tenancy import Budget, Tenant, TenantRegistry
-from ace_workers.providers.gate import GatedClient
+from ace_workers.providers.call_gate import GatedClient
 from ace_workers.sim import SimulatedLLM, failure_traces
 from tests.support.workers import running_service
 

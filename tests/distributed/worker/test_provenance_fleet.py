@@ -16,7 +16,7 @@ import redis
 
 from ace_workers.core import Skillbook
 from ace_workers.distributed.service import Service
-from ace_workers.distributed.store.provenance import FOUND, skill_history
+from ace_workers.distributed.store.provenance_reader import FOUND, skill_history
 from ace_workers.sim import failure_traces, make_tasks
 from tests.support.workers import running_service
 

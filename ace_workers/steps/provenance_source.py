@@ -5,7 +5,7 @@ the Reflector's key insight) is read here; what only a fleet worker knows
 (batch id, sample index in the batch, recipe, the OpenTelemetry trace id) is
 put in ``ctx.metadata[PROVENANCE_METADATA_KEY]`` by the worker's run_step
 (distributed/worker/tasks.py) and read here. The skillbook turns the source
-into an occurrence (core/provenance.py).
+into an occurrence (core/skill_provenance.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.context import ACEStepContext
-from ..core.provenance import INSIGHT_CHARS, PROVENANCE_METADATA_KEY
+from ..core.skill_provenance import INSIGHT_CHARS, PROVENANCE_METADATA_KEY
 
 __all__ = ["FLEET_KEYS", "REFLECTOR", "SKILL_MANAGER", "sample_source"]
 

@@ -1,7 +1,7 @@
 """What a worker adds to a sample's provenance: its batch, its place in the batch, recipe and trace id.
 
 run_step (tasks.py) puts this under ``ctx.metadata[PROVENANCE_METADATA_KEY]``
-before each step call; UpdateStep and TagStep read it (steps/provenance.py)
+before each step call; UpdateStep and TagStep read it (steps/provenance_source.py)
 into the source of every operation they write, which the store records as
 the skill's occurrence. It is set afresh for every step, so a payload from
 elsewhere cannot claim another batch.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.context import ACEStepContext
-from ...core.provenance import PROVENANCE_METADATA_KEY
+from ...core.skill_provenance import PROVENANCE_METADATA_KEY
 from .trace_context import carrier_of
 
 __all__ = ["with_fleet_provenance"]

@@ -2,12 +2,12 @@
 
 Each attempt has the store's shape: WATCH the version, read only the named
 skills (and the content-index fields their change moves), apply the core's
-rules to them (core/lifecycle.py), MULTI, write them, keep the active-skill
+rules to them (core/lifecycle_rules.py), MULTI, write them, keep the active-skill
 count, bump the version, append a LIFECYCLE change-log entry with before and
 after images (so diff and rollback work), EXEC. A skill already in the asked
 state is left as it is; when no skill changes, no version is made.
 
-Pruning finds stale skills on a snapshot (core/lifecycle.py says what stale
+Pruning finds stale skills on a snapshot (core/lifecycle_rules.py says what stale
 means). "The last N batches" are read from the change log, newest first: the
 entries back to where an (N+1)-th batch appears, each APPLY or CONSOLIDATE
 entry's touched skills counting as used. Then it archives them in one
@@ -27,7 +27,7 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
-from ...core.lifecycle import (
+from ...core.lifecycle_rules import (
     LifecycleAction,
     PruneCandidate,
     RecentTouches,

@@ -1,5 +1,9 @@
 """The skill index of one skillbook version: its skills grouped by section, counted, searchable.
 
+A read model of the change log: nothing here writes. The console's skillbook page
+renders it (console/areas/skillbooks.py); anything else that lists a skillbook's
+skills a page at a time can read it the same way.
+
 Kept per (skillbook incarnation, version) in a small per-process LRU. The first
 one is built from the store's cached snapshot, reading only the fields a listing
 shows, as columns (``skill_columns``: no copy of a skill, no object per skill).
@@ -23,13 +27,12 @@ from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 from ...core.skill import SKILL_STATUSES, Skill
-from ...distributed.store.changelog import ChangeRecord
-from ...distributed.store.errors import ChangelogTrimmedError
-from ...distributed.store.planning import skill_order_key
-from ...distributed.store.store import RedisSkillbookStore, advances_in_place
+from .changelog import ChangeRecord
+from .errors import ChangelogTrimmedError
+from .planning import skill_order_key
+from .store import RedisSkillbookStore, advances_in_place
 
 __all__ = [
     "ALL",
@@ -40,7 +43,6 @@ __all__ = [
     "SkillIndexCache",
     "SkillMatches",
     "skill_index",
-    "skill_url",
 ]
 
 ALL = "all"
@@ -48,11 +50,6 @@ STATUS_FILTERS = (*SKILL_STATUSES, ALL)
 # What a listing shows of a skill (the skill page shows the rest).
 FIELDS = ("id", "section", "content", "helpful", "harmful", "neutral", "pinned", "status")
 MAX_ADVANCE = 256  # versions an index is brought forward through; further behind, it is built anew
-
-
-def skill_url(skillbook: str, skill_id: str) -> str:
-    """The skill's page (ids come from Redis: quoted, so any id makes a link)."""
-    return f"/skillbooks/{quote(skillbook, safe='')}/skills/{quote(skill_id, safe='')}"
 
 
 def _search_text(skill_id: str, content: str) -> str:

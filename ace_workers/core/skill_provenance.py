@@ -53,7 +53,7 @@ _MAX_KEYS = 16  # keys of one occurrence: a crafted source cannot grow it
 PROVENANCE_FIELDS = ("occurrences", "occurrence_totals")
 # The ctx.metadata key under which a fleet worker's run_step hands UpdateStep and TagStep
 # what only the worker knows (batch_id, epoch, sample_index, recipe, trace_id); read by
-# steps/provenance.py. In-process runners leave it unset.
+# steps/provenance_source.py. In-process runners leave it unset.
 PROVENANCE_METADATA_KEY = "ace.provenance"
 
 

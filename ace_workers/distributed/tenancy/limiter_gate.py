@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ...providers.gate import Prompt, retry_after_of
+from ...providers.call_gate import Prompt, retry_after_of
 from .errors import BudgetExhaustedError
 from .limiter import Limiter, Reservation
 from .tenants import CachedTenants, Tenant
