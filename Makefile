@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser rabbitmq sandbox test test-fast lint typecheck docs bench demo all clean
+.PHONY: install browser rabbitmq sandbox test test-fast lint typecheck docs docs-screenshots bench demo all clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ace-workers needs Python >= 3.11, found " + sys.version.split()[0] + " (set PYTHON=...)")'
@@ -71,6 +71,10 @@ typecheck: install  ## mypy, strict
 # docstring mkdocstrings cannot read). NO_MKDOCS_2_WARNING quiets Material's banner about MkDocs 2.
 docs: install  ## build the documentation site into site/ (MkDocs Material, strict)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-screenshots: install browser  ## retake the console screenshots the docs show (docs/images/), by their browser tests
+	ACE_DOCS_SCREENSHOTS=1 $(BIN)/pytest -p no:cacheprovider -m browser \
+		tests/console/test_skillbooks_browser.py tests/console/test_tenants.py
 
 bench: install  ## speed figures (not tests); the distributed ones use database 14 of the local Redis
 	$(BIN)/python benchmarks/engine_overhead.py

@@ -1,8 +1,8 @@
 """The images the docs show are the console screenshots the browser tests take.
 
 Every image a page (README.md, docs/**/*.md) shows is a PNG in docs/images/, and its name is one
-of DOCS_SCREENSHOTS, which names the browser test that writes it on every run; so a screenshot
-in the docs is never older than the console page it shows was at its last browser run.
+of DOCS_SCREENSHOTS, which names the browser test that takes it (and writes it there with
+ACE_DOCS_SCREENSHOTS=1, as `make docs-screenshots` runs them).
 """
 
 from __future__ import annotations
@@ -27,16 +27,31 @@ def test_every_image_a_page_shows_is_a_png_a_browser_test_writes(page: str, imag
     path = ((ROOT / page).parent / image).resolve()
     assert path.parent == DOCS_IMAGES, f"{page} shows {image}, which is not in docs/images/"
     assert path.name in DOCS_SCREENSHOTS, f"{page} shows {image}, which no browser test writes"
-    assert path.is_file(), f"{page} shows {image}, which is missing: run pytest -m browser tests/console"
+    assert path.is_file(), f"{page} shows {image}, which is missing: run make docs-screenshots"
     assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), f"{image} is not a PNG"
 
 
 @pytest.mark.parametrize("name", sorted(DOCS_SCREENSHOTS))
-def test_each_docs_screenshot_is_written_by_the_browser_test_named_for_it(name: str) -> None:
+def test_each_docs_screenshot_is_written_by_the_browser_test_named_for_it(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     test = Path(ROOT / DOCS_SCREENSHOTS[name]).read_text(encoding="utf-8")
     assert f'docs_screenshot("{name}")' in test
     assert "@pytest.mark.browser" in test
+    monkeypatch.setenv("ACE_DOCS_SCREENSHOTS", "1")
     assert docs_screenshot(name) == DOCS_IMAGES / name
+
+
+def test_a_test_run_leaves_the_tracked_screenshots_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ACE_DOCS_SCREENSHOTS", raising=False)
+    assert all(docs_screenshot(name).parent != DOCS_IMAGES for name in DOCS_SCREENSHOTS)
+
+
+def test_make_docs_screenshots_runs_every_test_that_takes_one() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile[makefile.index("docs-screenshots:") :].split("\n\n", 1)[0]
+    assert "ACE_DOCS_SCREENSHOTS=1" in recipe
+    assert all(test in recipe for test in set(DOCS_SCREENSHOTS.values()))
 
 
 def test_docs_images_holds_only_the_screenshots() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import re
 import subprocess
 import threading
@@ -28,8 +29,9 @@ TOKEN_NAME, TOKEN = "ci-script", "ci-token-0123456789abcdef"
 ACCESS = ConsoleAccess(users={USER: PASSWORD, "viewer": "viewer-password"}, tokens={TOKEN_NAME: TOKEN})
 # Where the browser tests leave their screenshots (one PNG per page), for a person to look at.
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "console-screenshots"
-# The screenshots the docs show, each written into docs/images/ by the browser test named here on
-# every run of it (through docs_screenshot), so the docs show the console as it is. This list is the
+# The screenshots the docs show, each taken by the browser test named here (through docs_screenshot)
+# and written into docs/images/ when ACE_DOCS_SCREENSHOTS=1 (`make docs-screenshots`), else beside
+# the other screenshots in build/: a test run leaves the tracked images alone. This list is the
 # source of truth tests/docs/test_images.py holds the pages' images against.
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 DOCS_SCREENSHOTS = {
@@ -40,10 +42,12 @@ _CSRF = re.compile(r'name="csrf-token" content="([0-9a-f]+)"')
 
 
 def docs_screenshot(name: str) -> Path:
-    """Where a browser test writes the docs' screenshot ``name``: docs/images/NAME (one of
-    DOCS_SCREENSHOTS)."""
+    """Where a browser test writes the docs' screenshot ``name`` (one of DOCS_SCREENSHOTS):
+    docs/images/NAME with ACE_DOCS_SCREENSHOTS=1, else build/console-screenshots/NAME."""
     assert name in DOCS_SCREENSHOTS, f"{name} is not one of the docs' screenshots: {sorted(DOCS_SCREENSHOTS)}"
-    return DOCS_IMAGES / name
+    folder = DOCS_IMAGES if os.environ.get("ACE_DOCS_SCREENSHOTS") == "1" else SCREENSHOTS
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
 
 
 @dataclass
