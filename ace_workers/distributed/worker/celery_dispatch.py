@@ -53,11 +53,11 @@ class CeleryDispatcher:
                     **options,
                 )
             )
-        with _broker("sending a sample's chain"):
+        with _broker("send a sample's chain to the broker"):
             chain(*signatures).apply_async()
 
     def hand_off(self, batch_id: str, queue: str) -> None:
-        with _broker("handing off admission"):
+        with _broker("hand off admission through the broker"):
             self.app.signature(
                 ADMIT_TASK,
                 kwargs={"batch_id": batch_id},
@@ -67,7 +67,7 @@ class CeleryDispatcher:
             ).apply_async()
 
     def queue_consumers(self, queues: Iterable[str], timeout: float) -> dict[str, list[str]]:
-        with _broker("asking which workers consume the queues"):
+        with _broker("ask the broker which workers consume the queues"):
             return queue_consumers(self.app, queues, timeout)
 
     def queue_depths(self, queues: Iterable[str]) -> dict[str, int]:
@@ -89,7 +89,7 @@ def queue_depths(app: Celery, queues: Iterable[str]) -> dict[str, int]:
     Raises BrokerUnavailable when the broker cannot be asked, whatever the transport.
     """
     depths: dict[str, int] = {}
-    with _broker("reading the queues' depths"), app.connection_for_read() as connection:
+    with _broker("ask the broker"), app.connection_for_read() as connection:
         try:
             channel = connection.channel()
             for queue in queues:
@@ -101,7 +101,7 @@ def queue_depths(app: Celery, queues: Iterable[str]) -> dict[str, int]:
                     channel = connection.channel()
         except (*connection.connection_errors, *connection.channel_errors) as exc:
             # Unreachable, or refusing commands (a Redis out of memory refuses even this MULTI).
-            raise BrokerUnavailable("reading the queues' depths", exc) from exc
+            raise BrokerUnavailable("ask the broker", exc) from exc
     return depths
 
 

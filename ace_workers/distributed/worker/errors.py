@@ -91,7 +91,7 @@ class BrokerUnavailable(WorkerError, ConnectionError):
     def __init__(self, doing: str, reason: BaseException | str) -> None:
         self.doing = doing
         self.reason = str(reason)
-        super().__init__(f"the broker could not be reached while {doing}: {self.reason}")
+        super().__init__(f"cannot {doing}: {self.reason}")
 
 
 class RedisUnavailable(WorkerError, ConnectionError):
