@@ -68,7 +68,7 @@ def run(redis_url: str, samples: int) -> dict[str, float]:
         assert runtime.batches.status(batch_id).waiting_for_budget == samples
         registry.update(TENANT, lambda tenant: tenant.with_budget(Budget(tokens_per_day=10_000)))
         started = time.perf_counter()
-        sent = release_deferred(service.app, runtime, TENANT)
+        sent = release_deferred(service.dispatcher, TENANT)
         release = (time.perf_counter() - started) * 1000
         assert sent == samples, sent
         parks.sort()

@@ -221,8 +221,7 @@ def test_sending_under_a_taken_batch_id_raises_batch_exists_error(service: Servi
 def test_a_step_the_recipe_does_not_have_raises_unknown_step_error(service: Service) -> None:
     with pytest.raises(UnknownStepError, match="no step 99") as raised:
         sample_chain(
-            service.app,
-            service.runtime,
+            service.dispatcher,
             {},
             recipe="trace_analyser",
             skillbook="book",

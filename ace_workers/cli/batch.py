@@ -51,7 +51,7 @@ def resume_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> No
                 raise typer.Exit(code=1)
             require_workers(service, status.recipe, status.skillbook)
             sent = service.producer.resume(batch_id)
-            redriven = len(reconcile_batch(service.app, service.runtime, batch_id).redriven)
+            redriven = len(reconcile_batch(service.dispatcher, batch_id).redriven)
     if as_json:
         print_json({"batch_id": batch_id, "state": status.state.value, "sent": sent, "redriven": redriven})
     elif status.state is not BatchState.RUNNING:

@@ -367,7 +367,7 @@ def settings_for_model(model: str | None) -> WorkerSettings:
 
 def require_workers(service: Service, recipe: str, skillbook: str) -> None:
     """Raise NoWorkersError unless some worker answers for every queue ``recipe`` uses for ``skillbook``."""
-    require_recipe_workers(service.app, service.runtime, recipe, skillbook)
+    require_recipe_workers(service.dispatcher, recipe, skillbook)
 
 
 @contextmanager

@@ -87,7 +87,7 @@ def dead_letters_retry(
     matches = letter_filter(batch, skillbook, since)
     settings = redis_settings("dead-letters retry", WHY)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
-        report = retry_dead_letters(service.app, service.runtime, matches)
+        report = retry_dead_letters(service.dispatcher, matches)
     if as_json:
         print_json(
             {

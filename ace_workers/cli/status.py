@@ -22,7 +22,7 @@ def status_command(
     settings = WorkerSettings.from_env()
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         try:
-            report = batch_report(service.app, service.runtime, batch_id)
+            report = batch_report(service.dispatcher, batch_id)
         except LookupError as exc:
             raise typer.BadParameter(str(exc)) from exc
         if as_json:

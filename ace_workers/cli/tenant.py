@@ -284,7 +284,7 @@ def _registry() -> Iterator[tuple[Service, TenantRegistry]]:
 def _notify(service: Service, name: str) -> int:
     """Send on the samples of ``name`` that waited for a budget the change raised; how many."""
     service.runtime.tenants.forget()
-    return release_deferred(service.app, service.runtime, name)
+    return release_deferred(service.dispatcher, name)
 
 
 def _owned(service: Service, tenants: TenantMap) -> dict[str, list[str]]:

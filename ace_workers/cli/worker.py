@@ -231,7 +231,7 @@ def _check_partitions_when_redis_has_room(
             redis_url, on_wait=watchdog.note_problem, prefix=service.runtime.settings.queue_prefix
         )
         try:
-            check_partition_count(service.app, service.runtime.redis, settings, writer=writer)
+            check_partition_count(service.dispatcher, writer=writer)
             return
         except WritePartitionsChanged as exc:
             raise typer.BadParameter(str(exc)) from exc

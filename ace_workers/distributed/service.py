@@ -22,14 +22,13 @@ from kombu.asynchronous import set_event_loop
 from .ops.nightly import register_nightly_task
 from .producer.producer import Producer
 from .settings import WorkerSettings
-from .worker.admission import register_admit_task
 from .worker.app import create_app, declare_broker_queues
+from .worker.celery_dispatch import CeleryDispatcher
 from .worker.deliveries import hold_deliveries_while_redis_is_full
 from .worker.fleet import fleet_shape_step
-from .worker.reconcile import register_reconcile_task
 from .worker.runtime import WorkerRuntime
 from .worker.task_logs import StepFailureTracebackFilter
-from .worker.tasks import register_tasks
+from .worker.tasks import register_admit_task, register_reconcile_task, register_tasks
 
 __all__ = ["Service", "build_service", "local_workers", "reset_event_loop"]
 
@@ -43,6 +42,11 @@ class Service:
     app: Celery
     runtime: WorkerRuntime
     producer: Producer
+
+    @property
+    def dispatcher(self) -> CeleryDispatcher:
+        """What the fleet's scheduling sends through: this app, for this runtime."""
+        return self.producer.dispatcher
 
     def close(self) -> None:
         """Release the Redis connections of the runtime and of the app's producer pool."""

@@ -48,7 +48,7 @@ from ..distributed.tenancy.errors import (
     TenantExistsError,
     UnknownTenantError,
 )
-from ..distributed.worker.errors import RedisUnavailable
+from ..distributed.worker.errors import BrokerUnavailable, RedisUnavailable
 from ..errors import (
     MissingFieldError,
     PinnedSkillError,
@@ -128,6 +128,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     SkillbookFullError: REFUSED,
     # The service, not the request, is at fault: retried later, it may pass.
     RedisUnavailable: UNAVAILABLE,
+    BrokerUnavailable: UNAVAILABLE,
     NoWorkersError: UNAVAILABLE,
     redis.ConnectionError: UNAVAILABLE,
     redis.TimeoutError: UNAVAILABLE,

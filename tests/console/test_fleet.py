@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ace_workers.distributed.service import Service
-from ace_workers.distributed.worker.partitions import check_partition_count, queue_consumers
+from ace_workers.distributed.worker.partitions import check_partition_count
 from ace_workers.sim import failure_traces
 from tests.console.conftest import LEARNED
 from tests.console.test_browser_smoke import basic_auth_header
@@ -28,7 +28,7 @@ def fleet_view(console: RunningConsole) -> dict[str, Any]:
 
 def test_the_workers_are_those_that_consume_the_queues(fleet_view: dict[str, Any], fleet: Service) -> None:
     settings = fleet.runtime.settings
-    asked = queue_consumers(fleet.app, settings.all_queues(), settings.worker_reply_seconds)
+    asked = fleet.dispatcher.queue_consumers(settings.all_queues(), settings.worker_reply_seconds)
     workers = {worker["name"]: worker["queues"] for worker in fleet_view["workers"]}
 
     assert sorted(workers) == sorted({name for names in asked.values() for name in names})
@@ -64,7 +64,7 @@ def test_the_write_partition_names_its_writer_and_skillbooks(
 
 
 def test_the_count_the_workers_recorded_is_shown(console: RunningConsole, fleet: Service) -> None:
-    check_partition_count(fleet.app, fleet.runtime.redis, fleet.runtime.settings)  # as a writer starting
+    check_partition_count(fleet.dispatcher)  # as a writer starting
     with console.client() as client:
         partitions = client.get("/api/fleet").json()["partitions"]
     assert partitions["recorded"] == 1

@@ -62,16 +62,16 @@ def first_step_kwargs(recipe: Any, batch_id: str) -> dict[str, Any]:
 def publish_chain(service: Service, payload: dict[str, Any], *, batch_id: str) -> None:
     """Publish the whole trace_analyser chain on ``payload``, as sample 1 of a new one-sample batch."""
     create_one_sample_batch(service, batch_id)
-    sample_chain(
-        service.app,
-        service.runtime,
+    chain = sample_chain(
+        service.dispatcher,
         payload,
         recipe="trace_analyser",
         skillbook="book",
         batch_id=batch_id,
         epoch=1,
         sample_index=1,
-    ).apply_async()
+    )
+    service.dispatcher.send_chain(chain)
 
 
 def create_one_sample_batch(service: Service, batch_id: str) -> None:

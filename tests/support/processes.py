@@ -11,7 +11,6 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from ace_workers.distributed.service import Service
-from ace_workers.distributed.worker.partitions import queue_consumers
 
 from .waiting import wait_for
 
@@ -89,7 +88,7 @@ def wait_until_served(service: Service, roles: Iterable[str], timeout: float = 6
     """
     queues = [service.runtime.queue(role) for role in roles]
     wait_for(
-        lambda: set(queues) <= queue_consumers(service.app, queues, 1.0).keys(),
+        lambda: set(queues) <= service.dispatcher.queue_consumers(queues, 1.0).keys(),
         timeout,
         f"a worker on {', '.join(queues)}",
         every=0.1,

@@ -86,8 +86,7 @@ def batch_page(view: View) -> dict[str, Any]:
     answer = fleet_consumers(view.request.app.state, view.service)
     try:
         report = batch_report(
-            view.service.app,
-            view.service.runtime,
+            view.service.dispatcher,
             batch_id,
             consumers=lambda queue: answer.consumers.get(queue, []),
         )

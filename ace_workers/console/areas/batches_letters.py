@@ -61,7 +61,7 @@ def retry_letters(view: View) -> ActionResult:
                 "an API key of a tenant retries one skillbook's letters: name it (skillbook=)"
             )
         view.authorize(fields["skillbook"])
-    report = retry_dead_letters(view.service.app, view.service.runtime, matches)
+    report = retry_dead_letters(view.service.dispatcher, matches)
     message = f"{report.sent} dead letter(s) sent back to their step"
     if report.kept:
         message += f"; {len(report.kept)} kept: {report.kept[0][1]}"

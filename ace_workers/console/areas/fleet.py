@@ -20,7 +20,6 @@ from ...distributed.store.batches import BatchState
 from ...distributed.store.errors import BatchNotFoundError
 from ...distributed.store.store import list_skillbooks
 from ...distributed.worker.fleet import FRESH_SECONDS, shaping_settings, worker_records
-from ...distributed.worker.health import queue_depths
 from ...distributed.worker.partitions import recorded_partitions
 from ..views import View, page
 from .fleet_inspect import InspectAnswer, fleet_consumers
@@ -74,7 +73,7 @@ def _queues(view: View, answer: InspectAnswer) -> tuple[list[dict[str, Any]], st
     """Each queue the fleet serves: messages waiting, its consumers, waiting per consumer."""
     names = view.service.runtime.settings.all_queues()
     try:
-        depths: dict[str, int | None] = {**queue_depths(view.service.app, names)}
+        depths: dict[str, int | None] = {**view.service.dispatcher.queue_depths(names)}
         error = None
     except Exception as exc:  # the broker away: the page says so and shows the rest
         depths, error = dict.fromkeys(names), f"{type(exc).__name__}: {exc}"

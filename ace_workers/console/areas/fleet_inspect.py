@@ -17,7 +17,6 @@ from typing import Any
 from starlette.datastructures import State
 
 from ...distributed.service import Service
-from ...distributed.worker.partitions import queue_consumers
 
 __all__ = ["FRESH_SECONDS", "InspectAnswer", "fleet_consumers"]
 
@@ -80,7 +79,7 @@ class _Cache:
         started = time.monotonic()
         try:
             queues = settings.all_queues()
-            consumers = queue_consumers(self.service.app, queues, settings.worker_reply_seconds)
+            consumers = self.service.dispatcher.queue_consumers(queues, settings.worker_reply_seconds)
             answer = InspectAnswer(consumers, time.time(), time.monotonic() - started)
         except Exception as exc:  # a broker away must not fail the page: it says so instead
             logger.warning("console: the workers could not be asked: %s", exc)

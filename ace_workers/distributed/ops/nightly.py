@@ -325,7 +325,7 @@ class NightlyRunner:
         A batch without progress ends the wait with NightlyStalled, or, in the
         ``nightly_max_stalls``-th run in a row, is abandoned; so is a cancelled one.
         """
-        handle = BatchHandle(batch_id, self.runtime, self.producer.app)
+        handle = BatchHandle(batch_id, self.runtime, self.producer.dispatcher)
         now = time.monotonic()
         deadline = None if self.batch_timeout is None else now + self.batch_timeout
         renew_at = now + self.settings.nightly_lock_seconds / 3
@@ -334,7 +334,7 @@ class NightlyRunner:
         while (status := handle.status()).state is BatchState.RUNNING:
             now = time.monotonic()
             if now > reconcile_at:
-                reconcile_batch(self.producer.app, self.runtime, batch_id)
+                reconcile_batch(self.producer.dispatcher, batch_id)
                 reconcile_at = now + self.settings.reconcile_interval_seconds
             if time.time() - max(status.progress_at, waiting_since) > self.stall_seconds:
                 stalls = int(self.redis.hincrby(keys.nightly, NIGHTLY_STALLS, 1))
@@ -356,7 +356,7 @@ class NightlyRunner:
 
     def _abandon(self, skillbook: str, batch_id: str, reason: str) -> BatchStatus:
         """Give the batch up: its unfinished samples become dead letters, so the run can finish."""
-        given_up = abandon_batch(self.producer.app, self.runtime, batch_id, reason)
+        given_up = abandon_batch(self.producer.dispatcher, batch_id, reason)
         logger.error(
             "nightly %s: batch %s abandoned (%s); %d unfinished samples dead-lettered, "
             "`ace-workers dead-letters retry` sends them again",

@@ -11,12 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from celery import Celery
-
 from ..store.batches import BatchStatus
 from ..store.fill import skillbook_fill
-from ..worker.partitions import queue_consumers
-from ..worker.runtime import WorkerRuntime
+from ..worker.dispatch import Dispatcher
 
 __all__ = ["BatchReport", "batch_report"]
 
@@ -43,8 +40,7 @@ class BatchReport:
 
 
 def batch_report(
-    app: Celery,
-    runtime: WorkerRuntime,
+    dispatch: Dispatcher,
     batch_id: str,
     *,
     consumers: Callable[[str], list[str]] | None = None,
@@ -54,11 +50,12 @@ def batch_report(
     ``consumers``: who consumes a queue, if the caller knows already (the console keeps the
     answer of its last broadcast for a few seconds); by default the workers are asked.
     """
+    runtime = dispatch.runtime
     status = runtime.batches.status(batch_id)
     settings = runtime.settings
     write_queue = settings.write_queue(status.skillbook)
     if consumers is None:
-        writers = queue_consumers(app, [write_queue], settings.worker_reply_seconds).get(write_queue, [])
+        writers = dispatch.queue_consumers([write_queue], settings.worker_reply_seconds).get(write_queue, [])
     else:
         writers = consumers(write_queue)
     return BatchReport(

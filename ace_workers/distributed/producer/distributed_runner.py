@@ -51,7 +51,7 @@ class DistributedRunner:
         Raises:
             NoWorkersError: before anything is sent, when a queue the recipe uses has no worker.
         """
-        require_workers(self.producer.app, self.producer.runtime, self.recipe, self.skillbook_name)
+        require_workers(self.producer.dispatcher, self.recipe, self.skillbook_name)
         enqueue = self.producer.enqueue_samples if self.recipe == "ace" else self.producer.enqueue_traces
         self.last_batch = enqueue(items, str(self.ref), epochs, recipe=self.recipe, canary=self.canary)
         if not wait:

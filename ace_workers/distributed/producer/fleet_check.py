@@ -8,11 +8,9 @@ touches the execute queue, so it needs no execute worker.
 
 from __future__ import annotations
 
-from celery import Celery
-
 from ..settings import env_name
+from ..worker.dispatch import Dispatcher
 from ..worker.fleet import check_fleet_agrees
-from ..worker.partitions import queue_consumers
 from ..worker.runtime import WorkerRuntime
 from .errors import NoWorkersError
 
@@ -25,20 +23,20 @@ def recipe_queues(runtime: WorkerRuntime, recipe: str, skillbook: str) -> list[s
     Raises:
         UnknownRecipeError: ``recipe`` is neither built in nor configured here (ACE_RECIPES).
     """
-    _, routes = runtime.pipeline(recipe, skillbook)
+    routes = runtime.routes(recipe)
     return sorted({runtime.queue(route.queue_role, skillbook) for route in routes})
 
 
-def require_workers(app: Celery, runtime: WorkerRuntime, recipe: str, skillbook: str) -> None:
+def require_workers(dispatch: Dispatcher, recipe: str, skillbook: str) -> None:
     """Raise NoWorkersError unless some worker answers for every queue ``recipe`` uses.
 
     Waits at most ACE_WORKER_REPLY_SECONDS, and only as long when a queue has no worker.
-    First, before the recipe is built (which may load an embedding model), FleetSettingsMismatch
-    if a running worker has other settings that shape the recipe.
+    First FleetSettingsMismatch if a running worker has other settings that shape the recipe.
     """
+    runtime = dispatch.runtime
     check_fleet_agrees(runtime, recipe)
     wanted = recipe_queues(runtime, recipe, skillbook)
-    served = queue_consumers(app, wanted, runtime.settings.worker_reply_seconds)
+    served = dispatch.queue_consumers(wanted, runtime.settings.worker_reply_seconds)
     missing = [queue for queue in wanted if queue not in served]
     if missing:
         prefix = f"{runtime.settings.queue_prefix}."

@@ -25,7 +25,9 @@ from ..store.labels import SkillbookRef, parse_skillbook_ref
 from ..tenancy.api_keys import ApiKeys, authorize
 from ..worker.admission import admission_on, resume
 from ..worker.app import create_app, is_redis_full
+from ..worker.celery_dispatch import CeleryDispatcher
 from ..worker.chains import enqueue_epoch
+from ..worker.dispatch import Dispatcher
 from ..worker.fleet import check_fleet_agrees
 from ..worker.partitions import recorded_partitions
 from ..worker.payload import check_trace, context_to_payload, payload_to_context
@@ -69,15 +71,15 @@ class BatchProgress:
 class BatchHandle:
     """Follow one batch: status, wait, results, errors.
 
-    Given the app, ``wait`` also runs the reconciler every
+    Given a dispatcher, ``wait`` also runs the reconciler every
     ACE_RECONCILE_INTERVAL_SECONDS, so a waiting producer sends lost samples
     again even where no beat runs.
     """
 
-    def __init__(self, batch_id: str, runtime: WorkerRuntime, app: Celery | None = None) -> None:
+    def __init__(self, batch_id: str, runtime: WorkerRuntime, dispatcher: Dispatcher | None = None) -> None:
         self.batch_id = batch_id
         self.runtime = runtime
-        self.app = app
+        self.dispatcher = dispatcher
 
     def status(self) -> BatchStatus:
         """Counts: total, enqueued, done, failed, in flight, epoch, elapsed."""
@@ -98,7 +100,7 @@ class BatchHandle:
     ) -> BatchStatus:
         """Block until every sample of every epoch finished (or the batch was cancelled); TimeoutError.
 
-        A batch still running is checked for workers once (given the app, and unless
+        A batch still running is checked for workers once (given the dispatcher, and unless
         ``check_workers`` is false) as soon as it has made no progress for
         WORKER_CHECK_GRACE_SECONDS: NoWorkersError if a queue its recipe uses has none, as the
         command line refuses.
@@ -109,7 +111,7 @@ class BatchHandle:
         reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
         log_at = time.monotonic() + progress_seconds
         finished = "no count read"
-        check_with = self.app if check_workers else None  # the app to ask for workers, once
+        check_with = self.dispatcher if check_workers else None  # to ask for workers, once
         while True:
             try:
                 status = self.status()
@@ -117,14 +119,14 @@ class BatchHandle:
                     return status
                 idle = time.time() - max(status.progress_at, began_at)
                 if check_with is not None and idle >= WORKER_CHECK_GRACE_SECONDS:
-                    require_workers(check_with, self.runtime, status.recipe, status.skillbook)
+                    require_workers(check_with, status.recipe, status.skillbook)
                     check_with = None
                 finished = f"{status.done + status.failed} of {status.total} samples finished"
                 if time.monotonic() >= log_at:
                     _log_progress(status)
                     log_at = time.monotonic() + progress_seconds
-                if self.app is not None and time.monotonic() > reconcile_at:
-                    reconcile_batch(self.app, self.runtime, self.batch_id)
+                if self.dispatcher is not None and time.monotonic() > reconcile_at:
+                    reconcile_batch(self.dispatcher, self.batch_id)
                     reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
             except redis.ResponseError as exc:
                 # A full Redis refuses even a MULTI of reads. Its workers wait for room; so does this.
@@ -208,6 +210,8 @@ class Producer:
         self.settings = settings
         self.app = app
         self.runtime = runtime
+        # What the batch's samples are sent through (worker/dispatch.py).
+        self.dispatcher = CeleryDispatcher(app, runtime)
         # Kept private, and out of every message and log line: only its id is ever named.
         self._api_key = api_key or settings.api_key
 
@@ -317,7 +321,7 @@ class Producer:
         """
         if self._api_key is not None:
             self._check_key(self.runtime.batches.status(batch_id).skillbook)
-        return resume(self.app, self.runtime, batch_id)
+        return resume(self.dispatcher, batch_id)
 
     def _check_key(self, skillbook: str) -> None:
         """With an API key: it must authenticate, its tenant own ``skillbook``, its role reach learn."""
@@ -368,8 +372,9 @@ class Producer:
             )
         # First what is cheap to check: a worker with other recipe settings would fail every sample.
         check_fleet_agrees(self.runtime, recipe)
-        # An unknown recipe fails here, before anything is sent; so does a label it cannot serve.
-        _, routes = self.runtime.pipeline(recipe, skillbook)
+        # An unknown recipe fails here, before anything is sent; so does a label it cannot serve. The
+        # routes come from the recipe's step classes: no role, LLM client or embedder is built here.
+        routes = self.runtime.routes(recipe)
         serving = self._serving_plan(ref, canary, recipe, routes)
         self._check_partitions()
         batch_id = batch_id or uuid.uuid4().hex
@@ -389,7 +394,7 @@ class Producer:
             skills_at_start=len(self.runtime.skillbook(skillbook)),
             tenant=tenant,
         )
-        handle = BatchHandle(batch_id, self.runtime, self.app)
+        handle = BatchHandle(batch_id, self.runtime, self.dispatcher)
         # Every input is stored before the first is sent: a producer that dies while sending
         # leaves a batch the reconciler finishes from its stored inputs. Read back a chunk at a
         # time, the producer's memory stays that of one chunk whatever the batch's size.
@@ -439,11 +444,10 @@ class Producer:
         if admission_on(self.runtime):
             # Its samples go out as the fleet's window has room for them, fairly between tenants
             # (worker/admission.py); max_in_flight caps the batch's samples in flight there.
-            resume(self.app, self.runtime, batch_id, epoch=1, cap=max_in_flight or 0)
+            resume(self.dispatcher, batch_id, epoch=1, cap=max_in_flight or 0)
             return stored
         return enqueue_epoch(
-            self.app,
-            self.runtime,
+            self.dispatcher,
             self._throttled(self.runtime.batches.iter_items(batch_id), handle, max_in_flight),
             recipe=recipe,
             skillbook=skillbook,

@@ -26,19 +26,18 @@ import logging
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
 
 import redis
-from celery import Celery, Task
-from kombu.exceptions import OperationalError
 
 from ...errors import AceError
 from ..store.batches import BatchState, BatchStatus, sample_key
 from ..store.errors import BatchNotFoundError
 from ..tenancy.admission_scheduler import Grant
-from .app import WORKER_PUBLISH_RETRY_POLICY
+from .dispatch import Dispatcher
 from .epochs import current_epoch, epoch_lock_seconds, resume_batch, send_samples
+from .errors import BrokerUnavailable
 from .runtime import WorkerRuntime
+from .task_names import ADMIT_TASK
 
 __all__ = [
     "ADMIT_TASK",
@@ -48,7 +47,6 @@ __all__ = [
     "grant_chunk",
     "leave_flight",
     "reenter_flight",
-    "register_admit_task",
     "resume",
     "sample_left",
     "sample_parked",
@@ -59,9 +57,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# The task a finishing step hands the sending of newly admitted samples to (see admit_more).
-ADMIT_TASK = "ace.admit"
-
 # A finishing sample grants only once 1/GRANT_CHUNKS of the window is free (see grant_chunk).
 GRANT_CHUNKS = 2
 
@@ -70,7 +65,7 @@ _REMEMBERED_BATCHES = 1024
 
 # What admitting more may meet that must not fail the step (or reconciler pass) that asked:
 # the grant stays recorded, and the reconciler's tick sends it.
-_ADMIT_ERRORS = (AceError, redis.RedisError, OperationalError)
+_ADMIT_ERRORS = (AceError, redis.RedisError, BrokerUnavailable)
 
 
 def admission_on(runtime: WorkerRuntime) -> bool:
@@ -78,17 +73,16 @@ def admission_on(runtime: WorkerRuntime) -> bool:
     return runtime.settings.admission_window > 0
 
 
-def resume(
-    app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: int | None = None, cap: int | None = None
-) -> int:
+def resume(dispatch: Dispatcher, batch_id: str, *, epoch: int | None = None, cap: int | None = None) -> int:
     """Open a batch's epoch for admission and send what is admitted; return how many samples were sent.
 
     ``epoch`` defaults to where the batch stands (:func:`~.epochs.current_epoch`); ``cap``: most of
     the batch's samples in flight at once (a producer's ``max_in_flight``; None keeps what was set).
     With admission off, the rest of the epoch is sent at once (:func:`~.epochs.resume_batch`).
     """
+    runtime = dispatch.runtime
     if not admission_on(runtime):
-        return resume_batch(app, runtime, batch_id, epoch=epoch)
+        return resume_batch(dispatch, batch_id, epoch=epoch)
     status = runtime.batches.status(batch_id)
     if status.state is not BatchState.RUNNING:
         runtime.admission.forget(batch_id)
@@ -96,17 +90,17 @@ def resume(
     if epoch is None:
         epoch = current_epoch(runtime.batches, status)
     if not status.fully_stored:
-        return resume_batch(app, runtime, batch_id, epoch=epoch)  # says what to do, sends nothing
+        return resume_batch(dispatch, batch_id, epoch=epoch)  # says what to do, sends nothing
     if epoch > status.epochs:
         return 0
     runtime.admission.open(
         batch_id, tenant=status.tenant, limit=epoch * status.per_epoch, per_epoch=status.per_epoch, cap=cap
     )
     # A fair grant first; then what was granted to this batch before and never sent (its sender died).
-    return admit_more(app, runtime) + send_admitted(app, runtime, batch_id)
+    return admit_more(dispatch) + send_admitted(dispatch, batch_id)
 
 
-def admit_more(app: Celery, runtime: WorkerRuntime, *, hand_off: bool = False) -> int:
+def admit_more(dispatch: Dispatcher, *, hand_off: bool = False) -> int:
     """Grant the free slots of the window and send the samples granted; return how many were sent.
 
     ``hand_off``: leave the sending to an ``ace.admit`` task on the queue of the batch's first step
@@ -116,13 +110,14 @@ def admit_more(app: Celery, runtime: WorkerRuntime, *, hand_off: bool = False) -
     so that one hand-off sends several samples. A batch that cannot be sent now (its recipe unknown
     here, Redis or the broker away) is logged and left admitted: the reconciler's tick sends it.
     """
+    runtime = dispatch.runtime
     if not admission_on(runtime):
         return 0
     window = runtime.settings.admission_window
     grants = runtime.admission.admit(
         window, runtime.tenants.current().tenants, least=grant_chunk(window) if hand_off else 1
     )
-    return _send_grants(app, runtime, grants, hand_off=hand_off)
+    return _send_grants(dispatch, grants, hand_off=hand_off)
 
 
 def grant_chunk(window: int) -> int:
@@ -134,15 +129,15 @@ def grant_chunk(window: int) -> int:
     return max(1, window // GRANT_CHUNKS)
 
 
-def _send_grants(app: Celery, runtime: WorkerRuntime, grants: list[Grant], *, hand_off: bool) -> int:
+def _send_grants(dispatch: Dispatcher, grants: list[Grant], *, hand_off: bool) -> int:
     """Send (or hand off the sending of) what each grant admitted; return how many were sent here."""
     sent = 0
     for grant in grants:
         try:
             if hand_off:
-                _hand_off(app, runtime, grant.batch_id)
+                _hand_off(dispatch, grant.batch_id)
             else:
-                sent += send_admitted(app, runtime, grant.batch_id)
+                sent += send_admitted(dispatch, grant.batch_id)
         except _ADMIT_ERRORS as exc:
             logger.warning(
                 "batch %s: admitted samples not sent (%s: %s); the reconciler sends them",
@@ -153,27 +148,22 @@ def _send_grants(app: Celery, runtime: WorkerRuntime, grants: list[Grant], *, ha
     return sent
 
 
-def _hand_off(app: Celery, runtime: WorkerRuntime, batch_id: str) -> None:
+def _hand_off(dispatch: Dispatcher, batch_id: str) -> None:
     """Ask a worker of the batch's first step to send what the batch was granted (``ace.admit``).
 
     Its queue is known from the batch's recipe and skillbook, which never change: read once per
     batch in this process. Whether the batch still runs is the sender's to check.
     """
+    runtime = dispatch.runtime
     queue = _first_queues(runtime).get(batch_id)
     if queue is None:
         status = _running_status(runtime, batch_id)
         if status is None:
             return
-        _, routes = runtime.pipeline(status.recipe, status.skillbook)
+        routes = runtime.routes(status.recipe)
         queue = runtime.queue(routes[0].queue_role, status.skillbook)
         _first_queues(runtime).put(batch_id, queue)
-    app.signature(
-        ADMIT_TASK,
-        kwargs={"batch_id": batch_id},
-        queue=queue,
-        ignore_result=True,
-        retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
-    ).apply_async()
+    dispatch.hand_off(batch_id, queue)
 
 
 class _RecentQueues:
@@ -210,26 +200,14 @@ def _first_queues(runtime: WorkerRuntime) -> _RecentQueues:
         return queues
 
 
-def register_admit_task(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
-    """Register ``ace.admit`` on ``app``: send a batch's admitted samples (see :func:`admit_more`)."""
-
-    def admit_task(batch_id: object = None) -> int:
-        if not isinstance(batch_id, str):  # a message need not come from a worker of ours
-            logger.warning("ace.admit names no batch (batch_id=%r): dropped", batch_id)
-            return 0
-        return send_admitted(app, get_runtime(), batch_id)
-
-    task: Task = app.task(name=ADMIT_TASK, shared=False, ignore_result=True)(admit_task)
-    return task
-
-
-def send_admitted(app: Celery, runtime: WorkerRuntime, batch_id: str) -> int:
+def send_admitted(dispatch: Dispatcher, batch_id: str) -> int:
     """Send a batch's samples from its ``enqueued`` count up to its admitted count; return how many.
 
     Under the batch's epoch-start lock, so two senders never send the same sample. A sender that
     finds the lock taken leaves its grant to the holder, who looks again after letting go. A batch
     no longer running (done, cancelled, expired) is dropped from admission.
     """
+    runtime = dispatch.runtime
     sent = 0
     while True:
         status = _running_status(runtime, batch_id)
@@ -241,7 +219,7 @@ def send_admitted(app: Celery, runtime: WorkerRuntime, batch_id: str) -> int:
         with runtime.batches.epoch_start_lock(batch_id, epoch, epoch_lock_seconds(runtime.settings)) as held:
             if not held:
                 return sent  # its holder looks at the admitted count again once it lets go
-            more, reached = _send_locked(app, runtime, batch_id, epoch)
+            more, reached = _send_locked(dispatch, batch_id, epoch)
         sent += more
         # A grant made while the lock was held was left to this sender: one more look, the admitted
         # count alone while nothing lies beyond what was sent.
@@ -249,12 +227,13 @@ def send_admitted(app: Celery, runtime: WorkerRuntime, batch_id: str) -> int:
             return sent
 
 
-def _send_locked(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int) -> tuple[int, int | None]:
+def _send_locked(dispatch: Dispatcher, batch_id: str, epoch: int) -> tuple[int, int | None]:
     """Send ``epoch``'s samples up to the admitted count, holding its epoch-start lock.
 
     Returns how many were sent and the batch's ``enqueued`` count after them (None: it no longer
     runs, ``epoch`` is past its last, or inputs were missing: nothing more to send here).
     """
+    runtime = dispatch.runtime
     status = _running_status(runtime, batch_id)  # counted again under the lock
     if status is None or status.per_epoch <= 0:
         return 0, None
@@ -268,7 +247,7 @@ def _send_locked(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int)
         return 0, None
     if last < first:
         return 0, status.enqueued  # all of this epoch's grants sent: the next look finds the next epoch's
-    sent = send_samples(app, runtime, status, epoch=epoch, first=first, last=last)
+    sent = send_samples(dispatch, status, epoch=epoch, first=first, last=last)
     # Fewer inputs than asked for: the reconciler names the batch's missing inputs, not this loop.
     return sent, status.enqueued + sent if sent == last - first + 1 else None
 
@@ -286,17 +265,18 @@ def _running_status(runtime: WorkerRuntime, batch_id: str) -> BatchStatus | None
     return status
 
 
-def sample_left(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int, finished: int | None) -> None:
+def sample_left(dispatch: Dispatcher, batch_id: str, epoch: int, finished: int | None) -> None:
     """A sample finished or failed; ``finished`` is its finish script's answer (None: counted before).
 
     Its slot frees (once, however often the same finish is told) and, in the same round trip, the
     window's free slots are granted once a chunk is free (:func:`grant_chunk`); the sending of what
     was granted is handed off (see :func:`admit_more`).
     """
+    runtime = dispatch.runtime
     if not admission_on(runtime):
         return
     if finished is None:
-        admit_more(app, runtime, hand_off=True)
+        admit_more(dispatch, hand_off=True)
         return
     window = runtime.settings.admission_window
     flying, grants = runtime.admission.leave_and_admit(
@@ -309,12 +289,11 @@ def sample_left(app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int, 
     )
     if flying == 0:
         _running_status(runtime, batch_id)  # its last sample: a batch done is dropped from admission
-    _send_grants(app, runtime, grants, hand_off=True)
+    _send_grants(dispatch, grants, hand_off=True)
 
 
 def leave_flight(
-    app: Celery,
-    runtime: WorkerRuntime,
+    dispatch: Dispatcher,
     batch_id: str,
     *,
     epoch: int,
@@ -328,10 +307,11 @@ def leave_flight(
     (``sample_key(epoch, index)``: told twice, it is counted once), and :func:`reenter_flight` as it
     is released. Returns how many samples were sent in the freed slot.
     """
+    runtime = dispatch.runtime
     if not admission_on(runtime):
         return 0
     runtime.admission.leave_flight(batch_id, epoch=epoch, finished=finished, sample=sample)
-    return admit_more(app, runtime)
+    return admit_more(dispatch)
 
 
 def reenter_flight(runtime: WorkerRuntime, batch_id: str, *, sample: str = "") -> None:
@@ -358,7 +338,7 @@ def sample_released(runtime: WorkerRuntime, batch_id: str, epoch: int, index: in
         runtime.admission.reenter_flight(batch_id, sample=sample_key(epoch, index))
 
 
-def tend_admission(app: Celery, runtime: WorkerRuntime) -> int:
+def tend_admission(dispatch: Dispatcher) -> int:
     """The reconciler's tick: heal admission from the batch records, then admit; return samples sent.
 
     For every batch admission knows: one no longer running is dropped (its slots free); a finish
@@ -366,6 +346,7 @@ def tend_admission(app: Celery, runtime: WorkerRuntime) -> int:
     is counted from the batch's finished count; samples granted but never sent (their sender died)
     are sent. Then the free slots are granted.
     """
+    runtime = dispatch.runtime
     if not admission_on(runtime):
         return 0
     sent = 0
@@ -376,7 +357,7 @@ def tend_admission(app: Celery, runtime: WorkerRuntime) -> int:
                 continue
             finished = runtime.batches.finished_in_epoch(batch_id, status.epoch)
             runtime.admission.leave_flight(batch_id, epoch=status.epoch, finished=finished)
-            sent += send_admitted(app, runtime, batch_id)
+            sent += send_admitted(dispatch, batch_id)
         except _ADMIT_ERRORS as exc:
             logger.warning("admission: batch %s not tended (%s: %s)", batch_id, type(exc).__name__, exc)
-    return sent + admit_more(app, runtime)
+    return sent + admit_more(dispatch)

@@ -1,27 +1,22 @@
-"""One Celery chain per sample: one task per step, each routed to the queue its step belongs on."""
+"""One chain per sample: one step message per step, each routed to the queue its step belongs on."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from celery import Celery, chain
-
 from ..store.keys import DEFAULT_TENANT
-from .app import WORKER_PUBLISH_RETRY_POLICY
+from .dispatch import Dispatcher, SampleChain, StepMessage
 from .errors import UnknownStepError
 from .fleet import recipe_shape
-from .runtime import WorkerRuntime
+from .task_names import STEP_TASK
 from .trace_context import traced_send, with_carrier
 
 __all__ = ["STEP_TASK", "enqueue_epoch", "sample_chain"]
 
-STEP_TASK = "ace.step"
-
 
 def sample_chain(
-    app: Celery,
-    runtime: WorkerRuntime,
+    dispatch: Dispatcher,
     payload: dict[str, Any],
     *,
     recipe: str,
@@ -31,57 +26,42 @@ def sample_chain(
     sample_index: int,
     start: int = 0,
     tenant: str = DEFAULT_TENANT,
-) -> Any:
-    """The chain of step tasks for one sample from step ``start`` on.
+) -> SampleChain:
+    """The chain of step messages for one sample from step ``start`` on (``dispatch.send_chain`` sends it).
 
     The first task gets the payload, each next one the previous task's result. ``tenant`` is
     the batch's (its record's ``tenant``): every step checks it still owns the skillbook.
     """
-    _, routes = runtime.pipeline(recipe, skillbook)
+    runtime = dispatch.runtime
+    routes = runtime.routes(recipe)
     if not 0 <= start < len(routes):
         raise UnknownStepError(recipe, start, len(routes))
     # Each task carries the shape of the recipe it was sent for: a worker that has other steps
     # for it (its settings differ) fails the sample, naming the setting, rather than run a step
     # that means something else there.
     shape = recipe_shape(runtime, recipe, routes)
-    signatures = []
-    for route in routes[start:]:
-        kwargs = {
-            "recipe": recipe,
-            "skillbook": skillbook,
-            "index": route.index,
-            "batch_id": batch_id,
-            "epoch": epoch,
-            "sample_index": sample_index,
-            "shape": shape,
-            "tenant": tenant,
-        }
-        args = (payload,) if route.index == start else ()
-        # Every step after the first is published by the worker that ran the one before it.
-        options: dict[str, Any] = (
-            {"retry_policy": dict(WORKER_PUBLISH_RETRY_POLICY)} if route.index > start else {}
+    steps = tuple(
+        StepMessage(
+            queue=runtime.queue(route.queue_role, skillbook),
+            step=route.name,
+            kwargs={
+                "recipe": recipe,
+                "skillbook": skillbook,
+                "index": route.index,
+                "batch_id": batch_id,
+                "epoch": epoch,
+                "sample_index": sample_index,
+                "shape": shape,
+                "tenant": tenant,
+            },
         )
-        signatures.append(
-            app.signature(
-                STEP_TASK,
-                args=args,
-                kwargs=kwargs,
-                queue=runtime.queue(route.queue_role, skillbook),
-                # Flower and the logs show the step's own name rather than the generic task.
-                shadow=f"ace.{route.name}",
-                # No result is stored (the task ignores it), so nobody waits for one: without this
-                # the sender subscribes to every task's result channel, and a producer's memory
-                # grows with each sample it sends.
-                ignore_result=True,
-                **options,
-            )
-        )
-    return chain(*signatures)
+        for route in routes[start:]
+    )
+    return SampleChain(payload, steps)
 
 
 def enqueue_epoch(
-    app: Celery,
-    runtime: WorkerRuntime,
+    dispatch: Dispatcher,
     payloads: Iterable[dict[str, Any]],
     *,
     recipe: str,
@@ -101,6 +81,7 @@ def enqueue_epoch(
     Nothing per sample is kept here, so a stream of any length costs constant memory;
     outcomes are read from the batch record.
     """
+    runtime = dispatch.runtime
     sent = 0
     for sample_index, payload in enumerate(payloads, start=first_index):
         # The sample's trace starts here (see trace_context); its carrier is kept for re-sends.
@@ -108,9 +89,8 @@ def enqueue_epoch(
             recipe=recipe, skillbook=skillbook, batch_id=batch_id, epoch=epoch, sample_index=sample_index
         ) as carrier:
             runtime.batches.record_sent(batch_id, epoch, sample_index, trace_context=carrier)
-            sample_chain(
-                app,
-                runtime,
+            chain = sample_chain(
+                dispatch,
                 with_carrier(payload, carrier),
                 recipe=recipe,
                 skillbook=skillbook,
@@ -118,6 +98,7 @@ def enqueue_epoch(
                 epoch=epoch,
                 sample_index=sample_index,
                 tenant=tenant,
-            ).apply_async()
+            )
+            dispatch.send_chain(chain)
         sent += 1
     return sent

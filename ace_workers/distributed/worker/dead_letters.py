@@ -15,14 +15,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from celery import Celery
-
 from ...errors import AceError
 from ..settings import env_name
 from ..store.batches import sample_key, wrong_step_kwargs
 from ..store.errors import BatchCancelledError
 from ..store.keys import dead_letters_key
 from .chains import sample_chain
+from .dispatch import Dispatcher
 from .fleet import check_fleet_agrees
 from .runtime import WorkerRuntime
 
@@ -172,7 +171,7 @@ def read_dead_letters(
 
 
 def retry_dead_letters(
-    app: Celery, runtime: WorkerRuntime, matches: Callable[[DeadLetter], bool] | None = None
+    dispatch: Dispatcher, matches: Callable[[DeadLetter], bool] | None = None
 ) -> RetryReport:
     """Send every parked letter (or those ``matches`` takes) back to its failed step, then remove it.
 
@@ -187,12 +186,13 @@ def retry_dead_letters(
         FleetSettingsMismatch: a running worker has other recipe settings than this process;
             nothing was sent.
     """
+    runtime = dispatch.runtime
     check_fleet_agrees(runtime)  # sent back to workers that would fail them again, they would park again
     key = dead_letters_key(runtime.settings.queue_prefix)
     report = RetryReport()
     # Only what is parked now: a retried step that fails again parks a new letter behind these.
     for letter in read_dead_letters(runtime, matches):
-        problem = letter.problem or _send(app, runtime, letter)
+        problem = letter.problem or _send(dispatch, letter)
         if problem is not None:
             report.kept.append((letter, problem))
             continue
@@ -201,13 +201,14 @@ def retry_dead_letters(
     return report
 
 
-def _send(app: Celery, runtime: WorkerRuntime, letter: DeadLetter) -> str | None:
+def _send(dispatch: Dispatcher, letter: DeadLetter) -> str | None:
     """Resume the letter's chain at its failed step; the reason if it cannot be.
 
     The sample is reopened in its batch first (failed -> running), so the batch counts it
     once, as done or failed again, when the retry's last step finishes.
     """
     assert letter.letter is not None
+    runtime = dispatch.runtime
     kwargs = letter.letter["kwargs"]
     batch_id, epoch, index = kwargs["batch_id"], kwargs["epoch"], kwargs["sample_index"]
     if not runtime.batches.exists(batch_id):
@@ -218,8 +219,7 @@ def _send(app: Celery, runtime: WorkerRuntime, letter: DeadLetter) -> str | None
         )
     try:
         chain = sample_chain(
-            app,
-            runtime,
+            dispatch,
             letter.letter["payload"],
             recipe=kwargs["recipe"],
             skillbook=kwargs["skillbook"],
@@ -238,7 +238,7 @@ def _send(app: Celery, runtime: WorkerRuntime, letter: DeadLetter) -> str | None
     if reopened:
         # Should this send be lost, the reopened sample is among the batch's unfinished ones, and
         # the reconciler sends it again.
-        chain.apply_async()
+        dispatch.send_chain(chain)
     else:
         logger.info(
             "sample %s of batch %s is not failed (done, or sent again already): its letter is removed unsent",

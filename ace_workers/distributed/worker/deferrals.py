@@ -18,8 +18,6 @@ import logging
 from typing import Any
 
 import redis
-from celery import Celery
-from kombu.exceptions import OperationalError
 
 from ...errors import AceError
 from ..store.batches import parse_sample_key
@@ -32,6 +30,8 @@ from ..tenancy.tenants import TenantRegistry, validate_tenant_name
 from .admission import sample_parked, sample_released
 from .chains import sample_chain
 from .dead_letters import park_dead_letter
+from .dispatch import Dispatcher
+from .errors import BrokerUnavailable
 from .runtime import WorkerRuntime
 
 __all__ = [
@@ -124,7 +124,7 @@ def _step_of(kwargs: dict[str, Any]) -> tuple[str, int, int, int] | None:
 
 
 def release_deferred(
-    app: Celery, runtime: WorkerRuntime, tenant: str | None = None, *, watch: BudgetWatch | None = None
+    dispatch: Dispatcher, tenant: str | None = None, *, watch: BudgetWatch | None = None
 ) -> int:
     """Send again the deferred steps of ``tenant`` (default: every tenant) whose budget has room; how many.
 
@@ -132,6 +132,7 @@ def release_deferred(
     the refusals themselves and the tenants' budgets now). A step whose budget is still spent
     when it runs is refused and parked again, so releasing too early loses nothing.
     """
+    runtime = dispatch.runtime
     deferrals = _deferrals(runtime)
     watch = watch or budget_watch(runtime)
     names = [validate_tenant_name(tenant)] if tenant is not None else deferrals.tenants()
@@ -139,21 +140,21 @@ def release_deferred(
     for name in names:
         if deferrals.count(name) == 0 or not watch.has_room(name):
             continue
-        released = sum(_release_one(app, runtime, deferrals, name, field) for field in deferrals.fields(name))
+        released = sum(_release_one(dispatch, deferrals, name, field) for field in deferrals.fields(name))
         if released:
             logger.info("tenant %r has budget again: %d deferred sample(s) sent on", name, released)
         sent += released
     return sent
 
 
-def release_for_batch(app: Celery, runtime: WorkerRuntime, batch_id: str) -> int:
+def release_for_batch(dispatch: Dispatcher, batch_id: str) -> int:
     """Send on the deferred steps of the tenants ``batch_id``'s waiting samples wait for, where there is room.
 
     What a reconciliation of one batch does (a waiting producer's): it notices a window that
     reset even where beat does not run. Other batches of those tenants are sent on too.
     """
-    tenants = sorted({mark.tenant for mark in _waiting(runtime).marks(batch_id)})
-    return sum(release_deferred(app, runtime, tenant) for tenant in tenants if _valid_tenant(tenant))
+    tenants = sorted({mark.tenant for mark in _waiting(dispatch.runtime).marks(batch_id)})
+    return sum(release_deferred(dispatch, tenant) for tenant in tenants if _valid_tenant(tenant))
 
 
 def _valid_tenant(name: str) -> bool:
@@ -181,10 +182,9 @@ def budget_watch(runtime: WorkerRuntime) -> BudgetWatch:
     return ParkedBudgetWatch(deferrals, tenants)
 
 
-def _release_one(
-    app: Celery, runtime: WorkerRuntime, deferrals: DeferredSamples, tenant: str, field: str
-) -> int:
+def _release_one(dispatch: Dispatcher, deferrals: DeferredSamples, tenant: str, field: str) -> int:
     """Claim and send one parked entry; 1 if it was sent."""
+    runtime = dispatch.runtime
     sample = _sample_of_field(field)
     if sample is not None:
         # Before the claim: the sample must not look lost to the reconciler while it is being sent.
@@ -207,8 +207,7 @@ def _release_one(
         return 0
     try:
         chain = sample_chain(
-            app,
-            runtime,
+            dispatch,
             entry.payload,
             recipe=kwargs["recipe"],
             skillbook=kwargs["skillbook"],
@@ -227,8 +226,8 @@ def _release_one(
     # Its admission slot back first: should the send fail, it waits holding one, never overfills.
     sample_released(runtime, batch_id, kwargs["epoch"], kwargs["sample_index"])
     try:
-        chain.apply_async()
-    except (OperationalError, redis.RedisError):
+        dispatch.send_chain(chain)
+    except (BrokerUnavailable, redis.RedisError):
         deferrals.put_back(tenant, entry)
         raise
     return 1

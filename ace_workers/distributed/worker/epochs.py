@@ -15,11 +15,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery import Celery
-
 from ..settings import WorkerSettings
 from ..store.batches import BatchStatus, BatchStore
 from .chains import enqueue_epoch
+from .dispatch import Dispatcher
 from .payload import context_to_payload, payload_to_context
 from .runtime import WorkerRuntime
 
@@ -48,7 +47,7 @@ def epoch_payload(
     return context_to_payload(ctx, claims=runtime.claims)
 
 
-def resume_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: int | None = None) -> int:
+def resume_batch(dispatch: Dispatcher, batch_id: str, *, epoch: int | None = None) -> int:
     """Send the samples of an epoch the batch has not counted as sent; return how many were sent.
 
     ``epoch`` defaults to where the batch stands: its current epoch, or the next one once
@@ -58,6 +57,7 @@ def resume_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: i
     reconciler's to send again. A batch whose producer died while storing its inputs
     cannot be finished from them: nothing is sent, and the log says what to do.
     """
+    runtime = dispatch.runtime
     batches = runtime.batches
     status = batches.status(batch_id)
     if epoch is None:
@@ -86,12 +86,11 @@ def resume_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, *, epoch: i
         logger.info(
             "batch %s: sending samples %d to %d of epoch %d", batch_id, sent + 1, status.per_epoch, epoch
         )
-        return send_samples(app, runtime, status, epoch=epoch, first=sent + 1)
+        return send_samples(dispatch, status, epoch=epoch, first=sent + 1)
 
 
 def send_samples(
-    app: Celery,
-    runtime: WorkerRuntime,
+    dispatch: Dispatcher,
     status: BatchStatus,
     *,
     epoch: int,
@@ -103,6 +102,7 @@ def send_samples(
 
     The caller holds the epoch's start lock: the samples are counted as sent as they go.
     """
+    runtime = dispatch.runtime
     payloads = (
         epoch_payload(runtime, item, epoch=epoch, epochs=status.epochs, index=index, total=status.per_epoch)
         for index, item in enumerate(
@@ -110,8 +110,7 @@ def send_samples(
         )
     )
     return enqueue_epoch(
-        app,
-        runtime,
+        dispatch,
         payloads,
         recipe=status.recipe,
         skillbook=status.skillbook,

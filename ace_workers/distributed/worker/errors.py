@@ -26,6 +26,8 @@ __all__ = [
     "RecipeShapeMismatch",
     "StepAborted",
     "ForeignTenantError",
+    "BrokerUnavailable",
+    "RecipeRoutesError",
 ]
 
 
@@ -81,6 +83,15 @@ class WritePartitionsChanged(WorkerConfigError):
             f"for {recorded} wait in {queues}: drain first (stop the producers, let every queue empty, "
             f"stop the writers), then change it everywhere and start one writer per partition"
         )
+
+
+class BrokerUnavailable(WorkerError, ConnectionError):
+    """The broker could not be reached or refused a command (a publish, a queue's depth, an inspect)."""
+
+    def __init__(self, doing: str, reason: BaseException | str) -> None:
+        self.doing = doing
+        self.reason = str(reason)
+        super().__init__(f"cannot {doing}: {self.reason}")
 
 
 class RedisUnavailable(WorkerError, ConnectionError):
@@ -158,6 +169,19 @@ class UnknownStepError(WorkerError, ValueError):
         self.index = index
         self.steps = steps
         super().__init__(f"recipe {recipe!r} has steps 0 to {steps - 1}; no step {index}")
+
+
+class RecipeRoutesError(WorkerError, ValueError):
+    """A recipe lists other step classes when its roles are built than when it is routed."""
+
+    def __init__(self, recipe: str, routed: list[str], built: object) -> None:
+        self.recipe = recipe
+        self.routed = routed
+        steps = [type(step).__name__ for step in built] if isinstance(built, list | tuple) else built
+        super().__init__(
+            f"recipe {recipe!r} lists the steps {routed} when routed but {steps} when built: a recipe's "
+            "step classes must not depend on its roles (the producer routes it without building them)"
+        )
 
 
 class FleetSettingsMismatch(WorkerError, SettingsError):

@@ -23,9 +23,11 @@ from typing import Any
 
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, task_received
-from kombu.exceptions import ChannelError, OperationalError
 
-__all__ = ["EXIT_STALLED", "ConsumptionWatchdog", "HealthReport", "queue_depths"]
+from .celery_dispatch import queue_depths
+from .errors import BrokerUnavailable
+
+__all__ = ["EXIT_STALLED", "ConsumptionWatchdog", "HealthReport"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,28 +56,6 @@ class HealthReport:
             "stalled": self.stalled,
             "problem": self.problem,
         }
-
-
-def queue_depths(app: Celery, queues: Iterable[str]) -> dict[str, int]:
-    """Messages waiting in each queue (0 for one the broker does not know yet).
-
-    Raises kombu's OperationalError when the broker cannot be asked, whatever the transport.
-    """
-    depths: dict[str, int] = {}
-    with app.connection_for_read() as connection:
-        try:
-            channel = connection.channel()
-            for queue in queues:
-                try:
-                    depths[queue] = int(channel.queue_declare(queue=queue, passive=True).message_count)
-                except ChannelError:
-                    depths[queue] = 0
-                    # An AMQP broker closes a channel on this error: ask the next queue on a fresh one.
-                    channel = connection.channel()
-        except (*connection.connection_errors, *connection.channel_errors) as exc:
-            # Unreachable, or refusing commands (a Redis out of memory refuses even this MULTI).
-            raise OperationalError(f"cannot ask the broker: {exc}") from exc
-    return depths
 
 
 class ConsumptionWatchdog:
@@ -148,7 +128,7 @@ class ConsumptionWatchdog:
         report = HealthReport(checked_at=time.time())
         try:
             depths = queue_depths(self.app, self.queues)
-        except OperationalError as exc:
+        except BrokerUnavailable as exc:
             # The broker is away or full: nobody can consume, so this is no sign of a stuck worker.
             report.problem = str(exc)
             self.report = report

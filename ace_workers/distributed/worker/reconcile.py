@@ -23,13 +23,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from celery import Celery, Task
-from kombu.exceptions import OperationalError
 from redis import RedisError
 
 from ..connections import is_amqp
@@ -41,11 +38,13 @@ from .admission import resume, tend_admission
 from .chains import sample_chain
 from .dead_letters import park_dead_letter
 from .deferrals import parked_samples, release_deferred, release_for_batch
+from .dispatch import Dispatcher
 from .epochs import epoch_payload
-from .health import queue_depths
+from .errors import BrokerUnavailable
+from .finishing import start_next_epoch
 from .retries import total_backoff_bound
 from .runtime import WorkerRuntime
-from .tasks import start_next_epoch
+from .task_names import RECONCILE_TASK
 from .trace_context import with_carrier
 
 __all__ = [
@@ -56,7 +55,6 @@ __all__ = [
     "reconcile_batch",
     "reconcile_running",
     "reconcile_schedule",
-    "register_reconcile_task",
     "lost_after_seconds",
 ]
 
@@ -64,7 +62,6 @@ logger = logging.getLogger(__name__)
 
 # The step name failed samples and dead letters carry when the reconciler gives up on them.
 RECONCILER = "Reconciler"
-RECONCILE_TASK = "ace.reconcile"
 # Longer than one batch's reconciliation takes; a reconciler that died frees it by then.
 RECONCILE_LOCK_SECONDS = 60
 
@@ -99,25 +96,23 @@ def lost_after_seconds(settings: WorkerSettings) -> float:
     return float(settings.visibility_timeout_seconds + backoff)
 
 
-def reconcile_batch(
-    app: Celery, runtime: WorkerRuntime, batch_id: str, *, now: float | None = None
-) -> ReconcileReport:
+def reconcile_batch(dispatch: Dispatcher, batch_id: str, *, now: float | None = None) -> ReconcileReport:
     """Send again the lost samples of one batch; take it off the running set if it is done.
 
     One reconciler per batch at a time (a lock): a waiting producer, beat's task
     and the nightly job may all look at the same batch.
     """
+    runtime = dispatch.runtime
     report = ReconcileReport(batches=1)
     key = batch_key(runtime.settings.queue_prefix, batch_id, "reconciling")
     with try_lock(runtime.redis, key, RECONCILE_LOCK_SECONDS) as held:
         if held:
-            _reconcile(app, runtime, batch_id, time.time() if now is None else now, report)
+            _reconcile(dispatch, batch_id, time.time() if now is None else now, report)
     return report
 
 
-def _reconcile(
-    app: Celery, runtime: WorkerRuntime, batch_id: str, now: float, report: ReconcileReport
-) -> None:
+def _reconcile(dispatch: Dispatcher, batch_id: str, now: float, report: ReconcileReport) -> None:
+    runtime = dispatch.runtime
     batches = runtime.batches
     try:
         status = batches.status(batch_id)
@@ -129,35 +124,36 @@ def _reconcile(
         return
     if status.waiting_for_budget:
         # A budget window that reset is noticed here too (a waiting producer, without beat).
-        report.released += release_for_batch(app, runtime, batch_id)
+        report.released += release_for_batch(dispatch, batch_id)
     cutoff = now - lost_after_seconds(runtime.settings)
-    if status.progress_at > cutoff or _messages_waiting(app, runtime, status.recipe, status.skillbook):
+    if status.progress_at > cutoff or _messages_waiting(dispatch, status.recipe, status.skillbook):
         return
     stalled = batches.stalled(batch_id, cutoff)
     # A sample waiting for its tenant's budget is not lost: its step is parked until the budget has room.
     parked = parked_samples(runtime, batch_id) if status.waiting_for_budget else set()
     for epoch, index in stalled:
         if (epoch, index) not in parked:
-            _redrive(app, runtime, status, epoch, index, report)
+            _redrive(dispatch, status, epoch, index, report)
     # A worker that died between finishing an epoch and sending the next (or mid-epoch)
     # left samples never sent: send them too.
     status = batches.status(batch_id)
     if status.state is BatchState.RUNNING and status.sealed:
-        resume(app, runtime, batch_id)  # with admission on: up to what is admitted
+        resume(dispatch, batch_id)  # with admission on: up to what is admitted
 
 
-def reconcile_running(app: Celery, runtime: WorkerRuntime) -> ReconcileReport:
+def reconcile_running(dispatch: Dispatcher) -> ReconcileReport:
     """Send on the deferred samples whose budget has room, reconcile every running batch, tend admission."""
+    runtime = dispatch.runtime
     report = ReconcileReport()
     # A budget window that reset is noticed here; a raised budget at once (ace-workers tenant set).
     try:
-        report.released = release_deferred(app, runtime)
-    except (OperationalError, RedisError) as exc:  # the batches are reconciled all the same
+        report.released = release_deferred(dispatch)
+    except (BrokerUnavailable, RedisError) as exc:  # the batches are reconciled all the same
         logger.warning("reconciler: deferred samples not sent on this round: %s", exc)
     for batch_id in runtime.batches.running():
-        report.add(reconcile_batch(app, runtime, batch_id))
+        report.add(reconcile_batch(dispatch, batch_id))
     # Admission's slots of finishes never told, and grants never sent, healed from the batch records.
-    tend_admission(app, runtime)
+    tend_admission(dispatch)
     if report.redriven or report.given_up:
         logger.warning(
             "reconciler: %d samples sent again, %d given up, over %d running batches",
@@ -166,22 +162,6 @@ def reconcile_running(app: Celery, runtime: WorkerRuntime) -> ReconcileReport:
             report.batches,
         )
     return report
-
-
-def register_reconcile_task(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
-    """Register ``ace.reconcile`` (what beat sends every ACE_RECONCILE_INTERVAL_SECONDS) on ``app``."""
-
-    def reconcile_task() -> dict[str, Any]:
-        report = reconcile_running(app, get_runtime())
-        return {
-            "batches": report.batches,
-            "redriven": report.redriven,
-            "given_up": report.given_up,
-            "released": report.released,
-        }
-
-    task: Task = app.task(name=RECONCILE_TASK, shared=False, ignore_result=True)(reconcile_task)
-    return task
 
 
 def reconcile_schedule(settings: WorkerSettings) -> dict[str, dict[str, Any]]:
@@ -198,22 +178,22 @@ def reconcile_schedule(settings: WorkerSettings) -> dict[str, dict[str, Any]]:
 
 
 def _redrive(
-    app: Celery, runtime: WorkerRuntime, status: BatchStatus, epoch: int, index: int, report: ReconcileReport
+    dispatch: Dispatcher, status: BatchStatus, epoch: int, index: int, report: ReconcileReport
 ) -> None:
+    runtime = dispatch.runtime
     batches, batch_id = runtime.batches, status.batch_id
     key = f"{batch_id}:{sample_key(epoch, index)}"
     count = batches.record_redrive(batch_id, epoch, index)
     payload = _stored_payload(runtime, status, epoch, index)
     if count > runtime.settings.max_redrives:
         _give_up(
-            app, runtime, status, epoch, index, payload, f"LostSample: no progress after {count - 1} re-sends"
+            dispatch, status, epoch, index, payload, f"LostSample: no progress after {count - 1} re-sends"
         )
         report.given_up.append(key)
         return
     logger.warning("batch %s: sample %s made no progress; sent again (%d)", batch_id, key, count)
-    sample_chain(
-        app,
-        runtime,
+    chain = sample_chain(
+        dispatch,
         # In the trace the sample was first sent in: its steps run again below the same sample span.
         with_carrier(payload, batches.trace_context(batch_id, epoch, index)),
         recipe=status.recipe,
@@ -222,7 +202,8 @@ def _redrive(
         epoch=epoch,
         sample_index=index,
         tenant=status.tenant,
-    ).apply_async()
+    )
+    dispatch.send_chain(chain)
     runtime.metrics.observe_redrive(status.skillbook)
     report.redriven.append(key)
 
@@ -236,8 +217,7 @@ def _stored_payload(runtime: WorkerRuntime, status: BatchStatus, epoch: int, ind
 
 
 def _give_up(
-    app: Celery,
-    runtime: WorkerRuntime,
+    dispatch: Dispatcher,
     status: BatchStatus,
     epoch: int,
     index: int,
@@ -245,6 +225,7 @@ def _give_up(
     error: str,
 ) -> None:
     """Fail a sample the ledger gives up on, for ``error``; its letter (from step one) can be retried."""
+    runtime = dispatch.runtime
     batch_id = status.batch_id
     logger.error("batch %s: sample %s: %s", batch_id, sample_key(epoch, index), error)
     kwargs = {
@@ -260,10 +241,10 @@ def _give_up(
     finished = runtime.batches.record_failure(
         batch_id, epoch, index, step=RECONCILER, error=error, sample=sample
     )
-    start_next_epoch(app, runtime, batch_id, epoch, finished)
+    start_next_epoch(dispatch, batch_id, epoch, finished)
 
 
-def abandon_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, reason: str) -> list[str]:
+def abandon_batch(dispatch: Dispatcher, batch_id: str, reason: str) -> list[str]:
     """Give up on a batch the ledger cannot finish; the keys of the samples given up.
 
     Its current epoch is made its last, and every sample of that epoch without an
@@ -272,6 +253,7 @@ def abandon_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, reason: st
     of such a sample still in the broker may run later: its writes are idempotent and
     its outcome is already recorded, so it changes no count.
     """
+    runtime = dispatch.runtime
     batches = runtime.batches
     status = batches.status(batch_id)
     batches.end_at_epoch(batch_id, status.epoch)
@@ -279,18 +261,20 @@ def abandon_batch(app: Celery, runtime: WorkerRuntime, batch_id: str, reason: st
     given_up = []
     for index in batches.unfinished_in_epoch(batch_id, status.epoch):
         payload = _stored_payload(runtime, status, status.epoch, index)
-        _give_up(app, runtime, status, status.epoch, index, payload, f"Abandoned: {reason}")
+        _give_up(dispatch, status, status.epoch, index, payload, f"Abandoned: {reason}")
         given_up.append(f"{batch_id}:{sample_key(status.epoch, index)}")
     batches.forget_running(batch_id)
     return given_up
 
 
-def _messages_waiting(app: Celery, runtime: WorkerRuntime, recipe: str, skillbook: str) -> bool:
+def _messages_waiting(dispatch: Dispatcher, recipe: str, skillbook: str) -> bool:
     """True if a queue of the recipe's steps holds messages (someone will take them), or none can be asked."""
-    _, routes = runtime.pipeline(recipe, skillbook)
+    runtime = dispatch.runtime
     try:
-        depths = queue_depths(app, {runtime.queue(route.queue_role, skillbook) for route in routes})
-    except OperationalError as exc:
+        depths = dispatch.queue_depths(
+            {runtime.queue(route.queue_role, skillbook) for route in runtime.routes(recipe)}
+        )
+    except BrokerUnavailable as exc:
         logger.warning("reconciler: %s; nothing sent again this round", exc)
         return True
     return any(depths.values())

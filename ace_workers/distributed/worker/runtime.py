@@ -38,24 +38,14 @@ from ..tenancy.deferred_samples import DeferredSamples
 from ..tenancy.limiter import Limiter
 from ..tenancy.limiter_gate import CompletionSizes, LimiterGate, priced_model
 from ..tenancy.tenants import CachedTenants, TenantRegistry
+from .errors import RecipeRoutesError
 from .ledger_metrics import LedgerCollector
 from .payload import ClaimCheck
 from .recipes import RecipeInputs, import_object, resolve_recipe
+from .routes import Route, recipe_routes, routes_of
 from .tenant_metrics import TenantCollector
 
 __all__ = ["Route", "WorkerRuntime", "build_llm", "routes_of"]
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where one step of a recipe runs, and what it is called in monitoring."""
-
-    index: int
-    name: str
-    queue_role: str
-    writes_skillbook: bool
-    # Runs the agent: served the version of the sample's label, not the head's (see serving.py).
-    serves_skillbook: bool = False
 
 
 async def _awaited(value: Awaitable[ACEStepContext]) -> ACEStepContext:
@@ -70,19 +60,6 @@ def build_llm(model: str, settings: WorkerSettings) -> LLMClientLike:
     # Not checked here: a worker checks the models of the queues it serves when it starts
     # (check_models), and builds the clients of every role, also those it never calls.
     return model_client(model, settings, check=False)
-
-
-def routes_of(pipeline: Pipeline[ACEStepContext]) -> list[Route]:
-    """Queue of each step: writers on "write", from the async boundary on "learn", else "execute"."""
-    steps = pipeline.steps
-    boundary = next((i for i, s in enumerate(steps) if getattr(s, "async_boundary", False)), len(steps))
-    routes = []
-    for index, step in enumerate(steps):
-        writes = bool(getattr(step, "writes_skillbook", False))
-        role = "write" if writes else ("learn" if index >= boundary else "execute")
-        serves = bool(getattr(step, "serves_skillbook", False))
-        routes.append(Route(index, type(step).__name__, role, writes, serves))
-    return routes
 
 
 PipelineAndRoutes = tuple[Pipeline[ACEStepContext], list[Route]]
@@ -277,12 +254,24 @@ class WorkerRuntime:
             dedup_interval=settings.dedup_interval,
         )
         built: Pipeline[ACEStepContext] = Pipeline(make_steps(inputs))
-        entry = (built, routes_of(built))
+        routes = self.routes(recipe)
+        if [type(step).__name__ for step in built.steps] != [route.name for route in routes]:
+            # A recipe whose steps depend on its roles could not be routed without building them.
+            raise RecipeRoutesError(recipe, [route.name for route in routes], built.steps)
+        entry = (built, routes)
         with self._lock:
             loaded = self._load(skillbook)
             if loaded.book is not book:  # dropped and loaded again meanwhile: the next call builds anew
                 return entry
             return loaded.pipelines.setdefault(recipe, entry)
+
+    def routes(self, recipe: str) -> list[Route]:
+        """Where each step of ``recipe`` runs (from its step classes: nothing is built).
+
+        Raises:
+            UnknownRecipeError: ``recipe`` is neither built in nor in this process's ACE_RECIPES.
+        """
+        return recipe_routes(recipe, self.settings)
 
     def check_reflector(self) -> None:
         """Build a Recursive Reflector once, so one that cannot run here stops a worker at start.

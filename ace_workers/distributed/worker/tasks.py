@@ -30,7 +30,7 @@ from ..store.keys import DEFAULT_TENANT
 from ..store.step_stats import StepRun
 from ..store.write_scope import WriteScope, write_scope
 from ..tenancy.errors import BudgetExhaustedError
-from .admission import admit_more, resume, sample_left
+from .admission import admit_more, send_admitted
 from .app import (
     MAX_MEMORY_WAIT_SECONDS,
     WORKER_PUBLISH_RETRY_POLICY,
@@ -38,20 +38,24 @@ from .app import (
     refuses_writes,
     when_redis_has_room,
 )
-from .chains import STEP_TASK
+from .celery_dispatch import CeleryDispatcher
 from .dead_letters import park_dead_letter
 from .deferrals import defer_step
+from .dispatch import Dispatcher
 from .errors import ForeignTenantError, StepAborted, UnknownRecipeError, UnknownStepError
+from .finishing import start_next_epoch
 from .fleet import check_message_shape
 from .payload import context_to_payload, payload_to_context
 from .provenance_metadata import with_fleet_provenance
+from .reconcile import reconcile_running
 from .retries import broker_countdown, retry_countdown
 from .runtime import Route, WorkerRuntime
 from .serving import count_served, mark_served, serve
 from .task_logs import tag_task_lines
+from .task_names import ADMIT_TASK, RECONCILE_TASK, STEP_TASK
 from .trace_context import traced_task, with_carrier
 
-__all__ = ["register_tasks", "run_step", "start_next_epoch"]
+__all__ = ["register_admit_task", "register_reconcile_task", "register_tasks", "run_step", "start_next_epoch"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,8 +92,7 @@ CELERY_MISHANDLES = (MemoryError,)
 
 
 def run_step(
-    app: Celery,
-    runtime: WorkerRuntime,
+    dispatch: Dispatcher,
     payload: dict[str, Any],
     *,
     recipe: str,
@@ -104,11 +107,12 @@ def run_step(
 ) -> dict[str, Any]:
     """Run step ``index`` of ``recipe`` on one sample's payload and return the next payload.
 
-    ``app`` is the app the task runs on: the next epoch goes out through it. ``shape`` is
+    ``dispatch`` sends what follows (the next epoch, admitted samples) for its runtime. ``shape`` is
     the recipe's shape where the sample was sent (see fleet.py), ``node`` this worker's name.
     ``tenant`` is the tenant the message was sent for (its batch's; none: ``default``): a
     skillbook another tenant owns is refused (ForeignTenantError) before anything runs.
     """
+    runtime = dispatch.runtime
     _, routes = runtime.pipeline(recipe, skillbook)
     check_message_shape(runtime, recipe, routes, shape, node)
     if not (isinstance(index, int) and 0 <= index < len(routes)):
@@ -170,33 +174,11 @@ def run_step(
             finished = runtime.batches.record_done(batch_id, epoch, sample_index, result, step=run)
             if finished is not None:  # counted once per sample: None when it was recorded already
                 count_served(runtime.redis, book.store.keys, out.metadata)
-            start_next_epoch(app, runtime, batch_id, epoch, finished)
+            start_next_epoch(dispatch, batch_id, epoch, finished)
         else:
             # One round trip more per step but the last, whose run goes with the sample's record.
             runtime.batches.record_step(batch_id, epoch, sample_index, run)
         return result
-
-
-def start_next_epoch(
-    app: Celery, runtime: WorkerRuntime, batch_id: str, epoch: int, finished: int | None
-) -> None:
-    """Start epoch ``epoch + 1`` once every sample of ``epoch`` finished, or finish starting it.
-
-    The task whose count completes the epoch starts the next one. A final task delivered
-    again (its sample counted already, ``finished`` None) checks too: if the worker that
-    completed the epoch died while sending the next one, the rest is sent from where it
-    stopped (:func:`~.epochs.resume_batch`). With admission on, the sample's slot frees and the
-    next admitted samples (of any tenant) are sent.
-    """
-    # Its admission slot frees, and the window's free slots go to whichever tenant is due, sent by a
-    # worker of that batch's queue (worker/admission.py).
-    sample_left(app, runtime, batch_id, epoch, finished)
-    status = runtime.batches.status(batch_id)
-    if epoch < status.epochs:
-        if finished is None:
-            finished = runtime.batches.finished_in_epoch(batch_id, epoch)
-        if finished >= status.per_epoch and resume(app, runtime, batch_id, epoch=epoch + 1):
-            logger.info("batch %s: epoch %d finished, epoch %d sent", batch_id, epoch, epoch + 1)
 
 
 def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
@@ -213,7 +195,12 @@ def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Tas
                 with traced_task(
                     payload, kwargs, _step_name(runtime, kwargs), self.request, expected=(Ignore,)
                 ) as carrier:
-                    result = run_step(self.app, runtime, payload, **kwargs, node=self.request.hostname or "")
+                    result = run_step(
+                        CeleryDispatcher(self.app, runtime),
+                        payload,
+                        **kwargs,
+                        node=self.request.hostname or "",
+                    )
                     return with_carrier(result, carrier)
             except TaskPredicate:
                 raise  # Celery's control flow, as Ignore for a step of a cancelled batch: no failure
@@ -291,7 +278,7 @@ def _defer(
     )
     if deferred:
         try:  # the slot it held goes to the next sample admitted; the reconciler's tick does it if not
-            admit_more(task.app, runtime, hand_off=True)
+            admit_more(CeleryDispatcher(task.app, runtime), hand_off=True)
         except (AceError, redis.RedisError) as lost:
             logger.warning("admission after parking %s: %s", _step_name(runtime, kwargs), lost)
     return deferred
@@ -415,7 +402,8 @@ def _give_up(
         )
         return
     # A failed sample still finishes its epoch.
-    _while_redis_is_full(runtime, lambda: start_next_epoch(task.app, runtime, batch_id, epoch, finished))
+    dispatch = CeleryDispatcher(task.app, runtime)
+    _while_redis_is_full(runtime, lambda: start_next_epoch(dispatch, batch_id, epoch, finished))
 
 
 def _sample_of(kwargs: dict[str, Any]) -> tuple[str, int, int] | None:
@@ -434,10 +422,38 @@ def _step_index(kwargs: dict[str, Any]) -> int | None:
 
 def _step_name(runtime: WorkerRuntime, kwargs: dict[str, Any]) -> str:
     """The step's name for logs and metrics; the recipe name when the message names no known step."""
-    recipe, skillbook, index = kwargs.get("recipe"), kwargs.get("skillbook"), kwargs.get("index")
+    recipe, index = kwargs.get("recipe"), kwargs.get("index")
     try:
-        _, routes = runtime.pipeline(recipe, skillbook)  # type: ignore[arg-type]
-        route: Route = routes[index]  # type: ignore[index]
+        route: Route = runtime.routes(recipe)[index]  # type: ignore[arg-type,index]
     except (AceError, ValueError, LookupError, TypeError):
         return f"step {index!r} of recipe {recipe!r}"
     return route.name
+
+
+def register_admit_task(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
+    """Register ``ace.admit`` on ``app``: send a batch's admitted samples (see admission.admit_more)."""
+
+    def admit_task(batch_id: object = None) -> int:
+        if not isinstance(batch_id, str):  # a message need not come from a worker of ours
+            logger.warning("ace.admit names no batch (batch_id=%r): dropped", batch_id)
+            return 0
+        return send_admitted(CeleryDispatcher(app, get_runtime()), batch_id)
+
+    task: Task = app.task(name=ADMIT_TASK, shared=False, ignore_result=True)(admit_task)
+    return task
+
+
+def register_reconcile_task(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
+    """Register ``ace.reconcile`` (what beat sends every ACE_RECONCILE_INTERVAL_SECONDS) on ``app``."""
+
+    def reconcile_task() -> dict[str, Any]:
+        report = reconcile_running(CeleryDispatcher(app, get_runtime()))
+        return {
+            "batches": report.batches,
+            "redriven": report.redriven,
+            "given_up": report.given_up,
+            "released": report.released,
+        }
+
+    task: Task = app.task(name=RECONCILE_TASK, shared=False, ignore_result=True)(reconcile_task)
+    return task

@@ -260,7 +260,7 @@ class AceCallbackHandler(RunRecorder):
                 self.producer.resume(batch_id)
                 self._unconfirmed = None
                 self._confirm(traces)
-                self.handles.append(BatchHandle(batch_id, self.producer.runtime, self.producer.app))
+                self.handles.append(BatchHandle(batch_id, self.producer.runtime, self.producer.dispatcher))
                 return
             if status.state is not BatchState.CANCELLED:
                 batches.cancel(batch_id)  # half stored: drop it, its traces go out anew

@@ -61,8 +61,8 @@ def crash_after_sending(monkeypatch: pytest.MonkeyPatch, service: Service, count
     """
     if counted:
 
-        def send_some(app: Any, runtime: Any, payloads: Any, **kwargs: Any) -> int:
-            enqueue_epoch(app, runtime, itertools.islice(payloads, SENT_BEFORE_CRASH), **kwargs)
+        def send_some(dispatch: Any, payloads: Any, **kwargs: Any) -> int:
+            enqueue_epoch(dispatch, itertools.islice(payloads, SENT_BEFORE_CRASH), **kwargs)
             raise RuntimeError("producer died mid-send")
 
         monkeypatch.setattr(producer_module, "enqueue_epoch", send_some)
@@ -199,7 +199,7 @@ def test_a_batch_that_stalls_runs_in_a_row_is_abandoned_reported_and_its_samples
             connection.default_channel.queue_purge(service.runtime.queue("learn"))
         assert apply_writes(service, report.batch_id) == Counter()
         with local_workers(service, learn_threads=2):
-            retried = retry_dead_letters(service.app, service.runtime)
+            retried = retry_dead_letters(service.dispatcher)
             deadline = time.monotonic() + 60
             while len(apply_writes(service, report.batch_id)) < 4 and time.monotonic() < deadline:
                 time.sleep(0.1)

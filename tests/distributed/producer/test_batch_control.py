@@ -63,8 +63,8 @@ def cli_env(clean_env: pytest.MonkeyPatch, redis_url: str, prefix: str) -> pytes
 def enqueue_and_die_mid_send(service: Service, traces: list[dict[str, str]], batch_id: str) -> None:
     """Enqueue, the producer dying after sending SENT_BEFORE_CRASH samples (all stored before)."""
 
-    def send_some(app: Any, runtime: Any, payloads: Any, **kwargs: Any) -> int:
-        enqueue_epoch(app, runtime, itertools.islice(payloads, SENT_BEFORE_CRASH), **kwargs)
+    def send_some(dispatch: Any, payloads: Any, **kwargs: Any) -> int:
+        enqueue_epoch(dispatch, itertools.islice(payloads, SENT_BEFORE_CRASH), **kwargs)
         raise RuntimeError("producer died mid-send")
 
     with pytest.MonkeyPatch.context() as patch, pytest.raises(RuntimeError, match="died mid-send"):
@@ -83,7 +83,7 @@ def test_a_batch_whose_producer_died_mid_send_is_finished_by_the_reconciler(serv
     enqueue_and_die_mid_send(service, failure_traces(6, topics=3), "crashed")
 
     with local_workers(service):
-        status = BatchHandle("crashed", service.runtime, service.app).wait(timeout=TIMEOUT)
+        status = BatchHandle("crashed", service.runtime, service.dispatcher).wait(timeout=TIMEOUT)
 
     assert (status.done, status.failed, status.enqueued) == (6, 0, 6)
     assert service.runtime.batches.redrives("crashed") == {}  # sent for the first time, not again

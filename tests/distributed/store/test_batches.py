@@ -16,8 +16,8 @@ from ace_workers.distributed.store.errors import BatchNotFoundError
 from ace_workers.distributed.store.keys import batch_key
 from ace_workers.distributed.worker.chains import enqueue_epoch
 from ace_workers.distributed.worker.epochs import epoch_payload
+from ace_workers.distributed.worker.finishing import start_next_epoch
 from ace_workers.distributed.worker.payload import context_to_payload
-from ace_workers.distributed.worker.tasks import start_next_epoch
 from ace_workers.sim import failure_traces
 
 
@@ -94,8 +94,7 @@ def test_a_redelivered_final_task_sends_the_rest_of_an_epoch_a_dead_worker_half_
         for index, item in enumerate(runtime.batches.items(batch_id), start=1)
     ]
     enqueue_epoch(
-        service.app,
-        runtime,
+        service.dispatcher,
         payloads[:2],
         recipe="trace_analyser",
         skillbook="book",
@@ -103,8 +102,8 @@ def test_a_redelivered_final_task_sends_the_rest_of_an_epoch_a_dead_worker_half_
         epoch=2,
     )
     # Its task comes back (acks_late): counted already, it finishes sending epoch 2.
-    start_next_epoch(service.app, runtime, batch_id, 1, runtime.batches.record_done(batch_id, 1, 4, {}))
-    start_next_epoch(service.app, runtime, batch_id, 1, None)  # and a third delivery sends nothing more
+    start_next_epoch(service.dispatcher, batch_id, 1, runtime.batches.record_done(batch_id, 1, 4, {}))
+    start_next_epoch(service.dispatcher, batch_id, 1, None)  # and a third delivery sends nothing more
     assert runtime.batches.status(batch_id).enqueued == 8
     with local_workers(service, learn_threads=2):
         status = handle.wait(timeout=60)
@@ -124,9 +123,9 @@ def test_an_epoch_being_sent_by_another_task_is_not_sent_again(service: Service)
         runtime.batches.record_done(handle.batch_id, 1, index, {"trace": {}})
     with runtime.batches.epoch_start_lock(handle.batch_id, 2, 30) as held:
         assert held
-        start_next_epoch(service.app, runtime, handle.batch_id, 1, None)
+        start_next_epoch(service.dispatcher, handle.batch_id, 1, None)
         assert runtime.batches.status(handle.batch_id).enqueued == 2
-    start_next_epoch(service.app, runtime, handle.batch_id, 1, None)
+    start_next_epoch(service.dispatcher, handle.batch_id, 1, None)
     assert runtime.batches.status(handle.batch_id).enqueued == 4
 
 

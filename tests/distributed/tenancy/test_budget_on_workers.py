@@ -165,8 +165,8 @@ def test_two_worker_processes_stop_spending_at_the_budget_and_the_rest_run_once_
 
         # Not raised, the day not over: beat's tick sends nothing on (no release churn), no call is made.
         waiting = status.waiting_for_budget
-        assert reconcile_running(service.app, service.runtime).released == 0
-        assert release_deferred(service.app, service.runtime, TENANT) == 0
+        assert reconcile_running(service.dispatcher).released == 0
+        assert release_deferred(service.dispatcher, TENANT) == 0
         assert fleet.deferrals.count(TENANT) == waiting
         assert fleet.spend().requests == spent.requests
         assert fleet.log.read_text().count("waits for budget") == waiting  # each refused and parked once

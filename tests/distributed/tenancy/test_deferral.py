@@ -141,12 +141,12 @@ def test_samples_wait_for_the_budget_and_run_on_once_when_it_is_raised(
         )
         # Long past the time a lost sample is sent again: a waiting sample is not lost.
         later = time.time() + lost_after_seconds(service.runtime.settings) + 60
-        assert reconcile_batch(service.app, service.runtime, handle.batch_id, now=later).redriven == []
+        assert reconcile_batch(service.dispatcher, handle.batch_id, now=later).redriven == []
         # Nothing has room yet: beat's tick sends nothing on.
-        assert reconcile_running(service.app, service.runtime).released == 0
+        assert reconcile_running(service.dispatcher).released == 0
 
         fleet.raise_budget(100)
-        assert release_deferred(service.app, service.runtime, TENANT) == 5
+        assert release_deferred(service.dispatcher, TENANT) == 5
         final = handle.wait(timeout=TIMEOUT)
 
         assert (final.done, final.failed, final.waiting_for_budget) == (8, 0, 0)
@@ -163,9 +163,8 @@ def test_a_message_delivered_again_parks_once(redis_url: str, redis_client: redi
         [entry, _] = sorted(deferrals.entries(TENANT), key=lambda entry: entry.field)
         # The same step message twice more, as a broker delivers a message whose worker died unacknowledged.
         for _ in range(2):
-            sample_chain(
-                service.app,
-                service.runtime,
+            chain = sample_chain(
+                service.dispatcher,
                 entry.payload,
                 recipe="trace_analyser",
                 skillbook=SKILLBOOK,
@@ -174,13 +173,14 @@ def test_a_message_delivered_again_parks_once(redis_url: str, redis_client: redi
                 sample_index=entry.kwargs["sample_index"],
                 start=UPDATE_STEP,
                 tenant=entry.kwargs["tenant"],
-            ).apply_async()
+            )
+            service.dispatcher.send_chain(chain)
         wait_for(lambda: fleet.budget.refused() == 4, TIMEOUT, "both copies refused too")
         status = settled(fleet, handle.batch_id, done=0, waiting=2)
         assert (deferrals.count(TENANT), status.waiting_for_budget) == (2, 2)
 
         fleet.raise_budget(100)
-        assert release_deferred(service.app, service.runtime) == 2
+        assert release_deferred(service.dispatcher) == 2
         assert handle.wait(timeout=TIMEOUT).done == 2
         assert_each_sample_ran_once(fleet, handle.batch_id, 2)
 
@@ -199,7 +199,7 @@ def test_two_releasers_racing_send_each_deferred_sample_once(
 
         def releaser() -> None:
             start.wait()
-            sent.append(release_deferred(service.app, service.runtime, TENANT))
+            sent.append(release_deferred(service.dispatcher, TENANT))
 
         threads = [threading.Thread(target=releaser) for _ in range(2)]
         for thread in threads:
@@ -224,12 +224,12 @@ def test_a_sample_whose_releaser_died_after_the_claim_is_sent_again_by_the_recon
         assert deferrals.claim(TENANT, lost.field) is not None  # claimed, and the releaser died
         later = time.time() + lost_after_seconds(runtime.settings) + 60
 
-        report = reconcile_batch(service.app, runtime, handle.batch_id, now=later)
+        report = reconcile_batch(service.dispatcher, handle.batch_id, now=later)
 
         # The claimed one only: the other still waits, parked.
         assert report.redriven == [f"{handle.batch_id}:e1:{lost.kwargs['sample_index']}"]
         fleet.raise_budget(100)
-        assert release_deferred(service.app, runtime) == 1
+        assert release_deferred(service.dispatcher) == 1
         final = handle.wait(timeout=TIMEOUT)
         assert (final.done, final.failed, final.waiting_for_budget) == (2, 0, 0)
 
@@ -317,7 +317,7 @@ def test_two_worker_processes_share_the_budget_and_every_deferred_sample_runs_on
         assert fleet.budget.spent() == 4  # not one call past the budget, across both processes
 
         fleet.raise_budget(10)
-        assert release_deferred(service.app, service.runtime) == 6
+        assert release_deferred(service.dispatcher) == 6
         final = handle.wait(timeout=TIMEOUT)
     finally:
         stop(*workers)
@@ -355,12 +355,12 @@ def test_beats_reconciler_sends_the_waiting_samples_on_once_the_budget_has_room(
         service = fleet.service
         handle = service.producer.enqueue_traces(failure_traces(2), SKILLBOOK)
         settled(fleet, handle.batch_id, done=0, waiting=2)
-        assert reconcile_running(service.app, service.runtime).released == 0
+        assert reconcile_running(service.dispatcher).released == 0
 
         fleet.raise_budget(100)  # as a reset would: the budget has room again
-        assert reconcile_running(service.app, service.runtime).released == 2
+        assert reconcile_running(service.dispatcher).released == 2
         assert handle.wait(timeout=TIMEOUT).done == 2
-        assert reconcile_running(service.app, service.runtime).released == 0
+        assert reconcile_running(service.dispatcher).released == 0
         assert_each_sample_ran_once(fleet, handle.batch_id, 2)
 
 
@@ -386,7 +386,7 @@ def test_a_parked_entry_that_cannot_be_sent_again_becomes_a_dead_letter_naming_i
         redis_client.hset(deferred_key(prefix, TENANT), "other|e1:2|2", "{not json")
         redis_client.zadd(deferred_key(prefix, TENANT, "order"), {"other|e1:2|2": time.time()})
 
-        assert release_deferred(service.app, runtime, TENANT) == 0
+        assert release_deferred(service.dispatcher, TENANT) == 0
 
         assert deferrals.count(TENANT) == 0
         errors = sorted(str((letter.letter or {}).get("error")) for letter in read_dead_letters(runtime))
@@ -425,7 +425,7 @@ def test_samples_waiting_for_budget_hold_no_admission_slot(redis_url: str, redis
         assert service.runtime.admission.in_flight() == {TENANT: 0}
 
         fleet.raise_budget(100)
-        assert release_deferred(service.app, service.runtime, TENANT) == 8
+        assert release_deferred(service.dispatcher, TENANT) == 8
         final = handle.wait(timeout=TIMEOUT)
         assert (final.done, final.failed, final.waiting_for_budget) == (10, 0, 0)
         assert_each_sample_ran_once(fleet, handle.batch_id, 10)

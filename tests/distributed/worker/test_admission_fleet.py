@@ -17,7 +17,7 @@ from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import Service, local_workers
 from ace_workers.distributed.store.batches import BatchState, BatchStatus
 from ace_workers.distributed.tenancy import Tenant, TenantRegistry
-from ace_workers.distributed.worker import tasks
+from ace_workers.distributed.worker import finishing
 from ace_workers.distributed.worker.admission import ADMIT_TASK, grant_chunk
 from ace_workers.distributed.worker.reconcile import reconcile_running
 from ace_workers.sim import failure_traces
@@ -117,12 +117,10 @@ def test_the_reconciler_heals_slots_whose_finish_was_never_told_and_grants_never
 ) -> None:
     told: list[int] = []
 
-    def crashed_before_telling(
-        app: Any, runtime: Any, batch_id: str, epoch: int, finished: int | None
-    ) -> None:
+    def crashed_before_telling(dispatch: Any, batch_id: str, epoch: int, finished: int | None) -> None:
         told.append(epoch)  # a worker that died between the batch's finish script and admission's
 
-    monkeypatch.setattr(tasks, "sample_left", crashed_before_telling)
+    monkeypatch.setattr(finishing, "sample_left", crashed_before_telling)
     handle = service.producer.enqueue_traces(failure_traces(20, seed=6), "a-healed")
     with local_workers(service, learn_threads=4):
         wait_for(lambda: len(told) == 8, TIMEOUT, "the first window to finish")
@@ -133,7 +131,7 @@ def test_the_reconciler_heals_slots_whose_finish_was_never_told_and_grants_never
         grants = runtime.admission.admit(16, runtime.tenants.current().tenants)
         assert [(g.batch_id, g.admitted) for g in grants] == [(handle.batch_id, 16)]
         assert handle.status().enqueued == 8
-        reconcile_running(service.app, runtime)  # the periodic tick
+        reconcile_running(service.dispatcher)  # the periodic tick
         status = handle.wait(timeout=TIMEOUT)
     assert (status.done, status.failed, status.enqueued) == (20, 0, 20)
     assert len(told) == 8
@@ -145,7 +143,7 @@ def test_a_cancelled_batch_gives_its_slots_back_on_the_next_tick(service: Servic
     runtime.batches.cancel(big.batch_id)  # its 8 admitted samples will never finish
     small = service.producer.enqueue_traces(failure_traces(5, seed=8), "b-after")
     assert small.status().enqueued == 0  # the window is held by the cancelled batch
-    reconcile_running(service.app, runtime)
+    reconcile_running(service.dispatcher)
     assert runtime.admission.batches() == [small.batch_id]
     assert small.status().enqueued == 5
     with local_workers(service, learn_threads=2):
@@ -162,10 +160,10 @@ def test_an_admit_message_naming_no_batch_is_dropped_and_one_for_a_gone_batch_se
 
 
 def test_finishing_samples_grant_a_chunk_at_once_and_one_hand_off_sends_it(service: Service) -> None:
-    runtime, app = service.runtime, service.app
+    runtime, dispatch = service.runtime, service.dispatcher
     handle = service.producer.enqueue_traces(failure_traces(20, seed=9), "a-chunks")
     assert handle.status().enqueued == 8  # the window, sent by the producer
-    _, routes = runtime.pipeline(handle.status().recipe, "a-chunks")
+    routes = runtime.routes(handle.status().recipe)
     queue = runtime.queue(routes[0].queue_role, "a-chunks")
 
     def hand_offs() -> list[dict[str, Any]]:
@@ -174,7 +172,7 @@ def test_finishing_samples_grant_a_chunk_at_once_and_one_hand_off_sends_it(servi
 
     def finish(index: int) -> None:
         done = runtime.batches.record_done(handle.batch_id, 1, index, {})
-        tasks.start_next_epoch(app, runtime, handle.batch_id, 1, done)
+        finishing.start_next_epoch(dispatch, handle.batch_id, 1, done)
 
     chunk = grant_chunk(8)
     assert chunk == 4  # half the window
@@ -185,6 +183,6 @@ def test_finishing_samples_grant_a_chunk_at_once_and_one_hand_off_sends_it(servi
     assert runtime.admission.admitted(handle.batch_id) == 8 + chunk
     assert len(hand_offs()) == 1  # one message for the chunk, sent on by a worker of the first step
     assert handle.status().enqueued == 8  # not by the finishing (write) worker
-    assert app.tasks[ADMIT_TASK](batch_id=handle.batch_id) == chunk
-    assert app.tasks[ADMIT_TASK](batch_id=handle.batch_id) == 0  # told twice, sends nothing more
+    assert service.app.tasks[ADMIT_TASK](batch_id=handle.batch_id) == chunk
+    assert service.app.tasks[ADMIT_TASK](batch_id=handle.batch_id) == 0  # told twice, sends nothing more
     assert handle.status().enqueued == 8 + chunk

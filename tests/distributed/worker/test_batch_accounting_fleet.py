@@ -81,14 +81,14 @@ def test_failures_retries_and_redrives_keep_one_truth_per_sample(
     with local_workers(service, learn_threads=2):
         if lose_messages:
             time.sleep(FAST_LEDGER["visibility_timeout_seconds"] * 1.5)
-            reconcile_batch(service.app, service.runtime, handle.batch_id)
+            reconcile_batch(service.dispatcher, handle.batch_id)
         first = wait_checked(handle, lambda s: s.state is BatchState.DONE)
         assert (first.done, first.failed) == (count - len(failing), len(failing))
         letters = read_dead_letters(service.runtime)
         assert sorted(letter.letter["kwargs"]["sample_index"] for letter in letters) == sorted(failing)
 
         redis_client.set(CHOOSY_HEALED, 1)
-        report = retry_dead_letters(service.app, service.runtime)
+        report = retry_dead_letters(service.dispatcher)
         assert (report.sent, report.kept) == (len(failing), [])
         final = wait_checked(handle, lambda s: s.state is BatchState.DONE)
 
@@ -157,7 +157,7 @@ def test_samples_that_fail_at_their_first_step_are_counted_failed(
         handle = producer.producer.enqueue_traces(traces(redis_url, 4, set()), "book", recipe="mine")
     finally:
         producer.close()
-    handle = BatchHandle(handle.batch_id, service.runtime, service.app)
+    handle = BatchHandle(handle.batch_id, service.runtime, service.dispatcher)
     with local_workers(service, learn_threads=2):
         final = wait_checked(handle, lambda s: s.state is BatchState.DONE)
     assert final.counts() == {
@@ -190,7 +190,7 @@ def test_the_batch_gauges_read_the_same_ledger_as_status(service: Service, redis
         status = wait_checked(handle, lambda s: s.state is BatchState.DONE)
     assert status.failed == 1
     # Finished, the batch leaves the running set (the reconciler's next look): its gauges go with it.
-    reconcile_batch(service.app, service.runtime, handle.batch_id)
+    reconcile_batch(service.dispatcher, handle.batch_id)
     assert gauges() == dict.fromkeys(STATES, 0)
 
 
@@ -204,9 +204,8 @@ def test_a_second_copy_of_a_failed_sample_parks_no_second_dead_letter(
         wait_checked(handle, lambda s: s.state is BatchState.DONE)
         (letter,) = read_dead_letters(service.runtime)
         kwargs = letter.letter["kwargs"]
-        sample_chain(
-            service.app,
-            service.runtime,
+        chain = sample_chain(
+            service.dispatcher,
             letter.letter["payload"],
             recipe=kwargs["recipe"],
             skillbook=kwargs["skillbook"],
@@ -214,7 +213,8 @@ def test_a_second_copy_of_a_failed_sample_parks_no_second_dead_letter(
             epoch=kwargs["epoch"],
             sample_index=kwargs["sample_index"],
             start=kwargs["index"],
-        ).apply_async()
+        )
+        service.dispatcher.send_chain(chain)
         wait_for(
             lambda: any("already finished; no second dead letter" in r.getMessage() for r in caplog.records),
             TIMEOUT,

@@ -102,8 +102,8 @@ def test_the_same_apply_delivered_twice_changes_the_skillbook_once(service: Serv
         "epoch": 1,
         "sample_index": 1,
     }
-    run_step(service.app, service.runtime, payload, **kwargs)
-    run_step(service.app, service.runtime, payload, **kwargs)
+    run_step(service.dispatcher, payload, **kwargs)
+    run_step(service.dispatcher, payload, **kwargs)
     assert store.version() == version
     assert applied.idempotency_key is not None
     assert store.stats()["duplicate_deliveries"] >= 2

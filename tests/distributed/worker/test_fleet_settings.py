@@ -89,7 +89,7 @@ def test_a_worker_fails_a_message_of_another_shape_naming_the_setting_and_a_retr
 ) -> None:
     # Sent while no worker ran to say otherwise: each chain has a DeduplicateStep the workers lack.
     sent = deduplicating_producer.producer.enqueue_traces(failure_traces(4), "book")
-    handle = BatchHandle(sent.batch_id, workers.runtime, workers.app)
+    handle = BatchHandle(sent.batch_id, workers.runtime, workers.dispatcher)
     with local_workers(workers, learn_threads=2):
         failed = wait_for(
             lambda: (s := handle.status()).state is BatchState.DONE and s, TIMEOUT, "the samples to fail"
@@ -105,7 +105,7 @@ def test_a_worker_fails_a_message_of_another_shape_naming_the_setting_and_a_retr
         assert len(read_dead_letters(workers.runtime)) == 4
 
         # Retried from a process whose settings agree with the workers': the samples run.
-        report = retry_dead_letters(workers.app, workers.runtime)
+        report = retry_dead_letters(workers.dispatcher)
         assert (report.sent, report.kept) == (4, [])
         done = wait_for(
             lambda: (s := handle.status()).state is BatchState.DONE and s, TIMEOUT, "the retried samples"
@@ -118,11 +118,11 @@ def test_retrying_dead_letters_from_a_process_that_disagrees_with_the_workers_is
     workers: Service, deduplicating_producer: Service
 ) -> None:
     sent = deduplicating_producer.producer.enqueue_traces(failure_traces(2), "book")
-    handle = BatchHandle(sent.batch_id, workers.runtime, workers.app)
+    handle = BatchHandle(sent.batch_id, workers.runtime, workers.dispatcher)
     with local_workers(workers, learn_threads=1):
         wait_for(lambda: handle.status().failed == 2, TIMEOUT, "the samples to fail")
         with pytest.raises(FleetSettingsMismatch, match="ACE_DEDUP_PROVIDER"):
-            retry_dead_letters(deduplicating_producer.app, deduplicating_producer.runtime)
+            retry_dead_letters(deduplicating_producer.dispatcher)
     assert len(read_dead_letters(workers.runtime)) == 2  # kept, for a retry that can succeed
 
 

@@ -171,8 +171,8 @@ def test_a_duplicate_apply_delivery_is_counted(service: Service) -> None:
         "epoch": 1,
         "sample_index": 1,
     }
-    run_step(service.app, service.runtime, payload, **kwargs)  # type: ignore[arg-type]
-    run_step(service.app, service.runtime, payload, **kwargs)  # type: ignore[arg-type]
+    run_step(service.dispatcher, payload, **kwargs)  # type: ignore[arg-type]
+    run_step(service.dispatcher, payload, **kwargs)  # type: ignore[arg-type]
     assert metrics.value("ace_store_duplicate_deliveries_total", skillbook="once") == 2
     assert store.stats()["duplicate_deliveries"] == 2
     assert metrics.value("ace_store_applies_total", skillbook="once") == applies

@@ -121,7 +121,7 @@ def park(service: Service, recipe: str, *, batch_id: str = "parked") -> None:
 def test_retrying_dead_letters_never_imports_a_letters_recipe_and_keeps_that_letter(service: Service) -> None:
     park(service, HOSTILE)
     park(service, "trace_analyser")
-    report = retry_dead_letters(service.app, service.runtime)
+    report = retry_dead_letters(service.dispatcher)
     assert report.sent == 1
     assert [letter.letter["kwargs"]["recipe"] for letter, _ in report.kept if letter.letter] == [HOSTILE]
     assert [letter["kwargs"]["recipe"] for letter in dead_letters(service)] == [HOSTILE]
@@ -130,7 +130,7 @@ def test_retrying_dead_letters_never_imports_a_letters_recipe_and_keeps_that_let
 def test_an_unreadable_dead_letter_is_kept_and_named(service: Service) -> None:
     key = dead_letters_key(service.runtime.settings.queue_prefix)
     service.runtime.redis.rpush(key, b"{not json")
-    report = retry_dead_letters(service.app, service.runtime)
+    report = retry_dead_letters(service.dispatcher)
     assert report.sent == 0
     assert report.kept[0][1].startswith("not JSON")
     assert service.runtime.redis.llen(key) == 1

@@ -120,7 +120,7 @@ def test_nothing_is_sent_again_while_the_batch_progresses(service: Service) -> N
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(service.app, "connection_for_read", _no_broker_needed)
-        report = reconcile_batch(service.app, service.runtime, handle.batch_id, now=almost)
+        report = reconcile_batch(service.dispatcher, handle.batch_id, now=almost)
 
     assert report.redriven == []
 
@@ -133,7 +133,7 @@ def test_nothing_is_sent_again_while_the_recipes_queues_hold_messages(service: S
     handle = service.producer.enqueue_traces(failure_traces(3), "queued")
     later = time.time() + 10 * lost_after_seconds(service.runtime.settings)
 
-    report = reconcile_batch(service.app, service.runtime, handle.batch_id, now=later)
+    report = reconcile_batch(service.dispatcher, handle.batch_id, now=later)
 
     assert report.redriven == []
     assert service.runtime.batches.redrives(handle.batch_id) == {}
@@ -148,11 +148,11 @@ def test_a_sample_lost_every_time_fails_after_its_redrives_and_its_letter_can_be
     for attempt in range(1, max_redrives + 1):
         lose_one_message(redis_client, queue)
         later = time.time() + 10 * lost_after_seconds(service.runtime.settings)
-        report = reconcile_batch(service.app, service.runtime, handle.batch_id, now=later)
+        report = reconcile_batch(service.dispatcher, handle.batch_id, now=later)
         assert report.redriven == [f"{handle.batch_id}:e1:1"], attempt
     lose_one_message(redis_client, queue)
     later = time.time() + 10 * lost_after_seconds(service.runtime.settings)
-    report = reconcile_batch(service.app, service.runtime, handle.batch_id, now=later)
+    report = reconcile_batch(service.dispatcher, handle.batch_id, now=later)
 
     assert report.given_up == [f"{handle.batch_id}:e1:1"]
     status = handle.status()
@@ -162,7 +162,7 @@ def test_a_sample_lost_every_time_fails_after_its_redrives_and_its_letter_can_be
     letters = read_dead_letters(service.runtime)
     assert [letter.step for letter in letters] == [RECONCILER]
     assert letters[0].problem is None  # a letter the operator can send back as it is
-    assert retry_dead_letters(service.app, service.runtime).sent == 1
+    assert retry_dead_letters(service.dispatcher).sent == 1
     assert redis_client.llen(queue) == 1
 
 
@@ -184,7 +184,7 @@ def test_a_running_batch_never_expires_and_a_finished_one_does(
         redis_client.ttl(k) for k in finished_keys
     ]
     assert redis_client.exists(batch_key(prefix, handle.batch_id, "progress")) == 0  # every sample left it
-    reconcile_running(service.app, service.runtime)
+    reconcile_running(service.dispatcher)
     assert not redis_client.sismember(running_batches_key(prefix), handle.batch_id)
 
 

@@ -74,13 +74,13 @@ def test_a_redelivered_apply_step_in_review_mode_stores_no_second_proposal(servi
         "epoch": 1,
         "sample_index": 1,
     }
-    run_step(service.app, service.runtime, payload, **kwargs)  # the same write, delivered again
+    run_step(service.dispatcher, payload, **kwargs)  # the same write, delivered again
     assert [p.id for p in store.review.proposals()] == [proposal.id]
     assert store.version() == version
     # Approved, then delivered once more: it stays approved and applies nothing again.
     store.review.approve(proposal.id, actor=REVIEWER)
     skills = len(store.export())
-    run_step(service.app, service.runtime, payload, **kwargs)
+    run_step(service.dispatcher, payload, **kwargs)
     assert store.review.get(proposal.id).status is ProposalStatus.APPROVED
     assert len(store.export()) == skills
     assert store.review.pending_count() == 0

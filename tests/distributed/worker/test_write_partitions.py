@@ -97,16 +97,16 @@ def test_the_partition_count_changes_only_when_every_queue_is_drained(
     one = build_service(settings_for(redis_url, 1, prefix), redis_url=redis_url)
     two = build_service(settings_for(redis_url, 2, prefix), redis_url=redis_url)
     try:
-        check_partition_count(one.app, one.runtime.redis, one.runtime.settings)
+        check_partition_count(one.dispatcher)
         assert recorded_partitions(redis_client, one.runtime.settings) == 1
         handle = one.producer.enqueue_traces(failure_traces(2), "book")  # in the learn queue: no worker
         with pytest.raises(WritePartitionsChanged, match=r"runs with 1 .* t\w+\.learn \(2\): drain first"):
-            check_partition_count(two.app, two.runtime.redis, two.runtime.settings)
+            check_partition_count(two.dispatcher)
         assert recorded_partitions(redis_client, one.runtime.settings) == 1  # unchanged
         # A worker that is no writer never changes the count, and runs only with the fleet's.
         with pytest.raises(WritePartitionsChanged, match="the fleet's writers run with 1: set the same"):
-            check_partition_count(two.app, two.runtime.redis, two.runtime.settings, writer=False)
-        check_partition_count(one.app, one.runtime.redis, one.runtime.settings, writer=False)
+            check_partition_count(two.dispatcher, writer=False)
+        check_partition_count(one.dispatcher, writer=False)
         # A producer routing for another count than the workers' is refused, nothing sent.
         before = redis_client.llen(f"{prefix}.learn")
         with pytest.raises(
@@ -116,7 +116,7 @@ def test_the_partition_count_changes_only_when_every_queue_is_drained(
         assert redis_client.llen(f"{prefix}.learn") == before
         with local_workers(one):  # drained by the fleet of the recorded count
             assert handle.wait(timeout=TIMEOUT).done == 2
-        check_partition_count(two.app, two.runtime.redis, two.runtime.settings)
+        check_partition_count(two.dispatcher)
         assert recorded_partitions(redis_client, one.runtime.settings) == 2
     finally:
         one.close()

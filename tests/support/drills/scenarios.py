@@ -520,7 +520,7 @@ def cli_enqueue(
                     path = write_traces(directory / f"traces-{count}.jsonl", count)
                     started = time.monotonic()
                     batch_id, peak_kib, enqueue_seconds = run_cli_enqueue(env, path, SKILLBOOK)
-                    handle = BatchHandle(batch_id, service.runtime, service.app)
+                    handle = BatchHandle(batch_id, service.runtime, service.dispatcher)
                     # About 11 samples/s on a 2-CPU machine: 10,000 traces need ~15 minutes.
                     status, _ = wait_for_batch(handle, timeout=max(600.0, count * 0.2))
                     outcome = Outcome(
