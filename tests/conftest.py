@@ -26,8 +26,8 @@ os.environ.update(BROWSER_USE_OFFLINE)
 os.environ["COLUMNS"] = "200"
 
 # The private servers (Redis, Redis Cluster, RabbitMQ) every test process starts for itself,
-# and the stand-in Opik server.
-pytest_plugins = ["tests.support.fixtures", "tests.support.opik"]
+# the stand-in Opik server, and the CLI tests' environment.
+pytest_plugins = ["tests.support.fixtures", "tests.support.opik", "tests.support.cli_env"]
 
 
 def _exit_without_finalizing() -> None:

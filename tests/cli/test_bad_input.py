@@ -23,10 +23,15 @@ TOO_DEEP = '{"question": "q", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
 
 
 @pytest.fixture
-def env(clean_env: pytest.MonkeyPatch, redis_url: str, redis_client: redis.Redis) -> pytest.MonkeyPatch:
-    clean_env.setenv("ACE_REDIS_URL", redis_url)
-    clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
-    return clean_env
+def cli_settings() -> dict[str, str]:
+    """``env`` (tests/support/cli_env.py) under this module's prefix."""
+    return {"ACE_QUEUE_PREFIX": PREFIX}
+
+
+@pytest.fixture
+def cli_stamped() -> bool:
+    """Unstamped: these tests check that a refused command wrote nothing at all."""
+    return False
 
 
 def run(*args: str) -> tuple[int, str]:

@@ -19,6 +19,7 @@ from tests.support.cli import write_traces
 from tests.support.crafted import park_letter
 from tests.support.recipes import TEST_RECIPES
 from tests.support.schema0 import stamp_current_schema
+from tests.support.waiting import wait_for
 
 
 def test_learn_on_an_embedded_redis_skips_bad_lines_and_writes_the_skillbook(
@@ -154,10 +155,8 @@ def test_status_and_dead_letters_list_and_retry(
         assert retried.exit_code == 0
         assert "2 message(s) sent back" in retried.output
         key = dead_letters_key("clidead")
-        deadline = time.monotonic() + 30
-        while redis_client.llen(key) < 2:  # the retried steps ran again and failed again
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        # The retried steps ran again and failed again.
+        wait_for(lambda: redis_client.llen(key) >= 2, 30, "the retried letters to come back", every=0.05)
     service.close()
     unknown = runner.invoke(app, ["status", "nope"])
     assert unknown.exit_code != 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ from ace_workers.core import Skillbook, UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore
 from ace_workers.sim import TOPICS, failure_traces, make_tasks, misleading_traces
 from tests.support.cli import run_console_script, said
-from tests.support.schema0 import stamp_current_schema
 from tests.support.workers import running_service
 
 PREFIX = "clieval"
@@ -28,16 +26,9 @@ def table_row(line: str) -> str:
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str) -> pytest.MonkeyPatch:
-    """The CLI on the test Redis, the simulated agent trusting a skill at once."""
-    for name in list(os.environ):
-        if name.startswith("ACE_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("ACE_REDIS_URL", redis_url)
-    monkeypatch.setenv("ACE_QUEUE_PREFIX", PREFIX)
-    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
-    monkeypatch.setenv("ACE_SIM_TRUST_THRESHOLD", "0")
-    return monkeypatch
+def cli_settings() -> dict[str, str]:
+    """``env`` (tests/support/cli_env.py) under this module's prefix; the sim agent trusts a skill at once."""
+    return {"ACE_QUEUE_PREFIX": PREFIX, "ACE_SIM_TRUST_THRESHOLD": "0"}
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -22,25 +21,14 @@ from ace_workers.distributed.service import Service, build_service, local_worker
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import SkillbookKeys
 from ace_workers.sim import failure_traces
-from tests.support.schema0 import stamp_current_schema
 
 PHASES = re.compile(r"seconds: learn (\d+\.\d), dedup (\d+\.\d), checkpoint (\d+\.\d) \(total (\d+\.\d)\)")
 
 
 @pytest.fixture
-def env(
-    monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str, tmp_path: Path
-) -> pytest.MonkeyPatch:
-    """No ACE_* settings from the shell; the test Redis under a fresh prefix; checkpoints in tmp_path."""
-    for name in list(os.environ):
-        if name.startswith("ACE_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("ACE_REDIS_URL", redis_url)
-    monkeypatch.setenv("ACE_QUEUE_PREFIX", f"t{uuid.uuid4().hex[:8]}")
-    stamp_current_schema(redis_client, os.environ["ACE_QUEUE_PREFIX"])  # as this version's first process did
-    monkeypatch.setenv("ACE_SIM_TRUST_THRESHOLD", "0")
-    monkeypatch.setenv("ACE_NIGHTLY_DIR", str(tmp_path / "nightly"))
-    return monkeypatch
+def cli_settings(tmp_path: Path) -> dict[str, str]:
+    """``env`` (tests/support/cli_env.py) under a fresh prefix, checkpoints in tmp_path."""
+    return {"ACE_SIM_TRUST_THRESHOLD": "0", "ACE_NIGHTLY_DIR": str(tmp_path / "nightly")}
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 import redis
@@ -15,21 +14,14 @@ from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.store.proposals import ProposalStatus
 from ace_workers.distributed.store.review_policy import ReviewPolicy
 from tests.support.cli import run_console_script, said
-from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clireview"
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str) -> pytest.MonkeyPatch:
-    """ACE_* settings of these tests only, on the test Redis."""
-    for name in list(os.environ):
-        if name.startswith("ACE_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("ACE_REDIS_URL", redis_url)
-    monkeypatch.setenv("ACE_QUEUE_PREFIX", PREFIX)
-    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
-    return monkeypatch
+def cli_settings() -> dict[str, str]:
+    """``env`` (tests/support/cli_env.py) under this module's prefix."""
+    return {"ACE_QUEUE_PREFIX": PREFIX}
 
 
 @pytest.fixture

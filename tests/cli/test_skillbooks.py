@@ -17,7 +17,6 @@ from ace_workers.distributed.service import build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from tests.support.cli import said
 from tests.support.recipes import TEST_RECIPES
-from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clibooks"
 
@@ -50,15 +49,9 @@ REFERENCE_FILE = {
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str) -> pytest.MonkeyPatch:
-    """ACE_* settings of these tests only, on the test Redis."""
-    for name in list(os.environ):
-        if name.startswith("ACE_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("ACE_REDIS_URL", redis_url)
-    monkeypatch.setenv("ACE_QUEUE_PREFIX", PREFIX)
-    stamp_current_schema(redis_client, PREFIX)  # as this version's first process did
-    return monkeypatch
+def cli_settings() -> dict[str, str]:
+    """``env`` (tests/support/cli_env.py) under this module's prefix."""
+    return {"ACE_QUEUE_PREFIX": PREFIX}
 
 
 def add(*contents: str, section: str = "math") -> UpdateBatch:

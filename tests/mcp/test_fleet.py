@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.batches import BatchState
 from tests.support.mcp import CLIENTS, call, exercise_every_tool, fleet_env, refused
+from tests.support.waiting import wait_for
 from tests.support.workers import running_service
 
 pytestmark = pytest.mark.slow
@@ -20,10 +20,12 @@ pytestmark = pytest.mark.slow
 
 def settle_batches(service: Service, timeout: float = 60.0) -> Callable[[str], None]:
     def settle(batch_id: str) -> None:
-        deadline = time.monotonic() + timeout
-        while service.runtime.batches.status(batch_id).state is BatchState.RUNNING:
-            assert time.monotonic() < deadline, f"batch {batch_id} still running after {timeout} s"
-            time.sleep(0.05)
+        wait_for(
+            lambda: service.runtime.batches.status(batch_id).state is not BatchState.RUNNING,
+            timeout,
+            f"batch {batch_id} to stop running",
+            every=0.05,
+        )
 
     return settle
 

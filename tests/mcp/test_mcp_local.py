@@ -123,6 +123,7 @@ def test_a_session_unused_past_its_ttl_is_forgotten(tmp_path: Path) -> None:
             await call(client, "ace.ask", {"session_id": "s", "question": "What is 2+2?"})
             learned = await call(client, "ace.learn.feedback", {"session_id": "s", "feedback": "say 4"})
             assert learned["learned"] is True
+            # The behaviour under test: the TTL passes with the session unused (a call would use it).
             time.sleep(1.2)
             error = await refused(client, "ace.learn.feedback", {"session_id": "s", "feedback": "say 4"})
             assert error.data["kind"] == "unknown_session"

@@ -16,6 +16,7 @@ import pytest
 
 from pipeline import Pipeline, SampleResult
 from tests.support.pipeline import Ctx, make_step
+from tests.support.waiting import wait_for
 
 TIMEOUT = 10.0
 REPO = "/work/main"
@@ -37,14 +38,6 @@ def blocked_until(event: threading.Event, then: Callable[[Ctx], Ctx]) -> Callabl
         return then(ctx)
 
     return fn
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        time.sleep(0.005)
 
 
 class ConcurrencyProbe:
@@ -385,8 +378,8 @@ def test_back_pressure_blocks_run_when_max_background_is_reached() -> None:
     runner = threading.Thread(target=lambda: out.extend(pipeline.run(source())))
     runner.start()
     try:
-        wait_until(lambda: state["entered"] == 2, "two samples are in the background")
-        wait_until(lambda: state["pulled"] >= 3, "the third sample was taken")
+        wait_for(lambda: state["entered"] == 2, TIMEOUT, "two samples in the background", every=0.005)
+        wait_for(lambda: state["pulled"] >= 3, TIMEOUT, "the third sample to be taken", every=0.005)
         runner.join(0.2)
         assert runner.is_alive(), "run() did not wait for a background slot"
         assert state["pulled"] == 3
@@ -416,10 +409,14 @@ def test_run_async_back_pressure_waits_without_blocking_the_loop() -> None:
     async def main() -> list[SampleResult[Ctx]]:
         task = asyncio.ensure_future(pipeline.run_async([Ctx(x=i) for i in range(3)]))
         # This coroutine keeps running while run_async waits for a backlog slot.
-        deadline = time.monotonic() + TIMEOUT
-        while pipeline.background_stats()["active"] < 1:
-            assert time.monotonic() < deadline, "no sample reached the background"
-            await asyncio.sleep(0.005)
+        # Polled from a thread: the event loop must stay free for run_async to get there.
+        await asyncio.to_thread(
+            wait_for,
+            lambda: pipeline.background_stats()["active"] >= 1,
+            TIMEOUT,
+            "a sample to reach the background",
+            every=0.005,
+        )
         for _ in range(20):
             await asyncio.sleep(0.005)
             assert pipeline.background_stats()["active"] == 1

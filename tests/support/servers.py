@@ -24,6 +24,8 @@ import amqp
 import redis
 from redis.cluster import RedisCluster
 
+from tests.support.waiting import wait_for
+
 __all__ = [
     "LocalCluster",
     "PrivateRabbitMQ",
@@ -65,13 +67,13 @@ def _wait_until_up(
     every: float,
 ) -> None:
     """Poll ``is_up()`` every ``every`` s; an error naming ``name`` if it exits or is not up in time."""
-    deadline = time.monotonic() + timeout
-    while not is_up():
+
+    def up_or_exited() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"{name} exited: {log.read_text(errors='replace')[-3000:]}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{name} was not up within {timeout:g} s; its log: {log}")
-        time.sleep(every)
+        return is_up()
+
+    wait_for(up_or_exited, timeout, f"{name} to be up", every=every, detail=lambda: f"its log: {log}")
 
 
 def _wait_for_ping(client: redis.Redis, process: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
@@ -215,12 +217,12 @@ class LocalCluster:
                 node.execute_command("CLUSTER", "ADDSLOTSRANGE", index * share, last)
             for port in self.ports[1:]:
                 nodes[0].execute_command("CLUSTER", "MEET", "127.0.0.1", port)
-            deadline = time.monotonic() + timeout
-            for node in nodes:
-                while b"cluster_state:ok" not in node.execute_command("CLUSTER", "INFO"):
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"the cluster did not reach state ok in {timeout} s")
-                    time.sleep(0.05)
+            wait_for(
+                lambda: all(b"cluster_state:ok" in node.execute_command("CLUSTER", "INFO") for node in nodes),
+                timeout,
+                "the cluster to reach state ok",
+                every=0.05,
+            )
         finally:
             for node in nodes:
                 node.close()

@@ -8,7 +8,6 @@ import logging
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -191,9 +190,7 @@ def test_two_beats_firing_every_second_make_one_run_a_night(
     ]
     runner = NightlyRunner(service.producer)
     try:
-        deadline = time.monotonic() + 45
-        while not runner.reports("book") and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for(lambda: runner.reports("book"), 45, "the night's run to report", every=0.2)
         # Both beats keep firing, and each firing finds the night has its run.
         wait_for(lambda: skips(caplog) >= 4, 30, "four more firings to be skipped", every=0.1)
     finally:

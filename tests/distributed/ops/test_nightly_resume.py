@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from ace_workers.distributed.worker import epochs as epochs_module
 from ace_workers.distributed.worker.chains import enqueue_epoch
 from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry_dead_letters
 from ace_workers.sim import failure_traces
+from tests.support.waiting import wait_for
 
 TRACES = 8
 SENT_BEFORE_CRASH = 3
@@ -200,9 +200,12 @@ def test_a_batch_that_stalls_runs_in_a_row_is_abandoned_reported_and_its_samples
         assert apply_writes(service, report.batch_id) == Counter()
         with local_workers(service, learn_threads=2):
             retried = retry_dead_letters(service.dispatcher)
-            deadline = time.monotonic() + 60
-            while len(apply_writes(service, report.batch_id)) < 4 and time.monotonic() < deadline:
-                time.sleep(0.1)
+            wait_for(
+                lambda: len(apply_writes(service, report.batch_id)) >= 4,
+                60,
+                "the four retried samples to be applied",
+                every=0.1,
+            )
         assert (retried.sent, retried.kept) == (4, [])
         writes = apply_writes(service, report.batch_id)
         assert (len(writes), max(writes.values())) == (4, 1)

@@ -36,11 +36,15 @@ NEWER = SCHEMA_VERSION + 2
 
 
 @pytest.fixture
-def env(clean_env: pytest.MonkeyPatch, redis_url: str, redis_client: redis.Redis) -> pytest.MonkeyPatch:
-    """The CLI pointed at the test Redis under PREFIX."""
-    clean_env.setenv("ACE_REDIS_URL", redis_url)
-    clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
-    return clean_env
+def cli_settings() -> dict[str, str]:
+    """``env`` (tests/support/cli_env.py) under this module's prefix."""
+    return {"ACE_QUEUE_PREFIX": PREFIX}
+
+
+@pytest.fixture
+def cli_stamped() -> bool:
+    """Unstamped: these tests write the schema stamp, or its absence, themselves."""
+    return False
 
 
 Ace = Callable[..., Ran]

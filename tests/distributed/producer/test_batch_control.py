@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,8 +21,10 @@ from ace_workers.distributed.store.keys import batch_key, running_batches_key
 from ace_workers.distributed.worker import epochs as epochs_module
 from ace_workers.distributed.worker.chains import enqueue_epoch
 from ace_workers.sim import failure_traces
+from tests.support.broker_state import steps_in_flight
 from tests.support.cli import said
 from tests.support.recipes import TEST_RECIPES
+from tests.support.waiting import wait_for
 
 TIMEOUT = 60
 SENT_BEFORE_CRASH = 2
@@ -144,11 +145,8 @@ def test_a_cancelled_batch_runs_none_of_its_queued_steps_and_expires(
 
     result = CliRunner().invoke(cli_app, ["batch", "cancel", handle.batch_id])
     with local_workers(service):
-        deadline = time.monotonic() + TIMEOUT
-        while redis_client.llen(queue):  # the workers take the messages...
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        time.sleep(0.5)
+        # The workers take the messages, skip them and acknowledge them...
+        wait_for(lambda: steps_in_flight(service) == 0, TIMEOUT, "the workers to take every message")
 
     assert result.exit_code == 0, result.output
     assert "cancelled: 0 done, 0 failed, 0 running, 0 queued, 4 cancelled of 4" in said(result.output)

@@ -36,6 +36,7 @@ from ace_workers.distributed.worker.errors import (
 from ace_workers.errors import AceError
 from tests.support.processes import stop
 from tests.support.servers import PrivateRedis
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
@@ -92,7 +93,7 @@ def test_abandoned_messages_are_swept_at_a_pace_set_by_the_visibility_timeout(
 
 # A consumer that takes a message without acknowledging it, takes kombu's sweep lock, and waits to be killed.
 DIES_MID_SWEEP = """
-import json, sys, time
+import json, signal, sys
 from kombu import Connection
 url, options, name = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 with Connection(url, transport_options=options) as connection:
@@ -102,7 +103,7 @@ with Connection(url, transport_options=options) as connection:
         blocking=False
     )
     print("taken", flush=True)
-    time.sleep(60)
+    signal.pause()  # holding the message and the lock until the test's SIGKILL
 """
 
 
@@ -133,12 +134,20 @@ def test_a_message_of_a_worker_killed_while_sweeping_comes_back_soon_after_the_v
 
         # Sweep as a surviving worker does, every restore interval, until the message is back.
         channel = connection.default_channel
-        started = time.monotonic()
-        while redis_client.llen(name) == 0:
-            # kombu's own 300 s lock would hold every sweep off for five minutes.
-            assert time.monotonic() - started < 2 * visibility + 5, "the abandoned message never came back"
+
+        def swept_back() -> bool:
+            if redis_client.llen(name):
+                return True
             channel.qos.restore_visible(num=10, interval=1)
-            time.sleep(options["unacked_restore_interval"])
+            return False
+
+        # kombu's own 300 s lock would hold every sweep off for five minutes.
+        wait_for(
+            swept_back,
+            2 * visibility + 5,
+            "the abandoned message to come back",
+            every=options["unacked_restore_interval"],
+        )
         assert queue.get(timeout=1).payload == {"sample": 1}
         queue.close()
     app.close()
@@ -260,10 +269,14 @@ def test_ping_redis_sends_one_ping_to_the_redis_at_the_url_and_closes_its_connec
             connected = len(observer.client_list())
             assert ping_redis(server.url) is None
             assert observer.info("commandstats")["cmdstat_ping"]["calls"] == 1  # once: no retry
-            deadline = time.monotonic() + 5
-            while len(observer.client_list()) > connected and time.monotonic() < deadline:
-                time.sleep(0.01)  # the server notices the closed socket on its next turn
-            assert len(observer.client_list()) == connected  # the probe's connection is closed, not pooled
+            # The probe's connection is closed, not pooled: the server notices on its next turn.
+            wait_for(
+                lambda: len(observer.client_list()) == connected,
+                5,
+                "the probe's connection to close",
+                every=0.01,
+                detail=lambda: observer.client_list(),
+            )
         finally:
             observer.close()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +22,7 @@ from ace_workers.distributed.store.batches import BatchState, BatchStatus
 from ace_workers.distributed.worker.chains import sample_chain
 from ace_workers.distributed.worker.dead_letters import read_dead_letters, retry_dead_letters
 from ace_workers.distributed.worker.reconcile import reconcile_batch
+from tests.support.broker_state import steps_in_flight
 from tests.support.recipes import CHOOSY_HEALED
 from tests.support.recipes import choosy_traces as traces
 from tests.support.waiting import wait_for
@@ -80,8 +80,14 @@ def test_failures_retries_and_redrives_keep_one_truth_per_sample(
         service.app.control.purge()  # every message lost: the reconciler sends each again
     with local_workers(service, learn_threads=2):
         if lose_messages:
-            time.sleep(FAST_LEDGER["visibility_timeout_seconds"] * 1.5)
-            reconcile_batch(service.dispatcher, handle.batch_id)
+            # The reconciler sends the samples again once they count as lost (no progress for
+            # about the visibility timeout): ask it until it does.
+            wait_for(
+                lambda: reconcile_batch(service.dispatcher, handle.batch_id).redriven,
+                FAST_LEDGER["visibility_timeout_seconds"] * 1.5 + TIMEOUT,
+                "the reconciler to send the lost samples again",
+                every=0.1,
+            )
         first = wait_checked(handle, lambda s: s.state is BatchState.DONE)
         assert (first.done, first.failed) == (count - len(failing), len(failing))
         letters = read_dead_letters(service.runtime)
@@ -118,18 +124,9 @@ def test_a_cancelled_batch_counts_its_unfinished_samples_cancelled_and_parks_not
         wait_checked(handle, lambda s: s.done >= 3)
         service.runtime.batches.cancel(handle.batch_id)
         at_cancel = checked(handle)
-        # Workers take the rest of the messages and skip them.
-        wait_for(
-            lambda: (
-                not any(
-                    service.runtime.redis.llen(service.runtime.queue(role, "book"))
-                    for role in ("execute", "learn", "write")
-                )
-            ),
-            TIMEOUT,
-            "the queues to empty",
-        )
-        time.sleep(0.5)  # a step that was running when the batch was cancelled finishes
+        # Workers take the rest of the messages and skip them; a step that was running when the
+        # batch was cancelled finishes (tasks are acknowledged after they ran).
+        wait_for(lambda: steps_in_flight(service) == 0, TIMEOUT, "every message to be taken and acknowledged")
         final = checked(handle)
 
     assert final.state is BatchState.CANCELLED

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,8 @@ from ace_workers.distributed.service import build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.batches import sample_key
 from ace_workers.sim import make_tasks
-from tests.support.processes import start_worker, stop
+from tests.support.processes import start_worker, stop, wait_until_served
+from tests.support.waiting import wait_for
 
 # Where kombu's Redis transport keeps the messages delivered and not yet acknowledged.
 KOMBU_UNACKED_KEYS = ("unacked", "unacked_index")
@@ -58,16 +58,18 @@ def unfinished_unacked_steps(
     ]
 
 
-def kill_holding_a_task(worker: subprocess.Popen[bytes], deadline: float, holds: Callable[[], bool]) -> None:
+def kill_holding_a_task(worker: subprocess.Popen[bytes], timeout: float, holds: Callable[[], bool]) -> None:
     """SIGKILL ``worker`` at a moment ``holds()`` (frozen first, so the moment holds while it is checked)."""
-    while True:
+
+    def killed_holding() -> bool:
         os.killpg(worker.pid, signal.SIGSTOP)
         if holds():
             stop(worker, sig=signal.SIGKILL)
-            return
+            return True
         os.killpg(worker.pid, signal.SIGCONT)
-        assert time.monotonic() < deadline, "the worker never held the task the drill waits for"
-        time.sleep(0.01)
+        return False
+
+    wait_for(killed_holding, timeout, "the worker to hold the task the drill waits for", every=0.01)
 
 
 @pytest.mark.slow
@@ -99,13 +101,17 @@ def test_a_worker_killed_mid_batch_is_replaced_and_every_sample_completes_once(
 
     first = start_worker_process(env, log)
     try:
+        wait_until_served(service, ["learn", "write"])  # the producer refuses a batch no worker serves
         handle = service.producer.enqueue_traces(traces, "crashbook")
         # Kill the whole worker (parent and child) in the middle of the batch: some samples are done,
         # others have tasks reserved and unacknowledged.
-        deadline = time.monotonic() + 60
-        while handle.status().done < 1:
-            assert time.monotonic() < deadline, f"no sample finished; worker log:\n{log.read_text()}"
-            time.sleep(0.05)
+        wait_for(
+            lambda: handle.status().done >= 1,
+            60,
+            "a sample to finish",
+            every=0.05,
+            detail=lambda: f"worker log:\n{log.read_text()}",
+        )
         if kill_loses_its_tasks:
             # Only a task whose step has not finished is lost work: one whose step is done (its
             # next step sent, or its sample recorded) would need no re-send, and none would come.
@@ -115,16 +121,17 @@ def test_a_worker_killed_mid_batch_is_replaced_and_every_sample_completes_once(
                 finished = set(service.runtime.batches.records(handle.batch_id))
                 return bool(unfinished_unacked_steps(redis_client, queues, finished))
 
-            kill_holding_a_task(first, deadline, holds)
+            kill_holding_a_task(first, 60, holds)
             # What a kill between kombu's BRPOP and its unacked record leaves: the tasks are nowhere.
             assert redis_client.delete(*KOMBU_UNACKED_KEYS) == len(KOMBU_UNACKED_KEYS)
         else:
-            kill_holding_a_task(first, deadline, lambda: bool(redis_client.hlen(KOMBU_UNACKED_KEYS[0])))
+            kill_holding_a_task(first, 60, lambda: bool(redis_client.hlen(KOMBU_UNACKED_KEYS[0])))
         killed_at = handle.status()
         assert killed_at.done < len(traces), "the batch finished before the kill: nothing was tested"
 
         replacement = start_worker_process(env, log)
         try:
+            wait_until_served(service, ["learn", "write"])  # as is BatchHandle.wait
             # Redelivery of the killed task comes after the 4 s visibility timeout, not kombu's 100 s sweep;
             # a task the kill lost is sent again by the reconciler.
             status = handle.wait(timeout=60)

@@ -5,7 +5,6 @@ A/B counters add up to what the results show. Real Redis, real in-process worker
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +23,7 @@ from ace_workers.distributed.worker.serving import CANARY, SERVE_LABEL, canary_d
 from ace_workers.sim import make_tasks
 from tests.support.crafted import create_one_sample_batch, first_step_kwargs
 from tests.support.tracing import memory_spans, named
+from tests.support.waiting import wait_for
 from tests.support.workers import running_service
 
 
@@ -91,10 +91,13 @@ def test_the_agent_steps_span_names_the_version_and_label_that_served_it(
         prod = seeded_book(service)
         handle = service.producer.enqueue_samples(make_tasks(2, seed=5), "book@prod")
         assert handle.wait(timeout=120).done == 2
-        deadline = time.monotonic() + 60  # a task ends its step's span after it recorded the step
-        while len(named(list(spans.get_finished_spans()), "ace.step AgentStep")) < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        # A task ends its step's span after it recorded the step.
+        wait_for(
+            lambda: len(named(list(spans.get_finished_spans()), "ace.step AgentStep")) >= 2,
+            60,
+            "two AgentStep spans",
+            every=0.05,
+        )
         agent_spans = named(list(spans.get_finished_spans()), "ace.step AgentStep")
     assert [(span.attributes or {}).get("ace.served.version") for span in agent_spans] == [prod, prod]
     assert [(span.attributes or {}).get("ace.served.label") for span in agent_spans] == ["prod", "prod"]

@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import statistics
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -484,15 +483,16 @@ def test_a_worker_process_serves_metrics_and_writes_json_logs(
     worker = start_worker(env, stdout, queues="execute,learn,write", extra=extra, errors=stderr)
     service = build_service(WorkerSettings.from_env(values), redis_url=redis_url)
     try:
-        deadline = time.monotonic() + 30
-        while True:
+
+        def serving_metrics() -> bool:
             try:
                 fetch_metrics(port)
-                break
             except OSError:
                 assert worker.poll() is None, stderr.read_text()
-                assert time.monotonic() < deadline, stderr.read_text()
-                time.sleep(0.1)
+                return False
+            return True
+
+        wait_for(serving_metrics, 30, "the worker's metrics endpoint", every=0.1, detail=stderr.read_text)
         handle = service.producer.enqueue_traces([{"id": "p1"}, {"id": "p2"}], "proc", recipe=CHATTY)
         assert handle.wait(timeout=60).done == 2
         # A sample is recorded done inside its last step; the step's metrics follow as it returns.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import os
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from ace_workers.sim import failure_traces
 from tests.support.processes import start_worker, stop, wait_until_served
 from tests.support.recipes import TEST_RECIPES
 from tests.support.tracing import by_trace, memory_spans, named, parent_id, span_id, trace_id
+from tests.support.waiting import wait_for
 from tests.support.workers import running_service
 
 TIMEOUT = 60
@@ -46,10 +46,13 @@ def wait_for_spans(spans: InMemorySpanExporter, name: str, count: int) -> list[R
 
     (A task ends its step's span after it recorded the sample, so a batch can be done first.)
     """
-    deadline = time.monotonic() + TIMEOUT
-    while len(named(list(spans.get_finished_spans()), name)) < count:
-        assert time.monotonic() < deadline, [span.name for span in spans.get_finished_spans()]
-        time.sleep(0.05)
+    wait_for(
+        lambda: len(named(list(spans.get_finished_spans()), name)) >= count,
+        TIMEOUT,
+        f"{count} spans named {name}",
+        every=0.05,
+        detail=lambda: [span.name for span in spans.get_finished_spans()],
+    )
     return list(spans.get_finished_spans())
 
 
@@ -276,10 +279,13 @@ def test_worker_processes_export_the_steps_of_a_sample_to_the_otlp_endpoint_in_i
         wait_until_served(service, ["learn", "write"])
         handle = service.producer.enqueue_traces(failure_traces(1), "exported")
         assert handle.wait(timeout=TIMEOUT).done == 1, (tmp_path / "learn.log").read_text()
-        deadline = time.monotonic() + TIMEOUT
-        while len(collector.received()) < len(LEARNING_STEPS) + 2:  # the steps and the two LLM calls
-            assert time.monotonic() < deadline, [span.name for span in collector.received()]
-            time.sleep(0.1)
+        wait_for(
+            lambda: len(collector.received()) >= len(LEARNING_STEPS) + 2,
+            TIMEOUT,
+            "the steps' and the two LLM calls' spans at the collector",
+            every=0.1,
+            detail=lambda: [span.name for span in collector.received()],
+        )
     finally:
         service.close()
         stop(*workers)

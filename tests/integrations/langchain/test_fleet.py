@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ from ace_workers.sim import make_tasks
 from tests.support.docs import run_example, runnable_blocks
 from tests.support.langchain_agents import replies, scripted
 from tests.support.servers import PrivateRedis
+from tests.support.waiting import wait_for
 from tests.support.workers import running_service
 
 if TYPE_CHECKING:
@@ -116,9 +116,7 @@ def test_a_send_that_failed_after_its_batch_was_stored_is_finished_not_sent_agai
         # With admission on (the default) the producer sends through the admission sender.
         monkeypatch.setattr("ace_workers.distributed.worker.epochs.enqueue_epoch", connection_lost)
         chain_answering("42").invoke({"input": "task"}, config={"callbacks": [handler]})
-        deadline = time.monotonic() + 10
-        while handler.stats.failed_sends == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)  # the sender thread's send, failing
+        wait_for(lambda: handler.stats.failed_sends, 10, "the sender thread's send to fail", every=0.01)
         assert (handler.stats.failed_sends, handler.pending) == (1, 1)
         monkeypatch.undo()
         assert handler.flush() is True

@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +31,7 @@ from tests.support.fixtures import TEST_RABBITMQ_URL_ENV, override
 from tests.support.processes import CLI, REPO, stop
 from tests.support.processes import start_worker as start_worker_process
 from tests.support.servers import PrivateRabbitMQ, PrivateRedis
+from tests.support.waiting import wait_for
 
 __all__ = [
     "BROKERS",
@@ -168,19 +168,18 @@ class Fleet:
     def wait_ready(self, service: Service, names: tuple[str, ...], timeout: float = 60) -> None:
         """Block until every named worker answers ``celery inspect ping``."""
         wanted = {f"{name}@drill" for name in names}
-        deadline = time.monotonic() + timeout
-        while True:
-            answered = ping(service, wanted)
-            if answered >= wanted:
-                return
+
+        def all_answer() -> bool:
+            if ping(service, wanted) >= wanted:
+                return True
             for name in names:
                 if self.processes[name].poll() is not None:
-                    raise RuntimeError(f"worker {name} exited; log:\n{self.log.read_text()[-4000:]}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"workers {sorted(wanted - answered)} not ready; log:\n{self.log.read_text()[-4000:]}"
-                )
-            time.sleep(0.2)
+                    raise RuntimeError(f"worker {name} exited; {self.log_tail()}")
+            return False
+
+        wait_for(
+            all_answer, timeout, f"workers {sorted(wanted)} to be ready", every=0.2, detail=self.log_tail
+        )
 
     def kill(self, name: str) -> None:
         """SIGKILL the worker ``name`` and its pool children."""
@@ -201,6 +200,10 @@ class Fleet:
     def stop_all(self) -> None:
         """Stop every worker together (SIGTERM, then SIGKILL after 30 s)."""
         stop(*self.processes.values())
+
+    def log_tail(self) -> str:
+        """The fleet log's last 4000 characters, for a failure message."""
+        return f"log:\n{self.log.read_text(errors='replace')[-4000:]}"
 
     def log_count(self, text: str) -> int:
         """How many lines of the fleet's log contain ``text``."""
@@ -240,24 +243,23 @@ def wait_for_batch(
 
     With ``supervise``, a worker that exits meanwhile is started again, as a supervisor would.
     """
-    deadline = time.monotonic() + timeout
     failed_polls = 0
-    while True:
+
+    def finished() -> BatchStatus | None:
+        nonlocal failed_polls
         if supervise is not None:
             supervise.restart_exited()
-        left = max(0.0, deadline - time.monotonic())
         try:
             # No check for workers: a drill kills them (or Redis) on purpose and waits for them back.
-            wait = min(left, 1.0) if supervise is not None else left
-            return handle.wait(timeout=wait, check_workers=False), failed_polls
+            return handle.wait(timeout=1.0, check_workers=False)
         except (redis.ConnectionError, redis.BusyLoadingError):
             failed_polls += 1
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+            return None
         except TimeoutError:
-            if time.monotonic() > deadline:
-                raise
+            return None
+
+    status = wait_for(finished, timeout, f"batch {handle.batch_id} to finish", every=0.2)
+    return status, failed_polls
 
 
 @dataclass

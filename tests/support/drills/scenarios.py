@@ -27,6 +27,7 @@ from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.batches import BatchStatus
 from ace_workers.distributed.store.keys import batch_key
 from tests.support.servers import PrivateRedis, free_port
+from tests.support.waiting import wait_for
 
 from .harness import (
     CLI,
@@ -165,11 +166,7 @@ def worker_killed(directory: Path, *, step: str, samples: int = 12, broker: str 
         started = time.monotonic()
         client.set(arm_key(step), 1)
         handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK, recipe="held")
-        deadline = time.monotonic() + 30
-        while not client.exists(holding_key(step)):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{step} never held; log:\n{fleet.log.read_text()[-4000:]}")
-            time.sleep(0.02)
+        wait_for(lambda: client.exists(holding_key(step)), 30, f"{step} to hold", detail=fleet.log_tail)
         fleet.kill(victim)
         at_kill = handle.status()
         fleet.start_one(victim)
@@ -196,11 +193,12 @@ def worker_group_terminated(directory: Path, *, samples: int = 12) -> Outcome:
         started = time.monotonic()
         client.set(arm_key("ReflectStep"), 1)
         handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK, recipe="held")
-        deadline = time.monotonic() + 30
-        while not client.exists(holding_key("ReflectStep")):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"ReflectStep never held; log:\n{fleet.log.read_text()[-4000:]}")
-            time.sleep(0.02)
+        wait_for(
+            lambda: client.exists(holding_key("ReflectStep")),
+            30,
+            "ReflectStep to hold",
+            detail=fleet.log_tail,
+        )
         stopped = fleet.processes["learn"]
         stop(stopped, sig=signal.SIGTERM)
         at_stop = handle.status()
@@ -279,10 +277,16 @@ def worker_stops_consuming(directory: Path, *, stall_seconds: float = 3.0, sampl
                 handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK)
                 answered_ping = bool(ping(service, {"learn@drill"}, timeout=2))
                 failing_at = None
-                while stuck.poll() is None and time.monotonic() - started < 10 * stall_seconds + 30:
+
+                def exited_noting_healthz() -> bool:
+                    nonlocal failing_at
                     if failing_at is None and healthz(port) == 503:
                         failing_at = time.monotonic() - started
-                    time.sleep(0.1)
+                    return stuck.poll() is not None
+
+                wait_for(
+                    exited_noting_healthz, 10 * stall_seconds + 30, "the stalled worker to exit", every=0.1
+                )
                 exit_status = stuck.wait(timeout=30)
                 exited_at = time.monotonic() - started
                 fleet.start(service)  # the supervisor's replacement (and the writer)
@@ -368,11 +372,7 @@ def redis_full_mid_batch(
         fleet.start(service)
         started = time.monotonic()
         handle = service.producer.enqueue_traces(failure_traces(samples), SKILLBOOK)
-        deadline = time.monotonic() + 30
-        while handle.status().done < 2:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the batch never got under way; log:\n{fleet.log.read_text()[-4000:]}")
-            time.sleep(0.02)
+        wait_for(lambda: handle.status().done >= 2, 30, "the batch to get under way", detail=fleet.log_tail)
         # Just above what Redis holds now, filled: every write that needs memory is refused.
         client.config_set("maxmemory", int(client.info("memory")["used_memory"]) + headroom)
         filled = 0
@@ -380,12 +380,19 @@ def redis_full_mid_batch(
             filled = fill_until_out_of_memory(client)
             at_full = client.hget(batch_key(service.runtime.batches.prefix, handle.batch_id), "done")
             # Not handle.status(): Redis refuses even a MULTI of reads while it is full.
-            deadline, until = time.monotonic() + 30, None
-            while time.monotonic() < (until or deadline):
+
+            def refused_while_kept_full() -> int:
                 # Each acknowledgement frees a message's bytes: take them, or the workers would.
+                nonlocal filled
                 filled += fill_until_out_of_memory(client, start=filled, size=500)
-                if until is None and fleet.log_count("OutOfMemoryError"):
-                    until = time.monotonic() + full_for  # every worker meets it, not only the first
+                return fleet.log_count("OutOfMemoryError")
+
+            wait_for(refused_while_kept_full, 30, "a worker to meet the full Redis", every=0.01)
+            # Then full for ``full_for`` s more, so every worker meets it, not only the first: the
+            # time is the fault, so this loop runs out its clock (a duration, not a wait).
+            until = time.monotonic() + full_for
+            while time.monotonic() < until:
+                refused_while_kept_full()
                 time.sleep(0.01)
         finally:
             client.config_set("maxmemory", 0)
@@ -421,11 +428,13 @@ def fill_until_out_of_memory(client: redis.Redis, *, start: int = 0, size: int =
 
 
 def wait_for_ping(service: Service, node: str, log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not ping(service, {node}):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{node} never answered ping; log:\n{log.read_text()[-4000:]}")
-        time.sleep(0.2)
+    wait_for(
+        lambda: ping(service, {node}),
+        timeout,
+        f"{node} to answer ping",
+        every=0.2,
+        detail=lambda: f"log:\n{log.read_text()[-4000:]}",
+    )
 
 
 def llm_rate_limited(directory: Path, *, rate: float, samples: int = 12, max_retries: int = 12) -> Outcome:
