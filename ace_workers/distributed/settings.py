@@ -187,6 +187,15 @@ class WorkerSettings:
     reconcile_interval_seconds: float = _setting(
         60.0, "how often beat (and a waiting producer) run the reconciler", positive=True
     )
+    worker_wait_seconds: float = _setting(
+        300.0,
+        "how long a producer waiting for its batch (BatchHandle.wait, learn and enqueue --wait) goes on "
+        "while no worker serves a queue the batch needs, before it fails with NoWorkersError: workers "
+        "that restart (a rolling deploy, a replaced pod) or start from zero (KEDA scaling learn "
+        "workers up from none) come back within it. It logs one warning naming the queues when the "
+        "gap begins",
+        positive=True,
+    )
     admission_window: int = _setting(
         64,
         "most samples in flight (sent and unfinished) across the whole fleet; batches' samples are "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -38,6 +39,7 @@ from .errors import (
     BatchExistsError,
     BatchSizeError,
     LabelNotServedError,
+    NoWorkersError,
     PartitionMismatchError,
     ProducerConfigError,
     RemoteStepError,
@@ -58,6 +60,8 @@ PROGRESS_LOG_SECONDS = 30.0
 # inspect broadcast that costs a few tenths of a second (over a hundred waits of the test suite
 # paid 35 s for it up front).
 WORKER_CHECK_GRACE_SECONDS = 1.0
+# How often a waiting producer asks again for workers while its batch makes no progress.
+WORKER_CHECK_EVERY_SECONDS = 5.0
 
 
 @dataclass
@@ -100,10 +104,11 @@ class BatchHandle:
     ) -> BatchStatus:
         """Block until every sample of every epoch finished (or the batch was cancelled); TimeoutError.
 
-        A batch still running is checked for workers once (given the dispatcher, and unless
-        ``check_workers`` is false) as soon as it has made no progress for
-        WORKER_CHECK_GRACE_SECONDS: NoWorkersError if a queue its recipe uses has none, as the
-        command line refuses.
+        A batch that has made no progress for WORKER_CHECK_GRACE_SECONDS is checked for workers
+        (given the dispatcher, and unless ``check_workers`` is false), again every
+        WORKER_CHECK_EVERY_SECONDS while it stays still. A queue with no worker is a gap a worker
+        restarting or starting from zero fills: one warning names the queues, and only a gap of
+        ACE_WORKER_WAIT_SECONDS raises NoWorkersError.
         While it waits it logs the batch's progress at INFO every ``progress_seconds``.
         """
         began, began_at = time.monotonic(), time.time()
@@ -111,16 +116,14 @@ class BatchHandle:
         reconcile_at = time.monotonic() + self.runtime.settings.reconcile_interval_seconds
         log_at = time.monotonic() + progress_seconds
         finished = "no count read"
-        check_with = self.dispatcher if check_workers else None  # to ask for workers, once
+        workers = _WorkerGap(self.dispatcher if check_workers else None, self.runtime.settings)
         while True:
             try:
                 status = self.status()
                 if status.state is not BatchState.RUNNING:  # done, or cancelled
                     return status
-                idle = time.time() - max(status.progress_at, began_at)
-                if check_with is not None and idle >= WORKER_CHECK_GRACE_SECONDS:
-                    require_workers(check_with, status.recipe, status.skillbook)
-                    check_with = None
+                if time.time() - max(status.progress_at, began_at) >= WORKER_CHECK_GRACE_SECONDS:
+                    workers.check(status.recipe, status.skillbook)
                 finished = f"{status.done + status.failed} of {status.total} samples finished"
                 if time.monotonic() >= log_at:
                     _log_progress(status)
@@ -158,6 +161,44 @@ class BatchHandle:
     def errors(self) -> list[dict[str, Any]]:
         """The failed samples: epoch, index, step, error and traceback summary."""
         return self.runtime.batches.errors(self.batch_id)
+
+
+class _WorkerGap:
+    """A waiting producer's view of the workers: asks every WORKER_CHECK_EVERY_SECONDS at most, warns
+    once when a queue has none, and raises NoWorkersError once none has served it for
+    ACE_WORKER_WAIT_SECONDS."""
+
+    def __init__(self, dispatcher: Dispatcher | None, settings: WorkerSettings) -> None:
+        self._dispatcher = dispatcher
+        self._patience = settings.worker_wait_seconds
+        self._asked_at = -math.inf
+        self._missing_since: float | None = None
+
+    def check(self, recipe: str, skillbook: str) -> None:
+        """Ask for workers if it is time; NoWorkersError once a gap outlasts ACE_WORKER_WAIT_SECONDS."""
+        now = time.monotonic()
+        if self._dispatcher is None or now - self._asked_at < WORKER_CHECK_EVERY_SECONDS:
+            return
+        self._asked_at = now
+        try:
+            require_workers(self._dispatcher, recipe, skillbook)
+        except NoWorkersError as exc:
+            if self._missing_since is None:
+                self._missing_since = now
+                logger.warning(
+                    "%s; waiting up to %g s (ACE_WORKER_WAIT_SECONDS) for one to start",
+                    exc,
+                    self._patience,
+                )
+            elif now - self._missing_since >= self._patience:
+                raise NoWorkersError(
+                    f"{exc} (no worker came for {self._patience:g} s, ACE_WORKER_WAIT_SECONDS)",
+                    queues=exc.queues,
+                ) from None
+            return
+        if self._missing_since is not None:
+            logger.warning("workers serve every queue again; the batch goes on")
+            self._missing_since = None
 
 
 def _log_progress(status: BatchStatus) -> None:

@@ -131,7 +131,7 @@ def test_a_worker_killed_mid_batch_is_replaced_and_every_sample_completes_once(
 
         replacement = start_worker_process(env, log)
         try:
-            wait_until_served(service, ["learn", "write"])  # as is BatchHandle.wait
+            # The producer waits through the gap while the replacement starts (ACE_WORKER_WAIT_SECONDS).
             # Redelivery of the killed task comes after the 4 s visibility timeout, not kombu's 100 s sweep;
             # a task the kill lost is sent again by the reconciler.
             status = handle.wait(timeout=60)
