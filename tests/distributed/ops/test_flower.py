@@ -328,11 +328,23 @@ def test_flowers_tasks_page_in_headless_chromium_shows_the_step_tasks(
     # reuses them for the page's own requests (the task table loads by XHR).
     page = flower.url.replace("http://", f"http://{USER}:{PASSWORD}@") + "/tasks"
 
-    dom = run_chromium(page, tmp_path / "profile-dom", "--dump-dom")
-    assert dom.returncode == 0, dom.stderr.decode(errors="replace")[-2000:]
-    html = dom.stdout.decode(errors="replace")
-    for name in step_task_names(fleet):
-        assert name in html, f"{name} not on the tasks page"
+    names = step_task_names(fleet)
+    seen = {"html": ""}
+
+    def lists_every_step() -> bool:
+        # The table loads by XHR within Chromium's virtual time; on a loaded machine it may not.
+        dom = run_chromium(page, tmp_path / "profile-dom", "--dump-dom")
+        assert dom.returncode == 0, dom.stderr.decode(errors="replace")[-2000:]
+        seen["html"] = dom.stdout.decode(errors="replace")
+        return all(name in seen["html"] for name in names)
+
+    wait_for(
+        lists_every_step,
+        180,
+        "Flower's tasks page to list every step task",
+        every=1,
+        detail=lambda: [name for name in names if name not in seen["html"]],
+    )
 
     screenshot = tmp_path / "flower-tasks.png"
     shot = run_chromium(
