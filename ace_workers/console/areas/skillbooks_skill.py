@@ -13,9 +13,9 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.lifecycle import LifecycleResult
 from ...distributed.store.provenance import DEFAULT_SCAN, skill_history
 from ...errors import UnknownSkillError
+from ...operations.lifecycle import change_skills
 from ..errors import BadRequestError, NotFoundError
 from ..views import ActionResult, View, action, page
 from .skillbooks_index import skill_url
@@ -64,7 +64,7 @@ def _actions(state: str, pinned: bool) -> list[str]:
 
 
 def _lifecycle(name: str) -> Callable[[View], ActionResult]:
-    """The action calling the store's ``name`` (pin, unpin...) on the skill the URL names, as the user."""
+    """The action running the lifecycle operation ``name`` (pin, unpin...) on the skill the URL names."""
 
     def change(view: View) -> ActionResult:
         store = view.store()
@@ -72,8 +72,7 @@ def _lifecycle(name: str) -> Callable[[View], ActionResult]:
         note = view.query("note").strip()
         if len(note) > MAX_NOTE_CHARS:
             raise BadRequestError(f"note: {len(note)} characters; at most {MAX_NOTE_CHARS}")
-        do: Callable[..., LifecycleResult] = getattr(store, name)
-        result = do([skill_id], actor=view.actor, note=note)
+        result = change_skills(view.state.fleet, view.acting, store.name, name, [skill_id], note=note)
         if result.changed:
             message = f"{name} {skill_id}: done, skillbook {store.name!r} is at version {result.version}"
         else:
@@ -112,7 +111,7 @@ SKILL_ROUTES: list[BaseRoute] = [
             name=f"skill:{name}",
             summary=_SUMMARIES[name],
             target="{name}/{skill_id}",
-            role="admin",  # pin, archive, ...: curating the skillbook by hand
+            role=None,  # the operation authorizes: role admin (curating the skillbook by hand)
         )
     ),
     *page(
