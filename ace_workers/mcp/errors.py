@@ -21,6 +21,7 @@ __all__ = [
     "HTTPAuthSettingError",
     "ReviewRefusedError",
     "ScopeRefusedError",
+    "OperationRefusedError",
     "INVALID_PARAMS",
 ]
 
@@ -100,6 +101,16 @@ class ScopeRefusedError(MCPToolError):
 
     code = _SCOPE_REFUSED
     kind = "forbidden"
+
+
+class OperationRefusedError(MCPToolError):
+    """An operation of the fleet refused or failed; code and kind are its class's row of the
+    operations' table (:func:`~ace_workers.operations.outcome_of`), as every front end answers it."""
+
+    def __init__(self, message: str, code: int, kind: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.kind = kind
 
 
 class HTTPAuthSettingError(SettingsError):
