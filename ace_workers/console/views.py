@@ -32,13 +32,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from .. import operations
 from ..distributed.service import Service
 from ..distributed.store.keys import validate_skillbook_name
 from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
 from ..distributed.tenancy.api_keys import authorize, can_see, role_at_least
 from ..distributed.tenancy.errors import ForeignSkillbookError, RoleTooLowError
 from ..distributed.tenancy.tenants import TenantMap
+from ..operations import FleetClient
+from ..operations import Principal as Caller
 from ..operations.outcomes import OUTCOMES, outcome_of
 from .access import Principal
 from .audit import record_action
@@ -79,9 +80,9 @@ class ConsoleState:
         return self.service.runtime.settings.queue_prefix
 
     @cached_property
-    def fleet(self) -> operations.FleetClient:
+    def fleet(self) -> FleetClient:
         """The fleet as the operations read and write it, over the service's Redis connection."""
-        return operations.FleetClient.sharing(self.redis, self.service.runtime.settings)
+        return FleetClient.sharing(self.redis, self.service.runtime.settings)
 
 
 @dataclass
@@ -107,10 +108,10 @@ class View:
         return f"user:{self.principal.name}"
 
     @property
-    def acting(self) -> operations.Principal:
+    def acting(self) -> Caller:
         """Who asks, as the operations authorize and record them (the change log's actor: :attr:`actor`)."""
         principal = self.principal
-        return operations.Principal(self.actor, principal.tenant, principal.role, principal.key_id)
+        return Caller(self.actor, principal.tenant, principal.role, principal.key_id)
 
     @property
     def fleet_wide(self) -> bool:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -120,11 +121,12 @@ def by_console(fleet: Fleet, write: str, secret: str, *_: object) -> int:
 
 
 def by_mcp(fleet: Fleet, write: str, secret: str, *_: object) -> int:
-    tool, arguments = {
+    calls: dict[str, tuple[str, dict[str, Any]]] = {
         "approve": ("ace.review.approve", {"proposal_id": fleet.proposal_id}),
         "label": ("ace.label.set", {"label": "prod", "version": 2}),
         "pin": ("ace.skill.change", {"change": "pin", "skill_ids": [fleet.skill_id]}),
-    }[write]
+    }
+    tool, arguments = calls[write]
     service = fleet.service
     env = fleet_env(service, service.runtime.settings.redis_url or "", Path("/nonexistent"))
     answered: list[int] = []
