@@ -12,25 +12,22 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..distributed.store.errors import UnknownLabelError, VersionRangeError
 from ..distributed.store.labels import HEAD, LabelMove
-from ..distributed.store.store import RedisSkillbookStore
+from ..operations import labels as operations
+from .access import ApiKeyOption
 from .common import (
     ActorOption,
     JsonOption,
     NoteOption,
     SkillbookNameArgument,
-    actor_or_fail,
     check_label,
     check_skillbook_name,
     console,
-    open_service,
     print_json,
     printable,
-    redis_settings,
-    store_or_fail,
 )
 from .help import HelpCommand, HelpGroup
+from .operating import acting_fleet
 
 __all__ = ["label_app"]
 
@@ -44,14 +41,6 @@ WHY = "labels live with their skillbook in a shared Redis"
 LabelArgument = Annotated[str, typer.Argument(help="The label: prod, canary or any name.")]
 
 
-def require_label(store: RedisSkillbookStore, label: str) -> int:
-    """The version ``label`` points at; a usage error naming the labels there are if none."""
-    try:
-        return store.labels.require(label)
-    except UnknownLabelError as exc:
-        raise typer.BadParameter(str(exc), param_hint="LABEL") from None
-
-
 @label_app.command("set", cls=HelpCommand)
 def label_set(
     name: SkillbookNameArgument,
@@ -62,26 +51,22 @@ def label_set(
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Point LABEL at VERSION (set it, or move it): one atomic, logged move."""
     check_skillbook_name(name)
     check_label(label)
-    who = actor_or_fail(actor)
-    with open_service(
-        redis_settings("skillbook label set", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        store = store_or_fail(service, name)
-        number = store.version() if version == HEAD else _version_number(version)
-        try:
-            move = store.labels.set(label, number, actor=who, note=note)
-        except VersionRangeError as exc:
-            raise typer.BadParameter(str(exc), param_hint="VERSION") from None
+    number = None if version == HEAD else _version_number(version)
+    with acting_fleet("skillbook label set", WHY, api_key, actor) as (fleet, who):
+        move = operations.set_label(fleet, who, name, label, number, note=note)
     if as_json:
         print_json({"name": name, **move.to_dict()})
     elif move.from_version is None:
-        typer.echo(f"skillbook {name!r}: label {label!r} set to version {number}")
+        typer.echo(f"skillbook {name!r}: label {label!r} set to version {move.to_version}")
     else:
-        typer.echo(f"skillbook {name!r}: label {label!r} moved from version {move.from_version} to {number}")
+        typer.echo(
+            f"skillbook {name!r}: label {label!r} moved from version {move.from_version} to {move.to_version}"
+        )
 
 
 def _version_number(text: str) -> int:
@@ -97,17 +82,14 @@ def label_show(
     label: LabelArgument,
     limit: Annotated[int, typer.Option(min=1, help="How many of its moves, newest first.")] = 20,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """The version LABEL points at, and its moves (newest first)."""
     check_skillbook_name(name)
     check_label(label)
-    with open_service(
-        redis_settings("skillbook label show", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        store = store_or_fail(service, name)
-        version = require_label(store, label)
-        head = store.version()
-        moves = store.labels.history(label, limit=limit)
+    with acting_fleet("skillbook label show", WHY, api_key) as (fleet, who):
+        shown = operations.show_label(fleet, who, name, label, limit=limit)
+    version, head, moves = shown.version, shown.head, shown.moves
     if as_json:
         print_json(
             {
@@ -125,15 +107,14 @@ def label_show(
 
 
 @label_app.command("list", cls=HelpCommand)
-def label_list(name: SkillbookNameArgument, as_json: JsonOption = False) -> None:
+def label_list(
+    name: SkillbookNameArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None
+) -> None:
     """Every label of a skillbook and the version it points at, with the head's version."""
     check_skillbook_name(name)
-    with open_service(
-        redis_settings("skillbook label list", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        store = store_or_fail(service, name)
-        labels = store.labels.all()
-        head = store.version()
+    with acting_fleet("skillbook label list", WHY, api_key) as (fleet, who):
+        listed = operations.list_labels(fleet, who, name)
+    labels, head = listed.labels, listed.head
     if as_json:
         print_json({"name": name, "head": head, "labels": labels})
         return
@@ -151,19 +132,13 @@ def label_delete(
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Remove LABEL (its readers then fail, naming it); the log keeps the move."""
     check_skillbook_name(name)
     check_label(label)
-    who = actor_or_fail(actor)
-    with open_service(
-        redis_settings("skillbook label delete", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        store = store_or_fail(service, name)
-        try:
-            move = store.labels.delete(label, actor=who, note=note)
-        except UnknownLabelError as exc:
-            raise typer.BadParameter(str(exc), param_hint="LABEL") from None
+    with acting_fleet("skillbook label delete", WHY, api_key, actor) as (fleet, who):
+        move = operations.delete_label(fleet, who, name, label, note=note)
     if as_json:
         print_json({"name": name, **move.to_dict()})
     else:
@@ -176,15 +151,14 @@ def label_history(
     label: Annotated[str | None, typer.Argument(help="Only this label's moves.")] = None,
     limit: Annotated[int, typer.Option(min=1, help="How many moves, newest first.")] = 50,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """The label moves of a skillbook (of one label, if given), newest first."""
     check_skillbook_name(name)
     if label is not None:
         check_label(label)
-    with open_service(
-        redis_settings("skillbook label history", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        moves = store_or_fail(service, name).labels.history(label, limit=limit)
+    with acting_fleet("skillbook label history", WHY, api_key) as (fleet, who):
+        moves = operations.label_history(fleet, who, name, label, limit=limit)
     if as_json:
         print_json([move.to_dict() for move in moves])
         return

@@ -8,7 +8,6 @@ with who did it (--actor) and why (--note), so diff and rollback see it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -17,23 +16,20 @@ from rich.text import Text
 
 from ..core.lifecycle_rules import StaleRule
 from ..distributed.store.errors import StaleHistoryError
-from ..distributed.store.lifecycle_writes import LifecycleResult
-from ..errors import SkillbookError
+from ..operations import lifecycle as operations
+from .access import ApiKeyOption
 from .common import (
     ActorOption,
     JsonOption,
     NoteOption,
     SkillbookNameArgument,
-    actor_or_fail,
     check_skillbook_name,
     console,
-    open_service,
     print_json,
     printable,
-    redis_settings,
-    store_or_fail,
 )
 from .help import HelpCommand
+from .operating import acting_fleet
 
 __all__ = ["add_lifecycle_commands"]
 
@@ -53,22 +49,20 @@ _ALREADY = {
 
 
 def _change(
-    action: str, name: str, skill_ids: list[str], note: str, actor: str | None, as_json: bool
+    action: str,
+    name: str,
+    skill_ids: list[str],
+    note: str,
+    actor: str | None,
+    as_json: bool,
+    api_key: str | None,
 ) -> None:
-    """Run one lifecycle change of the store and print what it did."""
+    """Run one lifecycle change and print what it did."""
     check_skillbook_name(name)
-    who = actor_or_fail(actor)
-    with open_service(
-        redis_settings(f"skillbook {action}", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        store = store_or_fail(service, name)
-        change: Callable[..., LifecycleResult] = getattr(store, action)
-        try:
-            result = change(skill_ids, actor=who, note=note)
-        except (SkillbookError, ValueError) as exc:
-            raise typer.BadParameter(str(exc), param_hint="SKILL_IDS") from None
+    with acting_fleet(f"skillbook {action}", WHY, api_key, actor) as (fleet, who):
+        result = operations.change_skills(fleet, who, name, action, skill_ids, note=note)
     if as_json:
-        print_json({"name": name, "actor": who, **result.to_dict()})
+        print_json({"name": name, "actor": who.name, **result.to_dict()})
         return
     if result.changed:
         typer.echo(
@@ -88,9 +82,10 @@ def skillbook_pin(
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Pin skills: never removed, merged or archived (by learning, dedup or prune) until unpinned."""
-    _change("pin", name, skill_ids, note, actor, as_json)
+    _change("pin", name, skill_ids, note, actor, as_json, api_key)
 
 
 def skillbook_unpin(
@@ -99,9 +94,10 @@ def skillbook_unpin(
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Unpin skills: learning, dedup and prune may act on them again."""
-    _change("unpin", name, skill_ids, note, actor, as_json)
+    _change("unpin", name, skill_ids, note, actor, as_json, api_key)
 
 
 def skillbook_archive(
@@ -110,9 +106,10 @@ def skillbook_archive(
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Archive skills: out of the prompt and the count, kept and restorable (a pinned one is refused)."""
-    _change("archive", name, skill_ids, note, actor, as_json)
+    _change("archive", name, skill_ids, note, actor, as_json, api_key)
 
 
 def skillbook_restore(
@@ -121,18 +118,19 @@ def skillbook_restore(
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Bring archived skills back into the prompt."""
-    _change("restore", name, skill_ids, note, actor, as_json)
+    _change("restore", name, skill_ids, note, actor, as_json, api_key)
 
 
-def skillbook_archived(name: SkillbookNameArgument, as_json: JsonOption = False) -> None:
+def skillbook_archived(
+    name: SkillbookNameArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None
+) -> None:
     """List the archived skills of a skillbook: when, by whom and why each was archived."""
     check_skillbook_name(name)
-    with open_service(
-        redis_settings("skillbook archived", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        skills = store_or_fail(service, name).archived()
+    with acting_fleet("skillbook archived", WHY, api_key) as (fleet, who):
+        skills = operations.archived_skills(fleet, who, name)
     if as_json:
         print_json(
             [
@@ -184,6 +182,7 @@ def skillbook_prune(
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Find skills nobody uses any more (never pinned ones) and, with --apply, archive them."""
     check_skillbook_name(name)
@@ -192,20 +191,21 @@ def skillbook_prune(
     rule = StaleRule(
         days=days if days is not None or batches is not None else DEFAULT_STALE_DAYS, batches=batches
     )
-    who = actor_or_fail(actor) if apply else None
-    with open_service(redis_settings("skillbook prune", WHY), run_workers=False, learn_threads=1) as service:
-        store = store_or_fail(service, name)
+    with acting_fleet("skillbook prune", WHY, api_key, actor if apply else None) as (fleet, who):
         try:
             if dry_run:
-                plan, result = store.plan_prune(rule), None
+                pruned = operations.plan_prune(fleet, who, name, rule)
             else:
-                plan, result = store.prune(rule, actor=who, note=note)
+                pruned = operations.prune(fleet, who, name, rule, note=note)
         except StaleHistoryError as exc:  # the change log no longer holds that many batches
             raise typer.BadParameter(str(exc), param_hint="--batches") from None
+    plan, result = pruned.plan, pruned.applied
     if as_json:
         data: dict[str, Any] = {"name": name, "dry_run": dry_run, **plan.to_dict()}
         if result is not None:
-            data.update(actor=who, archived=result.changed, skipped=result.skipped, version=result.version)
+            data.update(
+                actor=who.name, archived=result.changed, skipped=result.skipped, version=result.version
+            )
         print_json(data)
         return
     for candidate in plan.candidates:

@@ -8,25 +8,23 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..distributed.store.errors import UnknownProposalError
 from ..distributed.store.proposals import Proposal, ProposalStatus
 from ..distributed.store.review_policy import ReviewPolicy, parse_policy
+from ..operations import review as operations
+from .access import ApiKeyOption
 from .common import (
     ActorOption,
     JsonOption,
     NoteOption,
     SkillbookNameArgument,
-    actor_or_fail,
     check_skillbook_name,
     console,
-    open_service,
     print_json,
     print_warning,
     printable,
-    redis_settings,
-    store_or_fail,
 )
 from .help import HelpCommand, HelpGroup
+from .operating import acting_fleet
 
 __all__ = ["review_app"]
 
@@ -55,26 +53,24 @@ def review_list(
         bool, typer.Option("--quiet", "-q", help="Print only the ids, one a line (for scripts).")
     ] = False,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """The proposals of a skillbook (the pending ones unless --status says otherwise), oldest first."""
     check_skillbook_name(name)
     if status not in _STATUSES:
         raise typer.BadParameter(f"{status!r}: use {', '.join(_STATUSES)}", param_hint="--status")
     chosen = None if status == "all" else ProposalStatus(status)
-    with open_service(
-        redis_settings("skillbook review list", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        review = store_or_fail(service, name).review
-        proposals = review.proposals(chosen, limit=limit, section=section)
-        pending = review.pending_count()
+    with acting_fleet("skillbook review list", WHY, api_key) as (fleet, who):
+        listed = operations.list_proposals(fleet, who, name, status=chosen, section=section, limit=limit)
+    proposals = listed.proposals
     if quiet:
         for proposal in proposals:
             typer.echo(proposal.id)
         return
     if as_json:
-        print_json({"name": name, "pending": pending, "proposals": [p.to_dict() for p in proposals]})
+        print_json({"name": name, "pending": listed.pending, "proposals": [p.to_dict() for p in proposals]})
         return
-    typer.echo(f"skillbook {name!r}: {pending} pending proposal(s)")
+    typer.echo(f"skillbook {name!r}: {listed.pending} pending proposal(s)")
     if not proposals:
         return
     table = Table("id", "status", "created", "source", "operations")
@@ -91,15 +87,17 @@ def review_list(
 
 
 @review_app.command("show", cls=HelpCommand)
-def review_show(name: SkillbookNameArgument, proposal_id: IdArgument, as_json: JsonOption = False) -> None:
+def review_show(
+    name: SkillbookNameArgument,
+    proposal_id: IdArgument,
+    as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
+) -> None:
     """One proposal: its operations, evidence, the skills as it saw them, conflicts now, the decision."""
     check_skillbook_name(name)
-    with open_service(
-        redis_settings("skillbook review show", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        review = store_or_fail(service, name).review
-        proposal = _proposal_or_fail(review, proposal_id)
-        conflicts = review.conflicts(proposal) if proposal.status is ProposalStatus.PENDING else []
+    with acting_fleet("skillbook review show", WHY, api_key) as (fleet, who):
+        shown = operations.show_proposal(fleet, who, name, proposal_id)
+    proposal, conflicts = shown.proposal, shown.conflicts
     if as_json:
         print_json({**proposal.to_dict(full=True), "conflicts": conflicts})
         return
@@ -139,16 +137,14 @@ def review_approve(
         bool, typer.Option(help="Apply it though a skill it touches changed since it was proposed.")
     ] = False,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Apply a pending proposal as one new version (refused if decided already, or conflicting)."""
     check_skillbook_name(name)
-    who = actor_or_fail(actor)
-    with open_service(
-        redis_settings("skillbook review approve", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        review = store_or_fail(service, name).review
-        _proposal_or_fail(review, proposal_id)
-        decided = review.approve(proposal_id, actor=who, note=note, despite_conflicts=despite_conflicts)
+    with acting_fleet("skillbook review approve", WHY, api_key, actor) as (fleet, who):
+        decided = operations.approve_proposal(
+            fleet, who, name, proposal_id, note=note, despite_conflicts=despite_conflicts
+        )
     _print_decided(name, decided, as_json)
 
 
@@ -159,16 +155,12 @@ def review_reject(
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Reject a pending proposal: nothing of it applies; the decision is logged."""
     check_skillbook_name(name)
-    who = actor_or_fail(actor)
-    with open_service(
-        redis_settings("skillbook review reject", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        review = store_or_fail(service, name).review
-        _proposal_or_fail(review, proposal_id)
-        decided = review.reject(proposal_id, actor=who, note=note)
+    with acting_fleet("skillbook review reject", WHY, api_key, actor) as (fleet, who):
+        decided = operations.reject_proposal(fleet, who, name, proposal_id, note=note)
     _print_decided(name, decided, as_json)
 
 
@@ -190,6 +182,7 @@ def review_policy(
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Show or set which learned changes of a skillbook wait for review."""
     check_skillbook_name(name)
@@ -203,14 +196,12 @@ def review_policy(
         raise typer.BadParameter(
             "give the POLICY the threshold belongs to", param_hint="--auto-approve-after"
         )
-    who = actor_or_fail(actor) if chosen is not None else ""
-    with open_service(
-        redis_settings("skillbook review policy", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        # Set before the first lesson too: learning into a new skillbook then starts reviewed.
-        review = service.runtime.store(name).review
-        version = review.set_policy(chosen, actor=who, note=note) if chosen is not None else None
-        current = review.policy()
+    with acting_fleet("skillbook review policy", WHY, api_key, actor) as (fleet, who):
+        if chosen is not None:
+            shown = operations.set_review_policy(fleet, who, name, chosen, note=note)
+        else:
+            shown = operations.review_policy(fleet, who, name)
+    current, version = shown.policy, shown.version
     if as_json:
         print_json(
             {"name": name, "policy": current.model_dump(), "describe": current.describe(), "version": version}
@@ -219,14 +210,6 @@ def review_policy(
         typer.echo(f"skillbook {name!r} version {version}: review policy {current.describe()}")
     else:
         typer.echo(f"skillbook {name!r}: review policy {current.describe()}")
-
-
-def _proposal_or_fail(review: Any, proposal_id: str) -> Proposal:
-    try:
-        proposal: Proposal = review.get(proposal_id)
-    except UnknownProposalError as exc:
-        raise typer.BadParameter(str(exc), param_hint="ID") from None
-    return proposal
 
 
 def _print_decided(name: str, decided: Proposal, as_json: bool) -> None:

@@ -18,8 +18,12 @@ from ..distributed.store.review_writes import ProposeOutcome
 from ..distributed.store.store import list_skillbooks
 from ..distributed.store.write_scope import dedup_write_scope, write_scope
 from ..errors import AceError, SkillbookFormatError
+from ..operations.history import rollback
+from .access import ApiKeyOption
 from .common import (
+    ActorOption,
     JsonOption,
+    NoteOption,
     SkillbookNameArgument,
     check_output_path,
     check_skillbook_name,
@@ -38,6 +42,7 @@ from .common import (
 from .compare import compare_command
 from .help import HelpCommand, HelpGroup
 from .labels import label_app
+from .operating import acting_fleet
 from .review import review_app
 
 __all__ = ["skillbook_app"]
@@ -295,19 +300,16 @@ def skillbook_dedup(
 def skillbook_rollback(
     name: SkillbookNameArgument,
     to_version: Annotated[int, typer.Option("--to", min=0, help="The version to restore.")],
+    note: NoteOption = "",
+    actor: ActorOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Restore a skillbook to an earlier version, as a new version (history is kept)."""
     check_skillbook_name(name)
-    with open_service(
-        redis_settings("skillbook rollback", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        store = store_or_fail(service, name)
-        try:
-            version = store.rollback(to_version)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from exc
+    with acting_fleet("skillbook rollback", WHY, api_key, actor) as (fleet, who):
+        done = rollback(fleet, who, name, to_version, note=note, via="cli")
     if as_json:
-        print_json({"name": name, "restored_version": to_version, "version": version})
+        print_json({"name": name, "restored_version": to_version, "version": done.version})
     else:
-        typer.echo(f"skillbook {name!r} rolled back to version {to_version}, now version {version}")
+        typer.echo(f"skillbook {name!r} rolled back to version {to_version}, now version {done.version}")

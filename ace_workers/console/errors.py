@@ -11,7 +11,6 @@ __all__ = [
     "BadRequestError",
     "ForbiddenError",
     "ConflictError",
-    "ReviewRefusedError",
 ]
 
 
@@ -50,13 +49,6 @@ class ForbiddenError(ConsoleRequestError):
 
 class ConflictError(ConsoleRequestError):
     """What a confirmation page showed is no longer so (the head or a label moved): nothing was changed."""
-
-    status = 409
-    kind = "conflict"
-
-
-class ReviewRefusedError(ConsoleRequestError):
-    """The proposal cannot be decided as asked: decided already, or it names a skill that is gone."""
 
     status = 409
     kind = "conflict"

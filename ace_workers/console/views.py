@@ -21,6 +21,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlencode
 
@@ -32,13 +33,14 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 
 from ..distributed.service import Service
-from ..distributed.store.errors import ProposalConflictError, VersionConflict
 from ..distributed.store.keys import validate_skillbook_name
 from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
 from ..distributed.tenancy.api_keys import authorize, can_see, role_at_least
 from ..distributed.tenancy.errors import ForeignSkillbookError, RoleTooLowError
 from ..distributed.tenancy.tenants import TenantMap
-from ..errors import AceError
+from ..operations import FleetClient
+from ..operations import Principal as Caller
+from ..operations.outcomes import OUTCOMES, outcome_of
 from .access import Principal
 from .audit import record_action
 from .errors import BadRequestError, ConsoleRequestError, ForbiddenError, NotFoundError
@@ -77,6 +79,11 @@ class ConsoleState:
     def prefix(self) -> str:
         return self.service.runtime.settings.queue_prefix
 
+    @cached_property
+    def fleet(self) -> FleetClient:
+        """The fleet as the operations read and write it, over the service's Redis connection."""
+        return FleetClient.sharing(self.redis, self.service.runtime.settings)
+
 
 @dataclass
 class View:
@@ -99,6 +106,12 @@ class View:
         if self.principal.key_id:
             return f"key:{self.principal.key_id}"
         return f"user:{self.principal.name}"
+
+    @property
+    def acting(self) -> Caller:
+        """Who asks, as the operations authorize and record them (the change log's actor: :attr:`actor`)."""
+        principal = self.principal
+        return Caller(self.actor, principal.tenant, principal.role, principal.key_id)
 
     @property
     def fleet_wide(self) -> bool:
@@ -195,14 +208,15 @@ def page(path: str, template: str, view: ViewFunction, *, name: str, summary: st
 
 
 def action(
-    path: str, do: ActionFunction, *, name: str, summary: str, target: str, role: str
+    path: str, do: ActionFunction, *, name: str, summary: str, target: str, role: str | None
 ) -> list[BaseRoute]:
     """``POST {path}`` (a form; answered by a redirect) and ``POST /api{path}`` (JSON in and out).
 
     ``target`` is a format string over the path parameters naming what the
     action changes, for the audit log (``"{name}"``, ``"{name}/{proposal}"``).
     ``role`` is what the action needs (review, admin): a principal below it gets 403, and
-    :meth:`View.store` checks it on the skillbook the action names.
+    :meth:`View.store` checks it on the skillbook the action names. ``None``: the action calls an
+    operation, which authorizes the principal itself (:mod:`ace_workers.operations`).
     """
 
     async def run(request: Request) -> Response:
@@ -211,15 +225,15 @@ def action(
         state = context.state
         if state.read_only:
             raise ForbiddenError("the console runs --read-only: it changes nothing")
-        context.role = role
         skillbook = request.path_params.get("name")
-        if isinstance(skillbook, str):
-            # A foreign skillbook is 404 before the role is looked at; View.store checks it again.
-            await run_in_threadpool(context.authorize, skillbook)
-        elif not role_at_least(context.principal.role, role):
-            raise ForbiddenError(
-                f"{context.principal.name} has role {context.principal.role!r}: {name} needs role {role!r}"
-            )
+        if role is not None:  # None: the operation the action calls authorizes, once
+            context.role = role
+            if isinstance(skillbook, str):
+                # A foreign skillbook is 404 before the role is looked at; View.store checks it again.
+                await run_in_threadpool(context.authorize, skillbook)
+            elif not role_at_least(context.principal.role, role):
+                who = context.principal
+                raise ForbiddenError(f"{who.name} has role {who.role!r}: {name} needs role {role!r}")
         context.params = await _body(request, is_api)
         if context.principal.ambient:
             _check_csrf(context, request)
@@ -261,7 +275,8 @@ def render(
 
 
 def error_response(request: Request, exc: Exception) -> Response:
-    """A refused or failed request as JSON (under /api/) or as the error page, with the right status."""
+    """A refused or failed request as JSON (under /api/) or as the error page, with the status
+    :func:`~ace_workers.operations.outcome_of` gives its class (a bug, no row: 500, logged)."""
     status, kind = _status_of(exc)
     message = exc.message if isinstance(exc, ConsoleRequestError) else str(exc)
     if status >= 500:
@@ -274,20 +289,15 @@ def error_response(request: Request, exc: Exception) -> Response:
     )
 
 
-# What error_response answers with a 4xx status (every AceError is one: the request was refused).
-REFUSALS: tuple[type[Exception], ...] = (ConsoleRequestError, LookupError, AceError, ValueError)
+# What error_response answers as the operations' table says (any other error is a bug: 500).
+REFUSALS: tuple[type[BaseException], ...] = (ConsoleRequestError, *OUTCOMES)
 
 
 def _status_of(exc: Exception) -> tuple[int, str]:
-    if isinstance(exc, ConsoleRequestError):
+    if isinstance(exc, ConsoleRequestError):  # the console's own refusals carry their status
         return exc.status, exc.kind
-    if isinstance(exc, LookupError):
-        return 404, "not_found"
-    if isinstance(exc, VersionConflict | ProposalConflictError):
-        return 409, "conflict"
-    if isinstance(exc, AceError | ValueError):
-        return 400, "bad_request"
-    return 500, "internal"
+    outcome = outcome_of(exc)
+    return outcome.http_status, outcome.kind
 
 
 def _view(request: Request) -> View:

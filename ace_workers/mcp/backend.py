@@ -9,6 +9,7 @@ from ..core.skill import Skill
 from ..core.skillbook import Skillbook
 from ..distributed.tenancy.api_keys import ApiKeys
 from ..distributed.tenancy.tenants import TenantMap
+from ..operations import FleetClient
 from .models import (
     AskRequest,
     AskResponse,
@@ -21,13 +22,6 @@ from .models import (
     SkillbookLoadResponse,
     SkillbookSaveResponse,
     SkillItem,
-)
-from .review_tools import (
-    ReviewApproveRequest,
-    ReviewDecisionResponse,
-    ReviewListRequest,
-    ReviewListResponse,
-    ReviewRejectRequest,
 )
 from .sessions import Session
 
@@ -67,14 +61,8 @@ class MCPBackend(Protocol):
         """Replace the skillbook with the file at ``path``."""
         ...
 
-    def review_list(self, request: ReviewListRequest) -> ReviewListResponse:
-        """The skillbook's proposals (review before apply)."""
-        ...
-
-    def review_decide(
-        self, request: ReviewApproveRequest | ReviewRejectRequest, actor: str
-    ) -> ReviewDecisionResponse:
-        """Approve or reject a proposal as ``actor``."""
+    def fleet(self) -> FleetClient | None:
+        """The fleet the steering tools (review, labels, lifecycle) act on; None in process (none there)."""
         ...
 
     def scoped_skillbook(self) -> str | None:

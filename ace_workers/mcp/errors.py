@@ -19,8 +19,8 @@ __all__ = [
     "BackendError",
     "SessionNotYoursError",
     "HTTPAuthSettingError",
-    "ReviewRefusedError",
     "ScopeRefusedError",
+    "OperationRefusedError",
     "INVALID_PARAMS",
 ]
 
@@ -31,7 +31,6 @@ _READ_ONLY = -32002
 _PATH_NOT_ALLOWED = -32003
 _BACKEND = -32004
 _SESSION_NOT_YOURS = -32005
-_REVIEW_REFUSED = -32006
 _SCOPE_REFUSED = -32007
 
 
@@ -88,18 +87,21 @@ class SessionNotYoursError(MCPToolError):
     kind = "session_not_yours"
 
 
-class ReviewRefusedError(MCPToolError):
-    """A proposal was decided already, or conflicts with changes made since it was proposed."""
-
-    code = _REVIEW_REFUSED
-    kind = "review_refused"
-
-
 class ScopeRefusedError(MCPToolError):
     """The caller's API key does not reach this skillbook, or its role is below what the tool needs."""
 
     code = _SCOPE_REFUSED
     kind = "forbidden"
+
+
+class OperationRefusedError(MCPToolError):
+    """An operation of the fleet refused or failed; code and kind are its class's row of the
+    operations' table (:func:`~ace_workers.operations.outcome_of`), as every front end answers it."""
+
+    def __init__(self, message: str, code: int, kind: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.kind = kind
 
 
 class HTTPAuthSettingError(SettingsError):

@@ -21,6 +21,7 @@ from ..distributed.store.labels import parse_skillbook_ref
 from ..distributed.store.store import list_skillbooks
 from ..distributed.tenancy.api_keys import ApiKeys
 from ..distributed.tenancy.tenants import TenantMap
+from ..operations import FleetClient
 from ..roles import Agent
 from .backend import skill_items
 from .errors import BackendError, InvalidToolRequest, LabelWriteError
@@ -35,15 +36,6 @@ from .models import (
     SkillbookGetResponse,
     SkillbookLoadResponse,
     SkillbookSaveResponse,
-)
-from .review_tools import (
-    ReviewApproveRequest,
-    ReviewDecisionResponse,
-    ReviewListRequest,
-    ReviewListResponse,
-    ReviewRejectRequest,
-    decide_proposal,
-    list_proposals,
 )
 from .sessions import LastAsk, Session
 
@@ -61,6 +53,8 @@ class FleetBackend:
         self.skillbook_name = self.ref.name
         self.wait_seconds = wait_seconds
         self.agent = Agent(self.producer.runtime.llm(settings.agent_model))
+        # The steering tools' operations, over the runtime's Redis connection.
+        self._fleet = FleetClient.sharing(self.producer.runtime.redis, settings)
 
     def new_session_state(self) -> None:
         return None
@@ -170,13 +164,8 @@ class FleetBackend:
             session_id=session.id, path=str(path), skill_count=len(book), version=version
         )
 
-    def review_list(self, request: ReviewListRequest) -> ReviewListResponse:
-        return list_proposals(self.producer.runtime.store(self.skillbook_name).review, request)
-
-    def review_decide(
-        self, request: ReviewApproveRequest | ReviewRejectRequest, actor: str
-    ) -> ReviewDecisionResponse:
-        return decide_proposal(self.producer.runtime.store(self.skillbook_name).review, request, actor=actor)
+    def fleet(self) -> FleetClient:
+        return self._fleet
 
     def scoped_skillbook(self) -> str:
         """The skillbook every tool acts on: API keys must reach its owner."""

@@ -20,9 +20,22 @@ from typing import Any, TypeVar
 from ..distributed.tenancy.api_keys import Scope, authorize, visible_skillbooks
 from ..distributed.tenancy.errors import ScopeError
 from ..errors import SkillbookFormatError
+from ..operations import FleetClient, Principal
+from ..operations.labels import MOVE_ROLE
+from ..operations.lifecycle import CHANGE_ROLE
+from ..operations.outcomes import UNEXPECTED, outcome_of
+from ..operations.review import DECIDE_ROLE
+from ..operations.skillbooks import READ
 from .backend import MCPBackend
 from .config import MCPServerConfig
-from .errors import BackendError, InvalidToolRequest, MCPToolError, ReadOnlyError, ScopeRefusedError
+from .errors import (
+    BackendError,
+    InvalidToolRequest,
+    MCPToolError,
+    OperationRefusedError,
+    ReadOnlyError,
+    ScopeRefusedError,
+)
 from .models import (
     AskRequest,
     AskResponse,
@@ -41,11 +54,19 @@ from .models import (
 )
 from .paths import path_in_directory
 from .review_tools import (
+    LabelMoveResponse,
+    LabelSetRequest,
     ReviewApproveRequest,
     ReviewDecisionResponse,
     ReviewListRequest,
     ReviewListResponse,
     ReviewRejectRequest,
+    SkillChangeRequest,
+    SkillChangeResponse,
+    change_skills,
+    decide_proposal,
+    list_proposals,
+    set_label,
 )
 from .sessions import Session, SessionStore
 
@@ -56,6 +77,7 @@ ResponseT = TypeVar("ResponseT")
 
 # The role an API key needs for each tool, on the skillbook the server serves: reading and
 # exporting need read, learning learn, review decisions review, replacing the skillbook admin.
+# The steering tools' roles are their operations' (which check them).
 TOOL_ROLES = {
     "ace.ask": "read",
     "ace.learn.sample": "learn",
@@ -64,10 +86,18 @@ TOOL_ROLES = {
     "ace.skillbook.list": "read",
     "ace.skillbook.save": "read",
     "ace.skillbook.load": "admin",
-    "ace.review.list": "read",
-    "ace.review.approve": "review",
-    "ace.review.reject": "review",
+    "ace.review.list": READ,
+    "ace.review.approve": DECIDE_ROLE,
+    "ace.review.reject": DECIDE_ROLE,
+    "ace.label.set": MOVE_ROLE,
+    "ace.skill.change": CHANGE_ROLE,
 }
+# Proposals, labels and versions exist where the skillbook is the fleet's, in Redis.
+_NO_FLEET = (
+    "the review, label and lifecycle tools need the fleet back end (ACE_MCP_BACKEND=fleet, or "
+    "ACE_REDIS_URL): an in-process session's skillbook applies what it learns at once"
+)
+SteeringT = TypeVar("SteeringT")
 
 
 class MCPHandlers:
@@ -160,23 +190,33 @@ class MCPHandlers:
             skillbooks=names[: request.limit],
         )
 
-    def review_list(self, request: ReviewListRequest, owner: str, caller: Scope) -> ReviewListResponse:
-        self._authorize(caller, "ace.review.list")
-        return self._guarded("ace.review.list", self.backend.review_list, request)
+    # The steering tools: each calls its operation, which authorizes the caller, once.
+    def review_list(
+        self, request: ReviewListRequest, owner: str, caller: Scope, actor: str
+    ) -> ReviewListResponse:
+        return self._operate("ace.review.list", list_proposals, request, caller, actor)
 
     def review_approve(
         self, request: ReviewApproveRequest, owner: str, caller: Scope, actor: str
     ) -> ReviewDecisionResponse:
         self._refuse_if_read_only("ace.review.approve")
-        self._authorize(caller, "ace.review.approve")
-        return self._guarded("ace.review.approve", lambda r: self.backend.review_decide(r, actor), request)
+        return self._operate("ace.review.approve", decide_proposal, request, caller, actor)
 
     def review_reject(
         self, request: ReviewRejectRequest, owner: str, caller: Scope, actor: str
     ) -> ReviewDecisionResponse:
         self._refuse_if_read_only("ace.review.reject")
-        self._authorize(caller, "ace.review.reject")
-        return self._guarded("ace.review.reject", lambda r: self.backend.review_decide(r, actor), request)
+        return self._operate("ace.review.reject", decide_proposal, request, caller, actor)
+
+    def label_set(self, request: LabelSetRequest, owner: str, caller: Scope, actor: str) -> LabelMoveResponse:
+        self._refuse_if_read_only("ace.label.set")
+        return self._operate("ace.label.set", set_label, request, caller, actor)
+
+    def skill_change(
+        self, request: SkillChangeRequest, owner: str, caller: Scope, actor: str
+    ) -> SkillChangeResponse:
+        self._refuse_if_read_only("ace.skill.change")
+        return self._operate("ace.skill.change", change_skills, request, caller, actor)
 
     def close(self) -> None:
         """Release the back end's connections."""
@@ -212,6 +252,27 @@ class MCPHandlers:
             )
         except ScopeError as exc:
             raise ScopeRefusedError(str(exc)) from None
+
+    def _operate(
+        self,
+        tool: str,
+        call: Callable[[FleetClient, Principal, str, Any], SteeringT],
+        request: Any,
+        caller: Scope,
+        actor: str,
+    ) -> SteeringT:
+        """``call`` on the served skillbook as the caller; a refusal answered by its outcome_of row."""
+        fleet, skillbook = self.backend.fleet(), self.backend.scoped_skillbook()
+        if fleet is None or skillbook is None:
+            raise InvalidToolRequest(_NO_FLEET)
+        principal = Principal(actor, caller.tenant, caller.role, caller.key_id)
+        try:
+            return call(fleet, principal, skillbook, request)
+        except Exception as exc:
+            outcome = outcome_of(exc)
+            if outcome is UNEXPECTED:  # a bug: the client gets the cause, the log the traceback
+                logger.exception("MCP tool %s failed", tool)
+            raise OperationRefusedError(str(exc), outcome.mcp_code, outcome.kind) from exc
 
     @staticmethod
     def _guarded(tool: str, call: Callable[[Any], ResponseT], argument: Any) -> ResponseT:

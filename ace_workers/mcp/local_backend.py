@@ -22,20 +22,7 @@ from .models import (
     SkillbookLoadResponse,
     SkillbookSaveResponse,
 )
-from .review_tools import (
-    ReviewApproveRequest,
-    ReviewDecisionResponse,
-    ReviewListRequest,
-    ReviewListResponse,
-    ReviewRejectRequest,
-)
 from .sessions import LastAsk, Session
-
-# Proposals exist where learning is reviewed: the fleet's skillbook in Redis.
-_NO_REVIEW = (
-    "the review tools need the fleet back end (ACE_MCP_BACKEND=fleet, or ACE_REDIS_URL): "
-    "an in-process session's skillbook applies what it learns at once"
-)
 
 __all__ = ["LocalBackend"]
 
@@ -117,13 +104,9 @@ class LocalBackend:
         ace.load(path)
         return SkillbookLoadResponse(session_id=session.id, path=str(path), skill_count=len(ace.skillbook))
 
-    def review_list(self, request: ReviewListRequest) -> ReviewListResponse:
-        raise InvalidToolRequest(_NO_REVIEW)
-
-    def review_decide(
-        self, request: ReviewApproveRequest | ReviewRejectRequest, actor: str
-    ) -> ReviewDecisionResponse:
-        raise InvalidToolRequest(_NO_REVIEW)
+    def fleet(self) -> None:
+        """None: an in-process session's skillbook has no proposals, labels or versions to steer."""
+        return None
 
     def scoped_skillbook(self) -> None:
         """None: each session's skillbook is its own, and no API key reaches this back end."""

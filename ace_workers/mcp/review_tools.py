@@ -1,8 +1,9 @@
-"""The review tools: list the proposals of the fleet's skillbook, approve or reject one.
+"""The steering tools of the fleet's skillbook: its proposals (list, approve, reject), its labels, its
+skills' lifecycle.
 
-Only the fleet back end has proposals (its skillbook is the versioned one in
-Redis, learned under a review policy); the requests and responses here are the
-tools' schemas, and the functions serve them from a store's ``review``.
+Only the fleet back end has them (its skillbook is the versioned one in Redis). The requests
+and responses here are the tools' schemas; each function calls the operation of
+:mod:`ace_workers.operations` the CLI and the console call, as the tool's caller.
 """
 
 from __future__ import annotations
@@ -11,27 +12,33 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..distributed.store.errors import ProposalConflictError, ProposalDecidedError, UnknownProposalError
 from ..distributed.store.proposals import Proposal, ProposalStatus
-from ..distributed.store.review import SkillbookReview
-from ..errors import InvalidConsolidationError
-from .errors import InvalidToolRequest, ReviewRefusedError
+from ..operations import FleetClient, Principal
+from ..operations import labels as label_operations
+from ..operations import lifecycle as lifecycle_operations
+from ..operations import review as review_operations
 
 __all__ = [
+    "LabelMoveResponse",
+    "LabelSetRequest",
     "ProposalItem",
     "ReviewApproveRequest",
     "ReviewDecisionResponse",
     "ReviewListRequest",
     "ReviewListResponse",
     "ReviewRejectRequest",
+    "SkillChangeRequest",
+    "SkillChangeResponse",
+    "change_skills",
     "decide_proposal",
     "list_proposals",
+    "set_label",
 ]
 
 PROPOSAL_ID = Field(
     min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", description="The proposal's id."
 )
-NOTE = Field(default="", max_length=2000, description="Why: recorded with the decision in the change log.")
+NOTE = Field(default="", max_length=2000, description="Why: recorded with the change in the change log.")
 
 
 class _Request(BaseModel):
@@ -98,9 +105,53 @@ class ReviewDecisionResponse(BaseModel):
     despite_conflicts: list[str] = Field(default_factory=list)
 
 
-def list_proposals(review: SkillbookReview, request: ReviewListRequest) -> ReviewListResponse:
+class LabelSetRequest(_Request):
+    """Point a label (prod, canary, ...) of the skillbook at a version; readers of NAME@LABEL serve it."""
+
+    label: str = Field(min_length=1, max_length=64, description="The label.")
+    version: int | None = Field(default=None, ge=1, description="The version; omitted: the head's.")
+    expect: int | None = Field(
+        default=None,
+        ge=1,
+        description="Move only if the label is at this version now (omitted: wherever it is).",
+    )
+    note: str = NOTE
+
+
+class LabelMoveResponse(BaseModel):
+    """The move as the label log records it."""
+
+    skillbook: str
+    label: str
+    from_version: int | None
+    to_version: int | None
+    actor: str
+
+
+class SkillChangeRequest(_Request):
+    """Pin, unpin, archive or restore skills of the skillbook, as one version."""
+
+    change: Literal["pin", "unpin", "archive", "restore"]
+    skill_ids: list[str] = Field(min_length=1, max_length=100, description="The skills' ids.")
+    note: str = NOTE
+
+
+class SkillChangeResponse(BaseModel):
+    """What the change did: the skills changed, those already so, and the version now."""
+
+    skillbook: str
+    change: str
+    changed: list[str]
+    unchanged: list[str]
+    version: int
+
+
+def list_proposals(
+    fleet: FleetClient, principal: Principal, skillbook: str, request: ReviewListRequest
+) -> ReviewListResponse:
     """The proposals ``request`` asks for, each pending one with its conflicts now."""
     status = None if request.status == "all" else ProposalStatus(request.status)
+    listed = review_operations.list_proposals(fleet, principal, skillbook, status=status, limit=request.limit)
     items = [
         ProposalItem(
             id=p.id,
@@ -110,34 +161,68 @@ def list_proposals(review: SkillbookReview, request: ReviewListRequest) -> Revie
             operations=p.operations,
             reasoning=p.reasoning,
             source=p.source,
-            conflicts=review.conflicts(p) if p.status is ProposalStatus.PENDING else [],
+            conflicts=listed.conflicts[p.id],
             decision=p.decision.model_dump() if p.decision else None,
         )
-        for p in review.proposals(status, limit=request.limit)
+        for p in listed.proposals
     ]
-    return ReviewListResponse(skillbook=review.name, pending=review.pending_count(), proposals=items)
+    return ReviewListResponse(skillbook=skillbook, pending=listed.pending, proposals=items)
 
 
 def decide_proposal(
-    review: SkillbookReview, request: ReviewApproveRequest | ReviewRejectRequest, *, actor: str
+    fleet: FleetClient,
+    principal: Principal,
+    skillbook: str,
+    request: ReviewApproveRequest | ReviewRejectRequest,
 ) -> ReviewDecisionResponse:
-    """Approve (an approve request) or reject the proposal; refusals name why."""
-    try:
-        if isinstance(request, ReviewApproveRequest):
-            decided = review.approve(
-                request.proposal_id,
-                actor=actor,
-                note=request.note,
-                despite_conflicts=request.despite_conflicts,
-            )
-        else:
-            decided = review.reject(request.proposal_id, actor=actor, note=request.note)
-    except UnknownProposalError as exc:
-        raise InvalidToolRequest(str(exc)) from None
-    except (ProposalDecidedError, ProposalConflictError, InvalidConsolidationError) as exc:
-        # Decided already, changed since, or a consolidation naming a skill that is gone now.
-        raise ReviewRefusedError(str(exc)) from None
-    return _decision_response(review.name, decided)
+    """Approve (an approve request) or reject the proposal."""
+    if isinstance(request, ReviewApproveRequest):
+        decided = review_operations.approve_proposal(
+            fleet,
+            principal,
+            skillbook,
+            request.proposal_id,
+            note=request.note,
+            despite_conflicts=request.despite_conflicts,
+        )
+    else:
+        decided = review_operations.reject_proposal(
+            fleet, principal, skillbook, request.proposal_id, note=request.note
+        )
+    return _decision_response(skillbook, decided)
+
+
+def set_label(
+    fleet: FleetClient, principal: Principal, skillbook: str, request: LabelSetRequest
+) -> LabelMoveResponse:
+    """Move the label as asked."""
+    expect = label_operations.ANY if request.expect is None else request.expect
+    move = label_operations.set_label(
+        fleet, principal, skillbook, request.label, request.version, note=request.note, expect=expect
+    )
+    return LabelMoveResponse(
+        skillbook=skillbook,
+        label=move.label,
+        from_version=move.from_version,
+        to_version=move.to_version,
+        actor=move.actor,
+    )
+
+
+def change_skills(
+    fleet: FleetClient, principal: Principal, skillbook: str, request: SkillChangeRequest
+) -> SkillChangeResponse:
+    """Make the lifecycle change asked for."""
+    result = lifecycle_operations.change_skills(
+        fleet, principal, skillbook, request.change, request.skill_ids, note=request.note
+    )
+    return SkillChangeResponse(
+        skillbook=skillbook,
+        change=request.change,
+        changed=list(result.changed),
+        unchanged=list(result.unchanged),
+        version=result.version,
+    )
 
 
 def _decision_response(skillbook: str, decided: Proposal) -> ReviewDecisionResponse:

@@ -39,11 +39,15 @@ from .models import (
     SkillbookSaveResponse,
 )
 from .review_tools import (
+    LabelMoveResponse,
+    LabelSetRequest,
     ReviewApproveRequest,
     ReviewDecisionResponse,
     ReviewListRequest,
     ReviewListResponse,
     ReviewRejectRequest,
+    SkillChangeRequest,
+    SkillChangeResponse,
 )
 
 __all__ = ["TOOLS", "ToolSpec", "HTTPOptions", "build_server", "serve"]
@@ -64,7 +68,7 @@ class ToolSpec:
     response: type[BaseModel]
     handler: str
     description: str
-    acts: bool = False  # the handler also takes the actor a decision is recorded with
+    acts: bool = False  # the handler also takes the actor a change is recorded with
 
 
 TOOLS: dict[str, ToolSpec] = {
@@ -109,6 +113,7 @@ TOOLS: dict[str, ToolSpec] = {
         ReviewListResponse,
         "review_list",
         "Fleet: the skillbook's proposals (learned changes waiting for review), with their conflicts.",
+        acts=True,
     ),
     "ace.review.approve": ToolSpec(
         ReviewApproveRequest,
@@ -122,6 +127,20 @@ TOOLS: dict[str, ToolSpec] = {
         ReviewDecisionResponse,
         "review_reject",
         "Fleet: reject a pending proposal; nothing of it applies, the decision is logged.",
+        acts=True,
+    ),
+    "ace.label.set": ToolSpec(
+        LabelSetRequest,
+        LabelMoveResponse,
+        "label_set",
+        "Fleet: point a label of the skillbook at a version (refused if it is not at `expect`); logged.",
+        acts=True,
+    ),
+    "ace.skill.change": ToolSpec(
+        SkillChangeRequest,
+        SkillChangeResponse,
+        "skill_change",
+        "Fleet: pin, unpin, archive or restore skills of the skillbook, as one version.",
         acts=True,
     ),
 }

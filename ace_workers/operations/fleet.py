@@ -46,14 +46,29 @@ class FleetClient:
                 self.redis.close()
                 raise
 
+    @classmethod
+    def sharing(cls, client: redis.Redis, settings: WorkerSettings) -> FleetClient:
+        """A client over a Redis connection a long-running front end opened already (and checked the
+        schema of): the console's. Its owner closes that connection; :meth:`close` leaves it open."""
+        fleet = cls.__new__(cls)
+        fleet.settings = settings
+        fleet.redis = client
+        fleet.where = "the fleet's Redis"
+        fleet.schema = None
+        fleet._shared = True
+        return fleet
+
+    _shared = False  # True: the connection is another's (sharing)
+
     @property
     def prefix(self) -> str:
         """The prefix of every key (ACE_QUEUE_PREFIX)."""
         return self.settings.queue_prefix
 
     def close(self) -> None:
-        """Close the Redis connection."""
-        self.redis.close()
+        """Close the Redis connection (unless it is shared: its owner closes it)."""
+        if not self._shared:
+            self.redis.close()
 
     def store(self, name: str) -> RedisSkillbookStore:
         """The store of skillbook ``name``, which may not exist yet (a first write makes it)."""

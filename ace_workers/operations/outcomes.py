@@ -50,6 +50,7 @@ from ..distributed.tenancy.errors import (
 )
 from ..distributed.worker.errors import BrokerUnavailable, RedisUnavailable
 from ..errors import (
+    InvalidConsolidationError,
     MissingFieldError,
     PinnedSkillError,
     SettingsError,
@@ -117,6 +118,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     LabelMovedError: CONFLICT,
     ProposalDecidedError: CONFLICT,
     ProposalConflictError: CONFLICT,
+    InvalidConsolidationError: CONFLICT,  # a proposal's consolidation names a skill gone since
     PinnedSkillError: CONFLICT,
     SkillbookExistsError: CONFLICT,
     TenantExistsError: CONFLICT,

@@ -3,7 +3,10 @@
 A name used twice (five ``provenance.py``, two ``gate.py``) makes a traceback, a grep or an
 import line ambiguous until the reader checks the folder. Allowed twice: ``__init__.py`` and
 ``errors.py`` (one per package, by the errors rule), and one module per subpackage when sibling
-subpackages play the same role for different frameworks (``traces/*/to_trace.py``).
+subpackages play the same role for different frameworks (``traces/*/to_trace.py``). The application
+layer and its front ends (``operations``, ``cli``, ``console``, ``mcp``) name a module by the topic
+it serves (``operations/review.py``, ``cli/review.py``): there the package says which layer it is,
+and the same topic has one module in each.
 """
 
 from __future__ import annotations
@@ -15,19 +18,18 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "ace_workers"
 
 ONE_PER_PACKAGE = {"__init__.py", "errors.py"}
-# Being rewritten on other branches of the same redesign; they get names of their own there.
-REWRITTEN_ELSEWHERE_DIRS = ("cli", "console", "mcp")
+# The application layer and its front ends: a module per topic, named by it.
+BY_TOPIC_DIRS = ("operations", "cli", "console", "mcp")
+# worker/admission.py and worker/deferrals.py are the workers' side of tenancy's admission_scheduler
+# and deferred_samples, which took names of their own.
 REWRITTEN_ELSEWHERE_FILES = {"distributed/worker/admission.py", "distributed/worker/deferrals.py"}
-# Names still shared, each left for a later change (renaming them here would collide with the branches
-# that edit them now: operations/, worker/tasks.py). Remove a name once it is unique.
+# Names still shared, each left for a later change. Remove a name once it is unique.
 STILL_SHARED = {
     "agent.py": {"roles/agent.py", "steps/agent.py"},
     "base.py": {"runners/base.py", "roles/base.py", "distributed/store/migrations/base.py"},
     "deduplication.py": {"deduplication.py", "protocols/deduplication.py"},
-    "fleet.py": {"operations/fleet.py", "distributed/worker/fleet.py"},
     "llm.py": {"sim/llm.py", "protocols/llm.py"},
     "opik.py": {"observability/opik.py", "steps/opik.py", "rr/opik.py"},
-    "outcomes.py": {"operations/outcomes.py", "distributed/store/outcomes.py"},
     "outputs.py": {"core/outputs.py", "integrations/langchain/outputs.py"},
     "prompts.py": {"dedup/prompts.py", "roles/prompts.py", "rr/prompts.py"},
     "replies.py": {"distributed/store/replies.py", "rr/replies.py"},
@@ -36,11 +38,11 @@ STILL_SHARED = {
 
 
 def checked_modules(package: Path) -> list[Path]:
-    """The package's modules, relative to it, without those other branches rewrite now."""
+    """The package's modules, relative to it, without those named by topic (BY_TOPIC_DIRS)."""
     found = []
     for path in sorted(package.rglob("*.py")):
         relative = path.relative_to(package)
-        if relative.parts[0] in REWRITTEN_ELSEWHERE_DIRS or relative.as_posix() in REWRITTEN_ELSEWHERE_FILES:
+        if relative.parts[0] in BY_TOPIC_DIRS or relative.as_posix() in REWRITTEN_ELSEWHERE_FILES:
             continue
         found.append(relative)
     return found

@@ -82,12 +82,12 @@ def test_pin_archive_restore_say_what_they_did_and_record_the_actor_and_note(
     assert "Estimate" in book.export().as_prompt()
 
 
-def test_archiving_a_pinned_skill_or_naming_an_unknown_one_is_a_clear_usage_error(
+def test_archiving_a_pinned_skill_is_refused_and_naming_an_unknown_one_is_a_clear_usage_error(
     book: RedisSkillbookStore,
 ) -> None:
     assert invoke("skillbook", "pin", "book", "math-00001")[0] == 0
     code, _, err = invoke("skillbook", "archive", "book", "math-00002", "math-00001")
-    assert code == 2
+    assert code == 4  # refused: the pin stands (exit 4, as every conflict)
     assert (
         "skill 'math-00001' of skillbook 'book' is pinned, so it cannot be archived; unpin it first"
         in said(err)

@@ -271,7 +271,7 @@ def test_an_unknown_proposal_or_skillbook_is_a_404_naming_it(
     assert shown.status_code == approved.status_code == book.status_code == 404
     assert "has no proposal 'p-nothere'" in shown.json()["message"]
     assert "has no proposal 'p-nothere'" in approved.json()["message"]
-    assert "no skillbook 'nobook'" in book.json()["message"]
+    assert "no skillbook named 'nobook'" in book.json()["message"]  # as every front end says it
 
 
 def test_a_despite_conflicts_that_is_no_yes_or_no_is_a_400_naming_it(

@@ -301,7 +301,7 @@ def test_archive_restore_and_unpin_through_the_api_change_the_skill_and_its_page
     )
     assert (after_archive["state"], after_archive["actions"]) == ("archived", ["restore"])
     assert after_archive["skill"]["archive_info"]["by"] == "user:ci-script"
-    assert refused.status_code == 400
+    assert refused.status_code == 409  # refused: the pin stands (a conflict, as on every front end)
     assert "pinned" in refused.json()["message"]
     skill = store.export().get_skill(skill_id)
     assert skill is not None

@@ -143,4 +143,6 @@ def test_the_tools_table_names_the_tools_of_the_design() -> None:
         "ace.review.list",
         "ace.review.approve",
         "ace.review.reject",
+        "ace.label.set",
+        "ace.skill.change",
     ]

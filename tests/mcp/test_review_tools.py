@@ -48,10 +48,10 @@ def test_review_tools_list_approve_and_reject_the_fleet_skillbooks_proposals(
                 rejected = await call(client, "ace.review.reject", {"proposal_id": second})
                 assert (rejected["status"], rejected["version"]) == ("rejected", before + 2)
                 again = await refused(client, "ace.review.approve", {"proposal_id": second})
-                assert again.data["kind"] == "review_refused"
+                assert again.data["kind"] == "conflict"  # as every front end answers a decided proposal
                 assert "was rejected already" in str(again)
                 unknown = await refused(client, "ace.review.reject", {"proposal_id": "p-nothere"})
-                assert unknown.data["kind"] == "invalid_request"
+                assert unknown.data["kind"] == "not_found"
                 left = await call(client, "ace.review.list", {"status": "all"})
                 assert [p["status"] for p in left["proposals"]] == ["approved", "rejected", "pending"]
                 return {"first": first, "second": second}

@@ -13,6 +13,7 @@ from typing import Any
 from starlette.routing import BaseRoute
 
 from ...distributed.store.errors import HeadMovedError
+from ...operations import history as operations
 from ..errors import ConflictError
 from ..views import ActionResult, View, action, page
 from .change_digests import recent_digests
@@ -113,27 +114,32 @@ def rollback_confirmation(view: View) -> dict[str, Any]:
 
 
 def rollback(view: View) -> ActionResult:
-    """Restore version ``to`` as a new version, if the head is still ``expect`` (when given)."""
-    store = view.store()
-    head = store.version()
-    to_version = resolve_version(store, view.query("to"), "to", head=head)
+    """Restore version ``to`` as a new version, if the head is still ``expect`` (when given; else 409)."""
+    store = view.store()  # read: to parse `to` (a version, head or a label); the operation checks admin
+    to_version = resolve_version(store, view.query("to"), "to", head=store.version())
     expect = expected_version(view) if "expect" in view.params else None
-    note = view.query("note").strip()
-    source = {"actor": view.actor, "via": "console", **({"note": note} if note else {})}
     try:
-        version = store.rollback(to_version, source=source, expect=expect)
-    except HeadMovedError as exc:
+        done = operations.rollback(
+            view.state.fleet,
+            view.acting,
+            store.name,
+            to_version,
+            note=view.query("note").strip(),
+            via="console",
+            expect=expect,
+        )
+    except HeadMovedError as exc:  # said as the confirmation page a person read
         raise ConflictError(
             f"skillbook {store.name!r}: the confirmation showed the head at version {exc.expected}, "
             f"but it is at {exc.found} now; nothing was rolled back (review the rollback again)"
         ) from None
     history = f"/skillbooks/{store.name}/history"
-    if version == head:
+    if not done.changed:
         return ActionResult(f"version {to_version} is the head already: nothing to roll back", history)
     return ActionResult(
-        f"rolled back to version {to_version}, now version {version}",
+        f"rolled back to version {to_version}, now version {done.version}",
         history,
-        {"version": version, "restored_version": to_version},
+        {"version": done.version, "restored_version": to_version},
     )
 
 
@@ -163,7 +169,7 @@ ROUTES: list[BaseRoute] = [
         "/skillbooks/{name}/rollback",
         rollback,
         name="rollback",
-        role="admin",
+        role=None,  # the operation authorizes: role admin
         summary="Roll back to version `to` as a new version (refused if the head is not `expect`).",
         target="{name}",
     ),

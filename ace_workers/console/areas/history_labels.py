@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 from ...distributed.store.errors import InvalidLabelError, LabelMovedError
 from ...distributed.store.keys import validate_skillbook_name
 from ...distributed.store.labels import validate_label
+from ...operations import labels as operations
 from ..errors import BadRequestError, ConflictError
 from ..views import ActionResult, View, action, page
 from .history_data import (
@@ -81,15 +82,17 @@ def label_move_confirmation(view: View) -> dict[str, Any]:
 
 
 def move_label(view: View) -> ActionResult:
-    """Point the label at ``to`` (set it if new), if it is still at ``expect`` (when given); log the move."""
-    store = view.store()
+    """Point the label at ``to`` (set it if new), if it is still at ``expect`` (when given; else 409)."""
+    store = view.store()  # read: to parse `to` (a version, head or a label); the operation checks admin
     label = label_of(view)
     to_version = resolve_version(store, view.query("to"), "to", head=store.version(), minimum=1)
+    expect = expected_version(view) if "expect" in view.params else operations.ANY
     note = view.query("note").strip()
-    conditional: dict[str, Any] = {"expect": expected_version(view)} if "expect" in view.params else {}
     try:
-        move = store.labels.set(label, to_version, actor=view.actor, note=note, **conditional)
-    except LabelMovedError as exc:
+        move = operations.set_label(
+            view.state.fleet, view.acting, store.name, label, to_version, note=note, expect=expect
+        )
+    except LabelMovedError as exc:  # said as the confirmation page a person read
         raise ConflictError(_moved_meanwhile(exc)) from None
     verb = "set to" if move.from_version is None else f"moved from version {move.from_version} to"
     return ActionResult(
@@ -114,18 +117,18 @@ def label_delete_confirmation(view: View) -> dict[str, Any]:
 
 
 def delete_label(view: View) -> ActionResult:
-    """Delete the label, if it is still at ``expect`` (when given); the log keeps the move."""
-    store = view.store()
+    """Delete the label, if it is still at ``expect`` (when given; else 409); the log keeps the move."""
+    name = view.store().name
     label = label_of(view)
+    expect = expected_version(view) if "expect" in view.params else operations.ANY
     note = view.query("note").strip()
-    conditional: dict[str, Any] = {"expect": expected_version(view)} if "expect" in view.params else {}
     try:
-        move = store.labels.delete(label, actor=view.actor, note=note, **conditional)
+        move = operations.delete_label(view.state.fleet, view.acting, name, label, note=note, expect=expect)
     except LabelMovedError as exc:
         raise ConflictError(_moved_meanwhile(exc)) from None
     return ActionResult(
         f"label {label!r} deleted (it was at version {move.from_version})",
-        f"/skillbooks/{store.name}/labels",
+        f"/skillbooks/{name}/labels",
         {"label": label, "from_version": move.from_version},
     )
 
@@ -174,7 +177,7 @@ ROUTES: list[BaseRoute] = [
         "/skillbooks/{name}/labels/{label}",
         move_label,
         name="label-move",
-        role="admin",
+        role=None,  # the operation authorizes: role admin
         summary="Point a label at `to` (set it if new), if it is still at `expect`; logged with `note`.",
         target="{name}@{label}",
     ),
@@ -189,7 +192,7 @@ ROUTES: list[BaseRoute] = [
         "/skillbooks/{name}/labels/{label}/delete",
         delete_label,
         name="label-delete",
-        role="admin",
+        role=None,  # the operation authorizes: role admin
         summary="Delete a label, if it is still at `expect`; logged with `note`.",
         target="{name}@{label}",
     ),

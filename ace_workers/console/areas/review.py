@@ -2,9 +2,9 @@
 
 The queue (``/skillbooks/NAME/review``) lists a skillbook's proposals by status and
 section, a page at a time, each with its operations, evidence and conflicts; one
-proposal has a page of its own with the approve and reject forms. Deciding goes
-through ``store.review`` as the CLI and the MCP tools do, with the signed-in user
-as the change log's actor.
+proposal has a page of its own with the approve and reject forms. Reading and
+deciding are the operations of :mod:`ace_workers.operations.review`, as for the CLI
+and the MCP tools, with the signed-in user as the principal (and the change log's actor).
 """
 
 from __future__ import annotations
@@ -15,16 +15,15 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.errors import ProposalDecidedError
+from ...distributed.store.keys import validate_skillbook_name
 from ...distributed.store.proposals import Proposal, ProposalStatus
-from ...errors import InvalidConsolidationError
-from ..errors import BadRequestError, ReviewRefusedError
+from ...operations import review as operations
+from ..errors import BadRequestError
 from ..views import ActionResult, View, action, page
-from .review_items import conflicts_of, policy_item, proposal_item
+from .review_items import policy_item, proposal_item
 
 __all__ = [
     "ROUTES",
-    "ReviewRefusedError",
     "approve_proposal",
     "reject_proposal",
     "review_proposal",
@@ -33,14 +32,20 @@ __all__ = [
 
 STATUSES = ("pending", "approved", "rejected", "all")
 PER_PAGE = 20
-_EVERY = 10**9  # a limit no skillbook's proposals reach
 _TRUE, _FALSE = ("1", "true", "on", "yes"), ("", "0", "false", "off", "no")
+
+
+def _name(view: View) -> str:
+    """The skillbook the URL names; 400 if it cannot name one."""
+    name = view.path("name")
+    try:
+        return validate_skillbook_name(name)
+    except ValueError as exc:
+        raise BadRequestError(str(exc)) from None
 
 
 def review_queue(view: View) -> dict[str, Any]:
     """A skillbook's proposals (pending by default), oldest first, a page at a time, with the policy."""
-    store = view.store()
-    review = store.review
     status_name = view.query("status", "pending")
     if status_name not in STATUSES:
         raise BadRequestError(f"status={status_name!r}: use one of {', '.join(STATUSES)}")
@@ -48,70 +53,65 @@ def review_queue(view: View) -> dict[str, Any]:
     section = view.query("section").strip() or None
     per_page = view.int_query("per_page", PER_PAGE, minimum=1, maximum=200)
     number = view.int_query("page", 1, minimum=1)
-    offset = (number - 1) * per_page
-    pending = review.pending_count()
-    shown: list[Proposal]
-    if status is ProposalStatus.PENDING and section is None:
-        # The pending queue is read a page at a time; the rest are in one hash, read whole.
-        total = pending
-        shown = review.proposals(status, limit=per_page, offset=offset)
-    else:
-        every = review.proposals(status, limit=_EVERY, section=section)
-        total, shown = len(every), every[offset : offset + per_page]
-    base = _base(store.name)
+    listed = operations.list_proposals(
+        view.state.fleet,
+        view.acting,
+        _name(view),
+        status=status,
+        section=section,
+        limit=per_page,
+        offset=(number - 1) * per_page,
+    )
+    base = _base(listed.name)
     return {
-        "name": store.name,
-        "policy": policy_item(review.policy()),
-        "pending": pending,
+        "name": listed.name,
+        "policy": policy_item(listed.policy),
+        "pending": listed.pending,
         "status": status_name,
         "section": section or "",
         "page": number,
-        "pages": max(1, math.ceil(total / per_page)),
+        "pages": max(1, math.ceil(listed.total / per_page)),
         "per_page": per_page,
-        "total": total,
-        "proposals": [proposal_item(p, conflicts_of(review, p), base=base) for p in shown],
+        "total": listed.total,
+        "proposals": [proposal_item(p, listed.conflicts[p.id], base=base) for p in listed.proposals],
     }
 
 
 def review_proposal(view: View) -> dict[str, Any]:
     """One proposal in full: operations, evidence, the skills as it saw them and as they are if changed."""
-    store = view.store()
-    review = store.review
-    proposal = review.get(view.path("proposal_id"))  # UnknownProposalError: 404 naming it
-    conflicts = conflicts_of(review, proposal)
-    item = proposal_item(proposal, conflicts, full=True, base=_base(store.name))
+    shown = operations.show_proposal(view.state.fleet, view.acting, _name(view), view.path("proposal_id"))
+    item = proposal_item(shown.proposal, shown.conflicts, full=True, base=_base(shown.name))
     # What a conflicting skill says now, beside what it said when proposed.
-    item["current_images"] = {skill_id: store.read_skill(skill_id)[1] for skill_id in conflicts}
+    item["current_images"] = shown.current_images
     return {
-        "name": store.name,
-        "version": store.version(),
-        "policy": policy_item(review.policy()),
+        "name": shown.name,
+        "version": shown.version,
+        "policy": policy_item(shown.policy),
         "proposal": item,
     }
 
 
 def approve_proposal(view: View) -> ActionResult:
     """Apply a pending proposal as one new version; 409 naming the conflicts unless despite_conflicts."""
-    store = view.store()
-    proposal_id = view.path("proposal_id")
-    despite = _flag(view, "despite_conflicts")
-    try:
-        decided = store.review.approve(
-            proposal_id, actor=view.actor, note=view.query("note"), despite_conflicts=despite
-        )
-    except (ProposalDecidedError, InvalidConsolidationError) as exc:
-        raise ReviewRefusedError(str(exc)) from None
-    return _decided(store.name, decided)
+    name = _name(view)
+    decided = operations.approve_proposal(
+        view.state.fleet,
+        view.acting,
+        name,
+        view.path("proposal_id"),
+        note=view.query("note"),
+        despite_conflicts=_flag(view, "despite_conflicts"),
+    )
+    return _decided(name, decided)
 
 
 def reject_proposal(view: View) -> ActionResult:
     """Reject a pending proposal: nothing of it applies; the decision is logged."""
-    store = view.store()
-    try:
-        decided = store.review.reject(view.path("proposal_id"), actor=view.actor, note=view.query("note"))
-    except ProposalDecidedError as exc:
-        raise ReviewRefusedError(str(exc)) from None
-    return _decided(store.name, decided)
+    name = _name(view)
+    decided = operations.reject_proposal(
+        view.state.fleet, view.acting, name, view.path("proposal_id"), note=view.query("note")
+    )
+    return _decided(name, decided)
 
 
 def _decided(name: str, decided: Proposal) -> ActionResult:
@@ -174,7 +174,7 @@ ROUTES: list[BaseRoute] = [
         "/skillbooks/{name}/review/{proposal_id}/approve",
         approve_proposal,
         name="review:approve",
-        role="review",
+        role=None,  # the operation authorizes: role review
         summary="Approve a proposal (fields note, despite_conflicts): it applies as one new version.",
         target="{name}/{proposal_id}",
     ),
@@ -182,7 +182,7 @@ ROUTES: list[BaseRoute] = [
         "/skillbooks/{name}/review/{proposal_id}/reject",
         reject_proposal,
         name="review:reject",
-        role="review",
+        role=None,  # the operation authorizes: role review
         summary="Reject a proposal (field note): nothing of it applies; the decision is logged.",
         target="{name}/{proposal_id}",
     ),

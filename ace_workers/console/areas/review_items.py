@@ -11,11 +11,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from ...distributed.store.proposals import Proposal, ProposalStatus
-from ...distributed.store.review import SkillbookReview
+from ...distributed.store.proposals import Proposal
 from ...distributed.store.review_policy import POLICY_SUBJECTS, ReviewPolicy
 
-__all__ = ["conflicts_of", "policy_item", "proposal_item"]
+__all__ = ["policy_item", "proposal_item"]
 
 # The keys of an operation that name one skill, or several (consolidation's MERGE and KEEP).
 _ONE_SKILL = ("skill_id", "keep_id")
@@ -32,11 +31,6 @@ def policy_item(policy: ReviewPolicy) -> dict[str, Any]:
         "describe": policy.describe(),
         "reviews_anything": policy.reviews_anything,
     }
-
-
-def conflicts_of(review: SkillbookReview, proposal: Proposal) -> list[str]:
-    """The skills a pending proposal touches that changed since; none for a decided one."""
-    return review.conflicts(proposal) if proposal.status is ProposalStatus.PENDING else []
 
 
 def proposal_item(

@@ -13,9 +13,9 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.lifecycle_writes import LifecycleResult
 from ...distributed.store.provenance_reader import DEFAULT_SCAN, skill_history
 from ...errors import UnknownSkillError
+from ...operations.lifecycle import change_skills
 from ..errors import BadRequestError, NotFoundError
 from ..views import ActionResult, View, action, page
 
@@ -68,7 +68,7 @@ def _actions(state: str, pinned: bool) -> list[str]:
 
 
 def _lifecycle(name: str) -> Callable[[View], ActionResult]:
-    """The action calling the store's ``name`` (pin, unpin...) on the skill the URL names, as the user."""
+    """The action running the lifecycle operation ``name`` (pin, unpin...) on the skill the URL names."""
 
     def change(view: View) -> ActionResult:
         store = view.store()
@@ -76,8 +76,7 @@ def _lifecycle(name: str) -> Callable[[View], ActionResult]:
         note = view.query("note").strip()
         if len(note) > MAX_NOTE_CHARS:
             raise BadRequestError(f"note: {len(note)} characters; at most {MAX_NOTE_CHARS}")
-        do: Callable[..., LifecycleResult] = getattr(store, name)
-        result = do([skill_id], actor=view.actor, note=note)
+        result = change_skills(view.state.fleet, view.acting, store.name, name, [skill_id], note=note)
         if result.changed:
             message = f"{name} {skill_id}: done, skillbook {store.name!r} is at version {result.version}"
         else:
@@ -116,7 +115,7 @@ SKILL_ROUTES: list[BaseRoute] = [
             name=f"skill:{name}",
             summary=_SUMMARIES[name],
             target="{name}/{skill_id}",
-            role="admin",  # pin, archive, ...: curating the skillbook by hand
+            role=None,  # the operation authorizes: role admin (curating the skillbook by hand)
         )
     ),
     *page(
