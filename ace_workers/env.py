@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import InvalidSettingError, UnknownSettingError
+from .errors import InvalidSettingError, RetiredSettingError, UnknownSettingError
 
 __all__ = ["FALSE_WORDS", "TRUE_WORDS", "environment", "is_true", "parse_bool", "read_env_fields"]
 
@@ -69,16 +69,29 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
 
 
 def read_env_fields(
-    cls: Any, env: Mapping[str, str], *, prefix: str, owner: str, skip: Callable[[str], bool] | None = None
+    cls: Any,
+    env: Mapping[str, str],
+    *,
+    prefix: str,
+    owner: str,
+    skip: Callable[[str], bool] | None = None,
+    retired: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The dataclass ``cls``'s fields given as ``PREFIX<FIELD>`` variables of ``env``, parsed.
 
+    ``retired`` maps variables that were settings once to what does their job now: one set
+    (to anything but blanks) is refused naming that, rather than as a typo.
+
     Raises:
+        RetiredSettingError: a variable of ``retired`` is set.
         UnknownSettingError: a ``PREFIX*`` variable (not ``skip``-ped) names no field.
         InvalidSettingError: a value does not parse as its field's type.
     """
     by_variable = {f"{prefix}{spec.name.upper()}": spec for spec in dataclasses.fields(cls)}
     given = {name: raw for name, raw in env.items() if name.startswith(prefix) and not (skip and skip(name))}
+    for name in sorted(given):
+        if retired and name in retired and given[name].strip():
+            raise RetiredSettingError(name, retired[name])
     unknown = sorted(name for name in given if name not in by_variable)
     if unknown:
         known = list(by_variable)

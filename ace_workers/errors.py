@@ -15,6 +15,7 @@ __all__ = [
     "InvalidSettingError",
     "MissingSettingError",
     "UnknownSettingError",
+    "RetiredSettingError",
     "EmbeddingUnavailableError",
     "EmptySessionError",
     "ExternalAgentError",
@@ -98,6 +99,15 @@ class UnknownSettingError(SettingsError):
             f"unknown setting(s): {', '.join(described)}; every {prefix}* variable must name a {owner} "
             "field (listed in its docstring)"
         )
+
+
+class RetiredSettingError(SettingsError):
+    """An ``ACE_*`` variable that was a setting once is set; ``replacement`` says what does its job now."""
+
+    def __init__(self, variable: str, replacement: str) -> None:
+        self.variable = variable
+        self.replacement = replacement
+        super().__init__(f"{variable} is retired: {replacement}; unset {variable}")
 
 
 class ModelUnavailableError(SettingsError):

@@ -1,4 +1,4 @@
-"""``ace-workers console``: the web console on the fleet's Redis, behind credentials unless ``--no-auth``."""
+"""``ace-workers console``: the web console on the fleet's Redis, behind API keys unless ``--no-auth``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..console.access import ConsoleAccess
+from ..console.access import CREATE_KEY, ConsoleAccess
 from ..console.errors import ConsoleSettingError
 from ..distributed.settings import WorkerSettings
 from .common import open_service, require_shared_redis
@@ -21,17 +21,9 @@ DEFAULT_CONSOLE_PORT = 8700
 
 def console_command(
     host: Annotated[
-        str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface (needs credentials).")
+        str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface (needs API keys).")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port of the console.")] = DEFAULT_CONSOLE_PORT,
-    basic_auth: Annotated[
-        str | None,
-        typer.Option(
-            "--basic-auth",
-            metavar="USER:PASSWORD",
-            help="Credentials (comma-separated for several users); default: ACE_CONSOLE_BASIC_AUTH.",
-        ),
-    ] = None,
     no_auth: Annotated[
         bool, typer.Option("--no-auth", help="Run without authentication: on a loopback address only.")
     ] = False,
@@ -39,15 +31,15 @@ def console_command(
         bool, typer.Option("--read-only", help="Show everything, change nothing: every POST is refused.")
     ] = False,
 ) -> None:
-    """Run the web console: skillbooks, history, review, evaluations, batches, fleet (needs ACE_REDIS_URL)."""
+    """Run the web console: skillbooks, history, review, evaluations, batches, fleet (needs ACE_REDIS_URL).
+
+    People and scripts sign in with an API key (ace-workers key create): scripts send it as
+    a bearer token, people give it as the password their browser asks for (any user name).
+    """
     settings = WorkerSettings.from_env()
     require_shared_redis(settings, "console", "it shows what the fleet of that Redis learned")
-    if no_auth and basic_auth is not None:
-        raise typer.BadParameter("--basic-auth and --no-auth contradict each other; give one")
     try:
-        access = ConsoleAccess.from_settings(
-            basic_auth or settings.console_basic_auth, settings.console_tokens, no_auth=no_auth, host=host
-        )
+        access = ConsoleAccess.from_settings(no_auth=no_auth, host=host)
     except ConsoleSettingError as exc:
         raise typer.BadParameter(str(exc)) from None
     if access.no_auth:
@@ -58,6 +50,8 @@ def console_command(
 
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         app = build_console_app(service, access, host=host, read_only=read_only)
+        if access.api_keys is not None and not access.api_keys.list():
+            typer.echo(f"no API key exists yet: nobody signs in until one is made ({CREATE_KEY})", err=True)
         typer.echo(
             f"ace-workers console on http://{host}:{port}/{' (read-only)' if read_only else ''}", err=True
         )

@@ -30,20 +30,24 @@ def mcp_command(
             "--read-only", help="Refuse every tool that writes: learn, save, load [ACE_MCP_READ_ONLY]."
         ),
     ] = None,
-    token_file: Annotated[
-        Path | None,
-        typer.Option(help="HTTP: a file holding the bearer token requests must carry [or ACE_MCP_TOKEN]."),
-    ] = None,
     no_auth: Annotated[
-        bool, typer.Option("--no-auth", help="HTTP: serve without a token (a loopback --host only).")
+        bool,
+        typer.Option(
+            "--no-auth", help="HTTP: serve without API keys, as the local operator (a loopback --host only)."
+        ),
     ] = False,
 ) -> None:
-    """Serve ACE to MCP clients: ace.ask, ace.learn.*, ace.skillbook.* (needs the 'mcp' extra)."""
+    """Serve ACE to MCP clients: ace.ask, ace.learn.*, ace.skillbook.* (needs the 'mcp' extra).
+
+    Over HTTP every request carries one of the fleet's API keys as its bearer token
+    (ace-workers key create) and acts with the key's tenant and role: HTTP needs the fleet back
+    end, unless --no-auth on a loopback host. Over stdio the one peer is the local operator.
+    """
     import dataclasses
 
     from ..distributed.settings import WorkerSettings
     from ..mcp import MCPServerConfig, create_handlers, serve
-    from ..mcp.auth import http_token
+    from ..mcp.auth import check_http_access
     from ..mcp.server import HTTPOptions
 
     if transport not in ("stdio", "http"):
@@ -53,12 +57,15 @@ def mcp_command(
     config = dataclasses.replace(
         MCPServerConfig.from_env(), **{name: value for name, value in overrides.items() if value is not None}
     )
-    # Refuse a missing token before building anything: the one line is the whole story.
-    token = http_token(config.token, token_file, no_auth=no_auth, host=host) if transport == "http" else None
-    handlers = create_handlers(config, WorkerSettings.from_env())
+    settings = WorkerSettings.from_env()
     if transport == "http":
-        auth = "bearer token required" if token else "no authentication"
+        # Refused before anything is built: the one line is the whole story.
+        fleet = config.chosen_backend(settings.redis_url) == "fleet"
+        check_http_access(no_auth=no_auth, host=host, fleet=fleet)
+    handlers = create_handlers(config, settings)
+    if transport == "http":
+        auth = "no authentication" if no_auth else "API keys required"
         typer.echo(
             f"MCP server on http://{host}:{port}/mcp ({handlers.backend.name} back end, {auth})", err=True
         )
-    serve(handlers, transport=transport, http=HTTPOptions(host, port, token))
+    serve(handlers, transport=transport, http=HTTPOptions(host, port, no_auth))

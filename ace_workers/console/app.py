@@ -42,7 +42,7 @@ def build_console_app(
     # Plots are drawn on the server from a page's data: its template builds the series.
     templates.globals.update(line_chart=line_chart, Series=Series, share_bar=share_bar)
     if not access.no_auth and access.api_keys is None:
-        # Scoped API keys are accepted as bearer tokens beside the operator's credentials.
+        # The fleet's API keys: the console's one credential (as a bearer token or basic auth's password).
         keys = ApiKeys(service.runtime.redis, prefix=service.runtime.settings.queue_prefix)
         access = dataclasses.replace(access, api_keys=keys)
     app = Starlette(

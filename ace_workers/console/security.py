@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..mcp.auth import is_loopback
-from .access import LOCAL_USER, ConsoleAccess, Principal
+from .access import CREATE_KEY, ConsoleAccess, Principal
 
 __all__ = ["ConsoleGate", "csrf_token", "OPEN_PATHS", "SECURITY_HEADERS"]
 
@@ -89,33 +89,35 @@ class ConsoleGate:
             return None
         principal = await self._principal(headers)
         if principal is None:
-            return _unauthorized(path, bool(self.access.users))
+            return _unauthorized(path)
         scope.setdefault("state", {})["principal"] = principal
         return None
 
     async def _principal(self, headers: Headers) -> Principal | None:
         if self.access.no_auth:
-            return Principal(LOCAL_USER, "none")
+            return self.access.local()
         scheme, _, credential = headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and credential:
-            # An API key is looked up in Redis: off the event loop.
-            return await run_in_threadpool(self.access.check_bearer, credential.strip())
-        if scheme.lower() == "basic" and credential:
+            secret, method = credential.strip(), "bearer"
+        elif scheme.lower() == "basic" and credential:
+            # A person signs in with a key as the password; the user name is theirs to choose.
             try:
-                user, _, password = (
-                    base64.b64decode(credential.strip(), validate=True).decode().partition(":")
-                )
+                _user, _, secret = base64.b64decode(credential.strip(), validate=True).decode().partition(":")
             except (binascii.Error, UnicodeDecodeError):
                 return None
-            return self.access.check_basic(user, password)
-        return None
+            method = "basic"
+        else:
+            return None
+        # An API key is looked up in Redis: off the event loop.
+        return await run_in_threadpool(self.access.check_key, secret, method)
 
 
-def _unauthorized(path: str, basic: bool) -> Response:
+def _unauthorized(path: str) -> Response:
     message = (
-        "authentication required: basic auth (ACE_CONSOLE_BASIC_AUTH) or a bearer token (ACE_CONSOLE_TOKENS)"
+        "authentication required: an API key, as a bearer token or as the password of basic auth "
+        f"(an operator makes one: {CREATE_KEY})"
     )
-    headers = {"www-authenticate": REALM if basic else "Bearer"}
+    headers = {"www-authenticate": REALM}
     if path.startswith("/api/"):
         return JSONResponse({"error": "unauthorized", "message": message}, 401, headers=headers)
     return PlainTextResponse(message, 401, headers=headers)

@@ -115,7 +115,7 @@ class View:
 
     @property
     def fleet_wide(self) -> bool:
-        """True for a fleet operator (basic auth, ACE_CONSOLE_TOKENS, a ``*`` key, --no-auth)."""
+        """True for a fleet operator (a ``*`` key, --no-auth)."""
         return self.principal.scope.fleet_wide
 
     def tenants(self) -> TenantMap:

@@ -51,6 +51,18 @@ IGNORED_PREFIXES = ("ACE_MCP_",)
 # ... and the command line's own: ACE_ACTOR, who acts by hand (review decisions, pins, label
 # moves), read as the default of every command's --actor option.
 CLI_VARIABLES = frozenset({"ACE_ACTOR"})
+# Settings that were, and what does their job now: one set is refused naming it (the console's
+# own users and tokens gave way to API keys, one credential for the console, MCP and the CLI).
+RETIRED_SETTINGS = {
+    "ACE_CONSOLE_BASIC_AUTH": (
+        "the console signs people in with API keys: create one with "
+        "`ace-workers key create '*' --role admin --note ops` and give its secret as the password"
+    ),
+    "ACE_CONSOLE_TOKENS": (
+        "the console takes API keys as bearer tokens: create one with "
+        "`ace-workers key create '*' --role admin --note ops` and send it as `Authorization: Bearer KEY`"
+    ),
+}
 # OpenTelemetry's standard collector variable: the default of ACE_OTLP_ENDPOINT.
 OTEL_ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"
 
@@ -351,18 +363,6 @@ class WorkerSettings:
         "with `--no-auth`",
         secret=True,
     )
-    console_basic_auth: str | None = _option(
-        None,
-        '"user:password" (comma-separated for several) people sign in to `ace-workers console` with; '
-        "the user is who the change log and audit log say acted",
-        secret=True,
-    )
-    console_tokens: str | None = _option(
-        None,
-        '"name:token" (comma-separated for several; each token at least 16 characters) scripts send '
-        "to the console as `Authorization: Bearer TOKEN`",
-        secret=True,
-    )
     api_key: str | None = _option(
         None,
         "the API key a producer presents (`ace-workers key create`): it then refuses, before anything "
@@ -407,8 +407,7 @@ class WorkerSettings:
             raise InvalidSettingError(env_name("queue_prefix"), self.queue_prefix, str(exc)) from None
         for role in ("agent_model", "reflector_model", "skill_manager_model"):
             _check_model(env_name(role), getattr(self, role))
-        for credentials in ("flower_basic_auth", "console_basic_auth", "console_tokens"):
-            _check_basic_auth(credentials, getattr(self, credentials))
+        _check_basic_auth("flower_basic_auth", self.flower_basic_auth)
         _check_url("otlp_endpoint", self.otlp_endpoint, ("http", "https"))
         _check_nightly(self)
         if self.llm_factory is not None and not _IMPORT_PATH.fullmatch(self.llm_factory):
@@ -490,7 +489,9 @@ class WorkerSettings:
             SettingsError: a value does not parse or is out of range (the message names the variable).
         """
         env = environment(environ)
-        values = read_env_fields(cls, env, prefix=ENV_PREFIX, owner="WorkerSettings", skip=_not_ours)
+        values = read_env_fields(
+            cls, env, prefix=ENV_PREFIX, owner="WorkerSettings", skip=_not_ours, retired=RETIRED_SETTINGS
+        )
         if "otlp_endpoint" not in values and env.get(OTEL_ENDPOINT_VARIABLE):
             values["otlp_endpoint"] = env[OTEL_ENDPOINT_VARIABLE]  # OpenTelemetry's standard variable
         return cls(**values)

@@ -1,22 +1,22 @@
-"""Who may call the HTTP server: its bearer token, and when it may run without one.
+"""Who may call the HTTP server: the fleet's API keys, and when it may run without one.
 
-A token comes from ``ACE_MCP_TOKEN`` or from a file (``--token-file``, which wins
-so the token need not sit in the environment). Without one the server refuses to
-start, unless the operator says ``--no-auth`` and the server listens on loopback
-only: then only processes of this machine reach it, and the operator chose that.
+Over HTTP a request carries an API key (``ace-workers key create``) as its bearer token and
+acts with the key's tenant and role; the keys live in the fleet's Redis, so the server needs
+the fleet back end. Without keys it refuses to start, unless the operator says ``--no-auth``
+and it listens on loopback only: then only processes of this machine reach it, and it acts as
+the local operator (as over stdio, whose one peer started the process).
 """
 
 from __future__ import annotations
 
 import ipaddress
-from pathlib import Path
 
 from .errors import HTTPAuthSettingError
 
-__all__ = ["MIN_TOKEN_CHARS", "is_loopback", "http_token"]
+__all__ = ["is_loopback", "check_http_access"]
 
-# A guessable token is no token: 16 characters of token_urlsafe are 96 bits.
-MIN_TOKEN_CHARS = 16
+# What to do for a server that would authenticate keys but has none to check.
+CREATE_KEY = "ace-workers key create '*' --role admin --note mcp"
 
 
 def is_loopback(host: str) -> bool:
@@ -29,37 +29,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def http_token(env_token: str | None, token_file: Path | None, *, no_auth: bool, host: str) -> str | None:
-    """The token HTTP requests must carry; None only for ``--no-auth`` on a loopback host.
+def check_http_access(*, no_auth: bool, host: str, fleet: bool) -> None:
+    """Refuse an HTTP server that could not authenticate its callers as asked.
 
     Raises:
-        HTTPAuthSettingError: no token where one is needed, an unreadable or short one,
-            or ``--no-auth`` on a host other machines can reach.
+        HTTPAuthSettingError: ``--no-auth`` on a host other machines can reach, or API keys
+            asked for (no ``--no-auth``) on the local back end, which has no fleet to hold them.
     """
     if no_auth:
         if not is_loopback(host):
             raise HTTPAuthSettingError(
-                f"--no-auth is allowed on a loopback host only, not --host {host}: "
-                "set ACE_MCP_TOKEN or --token-file"
+                f"--no-auth is allowed on a loopback host only, not --host {host}: without it "
+                f"requests authenticate with an API key ({CREATE_KEY})"
             )
-        return None
-    token = _read_token_file(token_file) if token_file is not None else env_token
-    if not token:
+        return
+    if not fleet:
         raise HTTPAuthSettingError(
-            "the HTTP server needs a bearer token: set ACE_MCP_TOKEN or --token-file "
-            "(or --no-auth on a loopback host)"
+            "over HTTP the server authenticates the fleet's API keys, and the local back end has no "
+            "fleet: set ACE_REDIS_URL (the fleet back end) and create a key "
+            f"({CREATE_KEY}), or pass --no-auth on a loopback host"
         )
-    if len(token) < MIN_TOKEN_CHARS:
-        source = f"--token-file {token_file}" if token_file is not None else "ACE_MCP_TOKEN"
-        raise HTTPAuthSettingError(
-            f"{source}: the token has {len(token)} characters, at least {MIN_TOKEN_CHARS} are needed "
-            "(e.g. python -c 'import secrets; print(secrets.token_urlsafe())')"
-        )
-    return token
-
-
-def _read_token_file(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HTTPAuthSettingError(f"--token-file {path}: cannot read it ({exc})") from None

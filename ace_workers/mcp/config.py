@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -12,10 +12,17 @@ from ..distributed.settings import SIM_MODEL
 from ..distributed.store.labels import parse_skillbook_ref
 from ..env import environment, read_env_fields
 
-__all__ = ["MCPServerConfig", "MCP_ENV_PREFIX", "BACKENDS"]
+__all__ = ["MCPServerConfig", "MCP_ENV_PREFIX", "BACKENDS", "RETIRED_MCP_SETTINGS"]
 
 MCP_ENV_PREFIX = "ACE_MCP_"
 BACKENDS = ("auto", "local", "fleet")
+# Settings that were, and what does their job now: one set is refused naming it.
+RETIRED_MCP_SETTINGS = {
+    "ACE_MCP_TOKEN": (
+        "MCP over HTTP authenticates the fleet's API keys: create one with "
+        "`ace-workers key create '*' --role admin --note mcp` and send it as `Authorization: Bearer KEY`"
+    ),
+}
 Backend = Literal["auto", "local", "fleet"]
 
 
@@ -32,9 +39,6 @@ class MCPServerConfig:
       and refuses ace.skillbook.load, which would write a label [mcp]
     - ``ACE_MCP_SKILLBOOK_DIR``: the one directory ace.skillbook.save/load use [~/.ace-workers/skillbooks]
     - ``ACE_MCP_READ_ONLY``: refuse every tool that writes: learning, saving, loading [false]
-    - ``ACE_MCP_TOKEN``: HTTP: the operator's bearer token (or ``--token-file``): a fleet-wide
-      admin (tenant ``*``). On the fleet back end, scoped API keys (``ace-workers key create``)
-      are accepted as bearer tokens too, each reaching its tenant's skillbooks with its role
     - ``ACE_MCP_SESSION_TTL_SECONDS``: a session (and an HTTP connection) unused this long is
       forgotten [3600]
     - ``ACE_MCP_MAX_SESSIONS``: sessions kept at once; the least recently used goes first [64]
@@ -49,8 +53,6 @@ class MCPServerConfig:
     skillbook: str = "mcp"
     skillbook_dir: str = "~/.ace-workers/skillbooks"
     read_only: bool = False
-    # Kept out of repr so a logged or printed config never shows it.
-    token: str | None = field(default=None, repr=False)
     session_ttl_seconds: float = 3600.0
     max_sessions: int = 64
     max_connections: int = 32
@@ -81,7 +83,13 @@ class MCPServerConfig:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> MCPServerConfig:
         """Options from the ``ACE_MCP_*`` variables; a misspelled one fails naming the closest."""
-        values = read_env_fields(cls, environment(environ), prefix=MCP_ENV_PREFIX, owner="MCPServerConfig")
+        values = read_env_fields(
+            cls,
+            environment(environ),
+            prefix=MCP_ENV_PREFIX,
+            owner="MCPServerConfig",
+            retired=RETIRED_MCP_SETTINGS,
+        )
         return cls(**values)
 
     def directory(self) -> Path:

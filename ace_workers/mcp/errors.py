@@ -105,4 +105,4 @@ class OperationRefusedError(MCPToolError):
 
 
 class HTTPAuthSettingError(SettingsError):
-    """The HTTP server has no usable bearer token and may not run without one."""
+    """The HTTP server may not run as asked: ``--no-auth`` off loopback, or no fleet to hold API keys."""

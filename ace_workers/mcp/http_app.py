@@ -1,8 +1,8 @@
-"""The HTTP app of the MCP server: bearer token, Host/Origin check, bounded and expiring connections.
+"""The HTTP app of the MCP server: API keys, Host/Origin check, bounded and expiring connections.
 
-A request's bearer is the server's own token (ACE_MCP_TOKEN: the operator, a fleet-wide
-admin) or, on the fleet, a scoped API key (``ace-workers key create``), whose scope rides
-on the request's AccessToken (:class:`ScopedAccessToken`) to the tools' handlers.
+A request's bearer token is one of the fleet's API keys (``ace-workers key create``); the
+key's principal (``operations.Principal``: ``key:<id>``, its tenant and role) rides on the
+request's AccessToken (:class:`KeyAccessToken`) to the tools' handlers.
 
 Built from the SDK's own parts (its session manager, transport security and
 bearer-auth middleware) rather than ``Server.streamable_http_app``, which turns
@@ -12,7 +12,6 @@ live and grow without bound. Imported only when the server runs over HTTP.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import socket
 from typing import Any
@@ -32,15 +31,15 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..distributed.tenancy.api_keys import SECRET_PREFIX, ApiKeys
-from ..distributed.tenancy.api_keys import Scope as KeyScope
+from ..distributed.tenancy.api_keys import ApiKeys
+from ..distributed.tenancy.errors import InvalidApiKeyError
+from ..operations import Principal, principal_for_key
 
 __all__ = [
     "MCP_PATH",
     "ConnectionLimit",
+    "KeyAccessToken",
     "KeyVerifier",
-    "ScopedAccessToken",
-    "StaticTokenVerifier",
     "build_http_app",
     "transport_security",
 ]
@@ -54,43 +53,26 @@ _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 _WILDCARDS = ("0.0.0.0", "::")
 
 
-class StaticTokenVerifier:
-    """The SDK's TokenVerifier for one shared secret, compared in constant time."""
+class KeyAccessToken(AccessToken):
+    """The SDK's AccessToken of an API key: ``principal`` is who calls (server._principal_of)."""
 
-    def __init__(self, token: str) -> None:
-        self._token = token.encode()
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        # compare_digest: how long the comparison takes says nothing about the token.
-        if not hmac.compare_digest(token.encode(), self._token):
-            return None
-        return AccessToken(token="", client_id="ace-mcp-client", scopes=[])
+    principal: Principal
 
 
-class ScopedAccessToken(AccessToken):
-    """An AccessToken of a scoped API key: ``ace_scope`` is what the key may touch (server._scope_of)."""
+class KeyVerifier:
+    """The SDK's TokenVerifier for the fleet's API keys: a key's principal, or None (401)."""
 
-    ace_scope: KeyScope
-
-
-class KeyVerifier(StaticTokenVerifier):
-    """The server's own token (fleet-wide) or, when ``keys`` is given, a scoped API key of the fleet."""
-
-    def __init__(self, token: str, keys: ApiKeys | None) -> None:
-        super().__init__(token)
+    def __init__(self, keys: ApiKeys) -> None:
         self._keys = keys
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        operator = await super().verify_token(token)
-        if operator is not None or self._keys is None or not token.startswith(SECRET_PREFIX):
-            return operator
-        keys = self._keys
         # One HGET in Redis: off the event loop, as every other Redis call of the server.
-        record = await anyio.to_thread.run_sync(keys.authenticate, token)
-        if record is None:
-            logger.info("MCP request refused: an unknown or revoked API key")
+        try:
+            principal = await anyio.to_thread.run_sync(principal_for_key, self._keys, token)
+        except InvalidApiKeyError as exc:
+            logger.info("MCP request refused: %s", exc)
             return None
-        return ScopedAccessToken(token="", client_id=record.id, scopes=[], ace_scope=record.scope)
+        return KeyAccessToken(token="", client_id=principal.key_id, scopes=[], principal=principal)
 
 
 def transport_security(host: str, port: int) -> TransportSecuritySettings:
@@ -138,12 +120,11 @@ def build_http_app(
     *,
     host: str,
     port: int,
-    token: str | None,
+    keys: ApiKeys | None,
     idle_seconds: float,
     max_connections: int,
-    keys: ApiKeys | None = None,
 ) -> Starlette:
-    """Streamable HTTP at ``/mcp``: the bearer ``token`` (None: no auth) or one of ``keys``, checked
+    """Streamable HTTP at ``/mcp``: a bearer token among ``keys`` (None: no auth), checked
     Host/Origin, bounded."""
     manager = StreamableHTTPSessionManager(
         app=server,
@@ -152,10 +133,10 @@ def build_http_app(
     )
     endpoint: ASGIApp = ConnectionLimit(StreamableHTTPASGIApp(manager), manager, max_connections)
     middleware: list[Middleware] = []
-    if token is not None:
+    if keys is not None:
         endpoint = RequireAuthMiddleware(endpoint, required_scopes=[])
         middleware = [
-            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(KeyVerifier(token, keys))),
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(KeyVerifier(keys))),
             Middleware(AuthContextMiddleware),
         ]
     return Starlette(

@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..distributed.store.actors import api_key_actor, local_user_actor
+from ..distributed.store.actors import local_user_actor
 from ..distributed.tenancy.api_keys import OPERATOR, Scope
 from ..extras import require_extra
+from ..operations import Principal
 from .errors import INVALID_PARAMS, MCPToolError
 from .handlers import MCPHandlers
 from .models import (
@@ -217,26 +218,26 @@ def _connection_of(ctx: Any, error: Any) -> str:
     return f"http:{session_id}"
 
 
-def _scope_of(ctx: Any) -> Scope:
-    """What the caller may touch: its API key's scope (see http_app.KeyVerifier), else fleet-wide.
-
-    Fleet-wide: stdio (the operator started the process), HTTP with the server's own token
-    (ACE_MCP_TOKEN), and --no-auth on loopback (only this machine reaches it).
-    """
+def _principal_of(ctx: Any) -> Principal | None:
+    """The API key's principal the HTTP request came with (http_app.KeyVerifier); None for the
+    local operator: stdio (the operator started the process) and --no-auth on loopback."""
     request = ctx.request
     user = request.scope.get("user") if request is not None else None
-    scope = getattr(getattr(user, "access_token", None), "ace_scope", None)
-    return scope if isinstance(scope, Scope) else OPERATOR
+    principal = getattr(getattr(user, "access_token", None), "principal", None)
+    return principal if isinstance(principal, Principal) else None
+
+
+def _scope_of(ctx: Any) -> Scope:
+    """What the caller may touch: its API key's scope, else fleet-wide (the local operator)."""
+    principal = _principal_of(ctx)
+    return principal.scope if principal is not None else OPERATOR
 
 
 def _actor_of(ctx: Any) -> str:
-    """Who decides, as the change log records it: ``key:`` and the bearer token's client, else this
-    process's user (stdio, or HTTP with --no-auth on loopback: only this machine reaches it)."""
-    request = ctx.request
-    user = request.scope.get("user") if request is not None else None
-    token = getattr(user, "access_token", None)
-    client_id = getattr(token, "client_id", None)
-    return api_key_actor(client_id) if client_id else local_user_actor()
+    """Who decides, as the change log records it: ``key:<id>`` for an API key, else this process's
+    user (stdio, or HTTP with --no-auth on loopback: only this machine reaches it)."""
+    principal = _principal_of(ctx)
+    return principal.name if principal is not None else local_user_actor()
 
 
 def _parse_request(name: str, spec: ToolSpec, arguments: dict[str, Any], error: Any) -> BaseModel:
@@ -256,11 +257,11 @@ def _parse_request(name: str, spec: ToolSpec, arguments: dict[str, Any], error: 
 
 @dataclass(frozen=True)
 class HTTPOptions:
-    """Where the HTTP server listens and the bearer token it requires (None: ``--no-auth``)."""
+    """Where the HTTP server listens, and ``no_auth``: serve without API keys (loopback only)."""
 
     host: str = "127.0.0.1"
     port: int = 8765
-    token: str | None = field(default=None, repr=False)
+    no_auth: bool = False
 
 
 def serve(handlers: MCPHandlers, *, transport: str = "stdio", http: HTTPOptions | None = None) -> None:
@@ -305,15 +306,17 @@ def http_server(handlers: MCPHandlers, http: HTTPOptions) -> Any:
     """
     import uvicorn
 
+    from .auth import check_http_access
     from .http_app import build_http_app
 
+    keys = handlers.backend.api_keys()  # the fleet's; None in process
+    check_http_access(no_auth=http.no_auth, host=http.host, fleet=keys is not None)
     app = build_http_app(
         build_server(handlers, handshake_only=True),
         host=http.host,
         port=http.port,
-        token=http.token,
+        keys=None if http.no_auth else keys,
         idle_seconds=handlers.config.session_ttl_seconds,
         max_connections=handlers.config.max_connections,
-        keys=handlers.backend.api_keys(),  # the fleet's scoped keys; None in process
     )
     return uvicorn.Server(uvicorn.Config(app, host=http.host, port=http.port, log_level="warning"))

@@ -3,7 +3,9 @@
 Every front end (the CLI, the console, MCP, intake) turns its caller into a :class:`Principal`
 and passes it to the operation; the operation decides, once, what that principal may do
 (:func:`authorize`). The CLI acts as the operator when it holds the Redis URL, or as a key
-with ``--api-key``/``ACE_API_KEY``; the console and MCP authenticate keys and their own users.
+with ``--api-key``/``ACE_API_KEY``. API keys are the one credential: the console (bearer token
+or basic auth's password), MCP over HTTP and ``--api-key`` each authenticate a secret with
+:func:`principal_for_key`, the one place a secret becomes a principal.
 """
 
 from __future__ import annotations
@@ -44,7 +46,11 @@ def operator(name: str) -> Principal:
 
 
 def principal_for_key(keys: ApiKeys, secret: str) -> Principal:
-    """The principal of the API key ``secret``; InvalidApiKeyError if no live key has it."""
+    """The principal of the API key ``secret`` (``key:<id>``, the key's tenant and role).
+
+    Raises:
+        InvalidApiKeyError: no live key has this secret (malformed, unknown or revoked).
+    """
     key = keys.require(secret)
     return Principal(f"key:{key.id}", key.tenant, key.role, key.id)
 

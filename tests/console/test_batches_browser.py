@@ -8,7 +8,6 @@ import pytest
 import redis
 
 from ace_workers.distributed.service import Service
-from tests.console.test_browser_smoke import basic_auth_header
 from tests.support.cdp import headless_chromium
 from tests.support.console import SCREENSHOTS, RunningConsole
 from tests.support.recipes import CHOOSY_HEALED, choosy_traces
@@ -19,7 +18,7 @@ from tests.support.recipes import CHOOSY_HEALED, choosy_traces
 def test_the_batches_page_and_a_batch_page_show_progress_and_steps(
     console: RunningConsole, fleet: Service, tmp_path: Path
 ) -> None:
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}/batches")
         assert page.count("#recent-batches tr[data-batch]") == 1
         assert page.evaluate("document.querySelector('#recent-batches progress').value") == 8
@@ -44,7 +43,7 @@ def test_a_dead_letter_retried_by_its_button_is_gone_with_a_notice(
     assert handle.wait(timeout=60).failed == 1
     redis_client.set(CHOOSY_HEALED, 1)
 
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}/dead-letters?batch={handle.batch_id}")
         assert page.count("#letters tr[data-letter]") == 1
         assert "fails on purpose" in page.text("#letters")

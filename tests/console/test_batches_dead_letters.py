@@ -13,7 +13,7 @@ from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.batches import BatchState, BatchStatus
 from ace_workers.distributed.worker.dead_letters import read_dead_letters
-from tests.support.console import TOKEN, RunningConsole, post_form, running_console
+from tests.support.console import RunningConsole, post_form, running_console
 from tests.support.recipes import CHOOSY_HEALED, choosy_traces
 from tests.support.waiting import wait_for
 
@@ -84,7 +84,7 @@ def test_a_retry_sends_back_exactly_the_filtered_letters(
     console: RunningConsole, failed: Failed, fleet: Service, redis_client: redis.Redis
 ) -> None:
     redis_client.set(CHOOSY_HEALED, 1)
-    with console.client(token=TOKEN) as client:
+    with console.client(token=console.token) as client:
         answer = client.post("/api/dead-letters/retry", json={"batch": failed.alpha.batch_id})
 
     assert answer.status_code == 200, answer.text
@@ -98,7 +98,7 @@ def test_a_retried_sample_leaves_the_failed_count_of_its_step(
     console: RunningConsole, failed: Failed, redis_client: redis.Redis
 ) -> None:
     redis_client.set(CHOOSY_HEALED, 1)
-    with console.client(token=TOKEN) as client:
+    with console.client(token=console.token) as client:
         client.post("/api/dead-letters/retry", json={"batch": failed.alpha.batch_id})
         all_done(failed.alpha, 3)
         steps = client.get(f"/api/batches/{failed.alpha.batch_id}").json()["steps"]
@@ -117,7 +117,7 @@ def test_the_form_retry_redirects_to_the_filter_with_a_notice(
 
 
 def test_a_read_only_console_retries_nothing(failed: Failed, fleet: Service) -> None:
-    with running_console(fleet, read_only=True) as console, console.client(token=TOKEN) as client:
+    with running_console(fleet, read_only=True) as console, console.client(token=console.token) as client:
         answer = client.post("/api/dead-letters/retry", json={})
         page = client.get("/dead-letters").text
     assert answer.status_code == 403

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cdp import headless_chromium
-from tests.support.console import SCREENSHOTS, RunningConsole, basic_auth_header
+from tests.support.console import SCREENSHOTS, RunningConsole
 
 
 @pytest.mark.slow
@@ -15,7 +15,7 @@ from tests.support.console import SCREENSHOTS, RunningConsole, basic_auth_header
 def test_the_skillbooks_page_in_chromium_lists_the_learned_skillbook(
     console: RunningConsole, tmp_path: Path
 ) -> None:
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}/skillbooks")
         assert page.count('tr[data-skillbook="support"]') == 1
         assert "support" in page.text("#skillbooks")

@@ -22,7 +22,7 @@ from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.outcomes import read_outcomes, wilson_interval
 from ace_workers.sim import TOPICS, make_tasks
 from tests.support.cdp import headless_chromium
-from tests.support.console import SCREENSHOTS, RunningConsole, basic_auth_header
+from tests.support.console import SCREENSHOTS, RunningConsole
 
 BOOK = "support"  # the fleet fixture's skillbook
 PAGE = f"/skillbooks/{BOOK}/evaluations"
@@ -294,7 +294,7 @@ def test_in_chromium_the_evaluations_page_shows_its_plots(
     with console.client() as client:
         data = client.get(f"/api{PAGE}").json()
         by_label = client.get(f"/api{PAGE}", params={"by": "label"}).json()["accuracy"]
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}{PAGE}")
         accuracy = sum(len(s["points"]) for s in data["accuracy"]["series"])
         assert page.count("svg#accuracy-chart circle.point") == accuracy

@@ -12,7 +12,6 @@ from ace_workers.distributed.service import Service
 from ace_workers.distributed.worker.partitions import check_partition_count
 from ace_workers.sim import failure_traces
 from tests.console.conftest import LEARNED
-from tests.console.test_browser_smoke import basic_auth_header
 from tests.support.cdp import headless_chromium
 from tests.support.console import SCREENSHOTS, RunningConsole, running_console
 
@@ -108,7 +107,7 @@ def test_without_workers_the_queues_hold_the_batch_and_it_lags(
 def test_the_fleet_page_shows_the_workers_queues_and_partitions(
     console: RunningConsole, fleet: Service, tmp_path: Path
 ) -> None:
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}/fleet")
         assert page.count("#workers tr[data-worker]") >= 2  # the execute+learn worker and the writer
         assert page.count("#queues tr[data-queue]") == len(fleet.runtime.settings.all_queues())

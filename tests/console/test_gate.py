@@ -9,7 +9,11 @@ from ace_workers.console.access import ConsoleAccess
 from ace_workers.console.audit import read_audit
 from ace_workers.console.errors import ConsoleSettingError
 from ace_workers.distributed.service import Service
-from tests.support.console import TOKEN, RunningConsole, csrf_of, running_console
+from ace_workers.distributed.tenancy import ApiKeys
+from tests.support.console import USER, RunningConsole, csrf_of, running_console
+
+# A secret of the keys' format that no key has.
+UNKNOWN_KEY = "ace_0123abcd_" + "x" * 43
 
 
 def test_every_page_and_api_refuses_a_request_without_credentials(console: RunningConsole) -> None:
@@ -20,19 +24,36 @@ def test_every_page_and_api_refuses_a_request_without_credentials(console: Runni
         assert client.get("/skillbooks").headers["www-authenticate"].startswith("Basic")
 
 
-def test_a_wrong_password_or_token_is_refused(console: RunningConsole) -> None:
-    with console.client(auth=("ops", "not-the-password")) as client:
-        assert client.get("/api/skillbooks").status_code == 401
-    with console.client(token="not-a-token-at-all-0000") as client:
-        assert client.get("/api/skillbooks").status_code == 401
+def test_a_password_or_token_that_is_no_live_key_is_refused(console: RunningConsole) -> None:
+    for secret in ("not-a-key", UNKNOWN_KEY):
+        with console.client(auth=(USER, secret)) as client:
+            assert client.get("/api/skillbooks").status_code == 401, secret
+        with console.client(token=secret) as client:
+            assert client.get("/api/skillbooks").status_code == 401, secret
 
 
-def test_basic_auth_and_a_bearer_token_both_reach_the_api(console: RunningConsole) -> None:
+def test_a_key_signs_in_as_basic_auths_password_or_as_a_bearer_token(console: RunningConsole) -> None:
     with console.client() as client:
         names = [book["name"] for book in client.get("/api/skillbooks").json()["skillbooks"]]
     assert names == ["support"]
-    with console.client(token=TOKEN) as client:
+    # The user name is free: the key's secret alone says who signs in.
+    with console.client(auth=(console.ops.id, console.ops.secret)) as client:
+        page = client.get("/skillbooks")
+    assert page.status_code == 200
+    assert console.ops.name in page.text  # the page names who signed in: the key, not the user name
+    with console.client(token=console.token) as client:
         assert client.get("/api/skillbooks").status_code == 200
+
+
+def test_a_revoked_key_is_refused_at_once(console: RunningConsole, fleet: Service) -> None:
+    keys = ApiKeys(fleet.runtime.redis, prefix=fleet.runtime.settings.queue_prefix)
+    with console.client() as person, console.client(token=console.token) as script:
+        assert person.get("/api/skillbooks").status_code == 200
+        assert script.get("/api/skillbooks").status_code == 200
+        assert keys.revoke(console.ops.id)
+        assert keys.revoke(console.keys.script.id)
+        assert person.get("/api/skillbooks").status_code == 401
+        assert script.get("/api/skillbooks").status_code == 401
 
 
 def test_healthz_needs_no_credentials_and_pings_redis(console: RunningConsole) -> None:
@@ -82,22 +103,18 @@ def test_every_post_route_refuses_a_browser_request_without_the_csrf_token(conso
 
 
 def test_the_csrf_token_of_one_user_does_not_pass_for_another(console: RunningConsole) -> None:
-    with console.client(auth=("viewer", "viewer-password")) as viewer:
+    with console.client(auth=console.login(console.keys.viewer)) as viewer:
         token = csrf_of(viewer)
     with console.client() as ops:
         assert csrf_of(ops) != token
 
 
-def test_no_auth_is_refused_off_loopback_and_credentials_are_needed_without_it() -> None:
-    with pytest.raises(ConsoleSettingError, match="loopback"):
-        ConsoleAccess.from_settings(None, None, no_auth=True, host="0.0.0.0")
-    with pytest.raises(ConsoleSettingError, match="needs credentials"):
-        ConsoleAccess.from_settings(None, None, no_auth=False, host="127.0.0.1")
-    with pytest.raises(ConsoleSettingError, match="at least 16"):
-        ConsoleAccess.from_settings(None, "ci:short", no_auth=False, host="127.0.0.1")
-    with pytest.raises(ConsoleSettingError, match="ACE_CONSOLE_BASIC_AUTH"):
-        ConsoleAccess.from_settings("no-colon", None, no_auth=False, host="127.0.0.1")
-    assert ConsoleAccess.from_settings(None, None, no_auth=True, host="127.0.0.1").no_auth
+def test_no_auth_is_refused_off_loopback_naming_api_keys() -> None:
+    with pytest.raises(ConsoleSettingError, match=r"loopback host only, not --host 0\.0\.0\.0") as refused:
+        ConsoleAccess.from_settings(no_auth=True, host="0.0.0.0")
+    assert "ace-workers key create" in str(refused.value)
+    assert ConsoleAccess.from_settings(no_auth=True, host="127.0.0.1").no_auth
+    assert not ConsoleAccess.from_settings(no_auth=False, host="0.0.0.0").no_auth
 
 
 def test_no_auth_on_loopback_acts_as_local(idle_service: Service) -> None:

@@ -236,7 +236,7 @@ def test_a_rollback_through_the_api_restores_the_version_and_the_change_log_name
     assert store.snapshot_at(6)[1].to_dict()["skills"] == at_two["skills"]
     [entry] = store.history(1)
     assert entry.kind.value == "rollback"
-    assert entry.source == {"actor": "user:ops", "via": "console", "note": "bad tag", "rollback_to": 2}
+    assert entry.source == {"actor": running.ops.name, "via": "console", "note": "bad tag", "rollback_to": 2}
 
 
 def test_a_rollback_confirmed_against_an_older_head_is_refused_with_409(
@@ -320,14 +320,15 @@ def test_a_label_move_through_the_api_is_logged_as_the_user_and_refused_when_sta
     assert moved.status_code == 200, moved.text
     assert store.labels.get("prod") == 5
     [last, first] = store.labels.history("prod")
-    assert (first.from_version, first.to_version, first.actor, first.note) == (None, 2, "user:ops", "ok")
-    assert (last.from_version, last.to_version, last.actor) == (2, 5, "user:ops")
+    ops = running.ops.name
+    assert (first.from_version, first.to_version, first.actor, first.note) == (None, 2, ops, "ok")
+    assert (last.from_version, last.to_version, last.actor) == (2, 5, ops)
     assert stale.status_code == 409
     assert "showed it at version 2, but it is at version 5" in stale.json()["message"]
     assert again.status_code == 409  # expected at 4, but canary is not set
     assert store.labels.get("canary") is None
     prefix = running.app.state.console.prefix
-    assert any(e.action == "label-move" and e.user == "ops" for e in read_audit(redis_client, prefix))
+    assert any(e.action == "label-move" and e.user == ops for e in read_audit(redis_client, prefix))
 
 
 def test_a_label_move_refuses_a_bad_label_or_version(
@@ -376,4 +377,4 @@ def test_a_label_delete_is_confirmed_logged_and_refused_when_stale(
     assert deleted.status_code == 200, deleted.text
     assert store.labels.get("prod") is None
     move = store.labels.history("prod")[0]
-    assert (move.from_version, move.to_version, move.actor, move.note) == (3, None, "user:ops", "gone")
+    assert (move.from_version, move.to_version, move.actor, move.note) == (3, None, running.ops.name, "gone")

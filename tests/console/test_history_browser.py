@@ -10,7 +10,7 @@ import pytest
 
 from ace_workers.distributed.service import Service
 from tests.support.cdp import BrowserError, Page, headless_chromium
-from tests.support.console import SCREENSHOTS, RunningConsole, basic_auth_header
+from tests.support.console import SCREENSHOTS, RunningConsole
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -35,7 +35,7 @@ def test_a_versions_diff_opens_from_the_timeline_and_shows_its_skills(
     with console.client() as client:
         entries = client.get("/api/skillbooks/support/history").json()["entries"]
     adding = next(entry for entry in entries if entry["effect"]["added"])
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}/skillbooks/support/history")
         assert page.count("#timeline tr[data-version]") == len(entries)
         assert f"v{store.version()}" in page.text("#timeline tbody tr")
@@ -57,7 +57,7 @@ def test_a_label_moves_through_its_confirmation_page(
     store = fleet.runtime.store("support")
     store.labels.set("prod", 1, actor="user:setup")
     head = store.version()
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}/skillbooks/support/labels")
         page.click('#labels tr[data-label="prod"] button.move-label')  # to the head, the field's default
         arrive(page, lambda: "/labels/prod/move" in page.url(), "the move confirmation")
@@ -70,7 +70,7 @@ def test_a_label_moves_through_its_confirmation_page(
         arrive(
             page, lambda: page.count(f'#labels tr[data-label="prod"][data-version="{head}"]') == 1, "the move"
         )
-        assert "user:ops" in page.text("#label-log tbody tr")
+        assert console.ops.name in page.text("#label-log tbody tr")
         assert "evaluated well" in page.text("#label-log tbody tr")
         page.screenshot(SCREENSHOTS / "history-labels.png")
     assert store.labels.get("prod") == head
@@ -81,7 +81,7 @@ def test_a_rollback_through_its_confirmation_page_appears_in_the_timeline(
 ) -> None:
     store = fleet.runtime.store("support")
     head = store.version()
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}/skillbooks/support/history")
         page.click('#timeline tr[data-version="1"] a.rollback-link')
         arrive(page, lambda: "/rollback" in page.url(), "the rollback confirmation")
@@ -97,7 +97,7 @@ def test_a_rollback_through_its_confirmation_page_appears_in_the_timeline(
         newest = page.text("#timeline tbody tr")
         assert f"v{head + 1}" in newest
         assert "rollback" in newest
-        assert "user:ops" in newest
+        assert console.ops.name in newest
         assert "rolled back to version 1" in page.text("#notice")
     assert store.version() == head + 1
     assert store.diff(1, head + 1) == {}

@@ -18,10 +18,8 @@ from ace_workers.sim import failure_traces
 from tests.support.cdp import headless_chromium
 from tests.support.console import (
     SCREENSHOTS,
-    USER,
     RunningConsole,
     api_post,
-    basic_auth_header,
     post_form,
     running_console,
 )
@@ -167,7 +165,7 @@ def test_approving_through_the_api_applies_it_and_the_change_log_names_the_user(
     assert entry.kind is ChangeKind.REVIEW
     assert entry.source is not None
     assert (entry.source["review"]["actor"], entry.source["review"]["note"]) == (
-        f"user:{USER}",
+        console.ops.name,
         "looks right",
     )
     assert store.review.get(proposal.id).status is ProposalStatus.APPROVED
@@ -179,7 +177,7 @@ def test_an_approval_is_written_to_the_audit_log(proposed: Service, console: Run
         api_post(client, f"/api/skillbooks/{STEERED}/review/{proposal.id}/approve", {})
     (entry,) = read_audit(proposed.runtime.redis, proposed.runtime.settings.queue_prefix)
     assert (entry.user, entry.action, entry.target, entry.outcome) == (
-        USER,
+        console.ops.name,
         "review:approve",
         f"{STEERED}/{proposal.id}",
         "ok",
@@ -212,7 +210,7 @@ def test_a_form_approval_goes_back_to_the_queue_with_a_notice_naming_the_version
     assert location.path == f"/skillbooks/{STEERED}/review"
     version = proposed.runtime.store(STEERED).version()
     assert parse_qs(location.query)["notice"] == [
-        f"proposal {proposal.id} approved by user:{USER}: skillbook '{STEERED}' now version {version}"
+        f"proposal {proposal.id} approved by {console.ops.name}: skillbook '{STEERED}' now version {version}"
     ]
 
 
@@ -257,7 +255,7 @@ def test_a_decided_proposal_is_refused_with_409_naming_who_decided(
         again = api_post(client, f"/api/skillbooks/{STEERED}/review/{proposal.id}/approve", {})
         page = client.get(f"/skillbooks/{STEERED}/review/{proposal.id}").text
     assert again.status_code == 409
-    assert f"was rejected already, by user:{USER}" in again.json()["message"]
+    assert f"was rejected already, by {console.ops.name}" in again.json()["message"]
     assert 'id="approve-form"' not in page
 
 
@@ -320,7 +318,7 @@ def test_in_chromium_a_reviewer_opens_the_queue_approves_one_and_rejects_another
     proposed: Service, console: RunningConsole, tmp_path: Path
 ) -> None:
     first, second, _ = pending(proposed)
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}/skillbooks/{STEERED}/review")
         assert page.count("#proposals tr[data-proposal]") == 3
         assert "review" in page.text("#policy")
@@ -333,13 +331,13 @@ def test_in_chromium_a_reviewer_opens_the_queue_approves_one_and_rejects_another
         page.fill("#approve-note", "a sound rule")
         page.click("#approve")
         assert urlparse(page.url()).path == f"/skillbooks/{STEERED}/review"
-        assert f"proposal {first.id} approved by user:{USER}" in page.text("#notice")
+        assert f"proposal {first.id} approved by {console.ops.name}" in page.text("#notice")
         assert page.count("#proposals tr[data-proposal]") == 2
 
         page.goto(f"{console.url}/skillbooks/{STEERED}/review/{second.id}")
         page.fill("#reject-note", "too narrow")
         page.click("#reject")
-        assert f"proposal {second.id} rejected by user:{USER}" in page.text("#notice")
+        assert f"proposal {second.id} rejected by {console.ops.name}" in page.text("#notice")
 
         # The approved skill is on the skillbook's page now; the rejected one is not.
         page.goto(f"{console.url}/skillbooks/{STEERED}?status=all&per_page=500")
@@ -350,8 +348,8 @@ def test_in_chromium_a_reviewer_opens_the_queue_approves_one_and_rejects_another
         page.goto(f"{console.url}/audit")
         audit = page.text("#audit")
         page.screenshot(SCREENSHOTS / "audit.png")
-    assert f"{USER}\treview:approve\t{STEERED}/{first.id}\tok" in audit
-    assert f"{USER}\treview:reject\t{STEERED}/{second.id}\tok" in audit
+    assert f"{console.ops.name}\treview:approve\t{STEERED}/{first.id}\tok" in audit
+    assert f"{console.ops.name}\treview:reject\t{STEERED}/{second.id}\tok" in audit
     assert first.operations[0]["content"] in added_contents(proposed)
     assert second.operations[0]["content"] not in added_contents(proposed)
     rejected = proposed.runtime.store(STEERED).review.get(second.id)

@@ -13,7 +13,7 @@ from ace_workers.console.audit import read_audit
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.keys import dead_letters_key
 from ace_workers.distributed.tenancy import ApiKeys, Tenant, TenantRegistry
-from tests.support.console import TOKEN, RunningConsole, running_console
+from tests.support.console import USER, RunningConsole, csrf_of, running_console
 from tests.support.operations import add, batch
 
 ALPHA, BETA = "alpha-docs", "beta-notes"
@@ -67,9 +67,28 @@ def test_a_tenants_key_lists_only_its_tenants_skillbooks_batches_and_letters(
         assert [letter["skillbook"] for letter in letters["letters"]] == [ALPHA]
         assert letters["parked"] == 1
         assert "beta" not in client.get("/skillbooks").text  # the page shows what its API does
-    with console.client(token=TOKEN) as operator:  # ACE_CONSOLE_TOKENS: a fleet operator
+    with console.client(token=console.token) as operator:  # a fleet-wide key: a fleet operator
         names = [row["name"] for row in operator.get("/api/skillbooks").json()["skillbooks"]]
         assert names == [ALPHA, BETA]
+
+
+def test_a_person_signed_in_with_a_tenants_key_has_its_tenant_and_role(
+    keys: ApiKeys, console: RunningConsole, idle_service: Service
+) -> None:
+    reader, secret = keys.create("alpha", "read")
+    # The browser's sign-in: the key's secret as the password, the user name free.
+    with console.client(auth=(USER, secret)) as person:
+        page = person.get("/skillbooks")
+        assert page.status_code == 200
+        assert f"key:{reader.id}" in page.text
+        assert [row["name"] for row in person.get("/api/skillbooks").json()["skillbooks"]] == [ALPHA]
+        assert person.get(f"/api/skillbooks/{BETA}").status_code == 404
+        refused = person.post(
+            f"/api/skillbooks/{ALPHA}/labels/prod", json={"to": 1}, headers={"X-CSRF-Token": csrf_of(person)}
+        )
+        assert refused.status_code == 403
+        assert f"key '{reader.id}' of tenant 'alpha' has role 'read'" in refused.json()["message"]
+    assert idle_service.runtime.store(ALPHA).labels.all() == {}
 
 
 def test_another_tenants_skillbook_and_batch_answer_404_as_if_missing(

@@ -14,7 +14,7 @@ from ace_workers.core.updates import UpdateBatch, UpdateOperation
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.store.store import RedisSkillbookStore
 from tests.support.catalogue import seed_catalogue
-from tests.support.console import TOKEN, RunningConsole, post_form, running_console
+from tests.support.console import RunningConsole, post_form, running_console
 
 BOOK = "catalogue"
 
@@ -269,11 +269,11 @@ def test_pin_from_the_page_form_pins_the_skill_as_the_user_and_audits_it(
     assert response.headers["location"].startswith(f"/skillbooks/support/skills/{skill_id}?notice=")
     assert store.export().get_skill(skill_id).pinned  # type: ignore[union-attr]
     change = store.history(1)[0]
-    assert (change.source or {})["actor"] == "user:ops"
+    assert (change.source or {})["actor"] == console.ops.name
     assert (change.source or {})["note"] == "keep this one"
     entry = read_audit(redis_client, fleet.runtime.settings.queue_prefix, 1)[0]
     assert (entry.user, entry.action, entry.target, entry.outcome) == (
-        "ops",
+        console.ops.name,
         "skill:pin",
         f"support/{skill_id}",
         "ok",
@@ -286,7 +286,7 @@ def test_archive_restore_and_unpin_through_the_api_change_the_skill_and_its_page
     store = fleet.runtime.store("support")
     skill_id = store.export().skills()[0].id
     base = f"/api/skillbooks/support/skills/{skill_id}"
-    with console.client(token=TOKEN) as client:
+    with console.client(token=console.token) as client:
         archived = client.post(f"{base}/archive", json={"note": "stale"}).json()
         after_archive = client.get(base).json()
         client.post(f"{base}/restore", json={})
@@ -300,7 +300,7 @@ def test_archive_restore_and_unpin_through_the_api_change_the_skill_and_its_page
         after_archive["version"],
     )
     assert (after_archive["state"], after_archive["actions"]) == ("archived", ["restore"])
-    assert after_archive["skill"]["archive_info"]["by"] == "user:ci-script"
+    assert after_archive["skill"]["archive_info"]["by"] == console.keys.script.name
     assert refused.status_code == 409  # refused: the pin stands (a conflict, as on every front end)
     assert "pinned" in refused.json()["message"]
     skill = store.export().get_skill(skill_id)
@@ -310,7 +310,7 @@ def test_archive_restore_and_unpin_through_the_api_change_the_skill_and_its_page
 
 
 def test_an_action_on_a_missing_skill_is_a_404(console: RunningConsole) -> None:
-    with console.client(token=TOKEN) as client:
+    with console.client(token=console.token) as client:
         response = client.post("/api/skillbooks/support/skills/nosuch-00099/pin", json={})
     assert response.status_code == 404
     assert "nosuch-00099" in response.json()["message"]

@@ -9,7 +9,7 @@ import pytest
 
 from ace_workers.distributed.service import Service
 from tests.support.cdp import Page, headless_chromium
-from tests.support.console import SCREENSHOTS, RunningConsole, basic_auth_header, docs_screenshot
+from tests.support.console import SCREENSHOTS, RunningConsole, docs_screenshot
 
 
 def _listed_ids(page: Page) -> list[str]:
@@ -28,7 +28,7 @@ def test_from_the_index_a_skillbook_shows_its_skills_and_a_search_filters_them(
     skills = view.skills()
     word = skills[0].section.upper()  # the search ignores case
     expected = [s.id for s in skills if word.lower() in f"{s.id}\n{s.content}".lower()]
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}/skillbooks")
         page.screenshot(SCREENSHOTS / "skillbooks-index.png")
         page.click('tr[data-skillbook="support"] a')
@@ -53,7 +53,7 @@ def test_a_skill_page_shows_its_provenance_and_its_pin_button_pins_it_as_the_use
 ) -> None:
     store = fleet.runtime.store("support")
     skill = store.export().skills()[0]
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}/skillbooks/support")
         page.click(f'#skills tr[data-skill="{skill.id}"] a')
         assert page.text("#skill-id") == skill.id
@@ -64,11 +64,11 @@ def test_a_skill_page_shows_its_provenance_and_its_pin_button_pins_it_as_the_use
         page.click("#action-pin")
         assert page.count("#pinned-mark") == 1
         assert "pin" in page.text("#notice")
-        assert "user:ops" in page.text("#changes")
+        assert console.ops.name in page.text("#changes")
         page.screenshot(SCREENSHOTS / "skillbooks-skill.png")
     assert batch_links > 0
     pinned = store.export().get_skill(skill.id)
     assert pinned is not None and pinned.pinned
     change = store.history(1)[0]
-    assert (change.source or {})["actor"] == "user:ops"
+    assert (change.source or {})["actor"] == console.ops.name
     assert (change.source or {})["note"] == "keep: the agent relies on it"

@@ -21,9 +21,7 @@ from ace_workers.distributed.tenancy.usage import usage_report
 from tests.support.cdp import headless_chromium
 from tests.support.console import (
     SCREENSHOTS,
-    TOKEN,
     RunningConsole,
-    basic_auth_header,
     docs_screenshot,
     running_console,
 )
@@ -174,7 +172,7 @@ def test_the_pages_render_each_tenant_with_its_bars_and_skillbook_links(console:
 
 
 def test_one_tenants_page_lists_its_running_batches(console: RunningConsole) -> None:
-    with console.client(token=TOKEN) as client:
+    with console.client(token=console.token) as client:
         alpha = client.get("/api/tenants/alpha").json()
         beta = client.get("/api/tenants/beta").json()
         missing = client.get("/api/tenants/nobody")
@@ -218,7 +216,7 @@ def test_a_tenants_key_sees_only_its_own_tenant(console: RunningConsole, fleet_o
 def test_the_tenants_page_in_chromium_draws_each_share_as_a_bar(
     console: RunningConsole, tmp_path: Path
 ) -> None:
-    with headless_chromium(tmp_path / "profile", headers=basic_auth_header()) as page:
+    with headless_chromium(tmp_path / "profile", headers=console.basic_auth_header()) as page:
         page.goto(f"{console.url}/tenants")
         assert page.count("#tenants tr[data-tenant]") == 4
         # The filled part of alpha's token bar, as the browser laid it out: 60% of the frame.

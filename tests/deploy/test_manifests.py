@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ace_workers.cli import app as cli_app
-from ace_workers.distributed.settings import ENV_PREFIX, WorkerSettings
+from ace_workers.distributed.settings import ENV_PREFIX, RETIRED_SETTINGS, WorkerSettings
 from tests.support.deploy_files import (
     COMPOSE,
     COMPOSE_VARIABLE,
@@ -310,15 +310,26 @@ def test_every_worker_is_health_checked_on_the_healthz_of_its_own_metrics_port()
         assert str(ports[probe["port"]]) == command_option(container["command"], "--metrics-port"), name
 
 
-# The two web roles: each with its credentials variable and its k8s Secret.
-WEB_ROLES = [
-    ("flower", "ACE_FLOWER_BASIC_AUTH", "ace-flower"),
-    ("console", "ACE_CONSOLE_BASIC_AUTH", "ace-console"),
-]
+# Flower's credentials variable and its k8s Secret (the console authenticates API keys, in Redis).
+WEB_ROLES = [("flower", "ACE_FLOWER_BASIC_AUTH", "ace-flower")]
+
+
+def test_the_console_is_deployed_behind_api_keys_with_no_credentials_of_its_own() -> None:
+    service = compose_services()["console"]
+    (container,) = k8s_kind("Deployment")["console"]["spec"]["template"]["spec"]["containers"]
+    for where, command, env in (
+        ("compose", service["command"], service_env(service)),
+        ("k8s", container["command"], container_env(container)),
+    ):
+        assert "--no-auth" not in command, where
+        retired = set(env) & set(RETIRED_SETTINGS)
+        assert not retired, f"{where} sets {retired}, which the console refuses"
+    assert not set(read_env_example()) & set(RETIRED_SETTINGS)
+    assert "ace-console" not in k8s_kind("Secret")
 
 
 @pytest.mark.parametrize(("role", "variable", "secret"), WEB_ROLES)
-def test_flower_and_the_console_get_their_credentials_and_never_start_without_auth(
+def test_flower_gets_its_credentials_and_never_starts_without_auth(
     role: str, variable: str, secret: str
 ) -> None:
     service = compose_services()[role]

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from ace_workers.cli.console import DEFAULT_CONSOLE_PORT
+from ace_workers.console.access import CREATE_KEY
 from ace_workers.distributed.settings import IGNORED_PREFIXES, QUEUE_ROLES, WorkerSettings, env_name
 from tests.support.deploy_files import (
     COMPOSE,
@@ -429,6 +430,30 @@ def test_the_variables_the_docs_say_to_set_are_the_ones_compose_requires() -> No
         assert set(re.findall(r"\b[A-Z][A-Z0-9_]+\b", told)) == required, (
             f"{source} says to set {told!r}; docker-compose.yml requires {sorted(required)}"
         )
+
+
+# Where the deployment files and pages say how to make the first admin key: (file, its command).
+FIRST_KEY_FILES = (
+    "docker-compose.yml",
+    ".env.example",
+    "deploy/k8s/console.yaml",
+    "deploy/README.md",
+    "README.md",
+    "docs/getting-started.md",
+    "docs/fleet.md",
+    "docs/console.md",
+    "docs/tenants.md",
+)
+
+
+def test_every_file_that_deploys_the_console_makes_the_first_admin_key_with_one_command() -> None:
+    # The command the console names when nobody can sign in, as every file spells it.
+    stated = {"ace_workers.console.access.CREATE_KEY": CREATE_KEY}
+    for path in FIRST_KEY_FILES:
+        text = re.sub(r"\s+", " ", (ROOT / path).read_text().replace("#", " "))
+        (command,) = set(found(r"(ace-workers key create '\*' --role admin --note \w+)", text, path))
+        stated[path] = command
+    one_value(stated, "the command that makes the first admin key")
 
 
 def test_compose_refuses_to_start_flower_without_credentials() -> None:

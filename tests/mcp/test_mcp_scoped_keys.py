@@ -14,11 +14,11 @@ from ace_workers.mcp.handlers import TOOL_ROLES
 from ace_workers.mcp.server import TOOLS
 from tests.support.mcp import (
     INITIALIZE,
-    TOKEN,
     call,
     connect_http,
     fleet_env,
     http_server_in_process,
+    make_key,
     refused,
 )
 from tests.support.operations import add, batch
@@ -52,6 +52,7 @@ def test_a_key_of_another_tenant_is_refused_and_its_own_tenants_key_reads(
         _, alpha = keys.create("alpha", "read")
         beta_key, beta = keys.create("beta", "admin")
         env = fleet_env(service, redis_url, tmp_path)
+        _, operator = make_key(env)  # fleet-wide: every tenant
 
         async def scenario() -> None:
             with http_server_in_process(env) as url:
@@ -69,7 +70,7 @@ def test_a_key_of_another_tenant_is_refused_and_its_own_tenants_key_reads(
                     assert (got["skillbook"], got["stats"]["skills"]) == ("shared", 1)
                     listed = await call(client, "ace.skillbook.list", {})
                     assert listed["skillbooks"] == ["alpha-docs", "shared"]
-                async with connect_http(url, TOKEN) as client:  # the operator: every tenant
+                async with connect_http(url, operator) as client:  # a fleet-wide key: every tenant
                     listed = await call(client, "ace.skillbook.list", {})
                     assert listed["tenant"] == "*"
                     assert listed["skillbooks"] == ["alpha-docs", "beta-notes", "shared"]

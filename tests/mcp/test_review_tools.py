@@ -11,13 +11,10 @@ from ace_workers.distributed.store.changelog import ChangeKind
 from ace_workers.distributed.store.proposals import ProposalStatus
 from ace_workers.distributed.store.review_policy import ReviewPolicy
 from ace_workers.sim import failure_traces
-from tests.support.mcp import CLIENTS, call, fleet_env, refused, server_env
+from tests.support.mcp import CLIENTS, call, fleet_env, http_client, make_key, refused, server_env
 from tests.support.workers import running_service
 
 pytestmark = pytest.mark.slow
-
-# The HTTP server's one bearer token names its client so: decisions over it are recorded as this key.
-TOKEN_ACTOR = "key:ace-mcp-client"
 
 
 def test_review_tools_list_approve_and_reject_the_fleet_skillbooks_proposals(
@@ -30,9 +27,12 @@ def test_review_tools_list_approve_and_reject_the_fleet_skillbooks_proposals(
         assert (status.done, status.failed) == (3, 0)
         before = store.version()
         env = fleet_env(service, redis_url, tmp_path)
+        key, secret = make_key(env)
+        # Decisions over HTTP are recorded as the key that made them.
+        key_actor = f"key:{key.id}"
 
         async def scenario() -> dict[str, str]:
-            async with CLIENTS["http"](env) as client:
+            async with http_client(env, secret) as client:
                 listed = await call(client, "ace.review.list", {})
                 assert listed["skillbook"] == "shared"
                 assert listed["pending"] == 3
@@ -41,7 +41,7 @@ def test_review_tools_list_approve_and_reject_the_fleet_skillbooks_proposals(
                 approved = await call(client, "ace.review.approve", {"proposal_id": first, "note": "sound"})
                 assert (approved["status"], approved["actor"], approved["note"]) == (
                     "approved",
-                    TOKEN_ACTOR,
+                    key_actor,
                     "sound",
                 )
                 assert approved["version"] == before + 1
@@ -61,7 +61,7 @@ def test_review_tools_list_approve_and_reject_the_fleet_skillbooks_proposals(
         assert store.review.get(ids["first"]).status is ProposalStatus.APPROVED
         assert len(store.export()) == 1
         entries = [c for c in store.history(limit=2) if c.kind is ChangeKind.REVIEW and c.source]
-        assert [c.source["review"]["actor"] for c in entries if c.source] == [TOKEN_ACTOR, TOKEN_ACTOR]
+        assert [c.source["review"]["actor"] for c in entries if c.source] == [key_actor, key_actor]
 
 
 def test_a_read_only_server_lists_proposals_but_decides_none(redis_url: str, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import redis
 
 from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.tenancy import ApiKeys
 from tests.support.console import console_process
 from tests.support.mcp import INITIALIZE
 from tests.support.packaging import InstalledProject, project_version
@@ -133,10 +134,11 @@ def test_a_worker_learns_what_enqueue_sent_and_status_reports_it(
 def test_the_console_serves_a_page_with_its_templates_and_static_files(
     installed: InstalledProject, redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
-    env = installed.env(ACE_REDIS_URL=redis_url, ACE_CONSOLE_BASIC_AUTH="ops:packaged-console-password")
+    env = installed.env(ACE_REDIS_URL=redis_url)
     command = [str(installed.ace_workers), "console"]
     with console_process(command, env, tmp_path / "console.log", cwd=installed.workdir) as url:
-        auth = ("ops", "packaged-console-password")
+        _, secret = ApiKeys(redis_client).create("*", "admin", note="ops")  # the console's Redis and prefix
+        auth = ("ops", secret)
         page = httpx.get(f"{url}/skillbooks", auth=auth, timeout=30)
         style = httpx.get(f"{url}/static/console.css", timeout=30)
     assert page.status_code == 200, page.text[:500]

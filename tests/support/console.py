@@ -1,4 +1,9 @@
-"""The web console for the tests: served by uvicorn in a thread, and clients that sign in to it."""
+"""The web console for the tests: served by uvicorn in a thread, and clients that sign in to it.
+
+Every console of the tests has three fleet-wide API keys in its Redis, made when it starts
+(:class:`ConsoleKeys`): ``ops`` (admin), whom ``client()`` signs in as by basic auth, as a
+person does, ``viewer`` (read), another person, and ``script`` (admin), a script's bearer token.
+"""
 
 from __future__ import annotations
 
@@ -20,13 +25,15 @@ import uvicorn
 from ace_workers.console.access import ConsoleAccess
 from ace_workers.console.app import build_console_app
 from ace_workers.distributed.service import Service
+from ace_workers.distributed.tenancy.api_keys import ALL_TENANTS, ApiKeys
 from tests.support.processes import terminate
 from tests.support.servers import free_port
 from tests.support.waiting import wait_for
 
-USER, PASSWORD = "ops", "ops-console-password"
-TOKEN_NAME, TOKEN = "ci-script", "ci-token-0123456789abcdef"
-ACCESS = ConsoleAccess(users={USER: PASSWORD, "viewer": "viewer-password"}, tokens={TOKEN_NAME: TOKEN})
+# The user name people type in the browser's sign-in: free, the key's secret is the password.
+USER = "ops"
+# RunningConsole.client's default: signed in as the ops key (a pair no one signs in with).
+_AS_OPS = ("", "")
 # Where the browser tests leave their screenshots (one PNG per page), for a person to look at.
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "console-screenshots"
 # The screenshots the docs show, each taken by the browser test named here (through docs_screenshot)
@@ -50,29 +57,85 @@ def docs_screenshot(name: str) -> Path:
     return folder / name
 
 
+@dataclass(frozen=True)
+class TestKey:
+    """An API key made for a test: its id and secret; ``name`` is its principal (``key:<id>``),
+    what the change log and the audit log record."""
+
+    id: str
+    secret: str
+
+    @property
+    def name(self) -> str:
+        return f"key:{self.id}"
+
+
+@dataclass(frozen=True)
+class ConsoleKeys:
+    """The fleet-wide keys every console of the tests is signed in to with."""
+
+    ops: TestKey
+    viewer: TestKey
+    script: TestKey
+
+    @classmethod
+    def make(cls, service: Service) -> ConsoleKeys:
+        """Three fresh keys in ``service``'s Redis: ops (admin), viewer (read), script (admin)."""
+        keys = ApiKeys(service.runtime.redis, prefix=service.runtime.settings.queue_prefix)
+        made = {
+            who: keys.create(ALL_TENANTS, role, note=who, actor="user:tests")
+            for who, role in (("ops", "admin"), ("viewer", "read"), ("script", "admin"))
+        }
+        return cls(**{who: TestKey(record.id, secret) for who, (record, secret) in made.items()})
+
+
 @dataclass
 class RunningConsole:
-    """A console answering at ``url``, and its app (for its state and routes)."""
+    """A console answering at ``url``, its app (for its state and routes) and the keys it knows."""
 
     url: str
     app: Any
+    keys: ConsoleKeys
 
-    def client(
-        self, *, auth: tuple[str, str] | None = (USER, PASSWORD), token: str | None = None
-    ) -> httpx.Client:
-        """An HTTP client of this console: basic ``auth``, or a bearer ``token``, or neither."""
+    @property
+    def ops(self) -> TestKey:
+        """The key ``client()`` signs in with, as a person does (basic auth)."""
+        return self.keys.ops
+
+    @property
+    def token(self) -> str:
+        """A script's bearer token: the ``script`` key's secret."""
+        return self.keys.script.secret
+
+    def login(self, key: TestKey | None = None) -> tuple[str, str]:
+        """The basic-auth pair a person signs in with: a user name, and the key's secret."""
+        return (USER, (key or self.keys.ops).secret)
+
+    def basic_auth_header(self, key: TestKey | None = None) -> dict[str, str]:
+        """The Authorization header of a signed-in person, for a browser to send with every request."""
+        user, password = self.login(key)
+        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+    def client(self, *, auth: tuple[str, str] | None = _AS_OPS, token: str | None = None) -> httpx.Client:
+        """An HTTP client of this console: signed in as ops (basic auth), by the basic ``auth``
+        given, by a bearer ``token``, or (``auth=None``) not at all."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        login = self.login() if auth is _AS_OPS else auth
         return httpx.Client(
-            base_url=self.url, auth=auth if token is None else None, headers=headers, timeout=30
+            base_url=self.url, auth=login if token is None else None, headers=headers, timeout=30
         )
 
 
 @contextmanager
 def running_console(
-    service: Service, *, access: ConsoleAccess = ACCESS, read_only: bool = False
+    service: Service, *, access: ConsoleAccess | None = None, read_only: bool = False
 ) -> Iterator[RunningConsole]:
-    """The console of ``service``'s fleet on a free loopback port, served until the block ends."""
-    app = build_console_app(service, access, host="127.0.0.1", read_only=read_only)
+    """The console of ``service``'s fleet on a free loopback port, served until the block ends.
+
+    It authenticates the fleet's API keys (``access``: another, e.g. ``ConsoleAccess(no_auth=True)``).
+    """
+    keys = ConsoleKeys.make(service)
+    app = build_console_app(service, access or ConsoleAccess(), host="127.0.0.1", read_only=read_only)
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(
@@ -83,7 +146,7 @@ def running_console(
     thread.start()
     try:
         wait_for(lambda: server.started, 15, "the console to listen", every=0.02)
-        yield RunningConsole(f"http://127.0.0.1:{port}", app)
+        yield RunningConsole(f"http://127.0.0.1:{port}", app, keys)
     finally:
         server.should_exit = True
         thread.join(timeout=15)
@@ -117,11 +180,6 @@ def console_process(
         yield url
     finally:
         terminate(process, timeout=10)
-
-
-def basic_auth_header(user: str = USER, password: str = PASSWORD) -> dict[str, str]:
-    """The Authorization header of a basic-auth user, for a browser to send with every request."""
-    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
 def csrf_of(client: httpx.Client, page: str = "/skillbooks") -> str:

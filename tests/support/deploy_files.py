@@ -29,7 +29,6 @@ SECRET_STAND_IN = "example-secret"
 # A required value that must have a form of its own: Flower's is "user:password".
 SHAPED_STAND_INS = {
     "ACE_FLOWER_BASIC_AUTH": f"ops:{SECRET_STAND_IN}",
-    "ACE_CONSOLE_BASIC_AUTH": f"ops:{SECRET_STAND_IN}",
 }
 POD_INDEX_FIELD = "metadata.labels['apps.kubernetes.io/pod-index']"
 # libyaml's parser where PyYAML was built with it: the pure-Python one took over a second of every

@@ -1,5 +1,10 @@
 """Reaching ``ace-workers mcp`` with the SDK's own client (over stdio or streamable HTTP), and one walk
-through all six tools, shared by every transport and back end."""
+through all six tools, shared by every transport and back end.
+
+Over HTTP the server authenticates the fleet's API keys: :func:`http_client` makes a fleet-wide
+admin key in the fleet's Redis and connects with it, or, on the local back end (no fleet, no
+keys), serves ``--no-auth`` on loopback as the local operator.
+"""
 
 from __future__ import annotations
 
@@ -16,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ace_workers.distributed.tenancy.api_keys import ALL_TENANTS, ApiKey, ApiKeys
 from ace_workers.mcp import TOOLS
 from ace_workers.sim.tasks import make_tasks
 
+from .fixtures import connect_test_redis
 from .processes import terminate
 from .servers import free_port
 from .waiting import wait_for
@@ -31,8 +38,6 @@ if TYPE_CHECKING:  # the SDK loads when a test connects: over a second of CPU, s
     from ace_workers.distributed.service import Service
 
 ACE_WORKERS = str(Path(sys.executable).with_name("ace-workers"))
-# The bearer token every HTTP server of the tests requires (server_env sets it).
-TOKEN = "test-token-" + "x" * 16
 # A raw JSON-RPC initialize request, for tests that speak the protocol without the SDK's client.
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -50,9 +55,19 @@ def server_env(skillbook_dir: Path, **settings: str) -> dict[str, str]:
     """This process's environment less its ACE_* settings, plus the server's own."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("ACE_")}
     env["ACE_MCP_SKILLBOOK_DIR"] = str(skillbook_dir)
-    env["ACE_MCP_TOKEN"] = TOKEN
     env.update(settings)
     return env
+
+
+def make_key(env: Mapping[str, str], tenant: str = ALL_TENANTS, role: str = "admin") -> tuple[ApiKey, str]:
+    """A new API key in the Redis of ``env``'s fleet (``*``, admin: an operator's); the key and its
+    secret. The key's principal, what the change log records, is ``key:<id>``."""
+    client = connect_test_redis(env["ACE_REDIS_URL"])
+    try:
+        keys = ApiKeys(client, prefix=env.get("ACE_QUEUE_PREFIX", "ace"))
+        return keys.create(tenant, role, note="tests", actor="user:tests")
+    finally:
+        client.close()
 
 
 def fleet_env(service: Service, redis_url: str, skillbook_dir: Path, **settings: str) -> dict[str, str]:
@@ -77,10 +92,19 @@ async def stdio_client(env: Mapping[str, str], *args: str) -> AsyncIterator[Clie
 
 
 @asynccontextmanager
-async def http_client(env: Mapping[str, str]) -> AsyncIterator[Client]:
-    """The SDK's client, with the token, on the HTTP server of ``env``'s settings (in this process)."""
-    with http_server_in_process(env) as url:
-        async with connect_http(url, TOKEN) as client:
+async def http_client(env: Mapping[str, str], token: str | None = None) -> AsyncIterator[Client]:
+    """The SDK's client on the HTTP server of ``env``'s settings (in this process).
+
+    On a fleet (``ACE_REDIS_URL``) it sends ``token``, else a new fleet-wide admin key's; on the
+    local back end the server runs ``--no-auth`` on loopback and the client sends nothing.
+    """
+    from ace_workers.mcp import MCPServerConfig
+
+    fleet = MCPServerConfig.from_env(env).chosen_backend(env.get("ACE_REDIS_URL")) == "fleet"
+    if fleet and token is None:
+        _, token = make_key(env)
+    with http_server_in_process(env, no_auth=not fleet) as url:
+        async with connect_http(url, token) as client:
             yield client
 
 
@@ -112,13 +136,15 @@ def http_server_in_process(
     from ace_workers.distributed.settings import WorkerSettings
     from ace_workers.mcp import MCPServerConfig, create_handlers
     from ace_workers.mcp import server as mcp_server
-    from ace_workers.mcp.auth import http_token
 
     config = MCPServerConfig.from_env(env)
-    token = http_token(config.token, None, no_auth=no_auth, host=host)
     handlers = create_handlers(config, WorkerSettings.from_env(env))
     port = free_port()
-    server = mcp_server.http_server(handlers, mcp_server.HTTPOptions(host, port, token))
+    try:
+        server = mcp_server.http_server(handlers, mcp_server.HTTPOptions(host, port, no_auth))
+    except BaseException:
+        handlers.close()
+        raise
     thread = threading.Thread(target=server.run, name=f"mcp-http-{port}", daemon=True)
     thread.start()
     try:

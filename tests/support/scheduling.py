@@ -15,8 +15,8 @@ from xdist.scheduler import LoadScopeScheduling
 # Tests under these paths (or node ids) share one worker, so what they load is loaded once
 # instead of once per worker. "models": the MiniLM model (torch import and model load, 5-10 s
 # of CPU per process), litellm (about 5 s per process, with the Opik SDK it brings); one group,
-# as some tests need both. "rabbitmq": a RabbitMQ node (about 5 s to boot). "mcp-stdio" and
-# "mcp-token-server": an MCP server the tests share (over a second of CPU to start).
+# as some tests need both. "rabbitmq": a RabbitMQ node (about 5 s to boot). "mcp-stdio": an MCP
+# server the tests share (over a second of CPU to start).
 SHARED_FIXTURE_PATHS = {
     "tests/dedup/": "models",
     "tests/distributed/worker/test_dedup_on_workers.py": "models",
@@ -45,8 +45,6 @@ SHARED_FIXTURE_PATHS = {
     "tests/mcp/test_mcp_stdio_input.py": "mcp-stdio",
     # One build of the sdist and the wheel, and one virtualenv with the wheel installed (some 10 s).
     "tests/packaging/": "packaging",
-    "tests/mcp/test_mcp_http_auth.py::test_a_request_without_the_token": "mcp-token-server",
-    "tests/mcp/test_mcp_http_auth.py::test_a_session_opened_by_one_connection": "mcp-token-server",
 }
 
 

@@ -88,7 +88,7 @@ class Scope:
         return self.tenant == ALL_TENANTS
 
 
-# The scope of the operator's own credentials (ACE_MCP_TOKEN, ACE_CONSOLE_TOKENS, basic auth, stdio).
+# The scope of the local operator (stdio, --no-auth on loopback), who holds no key.
 OPERATOR = Scope(ALL_TENANTS, "admin", "operator")
 
 
