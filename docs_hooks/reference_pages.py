@@ -25,6 +25,7 @@ from typer.core import TyperArgument, TyperGroup
 
 from ace_workers.cli.main import app
 from ace_workers.distributed.settings import WorkerSettings, env_name
+from ace_workers.mcp.config import MCP_ENV_PREFIX, MCPServerConfig
 
 __all__ = [
     "API_PACKAGES",
@@ -54,9 +55,10 @@ The environment is read when the settings are built, never at import time. A mis
 variable fails loudly, naming the closest known one, instead of being silently ignored. A true or
 false setting takes `1`, `true`, `yes` or `on` (and `0`, `false`, `no`, `off`).
 
-Two kinds of `ACE_*` variables are not listed here: `ACE_MCP_*` are the MCP server's
-(see [MCP server](../integrations/mcp.md)), and `ACE_ACTOR` is the default of every command's
-`--actor` option (see the [CLI reference](cli.md)).
+The MCP server's own options (`ace-workers mcp`, fields of
+`ace_workers.mcp.config.MCPServerConfig`, read from `ACE_MCP_<FIELD NAME IN UPPER CASE>`) follow
+under [MCP server](#mcp-server). `ACE_ACTOR` is the default of the `--actor` option of the commands
+that record who acted (see the [CLI reference](cli.md)).
 
 This page is generated from the settings' fields on every build of the documentation.
 """
@@ -88,22 +90,34 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 # -- configuration ----------------------------------------------------------------------
 
 
+_MCP_INTRO = """## MCP server
+
+The options of `ace-workers mcp` alone (see [MCP server](../integrations/mcp.md)); it reads the
+settings above too.
+"""
+
+
 def configuration_page() -> str:
-    """The configuration reference: every WorkerSettings field as its ``ACE_*`` variable."""
-    sections = [_setting_section(spec) for spec in dataclasses.fields(WorkerSettings)]
-    return "\n".join([_CONFIGURATION_INTRO, *sections])
+    """The configuration reference: every WorkerSettings field, then every MCPServerConfig field,
+    as its ``ACE_*`` variable."""
+    fleet = [_setting_section(spec, env_name(spec.name)) for spec in dataclasses.fields(WorkerSettings)]
+    mcp = [
+        _setting_section(spec, f"{MCP_ENV_PREFIX}{spec.name.upper()}", level=3)
+        for spec in dataclasses.fields(MCPServerConfig)
+    ]
+    return "\n".join([_CONFIGURATION_INTRO, *fleet, _MCP_INTRO, *mcp])
 
 
-def _setting_section(spec: dataclasses.Field[Any]) -> str:
+def _setting_section(spec: dataclasses.Field[Any], variable: str, *, level: int = 2) -> str:
     if not spec.metadata.get("help"):
-        raise ValueError(f"{env_name(spec.name)} has no help text: declare it with _setting or _option")
+        raise ValueError(f"{variable} has no help text: declare it with its help metadata")
     kind = f"`{str(spec.type).removesuffix(' | None')}`"  # unset is said by the default
     if spec.metadata.get("positive"):
         kind += ", greater than 0"
     elif spec.metadata.get("minimum") is not None:
         kind += f", at least {spec.metadata['minimum']}"
     default = spec.metadata.get("default_text") or _default_text(spec.default)
-    heading = f"## `{env_name(spec.name)}`"
+    heading = f"{'#' * level} `{variable}`"
     return f"{heading}\n\n{spec.metadata['help']}.\n\n**Type:** {kind} · **Default:** {default}\n"
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..distributed.errors import InvalidSettingError
 from ..distributed.settings import SIM_MODEL
@@ -26,39 +26,43 @@ RETIRED_MCP_SETTINGS = {
 Backend = Literal["auto", "local", "fleet"]
 
 
+def _documented(default: Any, help: str) -> Any:
+    """A field with its help text, which the configuration reference shows (as WorkerSettings' do)."""
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass(frozen=True)
 class MCPServerConfig:
     """Options of ``ace-workers mcp``; each is read from ``ACE_MCP_<FIELD NAME IN UPPER CASE>``.
 
-    - ``ACE_MCP_BACKEND``: "local" (an ACELiteLLM per session, in this process), "fleet" (the
-      workers: learning is enqueued, the skillbook is the versioned one in Redis), or "auto":
-      fleet when ``ACE_REDIS_URL`` is set [auto]
-    - ``ACE_MCP_MODEL``: local back end's model: "sim" or a litellm model string [sim]
-    - ``ACE_MCP_SKILLBOOK``: fleet back end's skillbook, shared by every session; ``NAME@LABEL``
-      answers (and reads, saves) with the version of label LABEL while learning writes NAME's head,
-      and refuses ace.skillbook.load, which would write a label [mcp]
-    - ``ACE_MCP_SKILLBOOK_DIR``: the one directory ace.skillbook.save/load use [~/.ace-workers/skillbooks]
-    - ``ACE_MCP_READ_ONLY``: refuse every tool that writes: learning, saving, loading [false]
-    - ``ACE_MCP_SESSION_TTL_SECONDS``: a session (and an HTTP connection) unused this long is
-      forgotten [3600]
-    - ``ACE_MCP_MAX_SESSIONS``: sessions kept at once; the least recently used goes first [64]
-    - ``ACE_MCP_MAX_CONNECTIONS``: HTTP connections open at once; a new one beyond is refused [32]
-    - ``ACE_MCP_MAX_TEXT_CHARS``: longest question, context, feedback or ground truth [20000]
-    - ``ACE_MCP_MAX_SAMPLES``: most samples one ace.learn.sample call takes [25]
-    - ``ACE_MCP_WAIT_SECONDS``: fleet back end: how long ace.learn.sample waits for its batch [120]
+    Each field's ``help`` metadata says what it does; the documentation's configuration reference
+    lists them, generated from these fields.
     """
 
-    backend: str = "auto"
-    model: str = SIM_MODEL
-    skillbook: str = "mcp"
-    skillbook_dir: str = "~/.ace-workers/skillbooks"
-    read_only: bool = False
-    session_ttl_seconds: float = 3600.0
-    max_sessions: int = 64
-    max_connections: int = 32
-    max_text_chars: int = 20_000
-    max_samples: int = 25
-    wait_seconds: float = 120.0
+    backend: str = _documented(
+        "auto",
+        '"local" (an ACELiteLLM per session, in this process), "fleet" (the workers: learning is '
+        'enqueued, the skillbook is the versioned one in Redis), or "auto": fleet when ACE_REDIS_URL is set',
+    )
+    model: str = _documented(SIM_MODEL, 'local back end\'s model: "sim" or a litellm model string')
+    skillbook: str = _documented(
+        "mcp",
+        "fleet back end's skillbook, shared by every session; NAME@LABEL answers (and reads, saves) "
+        "with the version of label LABEL while learning writes NAME's head, and refuses "
+        "ace.skillbook.load, which would write a label",
+    )
+    skillbook_dir: str = _documented(
+        "~/.ace-workers/skillbooks", "the one directory ace.skillbook.save/load use"
+    )
+    read_only: bool = _documented(False, "refuse every tool that writes: learning, saving, loading")
+    session_ttl_seconds: float = _documented(
+        3600.0, "a session (and an HTTP connection) unused this long is forgotten"
+    )
+    max_sessions: int = _documented(64, "sessions kept at once; the least recently used goes first")
+    max_connections: int = _documented(32, "HTTP connections open at once; a new one beyond is refused")
+    max_text_chars: int = _documented(20_000, "longest question, context, feedback or ground truth")
+    max_samples: int = _documented(25, "most samples one ace.learn.sample call takes")
+    wait_seconds: float = _documented(120.0, "fleet back end: how long ace.learn.sample waits for its batch")
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

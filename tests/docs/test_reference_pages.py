@@ -15,6 +15,7 @@ from typer.core import TyperGroup
 
 from ace_workers.cli import app
 from ace_workers.distributed.settings import WorkerSettings, env_name
+from ace_workers.mcp.config import MCPServerConfig
 from docs_hooks.reference_pages import (
     API_PACKAGES,
     API_PAGE,
@@ -34,6 +35,7 @@ API = api_page()
 ROOT = typer.main.get_command(app)
 assert isinstance(ROOT, TyperGroup)
 SETTINGS = dataclasses.fields(WorkerSettings)
+MCP_SETTINGS = dataclasses.fields(MCPServerConfig)
 PUBLIC_NAMES = [
     (package, name) for package in API_PACKAGES for name in importlib.import_module(package).__all__
 ]
@@ -74,6 +76,19 @@ def test_a_float_default_shows_as_written() -> None:
 def test_the_configuration_page_lists_only_the_settings() -> None:
     listed = re.findall(r"^## `(ACE_\w+)`$", CONFIGURATION, re.M)
     assert listed == [env_name(spec.name) for spec in SETTINGS]
+
+
+@pytest.mark.parametrize("spec", MCP_SETTINGS, ids=lambda spec: f"ACE_MCP_{spec.name.upper()}")
+def test_every_mcp_setting_has_help_text_under_the_mcp_server(spec: dataclasses.Field[object]) -> None:
+    help_text = spec.metadata.get("help")
+    assert help_text, f"ACE_MCP_{spec.name.upper()} has no help text"
+    assert help_text in section(CONFIGURATION, f"`ACE_MCP_{spec.name.upper()}`")
+
+
+def test_the_mcp_settings_are_listed_under_their_own_heading() -> None:
+    mcp_part = CONFIGURATION[CONFIGURATION.index("\n## MCP server\n") :]
+    listed = re.findall(r"^### `(ACE_MCP_\w+)`$", mcp_part, re.M)
+    assert listed == [f"ACE_MCP_{spec.name.upper()}" for spec in MCP_SETTINGS]
 
 
 @pytest.mark.parametrize("path", list(command_paths(ROOT)), ids=lambda path: " ".join(path) or "ace-workers")
