@@ -18,11 +18,10 @@ from starlette.staticfiles import StaticFiles
 from ..distributed.service import Service
 from ..distributed.tenancy.api_keys import ApiKeys
 from .access import ConsoleAccess
-from .areas import AREAS
-from .audit import read_audit
+from .areas import AREAS, NAVIGATION
 from .charts import Series, line_chart, share_bar
 from .security import ConsoleGate
-from .views import REFUSALS, ConsoleState, View, error_response, page
+from .views import REFUSALS, ConsoleState, error_response
 
 __all__ = ["build_console_app", "api_endpoints"]
 
@@ -41,6 +40,7 @@ def build_console_app(
     templates.filters["tojson_pretty"] = _json_pretty
     # Plots are drawn on the server from a page's data: its template builds the series.
     templates.globals.update(line_chart=line_chart, Series=Series, share_bar=share_bar)
+    templates.globals["navigation"] = NAVIGATION  # the header's links, from the areas' one list
     if not access.no_auth and access.api_keys is None:
         # The fleet's API keys: the console's one credential (as a bearer token or basic auth's password).
         keys = ApiKeys(service.runtime.redis, prefix=service.runtime.settings.queue_prefix)
@@ -62,11 +62,10 @@ def _routes() -> list[BaseRoute]:
         Route("/", lambda request: RedirectResponse("/skillbooks", 303), methods=["GET"]),
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/api", _api_index, methods=["GET"], name="api:index"),
-        *page("/audit", "audit.html", _audit, name="audit", summary="The console's audit log, newest first."),
         Mount("/static", StaticFiles(packages=[("ace_workers.console", "static")]), name="static"),
     ]
     for area in AREAS:
-        routes.extend(area)
+        routes.extend(area.routes)
     return routes
 
 
@@ -92,15 +91,6 @@ def _healthz(request: Request) -> Response:
     except Exception as exc:
         return JSONResponse({"ok": False, "redis": f"{type(exc).__name__}: {exc}"}, status_code=503)
     return JSONResponse({"ok": True, "redis": "ok", "read_only": state.read_only})
-
-
-def _audit(view: View) -> dict[str, Any]:
-    limit = view.int_query("limit", 100, minimum=1, maximum=1000)
-    entries = read_audit(view.state.redis, view.state.prefix, limit)
-    # A target is "NAME", "NAME/..." or a fleet-wide one ("dead-letters"): a tenant's key sees the
-    # actions on its own skillbooks only.
-    shown = [entry for entry in entries if view.fleet_wide or view.can_see(entry.target.split("/", 1)[0])]
-    return {"entries": [entry.to_dict() for entry in shown]}
 
 
 def _json_pretty(value: Any) -> str:

@@ -7,6 +7,7 @@ import re
 from starlette.routing import Route
 
 from ace_workers.console.app import api_endpoints
+from ace_workers.console.areas import NAVIGATION
 from tests.support.console import RunningConsole
 from tests.support.docs import section_text
 
@@ -54,3 +55,22 @@ def test_every_page_has_its_api_twin(console: RunningConsole) -> None:
 def test_the_console_pages_table_is_the_api_as_served(console: RunningConsole) -> None:
     expected = endpoint_table(api_endpoints(console.app.routes))
     assert page_table() == expected, f"{PAGE}'s API table should read:\n{expected}"
+
+
+def test_the_navigation_is_the_areas_links_and_each_opens_a_page(console: RunningConsole) -> None:
+    paths = {route.path for route in console.app.routes if isinstance(route, Route)}
+    assert [link.path for link in NAVIGATION] == [
+        "/skillbooks",
+        "/batches",
+        "/dead-letters",
+        "/fleet",
+        "/tenants",
+        "/audit",
+    ]
+    assert {link.path for link in NAVIGATION} <= paths
+    with console.client() as client:
+        shown = client.get("/fleet")
+    assert shown.status_code == 200
+    nav = shown.text[shown.text.index("<nav>") : shown.text.index("</nav>")]
+    assert re.findall(r'<a href="([^"]+)"', nav) == [link.path for link in NAVIGATION]
+    assert '<a href="/fleet" class="active">Fleet</a>' in nav

@@ -1,7 +1,7 @@
 """The skill index of one skillbook version: its skills grouped by section, counted, searchable.
 
 A read model of the change log: nothing here writes. The console's skillbook page
-renders it (console/areas/skillbooks.py); anything else that lists a skillbook's
+renders it (console/areas/skillbooks/); anything else that lists a skillbook's
 skills a page at a time can read it the same way.
 
 Kept per (skillbook incarnation, version) in a small per-process LRU. The first

@@ -15,13 +15,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ...distributed.store.errors import InvalidLabelError, LabelMovedError
-from ...distributed.store.keys import validate_skillbook_name
-from ...distributed.store.labels import validate_label
-from ...operations import labels as operations
-from ..errors import BadRequestError, ConflictError
-from ..views import ActionResult, View, action, page
-from .history_data import (
+from ....distributed.store.errors import InvalidLabelError, LabelMovedError
+from ....distributed.store.keys import validate_skillbook_name
+from ....distributed.store.labels import validate_label
+from ....operations import labels as operations
+from ...errors import BadRequestError, ConflictError
+from ...views import ActionResult, View, action, page
+from .data import (
     diff_between,
     expected_version,
     resolve_version,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from ...distributed.store.proposals import Proposal
-from ...distributed.store.review_policy import POLICY_SUBJECTS, ReviewPolicy
+from ....distributed.store.proposals import Proposal
+from ....distributed.store.review_policy import POLICY_SUBJECTS, ReviewPolicy
 
 __all__ = ["policy_item", "proposal_item"]
 

@@ -15,12 +15,12 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.keys import validate_skillbook_name
-from ...distributed.store.proposals import Proposal, ProposalStatus
-from ...operations import review as operations
-from ..errors import BadRequestError
-from ..views import ActionResult, View, action, page
-from .review_items import policy_item, proposal_item
+from ....distributed.store.keys import validate_skillbook_name
+from ....distributed.store.proposals import Proposal, ProposalStatus
+from ....operations import review as operations
+from ...errors import BadRequestError
+from ...views import ActionResult, View, action, page
+from .items import policy_item, proposal_item
 
 __all__ = [
     "ROUTES",

@@ -13,12 +13,12 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.skill_index import STATUS_FILTERS, skill_index
-from ...distributed.store.store import list_skillbooks
-from ..errors import BadRequestError
-from ..views import View, page
-from .change_digests import recent_digests
-from .skillbooks_skill import SKILL_ROUTES, skill_url
+from ....distributed.store.skill_index import STATUS_FILTERS, skill_index
+from ....distributed.store.store import list_skillbooks
+from ...errors import BadRequestError
+from ...views import View, page
+from ..change_digests import recent_digests
+from .skill import SKILL_ROUTES, skill_url
 
 __all__ = ["ROUTES", "skillbook_detail", "skillbooks_index"]
 

@@ -13,11 +13,11 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.provenance_reader import DEFAULT_SCAN, skill_history
-from ...errors import UnknownSkillError
-from ...operations.lifecycle import change_skills
-from ..errors import BadRequestError, NotFoundError
-from ..views import ActionResult, View, action, page
+from ....distributed.store.provenance_reader import DEFAULT_SCAN, skill_history
+from ....errors import UnknownSkillError
+from ....operations.lifecycle import change_skills
+from ...errors import BadRequestError, NotFoundError
+from ...views import ActionResult, View, action, page
 
 __all__ = ["LIFECYCLE_ACTIONS", "SKILL_ROUTES", "skill_page", "skill_url"]
 

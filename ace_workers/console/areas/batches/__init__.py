@@ -13,15 +13,15 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from ...distributed.producer.batch_report import batch_report
-from ...distributed.store.batches import RECENT_BATCHES, BatchState, BatchStatus
-from ...distributed.store.errors import BatchNotFoundError
-from ...distributed.store.keys import validate_skillbook_name
-from ..errors import BadRequestError, NotFoundError
-from ..views import View, page
-from .batches_cost import batch_usage, cost_points, cost_series
-from .batches_letters import LETTER_ROUTES
-from .fleet_inspect import fleet_consumers
+from ....distributed.producer.batch_report import batch_report
+from ....distributed.store.batches import RECENT_BATCHES, BatchState, BatchStatus
+from ....distributed.store.errors import BatchNotFoundError
+from ....distributed.store.keys import validate_skillbook_name
+from ...errors import BadRequestError, NotFoundError
+from ...views import View, page
+from ..fleet.consumers import fleet_consumers
+from .cost import batch_usage, cost_points, cost_series
+from .letters import LETTER_ROUTES
 
 __all__ = ["ROUTES", "batch_page", "batch_rows", "batches_index", "learning_cost"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...distributed.store.step_stats import StepStats
+from ....distributed.store.step_stats import StepStats
 
 __all__ = ["batch_usage", "cost_points", "cost_series"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.datastructures import State
 
-from ...distributed.service import Service
+from ....distributed.service import Service
 
 __all__ = ["FRESH_SECONDS", "InspectAnswer", "fleet_consumers"]
 

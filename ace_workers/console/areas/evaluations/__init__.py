@@ -13,15 +13,15 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.evaluations import EVALUATIONS_KEPT
-from ...distributed.store.labels import HEAD
-from ...distributed.store.outcomes import LabelOutcomes, read_outcomes
-from ...distributed.store.store import RedisSkillbookStore
-from ..errors import BadRequestError
-from ..views import View, page
-from .batches import batch_rows, learning_cost
-from .evaluations_accuracy import GROUPINGS, accuracy_of
-from .evaluations_curves import DEFAULT_VERSIONS, MAX_VERSIONS, skill_curves
+from ....distributed.store.evaluations import EVALUATIONS_KEPT
+from ....distributed.store.labels import HEAD
+from ....distributed.store.outcomes import LabelOutcomes, read_outcomes
+from ....distributed.store.store import RedisSkillbookStore
+from ...errors import BadRequestError
+from ...views import View, page
+from ..batches import batch_rows, learning_cost
+from .accuracy import GROUPINGS, accuracy_of
+from .curves import DEFAULT_VERSIONS, MAX_VERSIONS, skill_curves
 
 __all__ = ["ROUTES", "evaluations_page", "live_ab"]
 

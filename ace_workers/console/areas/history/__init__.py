@@ -12,12 +12,12 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.errors import HeadMovedError
-from ...operations import history as operations
-from ..errors import ConflictError
-from ..views import ActionResult, View, action, page
-from .change_digests import recent_digests
-from .history_data import (
+from ....distributed.store.errors import HeadMovedError
+from ....operations import history as operations
+from ...errors import ConflictError
+from ...views import ActionResult, View, action, page
+from ..change_digests import recent_digests
+from .data import (
     diff_between,
     expected_version,
     labels_by_version,
@@ -26,7 +26,7 @@ from .history_data import (
     summary_of,
     timeline_entry,
 )
-from .history_labels import ROUTES as LABEL_ROUTES
+from .labels import ROUTES as LABEL_ROUTES
 
 __all__ = ["ROUTES", "history_view", "diff_view", "rollback_confirmation", "rollback"]
 

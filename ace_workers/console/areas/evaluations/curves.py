@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...distributed.store.store import RedisSkillbookStore
-from .change_digests import recent_digests
+from ....distributed.store.store import RedisSkillbookStore
+from ..change_digests import recent_digests
 
 __all__ = ["DEFAULT_VERSIONS", "MAX_VERSIONS", "skill_curves"]
 

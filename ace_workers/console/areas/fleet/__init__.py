@@ -16,13 +16,13 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.batches import BatchState
-from ...distributed.store.errors import BatchNotFoundError
-from ...distributed.store.store import list_skillbooks
-from ...distributed.worker.fleet import FRESH_SECONDS, shaping_settings, worker_records
-from ...distributed.worker.partitions import recorded_partitions
-from ..views import View, page
-from .fleet_inspect import InspectAnswer, fleet_consumers
+from ....distributed.store.batches import BatchState
+from ....distributed.store.errors import BatchNotFoundError
+from ....distributed.store.store import list_skillbooks
+from ....distributed.worker.fleet import FRESH_SECONDS, shaping_settings, worker_records
+from ....distributed.worker.partitions import recorded_partitions
+from ...views import View, page
+from .consumers import InspectAnswer, fleet_consumers
 
 __all__ = ["ROUTES", "fleet_page"]
 

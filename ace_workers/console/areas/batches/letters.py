@@ -12,17 +12,17 @@ from urllib.parse import urlencode
 
 from starlette.routing import BaseRoute
 
-from ...distributed.store.batches import sample_key
-from ...distributed.store.keys import dead_letters_key
-from ...distributed.worker.dead_letters import (
+from ....distributed.store.batches import sample_key
+from ....distributed.store.keys import dead_letters_key
+from ....distributed.worker.dead_letters import (
     DeadLetter,
     LetterFilter,
     parse_since,
     read_dead_letters,
     retry_dead_letters,
 )
-from ..errors import BadRequestError
-from ..views import ActionResult, View, action, page
+from ...errors import BadRequestError
+from ...views import ActionResult, View, action, page
 
 __all__ = ["LETTER_ROUTES", "dead_letters_page", "retry_letters"]
 
