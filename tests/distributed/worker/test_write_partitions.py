@@ -36,6 +36,8 @@ def settings_for(redis_url: str, partitions: int, prefix: str | None = None) -> 
         sim_trust_threshold=0,
         recipes=TEST_RECIPES,
         write_partitions=partitions,
+        # A waiting producer gives up on a queue no worker serves after this long (not 300 s).
+        worker_wait_seconds=2,
     )
 
 
@@ -81,9 +83,10 @@ def test_a_skillbook_waits_for_its_own_partitions_writer_and_no_other_takes_its_
         on_second = service.producer.enqueue_traces(failure_traces(3), second)
         assert on_first.wait(timeout=TIMEOUT).done == 3
         # Partition 1 has no writer: the second skillbook's writes wait in its queue, and a
-        # caller waiting for them is told so at once.
-        with pytest.raises(NoWorkersError, match=rf"no worker serves {prefix}\.write\.1 "):
+        # caller waiting for them is told so once none came for ACE_WORKER_WAIT_SECONDS.
+        with pytest.raises(NoWorkersError, match=rf"no worker serves {prefix}\.write\.1 ") as raised:
             on_second.wait(timeout=TIMEOUT)
+        assert "no worker came for 2 s, ACE_WORKER_WAIT_SECONDS" in str(raised.value)
         assert service.runtime.store(second).version() == 0
         assert service.runtime.redis.llen(f"{prefix}.write.1") > 0
     with local_workers(service):
