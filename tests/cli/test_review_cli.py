@@ -106,7 +106,7 @@ def test_approve_applies_with_the_actor_and_note_and_a_second_approval_is_refuse
     assert entry.source is not None
     assert (entry.source["review"]["actor"], entry.source["review"]["note"]) == ("user:ana", "units matter")
     code, _, err = run(env, capsys, "approve", "book", add.id)
-    assert code == 1
+    assert code == 4  # a conflict: refused (operations.outcomes), nothing changed
     assert f"proposal {add.id!r} was approved already, by user:ana" in said(err)
     assert store.version() == before + 1
 
@@ -143,7 +143,7 @@ def test_a_conflicting_proposal_is_refused_and_applies_with_despite_conflicts(
     code, out, _ = run(env, capsys, "show", "book", update.id, "--json")
     assert json.loads(out)["conflicts"] == [rule]
     code, _, err = run(env, capsys, "approve", "book", update.id)
-    assert code == 1
+    assert code == 4  # a conflict: refused (operations.outcomes), nothing changed
     assert f"skill(s) {rule} changed since it was proposed" in said(err)
     assert store.export().get_skill(rule).content == "Carry tens"  # type: ignore[union-attr]
     code, _, _ = run(env, capsys, "approve", "book", update.id, "--despite-conflicts")

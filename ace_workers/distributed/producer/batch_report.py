@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from celery import Celery
+from typing import TYPE_CHECKING, Any
 
 from ..store.batches import BatchStatus
 from ..store.fill import skillbook_fill
-from ..worker.partitions import queue_consumers
-from ..worker.runtime import WorkerRuntime
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+    from ..worker.runtime import WorkerRuntime
 
 __all__ = ["BatchReport", "batch_report"]
 
@@ -58,6 +59,8 @@ def batch_report(
     settings = runtime.settings
     write_queue = settings.write_queue(status.skillbook)
     if consumers is None:
+        from ..worker.partitions import queue_consumers  # a broadcast: Celery, only when asked
+
         writers = queue_consumers(app, [write_queue], settings.worker_reply_seconds).get(write_queue, [])
     else:
         writers = consumers(write_queue)

@@ -1,0 +1,113 @@
+"""Reading and loading skillbooks: list, show, export, import, a skill's history, a label A/B.
+
+Reads need role ``read`` on the skillbook; an import writes a new version and needs ``admin``
+(it may replace every skill). Lists hold only what the principal may see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.skillbook import Skillbook
+from ..distributed.store.fill import skillbook_fill
+from ..distributed.store.outcomes import LabelComparison, compare_labels
+from ..distributed.store.provenance import DEFAULT_SCAN, SkillHistory, skill_history
+from .access import require_role, visible_names
+from .fleet import FleetClient
+from .principal import Principal
+
+__all__ = [
+    "SkillbookSummary",
+    "SkillbookShown",
+    "compare_skillbook_labels",
+    "export_skillbook",
+    "import_skillbook",
+    "list_skillbooks",
+    "show_skillbook",
+    "skill_why",
+    "summarize_skillbooks",
+]
+
+
+@dataclass(frozen=True)
+class SkillbookSummary:
+    """One skillbook of a list: its name, version and active skills."""
+
+    name: str
+    version: int
+    active_skills: int
+
+
+@dataclass(frozen=True)
+class SkillbookShown:
+    """A skillbook as ``show`` prints it: its version, the skills, how full, proposals waiting."""
+
+    name: str
+    version: int
+    book: Skillbook
+    fill: dict[str, int]
+    pending_proposals: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document ``skillbook show --json`` prints."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            **self.fill,
+            "pending_proposals": self.pending_proposals,
+            "skillbook": self.book.to_dict(),
+        }
+
+
+def list_skillbooks(fleet: FleetClient, principal: Principal) -> list[str]:
+    """The names of the skillbooks ``principal`` may see, sorted."""
+    return visible_names(fleet, principal)
+
+
+def summarize_skillbooks(fleet: FleetClient, principal: Principal) -> list[SkillbookSummary]:
+    """Each skillbook ``principal`` may see with its version and active skills."""
+    stores = [fleet.store(name) for name in visible_names(fleet, principal)]
+    return [SkillbookSummary(store.name, store.version(), store.active_skills()) for store in stores]
+
+
+def show_skillbook(fleet: FleetClient, principal: Principal, name: str) -> SkillbookShown:
+    """Skillbook ``name`` now. Raises UnknownSkillbookError, or a scope error for another tenant's."""
+    require_role(fleet, principal, "read", name)
+    store = fleet.existing_store(name)
+    version, book = store.snapshot()
+    return SkillbookShown(name, version, book, skillbook_fill(store), store.review.pending_count())
+
+
+def export_skillbook(fleet: FleetClient, principal: Principal, name: str) -> tuple[int, Skillbook]:
+    """Skillbook ``name`` and its version, to write to a file."""
+    require_role(fleet, principal, "read", name)
+    return fleet.existing_store(name).snapshot()
+
+
+def import_skillbook(
+    fleet: FleetClient, principal: Principal, name: str, book: Skillbook, *, replace: bool, file: str
+) -> int:
+    """Load ``book`` into skillbook ``name`` as one new version; return it.
+
+    Raises SkillbookExistsError if it exists and not ``replace``.
+    """
+    require_role(fleet, principal, "admin", name)
+    source = {"command": "skillbook import", "file": file}
+    return fleet.store(name).import_skillbook(book, replace=replace, source=source)
+
+
+def skill_why(
+    fleet: FleetClient, principal: Principal, name: str, skill_id: str, *, scan: int = DEFAULT_SCAN
+) -> SkillHistory:
+    """Why skill ``skill_id`` of ``name`` exists. Raises UnknownSkillError if no trace of it is found."""
+    require_role(fleet, principal, "read", name)
+    return skill_history(fleet.existing_store(name), skill_id, batches=fleet.batches, scan=scan)
+
+
+def compare_skillbook_labels(
+    fleet: FleetClient, principal: Principal, name: str, first: str, second: str
+) -> LabelComparison:
+    """What labels ``first`` and ``second`` of ``name`` served, and how well (95% intervals)."""
+    require_role(fleet, principal, "read", name)
+    return compare_labels(fleet.redis, fleet.existing_store(name).keys, first, second)
