@@ -3,130 +3,137 @@
 An agent answers with a skillbook of learned strategies in its prompt; a
 Reflector analyses each execution trace; a SkillManager turns the reflection
 into delta operations that deterministic code applies. Importing this package
-is cheap: LLM libraries load on first use.
+is cheap: every name is imported from its module on first use (:mod:`.lazy`).
 """
 
-from pipeline import Branch, MergeStrategy, Pipeline, SampleResult, StepProtocol
+from __future__ import annotations
 
-from .core import (
-    DEFAULT_PROMPT_BUDGET,
-    ACESample,
-    ACEStepContext,
-    AgentOutput,
-    ApplyReport,
-    ConsolidationBatch,
-    ConsolidationOp,
-    ConsolidationReport,
-    DeleteOp,
-    EnvironmentResult,
-    ExtractedLearning,
-    KeepOp,
-    MergeOp,
-    PromptBudget,
-    ReflectorOutput,
-    RelevanceScorer,
-    Sample,
-    SimilarityDecision,
-    SimpleEnvironment,
-    Skill,
-    Skillbook,
-    SkillbookView,
-    SkillManagerOutput,
-    SkillTag,
-    TaskEnvironment,
-    UpdateBatch,
-    UpdateOp,
-    UpdateOperation,
-    extract_cited_skill_ids,
-)
-from .dedup import (
-    DeduplicationConfig,
-    DeduplicationManager,
-    EmbeddingCache,
-    EmbeddingRelevance,
-    InMemoryEmbeddingCache,
-    LiteLLMEmbedder,
-    PruneRule,
-    SentenceTransformerEmbedder,
-    SimilarityDetector,
-    SimilarPair,
-)
-from .errors import (
-    AceError,
-    EmbeddingUnavailableError,
-    EmptySessionError,
-    ExternalAgentError,
-    InvalidConsolidationError,
-    InvalidUpdateError,
-    LearningFailed,
-    LLMError,
-    LLMRequestRejected,
-    MissingExecutableError,
-    MissingExtraError,
-    MissingFieldError,
-    ModelUnavailableError,
-    RecursiveReflectorError,
-    RetriesExhausted,
-    SkillbookError,
-    SkillbookFormatError,
-    TracingSetupError,
-    UnknownSkillError,
-    UnknownTagError,
-)
+from typing import TYPE_CHECKING
+
 from .extras import PROJECT_VERSION
-from .integrations import (
-    BrowserExecuteStep,
-    BrowserResult,
-    BrowserToTrace,
-    ClaudeCodeExecuteStep,
-    ClaudeCodeLLMClient,
-    ClaudeCodeResult,
-    ClaudeCodeToTrace,
-    LangChainExecuteStep,
-    LangChainResult,
-    LangChainToTrace,
-    OpenClawToTraceStep,
-    read_claude_code_transcript,
-    wrap_skillbook_context,
-)
-from .observability import register_opik_litellm_callback
-from .protocols import AgentLike, DeduplicationManagerLike, LLMClientLike, ReflectorLike, SkillManagerLike
-from .providers import (
-    InstructorClient,
-    LangChainLiteLLMClient,
-    LiteLLMClient,
-    LiteLLMConfig,
-    LLMResponse,
-    wrap_with_instructor,
-)
-from .roles import (
-    AGENT_PROMPT,
-    REFLECTOR_PROMPT,
-    SKILL_MANAGER_PROMPT,
-    SKILLBOOK_USAGE_INSTRUCTIONS,
-    Agent,
-    Reflector,
-    SkillManager,
-    wrap_skillbook_for_external_agent,
-)
-from .rr import RRConfig, RROpikStep, RRStep
-from .runners import ACE, ACELiteLLM, ACERunner, BrowserUse, ClaudeCode, LangChain, TraceAnalyser
-from .steps import (
-    AgentStep,
-    ApplyStep,
-    CheckpointStep,
-    DeduplicateStep,
-    EvaluateStep,
-    ExportSkillbookMarkdownStep,
-    LoadTracesStep,
-    ObservabilityStep,
-    OpikStep,
-    PersistStep,
-    ReflectStep,
-    TagStep,
-    UpdateStep,
-    learning_tail,
-)
+from .lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from pipeline import Branch, MergeStrategy, Pipeline, SampleResult, StepProtocol
+
+    from .core import (
+        DEFAULT_PROMPT_BUDGET,
+        ACESample,
+        ACEStepContext,
+        AgentOutput,
+        ApplyReport,
+        ConsolidationBatch,
+        ConsolidationOp,
+        ConsolidationReport,
+        DeleteOp,
+        EnvironmentResult,
+        ExtractedLearning,
+        KeepOp,
+        MergeOp,
+        PromptBudget,
+        ReflectorOutput,
+        RelevanceScorer,
+        Sample,
+        SimilarityDecision,
+        SimpleEnvironment,
+        Skill,
+        Skillbook,
+        SkillbookView,
+        SkillManagerOutput,
+        SkillTag,
+        TaskEnvironment,
+        UpdateBatch,
+        UpdateOp,
+        UpdateOperation,
+        extract_cited_skill_ids,
+    )
+    from .dedup import (
+        DeduplicationConfig,
+        DeduplicationManager,
+        EmbeddingCache,
+        EmbeddingRelevance,
+        InMemoryEmbeddingCache,
+        LiteLLMEmbedder,
+        PruneRule,
+        SentenceTransformerEmbedder,
+        SimilarityDetector,
+        SimilarPair,
+    )
+    from .errors import (
+        AceError,
+        EmbeddingUnavailableError,
+        EmptySessionError,
+        ExternalAgentError,
+        InvalidConsolidationError,
+        InvalidUpdateError,
+        LearningFailed,
+        LLMError,
+        LLMRequestRejected,
+        MissingExecutableError,
+        MissingExtraError,
+        MissingFieldError,
+        ModelUnavailableError,
+        RecursiveReflectorError,
+        RetriesExhausted,
+        SkillbookError,
+        SkillbookFormatError,
+        TracingSetupError,
+        UnknownSkillError,
+        UnknownTagError,
+    )
+    from .integrations import (
+        BrowserExecuteStep,
+        BrowserResult,
+        BrowserToTrace,
+        ClaudeCodeExecuteStep,
+        ClaudeCodeLLMClient,
+        ClaudeCodeResult,
+        ClaudeCodeToTrace,
+        LangChainExecuteStep,
+        LangChainResult,
+        LangChainToTrace,
+        OpenClawToTraceStep,
+        read_claude_code_transcript,
+        wrap_skillbook_context,
+    )
+    from .observability import register_opik_litellm_callback
+    from .protocols import AgentLike, DeduplicationManagerLike, LLMClientLike, ReflectorLike, SkillManagerLike
+    from .providers import (
+        InstructorClient,
+        LangChainLiteLLMClient,
+        LiteLLMClient,
+        LiteLLMConfig,
+        LLMResponse,
+        wrap_with_instructor,
+    )
+    from .roles import (
+        AGENT_PROMPT,
+        REFLECTOR_PROMPT,
+        SKILL_MANAGER_PROMPT,
+        SKILLBOOK_USAGE_INSTRUCTIONS,
+        Agent,
+        Reflector,
+        SkillManager,
+        wrap_skillbook_for_external_agent,
+    )
+    from .rr import RRConfig, RROpikStep, RRStep
+    from .runners import ACE, ACELiteLLM, ACERunner, BrowserUse, ClaudeCode, LangChain, TraceAnalyser
+    from .steps import (
+        AgentStep,
+        ApplyStep,
+        CheckpointStep,
+        DeduplicateStep,
+        EvaluateStep,
+        ExportSkillbookMarkdownStep,
+        LoadTracesStep,
+        ObservabilityStep,
+        OpikStep,
+        PersistStep,
+        ReflectStep,
+        TagStep,
+        UpdateStep,
+        learning_tail,
+    )
 
 __version__ = PROJECT_VERSION
 
@@ -268,3 +275,20 @@ __all__ = [
     "TracingSetupError",
     "RetriesExhausted",
 ]
+
+# Where names are looked up, in order: the light modules before the LLM stack.
+_SOURCES = (
+    ".errors",
+    "pipeline",
+    ".core",
+    ".protocols",
+    ".dedup",
+    ".providers",
+    ".roles",
+    ".steps",
+    ".runners",
+    ".rr",
+    ".integrations",
+    ".observability",
+)
+__getattr__ = lazy_exports(__name__, __all__, _SOURCES)

@@ -6,19 +6,14 @@ from typing import Annotated
 
 import typer
 
-from ..distributed.service import Service
-from ..distributed.store.batches import BatchState, BatchStatus
-from ..distributed.worker.reconcile import reconcile_batch
-from .common import (
-    JsonOption,
-    console,
-    err_console,
-    open_service,
-    print_json,
-    redis_settings,
-    require_workers,
-)
+from ..distributed.store.batches import BatchState
+from ..operations.batches import cancel_batch
+from .access import ApiKeyOption, principal_of
+from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
+from .options import JsonOption, redis_settings
+from .output import console, err_console, print_json
+from .service import open_service, require_workers
 
 __all__ = ["batch_app"]
 
@@ -35,9 +30,12 @@ BatchIdArgument = Annotated[str, typer.Argument(help="The id 'enqueue' printed."
 @batch_app.command("resume", cls=HelpCommand)
 def resume_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> None:
     """Send the samples of a batch never sent (its producer died), and again those lost on the way."""
+    # It sends messages: the Celery service, until the dispatcher takes its place.
+    from ..distributed.worker.reconcile import reconcile_batch
+
     settings = redis_settings("batch resume", "batches live in a shared Redis")
     with open_service(settings, run_workers=False, learn_threads=1) as service:
-        status = _status_or_fail(service, batch_id)
+        status = service.runtime.batches.status(batch_id)
         sent = redriven = 0
         if status.state is BatchState.RUNNING:
             if not status.fully_stored:
@@ -64,16 +62,13 @@ def resume_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> No
 
 
 @batch_app.command("cancel", cls=HelpCommand)
-def cancel_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> None:
+def cancel_command(
+    batch_id: BatchIdArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None
+) -> None:
     """Stop a batch: steps not yet run are skipped, nothing is sent again, its records expire."""
-    settings = redis_settings("batch cancel", "batches live in a shared Redis")
-    with open_service(settings, run_workers=False, learn_threads=1) as service:
-        status = _status_or_fail(service, batch_id)
-        cancelled = status.state is BatchState.RUNNING
-        if cancelled:
-            service.runtime.batches.cancel(batch_id)
-            service.runtime.admission.forget(batch_id)  # its admission slots go to other batches now
-            status = service.runtime.batches.status(batch_id)
+    with open_command_fleet("batch cancel", "batches live in a shared Redis") as fleet:
+        result = cancel_batch(fleet, principal_of(fleet, api_key), batch_id)
+    status, cancelled = result.status, result.cancelled_now
     if as_json:
         print_json(
             {
@@ -91,10 +86,3 @@ def cancel_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> No
             f"batch {batch_id} cancelled: {status.summary()}; a step running now finishes, "
             "no other step of the batch runs"
         )
-
-
-def _status_or_fail(service: Service, batch_id: str) -> BatchStatus:
-    try:
-        return service.runtime.batches.status(batch_id)
-    except LookupError as exc:
-        raise typer.BadParameter(str(exc), param_hint="BATCH_ID") from exc

@@ -12,17 +12,12 @@ from typing import Annotated
 import typer
 
 from ..distributed.store.labels import HEAD
-from ..distributed.store.outcomes import LabelComparison, LabelOutcomes, compare_labels
-from .common import (
-    JsonOption,
-    SkillbookNameArgument,
-    check_label,
-    check_skillbook_name,
-    open_service,
-    print_json,
-    redis_settings,
-    store_or_fail,
-)
+from ..distributed.store.outcomes import LabelComparison, LabelOutcomes
+from ..operations.skillbooks import compare_skillbook_labels
+from .access import ApiKeyOption, principal_of
+from .fleet import open_command_fleet
+from .options import JsonOption, SkillbookNameArgument, check_label, check_skillbook_name
+from .output import print_json
 
 __all__ = ["compare_command", "describe_comparison"]
 
@@ -40,14 +35,12 @@ def compare_command(
         str, typer.Argument(metavar="LABEL_B", help="Another label (or 'head').", callback=_label)
     ],
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Success rate of two labels' live executions, with 95% confidence intervals."""
     check_skillbook_name(name)
-    with open_service(
-        redis_settings("skillbook compare", WHY), run_workers=False, learn_threads=1
-    ) as service:
-        store = store_or_fail(service, name)
-        comparison = compare_labels(service.runtime.redis, store.keys, first, second)
+    with open_command_fleet("skillbook compare", WHY) as fleet:
+        comparison = compare_skillbook_labels(fleet, principal_of(fleet, api_key), name, first, second)
     if as_json:
         print_json(comparison.to_dict())
         return

@@ -7,10 +7,15 @@ from typing import Annotated
 
 import typer
 
-from ..distributed.worker.dead_letters import LetterFilter, read_dead_letters, retry_dead_letters
+from ..distributed.worker.dead_letters import LetterFilter
 from ..distributed.worker.dead_letters import parse_since as parse_letter_time
-from .common import JsonOption, open_service, print_json, printable, redis_settings
+from ..operations.dead_letters import list_dead_letters
+from .access import ApiKeyOption, principal_of
+from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
+from .options import JsonOption, redis_settings
+from .output import print_json, printable
+from .service import open_service
 
 __all__ = ["dead_letters_app", "parse_since"]
 
@@ -50,12 +55,12 @@ def dead_letters_list(
     skillbook: SkillbookOption = None,
     since: SinceOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Show the parked messages: step, error, batch, when (an unreadable one says why)."""
     matches = letter_filter(batch, skillbook, since)
-    settings = redis_settings("dead-letters list", WHY)
-    with open_service(settings, run_workers=False, learn_threads=1) as service:
-        letters = read_dead_letters(service.runtime, matches)
+    with open_command_fleet("dead-letters list", WHY) as fleet:
+        letters = list_dead_letters(fleet, principal_of(fleet, api_key), matches)
     if as_json:
         print_json([letter.to_dict() for letter in letters])
         return
@@ -84,6 +89,9 @@ def dead_letters_retry(
     no longer exists (expired), or one that does not parse, stays parked and is listed,
     one line each on stderr; the exit status is then 1.
     """
+    # It sends messages: the Celery service, until the dispatcher takes its place.
+    from ..distributed.worker.dead_letters import retry_dead_letters
+
     matches = letter_filter(batch, skillbook, since)
     settings = redis_settings("dead-letters retry", WHY)
     with open_service(settings, run_workers=False, learn_threads=1) as service:

@@ -48,9 +48,7 @@ from .common import (
     store_or_fail,
 )
 from .exit_codes import EXIT_FAILURES
-from .help import HelpCommand
 from .models import refuse_unusable_models
-from .skillbook import skillbook_app
 
 __all__ = [
     "TASKS_HELP",
@@ -139,7 +137,6 @@ def _targets(store: RedisSkillbookStore, versions: list[int], labels: list[str])
         raise typer.BadParameter(str(exc)) from None
 
 
-@skillbook_app.command("evaluate", cls=HelpCommand)
 def evaluate_command(
     name: SkillbookNameArgument,
     tasks: Annotated[Path, typer.Option("--tasks", help=TASKS_HELP)],

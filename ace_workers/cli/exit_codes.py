@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import redis
-from kombu.exceptions import OperationalError
+import sys
 
 from ..distributed.producer.errors import NoWorkersError
 from ..distributed.worker.errors import RedisUnavailable
-from .common import printable
+from .output import printable
 
 __all__ = [
     "EXIT_CODES_HELP",
@@ -16,7 +15,7 @@ __all__ = [
     "EXIT_REFUSED",
     "EXIT_UNREACHABLE",
     "EXIT_USAGE",
-    "UNREACHABLE",
+    "broker_errors",
     "unreachable_line",
 ]
 
@@ -26,8 +25,16 @@ EXIT_USAGE = 2  # click's own code for a bad argument; a missing setting, an unk
 EXIT_UNREACHABLE = 3  # nothing could be done: Redis, the broker or the workers did not answer
 EXIT_REFUSED = 4  # a gate said no: a promotion (candidate not better), a migration (fleet running)
 
-# What a command cannot help and a script may retry later: the service, not the input, is at fault.
-UNREACHABLE = (RedisUnavailable, NoWorkersError, redis.ConnectionError, redis.TimeoutError, OperationalError)
+
+def broker_errors() -> tuple[type[BaseException], ...]:
+    """The broker's "did not answer" error, if the broker's client (kombu) was loaded at all.
+
+    Looked up, not imported: a command that never loaded kombu cannot have raised its errors,
+    and the state commands must not load it (they answer in a fraction of a second).
+    """
+    exceptions = sys.modules.get("kombu.exceptions")
+    return (exceptions.OperationalError,) if exceptions is not None else ()
+
 
 EXIT_CODES_HELP = (
     f"Exit codes: {EXIT_DONE} done; {EXIT_FAILURES} finished with failures (a sample failed, a "
@@ -45,7 +52,7 @@ def unreachable_line(exc: BaseException) -> str:
     """What could not be reached, in one line (control characters and newlines escaped)."""
     if isinstance(exc, (RedisUnavailable, NoWorkersError)):
         said = str(exc)  # these name the service and what to do
-    elif isinstance(exc, OperationalError):
+    elif isinstance(exc, broker_errors()):
         said = f"the broker did not answer: {exc}"
     else:
         said = f"Redis did not answer: {type(exc).__name__}: {exc}"

@@ -14,20 +14,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..distributed.tenancy.api_keys import ALL_TENANTS, ROLES, ApiKey, ApiKeys, validate_role
+from ..distributed.tenancy.api_keys import ALL_TENANTS, ROLES, ApiKey, validate_role
 from ..distributed.tenancy.errors import TenancyError, UnknownTenantError
 from ..distributed.tenancy.tenants import validate_tenant_name
-from .common import (
-    ActorOption,
-    JsonOption,
-    actor_or_fail,
-    console,
-    open_service,
-    print_json,
-    printable,
-    redis_settings,
-)
+from ..operations.keys import create_key, list_keys, revoke_key
+from .access import ApiKeyOption, principal_of
+from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
+from .options import ActorOption, JsonOption, actor_or_fail
+from .output import console, print_json, printable
 
 __all__ = ["key_app"]
 
@@ -53,6 +48,7 @@ def key_create(
     note: Annotated[str, typer.Option("--note", help="What the key is for (shown by key list).")] = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Make a key for TENANT with ROLE; its secret is printed once and cannot be shown again."""
     try:
@@ -61,11 +57,10 @@ def key_create(
             validate_tenant_name(tenant)
     except (TenancyError, ValueError) as exc:  # InvalidTenantError is a ValueError
         raise typer.BadParameter(str(exc)) from None
-    who = actor_or_fail(actor)
-    with open_service(redis_settings("key create", WHY), run_workers=False, learn_threads=1) as service:
-        keys = ApiKeys(service.runtime.redis, prefix=service.runtime.settings.queue_prefix)
+    actor_or_fail(actor)  # checked before anything connects
+    with open_command_fleet("key create", WHY) as fleet:
         try:
-            record, secret = keys.create(tenant, role, note=note, actor=who)
+            record, secret = create_key(fleet, principal_of(fleet, api_key, actor), tenant, role, note=note)
         except UnknownTenantError as exc:
             raise typer.BadParameter(str(exc), param_hint="TENANT") from None
     if as_json:
@@ -81,10 +76,11 @@ def key_create(
 def key_list(
     tenant: Annotated[str | None, typer.Option("--tenant", help="Only this tenant's keys.")] = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """The keys (never their secrets): id, tenant, role, note, when and by whom made."""
-    with open_service(redis_settings("key list", WHY), run_workers=False, learn_threads=1) as service:
-        keys = ApiKeys(service.runtime.redis, prefix=service.runtime.settings.queue_prefix).list(tenant)
+    with open_command_fleet("key list", WHY) as fleet:
+        keys = list_keys(fleet, principal_of(fleet, api_key), tenant)
     if as_json:
         print_json({"keys": [key.to_dict() for key in keys]})
         return
@@ -97,10 +93,13 @@ def key_list(
 
 
 @key_app.command("revoke", cls=HelpCommand)
-def key_revoke(key_id: Annotated[str, typer.Argument(metavar="ID", help="The key's id (key list).")]) -> None:
+def key_revoke(
+    key_id: Annotated[str, typer.Argument(metavar="ID", help="The key's id (key list).")],
+    api_key: ApiKeyOption = None,
+) -> None:
     """Revoke key ID: it authenticates nobody from now on."""
-    with open_service(redis_settings("key revoke", WHY), run_workers=False, learn_threads=1) as service:
-        revoked = ApiKeys(service.runtime.redis, prefix=service.runtime.settings.queue_prefix).revoke(key_id)
+    with open_command_fleet("key revoke", WHY) as fleet:
+        revoked = revoke_key(fleet, principal_of(fleet, api_key), key_id)
     if not revoked:
         raise typer.BadParameter(
             f"no API key {key_id!r} (ace-workers key list shows the keys there are)", param_hint="ID"

@@ -26,8 +26,8 @@ from .common import (
     print_json,
     printable,
 )
+from .fleet import acting_fleet
 from .help import HelpCommand, HelpGroup
-from .operating import acting_fleet
 
 __all__ = ["label_app"]
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..core.skillbook import Skillbook
-from ..distributed.producer.producer import BatchHandle
 from ..distributed.settings import DEDUP_OFF, WorkerSettings
 from ..distributed.store.batches import BatchState, BatchStatus
 from .common import (
@@ -33,6 +32,9 @@ from .common import (
 )
 from .failures import print_failures
 from .models import refuse_unusable_models
+
+if TYPE_CHECKING:
+    from ..distributed.producer.producer import BatchHandle
 
 __all__ = ["accuracy_by_epoch", "dedup_hint", "follow_batch", "learn_command"]
 

@@ -28,10 +28,16 @@ from .common import (
     print_json,
     printable,
 )
-from .help import HelpCommand
-from .operating import acting_fleet
+from .fleet import acting_fleet
 
-__all__ = ["add_lifecycle_commands"]
+__all__ = [
+    "skillbook_pin",
+    "skillbook_unpin",
+    "skillbook_archive",
+    "skillbook_restore",
+    "skillbook_archived",
+    "skillbook_prune",
+]
 
 WHY = "skillbooks live in a shared Redis"
 DEFAULT_STALE_DAYS = 30.0
@@ -225,16 +231,3 @@ def skillbook_prune(
         )
     else:
         typer.echo(f"nothing archived (skillbook {printable(repr(name))} stays at version {result.version})")
-
-
-def add_lifecycle_commands(skillbook_app: typer.Typer) -> None:
-    """Register the lifecycle commands on the ``skillbook`` group."""
-    for command_name, command in (
-        ("pin", skillbook_pin),
-        ("unpin", skillbook_unpin),
-        ("archive", skillbook_archive),
-        ("restore", skillbook_restore),
-        ("archived", skillbook_archived),
-        ("prune", skillbook_prune),
-    ):
-        skillbook_app.command(command_name, cls=HelpCommand)(command)

@@ -1,58 +1,112 @@
-"""The ``ace-workers`` command line: the root app, and every command registered on it once.
+"""The ``ace-workers`` command line: the root app, every command listed once, and how errors end.
 
-Each command lives in a module of its own in this package; ``main`` is the console script.
+Each command module exports its commands (a Typer group, or functions); this module lists them
+all, in the order ``--help`` shows them. No module registers a command by being imported.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import redis
 import typer
+from typer._click import Context
+from typer._click.exceptions import ClickException
 
 from .. import __version__
-from ..distributed.store.errors import MigrationRefusedError, SchemaMismatchError
-from ..distributed.worker.app import is_redis_full
-from ..errors import AceError, SettingsError
+from ..distributed.worker.redis_health import is_redis_full
+from ..errors import AceError
+from ..operations.outcomes import UNEXPECTED, outcome_of
 from .batch import batch_app
-from .common import printable
+from .compare import compare_command
 from .console import console_command
 from .dead_letters import dead_letters_app
 from .demo import demo_command
 from .enqueue import enqueue_command
-from .exit_codes import (
-    EXIT_CODES_HELP,
-    EXIT_FAILURES,
-    EXIT_REFUSED,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    UNREACHABLE,
-    unreachable_line,
-)
+from .evaluate import evaluate_command
+from .exit_codes import EXIT_CODES_HELP, EXIT_FAILURES, EXIT_UNREACHABLE, broker_errors, unreachable_line
 from .flower import flower_command
 from .help import HelpCommand, HelpGroup
 from .hook import hook_app
 from .keys import key_app
+from .labels import label_app
 from .learn import learn_command
-from .lifecycle import add_lifecycle_commands
+from .lifecycle import (
+    skillbook_archive,
+    skillbook_archived,
+    skillbook_pin,
+    skillbook_prune,
+    skillbook_restore,
+    skillbook_unpin,
+)
 from .mcp import mcp_command
 from .migrate import migrate_command
 from .nightly import beat_command, nightly_app
+from .output import printable
+from .promote import promote_command
 from .provenance import skillbook_why
+from .review import review_app
 from .skillbook import skillbook_app
 from .status import status_command
 from .tenant import tenant_app
+from .tenant_usage import usage_command
 from .worker import worker_command
-
-# Commands that register themselves on the skillbook group and its label group when imported.
-from .evaluate import evaluate_command  # noqa: F401  isort: skip
-from .promote import promote_command  # noqa: F401  isort: skip
-from .tenant_usage import usage_command  # noqa: F401  isort: skip
 
 __all__ = ["app", "main", "redis_error_line"]
 
+
+def redis_error_line(exc: redis.RedisError) -> str:
+    """What Redis refused, in one line (its message may carry key names: control characters escaped)."""
+    said = printable(f"{type(exc).__name__}: {exc}").rstrip(".")
+    if is_redis_full(exc):
+        return (
+            f"Redis is out of memory (used memory > maxmemory, no eviction) and refused a command: {said}. "
+            "Free memory or raise maxmemory, then run the command again."
+        )
+    return f"Redis refused a command: {said}"
+
+
+def error_line(exc: BaseException) -> tuple[str, int] | None:
+    """The one line and exit code an error ends a command with; None for a bug (its traceback shows).
+
+    The exit code is the error's row in operations' one table (:func:`outcome_of`); what could
+    not be reached, and what Redis refused, keep their own lines. An AceError the table does not
+    name ran and failed (exit 1).
+    """
+    outcome = outcome_of(exc)
+    if outcome.exit_code == EXIT_UNREACHABLE or isinstance(exc, broker_errors()):
+        return unreachable_line(exc), EXIT_UNREACHABLE
+    if outcome is not UNEXPECTED:
+        return printable(exc), outcome.exit_code
+    if isinstance(exc, redis.RedisError):
+        # An answer of Redis no command handles (out of memory, a read-only replica, ...): one
+        # line naming it, instead of a traceback hundreds of lines long.
+        return redis_error_line(exc), EXIT_FAILURES
+    if isinstance(exc, AceError):
+        return printable(exc), EXIT_FAILURES
+    return None
+
+
+class RootGroup(HelpGroup):
+    """The root command: a project error a command raises ends as one line on stderr and its exit code,
+    for the console script and for ``CliRunner`` alike."""
+
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (ClickException, typer.Exit, typer.Abort):
+            raise
+        except Exception as exc:
+            said = error_line(exc)
+            if said is None:
+                raise
+            line, code = said
+            typer.echo(f"error: {line}", err=True)
+            raise typer.Exit(code) from None
+
+
 app = typer.Typer(
-    cls=HelpGroup,
+    cls=RootGroup,
     help="Agentic Context Engineering on distributed Celery workers.",
     epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
@@ -94,52 +148,37 @@ app.command("flower", cls=HelpCommand)(flower_command)
 app.command("beat", cls=HelpCommand)(beat_command)
 app.command("migrate", cls=HelpCommand)(migrate_command)
 app.add_typer(batch_app, name="batch")
-add_lifecycle_commands(skillbook_app)  # pin, unpin, archive, restore, archived, prune
-app.add_typer(skillbook_app, name="skillbook")
+# skillbook: its own commands (list, show, import, diff, export, history, dedup, rollback), then these.
+skillbook_app.command("compare", cls=HelpCommand)(compare_command)
+skillbook_app.command("evaluate", cls=HelpCommand)(evaluate_command)
+for _name, _command in (
+    ("pin", skillbook_pin),
+    ("unpin", skillbook_unpin),
+    ("archive", skillbook_archive),
+    ("restore", skillbook_restore),
+    ("archived", skillbook_archived),
+    ("prune", skillbook_prune),
+):
+    skillbook_app.command(_name, cls=HelpCommand)(_command)
 skillbook_app.command("why", cls=HelpCommand)(skillbook_why)
+label_app.command("promote", cls=HelpCommand)(promote_command)
+skillbook_app.add_typer(review_app, name="review")
+skillbook_app.add_typer(label_app, name="label")
+app.add_typer(skillbook_app, name="skillbook")
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(nightly_app, name="nightly")
 app.add_typer(hook_app, name="hook")
 app.add_typer(key_app, name="key")
+tenant_app.command("usage", cls=HelpCommand)(usage_command)
 app.add_typer(tenant_app, name="tenant")
 
 
 def main() -> None:
-    """Entry point of the ``ace-workers`` console script: project errors end as one clear line.
+    """Entry point of the ``ace-workers`` console script.
 
-    The exit code says which kind (:mod:`.exit_codes`): 3 when Redis, the broker or the
-    workers could not be reached, 2 for a setting missing or wrong or data of another schema,
-    4 for a migration refused (the fleet runs), 1 for any other error a command did not handle.
+    A project error ends as one clear line whose exit code says which kind (:mod:`.exit_codes`):
+    3 when Redis, the broker or the workers could not be reached, 2 for a bad argument, a setting
+    missing or wrong, something named that does not exist or data of another schema, 4 for a
+    refusal (forbidden, a conflict, a gate), 1 for any other error a command did not handle.
     """
-    try:
-        app()
-    except UNREACHABLE as exc:
-        typer.echo(f"error: {unreachable_line(exc)}", err=True)
-        raise SystemExit(EXIT_UNREACHABLE) from None
-    except (SettingsError, SchemaMismatchError) as exc:
-        # A setting missing or wrong, or a Redis of another schema than this code's: fixed (the
-        # setting, the ace-workers installed, or `migrate` run) before running again, as an argument.
-        typer.echo(f"error: {exc}", err=True)
-        raise SystemExit(EXIT_USAGE) from None
-    except MigrationRefusedError as exc:  # the fleet still runs, or another migrate does: not now
-        typer.echo(f"error: {exc}", err=True)
-        raise SystemExit(EXIT_REFUSED) from None
-    except AceError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise SystemExit(EXIT_FAILURES) from None
-    except redis.RedisError as exc:
-        # An answer of Redis no command handles (out of memory, a read-only replica, ...): one
-        # line naming it, instead of a traceback hundreds of lines long.
-        typer.echo(f"error: {redis_error_line(exc)}", err=True)
-        raise SystemExit(EXIT_FAILURES) from None
-
-
-def redis_error_line(exc: redis.RedisError) -> str:
-    """What Redis refused, in one line (its message may carry key names: control characters escaped)."""
-    said = printable(f"{type(exc).__name__}: {exc}").rstrip(".")
-    if is_redis_full(exc):
-        return (
-            f"Redis is out of memory (used memory > maxmemory, no eviction) and refused a command: {said}. "
-            "Free memory or raise maxmemory, then run the command again."
-        )
-    return f"Redis refused a command: {said}"
+    app()

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from ..distributed.ops.errors import NightlyBusy, NightlyStalled
-from ..distributed.ops.nightly import NightlyReport, NightlyRunner, beat_schedule
 from ..distributed.settings import env_name
-from ..distributed.worker.reconcile import reconcile_schedule
 from .common import (
     JsonOption,
     check_skillbook_name,
@@ -26,6 +24,9 @@ from .common import (
     stream_inputs,
 )
 from .help import HelpCommand, HelpGroup
+
+if TYPE_CHECKING:
+    from ..distributed.ops.nightly import NightlyReport
 
 __all__ = ["beat_command", "nightly_app"]
 
@@ -44,6 +45,9 @@ def beat_command(
 ) -> None:
     """Run celery beat: the reconciler, and one nightly run per skillbook of ACE_NIGHTLY_SKILLBOOKS."""
     settings = redis_settings("beat", "the workers it schedules for read it", kept_embedded=False)
+    from ..distributed.ops.nightly import beat_schedule  # Celery: only when the command runs
+    from ..distributed.worker.reconcile import reconcile_schedule
+
     schedule = {**reconcile_schedule(settings), **beat_schedule(settings)}
     path = schedule_file or Path(tempfile.gettempdir()) / f"ace-workers-beat-{settings.queue_prefix}"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,6 +97,8 @@ def run_command(
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         require_workers(service, "trace_analyser", name)
         try:
+            from ..distributed.ops.nightly import NightlyRunner  # Celery: only when the command runs
+
             report = NightlyRunner(service.producer).run(name, scheduled=False)
         except (NightlyBusy, NightlyStalled) as exc:
             err_console.print(str(exc), style="red", markup=False)
@@ -116,6 +122,8 @@ def report_command(
     check_skillbook_name(name)
     settings = redis_settings("nightly report", "the reports live in a shared Redis")
     with open_service(settings, run_workers=False, learn_threads=1) as service:
+        from ..distributed.ops.nightly import NightlyRunner  # Celery: only when the command runs
+
         runner = NightlyRunner(service.producer)
         reports, pending = runner.reports(name, limit), runner.pending(name)
     if as_json:

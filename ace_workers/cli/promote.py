@@ -33,13 +33,10 @@ from .evaluate import (
     read_tasks_option,
 )
 from .exit_codes import EXIT_REFUSED
-from .help import HelpCommand
-from .labels import label_app
 
 __all__ = ["promote_command"]
 
 
-@label_app.command("promote", cls=HelpCommand)
 def promote_command(
     name: SkillbookNameArgument,
     candidate: Annotated[str, typer.Argument(help="The label whose version to promote, e.g. canary.")],

@@ -7,19 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
-from ..distributed.store.provenance_reader import DEFAULT_SCAN, FOUND, SkillHistory, skill_history
+from ..distributed.store.provenance_reader import DEFAULT_SCAN, FOUND, SkillHistory
 from ..errors import UnknownSkillError
-from .common import (
-    JsonOption,
-    SkillbookNameArgument,
-    check_skillbook_name,
-    console,
-    open_service,
-    print_json,
-    printable,
-    redis_settings,
-    store_or_fail,
-)
+from ..operations.skillbooks import skill_why
+from .access import ApiKeyOption, principal_of
+from .fleet import open_command_fleet
+from .options import JsonOption, SkillbookNameArgument, check_skillbook_name
+from .output import console, print_json, printable
 
 __all__ = ["skillbook_why"]
 
@@ -34,14 +28,14 @@ def skillbook_why(
         int, typer.Option(min=1, help="How many of the newest versions to search for changes to the skill.")
     ] = DEFAULT_SCAN,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Why a skill exists: its state, where each recent ADD/UPDATE/TAG came from (batch, sample, trace,
     recipe, insight, actor, time) with the trace while its batch is kept, and the versions that changed it."""
     check_skillbook_name(name)
-    with open_service(redis_settings("skillbook why", WHY), run_workers=False, learn_threads=1) as service:
-        store = store_or_fail(service, name)
+    with open_command_fleet("skillbook why", WHY) as fleet:
         try:
-            history = skill_history(store, skill_id, batches=service.runtime.batches, scan=scan)
+            history = skill_why(fleet, principal_of(fleet, api_key), name, skill_id, scan=scan)
         except UnknownSkillError:
             raise typer.BadParameter(
                 f"skillbook {name!r} has no skill {skill_id!r}, and none of its last {scan} versions "

@@ -23,8 +23,8 @@ from .common import (
     print_warning,
     printable,
 )
+from .fleet import acting_fleet
 from .help import HelpCommand, HelpGroup
-from .operating import acting_fleet
 
 __all__ = ["review_app"]
 

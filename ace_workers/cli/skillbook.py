@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated
@@ -15,96 +16,78 @@ from ..distributed.settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
 from ..distributed.store.change_summary import change_to_json, consolidation_label, describe_changes
 from ..distributed.store.errors import SkillbookExistsError
 from ..distributed.store.review_writes import ProposeOutcome
-from ..distributed.store.store import list_skillbooks
 from ..distributed.store.write_scope import dedup_write_scope, write_scope
 from ..errors import AceError, SkillbookFormatError
 from ..operations.history import rollback
-from .access import ApiKeyOption
-from .common import (
+from ..operations.skillbooks import (
+    export_skillbook,
+    import_skillbook,
+    list_skillbooks,
+    show_skillbook,
+    summarize_skillbooks,
+)
+from .access import ApiKeyOption, principal_of
+from .fleet import acting_fleet, open_command_fleet
+from .help import HelpCommand, HelpGroup
+from .options import (
     ActorOption,
     JsonOption,
     NoteOption,
     SkillbookNameArgument,
     check_output_path,
     check_skillbook_name,
-    console,
-    describe_fill,
-    open_service,
-    print_json,
-    print_warning,
-    printable,
     redis_settings,
     require_shared_redis,
-    skillbook_fill,
-    store_or_fail,
-    write_skillbook_files,
 )
-from .compare import compare_command
-from .help import HelpCommand, HelpGroup
-from .labels import label_app
-from .operating import acting_fleet
-from .review import review_app
+from .output import console, describe_fill, print_json, print_warning, printable, write_skillbook_files
+from .service import open_service, store_or_fail
 
 __all__ = ["skillbook_app"]
 
+# Its commands are registered here; main.py adds those of other modules (review, label, lifecycle,
+# why, compare, evaluate) in --help order.
 skillbook_app = typer.Typer(
     cls=HelpGroup, help="Inspect and manage skillbooks stored in Redis.", no_args_is_help=True
 )
-skillbook_app.add_typer(review_app, name="review")
-skillbook_app.add_typer(label_app, name="label")
-skillbook_app.command("compare", cls=HelpCommand)(compare_command)
 
 WHY = "skillbooks live in a shared Redis"
 
 
 @skillbook_app.command("list", cls=HelpCommand)
-def skillbook_list(as_json: JsonOption = False) -> None:
+def skillbook_list(as_json: JsonOption = False, api_key: ApiKeyOption = None) -> None:
     """List the skillbooks in Redis (with --json: each with its version and active skills)."""
-    with open_service(redis_settings("skillbook list", WHY), run_workers=False, learn_threads=1) as service:
-        names = list_skillbooks(service.runtime.redis, service.runtime.settings.queue_prefix)
+    with open_command_fleet("skillbook list", WHY) as fleet:
+        principal = principal_of(fleet, api_key)
         if not as_json:
-            for name in names:
+            for name in list_skillbooks(fleet, principal):
                 typer.echo(printable(name))
             return
-        stores = [service.runtime.store(name) for name in names]
-        print_json(
-            [
-                {"name": store.name, "version": store.version(), "active_skills": store.active_skills()}
-                for store in stores
-            ]
-        )
+        summaries = summarize_skillbooks(fleet, principal)
+    print_json([dataclasses.asdict(summary) for summary in summaries])
 
 
 @skillbook_app.command("show", cls=HelpCommand)
-def skillbook_show(name: SkillbookNameArgument, as_json: JsonOption = False) -> None:
+def skillbook_show(
+    name: SkillbookNameArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None
+) -> None:
     """Print a skillbook as markdown, with its version and how full it is."""
     check_skillbook_name(name)
-    with open_service(redis_settings("skillbook show", WHY), run_workers=False, learn_threads=1) as service:
-        store = store_or_fail(service, name)
-        version, book = store.snapshot()
-        fill = skillbook_fill(store)
-        pending = store.review.pending_count()
-        if as_json:
-            print_json(
-                {
-                    "name": name,
-                    "version": version,
-                    **fill,
-                    "pending_proposals": pending,
-                    "skillbook": book.to_dict(),
-                }
-            )
-            return
-        console.print(
-            f"skillbook {name!r} at version {version}: {fill['active_skills']} of {fill['max_skills']} "
-            "active skills"
-        )
-        full = describe_fill(name, fill)
-        if full:
-            print_warning(full)
-        if pending:
-            print_warning(f"{pending} proposal(s) wait for review: ace-workers skillbook review list {name}")
-        console.print(printable(book.as_markdown(), keep_lines=True), markup=False)
+    with open_command_fleet("skillbook show", WHY) as fleet:
+        shown = show_skillbook(fleet, principal_of(fleet, api_key), name)
+    if as_json:
+        print_json(shown.to_dict())
+        return
+    version, book, fill, pending = shown.version, shown.book, shown.fill, shown.pending_proposals
+    console.print(
+        f"skillbook {name!r} at version {version}: {fill['active_skills']} of {fill['max_skills']} "
+        "active skills"
+    )
+    full = describe_fill(name, fill)
+    if full:
+        print_warning(full)
+    if pending:
+        print_warning(f"{pending} proposal(s) wait for review: ace-workers skillbook review list {name}")
+    console.print(printable(book.as_markdown(), keep_lines=True), markup=False)
 
 
 @skillbook_app.command("import", cls=HelpCommand)
@@ -115,6 +98,7 @@ def skillbook_import(
         bool, typer.Option(help="Replace an existing skillbook (as a new version; rollback undoes it).")
     ] = False,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Load a skillbook file into Redis as one new version."""
     check_skillbook_name(name)
@@ -122,11 +106,10 @@ def skillbook_import(
         book = Skillbook.load_from_file(file)
     except SkillbookFormatError as exc:
         raise typer.BadParameter(str(exc), param_hint="FILE") from None
-    with open_service(redis_settings("skillbook import", WHY), run_workers=False, learn_threads=1) as service:
-        store = service.runtime.store(name)
+    with open_command_fleet("skillbook import", WHY) as fleet:
         try:
-            version = store.import_skillbook(
-                book, replace=replace, source={"command": "skillbook import", "file": str(file)}
+            version = import_skillbook(
+                fleet, principal_of(fleet, api_key), name, book, replace=replace, file=str(file)
             )
         except SkillbookExistsError as exc:
             raise typer.BadParameter(
@@ -180,14 +163,14 @@ def skillbook_export(
     out: Annotated[Path, typer.Option(help="JSON file to write (atomically).")],
     markdown: Annotated[Path | None, typer.Option(help="Also write markdown here.")] = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Write a skillbook from Redis to a JSON file in the reference format: export NAME --out FILE."""
     check_skillbook_name(name)
     check_output_path(out, "--out")
     check_output_path(markdown, "--markdown")
-    with open_service(redis_settings("skillbook export", WHY), run_workers=False, learn_threads=1) as service:
-        store = store_or_fail(service, name)
-        version, book = store.snapshot()
+    with open_command_fleet("skillbook export", WHY) as fleet:
+        version, book = export_skillbook(fleet, principal_of(fleet, api_key), name)
     write_skillbook_files(book, out, markdown)
     if as_json:
         written = {"out": str(out), "markdown": str(markdown) if markdown else None}

@@ -6,46 +6,48 @@ from typing import Annotated
 
 import typer
 
-from ..distributed.producer.batch_report import batch_report
 from ..distributed.settings import WorkerSettings
-from .common import console, describe_fill, open_service, print_json, printable
+from ..operations.batches import batch_report
+from .access import ApiKeyOption, principal_of
 from .failures import print_failures
+from .fleet import open_command_fleet
+from .options import JsonOption
+from .output import console, describe_fill, print_json, printable
 
 __all__ = ["status_command"]
 
 
 def status_command(
     batch_id: Annotated[str, typer.Argument(help="The id 'enqueue' printed.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts.")] = False,
+    as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Show a batch's progress and its errors, and whether its skillbook is full."""
-    settings = WorkerSettings.from_env()
-    with open_service(settings, run_workers=False, learn_threads=1) as service:
-        try:
-            report = batch_report(service.dispatcher, batch_id)
-        except LookupError as exc:
-            raise typer.BadParameter(str(exc)) from exc
-        if as_json:
-            print_json(report.to_dict())
-            return
-        status, write_queue, writers = report.status, report.write_queue, report.writers
-        # The skillbook, recipe and errors come from Redis: printed escaped, never read as markup.
-        console.print(
-            f"batch {batch_id} on {printable(repr(status.skillbook))} ({printable(status.recipe)}): "
-            f"{status.state.value}, "
-            f"{status.summary()}, "
-            f"epoch {status.epoch}/{status.epochs}, {status.elapsed_seconds:.1f} s",
-            markup=False,
-        )
-        console.print(_describe_writer(settings, status.skillbook, write_queue, writers))
-        full = describe_fill(status.skillbook, report.fill)
-        if full:
-            console.print(f"[yellow]{full}[/]")
-        print_failures(batch_id, report.errors, total=status.total)
+    with open_command_fleet("status", "batches live in a shared Redis") as fleet:
+        report = batch_report(fleet, principal_of(fleet, api_key), batch_id)
+        settings = fleet.settings
+    if as_json:
+        print_json(report.to_dict())
+        return
+    status, write_queue, writers = report.status, report.write_queue, report.writers
+    # The skillbook, recipe and errors come from Redis: printed escaped, never read as markup.
+    console.print(
+        f"batch {batch_id} on {printable(repr(status.skillbook))} ({printable(status.recipe)}): "
+        f"{status.state.value}, "
+        f"{status.summary()}, "
+        f"epoch {status.epoch}/{status.epochs}, {status.elapsed_seconds:.1f} s",
+        markup=False,
+    )
+    console.print(_describe_writer(settings, status.skillbook, write_queue, writers))
+    full = describe_fill(status.skillbook, report.fill)
+    if full:
+        console.print(f"[yellow]{full}[/]")
+    print_failures(batch_id, report.errors, total=status.total)
 
 
 def _describe_writer(settings: WorkerSettings, skillbook: str, queue: str, writers: list[str]) -> str:
-    """Where the skillbook's writes go and who serves that queue; a warning if nobody does."""
+    """Where the skillbook's writes go and who serves that queue (as the workers' records in Redis
+    say); a warning if nobody does."""
     partitions = settings.write_partitions
     where = f"partition {queue.rsplit('.', 1)[-1]} of {partitions}, " if partitions > 1 else ""
     if writers:

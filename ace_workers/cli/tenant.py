@@ -8,16 +8,12 @@ its LLM calls may spend per UTC day and month.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from ..distributed.service import Service
-from ..distributed.store.store import list_skillbooks
 from ..distributed.tenancy.errors import InvalidTenantError
 from ..distributed.tenancy.tenants import (
     ALL_MODELS,
@@ -26,12 +22,22 @@ from ..distributed.tenancy.tenants import (
     DEFAULT_TENANT,
     Budget,
     Tenant,
-    TenantMap,
-    TenantRegistry,
 )
-from ..distributed.worker.deferrals import release_deferred
-from .common import JsonOption, console, open_service, print_json, printable, redis_settings
+from ..operations import FleetClient
+from ..operations.tenants import (
+    add_tenant,
+    change_tenant,
+    list_tenants,
+    remove_tenant,
+    show_tenant,
+    waiting_for_budget,
+)
+from .access import ApiKeyOption, principal_of
+from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
+from .options import JsonOption, redis_settings
+from .output import console, print_json, printable
+from .service import open_service
 
 __all__ = ["parse_budget", "tenant_app"]
 
@@ -106,6 +112,7 @@ def tenant_add(
     on_budget: OnBudgetOption = None,
     budget: BudgetOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Add a tenant owning the skillbooks and prefixes named, with its weight, cap and budgets."""
     _valid_name(name)
@@ -119,9 +126,9 @@ def tenant_add(
         on_budget=on_budget,
         budgets=budget or [],
     )
-    with _registry() as (service, registry):
-        registry.add(tenant)
-        _notify(service, tenant.name)
+    with open_command_fleet("tenant add", WHY) as fleet:
+        add_tenant(fleet, principal_of(fleet, api_key), tenant)
+        _release_waiting(fleet, tenant.name)
     _print_tenant(tenant, as_json, action="added")
 
 
@@ -141,14 +148,17 @@ def tenant_set(
     on_budget: OnBudgetOption = None,
     budget: BudgetOption = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Change a tenant ('default' too): what it owns, its weight, cap, budgets; one atomic write.
 
     Samples waiting for a budget that this raises are sent again at once.
     """
     _valid_name(name)
-    with _registry() as (service, registry):
-        tenant = registry.update(
+    with open_command_fleet("tenant set", WHY) as fleet:
+        tenant = change_tenant(
+            fleet,
+            principal_of(fleet, api_key),
             name,
             lambda current: _tenant(
                 current,
@@ -163,18 +173,18 @@ def tenant_set(
                 budgets=budget or [],
             ),
         )
-        released = _notify(service, name)
+        released = _release_waiting(fleet, name)
     _print_tenant(tenant, as_json, action="changed", released=released)
 
 
 @tenant_app.command("remove", cls=HelpCommand)
-def tenant_remove(name: TenantArgument, as_json: JsonOption = False) -> None:
+def tenant_remove(name: TenantArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None) -> None:
     """Remove a tenant: its skillbooks go back to 'default' (nothing in them is deleted)."""
     _valid_name(name)
-    with _registry() as (service, registry):
-        removed = registry.remove(name)
+    with open_command_fleet("tenant remove", WHY) as fleet:
+        removed = remove_tenant(fleet, principal_of(fleet, api_key), name)
         if removed:
-            _notify(service, name)
+            _release_waiting(fleet, name)
     if as_json:
         print_json({"name": name, "removed": removed})
     elif removed:
@@ -184,17 +194,16 @@ def tenant_remove(name: TenantArgument, as_json: JsonOption = False) -> None:
 
 
 @tenant_app.command("list", cls=HelpCommand)
-def tenant_list(as_json: JsonOption = False) -> None:
+def tenant_list(as_json: JsonOption = False, api_key: ApiKeyOption = None) -> None:
     """Every tenant with what it owns, its weight, cap and budgets ('default' always)."""
-    with _registry() as (service, registry):
-        tenants = TenantMap(registry.all())
-        owned = _owned(service, tenants)
-    rows = [tenants.get(name) for name in sorted({*tenants.tenants, DEFAULT_TENANT})]
+    with open_command_fleet("tenant list", WHY) as fleet:
+        shown = list_tenants(fleet, principal_of(fleet, api_key))
     if as_json:
-        print_json([{**tenant.to_dict(), "owned_skillbooks": owned.get(tenant.name, [])} for tenant in rows])
+        print_json([row.to_dict() for row in shown])
         return
     table = Table("tenant", "owns", "weight", "max in flight", "budgets", "on budget", "skillbooks now")
-    for tenant in rows:
+    for row in shown:
+        tenant = row.tenant
         table.add_row(
             printable(tenant.name),
             printable(_ownership(tenant)),
@@ -202,22 +211,21 @@ def tenant_list(as_json: JsonOption = False) -> None:
             str(tenant.max_in_flight or "-"),
             printable(_budgets(tenant)),
             tenant.on_budget,
-            str(len(owned.get(tenant.name, []))),
+            str(len(row.owned)),
         )
     console.print(table)
 
 
 @tenant_app.command("show", cls=HelpCommand)
-def tenant_show(name: TenantArgument, as_json: JsonOption = False) -> None:
+def tenant_show(name: TenantArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None) -> None:
     """One tenant: what it owns by name and prefix, the skillbooks that are its now, weight, budgets."""
     _valid_name(name)
-    with _registry() as (service, registry):
-        tenants = TenantMap(registry.all())
-        tenant = registry.get(name)
-        owned = _owned(service, tenants).get(name, [])
+    with open_command_fleet("tenant show", WHY) as fleet:
+        shown = show_tenant(fleet, principal_of(fleet, api_key), name)
     if as_json:
-        print_json({**tenant.to_dict(), "owned_skillbooks": owned})
+        print_json(shown.to_dict())
         return
+    tenant, owned = shown.tenant, shown.owned
     console.print(f"tenant {printable(tenant.name)}", markup=False)
     console.print(f"  owns: {printable(_ownership(tenant))}", markup=False)
     console.print(f"  skillbooks now: {printable(', '.join(owned) or 'none')}", markup=False)
@@ -273,26 +281,18 @@ def _tenant(
     return tenant
 
 
-@contextmanager
-def _registry() -> Iterator[tuple[Service, TenantRegistry]]:
-    """The service and the tenant registry on the settings' shared Redis, for one command."""
+def _release_waiting(fleet: FleetClient, name: str) -> int:
+    """Send on the samples of ``name`` that waited for a budget the change raised; how many.
+
+    Only when some wait: sending needs the Celery service (until the dispatcher takes its place).
+    """
+    if not waiting_for_budget(fleet, name):
+        return 0
+    from ..distributed.worker.deferrals import release_deferred
+
     settings = redis_settings("tenant", WHY)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
-        yield service, TenantRegistry(service.runtime.redis, prefix=settings.queue_prefix)
-
-
-def _notify(service: Service, name: str) -> int:
-    """Send on the samples of ``name`` that waited for a budget the change raised; how many."""
-    service.runtime.tenants.forget()
-    return release_deferred(service.dispatcher, name)
-
-
-def _owned(service: Service, tenants: TenantMap) -> dict[str, list[str]]:
-    """The existing skillbooks by the tenant owning them now."""
-    owned: dict[str, list[str]] = {}
-    for name in list_skillbooks(service.runtime.redis, service.runtime.settings.queue_prefix):
-        owned.setdefault(tenants.tenant_of(name), []).append(name)
-    return owned
+        return release_deferred(service.dispatcher, name)
 
 
 def _ownership(tenant: Tenant) -> str:

@@ -1,6 +1,6 @@
 """``ace-workers tenant usage``: what each tenant spent against its budgets, and what waits for budget.
 
-Registers itself on the ``tenant`` group when imported (see main.py).
+main.py lists it in the ``tenant`` group.
 """
 
 from __future__ import annotations
@@ -11,24 +11,25 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..distributed.tenancy.deferred_samples import DeferredSamples
-from ..distributed.tenancy.tenants import ALL_MODELS, TenantRegistry, validate_tenant_name
-from ..distributed.tenancy.usage import UsageReport, WindowRow, usage_report
-from .common import JsonOption, console, open_service, print_json, printable, redis_settings
-from .help import HelpCommand
-from .tenant import tenant_app
+from ..distributed.tenancy.tenants import ALL_MODELS, validate_tenant_name
+from ..distributed.tenancy.usage import UsageReport, WindowRow
+from ..operations.tenants import tenant_usage
+from .access import ApiKeyOption, principal_of
+from .fleet import open_command_fleet
+from .options import JsonOption
+from .output import console, print_json, printable
 
 __all__ = ["usage_command"]
 
 COLUMNS = ("model", "window", "tokens", "of", "used", "cost (USD)", "of", "used", "requests", "resets")
 
 
-@tenant_app.command("usage", cls=HelpCommand)
 def usage_command(
     tenant: Annotated[
         str | None, typer.Argument(help="One tenant; every tenant (and 'default') when left out.")
     ] = None,
     as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Spend per tenant and model (tokens, cost, requests) against its budgets per day and month."""
     if tenant is not None:
@@ -36,12 +37,8 @@ def usage_command(
             validate_tenant_name(tenant)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="TENANT") from None
-    settings = redis_settings("tenant usage", "spend and tenants live in the fleet's shared Redis")
-    with open_service(settings, run_workers=False, learn_threads=1) as service:
-        runtime = service.runtime
-        tenants = TenantRegistry(runtime.redis, prefix=settings.queue_prefix).map()
-        deferrals = DeferredSamples(runtime.redis, prefix=settings.queue_prefix)
-        report = usage_report(tenants, deferrals, runtime.limiter, None if tenant is None else [tenant])
+    with open_command_fleet("tenant usage", "spend and tenants live in the fleet's shared Redis") as fleet:
+        report = tenant_usage(fleet, principal_of(fleet, api_key), tenant)
     if as_json:
         print_json(report.to_dict())
         return

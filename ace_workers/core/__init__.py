@@ -1,26 +1,33 @@
 """The ACE data model: skills, the skillbook, delta updates, role outputs, samples, context."""
 
-from .consolidation import (
-    CONSOLIDATION_TYPES,
-    ConsolidationBatch,
-    ConsolidationOp,
-    ConsolidationReport,
-    DeleteOp,
-    KeepOp,
-    MergeOp,
-    UpdateOp,
-)
-from .context import ACESample, ACEStepContext, SkillbookView
-from .environments import EnvironmentResult, Sample, SimpleEnvironment, TaskEnvironment
-from .files import write_text_atomically
-from .outputs import AgentOutput, ExtractedLearning, ReflectorOutput, SkillManagerOutput, SkillTag
-from .prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer, lexical_relevance
-from .skill import SimilarityDecision, Skill
-from .skill_ids import CITATION_PATTERN, extract_cited_skill_ids, format_skill_id, section_prefix
-from .skillbook import ApplyReport, Skillbook
-from .toon import encode_table
-from .updates import OPERATION_TYPES, UpdateBatch, UpdateOperation
-from .writable import WritableSkillbook
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .consolidation import (
+        CONSOLIDATION_TYPES,
+        ConsolidationBatch,
+        ConsolidationOp,
+        ConsolidationReport,
+        DeleteOp,
+        KeepOp,
+        MergeOp,
+        UpdateOp,
+    )
+    from .context import ACESample, ACEStepContext, SkillbookView
+    from .environments import EnvironmentResult, Sample, SimpleEnvironment, TaskEnvironment
+    from .files import write_text_atomically
+    from .outputs import AgentOutput, ExtractedLearning, ReflectorOutput, SkillManagerOutput, SkillTag
+    from .prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer, lexical_relevance
+    from .skill import SimilarityDecision, Skill
+    from .skill_ids import CITATION_PATTERN, extract_cited_skill_ids, format_skill_id, section_prefix
+    from .skillbook import ApplyReport, Skillbook
+    from .toon import encode_table
+    from .updates import OPERATION_TYPES, UpdateBatch, UpdateOperation
+    from .writable import WritableSkillbook
 
 __all__ = [
     # skills and the skillbook
@@ -70,3 +77,20 @@ __all__ = [
     "encode_table",
     "write_text_atomically",
 ]
+
+# PEP 562: each name is imported from its module on first use (see ace_workers/lazy.py).
+_SOURCES = (
+    ".consolidation",
+    ".context",
+    ".environments",
+    ".files",
+    ".outputs",
+    ".prompt_budget",
+    ".skill",
+    ".skill_ids",
+    ".skillbook",
+    ".toon",
+    ".updates",
+    ".writable",
+)
+__getattr__ = lazy_exports(__name__, __all__, _SOURCES)

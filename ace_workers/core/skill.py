@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-__all__ = ["SKILL_STATUSES", "SimilarityDecision", "Skill", "utc_now"]
+__all__ = ["SKILL_STATUSES", "SimilarityDecision", "Skill", "normalise_content", "utc_now"]
 
 # "invalid": soft-removed (by a REMOVE or a merge); "archived": set aside by hand or by pruning,
 # kept and restorable (core/lifecycle_rules.py). Only "active" skills are shown in prompts and counted.
@@ -145,3 +145,8 @@ class SimilarityDecision:
     def from_dict(cls, data: dict[str, Any]) -> SimilarityDecision:
         """Build a decision from JSON; unknown keys are ignored."""
         return cls(**_known_fields(cls, data))
+
+
+def normalise_content(text: str) -> str:
+    """Skill text compared for duplicates: case, spacing and a final full stop do not count."""
+    return " ".join(text.lower().split()).rstrip(".")

@@ -27,7 +27,7 @@ from .lifecycle_rules import LifecycleAction, change_lifecycle
 from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
 from .prompt_index import IndexScorer, PromptIndex
 from .reference_format import clean_provenance, from_reference_skill
-from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, utc_now
+from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, normalise_content, utc_now
 from .skill_ids import format_skill_id, is_skill_id
 from .skill_provenance import DEFAULT_KEEP, occurrence_of, record_occurrence
 from .toon import encode_table, table_header
@@ -79,11 +79,6 @@ class ApplyReport:
     def skipped_ops(self) -> int:
         """Operations not applied: an unknown skill, a skill that exists, no room, or a pinned skill."""
         return len(self.skipped) + len(self.duplicates) + len(self.full) + len(self.pinned)
-
-
-def normalise_content(text: str) -> str:
-    """Skill text compared for duplicates: case, spacing and a final full stop do not count."""
-    return " ".join(text.lower().split()).rstrip(".")
 
 
 def _pair_key(id_a: str, id_b: str) -> frozenset[str]:

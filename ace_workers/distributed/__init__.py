@@ -15,8 +15,9 @@ runtime and producer; the commands are in :mod:`ace_workers.cli`. Names are re-e
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .errors import InvalidSettingError, SettingsError, UnknownSettingError
@@ -156,16 +157,5 @@ __all__ = [
 ]
 
 # Where names are looked up, in order: the store before anything that imports Celery.
-_SOURCES = ("settings", "errors", "store", "worker", "producer", "ops", "service")
-
-
-def __getattr__(name: str) -> Any:
-    # PEP 562: import the defining subpackage on first use, so the store needs no Celery.
-    if name in __all__:
-        for source in _SOURCES:
-            module = importlib.import_module(f".{source}", __name__)
-            if name in getattr(module, "__all__", ()):
-                value = getattr(module, name)
-                globals()[name] = value
-                return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_SOURCES = (".settings", ".errors", ".store", ".worker", ".producer", ".ops", ".service")
+__getattr__ = lazy_exports(__name__, __all__, _SOURCES)

@@ -25,7 +25,7 @@ from .settings import WorkerSettings
 from .worker.app import create_app, declare_broker_queues
 from .worker.celery_dispatch import CeleryDispatcher
 from .worker.deliveries import hold_deliveries_while_redis_is_full
-from .worker.fleet import fleet_shape_step
+from .worker.fleet import fleet_queues_step, fleet_shape_step
 from .worker.runtime import WorkerRuntime
 from .worker.task_logs import StepFailureTracebackFilter
 from .worker.tasks import register_admit_task, register_reconcile_task, register_tasks
@@ -64,6 +64,7 @@ def build_service(settings: WorkerSettings, *, redis_url: str, broker_url: str |
     register_reconcile_task(app, lambda: runtime)
     register_admit_task(app, lambda: runtime)
     app.steps["worker"].add(fleet_shape_step(lambda: runtime))  # what shapes its recipes, for producers
+    app.steps["consumer"].add(fleet_queues_step(lambda: runtime))  # and the queues it consumes, for status
     return Service(app, runtime, Producer(settings, app=app, runtime=runtime))
 
 

@@ -21,11 +21,11 @@ from ..distributed.tenancy.api_keys import Scope, authorize, visible_skillbooks
 from ..distributed.tenancy.errors import ScopeError
 from ..errors import SkillbookFormatError
 from ..operations import FleetClient, Principal
+from ..operations.access import READ
 from ..operations.labels import MOVE_ROLE
 from ..operations.lifecycle import CHANGE_ROLE
 from ..operations.outcomes import UNEXPECTED, outcome_of
 from ..operations.review import DECIDE_ROLE
-from ..operations.skillbooks import READ
 from .backend import MCPBackend
 from .config import MCPServerConfig
 from .errors import (

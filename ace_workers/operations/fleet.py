@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
+from typing import Any
 
 import redis
 
@@ -20,7 +21,10 @@ from ..distributed.store.errors import UnknownSkillbookError
 from ..distributed.store.keys import validate_skillbook_name
 from ..distributed.store.schema import SchemaState, check_schema
 from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
+from ..distributed.store.worker_records import read_worker_records
+from ..distributed.tenancy.admission_scheduler import AdmissionState
 from ..distributed.tenancy.api_keys import ApiKeys
+from ..distributed.tenancy.limiter import Limiter
 from ..distributed.tenancy.tenants import TenantMap, TenantRegistry
 
 __all__ = ["FleetClient", "open_fleet"]
@@ -111,6 +115,20 @@ class FleetClient:
     def api_keys(self) -> ApiKeys:
         """The fleet's scoped API keys."""
         return ApiKeys(self.redis, prefix=self.prefix)
+
+    @cached_property
+    def admission(self) -> AdmissionState:
+        """Which samples of which batches may be sent (ACE_ADMISSION_WINDOW)."""
+        return AdmissionState(self.redis, prefix=self.prefix)
+
+    @cached_property
+    def limiter(self) -> Limiter:
+        """The fleet's LLM limiter, here to read what each tenant spent (``tenant usage``)."""
+        return Limiter(self.redis, prefix=self.prefix, model_limits=self.settings.model_limits_map())
+
+    def worker_records(self) -> dict[str, dict[str, Any]]:
+        """What each running worker published about itself (settings, queues, when), by node name."""
+        return read_worker_records(self.redis, self.prefix)
 
 
 @contextmanager

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .access import ADMIN, existing_store
 from .fleet import FleetClient
 from .principal import Principal
-from .skillbooks import ADMIN, existing_store
 
 __all__ = ["ROLLBACK_ROLE", "Rollback", "rollback"]
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..distributed.store.labels import LabelMove, validate_label
+from .access import ADMIN, READ, existing_store
 from .fleet import FleetClient
 from .principal import Principal
-from .skillbooks import ADMIN, READ, existing_store
 
 __all__ = [
     "ANY",

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from ..core.lifecycle_rules import StaleRule
 from ..core.skill import Skill
 from ..distributed.store.lifecycle_writes import LifecycleResult, PrunePlan
+from .access import ADMIN, READ, existing_store
 from .fleet import FleetClient
 from .principal import Principal
-from .skillbooks import ADMIN, READ, existing_store
 
 __all__ = [
     "CHANGES",

@@ -58,6 +58,7 @@ from ..errors import (
     SkillStateError,
     UnknownSkillError,
 )
+from .errors import FleetAdminRequiredError
 
 __all__ = ["Outcome", "OUTCOMES", "UNEXPECTED", "outcome_of"]
 
@@ -112,6 +113,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     # Who asks may not.
     InvalidApiKeyError: UNAUTHENTICATED,
     RoleTooLowError: FORBIDDEN,
+    FleetAdminRequiredError: FORBIDDEN,
     # The state moved under the request, or does not allow it now: nothing was changed.
     VersionConflict: CONFLICT,
     HeadMovedError: CONFLICT,

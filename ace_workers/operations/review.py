@@ -12,9 +12,9 @@ from typing import Any
 from ..distributed.store.proposals import Proposal, ProposalStatus
 from ..distributed.store.review import SkillbookReview
 from ..distributed.store.review_policy import ReviewPolicy
+from .access import ADMIN, READ, REVIEW, authorized_store, existing_store
 from .fleet import FleetClient
 from .principal import Principal
-from .skillbooks import ADMIN, READ, REVIEW, authorized_store, existing_store
 
 __all__ = [
     "DECIDE_ROLE",

@@ -1,41 +1,111 @@
-"""The first step of every operation on one skillbook: authorize the principal, then find the store.
+"""Reading and loading skillbooks: list, show, export, import, a skill's history, a label A/B.
 
-Authorized before looking, so another tenant's skillbook is refused the same way whether it
-exists or not; a missing one names only the skillbooks the principal may see.
+Reads need role ``read`` on the skillbook; an import writes a new version and needs ``admin``
+(it may replace every skill). Lists hold only what the principal may see.
 """
 
 from __future__ import annotations
 
-from ..distributed.store.errors import UnknownSkillbookError
-from ..distributed.store.keys import validate_skillbook_name
-from ..distributed.store.store import RedisSkillbookStore
-from ..distributed.tenancy.api_keys import visible_skillbooks
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.skillbook import Skillbook
+from ..distributed.store.fill import skillbook_fill
+from ..distributed.store.outcomes import LabelComparison, compare_labels
+from ..distributed.store.provenance_reader import DEFAULT_SCAN, SkillHistory, skill_history
+from .access import ADMIN, READ, authorized_store, existing_store, visible_names
 from .fleet import FleetClient
-from .principal import Principal, authorize
+from .principal import Principal
 
-__all__ = ["READ", "REVIEW", "ADMIN", "authorized_store", "existing_store"]
+__all__ = [
+    "SkillbookSummary",
+    "SkillbookShown",
+    "compare_skillbook_labels",
+    "export_skillbook",
+    "import_skillbook",
+    "list_skillbooks",
+    "show_skillbook",
+    "skill_why",
+    "summarize_skillbooks",
+]
 
-# The roles the operations need (api_keys.ROLES, lowest first): reading; deciding proposals;
-# changing a skillbook by hand (labels, pins, archives, rollback, the review policy).
-READ, REVIEW, ADMIN = "read", "review", "admin"
+
+@dataclass(frozen=True)
+class SkillbookSummary:
+    """One skillbook of a list: its name, version and active skills."""
+
+    name: str
+    version: int
+    active_skills: int
 
 
-def authorized_store(fleet: FleetClient, principal: Principal, role: str, name: str) -> RedisSkillbookStore:
-    """The store of ``name`` (which may not exist yet), once ``principal`` may act on it as ``role``.
+@dataclass(frozen=True)
+class SkillbookShown:
+    """A skillbook as ``show`` prints it: its version, the skills, how full, proposals waiting."""
 
-    Raises:
-        InvalidSkillbookNameError: ``name`` cannot name a skillbook.
-        ForeignSkillbookError: another tenant owns it. RoleTooLowError: the role is below ``role``.
+    name: str
+    version: int
+    book: Skillbook
+    fill: dict[str, int]
+    pending_proposals: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document ``skillbook show --json`` prints."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            **self.fill,
+            "pending_proposals": self.pending_proposals,
+            "skillbook": self.book.to_dict(),
+        }
+
+
+def list_skillbooks(fleet: FleetClient, principal: Principal) -> list[str]:
+    """The names of the skillbooks ``principal`` may see, sorted."""
+    return visible_names(fleet, principal)
+
+
+def summarize_skillbooks(fleet: FleetClient, principal: Principal) -> list[SkillbookSummary]:
+    """Each skillbook ``principal`` may see with its version and active skills."""
+    stores = [fleet.store(name) for name in visible_names(fleet, principal)]
+    return [SkillbookSummary(store.name, store.version(), store.active_skills()) for store in stores]
+
+
+def show_skillbook(fleet: FleetClient, principal: Principal, name: str) -> SkillbookShown:
+    """Skillbook ``name`` now. Raises UnknownSkillbookError, or a scope error for another tenant's."""
+    store = existing_store(fleet, principal, READ, name)
+    version, book = store.snapshot()
+    return SkillbookShown(name, version, book, skillbook_fill(store), store.review.pending_count())
+
+
+def export_skillbook(fleet: FleetClient, principal: Principal, name: str) -> tuple[int, Skillbook]:
+    """Skillbook ``name`` and its version, to write to a file."""
+    return existing_store(fleet, principal, READ, name).snapshot()
+
+
+def import_skillbook(
+    fleet: FleetClient, principal: Principal, name: str, book: Skillbook, *, replace: bool, file: str
+) -> int:
+    """Load ``book`` into skillbook ``name`` as one new version; return it.
+
+    Raises SkillbookExistsError if it exists and not ``replace``.
     """
-    validate_skillbook_name(name)
-    authorize(principal, role, name, fleet.tenant_map())
-    return fleet.store(name)
+    store = authorized_store(fleet, principal, ADMIN, name)
+    source = {"command": "skillbook import", "file": file}
+    return store.import_skillbook(book, replace=replace, source=source)
 
 
-def existing_store(fleet: FleetClient, principal: Principal, role: str, name: str) -> RedisSkillbookStore:
-    """:func:`authorized_store`, and UnknownSkillbookError (naming those the principal sees) if none."""
-    store = authorized_store(fleet, principal, role, name)
-    if not store.exists():
-        seen = visible_skillbooks(principal.scope, fleet.skillbook_names(), fleet.tenant_map())
-        raise UnknownSkillbookError(name, seen)
-    return store
+def skill_why(
+    fleet: FleetClient, principal: Principal, name: str, skill_id: str, *, scan: int = DEFAULT_SCAN
+) -> SkillHistory:
+    """Why skill ``skill_id`` of ``name`` exists. Raises UnknownSkillError if no trace of it is found."""
+    store = existing_store(fleet, principal, READ, name)
+    return skill_history(store, skill_id, batches=fleet.batches, scan=scan)
+
+
+def compare_skillbook_labels(
+    fleet: FleetClient, principal: Principal, name: str, first: str, second: str
+) -> LabelComparison:
+    """What labels ``first`` and ``second`` of ``name`` served, and how well (95% intervals)."""
+    store = existing_store(fleet, principal, READ, name)
+    return compare_labels(fleet.redis, store.keys, first, second)

@@ -165,6 +165,7 @@ def test_an_import_from_the_store_into_the_worker_counts_as_upward() -> None:
 # page's layers paragraph (docs/architecture.md) states the same order.
 TOP_LAYERS = (
     "pipeline",
+    "lazy",
     "errors",
     "env",
     "extras",

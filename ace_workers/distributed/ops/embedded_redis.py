@@ -36,7 +36,7 @@ import redis
 
 from ..connections import broker_url_for, client_url_for
 from ..settings import WorkerSettings
-from ..worker.app import ping_redis
+from ..worker.redis_health import ping_redis
 from .errors import EmbeddedRedisError
 
 __all__ = ["EmbeddedRedis", "resolve_redis"]

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from ..errors import InvalidSettingError
 from ..settings import WorkerSettings, env_name
-from ..worker.app import ping_redis
-from .inspect_app import build_cli_app
+from ..worker.redis_health import ping_redis
 
 __all__ = ["DEFAULT_FLOWER_ADDRESS", "DEFAULT_FLOWER_PORT", "flower_argv", "run_flower"]
 
@@ -44,6 +43,8 @@ def run_flower(settings: WorkerSettings, *, port: int, address: str, basic_auth:
             env_name("redis_url"), None, "Flower watches the workers of a Redis: set it"
         )
     ping_redis(settings.redis_url, timeout=settings.redis_connect_timeout_seconds)
+    from .inspect_app import build_cli_app  # Celery, only when Flower starts
+
     app = build_cli_app(settings)
     code: int = app.start(flower_argv(port=port, address=address, basic_auth=basic_auth))
     return code

@@ -22,7 +22,7 @@ from ..store.errors import MigrationRefusedError, NewerSchemaError
 from ..store.keys import schema_lock_key
 from ..store.migrations import MIGRATIONS, Changes, Migration
 from ..store.schema import SCHEMA_VERSION, SchemaState, read_schema, record_schema
-from ..worker.fleet import FRESH_SECONDS, worker_records
+from ..store.worker_records import FRESH_SECONDS, read_worker_records
 from ..worker.runtime import WorkerRuntime
 
 __all__ = [
@@ -70,7 +70,7 @@ def live_workers(runtime: WorkerRuntime, now: float | None = None) -> list[str]:
     now = time.time() if now is None else now
     return [
         node
-        for node, record in worker_records(runtime).items()
+        for node, record in read_worker_records(runtime.redis, runtime.settings.queue_prefix).items()
         if isinstance(record.get("at"), (int, float)) and now - record["at"] <= FRESH_SECONDS
     ]
 

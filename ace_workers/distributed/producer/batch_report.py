@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..store.batches import BatchStatus
 from ..store.fill import skillbook_fill
-from ..worker.dispatch import Dispatcher
+
+if TYPE_CHECKING:  # the report's type is read by thin clients, which load no worker runtime
+    from ..worker.dispatch import Dispatcher
 
 __all__ = ["BatchReport", "batch_report"]
 

@@ -110,7 +110,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...core.skillbook import normalise_content
+from ...core.skill import normalise_content
 from .errors import InvalidKeyPrefixError, InvalidSkillbookNameError
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ...core.skillbook import normalise_content
+from ...core.skill import normalise_content
 from ...core.updates import OPERATION_TYPES, UpdateBatch, UpdateOperation
 from ...errors import one_line
 from .errors import CorruptDataError

@@ -1,25 +1,32 @@
 """The Celery side: the app, the one step task, sample chains, recipes and the worker runtime."""
 
-from .app import check_app_security, check_write_concurrency, create_app, ping_redis
-from .chains import STEP_TASK, enqueue_epoch, sample_chain
-from .errors import (
-    ClaimMissing,
-    ImportPathError,
-    PayloadError,
-    PayloadTooLarge,
-    RecipeNotCallableError,
-    RedisUnavailable,
-    StepAborted,
-    UnknownStepError,
-    UnsafeSerializerError,
-    WorkerConfigError,
-    WorkerError,
-    WriteConcurrencyError,
-)
-from .payload import ClaimCheck, check_trace, context_to_payload, payload_to_context
-from .recipes import BUILT_IN_RECIPES, Recipe, RecipeInputs
-from .runtime import Route, WorkerRuntime, build_llm
-from .tasks import register_tasks, run_step
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .app import check_app_security, check_write_concurrency, create_app, ping_redis
+    from .chains import STEP_TASK, enqueue_epoch, sample_chain
+    from .errors import (
+        ClaimMissing,
+        ImportPathError,
+        PayloadError,
+        PayloadTooLarge,
+        RecipeNotCallableError,
+        RedisUnavailable,
+        StepAborted,
+        UnknownStepError,
+        UnsafeSerializerError,
+        WorkerConfigError,
+        WorkerError,
+        WriteConcurrencyError,
+    )
+    from .payload import ClaimCheck, check_trace, context_to_payload, payload_to_context
+    from .recipes import BUILT_IN_RECIPES, Recipe, RecipeInputs
+    from .runtime import Route, WorkerRuntime, build_llm
+    from .tasks import register_tasks, run_step
 
 __all__ = [
     # the app and its start checks
@@ -59,3 +66,16 @@ __all__ = [
     "UnknownStepError",
     "StepAborted",
 ]
+
+# PEP 562: each name is imported from its module on first use, so importing one module of
+# this package (its errors, say) does not import the others, nor Celery.
+_SOURCES = (
+    ".errors",
+    ".app",
+    ".chains",
+    ".payload",
+    ".recipes",
+    ".runtime",
+    ".tasks",
+)
+__getattr__ = lazy_exports(__name__, __all__, _SOURCES)

@@ -28,7 +28,8 @@ from ..connections import broker_url_for, client_url_for, is_amqp
 from ..errors import InvalidSettingError
 from ..settings import WorkerSettings, env_name
 from ..store.keys import DEFAULT_PREFIX, write_probe_key
-from .errors import RedisUnavailable, UnsafeSerializerError, WriteConcurrencyError
+from .errors import UnsafeSerializerError, WriteConcurrencyError
+from .redis_health import is_redis_full, ping_redis
 
 __all__ = [
     # the app
@@ -314,30 +315,6 @@ def check_write_concurrency(
         )
 
 
-def ping_redis(url: str, timeout: float = 3.0) -> None:
-    """PING the Redis at ``url`` once, no retries; RedisUnavailable if it does not answer within ``timeout``.
-
-    Accepts every URL form the settings accept (redis://, rediss://, unix://, redis+socket://).
-    """
-    client = _probe_client(url, timeout)
-    try:
-        client.ping()
-    except (redis.RedisError, OSError) as exc:
-        raise RedisUnavailable(url, timeout, exc) from exc
-    finally:
-        client.close()
-
-
-def _probe_client(url: str, timeout: float) -> redis.Redis:
-    # redis-py retries failed commands with backoff by default; a health probe must not.
-    return redis.Redis.from_url(
-        client_url_for(url),
-        socket_connect_timeout=timeout,
-        socket_timeout=timeout,
-        retry=Retry(NoBackoff(), 0),
-    )
-
-
 # The longest wait between two looks at a Redis that is out of memory.
 MAX_MEMORY_WAIT_SECONDS = 30.0
 
@@ -372,18 +349,6 @@ def refuses_writes(client: Any, *, prefix: str = DEFAULT_PREFIX) -> bool:
     except (redis.OutOfMemoryError, ExecAbortError) as exc:
         return is_redis_full(exc)
     return False
-
-
-def is_redis_full(exc: BaseException) -> bool:
-    """True if ``exc`` is Redis refusing a write for want of memory (maxmemory with noeviction).
-
-    Also when a transaction was aborted for it (EXECABORT, the refusal as its context).
-    """
-    if isinstance(exc, redis.OutOfMemoryError):
-        return True
-    if isinstance(exc, ExecAbortError) and exc.__context__ is not None and exc.__context__ is not exc:
-        return is_redis_full(exc.__context__)
-    return isinstance(exc, redis.ResponseError) and "maxmemory" in str(exc)
 
 
 T = TypeVar("T")

@@ -13,16 +13,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
+
+import redis
 
 from ...errors import AceError
-from ..settings import env_name
+from ..settings import WorkerSettings, env_name
 from ..store.batches import sample_key, wrong_step_kwargs
 from ..store.errors import BatchCancelledError
 from ..store.keys import dead_letters_key
-from .chains import sample_chain
 from .dispatch import Dispatcher
-from .fleet import check_fleet_agrees
 from .runtime import WorkerRuntime
 
 __all__ = [
@@ -160,8 +160,18 @@ def park_dead_letter(
     runtime.metrics.observe_dead_letter(step)
 
 
+class LetterSource(Protocol):
+    """Where letters are read: a worker runtime, or a client's FleetClient (operations/fleet.py)."""
+
+    @property
+    def redis(self) -> redis.Redis: ...
+
+    @property
+    def settings(self) -> WorkerSettings: ...
+
+
 def read_dead_letters(
-    runtime: WorkerRuntime, matches: Callable[[DeadLetter], bool] | None = None
+    runtime: LetterSource, matches: Callable[[DeadLetter], bool] | None = None
 ) -> list[DeadLetter]:
     """Every parked letter (or those ``matches`` takes), oldest first; one not of ours says why."""
     key = dead_letters_key(runtime.settings.queue_prefix)
@@ -186,6 +196,9 @@ def retry_dead_letters(
         FleetSettingsMismatch: a running worker has other recipe settings than this process;
             nothing was sent.
     """
+    # Imported here: reading letters (``dead-letters list``) needs no Celery.
+    from .fleet import check_fleet_agrees
+
     runtime = dispatch.runtime
     check_fleet_agrees(runtime)  # sent back to workers that would fail them again, they would park again
     key = dead_letters_key(runtime.settings.queue_prefix)
@@ -218,6 +231,8 @@ def _send(dispatch: Dispatcher, letter: DeadLetter) -> str | None:
             f"{env_name('result_ttl_seconds')} after it finished); the letter stays parked"
         )
     try:
+        from .chains import sample_chain  # with Celery, only when sending
+
         chain = sample_chain(
             dispatch,
             letter.letter["payload"],

@@ -29,7 +29,7 @@ from celery import bootsteps
 
 from ..settings import WorkerSettings, env_name
 from ..store.keys import fleet_workers_key, recipe_shape_key
-from ..store.replies import decode_text
+from ..store.worker_records import FRESH_SECONDS, REFRESH_SECONDS, loaded_record, read_worker_records
 from .errors import FleetSettingsMismatch, RecipeShapeMismatch
 from .runtime import Route, WorkerRuntime
 
@@ -38,6 +38,7 @@ __all__ = [
     "REFRESH_SECONDS",
     "check_fleet_agrees",
     "check_message_shape",
+    "fleet_queues_step",
     "fleet_shape_step",
     "recipe_shape",
     "shaping_settings",
@@ -49,9 +50,6 @@ logger = logging.getLogger(__name__)
 # The WorkerSettings fields that change which steps a recipe has (ACE_RECIPES, which says whether
 # a worker has a recipe of your own at all, is compared for the recipe a batch uses only).
 SHAPING_FIELDS = ("dedup_provider", "reflector", "write_partitions")
-# How often a worker refreshes its record; a record older than FRESH_SECONDS is a worker gone.
-REFRESH_SECONDS = 30.0
-FRESH_SECONDS = 3 * REFRESH_SECONDS
 # What route_digest gives: a message's shape names a record only if it has this form.
 _DIGEST = re.compile(r"[0-9a-f]{16}")
 # At most this much of a value read from another process's record is shown.
@@ -107,7 +105,7 @@ def check_message_shape(
         raise RecipeShapeMismatch(
             recipe, f"the message's recipe shape is not a digest; worker {node} runs {steps_here}"
         )
-    sender = _loaded(runtime.redis.get(recipe_shape_key(runtime.settings.queue_prefix, shape)))
+    sender = loaded_record(runtime.redis.get(recipe_shape_key(runtime.settings.queue_prefix, shape)))
     difference = _first_difference(
         shaping_settings(runtime.settings),
         sender.get("settings"),
@@ -149,19 +147,17 @@ def check_fleet_agrees(
 
 
 def worker_records(runtime: WorkerRuntime) -> dict[str, dict[str, Any]]:
-    """Each worker's published record (settings, recipes, ``at``), by node name, stale ones too.
-
-    Written by whoever can write to Redis: a record that is not a JSON object reads as an empty one.
-    """
-    raw = runtime.redis.hgetall(fleet_workers_key(runtime.settings.queue_prefix))
-    return {decode_text(node): _loaded(value) for node, value in sorted(raw.items())}
+    """Each worker's published record (settings, recipes, queues, ``at``), by node name, stale ones too."""
+    return read_worker_records(runtime.redis, runtime.settings.queue_prefix)
 
 
-def publish_worker(runtime: WorkerRuntime, node: str) -> None:
-    """Record this worker's shaping settings and recipes of your own under its node name, with the time."""
+def publish_worker(runtime: WorkerRuntime, node: str, queues: Sequence[str] = ()) -> None:
+    """Record this worker's shaping settings, recipes of your own and the queues it consumes under its
+    node name, with the time (``status`` reads who serves a queue from it)."""
     record = {
         "settings": shaping_settings(runtime.settings),
         "recipes": runtime.settings.recipe_paths(),
+        "queues": sorted(queues),
         "at": time.time(),
     }
     runtime.redis.hset(fleet_workers_key(runtime.settings.queue_prefix), node, json.dumps(record))
@@ -197,17 +193,6 @@ def _recipe_difference(recipe: str | None, own_path: str, theirs: Any) -> str | 
     return None
 
 
-def _loaded(raw: Any) -> dict[str, Any]:
-    """A record read from Redis as a dict; anything else (absent, not JSON) as an empty one."""
-    if raw is None:
-        return {}
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def fleet_shape_step(get_runtime: Callable[[], WorkerRuntime]) -> type[bootsteps.StartStopStep]:
     """A worker bootstep: publish the shaping settings at start and every REFRESH_SECONDS; forget at stop."""
 
@@ -219,9 +204,9 @@ def fleet_shape_step(get_runtime: Callable[[], WorkerRuntime]) -> type[bootsteps
             self._timer: Any = None
 
         def start(self, worker: Any) -> None:
-            _publish(get_runtime(), worker.hostname)
+            _publish(get_runtime(), worker.hostname, worker)
             self._timer = worker.timer.call_repeatedly(
-                REFRESH_SECONDS, _publish, (get_runtime(), worker.hostname), priority=10
+                REFRESH_SECONDS, _publish, (get_runtime(), worker.hostname, worker), priority=10
             )
 
         def stop(self, worker: Any) -> None:
@@ -238,8 +223,30 @@ def fleet_shape_step(get_runtime: Callable[[], WorkerRuntime]) -> type[bootsteps
     return FleetShapeStep
 
 
-def _publish(runtime: WorkerRuntime, node: str) -> None:
+def fleet_queues_step(get_runtime: Callable[[], WorkerRuntime]) -> type[bootsteps.StartStopStep]:
+    """A consumer bootstep: publish the record again once the worker consumes its queues, naming them.
+
+    The worker step above publishes before the consumer has its queues; this one, started after
+    the task consumer, adds them, so ``status`` can tell who serves a queue from Redis alone.
+    """
+
+    class FleetQueuesStep(bootsteps.StartStopStep):  # type: ignore[misc]  # celery has no types
+        requires = ("celery.worker.consumer.tasks:Tasks",)
+
+        def start(self, consumer: Any) -> None:
+            _publish(get_runtime(), consumer.hostname, consumer.controller)
+
+    return FleetQueuesStep
+
+
+def _consumed_queues(worker: Any) -> list[str]:
+    """The names of the queues ``worker`` consumes now; none before its consumer started."""
+    task_consumer = getattr(getattr(worker, "consumer", None), "task_consumer", None)
+    return [queue.name for queue in getattr(task_consumer, "queues", None) or ()]
+
+
+def _publish(runtime: WorkerRuntime, node: str, worker: Any) -> None:
     try:
-        publish_worker(runtime, node)
+        publish_worker(runtime, node, _consumed_queues(worker))
     except redis.RedisError as exc:  # a Redis hiccup must not stop the worker; the next round retries
         logger.warning("could not publish this worker's settings to the fleet record: %s", exc)

@@ -1,0 +1,85 @@
+"""What the commands print: the consoles, one JSON document, warnings, and text from Redis made safe."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+
+from ..core.files import write_text_atomically
+
+if TYPE_CHECKING:
+    from ..core.skillbook import Skillbook
+
+__all__ = [
+    "console",
+    "describe_fill",
+    "err_console",
+    "print_json",
+    "print_warning",
+    "printable",
+    "write_skillbook_files",
+]
+
+# stdout carries only a command's result (a batch id, a table, a skillbook, one JSON document), so
+# a script can read it; everything said along the way (warnings, skipped lines, progress) goes to
+# stderr. On both, a line is never broken at the terminal's width (soft_wrap): a status or
+# error line a script greps stays one line (tables still fit the width).
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def print_warning(message: str) -> None:
+    """One warning line on stderr (``message`` printed as it is, never read as markup)."""
+    err_console.print(message, style="yellow", markup=False)
+
+
+# C0 and C1 control characters and DEL: a terminal acts on them (an escape sequence in a name
+# read from Redis could set the window title, move the cursor or clear the screen).
+_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)]}
+_CONTROLS_BUT_LINES = {code: text for code, text in _CONTROLS.items() if chr(code) not in "\n\t"}
+# What JSON leaves as it is though a terminal acts on it (it escapes only C0 itself).
+_JSON_CONTROLS = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
+
+
+def printable(text: object, *, keep_lines: bool = False) -> str:
+    """``text`` read from Redis, safe for a terminal: control characters as escapes (``\\x1b``).
+
+    Newlines and tabs are escaped too, unless ``keep_lines`` (for multi-line text such as markdown).
+    """
+    return str(text).translate(_CONTROLS_BUT_LINES if keep_lines else _CONTROLS)
+
+
+def write_skillbook_files(book: Skillbook, out: Path | None, markdown: Path | None) -> None:
+    """Write ``book`` as JSON to ``out`` and as markdown to ``markdown`` (those given), each atomically.
+
+    A path that cannot be written is a one-line error naming it; nothing half-written stays.
+    """
+    for path, render, param in ((out, book.dumps, "--out"), (markdown, book.as_markdown, "--markdown")):
+        if path is None:
+            continue
+        try:
+            write_text_atomically(path, render())
+        except OSError as exc:
+            raise typer.BadParameter(f"cannot write {path}: {exc.strerror or exc}", param_hint=param) from exc
+
+
+def print_json(value: Any) -> None:
+    """One JSON document on stdout, for scripts (``--json``)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    typer.echo(text.translate(_JSON_CONTROLS))  # such characters occur only inside JSON strings
+
+
+def describe_fill(name: str, fill: dict[str, int]) -> str | None:
+    """One line when a skillbook is full or has left ADDs out; None otherwise."""
+    active, limit, skipped = fill["active_skills"], fill["max_skills"], fill["adds_skipped_full"]
+    if active < limit and not skipped:
+        return None
+    state = "full" if active >= limit else "below its limit now"
+    return (
+        f"skillbook {name!r} is {state}: {active} of {limit} active skills (ACE_MAX_SKILLBOOK_SKILLS); "
+        f"{skipped} ADD(s) left out for lack of room, the rest of their batches applied"
+    )
