@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
-from pydantic import BaseModel
+# Types only: the protocols check methods, never these classes, so importing an interface (as the
+# settings do, for PruneRule) loads neither pydantic nor the skillbook and its numpy index.
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
-from ..core.consolidation import ConsolidationBatch
-from ..core.context import SkillbookView
-from ..core.outputs import AgentOutput, ReflectorOutput, SkillManagerOutput
-from ..core.skillbook import Skillbook
-from ..core.writable import WritableSkillbook
+    from ..core.consolidation import ConsolidationBatch
+    from ..core.context import SkillbookView
+    from ..core.outputs import AgentOutput, ReflectorOutput, SkillManagerOutput
+    from ..core.skillbook import Skillbook
+    from ..core.writable import WritableSkillbook
 
 __all__ = ["AgentLike", "DeduplicationManagerLike", "LLMClientLike", "ReflectorLike", "SkillManagerLike"]
 
-ModelT = TypeVar("ModelT", bound=BaseModel)
+ModelT = TypeVar("ModelT", bound="BaseModel")
 
-SkillbookLike = Skillbook | SkillbookView
+SkillbookLike: TypeAlias = "Skillbook | SkillbookView"
 
 
 @runtime_checkable
