@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import redis
-from kombu.exceptions import OperationalError
 
 from ..distributed.producer.errors import NoWorkersError
-from ..distributed.worker.errors import RedisUnavailable
+from ..distributed.worker.errors import BrokerUnavailable, RedisUnavailable
 from .common import printable
 
 __all__ = [
@@ -27,7 +26,7 @@ EXIT_UNREACHABLE = 3  # nothing could be done: Redis, the broker or the workers 
 EXIT_REFUSED = 4  # a gate said no: a promotion (candidate not better), a migration (fleet running)
 
 # What a command cannot help and a script may retry later: the service, not the input, is at fault.
-UNREACHABLE = (RedisUnavailable, NoWorkersError, redis.ConnectionError, redis.TimeoutError, OperationalError)
+UNREACHABLE = (RedisUnavailable, NoWorkersError, redis.ConnectionError, redis.TimeoutError, BrokerUnavailable)
 
 EXIT_CODES_HELP = (
     f"Exit codes: {EXIT_DONE} done; {EXIT_FAILURES} finished with failures (a sample failed, a "
@@ -45,7 +44,7 @@ def unreachable_line(exc: BaseException) -> str:
     """What could not be reached, in one line (control characters and newlines escaped)."""
     if isinstance(exc, (RedisUnavailable, NoWorkersError)):
         said = str(exc)  # these name the service and what to do
-    elif isinstance(exc, OperationalError):
+    elif isinstance(exc, BrokerUnavailable):
         said = f"the broker did not answer: {exc}"
     else:
         said = f"Redis did not answer: {type(exc).__name__}: {exc}"

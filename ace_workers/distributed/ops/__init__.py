@@ -1,5 +1,6 @@
 """Operating the fleet: nightly learning, evaluation and promotion, Flower, Celery tools, embedded Redis."""
 
+from ..worker.app import build_cli_app
 from .embedded_redis import EmbeddedRedis, resolve_redis
 from .errors import (
     EmbeddedRedisError,
@@ -21,8 +22,7 @@ from .evaluation import (
     resolve_targets,
 )
 from .flower import flower_argv
-from .inspect_app import build_cli_app
-from .nightly import NightlyReport, NightlyRunner, beat_schedule, register_nightly_task
+from .nightly import NightlyReport, NightlyRunner, beat_schedule, run_nightly
 from .promotion import PROMOTION_RULE, PromotionDecision, PromotionResult, is_better, promote_label
 
 __all__ = [
@@ -30,7 +30,7 @@ __all__ = [
     "NightlyRunner",
     "NightlyReport",
     "beat_schedule",
-    "register_nightly_task",
+    "run_nightly",
     # offline evaluation of skillbook versions, and promotion gated by it
     "read_task_file",
     "TaskSet",

@@ -1,6 +1,6 @@
 """The Celery side: the app, the one step task, sample chains, recipes and the worker runtime."""
 
-from .app import check_app_security, check_write_concurrency, create_app, ping_redis
+from .app import check_app_security, check_write_concurrency, create_app, ping_redis, register_tasks
 from .chains import STEP_TASK, enqueue_epoch, sample_chain
 from .errors import (
     ClaimMissing,
@@ -19,7 +19,7 @@ from .errors import (
 from .payload import ClaimCheck, check_trace, context_to_payload, payload_to_context
 from .recipes import BUILT_IN_RECIPES, Recipe, RecipeInputs
 from .runtime import Route, WorkerRuntime, build_llm
-from .tasks import register_tasks, run_step
+from .tasks import run_step
 
 __all__ = [
     # the app and its start checks

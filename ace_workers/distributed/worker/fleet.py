@@ -21,11 +21,10 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis
-from celery import bootsteps
 
 from ..settings import WorkerSettings, env_name
 from ..store.keys import fleet_workers_key, recipe_shape_key
@@ -37,8 +36,9 @@ __all__ = [
     "FRESH_SECONDS",
     "REFRESH_SECONDS",
     "check_fleet_agrees",
+    "announce_worker",
     "check_message_shape",
-    "fleet_shape_step",
+    "withdraw_worker",
     "recipe_shape",
     "shaping_settings",
     "worker_records",
@@ -208,38 +208,17 @@ def _loaded(raw: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def fleet_shape_step(get_runtime: Callable[[], WorkerRuntime]) -> type[bootsteps.StartStopStep]:
-    """A worker bootstep: publish the shaping settings at start and every REFRESH_SECONDS; forget at stop."""
-
-    class FleetShapeStep(bootsteps.StartStopStep):  # type: ignore[misc]  # celery has no types
-        requires = ("celery.worker.components:Timer",)
-
-        def __init__(self, worker: Any, **kwargs: Any) -> None:
-            super().__init__(worker, **kwargs)
-            self._timer: Any = None
-
-        def start(self, worker: Any) -> None:
-            _publish(get_runtime(), worker.hostname)
-            self._timer = worker.timer.call_repeatedly(
-                REFRESH_SECONDS, _publish, (get_runtime(), worker.hostname), priority=10
-            )
-
-        def stop(self, worker: Any) -> None:
-            if self._timer is not None:
-                self._timer.cancel()
-            try:
-                forget_worker(get_runtime(), worker.hostname)
-            except redis.RedisError as exc:  # its record goes stale by itself
-                logger.warning("could not remove this worker's fleet record: %s", exc)
-
-        # A cold shutdown (an embedded worker's stop among them) terminates the steps instead.
-        terminate = stop
-
-    return FleetShapeStep
-
-
-def _publish(runtime: WorkerRuntime, node: str) -> None:
+def announce_worker(runtime: WorkerRuntime, node: str) -> None:
+    """Publish this worker's record (at start and every REFRESH_SECONDS); a Redis error only warns."""
     try:
         publish_worker(runtime, node)
     except redis.RedisError as exc:  # a Redis hiccup must not stop the worker; the next round retries
         logger.warning("could not publish this worker's settings to the fleet record: %s", exc)
+
+
+def withdraw_worker(runtime: WorkerRuntime, node: str) -> None:
+    """Remove a stopping worker's record; a Redis error only warns (the record goes stale by itself)."""
+    try:
+        forget_worker(runtime, node)
+    except redis.RedisError as exc:
+        logger.warning("could not remove this worker's fleet record: %s", exc)
