@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..distributed.producer.errors import NoWorkersError
-from ..distributed.worker.errors import RedisUnavailable
+from ..distributed.worker.errors import BrokerUnavailable, RedisUnavailable
 from .output import printable
 
 __all__ = [
@@ -52,7 +52,7 @@ def unreachable_line(exc: BaseException) -> str:
     """What could not be reached, in one line (control characters and newlines escaped)."""
     if isinstance(exc, (RedisUnavailable, NoWorkersError)):
         said = str(exc)  # these name the service and what to do
-    elif isinstance(exc, broker_errors()):
+    elif isinstance(exc, (BrokerUnavailable, *broker_errors())):
         said = f"the broker did not answer: {exc}"
     else:
         said = f"Redis did not answer: {type(exc).__name__}: {exc}"

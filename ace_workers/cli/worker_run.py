@@ -13,25 +13,25 @@ from urllib.parse import urlsplit
 
 import redis
 import typer
-from celery.signals import worker_shutting_down
 
 from ..distributed.ops.embedded_redis import resolve_redis
-from ..distributed.service import Service, build_service, reset_event_loop
+from ..distributed.service import Service, build_service
 from ..distributed.settings import WorkerSettings
 from ..distributed.worker.app import (
     check_app_security,
     check_write_concurrency,
-    redis_out_of_memory,
     wait_while_redis_is_full,
 )
-from ..distributed.worker.deliveries import hold_deliveries_while_redis_is_full
+from ..distributed.worker.celery_worker import (
+    flush_spans_at_worker_shutdown,
+    run_worker_until_signalled,
+    use_worker_logging,
+)
 from ..distributed.worker.errors import WritePartitionsChanged
 from ..distributed.worker.health import ConsumptionWatchdog
 from ..distributed.worker.partitions import check_partition_count
-from ..distributed.worker.trace_context import flush_spans_at_worker_shutdown
 from ..observability import LOG_FORMATS, start_metrics_server
 from ..observability.tracing import configure_tracing
-from ..observability.worker_logging import use_worker_logging
 from .common import require_shared_redis
 from .models import refuse_unusable_models
 
@@ -69,7 +69,7 @@ def run_worker(
         if "learn" in roles:
             service.runtime.check_reflector()  # e.g. ACE_REFLECTOR=rr without its sandbox's OS boundary
         watchdog = ConsumptionWatchdog(
-            service.app,
+            service.dispatcher,
             served,
             stall_seconds=settings.worker_stall_seconds,
             check_seconds=min(30.0, settings.worker_stall_seconds / 5),
@@ -97,47 +97,7 @@ def run_worker(
             "--without-mingle",
             "--without-gossip",
         ]
-        hold_deliveries_while_redis_is_full()  # a message taken from a full Redis is never dropped
-        _run_worker_until_signalled(service, argv, redis_url, watchdog)
-
-
-def _run_worker_until_signalled(
-    service: Service, argv: list[str], redis_url: str, watchdog: ConsumptionWatchdog
-) -> None:
-    """Run the Celery worker until a shutdown signal; start it again whenever it stops by itself.
-
-    Celery stops a worker on an "unrecoverable error" and the process then exits 0, so a
-    restart-on-failure supervisor would not even restart it. That happens when Redis refuses
-    writes (out of memory), at start or later, and when a Redis restart breaks the connection
-    at the wrong moment. This process waits while Redis is full (shown on /healthz), backs
-    off, and starts the worker again; only a shutdown signal ends it.
-    """
-    signalled: list[str] = []
-
-    def note_signal(sig: str = "", **_: object) -> None:
-        signalled.append(sig)
-
-    worker_shutting_down.connect(note_signal, weak=False)
-    backoff = 1.0
-    try:
-        while True:
-            wait_while_redis_is_full(
-                redis_url, on_wait=watchdog.note_problem, prefix=service.runtime.settings.queue_prefix
-            )
-            started = time.monotonic()
-            service.app.worker_main(argv)
-            if signalled:
-                return
-            if time.monotonic() - started > 60:
-                backoff = 1.0  # it ran a while: this stop is news, not a loop
-            full = redis_out_of_memory(redis_url, prefix=service.runtime.settings.queue_prefix)
-            cause = "Redis is out of memory" if full else "an unrecoverable error"
-            logger.warning("the worker stopped by itself (%s); starting it again in %.0f s", cause, backoff)
-            reset_event_loop()
-            time.sleep(backoff)
-            backoff = min(2 * backoff, 30.0)
-    finally:
-        worker_shutting_down.disconnect(note_signal)
+        run_worker_until_signalled(service.app, service.runtime, argv, redis_url, watchdog)
 
 
 def _worker_log_format(log_format: str | None, settings: WorkerSettings, metrics_port: int, pool: str) -> str:

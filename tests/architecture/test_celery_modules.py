@@ -13,7 +13,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "ace_workers"
 CELERY_PACKAGES = frozenset({"celery", "kombu", "billiard"})
 TARGET = 4
-LIMIT = 15
+LIMIT = 4
 
 
 def celery_importers(root: Path) -> list[str]:

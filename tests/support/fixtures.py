@@ -23,7 +23,7 @@ import pytest
 import redis
 
 from ace_workers.distributed import RedisSkillbookStore, SnapshotCache
-from ace_workers.distributed.service import reset_event_loop
+from ace_workers.distributed.worker.celery_worker import reset_event_loop
 
 from .servers import LocalCluster, PrivateRabbitMQ, PrivateRedis
 from .workers import ENV_PREFIX

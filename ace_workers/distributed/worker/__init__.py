@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ...lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .app import check_app_security, check_write_concurrency, create_app, ping_redis
+    from .app import check_app_security, check_write_concurrency, create_app, register_tasks
     from .chains import STEP_TASK, enqueue_epoch, sample_chain
     from .errors import (
         ClaimMissing,
@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     )
     from .payload import ClaimCheck, check_trace, context_to_payload, payload_to_context
     from .recipes import BUILT_IN_RECIPES, Recipe, RecipeInputs
+    from .redis_health import ping_redis
     from .runtime import Route, WorkerRuntime, build_llm
-    from .tasks import register_tasks, run_step
+    from .tasks import run_step
 
 __all__ = [
     # the app and its start checks
@@ -71,6 +72,7 @@ __all__ = [
 # this package (its errors, say) does not import the others, nor Celery.
 _SOURCES = (
     ".errors",
+    ".redis_health",
     ".app",
     ".chains",
     ".payload",

@@ -1,9 +1,13 @@
-"""The Celery app of producers and workers, configured so that no task is silently lost.
+"""The Celery app of producers and workers, configured so that no task is silently lost, and its tasks.
 
 Every reliability choice is one line of :func:`celery_config` with its reason;
 :func:`check_app_security` and :func:`check_write_concurrency` are the checks a
 worker runs before it starts, and :func:`ping_redis` turns a Redis that is down
 into a clear error within a few seconds instead of a hang.
+
+:func:`register_tasks` registers the fleet's tasks; each is a thin wrapper of a project
+function (tasks.py, reconcile, nightly) and turns the project's :class:`StepOutcome`
+into Celery's answer: ``Ignore``, ``Reject`` (requeue) or a retry.
 """
 
 from __future__ import annotations
@@ -11,44 +15,60 @@ from __future__ import annotations
 import logging
 import re
 import ssl
-import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeAlias
 from urllib.parse import parse_qsl, urlsplit
 
-import redis
-from celery import Celery
+from billiard import common as billiard_common
+from celery import Celery, Task, bootsteps
+from celery.exceptions import Ignore, Reject
 from kombu.entity import Exchange, Queue
-from redis.backoff import NoBackoff
-from redis.exceptions import ExecAbortError
-from redis.retry import Retry
 
-from ..connections import broker_url_for, client_url_for, is_amqp
+from ..connections import broker_url_for, is_amqp
 from ..errors import InvalidSettingError
 from ..settings import WorkerSettings, env_name
-from ..store.keys import DEFAULT_PREFIX, write_probe_key
-from .errors import UnsafeSerializerError, WriteConcurrencyError
-from .redis_health import is_redis_full, ping_redis
+from .celery_dispatch import WORKER_PUBLISH_RETRY_POLICY, CeleryDispatcher, broker_errors
+from .delivery import StepDelivery
+from .dispatch import Dispatcher
+from .errors import (
+    NotAWorkerApp,
+    StepDropped,
+    StepRequeued,
+    StepRetry,
+    UnsafeSerializerError,
+    WriteConcurrencyError,
+)
+
+# Re-exported: the CLI imports these from here (they live in redis_health.py).
+from .redis_health import is_redis_full, ping_redis, wait_while_redis_is_full
+from .runtime import WorkerRuntime
+from .task_names import ADMIT_TASK, NIGHTLY_TASK, RECONCILE_TASK, STEP_TASK
+from .tasks import REDIS_OUTAGE, admit_batch, handle_step, reconcile_fleet, wait_for_room
 
 __all__ = [
     # the app
+    "CeleryApp",
     "create_app",
     "celery_config",
     "declare_queues",
+    "declare_broker_queues",
     "tls_config",
-    "WORKER_PUBLISH_RETRY_POLICY",
+    "connect_dispatcher",
+    "build_cli_app",
+    # its tasks
+    "register_tasks",
+    "process_is_stopping",
     # checks at worker start
     "check_app_security",
     "check_write_concurrency",
     "ping_redis",
-    # Redis out of memory
+    # Redis out of memory (redis_health.py)
     "is_redis_full",
-    "redis_out_of_memory",
-    "when_redis_has_room",
-    "refuses_writes",
     "wait_while_redis_is_full",
 ]
+
+# What the rest of the project holds of a Celery app without importing Celery (Service.app).
+CeleryApp: TypeAlias = Celery
 
 logger = logging.getLogger(__name__)
 
@@ -64,16 +84,6 @@ PUBLISH_RETRY_POLICY: Mapping[str, float] = {
     "interval_start": 0.0,
     "interval_step": 0.5,
     "interval_max": 1.0,
-}
-
-# What a worker publishes (a chain's next step, a step's retry) retries for about 35 s: a
-# Redis restart takes seconds, and a worker that gives up has already run its step, so the
-# task fails, its message is acknowledged and the sample is lost without a trace.
-WORKER_PUBLISH_RETRY_POLICY: Mapping[str, float] = {
-    "max_retries": 20,
-    "interval_start": 0.0,
-    "interval_step": 0.5,
-    "interval_max": 2.0,
 }
 
 
@@ -153,7 +163,7 @@ def declare_broker_queues(app: Celery) -> None:
     """
     if not is_amqp(str(app.conf.broker_url)):
         return
-    with app.connection_for_write() as connection:
+    with broker_errors("declare the queues on the broker"), app.connection_for_write() as connection:
         channel = connection.default_channel
         for queue in app.conf.task_queues:
             queue(channel).declare()
@@ -315,78 +325,149 @@ def check_write_concurrency(
         )
 
 
-# The longest wait between two looks at a Redis that is out of memory.
-MAX_MEMORY_WAIT_SECONDS = 30.0
+def connect_dispatcher(
+    settings: WorkerSettings, runtime: WorkerRuntime, *, redis_url: str
+) -> CeleryDispatcher:
+    """A dispatcher on an app of its own (a producer's; the broker: ACE_BROKER_URL, else ``redis_url``).
 
-
-def redis_out_of_memory(url: str, timeout: float = 3.0, *, prefix: str = DEFAULT_PREFIX) -> bool:
-    """True if the Redis at ``url`` refuses writes because it reached its maxmemory (noeviction).
-
-    It tries one write, of a key under ``prefix`` (ACE_QUEUE_PREFIX) that expires in a second.
+    Its owner closes it (:meth:`CeleryDispatcher.close`) to release the app's connections.
     """
-    client = redis.Redis.from_url(
-        client_url_for(url),
-        socket_connect_timeout=timeout,
-        socket_timeout=timeout,
-        retry=Retry(NoBackoff(), 0),
-    )
-    try:
-        return refuses_writes(client, prefix=prefix)
-    finally:
-        client.close()
+    return CeleryDispatcher(create_app(settings, redis_url=redis_url), runtime)
 
 
-def refuses_writes(client: Any, *, prefix: str = DEFAULT_PREFIX) -> bool:
-    """True if Redis (``client``'s, a server or a cluster) is out of memory: one probing write is refused.
+# -- the fleet's tasks --------------------------------------------------------------------------------
 
-    Connection errors are raised: a Redis that is down is not full.
+# A nightly run as ``ace.nightly`` calls it: (dispatcher, skillbook, scheduled) -> the run's report.
+NightlyRun = Callable[[Dispatcher, str, bool], "dict[str, Any] | None"]
+
+
+def register_tasks(
+    app: Celery, get_runtime: Callable[[], WorkerRuntime], *, nightly: NightlyRun | None = None
+) -> Task:
+    """Register ``ace.step``, ``ace.admit``, ``ace.reconcile`` (and ``ace.nightly`` given ``nightly``) on
+    ``app``; ``get_runtime`` returns the process's runtime. Returns the step task.
+
+    shared=False: a task belongs to this app only, so several apps in one process never clash.
+    ignore_result: a chain hands each result to the next task in the message, and outcomes live
+    in the batch record, so storing results would only cost a Redis write (and, on failures, a
+    pubsub connection per worker thread that Celery never closes).
     """
-    try:
-        # A MULTI, like kombu's own commands: what a worker starting now would meet.
-        pipe = client.pipeline()
-        pipe.set(write_probe_key(uuid.uuid4().hex, prefix), 1, px=1000)
-        pipe.execute()
-    except (redis.OutOfMemoryError, ExecAbortError) as exc:
-        return is_redis_full(exc)
-    return False
+    options: dict[str, Any] = {"shared": False, "ignore_result": True}
 
-
-T = TypeVar("T")
-
-
-def when_redis_has_room(call: Callable[[], T], pause: Callable[[int], None], what: str) -> T:
-    """``call()``, called again after ``pause(refusals)`` each time a full Redis refuses it.
-
-    A refused command wrote nothing (nor did a refused MULTI), so calling it again is safe.
-    ``what`` names the call in the log. Any other error is raised.
-    """
-    refusals = 0
-    while True:
+    def step_task(self: Task, payload: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        runtime = get_runtime()
         try:
-            return call()
-        except redis.ResponseError as exc:
-            if not is_redis_full(exc):
-                raise
-        refusals += 1
-        logger.warning("Redis is out of memory: %s waits for room (refused %d time(s))", what, refusals)
-        pause(refusals)
+            return handle_step(
+                CeleryDispatcher(self.app, runtime),
+                _delivery_of(self),
+                payload,
+                kwargs,
+                stopping=process_is_stopping,
+            )
+        except StepDropped:
+            raise Ignore() from None  # acknowledged: neither failed nor retried
+        except StepRequeued as requeued:
+            raise Reject(requeued.reason, requeue=True) from requeued.reason
+        except StepRetry as retry:
+            _send_retry(self, runtime, retry)
+
+    def admit_task(batch_id: object = None) -> int:
+        return admit_batch(CeleryDispatcher(app, get_runtime()), batch_id)
+
+    def reconcile_task() -> dict[str, Any]:
+        return reconcile_fleet(CeleryDispatcher(app, get_runtime()))
+
+    step: Task = app.task(name=STEP_TASK, bind=True, **options)(step_task)
+    app.task(name=ADMIT_TASK, **options)(admit_task)
+    app.task(name=RECONCILE_TASK, **options)(reconcile_task)
+    if nightly is not None:
+        run_nightly = nightly
+
+        def nightly_task(skillbook: str, scheduled: bool = True) -> dict[str, Any] | None:
+            return run_nightly(CeleryDispatcher(app, get_runtime()), skillbook, scheduled)
+
+        app.task(name=NIGHTLY_TASK, **options)(nightly_task)
+    return step
 
 
-def wait_while_redis_is_full(
-    url: str, on_wait: Callable[[str], None] | None = None, *, prefix: str = DEFAULT_PREFIX
-) -> float:
-    """Block while the Redis at ``url`` is out of memory, looking again with a growing backoff.
+def _delivery_of(task: Task) -> StepDelivery:
+    """What the step's code reads of Celery's request: ids, retries, this worker, the queue."""
+    request = task.request
+    delivery = getattr(request, "delivery_info", None)
+    # Each queue is bound by its own name, so the routing key is the queue.
+    queue = delivery.get("routing_key") if isinstance(delivery, Mapping) else None
+    return StepDelivery(
+        task_id=str(request.id),
+        retries=int(request.retries or 0),
+        hostname=request.hostname or "",
+        queue=queue if isinstance(queue, str) else None,
+        amqp=is_amqp(str(task.app.conf.broker_url)),
+    )
 
-    ``on_wait`` hears what is waited for (the worker shows it on /healthz); returns the seconds waited.
-    ``prefix`` is the key prefix of the probing write (:func:`redis_out_of_memory`).
+
+def _send_retry(task: Task, runtime: WorkerRuntime, retry: StepRetry) -> NoReturn:
+    """Celery's retry of the step (this message is acknowledged), waiting while a full Redis refuses it."""
+    waits = 0
+    try:
+        while True:
+            try:
+                # max_retries: Celery's own cap (3 by default) would otherwise re-raise the error
+                # from inside retry() on the 4th retry, past our give-up path: a lost sample.
+                raise task.retry(
+                    exc=retry.error,
+                    countdown=retry.countdown,
+                    max_retries=retry.max_retries,
+                    retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
+                ) from retry.error
+            except Reject as refused:
+                # Celery rejects for good a retry it could not publish: not when Redis is only full.
+                if not is_redis_full(refused.reason):
+                    raise
+            waits += 1
+            wait_for_room(runtime, waits)
+    except REDIS_OUTAGE as lost:
+        # The retry could not be written: acknowledged now, the sample would have no outcome.
+        raise Reject(lost, requeue=True) from retry.error
+
+
+def process_is_stopping() -> bool:
+    """True once this process handled a signal to stop: a prefork pool child sent SIGTERM.
+
+    billiard's handler in a pool child raises ``SystemExit(-241)`` inside whatever step
+    runs, and sets a flag first: what the step raises then (that SystemExit, or an error
+    of its cleanup) is the shutdown's, not the step's. Nothing else stops a step from
+    outside: Celery's own handlers (threads and solo pools) only set a flag its consumer
+    loop reads, so a running step finishes. A KeyboardInterrupt or SystemExit raised while
+    this answers False is the step's own, and fails its sample.
     """
-    waited, delay = 0.0, 1.0
-    while redis_out_of_memory(url, prefix=prefix):
-        problem = f"Redis is out of memory (maxmemory); the worker waits for room, next look in {delay:.0f} s"
-        logger.warning("%s", problem)
-        if on_wait is not None:
-            on_wait(problem)
-        time.sleep(delay)
-        waited += delay
-        delay = min(2 * delay, MAX_MEMORY_WAIT_SECONDS)
-    return waited
+    fired = getattr(billiard_common, "terminate_handler_fired", None)
+    if fired is not None:
+        return bool(fired())
+    return bool(billiard_common._should_have_exited[0])  # billiard before 4.3: the same flag
+
+
+# -- the app of Celery's own tools ----------------------------------------------------------------
+
+
+class _RefuseWorker(bootsteps.StartStopStep):  # type: ignore[misc]  # celery has no types
+    """A worker bootstep that stops a worker of the tools' app before it consumes anything."""
+
+    def __init__(self, parent: Any, **kwargs: Any) -> None:
+        raise NotAWorkerApp(
+            "ace_workers.distributed.ops.inspect_app is for inspect, control, events and Flower; it has no "
+            "step task, so a worker on it would discard step messages. Start workers with "
+            "'ace-workers worker --queues execute|learn|write'."
+        )
+
+
+def build_cli_app(settings: WorkerSettings) -> Celery:
+    """The app of ``celery -A`` and ``ace-workers flower``: the workers' configuration, no tasks.
+
+    Raises:
+        InvalidSettingError: ``settings.redis_url`` is not set (a fleet's tools need its Redis).
+        UnsafeSerializerError: the configuration would accept pickle.
+    """
+    app = create_app(settings)
+    check_app_security(app)
+    app.steps["worker"].add(_RefuseWorker)
+    return app

@@ -8,20 +8,35 @@ The one module scheduling goes through to reach Celery (see dispatch.py). kombu'
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from celery import Celery, chain
 from kombu.exceptions import ChannelError, OperationalError
 
-from .app import WORKER_PUBLISH_RETRY_POLICY
 from .dispatch import SampleChain
 from .errors import BrokerUnavailable
 from .runtime import WorkerRuntime
 from .task_names import ADMIT_TASK, STEP_TASK
 
-__all__ = ["CeleryDispatcher", "queue_consumers", "queue_depths"]
+__all__ = [
+    "WORKER_PUBLISH_RETRY_POLICY",
+    "CeleryDispatcher",
+    "broker_errors",
+    "queue_consumers",
+    "queue_depths",
+]
+
+# What a worker publishes (a chain's next step, a step's retry) retries for about 35 s: a
+# Redis restart takes seconds, and a worker that gives up has already run its step, so the
+# task fails, its message is acknowledged and the sample is lost without a trace.
+WORKER_PUBLISH_RETRY_POLICY: Mapping[str, float] = {
+    "max_retries": 20,
+    "interval_start": 0.0,
+    "interval_step": 0.5,
+    "interval_max": 2.0,
+}
 
 
 class CeleryDispatcher:
@@ -53,11 +68,11 @@ class CeleryDispatcher:
                     **options,
                 )
             )
-        with _broker("send a sample's chain to the broker"):
+        with broker_errors("send a sample's chain to the broker"):
             chain(*signatures).apply_async()
 
     def hand_off(self, batch_id: str, queue: str) -> None:
-        with _broker("hand off admission through the broker"):
+        with broker_errors("hand off admission through the broker"):
             self.app.signature(
                 ADMIT_TASK,
                 kwargs={"batch_id": batch_id},
@@ -67,16 +82,20 @@ class CeleryDispatcher:
             ).apply_async()
 
     def queue_consumers(self, queues: Iterable[str], timeout: float) -> dict[str, list[str]]:
-        with _broker("ask the broker which workers consume the queues"):
+        with broker_errors("ask the broker which workers consume the queues"):
             return queue_consumers(self.app, queues, timeout)
 
     def queue_depths(self, queues: Iterable[str]) -> dict[str, int]:
         return queue_depths(self.app, queues)
 
+    def close(self) -> None:
+        """Release the connections of the app's producer pool (for a dispatcher on an app of its own)."""
+        self.app.close()
+
 
 @contextmanager
-def _broker(doing: str) -> Iterator[None]:
-    """kombu's OperationalError, as the project's BrokerUnavailable."""
+def broker_errors(doing: str) -> Iterator[None]:
+    """kombu's OperationalError, as the project's BrokerUnavailable (``doing`` says what failed)."""
     try:
         yield
     except OperationalError as exc:
@@ -89,7 +108,7 @@ def queue_depths(app: Celery, queues: Iterable[str]) -> dict[str, int]:
     Raises BrokerUnavailable when the broker cannot be asked, whatever the transport.
     """
     depths: dict[str, int] = {}
-    with _broker("ask the broker"), app.connection_for_read() as connection:
+    with broker_errors("ask the broker"), app.connection_for_read() as connection:
         try:
             channel = connection.channel()
             for queue in queues:

@@ -5,45 +5,32 @@ kombu's Redis transport takes a message with BRPOP, then records it as unacknowl
 second write is refused: the message is then in neither place, the worker stops with
 "Unrecoverable error", and the sample is lost until the reconciler sends it again
 (``ACE_VISIBILITY_TIMEOUT_SECONDS`` later, an hour by default). The refused MULTI wrote
-nothing, so writing it again once there is room is safe: that is what this does.
+nothing, so writing it again once there is room is safe: that is what this does, for the
+transport's hook that celery_worker.py installs.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
-from kombu.transport import redis as kombu_redis
+from .redis_health import MAX_MEMORY_WAIT_SECONDS, when_redis_has_room
 
-from .app import MAX_MEMORY_WAIT_SECONDS, when_redis_has_room
-
-__all__ = ["hold_deliveries_while_redis_is_full"]
+__all__ = ["FIRST_WAIT_SECONDS", "record_delivery_when_there_is_room"]
 
 # The first wait before recording a delivery again; it doubles up to MAX_MEMORY_WAIT_SECONDS.
 FIRST_WAIT_SECONDS = 0.2
 
+T = TypeVar("T")
 
-def hold_deliveries_while_redis_is_full() -> None:
-    """Make kombu's Redis transport in this process wait for room to record a delivery (idempotent).
 
-    A worker calls it before it consumes. While it waits, the worker takes no other
-    message: there would be no room to record that one either.
+def record_delivery_when_there_is_room(record: Callable[[], T], delivery_tag: str) -> T:
+    """``record()`` (the transport's write of a taken message), again after a pause while Redis is full.
+
+    While it waits, the worker takes no other message: there would be no room to record that one either.
     """
-    append = kombu_redis.QoS.append
-    if getattr(append, "holds_while_full", False):
-        return
-    kombu_redis.QoS.append = _holding(append)  # type: ignore[method-assign]
-
-
-def _holding(append: Callable[..., Any]) -> Callable[..., Any]:
-    def append_when_there_is_room(qos: Any, message: Any, delivery_tag: str) -> Any:
-        return when_redis_has_room(
-            lambda: append(qos, message, delivery_tag), _pause, f"message {delivery_tag}, taken and held,"
-        )
-
-    append_when_there_is_room.holds_while_full = True  # type: ignore[attr-defined]
-    return append_when_there_is_room
+    return when_redis_has_room(record, _pause, f"message {delivery_tag}, taken and held,")
 
 
 def _pause(refusals: int) -> None:

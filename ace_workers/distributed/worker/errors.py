@@ -14,6 +14,7 @@ __all__ = [
     "UnsafeSerializerError",
     "WriteConcurrencyError",
     "WritePartitionsChanged",
+    "NotAWorkerApp",
     "RedisUnavailable",
     "PayloadError",
     "PayloadTooLarge",
@@ -25,6 +26,10 @@ __all__ = [
     "FleetSettingsMismatch",
     "RecipeShapeMismatch",
     "StepAborted",
+    "StepOutcome",
+    "StepDropped",
+    "StepRequeued",
+    "StepRetry",
     "ForeignTenantError",
     "BrokerUnavailable",
     "RecipeRoutesError",
@@ -83,6 +88,10 @@ class WritePartitionsChanged(WorkerConfigError):
             f"for {recorded} wait in {queues}: drain first (stop the producers, let every queue empty, "
             f"stop the writers), then change it everywhere and start one writer per partition"
         )
+
+
+class NotAWorkerApp(WorkerConfigError):
+    """``celery worker`` was started on the command-line app, which has no step task."""
 
 
 class BrokerUnavailable(WorkerError, ConnectionError):
@@ -210,6 +219,35 @@ class RecipeShapeMismatch(WorkerError, ValueError):
 
 class StepAborted(WorkerError):
     """A step raised what Celery mishandles (SystemExit, MemoryError, ...); its sample was failed."""
+
+
+class StepOutcome(WorkerError):
+    """How a step's delivery ends without a result; the task wrapper (app.py) tells the broker."""
+
+
+class StepDropped(StepOutcome):
+    """The step's message is acknowledged and nothing more of it runs (batch cancelled, step parked)."""
+
+
+class StepRequeued(StepOutcome):
+    """The step's message goes back to its queue, to run again: ``reason`` is why (Redis unreachable)."""
+
+    def __init__(self, reason: BaseException) -> None:
+        self.reason = reason
+        super().__init__(f"step requeued: {type(reason).__name__}: {reason}")
+
+
+class StepRetry(StepOutcome):
+    """The step is sent again in ``countdown`` seconds after ``error``; this message is acknowledged.
+
+    ``max_retries`` is the cap the broker's retry is told (the project's, not Celery's default).
+    """
+
+    def __init__(self, error: BaseException, countdown: float, max_retries: int) -> None:
+        self.error = error
+        self.countdown = countdown
+        self.max_retries = max_retries
+        super().__init__(f"step retried in {countdown:.1f} s: {type(error).__name__}: {error}")
 
 
 class ForeignTenantError(WorkerError):

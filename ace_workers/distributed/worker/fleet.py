@@ -21,11 +21,10 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis
-from celery import bootsteps
 
 from ..settings import WorkerSettings, env_name
 from ..store.keys import fleet_workers_key, recipe_shape_key
@@ -37,9 +36,9 @@ __all__ = [
     "FRESH_SECONDS",
     "REFRESH_SECONDS",
     "check_fleet_agrees",
+    "announce_worker",
     "check_message_shape",
-    "fleet_queues_step",
-    "fleet_shape_step",
+    "withdraw_worker",
     "recipe_shape",
     "shaping_settings",
     "worker_records",
@@ -193,60 +192,17 @@ def _recipe_difference(recipe: str | None, own_path: str, theirs: Any) -> str | 
     return None
 
 
-def fleet_shape_step(get_runtime: Callable[[], WorkerRuntime]) -> type[bootsteps.StartStopStep]:
-    """A worker bootstep: publish the shaping settings at start and every REFRESH_SECONDS; forget at stop."""
-
-    class FleetShapeStep(bootsteps.StartStopStep):  # type: ignore[misc]  # celery has no types
-        requires = ("celery.worker.components:Timer",)
-
-        def __init__(self, worker: Any, **kwargs: Any) -> None:
-            super().__init__(worker, **kwargs)
-            self._timer: Any = None
-
-        def start(self, worker: Any) -> None:
-            _publish(get_runtime(), worker.hostname, worker)
-            self._timer = worker.timer.call_repeatedly(
-                REFRESH_SECONDS, _publish, (get_runtime(), worker.hostname, worker), priority=10
-            )
-
-        def stop(self, worker: Any) -> None:
-            if self._timer is not None:
-                self._timer.cancel()
-            try:
-                forget_worker(get_runtime(), worker.hostname)
-            except redis.RedisError as exc:  # its record goes stale by itself
-                logger.warning("could not remove this worker's fleet record: %s", exc)
-
-        # A cold shutdown (an embedded worker's stop among them) terminates the steps instead.
-        terminate = stop
-
-    return FleetShapeStep
-
-
-def fleet_queues_step(get_runtime: Callable[[], WorkerRuntime]) -> type[bootsteps.StartStopStep]:
-    """A consumer bootstep: publish the record again once the worker consumes its queues, naming them.
-
-    The worker step above publishes before the consumer has its queues; this one, started after
-    the task consumer, adds them, so ``status`` can tell who serves a queue from Redis alone.
-    """
-
-    class FleetQueuesStep(bootsteps.StartStopStep):  # type: ignore[misc]  # celery has no types
-        requires = ("celery.worker.consumer.tasks:Tasks",)
-
-        def start(self, consumer: Any) -> None:
-            _publish(get_runtime(), consumer.hostname, consumer.controller)
-
-    return FleetQueuesStep
-
-
-def _consumed_queues(worker: Any) -> list[str]:
-    """The names of the queues ``worker`` consumes now; none before its consumer started."""
-    task_consumer = getattr(getattr(worker, "consumer", None), "task_consumer", None)
-    return [queue.name for queue in getattr(task_consumer, "queues", None) or ()]
-
-
-def _publish(runtime: WorkerRuntime, node: str, worker: Any) -> None:
+def announce_worker(runtime: WorkerRuntime, node: str, queues: Sequence[str] = ()) -> None:
+    """Publish this worker's record (at start and every REFRESH_SECONDS); a Redis error only warns."""
     try:
-        publish_worker(runtime, node, _consumed_queues(worker))
+        publish_worker(runtime, node, queues)
     except redis.RedisError as exc:  # a Redis hiccup must not stop the worker; the next round retries
         logger.warning("could not publish this worker's settings to the fleet record: %s", exc)
+
+
+def withdraw_worker(runtime: WorkerRuntime, node: str) -> None:
+    """Remove a stopping worker's record; a Redis error only warns (the record goes stale by itself)."""
+    try:
+        forget_worker(runtime, node)
+    except redis.RedisError as exc:
+        logger.warning("could not remove this worker's fleet record: %s", exc)

@@ -21,10 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from celery import Celery
-from celery.signals import task_postrun, task_prerun, task_received
-
-from .celery_dispatch import queue_depths
+from .dispatch import Dispatcher
 from .errors import BrokerUnavailable
 
 __all__ = ["EXIT_STALLED", "ConsumptionWatchdog", "HealthReport"]
@@ -59,11 +56,15 @@ class HealthReport:
 
 
 class ConsumptionWatchdog:
-    """Watches one worker's queues; ends the process when one holds messages it no longer takes."""
+    """Watches one worker's queues; ends the process when one holds messages it no longer takes.
+
+    ``dispatcher`` answers the queues' depths. The worker start-up (celery_worker.py) tells it of
+    each task received, started and finished (:meth:`note_delivery`).
+    """
 
     def __init__(
         self,
-        app: Celery,
+        dispatcher: Dispatcher,
         queues: Iterable[str],
         *,
         stall_seconds: float,
@@ -71,7 +72,7 @@ class ConsumptionWatchdog:
         exit_process: Callable[[int], None] = os._exit,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.app = app
+        self.dispatcher = dispatcher
         self.queues = sorted(queues)
         self.stall_seconds = stall_seconds
         self.check_seconds = check_seconds
@@ -89,29 +90,10 @@ class ConsumptionWatchdog:
 
     # -- what the worker does ----------------------------------------------------------------
 
-    def connect_signals(self) -> None:
-        """Count this app's received, started and finished tasks as activity (weakly held: keep self)."""
-        task_received.connect(self._on_received, weak=False)
-        task_prerun.connect(self._on_task, weak=False)
-        task_postrun.connect(self._on_task, weak=False)
-
-    def disconnect_signals(self) -> None:
-        task_received.disconnect(self._on_received)
-        task_prerun.disconnect(self._on_task)
-        task_postrun.disconnect(self._on_task)
-
-    def _on_received(self, sender: Any = None, request: Any = None, **_: Any) -> None:
-        if getattr(sender, "app", None) is self.app:
-            self.note_activity(self._queue_of(request))
-
-    def _on_task(self, sender: Any = None, task: Any = None, **_: Any) -> None:
-        if getattr(task or sender, "app", None) is self.app:
-            self.note_activity(self._queue_of(getattr(task, "request", None)))
-
-    def _queue_of(self, request: Any) -> str | None:
-        """The watched queue a task request came from, if its delivery info says (routing key)."""
-        queue = (getattr(request, "delivery_info", None) or {}).get("routing_key")
-        return queue if queue in self._last_activity else None
+    def note_delivery(self, queue: object) -> None:
+        """A task of this worker was received, started or finished; ``queue`` is where it came from,
+        if the broker said (a queue not watched counts as every queue)."""
+        self.note_activity(queue if isinstance(queue, str) and queue in self._last_activity else None)
 
     def note_activity(self, queue: str | None = None) -> None:
         """Something happened on ``queue`` (on every queue when it is not known)."""
@@ -127,7 +109,7 @@ class ConsumptionWatchdog:
         now = self._clock()
         report = HealthReport(checked_at=time.time())
         try:
-            depths = queue_depths(self.app, self.queues)
+            depths = self.dispatcher.queue_depths(self.queues)
         except BrokerUnavailable as exc:
             # The broker is away or full: nobody can consume, so this is no sign of a stuck worker.
             report.problem = str(exc)
@@ -170,7 +152,6 @@ class ConsumptionWatchdog:
 
     def start(self) -> None:
         """Check every ``check_seconds`` from a daemon thread; exit the process when stalled."""
-        self.connect_signals()
         self._thread = threading.Thread(target=self._run, name="ace-watchdog", daemon=True)
         self._thread.start()
 
@@ -178,7 +159,6 @@ class ConsumptionWatchdog:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        self.disconnect_signals()
 
     def _run(self) -> None:
         stalled_before = False

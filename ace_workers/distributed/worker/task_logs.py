@@ -5,7 +5,8 @@ about the task outside it: "received" on the consumer's thread before the task
 runs, "succeeded", "retry" and "raised" on the pool's thread after the step
 returned or raised, and our retry and dead-letter lines come between. So:
 
-- Celery's ``task_prerun`` and ``task_postrun`` signals hold the step context for
+- Celery's ``task_prerun`` and ``task_postrun`` signals (hooked up in celery_worker.py)
+  hold the step context, entered and left by the functions here, for
   the whole task on the thread that runs it. Both are sent on that thread, around
   the task and around Celery's own lines about its outcome (postrun comes last, from
   a ``finally``), so every line logged there in between carries the fields, from any
@@ -31,8 +32,6 @@ from contextvars import Token
 from dataclasses import asdict
 from typing import Any
 
-from celery import Task, signals
-
 from ...observability.logs import (
     StepLogContext,
     enter_step_log_context,
@@ -41,7 +40,15 @@ from ...observability.logs import (
 from ..store.batches import sample_key
 from .chains import STEP_TASK
 
-__all__ = ["STEP_TASK_LOGGERS", "StepFailureTracebackFilter", "tag_task_lines", "task_log_context"]
+__all__ = [
+    "STEP_TASK_LOGGERS",
+    "CeleryTaskLineFilter",
+    "StepFailureTracebackFilter",
+    "enter_task_lines",
+    "filter_task_lines",
+    "leave_task_lines",
+    "task_log_context",
+]
 
 # Celery's loggers of task lines: "received" (strategy), "succeeded", "retry", "raised" (trace).
 STEP_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
@@ -49,8 +56,6 @@ STEP_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
 SUCCEEDED = "Task %(name)s[%(id)s] succeeded in %(runtime).3fs"
 # What Celery's task-line data holds of a sample's content: the task's args and its return value.
 _CONTENT_KEYS = ("args", "return_value")
-# Where the prerun signal leaves the token of the context it entered, for postrun to leave it.
-_TOKEN_ATTRIBUTE = "ace_log_context_token"
 # A step's kwargs repr is ~150 characters; anything far longer is no message of ours.
 _MAX_KWARGS_REPR = 2000
 
@@ -71,33 +76,31 @@ def task_log_context(task_name: str, kwargs: Mapping[str, Any]) -> StepLogContex
     return StepLogContext(batch_id, sample_key(epoch, index), skillbook, step)
 
 
-def tag_task_lines() -> None:
-    """Tag Celery's lines about step tasks with the step and cut payloads off them; once per process."""
-    # dispatch_uid: connected once however many apps a process builds.
-    signals.task_prerun.connect(_enter_task, weak=False, dispatch_uid="ace.task_logs.enter")
-    signals.task_postrun.connect(_leave_task, weak=False, dispatch_uid="ace.task_logs.leave")
+def filter_task_lines() -> None:
+    """Put :class:`CeleryTaskLineFilter` on Celery's task-line loggers, once per process."""
     for name in STEP_TASK_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, CeleryTaskLineFilter) for f in logger.filters):
             logger.addFilter(CeleryTaskLineFilter())
 
 
-def _enter_task(task: Task | None = None, kwargs: Mapping[str, Any] | None = None, **_: Any) -> None:
-    """task_prerun: the step context, on the thread that runs the task, until postrun."""
-    if task is None or task.name != STEP_TASK or not isinstance(kwargs, Mapping):
-        return
-    context = task_log_context(getattr(task.request, "shadow", None) or task.name, kwargs)
-    if context is not None:
-        setattr(task.request, _TOKEN_ATTRIBUTE, enter_step_log_context(context))
+def enter_task_lines(
+    task_name: str, shown_name: str | None, kwargs: object
+) -> Token[StepLogContext | None] | None:
+    """Before a task runs, on its thread: the step's log context for a step task, else None.
+
+    ``shown_name`` is the name Celery shows for the task (a chain's step name), if any. The
+    token returned is for :func:`leave_task_lines` once the task and Celery's lines about it are done.
+    """
+    if task_name != STEP_TASK or not isinstance(kwargs, Mapping):
+        return None
+    context = task_log_context(shown_name or task_name, kwargs)
+    return enter_step_log_context(context) if context is not None else None
 
 
-def _leave_task(task: Task | None = None, **_: Any) -> None:
-    """task_postrun: back to the context before the task (Celery pops the request after this)."""
-    request = getattr(task, "request", None)
-    token: Token[StepLogContext | None] | None = getattr(request, _TOKEN_ATTRIBUTE, None)
-    if token is not None:
-        delattr(request, _TOKEN_ATTRIBUTE)
-        leave_step_log_context(token)
+def leave_task_lines(token: Token[StepLogContext | None]) -> None:
+    """After a task: back to the log context before it."""
+    leave_step_log_context(token)
 
 
 class CeleryTaskLineFilter(logging.Filter):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ADMIT_TASK", "RECONCILE_TASK", "STEP_TASK"]
+__all__ = ["ADMIT_TASK", "NIGHTLY_TASK", "RECONCILE_TASK", "STEP_TASK"]
 
 # Every step of every recipe runs as this one task (tasks.py); its message names the step.
 STEP_TASK = "ace.step"
@@ -10,3 +10,5 @@ STEP_TASK = "ace.step"
 ADMIT_TASK = "ace.admit"
 # What beat sends every ACE_RECONCILE_INTERVAL_SECONDS (reconcile.py).
 RECONCILE_TASK = "ace.reconcile"
+# What beat sends for a skillbook's nightly run (ops/nightly.py).
+NIGHTLY_TASK = "ace.nightly"

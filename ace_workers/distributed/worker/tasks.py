@@ -1,10 +1,14 @@
-"""The one Celery task every step runs as, and what happens around a step call.
+"""What the one task every step runs as does, and what happens around a step call.
 
 ``ace.step`` rebuilds the step context from its JSON payload, gives the step a
 view of the skillbook at the store's current version, runs it inside a write
 scope (so its writes are idempotent), and returns the next payload. The task
 of the last step records the sample in its batch; the one that finishes an
 epoch starts the next epoch from the batch's stored items.
+
+Nothing here knows Celery: a delivery ends with a result, with a :class:`StepOutcome`
+(dropped, requeued, retried) or with the step's error once its sample failed, and the
+task wrapper in app.py tells the broker.
 """
 
 from __future__ import annotations
@@ -16,14 +20,10 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 import redis
-from billiard import common as billiard_common
-from celery import Celery, Task
-from celery.exceptions import Ignore, Reject, TaskPredicate
 
 from ...errors import AceError, LLMError, LLMRequestRejected, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
 from ...observability.metrics import llm_usage
-from ..connections import is_amqp
 from ..store.batches import sample_key
 from ..store.errors import BatchNotFoundError, VersionConflict
 from ..store.keys import DEFAULT_TENANT
@@ -31,31 +31,43 @@ from ..store.step_stats import StepRun
 from ..store.write_scope import WriteScope, write_scope
 from ..tenancy.errors import BudgetExhaustedError
 from .admission import admit_more, send_admitted
-from .app import (
-    MAX_MEMORY_WAIT_SECONDS,
-    WORKER_PUBLISH_RETRY_POLICY,
-    is_redis_full,
-    refuses_writes,
-    when_redis_has_room,
-)
-from .celery_dispatch import CeleryDispatcher
 from .dead_letters import park_dead_letter
 from .deferrals import defer_step
+from .delivery import StepDelivery
 from .dispatch import Dispatcher
-from .errors import ForeignTenantError, StepAborted, UnknownRecipeError, UnknownStepError
+from .errors import (
+    ForeignTenantError,
+    StepAborted,
+    StepDropped,
+    StepOutcome,
+    StepRequeued,
+    StepRetry,
+    UnknownRecipeError,
+    UnknownStepError,
+)
 from .finishing import start_next_epoch
 from .fleet import check_message_shape
 from .payload import context_to_payload, payload_to_context
 from .provenance_metadata import with_fleet_provenance
 from .reconcile import reconcile_running
+from .redis_health import MAX_MEMORY_WAIT_SECONDS, is_redis_full, refuses_writes, when_redis_has_room
 from .retries import broker_countdown, retry_countdown
 from .runtime import Route, WorkerRuntime
 from .serving import count_served, mark_served, serve
-from .task_logs import tag_task_lines
-from .task_names import ADMIT_TASK, RECONCILE_TASK, STEP_TASK
 from .trace_context import traced_task, with_carrier
 
-__all__ = ["register_admit_task", "register_reconcile_task", "register_tasks", "run_step", "start_next_epoch"]
+__all__ = [
+    "CELERY_MISHANDLES",
+    "NOT_RETRYABLE",
+    "REDIS_OUTAGE",
+    "RETRYABLE",
+    "admit_batch",
+    "handle_step",
+    "reconcile_fleet",
+    "run_step",
+    "start_next_epoch",
+    "wait_for_room",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +143,7 @@ def run_step(
             logger.info(
                 "batch %s was cancelled: %s not run, the rest of its chain dropped", batch_id, route.name
             )
-            raise Ignore()  # acknowledged; the chain's next steps are never sent
+            raise StepDropped(f"batch {batch_id} was cancelled")  # the chain's next steps are never sent
         book = runtime.skillbook(skillbook)
         version = book.refresh()
         # The producer checked the trace's size; a message need not come from a producer of ours.
@@ -181,96 +193,98 @@ def run_step(
         return result
 
 
-def register_tasks(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
-    """Register ``ace.step`` on ``app``; ``get_runtime`` returns the process's runtime."""
+def handle_step(
+    dispatch: Dispatcher,
+    delivery: StepDelivery,
+    payload: dict[str, Any],
+    kwargs: dict[str, Any],
+    *,
+    stopping: Callable[[], bool],
+) -> dict[str, Any]:
+    """Run one delivery of a step message: its result, or a :class:`StepOutcome` the task wrapper
+    turns into the broker's answer (app.py), or the step's error once its sample has failed.
 
-    def step_task(self: Task, payload: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        runtime = get_runtime()
-        waits_for_room = 0
-        while True:
-            try:
-                if waits_for_room:
-                    _wait_for_room(runtime, waits_for_room)
-                # The step's span, in the sample's trace; the next step gets the sample's trace context.
-                with traced_task(
-                    payload, kwargs, _step_name(runtime, kwargs), self.request, expected=(Ignore,)
-                ) as carrier:
-                    result = run_step(
-                        CeleryDispatcher(self.app, runtime),
-                        payload,
-                        **kwargs,
-                        node=self.request.hostname or "",
-                    )
-                    return with_carrier(result, carrier)
-            except TaskPredicate:
-                raise  # Celery's control flow, as Ignore for a step of a cancelled batch: no failure
-            except BaseException as exc:
-                if process_is_stopping():
-                    raise  # not the step's failure: its message stays unacknowledged and comes back
-                if not is_redis_full(exc):
-                    _handle_step_error(self, runtime, payload, kwargs, exc)
-                # Redis out of memory (maxmemory, noeviction) passes, and is no failure of the sample.
-                # The broker is as full as the store: a requeue or a retry would be refused too, and
-                # a requeue refused half-way leaves the message held by this worker for good. So the
-                # step waits for room and runs again in this delivery (its writes are idempotent).
-                logger.warning(
-                    "%s on %s: Redis is out of memory; the step runs again once it has room",
-                    type(exc).__name__,
-                    _step_name(runtime, kwargs),
-                )
-                waits_for_room += 1
-
-    # shared=False: the task belongs to this app only, so several apps in one process never clash.
-    # ignore_result: a chain hands each result to the next task in the message, and outcomes live
-    # in the batch record, so storing results would only cost a Redis write (and, on failures, a
-    # pubsub connection per worker thread that Celery never closes).
-    task: Task = app.task(name=STEP_TASK, bind=True, shared=False, ignore_result=True)(step_task)
-    # Celery's own lines about the task (received, succeeded, retry, raised) name its step too.
-    tag_task_lines()
-    return task
+    ``stopping`` says whether this process was told to stop (then an error is the shutdown's).
+    """
+    runtime = dispatch.runtime
+    waits_for_room = 0
+    while True:
+        try:
+            if waits_for_room:
+                wait_for_room(runtime, waits_for_room)
+            # The step's span, in the sample's trace; the next step gets the sample's trace context.
+            with traced_task(
+                payload, kwargs, _step_name(runtime, kwargs), delivery, expected=(StepDropped,)
+            ) as carrier:
+                result = run_step(dispatch, payload, **kwargs, node=delivery.hostname)
+                return with_carrier(result, carrier)
+        except StepOutcome:
+            raise  # how the delivery ends, as a step of a cancelled batch: no failure
+        except BaseException as exc:
+            if stopping():
+                raise  # not the step's failure: its message stays unacknowledged and comes back
+            if not is_redis_full(exc):
+                _handle_step_error(dispatch, delivery, payload, kwargs, exc)
+            # Redis out of memory (maxmemory, noeviction) passes, and is no failure of the sample.
+            # The broker is as full as the store: a requeue or a retry would be refused too, and
+            # a requeue refused half-way leaves the message held by this worker for good. So the
+            # step waits for room and runs again in this delivery (its writes are idempotent).
+            logger.warning(
+                "%s on %s: Redis is out of memory; the step runs again once it has room",
+                type(exc).__name__,
+                _step_name(runtime, kwargs),
+            )
+            waits_for_room += 1
 
 
 def _handle_step_error(
-    task: Task, runtime: WorkerRuntime, payload: Any, kwargs: dict[str, Any], exc: BaseException
+    dispatch: Dispatcher, delivery: StepDelivery, payload: Any, kwargs: dict[str, Any], exc: BaseException
 ) -> NoReturn:
-    """Raise what Celery should see of a step's error: a retry, a requeue, or a failure for good."""
+    """Raise how a step's error ends its delivery: a retry, a requeue, or a failure for good."""
+    runtime = dispatch.runtime
     if isinstance(exc, REDIS_OUTAGE):
         logger.warning(
             "%s on %s: Redis unreachable; the step goes back to its queue",
             type(exc).__name__,
             _step_name(runtime, kwargs),
         )
-        raise Reject(exc, requeue=True) from exc
+        raise StepRequeued(exc) from exc
     retryable = isinstance(exc, RETRYABLE) and not isinstance(exc, NOT_RETRYABLE)
     try:
         if (
             isinstance(exc, BudgetExhaustedError)
             and exc.on_budget == "wait"
-            and _defer(task, runtime, payload, kwargs, exc)
+            and _defer(dispatch, delivery, payload, kwargs, exc)
         ):
-            raise Ignore()  # acknowledged: parked, not failed, not retried; released when the budget has room
-        if retryable and task.request.retries < runtime.settings.task_max_retries:
-            _retry(task, runtime, kwargs, exc)
-        _give_up(runtime, task, payload, kwargs, exc)
+            # Acknowledged: parked, not failed, not retried; released when the budget has room.
+            raise StepDropped(f"parked until tenant {exc.tenant!r} has budget") from exc
+        if retryable and delivery.retries < runtime.settings.task_max_retries:
+            _retry(runtime, delivery, kwargs, exc)
+        _give_up(dispatch, delivery, payload, kwargs, exc)
     except REDIS_OUTAGE as lost:
         # Neither the retry nor the failure could be written: acknowledged now, the sample would
         # have no outcome. Delivered again, the step meets its error again.
-        raise Reject(lost, requeue=True) from exc
+        raise StepRequeued(lost) from exc
     if isinstance(exc, Exception) and not isinstance(exc, CELERY_MISHANDLES):
         raise exc
     raise StepAborted(f"step raised {type(exc).__name__}: {exc}") from exc
 
 
 def _defer(
-    task: Task, runtime: WorkerRuntime, payload: Any, kwargs: dict[str, Any], exc: BudgetExhaustedError
+    dispatch: Dispatcher,
+    delivery: StepDelivery,
+    payload: Any,
+    kwargs: dict[str, Any],
+    exc: BudgetExhaustedError,
 ) -> bool:
     """Park the step its tenant's spent budget refused; False if its message cannot wait (it fails)."""
+    runtime = dispatch.runtime
     deferred = _while_redis_is_full(
         runtime,
         lambda: defer_step(
             runtime,
             exc,
-            task_id=task.request.id,
+            task_id=delivery.task_id,
             step=_step_name(runtime, kwargs),
             kwargs=kwargs,
             payload=payload,
@@ -278,49 +292,32 @@ def _defer(
     )
     if deferred:
         try:  # the slot it held goes to the next sample admitted; the reconciler's tick does it if not
-            admit_more(CeleryDispatcher(task.app, runtime), hand_off=True)
+            admit_more(dispatch, hand_off=True)
         except (AceError, redis.RedisError) as lost:
             logger.warning("admission after parking %s: %s", _step_name(runtime, kwargs), lost)
     return deferred
 
 
-def _retry(task: Task, runtime: WorkerRuntime, kwargs: dict[str, Any], exc: BaseException) -> NoReturn:
-    """Send the step again after its backoff (Celery's retry: this message is acknowledged)."""
+def _retry(
+    runtime: WorkerRuntime, delivery: StepDelivery, kwargs: dict[str, Any], exc: BaseException
+) -> NoReturn:
+    """Ask for the step to be sent again after its backoff (a retry: this message is acknowledged)."""
     countdown = broker_countdown(
-        retry_countdown(task.request.retries, runtime.settings.retry_backoff_seconds),
-        amqp=is_amqp(str(task.app.conf.broker_url)),
+        retry_countdown(delivery.retries, runtime.settings.retry_backoff_seconds), amqp=delivery.amqp
     )
     # The step's name only: the line carries batch_id, sample and skillbook as fields (task_logs.py).
     step = _step_name(runtime, kwargs)
-    logger.warning(
-        "%s on %s; retry %d in %.1f s", type(exc).__name__, step, task.request.retries + 1, countdown
-    )
+    logger.warning("%s on %s; retry %d in %.1f s", type(exc).__name__, step, delivery.retries + 1, countdown)
     runtime.metrics.observe_retry(step)
-    waits = 0
-    while True:
-        try:
-            # max_retries: Celery's own cap (3 by default) would otherwise re-raise the error
-            # from inside retry() on the 4th retry, past our give-up path: a lost sample.
-            raise task.retry(
-                exc=exc,
-                countdown=countdown,
-                max_retries=runtime.settings.task_max_retries,
-                retry_policy=dict(WORKER_PUBLISH_RETRY_POLICY),
-            ) from exc
-        except Reject as refused:
-            # Celery rejects for good a retry it could not publish: not when Redis is only full.
-            if not is_redis_full(refused.reason):
-                raise
-        waits += 1
-        _wait_for_room(runtime, waits)
+    raise StepRetry(exc, countdown, runtime.settings.task_max_retries) from exc
 
 
 def _while_redis_is_full(runtime: WorkerRuntime, write: Callable[[], T]) -> T:
     """Call ``write`` until Redis has the memory for it, waiting for room between tries."""
-    return when_redis_has_room(write, lambda refusals: _wait_for_room(runtime, refusals), "a step's write")
+    return when_redis_has_room(write, lambda refusals: wait_for_room(runtime, refusals), "a step's write")
 
 
-def _wait_for_room(runtime: WorkerRuntime, waits: int) -> None:
+def wait_for_room(runtime: WorkerRuntime, waits: int) -> None:
     """Sleep a backoff that grows with ``waits`` (the waits so far), then on while Redis refuses writes.
 
     The first pause is taken even if Redis takes the probe's small write at once: the step's
@@ -336,30 +333,15 @@ def _wait_for_room(runtime: WorkerRuntime, waits: int) -> None:
         time.sleep(delay)
 
 
-def process_is_stopping() -> bool:
-    """True once this process handled a signal to stop: a prefork pool child sent SIGTERM.
-
-    billiard's handler in a pool child raises ``SystemExit(-241)`` inside whatever step
-    runs, and sets a flag first: what the step raises then (that SystemExit, or an error
-    of its cleanup) is the shutdown's, not the step's. Nothing else stops a step from
-    outside: Celery's own handlers (threads and solo pools) only set a flag its consumer
-    loop reads, so a running step finishes. A KeyboardInterrupt or SystemExit raised while
-    this answers False is the step's own, and fails its sample.
-    """
-    fired = getattr(billiard_common, "terminate_handler_fired", None)
-    if fired is not None:
-        return bool(fired())
-    return bool(billiard_common._should_have_exited[0])  # billiard before 4.3: the same flag
-
-
 def _give_up(
-    runtime: WorkerRuntime, task: Task, payload: Any, kwargs: dict[str, Any], exc: BaseException
+    dispatch: Dispatcher, delivery: StepDelivery, payload: Any, kwargs: dict[str, Any], exc: BaseException
 ) -> None:
     """Park the message in the dead-letter list and record the failed sample in its batch.
 
     A message need not come from a producer of ours: whatever its kwargs hold, it is
     dead-lettered and logged, and its batch is told only if the batch exists.
     """
+    runtime = dispatch.runtime
     step = _step_name(runtime, kwargs)
     error = f"{type(exc).__name__}: {exc}"
     logger.error("%s failed for good: %s", step, error)
@@ -375,7 +357,7 @@ def _give_up(
     _while_redis_is_full(
         runtime,
         lambda: park_dead_letter(
-            runtime, task_id=task.request.id, step=step, kwargs=kwargs, payload=payload, error=error
+            runtime, task_id=delivery.task_id, step=step, kwargs=kwargs, payload=payload, error=error
         ),
     )
     if sample is None:
@@ -402,7 +384,6 @@ def _give_up(
         )
         return
     # A failed sample still finishes its epoch.
-    dispatch = CeleryDispatcher(task.app, runtime)
     _while_redis_is_full(runtime, lambda: start_next_epoch(dispatch, batch_id, epoch, finished))
 
 
@@ -430,30 +411,20 @@ def _step_name(runtime: WorkerRuntime, kwargs: dict[str, Any]) -> str:
     return route.name
 
 
-def register_admit_task(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
-    """Register ``ace.admit`` on ``app``: send a batch's admitted samples (see admission.admit_more)."""
-
-    def admit_task(batch_id: object = None) -> int:
-        if not isinstance(batch_id, str):  # a message need not come from a worker of ours
-            logger.warning("ace.admit names no batch (batch_id=%r): dropped", batch_id)
-            return 0
-        return send_admitted(CeleryDispatcher(app, get_runtime()), batch_id)
-
-    task: Task = app.task(name=ADMIT_TASK, shared=False, ignore_result=True)(admit_task)
-    return task
+def admit_batch(dispatch: Dispatcher, batch_id: object = None) -> int:
+    """What ``ace.admit`` does: send a batch's admitted samples (see admission.send_admitted)."""
+    if not isinstance(batch_id, str):  # a message need not come from a worker of ours
+        logger.warning("ace.admit names no batch (batch_id=%r): dropped", batch_id)
+        return 0
+    return send_admitted(dispatch, batch_id)
 
 
-def register_reconcile_task(app: Celery, get_runtime: Callable[[], WorkerRuntime]) -> Task:
-    """Register ``ace.reconcile`` (what beat sends every ACE_RECONCILE_INTERVAL_SECONDS) on ``app``."""
-
-    def reconcile_task() -> dict[str, Any]:
-        report = reconcile_running(CeleryDispatcher(app, get_runtime()))
-        return {
-            "batches": report.batches,
-            "redriven": report.redriven,
-            "given_up": report.given_up,
-            "released": report.released,
-        }
-
-    task: Task = app.task(name=RECONCILE_TASK, shared=False, ignore_result=True)(reconcile_task)
-    return task
+def reconcile_fleet(dispatch: Dispatcher) -> dict[str, Any]:
+    """What ``ace.reconcile`` (beat, every ACE_RECONCILE_INTERVAL_SECONDS) does: its report as a dict."""
+    report = reconcile_running(dispatch)
+    return {
+        "batches": report.batches,
+        "redriven": report.redriven,
+        "given_up": report.given_up,
+        "released": report.released,
+    }

@@ -27,8 +27,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from celery.signals import worker_process_shutdown, worker_shutdown
-
 from ...observability.spans import (
     ATTR_BATCH_ID,
     ATTR_EPOCH,
@@ -40,11 +38,12 @@ from ...observability.spans import (
     traced_step,
 )
 from ...observability.tracing import flush_tracing
+from .delivery import StepDelivery
 
 __all__ = [
     "TRACE_CONTEXT_KEY",
     "carrier_of",
-    "flush_spans_at_worker_shutdown",
+    "flush_spans",
     "sample_attributes",
     "traced_send",
     "traced_task",
@@ -106,7 +105,7 @@ def traced_task(
     payload: object,
     kwargs: Mapping[str, Any],
     step: str,
-    request: Any,
+    delivery: StepDelivery,
     *,
     expected: tuple[type[BaseException], ...] = (),
 ) -> Iterator[dict[str, str]]:
@@ -120,10 +119,10 @@ def traced_task(
             (ATTR_EPOCH, kwargs.get("epoch")),
             (ATTR_SAMPLE_INDEX, kwargs.get("sample_index")),
             (ATTR_STEP_INDEX, kwargs.get("index")),
-            (ATTR_WORKER, getattr(request, "hostname", None)),
-            (ATTR_QUEUE, _queue_of(request)),
-            (ATTR_TASK_ID, getattr(request, "id", None)),
-            (ATTR_RETRIES, getattr(request, "retries", None)),
+            (ATTR_WORKER, delivery.hostname or None),
+            (ATTR_QUEUE, delivery.queue),
+            (ATTR_TASK_ID, delivery.task_id),
+            (ATTR_RETRIES, delivery.retries),
         )
         if isinstance(value, (str, int)) and not isinstance(value, bool)
     }
@@ -131,21 +130,9 @@ def traced_task(
         yield carrier
 
 
-def _queue_of(request: Any) -> str | None:
-    """The queue a task was delivered from (its routing key: each queue is bound by its own name)."""
-    delivery = getattr(request, "delivery_info", None)
-    queue = delivery.get("routing_key") if isinstance(delivery, Mapping) else None
-    return queue if isinstance(queue, str) else None
-
-
-def flush_spans_at_worker_shutdown() -> None:
-    """Export buffered spans when a worker (or a prefork child) shuts down."""
-
-    def flush(**_: object) -> None:
-        try:
-            flush_tracing()
-        except Exception:  # a collector that is down must not turn a clean stop into a crash
-            logger.exception("could not flush the last spans")
-
-    worker_shutdown.connect(flush, weak=False)
-    worker_process_shutdown.connect(flush, weak=False)
+def flush_spans(**_: object) -> None:
+    """Export buffered spans; a worker (or a prefork child) that shuts down calls it (celery_worker.py)."""
+    try:
+        flush_tracing()
+    except Exception:  # a collector that is down must not turn a clean stop into a crash
+        logger.exception("could not flush the last spans")

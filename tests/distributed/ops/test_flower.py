@@ -29,8 +29,9 @@ import redis
 from celery.contrib.testing.worker import start_worker
 
 from ace_workers.distributed.errors import InvalidSettingError, UnknownSettingError
-from ace_workers.distributed.service import Service, build_service, reset_event_loop
+from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.worker.celery_worker import reset_event_loop
 from ace_workers.sim import failure_traces
 from tests.support.browser import HEADLESS_FLAGS, chromium
 from tests.support.cli import run_console_script

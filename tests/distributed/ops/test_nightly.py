@@ -22,7 +22,8 @@ from celery.schedules import crontab
 
 from ace_workers.distributed.errors import InvalidSettingError
 from ace_workers.distributed.ops.errors import NightlyBusy
-from ace_workers.distributed.ops.nightly import NightlyRunner, beat_schedule, parse_schedule
+from ace_workers.distributed.ops.nightly import NightlyRunner, beat_schedule
+from ace_workers.distributed.ops.schedule import parse_schedule
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import NIGHTLY_CURSOR, NIGHTLY_LAST_NIGHT

@@ -24,7 +24,7 @@ def test_a_producer_from_the_environment_sends_a_batch_the_workers_learn(
             env_name("sim_trust_threshold"): "0",
         }
         with Producer.from_env(environ) as producer:
-            assert producer.app is not workers.app  # its own app and connections, nothing borrowed
+            assert producer.dispatcher.app is not workers.app  # its own app and connections, nothing borrowed
             handle = producer.enqueue_traces(failure_traces(10), "support")
             status = handle.wait(timeout=60)
 
@@ -52,9 +52,14 @@ def test_a_producer_without_a_redis_url_names_the_setting() -> None:
         Producer(WorkerSettings())
 
 
-def test_a_producer_given_an_app_needs_its_runtime_too(redis_url: str) -> None:
-    with running_service(redis_url) as workers, pytest.raises(ValueError, match="both app and runtime"):
-        Producer(workers.runtime.settings, app=workers.app)
+def test_a_producer_given_a_dispatcher_leaves_its_connections_to_their_owner(redis_url: str) -> None:
+    with running_service(redis_url) as workers:
+        producer = Producer(workers.runtime.settings, dispatcher=workers.dispatcher)
+        producer.close()
+        status = workers.producer.enqueue_traces(failure_traces(2), "support").wait(timeout=60)
+
+    assert producer.runtime is workers.runtime
+    assert status.done == 2
 
 
 def test_an_iterator_with_a_declared_count_runs_several_epochs_read_once(

@@ -92,7 +92,7 @@ def test_a_later_epoch_sent_by_a_worker_carries_the_batchs_tenant(service: Servi
 
 
 def producer_with(service: Service, api_key: str) -> Producer:
-    return Producer(service.runtime.settings, app=service.app, runtime=service.runtime, api_key=api_key)
+    return Producer(service.runtime.settings, dispatcher=service.dispatcher, api_key=api_key)
 
 
 def test_a_producer_with_a_key_refuses_before_sending_what_its_key_may_not_learn(service: Service) -> None:

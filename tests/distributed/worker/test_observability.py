@@ -26,6 +26,7 @@ from ace_workers.distributed.errors import InvalidSettingError
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import dead_letters_key
+from ace_workers.distributed.worker.celery_worker import leave_logging_alone, use_worker_logging
 from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.distributed.worker.task_logs import STEP_TASK_LOGGERS
 from ace_workers.distributed.worker.tasks import run_step
@@ -38,7 +39,6 @@ from ace_workers.observability import (
     start_metrics_server,
     step_log_context,
 )
-from ace_workers.observability.worker_logging import leave_logging_alone, use_worker_logging
 from ace_workers.sim import failure_traces
 from tests.support.cli import said
 from tests.support.fixtures import connect_test_redis

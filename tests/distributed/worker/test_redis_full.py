@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from ace_workers.distributed.worker.app import is_redis_full, refuses_writes
+from ace_workers.distributed.worker.redis_health import is_redis_full, refuses_writes
 from ace_workers.sim import failure_traces
 from tests.support.workers import build_test_service
 

@@ -43,7 +43,7 @@ def service(redis_url: str, redis_client: redis.Redis) -> Iterator[Service]:
 
 def watchdog_for(service: Service, clock: Clock, exits: list[int] | None = None) -> ConsumptionWatchdog:
     return ConsumptionWatchdog(
-        service.app,
+        service.dispatcher,
         [service.runtime.queue("learn")],
         stall_seconds=STALL,
         check_seconds=0.05,
@@ -105,7 +105,7 @@ def test_an_unreachable_broker_is_reported_but_is_no_stall(redis_client: redis.R
     try:
         clock = Clock()
         watchdog = ConsumptionWatchdog(
-            built.app,
+            built.dispatcher,
             ["tdown.learn"],
             stall_seconds=STALL,
             check_seconds=1,
