@@ -5,14 +5,20 @@
 
 from __future__ import annotations
 
-from ..distributed.producer.errors import NoWorkersError
-from .batch import batch_app
-from .common import read_input_lines, require_workers, scan_inputs, stream_inputs
-from .dead_letters import dead_letters_app
-from .hook import hook_app
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 from .main import app, main
-from .nightly import nightly_app
-from .skillbook import skillbook_app
+
+if TYPE_CHECKING:
+    from ..distributed.producer.errors import NoWorkersError
+    from .batch import batch_app
+    from .dead_letters import dead_letters_app
+    from .hook import hook_app
+    from .inputs import read_input_lines, scan_inputs, stream_inputs
+    from .nightly import nightly_app
+    from .service import require_workers
+    from .skillbook import skillbook_app
 
 __all__ = [
     # the root command and the console script
@@ -32,3 +38,16 @@ __all__ = [
     "NoWorkersError",
     "require_workers",
 ]
+
+# PEP 562: the re-exports load on first use (reading inputs loads the core's sample types).
+_SOURCES = (
+    ".batch",
+    ".skillbook",
+    ".dead_letters",
+    ".nightly",
+    ".hook",
+    ".inputs",
+    ".service",
+    "ace_workers.distributed.producer.errors",
+)
+__getattr__ = lazy_exports(__name__, __all__, _SOURCES)

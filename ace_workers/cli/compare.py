@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from ..distributed.store.labels import HEAD
+from ..distributed.store.label_names import HEAD
 from ..distributed.store.outcomes import LabelComparison, LabelOutcomes
 from ..operations.skillbooks import compare_skillbook_labels
 from .access import ApiKeyOption, principal_of

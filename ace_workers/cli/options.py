@@ -14,8 +14,7 @@ from ..distributed.settings import WorkerSettings, env_name
 from ..distributed.store.actors import actor_from_option
 from ..distributed.store.errors import InvalidLabelError
 from ..distributed.store.keys import validate_skillbook_name
-from ..distributed.store.labels import SkillbookRef, parse_skillbook_ref, validate_label
-from ..distributed.worker.serving import parse_share
+from ..distributed.store.label_names import SkillbookRef, parse_share, parse_skillbook_ref, validate_label
 from ..errors import MissingSettingError
 
 __all__ = [

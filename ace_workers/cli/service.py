@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ..distributed.settings import WorkerSettings
-from .inputs import stream_inputs
 from .options import require_shared_redis
 
 if TYPE_CHECKING:
@@ -35,9 +34,7 @@ def enqueue_file(
     canary: float | None = None,
 ) -> BatchHandle:
     """Send a scanned JSONL file as one batch of ``count`` inputs."""
-    return enqueue_inputs(
-        service, stream_inputs(path, recipe), path, count, skillbook, epochs, recipe, canary
-    )
+    return enqueue_inputs(service, _inputs(path, recipe), path, count, skillbook, epochs, recipe, canary)
 
 
 def enqueue_inputs(
@@ -111,3 +108,10 @@ def store_or_fail(service: Service, name: str) -> Any:
         )
         raise typer.BadParameter(f"no skillbook named {name!r} in Redis (known: {known})")
     return store
+
+
+def _inputs(path: Path, recipe: str) -> Any:
+    """The checked inputs of ``path`` (inputs.py, with the core's sample types: loaded when sending)."""
+    from .inputs import stream_inputs
+
+    return stream_inputs(path, recipe)

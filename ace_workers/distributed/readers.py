@@ -20,7 +20,7 @@ from ..core.skillbook import Skillbook
 from ..errors import MissingSettingError
 from .connections import client_url_for, store_client
 from .settings import WorkerSettings, env_name
-from .store.labels import parse_skillbook_ref
+from .store.label_names import parse_skillbook_ref
 from .store.store import RedisSkillbookStore
 from .worker.serving import SERVED_LABEL, SERVED_VERSION
 

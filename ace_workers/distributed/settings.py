@@ -23,7 +23,7 @@ from .connections import AMQP_SCHEMES, CLUSTER_SCHEMES, REDIS_SCHEMES, redact_ur
 from .errors import InvalidSettingError
 from .recipe_registry import BUILT_IN_RECIPES, recipe_target_problem
 from .store.keys import validate_key_prefix, validate_skillbook_name
-from .store.labels import validate_label
+from .store.label_names import validate_label
 from .tenancy.model_limits import ModelLimits, parse_model_limits
 
 __all__ = [

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from ..distributed.errors import InvalidSettingError
 from ..distributed.settings import SIM_MODEL
-from ..distributed.store.labels import parse_skillbook_ref
+from ..distributed.store.label_names import parse_skillbook_ref
 from ..env import environment, read_env_fields
 
 __all__ = ["MCPServerConfig", "MCP_ENV_PREFIX", "BACKENDS", "RETIRED_MCP_SETTINGS"]

@@ -17,7 +17,7 @@ from ..core.environments import Sample
 from ..core.skillbook import Skillbook
 from ..distributed.producer import Producer
 from ..distributed.settings import WorkerSettings
-from ..distributed.store.labels import parse_skillbook_ref
+from ..distributed.store.label_names import parse_skillbook_ref
 from ..distributed.store.store import list_skillbooks
 from ..distributed.tenancy.api_keys import ApiKeys
 from ..distributed.tenancy.tenants import TenantMap

@@ -6,13 +6,17 @@ same way whether it exists or not, and a missing one names only the skillbooks t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..distributed.store.errors import UnknownSkillbookError
 from ..distributed.store.keys import validate_skillbook_name
-from ..distributed.store.store import RedisSkillbookStore
 from ..distributed.tenancy.api_keys import ROLES, visible_skillbooks
 from .errors import FleetAdminRequiredError
 from .fleet import FleetClient
 from .principal import Principal, authorize
+
+if TYPE_CHECKING:  # a type only: FleetClient.store imports the store when a command needs one
+    from ..distributed.store.store import RedisSkillbookStore
 
 __all__ = [
     "READ",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -20,12 +20,16 @@ from ..distributed.store.batches import BatchStore
 from ..distributed.store.errors import UnknownSkillbookError
 from ..distributed.store.keys import validate_skillbook_name
 from ..distributed.store.schema import SchemaState, check_schema
-from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
 from ..distributed.store.worker_records import read_worker_records
 from ..distributed.tenancy.admission_scheduler import AdmissionState
 from ..distributed.tenancy.api_keys import ApiKeys
-from ..distributed.tenancy.limiter import Limiter
 from ..distributed.tenancy.tenants import TenantMap, TenantRegistry
+
+# The skillbook store (its snapshots, numpy index, pydantic models) and the limiter are imported
+# where a command uses them: --help, --version and a status need neither.
+if TYPE_CHECKING:
+    from ..distributed.store.store import RedisSkillbookStore
+    from ..distributed.tenancy.limiter import Limiter
 
 __all__ = ["FleetClient", "open_fleet"]
 
@@ -76,6 +80,8 @@ class FleetClient:
 
     def store(self, name: str) -> RedisSkillbookStore:
         """The store of skillbook ``name``, which may not exist yet (a first write makes it)."""
+        from ..distributed.store.store import RedisSkillbookStore
+
         validate_skillbook_name(name)
         return RedisSkillbookStore(
             self.redis,
@@ -95,6 +101,8 @@ class FleetClient:
 
     def skillbook_names(self) -> list[str]:
         """The names of every skillbook, sorted."""
+        from ..distributed.store.store import list_skillbooks
+
         return list_skillbooks(self.redis, self.prefix)
 
     @cached_property
@@ -124,6 +132,8 @@ class FleetClient:
     @cached_property
     def limiter(self) -> Limiter:
         """The fleet's LLM limiter, here to read what each tenant spent (``tenant usage``)."""
+        from ..distributed.tenancy.limiter import Limiter
+
         return Limiter(self.redis, prefix=self.prefix, model_limits=self.settings.model_limits_map())
 
     def worker_records(self) -> dict[str, dict[str, Any]]:

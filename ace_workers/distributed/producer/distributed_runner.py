@@ -8,7 +8,7 @@ from typing import Any
 from pipeline import SampleResult
 
 from ...core.context import ACEStepContext
-from ..store.labels import parse_skillbook_ref
+from ..store.label_names import parse_skillbook_ref
 from .fleet_check import require_workers
 from .producer import BatchHandle, Producer
 

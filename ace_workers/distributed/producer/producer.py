@@ -21,7 +21,7 @@ from ..connections import client_url_for
 from ..settings import WorkerSettings, env_name
 from ..store.batches import BatchState, BatchStatus
 from ..store.keys import SkillbookKeys
-from ..store.labels import SkillbookRef, parse_skillbook_ref
+from ..store.label_names import SkillbookRef, parse_skillbook_ref
 from ..tenancy.api_keys import ApiKeys, authorize
 from ..worker.admission import admission_on, resume
 from ..worker.app import connect_dispatcher

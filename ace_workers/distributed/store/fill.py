@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .keys import STAT_ADDS_SKIPPED_FULL
-from .store import RedisSkillbookStore
+
+if TYPE_CHECKING:  # a type only: whoever holds a store imported it already
+    from .store import RedisSkillbookStore
 
 __all__ = ["skillbook_fill"]
 

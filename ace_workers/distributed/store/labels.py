@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +19,9 @@ import redis
 from redis.client import Pipeline
 
 from ...core.skill import utc_now
-from .errors import InvalidLabelError, LabelMovedError, UnknownLabelError, VersionRangeError
-from .keys import SkillbookKeys, validate_skillbook_name
+from .errors import LabelMovedError, UnknownLabelError, VersionRangeError
+from .keys import SkillbookKeys
+from .label_names import HEAD, SkillbookRef, parse_skillbook_ref, validate_label
 from .replies import decode_int, decode_text, reading, stream_newest_first
 from .transactions import CompareAndSet
 
@@ -36,42 +36,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-HEAD = "head"  # not a label: the current version, where learning writes
-_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 _LOG_MAXLEN = 10_000  # label moves kept in the log (approximately)
 _UNSET = object()
-
-
-def validate_label(label: object) -> str:
-    """Return ``label`` if it can name a version, else raise InvalidLabelError naming why."""
-    if not isinstance(label, str) or _LABEL.fullmatch(label) is None:
-        raise InvalidLabelError(label, "use 1 to 64 letters, digits, '_', '.' or '-', starting with a letter")
-    if label == HEAD:
-        raise InvalidLabelError(label, f"{HEAD!r} is the current version itself, not a label")
-    return label
-
-
-@dataclass(frozen=True)
-class SkillbookRef:
-    """A skillbook as a reader names it: ``NAME`` (the head) or ``NAME@LABEL``."""
-
-    name: str
-    label: str | None = None
-
-    def __str__(self) -> str:
-        return self.name if self.label is None else f"{self.name}@{self.label}"
-
-
-def parse_skillbook_ref(ref: str) -> SkillbookRef:
-    """Split ``support@prod`` into the skillbook and the label (``@head`` or none: the head).
-
-    Raises InvalidSkillbookNameError or InvalidLabelError (ValueErrors) naming the bad part.
-    """
-    name, at, label = ref.rpartition("@") if "@" in ref else (ref, "", "")
-    validate_skillbook_name(name)
-    if not at or label == HEAD:
-        return SkillbookRef(name)
-    return SkillbookRef(name, validate_label(label))
 
 
 @dataclass(frozen=True)

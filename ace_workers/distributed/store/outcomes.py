@@ -24,7 +24,7 @@ from typing import Any
 import redis
 
 from .keys import SkillbookKeys
-from .labels import HEAD, validate_label
+from .label_names import HEAD, validate_label
 from .replies import decode_int, decode_text, reading
 
 __all__ = [

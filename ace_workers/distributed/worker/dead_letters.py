@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 
@@ -22,8 +22,11 @@ from ..settings import WorkerSettings, env_name
 from ..store.batches import sample_key, wrong_step_kwargs
 from ..store.errors import BatchCancelledError
 from ..store.keys import dead_letters_key
-from .dispatch import Dispatcher
-from .runtime import WorkerRuntime
+
+# Types only: reading and filtering letters (``dead-letters list``) loads no worker runtime.
+if TYPE_CHECKING:
+    from .dispatch import Dispatcher
+    from .runtime import WorkerRuntime
 
 __all__ = [
     "DeadLetter",

@@ -33,7 +33,7 @@ from ...observability.spans import ATTR_SERVED_LABEL, ATTR_SERVED_VERSION, set_s
 from ...steps.evaluate import OUTCOME, SERVED_LABEL, SERVED_VERSION
 from ..store.errors import InvalidLabelError
 from ..store.keys import SkillbookKeys
-from ..store.labels import HEAD, validate_label
+from ..store.label_names import HEAD, parse_share, validate_label
 from ..store.outcomes import FAILURE, SUCCESS, record_outcome
 from ..store.store import RedisSkillbookStore
 from .errors import PayloadError
@@ -92,20 +92,6 @@ def canary_draw(batch_id: str, sample_index: int) -> float:
     """A number in [0, 1) fixed by the batch id and the sample index: the same on every delivery."""
     digest = hashlib.sha256(f"{batch_id}:{sample_index}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
-
-
-def parse_share(text: str) -> float:
-    """``"10%"`` or ``"0.1"`` as 0.1; ValueError naming the text for anything else or out of 0..1."""
-    raw = text.strip()
-    try:
-        share = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise ValueError(
-            f"canary share {text!r} is not a share: use a percentage (10%) or a fraction (0.1)"
-        ) from None
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"canary share {text!r} is outside 0% to 100%")
-    return share
 
 
 def requested_label(metadata: Mapping[str, Any]) -> str | None:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ...distributed.producer.producer import BatchHandle
 from ...distributed.readers import ServedSkillbook, read_served
 from ...distributed.store.batches import BatchState
-from ...distributed.store.labels import parse_skillbook_ref
+from ...distributed.store.label_names import parse_skillbook_ref
 from ...distributed.worker.errors import PayloadError
 from ...distributed.worker.payload import check_trace
 from ...traces.langchain.to_trace import langchain_result_to_trace

@@ -14,7 +14,7 @@ from typing import Any
 from starlette.routing import BaseRoute
 
 from ....distributed.store.evaluations import EVALUATIONS_KEPT
-from ....distributed.store.labels import HEAD
+from ....distributed.store.label_names import HEAD
 from ....distributed.store.outcomes import LabelOutcomes, read_outcomes
 from ....distributed.store.store import RedisSkillbookStore
 from ...errors import BadRequestError

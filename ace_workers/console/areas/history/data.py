@@ -7,7 +7,7 @@ from typing import Any
 from ....distributed.store.change_digest import ChangeDigest
 from ....distributed.store.change_summary import UNTOLD_FIELDS, change_actor, skill_changes
 from ....distributed.store.errors import InvalidLabelError
-from ....distributed.store.labels import HEAD, validate_label
+from ....distributed.store.label_names import HEAD, validate_label
 from ....distributed.store.store import RedisSkillbookStore
 from ...errors import BadRequestError
 from ...views import View

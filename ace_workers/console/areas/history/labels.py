@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from ....distributed.store.errors import InvalidLabelError, LabelMovedError
 from ....distributed.store.keys import validate_skillbook_name
-from ....distributed.store.labels import validate_label
+from ....distributed.store.label_names import validate_label
 from ....operations import labels as operations
 from ...errors import BadRequestError, ConflictError
 from ...views import ActionResult, View, action, page
