@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from ..distributed.connections import client_url_for, redact_url, store_client
 from ..distributed.settings import WorkerSettings
 from ..distributed.store.batches import BatchStore
 from ..distributed.store.errors import UnknownSkillbookError
 from ..distributed.store.keys import validate_skillbook_name
-from ..distributed.store.schema import SchemaState, check_schema
+from ..distributed.store.schema import SchemaState, connect_checked
 from ..distributed.store.worker_records import read_worker_records
 from ..distributed.tenancy.admission_scheduler import AdmissionState
 from ..distributed.tenancy.api_keys import ApiKeys
@@ -43,16 +42,11 @@ class FleetClient:
 
     def __init__(self, settings: WorkerSettings, redis_url: str, *, schema_checked: bool = True) -> None:
         self.settings = settings
-        url = client_url_for(settings.store_url) if settings.store_url else client_url_for(redis_url)
-        self.redis: redis.Redis = store_client(url)
-        self.where = redact_url(url)  # the store's Redis as messages name it (no password)
-        self.schema: SchemaState | None = None
-        if schema_checked:
-            try:
-                self.schema = check_schema(self.redis, settings.queue_prefix, self.where)
-            except BaseException:
-                self.redis.close()
-                raise
+        self.redis: redis.Redis
+        self.schema: SchemaState | None
+        self.redis, self.where, self.schema = connect_checked(
+            settings.store_url or redis_url, settings.queue_prefix, checked=schema_checked
+        )
 
     @classmethod
     def sharing(cls, client: redis.Redis, settings: WorkerSettings) -> FleetClient:

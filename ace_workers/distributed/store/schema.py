@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import redis
 
 from ...extras import PROJECT_VERSION
+from ..connections import client_url_for, redact_url, store_client
 from .errors import CorruptDataError, NewerSchemaError, OlderSchemaError
 from .keys import lasting_state_keys, schema_key
 from .replies import decode_text
@@ -122,3 +123,22 @@ def check_schema(client: redis.Redis, prefix: str, where: str) -> SchemaState:
     if version < SCHEMA_VERSION:
         raise OlderSchemaError(where, version, SCHEMA_VERSION, PROJECT_VERSION)
     return state if not state.is_new else SchemaState(version, PROJECT_VERSION, stamped=True, empty=True)
+
+
+def connect_checked(
+    url: str, prefix: str, *, checked: bool = True
+) -> tuple[redis.Redis, str, SchemaState | None]:
+    """A client of the store at ``url``, where it is (the URL without its password), and its data's
+    schema, checked (:func:`check_schema`) unless ``checked`` is false (then None). The one way a
+    process connects to the store: workers, producers, commands, the console and MCP alike.
+    """
+    client_url = client_url_for(url)
+    client = store_client(client_url)
+    where = redact_url(client_url)
+    if not checked:
+        return client, where, None
+    try:
+        return client, where, check_schema(client, prefix, where)
+    except BaseException:
+        client.close()
+        raise

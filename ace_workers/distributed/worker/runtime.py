@@ -24,14 +24,13 @@ from ...observability.metrics import WorkerMetrics
 from ...protocols import LLMClientLike, ReflectorLike
 from ...providers.call_gate import GatedClient
 from ...roles import Agent, Reflector, SkillManager
-from ..connections import client_url_for, redact_url, store_client
 from ..llms import model_client
 from ..settings import DEDUP_OFF, SIM_MODEL, WorkerSettings
 from ..store.backed_skillbook import StoreBackedSkillbook
 from ..store.batches import BatchStore
 from ..store.embedding_cache import RedisEmbeddingCache
 from ..store.keys import SkillbookKeys, validate_skillbook_name
-from ..store.schema import SchemaState, check_schema
+from ..store.schema import connect_checked
 from ..store.store import RedisSkillbookStore
 from ..tenancy.admission_scheduler import AdmissionState
 from ..tenancy.deferred_samples import DeferredSamples
@@ -89,16 +88,11 @@ class WorkerRuntime:
         migrate``, which upgrades such data, passes ``schema_checked=False``.
         """
         self.settings = settings
-        url = client_url_for(settings.store_url) if settings.store_url else redis_url
-        self.redis = store_client(url)
-        self.where = redact_url(url)  # the store's Redis as messages name it (no password)
-        self.schema: SchemaState | None = None  # None: not checked (migrate reads it itself)
-        if schema_checked:
-            try:
-                self.schema = check_schema(self.redis, settings.queue_prefix, self.where)
-            except BaseException:
-                self.redis.close()
-                raise
+        # ``where``: the store's Redis as messages name it (no password); ``schema`` None: not
+        # checked (migrate reads it itself).
+        self.redis, self.where, self.schema = connect_checked(
+            settings.store_url or redis_url, settings.queue_prefix, checked=schema_checked
+        )
         self.batches = BatchStore(
             self.redis, prefix=settings.queue_prefix, ttl_seconds=settings.result_ttl_seconds
         )
