@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
-from .main import app, main
 
 if TYPE_CHECKING:
     from ..distributed.producer.errors import NoWorkersError
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .dead_letters import dead_letters_app
     from .hook import hook_app
     from .inputs import read_input_lines, scan_inputs, stream_inputs
+    from .main import app
     from .nightly import nightly_app
     from .service import require_workers
     from .skillbook import skillbook_app
@@ -41,6 +42,7 @@ __all__ = [
 
 # PEP 562: the re-exports load on first use (reading inputs loads the core's sample types).
 _SOURCES = (
+    ".main",
     ".batch",
     ".skillbook",
     ".dead_letters",
@@ -51,3 +53,18 @@ _SOURCES = (
     "ace_workers.distributed.producer.errors",
 )
 __getattr__ = lazy_exports(__name__, __all__, _SOURCES)
+
+
+def main() -> None:
+    """The console script: ``ace-workers --version`` answers at once; anything else runs the app.
+
+    The version needs none of the commands, so it is printed before they are imported.
+    """
+    if sys.argv[1:] == ["--version"]:
+        from ..extras import PROJECT_VERSION
+
+        print(f"ace-workers {PROJECT_VERSION}")
+        return
+    from .main import main as run
+
+    run()

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,17 @@ def test_importing_the_operations_layer_imports_nothing_heavy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_version_answers_before_any_command_is_imported() -> None:
+    probe = (
+        "import sys\n"
+        "sys.argv = ['ace-workers', '--version']\n"
+        "from ace_workers.cli import main\n"
+        "main()\n"
+        "print(sorted(m for m in ('typer', 'redis', 'ace_workers.cli.main') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    version = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert done.stdout.splitlines() == [f"ace-workers {version['project']['version']}", "[]"]
