@@ -23,7 +23,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from typer.core import TyperArgument, TyperGroup
 
-from ace_workers.cli.main import app
+from ace_workers.cli.root import app
 from ace_workers.distributed.settings import WorkerSettings, env_name
 from ace_workers.mcp.config import MCP_ENV_PREFIX, MCPServerConfig
 

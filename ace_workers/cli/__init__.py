@@ -1,4 +1,4 @@
-"""The ``ace-workers`` command line: one module per command, the root app in :mod:`.main`.
+"""The ``ace-workers`` command line: one module per command, the root app in :mod:`.root`.
 
 ``ace-workers = "ace_workers.cli:main"`` is the console script.
 """
@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from .dead_letters import dead_letters_app
     from .hook import hook_app
     from .inputs import read_input_lines, scan_inputs, stream_inputs
-    from .main import app
     from .nightly import nightly_app
+    from .root import app
     from .service import require_workers
     from .skillbook import skillbook_app
 
@@ -42,7 +42,7 @@ __all__ = [
 
 # PEP 562: the re-exports load on first use (reading inputs loads the core's sample types).
 _SOURCES = (
-    ".main",
+    ".root",
     ".batch",
     ".skillbook",
     ".dead_letters",
@@ -65,6 +65,6 @@ def main() -> None:
 
         print(f"ace-workers {PROJECT_VERSION}")
         return
-    from .main import main as run
+    from .root import main as run
 
     run()

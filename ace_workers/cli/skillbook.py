@@ -44,7 +44,7 @@ from .service import open_service, store_or_fail
 
 __all__ = ["skillbook_app"]
 
-# Its commands are registered here; main.py adds those of other modules (review, label, lifecycle,
+# Its commands are registered here; root.py adds those of other modules (review, label, lifecycle,
 # why, compare, evaluate) in --help order.
 skillbook_app = typer.Typer(
     cls=HelpGroup, help="Inspect and manage skillbooks stored in Redis.", no_args_is_help=True

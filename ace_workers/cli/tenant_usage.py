@@ -1,6 +1,6 @@
 """``ace-workers tenant usage``: what each tenant spent against its budgets, and what waits for budget.
 
-main.py lists it in the ``tenant`` group.
+root.py lists it in the ``tenant`` group.
 """
 
 from __future__ import annotations

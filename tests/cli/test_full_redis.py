@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from ace_workers.cli.main import redis_error_line
+from ace_workers.cli.root import redis_error_line
 from ace_workers.distributed.service import build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim import failure_traces

@@ -100,7 +100,7 @@ def test_version_answers_before_any_command_is_imported() -> None:
         "sys.argv = ['ace-workers', '--version']\n"
         "from ace_workers.cli import main\n"
         "main()\n"
-        "print(sorted(m for m in ('typer', 'redis', 'ace_workers.cli.main') if m in sys.modules))\n"
+        "print(sorted(m for m in ('typer', 'redis', 'ace_workers.cli.root') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
