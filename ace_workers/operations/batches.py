@@ -5,6 +5,7 @@ Sending work (``batch resume``, ``enqueue``) needs the dispatcher and stays with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..distributed.producer.batch_report import BatchReport
@@ -18,9 +19,18 @@ from .principal import Principal
 __all__ = ["CancelResult", "batch_report", "cancel_batch"]
 
 
-def batch_report(fleet: FleetClient, principal: Principal, batch_id: str) -> BatchReport:
+def batch_report(
+    fleet: FleetClient,
+    principal: Principal,
+    batch_id: str,
+    *,
+    consumers: Callable[[str], list[str]] | None = None,
+) -> BatchReport:
     """The report on ``batch_id``: state and counts, its skillbook's fill, the workers serving its
-    write queue (as their records in Redis say), the failures.
+    write queue, the failures; what ``status --json`` prints and the console's batch page shows.
+
+    ``consumers``: who consumes a queue, if the caller knows already (the console keeps the
+    workers' last answer to a broadcast); by default the workers' records in Redis say.
 
     Raises:
         BatchNotFoundError: no such batch.
@@ -29,11 +39,15 @@ def batch_report(fleet: FleetClient, principal: Principal, batch_id: str) -> Bat
     status = fleet.batches.status(batch_id)
     require_role(fleet, principal, "read", status.skillbook)
     write_queue = fleet.settings.write_queue(status.skillbook)
+    if consumers is None:
+        writers = fresh_consumers(fleet.worker_records(), write_queue)
+    else:
+        writers = consumers(write_queue)
     return BatchReport(
         status=status,
         fill=skillbook_fill(fleet.store(status.skillbook)),
         write_queue=write_queue,
-        writers=fresh_consumers(fleet.worker_records(), write_queue),
+        writers=writers,
         errors=fleet.batches.errors(batch_id),
     )
 

@@ -1,7 +1,7 @@
 """The console's batches area: running and recent batches, one batch in detail, and the dead letters.
 
 A batch's counts are the document ``ace-workers status --json`` prints (made by
-:func:`~ace_workers.distributed.producer.batch_report.batch_report` for both), with the
+:func:`~ace_workers.operations.batches.batch_report` for both), with the
 per-step figures the workers record (samples done and failed, seconds, LLM tokens and cost).
 """
 
@@ -13,10 +13,10 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from ....distributed.producer.batch_report import batch_report
 from ....distributed.store.batches import RECENT_BATCHES, BatchState, BatchStatus
 from ....distributed.store.errors import BatchNotFoundError
 from ....distributed.store.keys import validate_skillbook_name
+from ....operations.batches import batch_report
 from ...errors import BadRequestError, NotFoundError
 from ...views import View, page
 from ..fleet.consumers import fleet_consumers
@@ -86,7 +86,8 @@ def batch_page(view: View) -> dict[str, Any]:
     answer = fleet_consumers(view.request.app.state, view.service)
     try:
         report = batch_report(
-            view.service.dispatcher,
+            view.state.fleet,
+            view.acting,
             batch_id,
             consumers=lambda queue: answer.consumers.get(queue, []),
         )
