@@ -95,6 +95,7 @@ class PrivateRedis:
         self.maxmemory = maxmemory  # e.g. "8mb": writes beyond it are refused (noeviction)
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self.started = False  # once up, the port is the server's: clients hold its URL
         directory.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -103,7 +104,22 @@ class PrivateRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> None:
-        """Start the server (on the same port and files as before) and wait until it answers."""
+        """Start the server (on the same port and files as before) and wait until it answers.
+
+        The first start moves to another free port if its port was taken before the server bound
+        it (another test process asked the kernel for a port meanwhile); a restart keeps its port.
+        """
+        for attempt in range(1, 6):
+            try:
+                self._start_once(timeout)
+                self.started = True
+                return
+            except RuntimeError as exc:
+                if self.started or attempt == 5 or "Address already in use" not in str(exc):
+                    raise
+                self.port = free_port()
+
+    def _start_once(self, timeout: float) -> None:
         persistence = (
             ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
         )
@@ -173,17 +189,24 @@ class LocalCluster:
     MASTERS = 3
     SLOTS = 16384
 
+    BOOT_ATTEMPTS = 5
+
     def __init__(self) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="ace-cluster-"))
-        self.ports = _free_cluster_ports(self.MASTERS)
         self.processes: list[subprocess.Popen[bytes]] = []
-        try:
-            for port in self.ports:
-                self._start_node(port)
-            self._join()
-        except BaseException:
-            self.close()
-            raise
+        for attempt in range(1, self.BOOT_ATTEMPTS + 1):
+            self.directory = Path(tempfile.mkdtemp(prefix="ace-cluster-"))
+            self.ports = _free_cluster_ports(self.MASTERS)
+            try:
+                for port in self.ports:
+                    self._start_node(port)
+                self._join()
+                return
+            except BaseException as exc:
+                self.close()
+                # A port found free can be taken before the node binds it (another test process
+                # asked the kernel for a port meanwhile): boot again on other ports.
+                if attempt == self.BOOT_ATTEMPTS or "Address already in use" not in str(exc):
+                    raise
 
     def _start_node(self, port: int) -> None:
         folder = self.directory / str(port)
