@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from ..distributed.settings import WorkerSettings
-from .common import open_service, require_shared_redis
+from .options import require_shared_redis
+from .service import open_service
 
 __all__ = ["console_command", "DEFAULT_CONSOLE_PORT"]
 
