@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-from ..distributed.store.batches import BatchState
-from ..operations.batches import cancel_batch
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
@@ -31,6 +29,7 @@ BatchIdArgument = Annotated[str, typer.Argument(help="The id 'enqueue' printed."
 def resume_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> None:
     """Send the samples of a batch never sent (its producer died), and again those lost on the way."""
     # It sends messages: the Celery service, until the dispatcher takes its place.
+    from ..distributed.store.batches import BatchState
     from ..distributed.worker.reconcile import reconcile_batch
 
     settings = redis_settings("batch resume", "batches live in a shared Redis")
@@ -66,6 +65,8 @@ def cancel_command(
     batch_id: BatchIdArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None
 ) -> None:
     """Stop a batch: steps not yet run are skipped, nothing is sent again, its records expire."""
+    from ..operations.batches import cancel_batch  # the store (and redis) load when a command runs
+
     with open_command_fleet("batch cancel", "batches live in a shared Redis") as fleet:
         result = cancel_batch(fleet, principal_of(fleet, api_key), batch_id)
     status, cancelled = result.status, result.cancelled_now
