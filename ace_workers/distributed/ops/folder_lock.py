@@ -63,10 +63,13 @@ class FolderLock:
         """Create ``directory`` if needed and lock it; EmbeddedRedisBusyError if another process holds it."""
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            file = os.fdopen(os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600), "r+b")
+            # Never through a symbolic link: the record is written over whatever file it names.
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+            file = os.fdopen(os.open(directory / LOCK_FILE, flags, 0o600), "r+b")
         except OSError as exc:
             raise EmbeddedRedisError(
-                f"ACE_EMBEDDED_REDIS_DIR={directory}: cannot use the folder ({exc.strerror or exc})"
+                f"ACE_EMBEDDED_REDIS_DIR={directory}: cannot use {exc.filename or 'the folder'} "
+                f"({exc.strerror or exc})"
             ) from None
         try:
             fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)

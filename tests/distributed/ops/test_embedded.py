@@ -151,3 +151,20 @@ def test_resolve_redis_keeps_the_embedded_data_in_the_settings_folder(tmp_path: 
         client.set("learned", "yes")
         client.close()
     assert (tmp_path / "kept" / "dump.rdb").is_file()  # the data is in the folder the settings name
+
+
+def test_a_lock_file_that_is_a_symbolic_link_is_refused_and_its_target_left_alone(tmp_path: Any) -> None:
+    folder = tmp_path / "kept"
+    folder.mkdir()
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    (folder / "redis.lock").symlink_to(target)
+
+    with pytest.raises(EmbeddedRedisError) as refused:
+        EmbeddedRedis(directory=folder).start()
+
+    assert str(refused.value) == (
+        f"ACE_EMBEDDED_REDIS_DIR={folder}: cannot use {folder / 'redis.lock'} "
+        "(Too many levels of symbolic links)"
+    )
+    assert target.read_text() == "keep me\n"
