@@ -51,7 +51,8 @@ def exit_on_stop_signals() -> Iterator[None]:
         nonlocal stopping
         if stopping:
             return
-        if signum != signal.SIGTERM and signal.getsignal(signal.SIGTERM) not in (raise_exit, signal.SIG_DFL):
+        on_term = signal.getsignal(signal.SIGTERM)
+        if signum != signal.SIGTERM and callable(on_term) and on_term is not raise_exit:
             # Whoever took SIGTERM since (uvicorn under the console) shuts down gracefully, then
             # gives it back here: a hangup goes that way too, instead of cutting through it.
             signal.raise_signal(signal.SIGTERM)

@@ -49,3 +49,12 @@ def test_off_the_main_thread_nothing_changes(default_handlers: None) -> None:
     thread.start()
     thread.join()
     assert seen == [signal.SIG_DFL]
+
+
+def test_a_hangup_goes_to_whoever_took_sigterm_since(default_handlers: None) -> None:
+    """As uvicorn takes SIGTERM for its graceful shutdown while the console serves."""
+    taken: list[int] = []
+    with exit_on_stop_signals():
+        signal.signal(signal.SIGTERM, lambda signum, frame: taken.append(signum))
+        signal.raise_signal(signal.SIGHUP)
+    assert taken == [signal.SIGTERM]
