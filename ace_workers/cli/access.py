@@ -7,12 +7,14 @@ give that key: its tenant's skillbooks, up to its role. Without one, the operato
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..distributed.store.actors import actor_from_option
-from ..operations import FleetClient, Principal, operator, principal_for_key
+
+if TYPE_CHECKING:
+    from ..operations import FleetClient, Principal
 
 __all__ = ["ApiKeyOption", "principal_of"]
 
@@ -33,6 +35,8 @@ def principal_of(fleet: FleetClient, api_key: str | None, actor: str | None = No
         InvalidApiKeyError: the key is unknown or revoked.
         typer.BadParameter: ``actor`` is not an actor's name.
     """
+    from ..operations import operator, principal_for_key
+
     secret = api_key or fleet.settings.api_key
     if secret:
         return principal_for_key(fleet.api_keys, secret)
