@@ -277,6 +277,8 @@ def render(
 def error_response(request: Request, exc: Exception) -> Response:
     """A refused or failed request as JSON (under /api/) or as the error page, with the status
     :func:`~ace_workers.operations.outcome_of` gives its class (a bug, no row: 500, logged)."""
+    if isinstance(exc, ForeignSkillbookError):  # an operation's refusal: hidden as View.authorize hides it
+        exc = NotFoundError(_no_skillbook(exc.skillbook))
     status, kind = _status_of(exc)
     message = exc.message if isinstance(exc, ConsoleRequestError) else str(exc)
     if status >= 500:

@@ -48,7 +48,7 @@ from ..distributed.tenancy.errors import (
     TenantExistsError,
     UnknownTenantError,
 )
-from ..distributed.worker.errors import BrokerUnavailable, RedisUnavailable
+from ..distributed.worker.errors import BrokerUnavailable, RedisUnavailable, WorkerConfigError
 from ..errors import (
     InvalidConsolidationError,
     MissingFieldError,
@@ -101,7 +101,8 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     MissingFieldError: INVALID,
     SkillStateError: INVALID,
     SchemaMismatchError: INVALID,
-    # What it names does not exist (or belongs to another tenant, which a key may not learn).
+    WorkerConfigError: INVALID,  # a worker refused its settings (write queue concurrency, pickle)
+    # What it names does not exist.
     UnknownSkillbookError: NOT_FOUND,
     UnknownSkillError: NOT_FOUND,
     UnknownLabelError: NOT_FOUND,
@@ -109,10 +110,12 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     UnknownTenantError: NOT_FOUND,
     BatchNotFoundError: NOT_FOUND,
     BatchInputMissingError: NOT_FOUND,
-    ForeignSkillbookError: NOT_FOUND,
     # Who asks may not.
     InvalidApiKeyError: UNAUTHENTICATED,
     RoleTooLowError: FORBIDDEN,
+    # The console still answers 404 for another tenant's skillbook (it hides which exist, see
+    # console/views.py); where the refusal names the owner anyway, it is a refusal by policy.
+    ForeignSkillbookError: FORBIDDEN,
     FleetAdminRequiredError: FORBIDDEN,
     # The state moved under the request, or does not allow it now: nothing was changed.
     VersionConflict: CONFLICT,
