@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import redis
 
@@ -11,6 +13,8 @@ from ace_workers.console.errors import ConsoleSettingError
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.tenancy import ApiKeys
 from tests.support.console import USER, RunningConsole, csrf_of, running_console
+from tests.support.servers import PrivateRedis
+from tests.support.workers import build_test_service
 
 # A secret of the keys' format that no key has.
 UNKNOWN_KEY = "ace_0123abcd_" + "x" * 43
@@ -141,3 +145,18 @@ def test_read_only_refuses_every_post_and_says_so(idle_service: Service, redis_c
                 assert "read-only" in response.text, route.path
     assert 'id="read-only"' in page.text
     assert read_audit(redis_client, idle_service.runtime.settings.queue_prefix) == []
+
+
+def test_healthz_says_only_not_ok_when_redis_is_down_naming_no_address(tmp_path: Path) -> None:
+    with PrivateRedis(tmp_path / "redis", persistent=False) as server:
+        service = build_test_service(server.url)
+        try:
+            with running_console(service) as console:
+                server.stop()
+                with console.client(auth=None) as client:
+                    response = client.get("/healthz")
+        finally:
+            service.close()
+    assert response.status_code == 503
+    assert response.json() == {"ok": False, "redis": "not ok"}
+    assert str(server.port) not in response.text
