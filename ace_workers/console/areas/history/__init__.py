@@ -135,11 +135,16 @@ def rollback(view: View) -> ActionResult:
         ) from None
     history = f"/skillbooks/{store.name}/history"
     if not done.changed:
-        return ActionResult(f"version {to_version} is the head already: nothing to roll back", history)
+        return ActionResult(
+            f"version {to_version} is the head already: nothing to roll back",
+            history,
+            notice="nothing-to-roll-back",
+        )
     return ActionResult(
         f"rolled back to version {to_version}, now version {done.version}",
         history,
         {"version": done.version, "restored_version": to_version},
+        notice="rolled-back",
     )
 
 

@@ -99,6 +99,7 @@ def move_label(view: View) -> ActionResult:
         f"label {label!r} {verb} version {to_version}",
         f"/skillbooks/{store.name}/labels",
         {"label": label, "from_version": move.from_version, "to_version": to_version},
+        notice="label-set" if move.from_version is None else "label-moved",
     )
 
 
@@ -130,6 +131,7 @@ def delete_label(view: View) -> ActionResult:
         f"label {label!r} deleted (it was at version {move.from_version})",
         f"/skillbooks/{name}/labels",
         {"label": label, "from_version": move.from_version},
+        notice="label-deleted",
     )
 
 
