@@ -58,7 +58,7 @@ from ..errors import (
     SkillStateError,
     UnknownSkillError,
 )
-from .errors import FleetAdminRequiredError
+from .errors import ExpectRequiredError, FleetAdminRequiredError
 
 __all__ = ["Outcome", "OUTCOMES", "UNEXPECTED", "outcome_of"]
 
@@ -101,6 +101,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     MissingFieldError: INVALID,
     SkillStateError: INVALID,
     SchemaMismatchError: INVALID,
+    ExpectRequiredError: INVALID,
     WorkerConfigError: INVALID,  # a worker refused its settings (write queue concurrency, pickle)
     # What it names does not exist.
     UnknownSkillbookError: NOT_FOUND,
