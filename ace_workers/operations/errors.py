@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..distributed.tenancy.errors import TenancyError
 from ..errors import AceError
 
-__all__ = ["ExpectRequiredError", "FleetAdminRequiredError"]
+__all__ = ["ExpectRequiredError", "FleetAdminRequiredError", "TenantBusyError"]
 
 
 class FleetAdminRequiredError(TenancyError, PermissionError):
@@ -28,4 +28,23 @@ class ExpectRequiredError(AceError, ValueError):
         super().__init__(
             f"{what}: expect is required (the version you saw; for a label not set yet, empty), "
             "so that a change made meanwhile is not undone unseen; nothing was changed"
+        )
+
+
+class TenantBusyError(TenancyError):
+    """``tenant remove`` was refused: samples of the tenant wait for budget or run, and would fail for good.
+
+    Once the tenant is gone its skillbooks belong to another tenant, and a step sent as the removed
+    one is refused (ForeignTenantError). ``waiting`` and ``running`` say how many samples.
+    """
+
+    def __init__(self, name: str, waiting: int, running: int) -> None:
+        self.name = name
+        self.waiting = waiting
+        self.running = running
+        super().__init__(
+            f"tenant {name!r} has {waiting} sample(s) waiting for budget and {running} running or queued: "
+            "removed now, they would fail for good; nothing removed. Wait until they finish (--drain), "
+            "or fail the waiting ones as dead letters that dead-letters retry sends as the skillbooks' "
+            "owner then (--fail-waiting)"
         )

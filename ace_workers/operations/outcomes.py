@@ -58,7 +58,7 @@ from ..errors import (
     SkillStateError,
     UnknownSkillError,
 )
-from .errors import ExpectRequiredError, FleetAdminRequiredError
+from .errors import ExpectRequiredError, FleetAdminRequiredError, TenantBusyError
 
 __all__ = ["Outcome", "OUTCOMES", "UNEXPECTED", "outcome_of"]
 
@@ -134,6 +134,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     MigrationRefusedError: REFUSED,
     BudgetExhaustedError: REFUSED,
     SkillbookFullError: REFUSED,
+    TenantBusyError: REFUSED,
     # The service, not the request, is at fault: retried later, it may pass.
     RedisUnavailable: UNAVAILABLE,
     BrokerUnavailable: UNAVAILABLE,

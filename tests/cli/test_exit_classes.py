@@ -1,5 +1,6 @@
 """The README's exit-code scheme, held against the console script in a subprocess: a key of another
-tenant is refused by policy (4), a worker configuration the worker refuses is a settings error (2)."""
+tenant and a tenant removal that would fail its waiting samples are refused by policy (4), a
+worker configuration the worker refuses is a settings error (2)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import redis
 
 from ace_workers.distributed.store import RedisSkillbookStore
 from ace_workers.distributed.tenancy import ApiKeys, Tenant, TenantRegistry
+from ace_workers.distributed.tenancy.deferred_samples import DeferredSamples
+from ace_workers.distributed.tenancy.errors import BudgetExhaustedError
 from tests.support.operations import add, batch
 from tests.support.schema0 import stamp_current_schema
 
@@ -58,3 +61,20 @@ def test_a_refused_worker_configuration_exits_2_as_a_settings_error(cli_env: dic
     assert done.returncode == 2, done.stderr
     assert "refusing to serve the write queue" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_removing_a_tenant_whose_samples_wait_for_budget_is_refused_with_4_and_removes_nothing(
+    cli_env: dict[str, str], redis_client: redis.Redis
+) -> None:
+    registry = TenantRegistry(redis_client, prefix=PREFIX)
+    registry.add(Tenant("acme", prefixes=("acme-",)))
+    spent = BudgetExhaustedError("acme", "gpt-4o", "tokens_per_day", spent=10, budget=10, resets_at=0)
+    kwargs = {"batch_id": "b1", "epoch": 1, "sample_index": 1, "index": 2, "skillbook": "acme-book"}
+    DeferredSamples(redis_client, prefix=PREFIX).park(
+        spent, task_id=None, step="UpdateStep", kwargs=kwargs, payload={}
+    )
+    done = run_cli(cli_env, "tenant", "remove", "acme")
+    assert done.returncode == 4, done.stderr
+    assert "tenant 'acme' has 1 sample(s) waiting for budget and 0 running or queued" in done.stderr
+    assert "nothing removed" in done.stderr
+    assert registry.tenant_of("acme-book") == "acme"
