@@ -44,6 +44,7 @@ from ..operations.outcomes import OUTCOMES, outcome_of
 from .access import Principal
 from .audit import record_action
 from .errors import BadRequestError, ConsoleRequestError, ForbiddenError, NotFoundError
+from .notices import NOTICES, notice_text
 from .security import csrf_token
 
 __all__ = [
@@ -177,11 +178,17 @@ def _no_skillbook(name: str) -> str:
 
 @dataclass(frozen=True)
 class ActionResult:
-    """What an action did: a sentence for the person, the page to go back to, data for scripts."""
+    """What an action did: a sentence for scripts (the API's ``message``), the page to go back to,
+    data for scripts, and the code of the notice that page shows a person (one of NOTICES)."""
 
     message: str
     redirect: str
     data: dict[str, Any] = field(default_factory=dict)
+    notice: str = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.notice not in NOTICES:
+            raise ValueError(f"notice {self.notice!r} is not one of console/notices.py's codes")
 
 
 ViewFunction = Callable[[View], dict[str, Any]]
@@ -247,7 +254,8 @@ def action(
         if is_api:
             return JSONResponse({"ok": True, "message": result.message, **result.data})
         separator = "&" if "?" in result.redirect else "?"
-        return RedirectResponse(f"{result.redirect}{separator}{urlencode({'notice': result.message})}", 303)
+        # The code only: the page looks its text up, so a link cannot put words in the console's mouth.
+        return RedirectResponse(f"{result.redirect}{separator}{urlencode({'notice': result.notice})}", 303)
 
     run.__doc__ = summary
     return [
@@ -266,7 +274,7 @@ def render(
         user=view.principal.name,
         read_only=state.read_only,
         csrf_token=csrf_token(state.secret, view.principal),
-        notice=view.request.query_params.get("notice", ""),
+        notice=notice_text(view.request.query_params.get("notice", "")),
         api_path=api_path,
         request_path=view.request.url.path,
         query=dict(view.request.query_params),
@@ -277,6 +285,8 @@ def render(
 def error_response(request: Request, exc: Exception) -> Response:
     """A refused or failed request as JSON (under /api/) or as the error page, with the status
     :func:`~ace_workers.operations.outcome_of` gives its class (a bug, no row: 500, logged)."""
+    if isinstance(exc, ForeignSkillbookError):  # an operation's refusal: hidden as View.authorize hides it
+        exc = NotFoundError(_no_skillbook(exc.skillbook))
     status, kind = _status_of(exc)
     message = exc.message if isinstance(exc, ConsoleRequestError) else str(exc)
     if status >= 500:

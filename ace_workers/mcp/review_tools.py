@@ -196,7 +196,9 @@ def set_label(
     fleet: FleetClient, principal: Principal, skillbook: str, request: LabelSetRequest
 ) -> LabelMoveResponse:
     """Move the label as asked."""
-    expect = label_operations.ANY if request.expect is None else request.expect
+    expect = request.expect
+    if expect is None:  # omitted: where the label is now, read here (None: not set yet)
+        expect = label_operations.list_labels(fleet, principal, skillbook).labels.get(request.label)
     move = label_operations.set_label(
         fleet, principal, skillbook, request.label, request.version, note=request.note, expect=expect
     )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ..distributed.tenancy.errors import TenancyError
+from ..errors import AceError
 
-__all__ = ["FleetAdminRequiredError"]
+__all__ = ["ExpectRequiredError", "FleetAdminRequiredError", "TenantBusyError"]
 
 
 class FleetAdminRequiredError(TenancyError, PermissionError):
@@ -16,4 +17,34 @@ class FleetAdminRequiredError(TenancyError, PermissionError):
         super().__init__(
             f"{principal} may not {action}: that needs the operator or a fleet-wide admin key "
             "(tenant '*', role admin)"
+        )
+
+
+class ExpectRequiredError(AceError, ValueError):
+    """A rollback or label move named no ``expect`` (the version its caller saw): nothing changed."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(
+            f"{what}: expect is required (the version you saw; for a label not set yet, empty), "
+            "so that a change made meanwhile is not undone unseen; nothing was changed"
+        )
+
+
+class TenantBusyError(TenancyError):
+    """``tenant remove`` was refused: samples of the tenant wait for budget or run, and would fail for good.
+
+    Once the tenant is gone its skillbooks belong to another tenant, and a step sent as the removed
+    one is refused (ForeignTenantError). ``waiting`` and ``running`` say how many samples.
+    """
+
+    def __init__(self, name: str, waiting: int, running: int) -> None:
+        self.name = name
+        self.waiting = waiting
+        self.running = running
+        super().__init__(
+            f"tenant {name!r} has {waiting} sample(s) waiting for budget and {running} running or queued: "
+            "removed now, they would fail for good; nothing removed. Wait until they finish (--drain), "
+            "or fail the waiting ones as dead letters that dead-letters retry sends as the skillbooks' "
+            "owner then (--fail-waiting)"
         )

@@ -128,7 +128,7 @@ def _decided(name: str, decided: Proposal) -> ActionResult:
     )
     return ActionResult(
         message,
-        # Back to the queue: the next proposal is what a reviewer wants; the notice names the version.
+        # Back to the queue: the next proposal is what a reviewer wants.
         f"{_base(name)}/review",
         {
             "proposal_id": decided.id,
@@ -138,6 +138,7 @@ def _decided(name: str, decided: Proposal) -> ActionResult:
             "version": decision.version,
             "despite_conflicts": ",".join(decision.despite_conflicts),
         },
+        notice=f"proposal-{decided.status.value}",
     )
 
 
