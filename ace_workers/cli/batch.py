@@ -1,18 +1,20 @@
-"""``ace-workers batch``: one batch, resumed where a crashed producer left it, or cancelled."""
+"""``ace-workers batch``: list the batches; resume one a crashed producer left, or cancel it."""
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
-from ..distributed.store.batches import BatchState
-from ..operations.batches import cancel_batch
+from ..distributed.store.batches import RECENT_BATCHES, BatchState, BatchStatus
+from ..operations.batches import cancel_batch, list_batches
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
 from .options import JsonOption, redis_settings
-from .output import console, err_console, print_json
+from .output import console, err_console, print_json, printable
 from .service import open_service, require_workers
 
 __all__ = ["batch_app"]
@@ -20,11 +22,51 @@ __all__ = ["batch_app"]
 
 batch_app = typer.Typer(
     cls=HelpGroup,
-    help="One batch: resume what a crashed producer left unsent, or cancel it.",
+    help="The batches there are; one batch: resume what a crashed producer left unsent, or cancel it.",
     no_args_is_help=True,
 )
 
 BatchIdArgument = Annotated[str, typer.Argument(help="The id 'enqueue' printed.")]
+
+
+@batch_app.command("list", cls=HelpCommand)
+def list_command(
+    running: Annotated[bool, typer.Option("--running", help="Only the batches still running.")] = False,
+    limit: Annotated[
+        int, typer.Option(min=1, max=RECENT_BATCHES, help="How many of the recent batches to list.")
+    ] = 50,
+    as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
+) -> None:
+    """List the running and the recent batches, newest first: id, skillbook, state, counts, start.
+
+    A finished batch is listed until its records expire (ACE_RESULT_TTL_SECONDS).
+    """
+    with open_command_fleet("batch list", "batches live in a shared Redis") as fleet:
+        batches = list_batches(fleet, principal_of(fleet, api_key), running_only=running, limit=limit)
+    if as_json:
+        print_json([{**status.to_dict(), "created": status.created} for status in batches])
+    elif not batches:
+        typer.echo("no running batches" if running else "no batches")
+    else:
+        console.print(_batch_table(batches))
+
+
+def _batch_table(batches: list[BatchStatus]) -> Table:
+    table = Table("batch", "skillbook", "recipe", "state", "done", "failed", "total", "started")
+    for status in batches:
+        started = time.strftime("%Y-%m-%d %H:%M", time.gmtime(status.created))
+        table.add_row(
+            printable(status.batch_id),
+            printable(status.skillbook),
+            printable(status.recipe),
+            status.state.label,
+            str(status.done),
+            str(status.failed),
+            str(status.total),
+            f"{started} UTC",
+        )
+    return table
 
 
 @batch_app.command("resume", cls=HelpCommand)

@@ -58,7 +58,7 @@ from ..errors import (
     SkillStateError,
     UnknownSkillError,
 )
-from .errors import FleetAdminRequiredError
+from .errors import BatchNotResumableError, FleetAdminRequiredError
 
 __all__ = ["Outcome", "OUTCOMES", "UNEXPECTED", "outcome_of"]
 
@@ -126,6 +126,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     TenantExistsError: CONFLICT,
     TenantConflictError: CONFLICT,
     BatchCancelledError: CONFLICT,
+    BatchNotResumableError: CONFLICT,
     # A gate said no.
     MigrationRefusedError: REFUSED,
     BudgetExhaustedError: REFUSED,
