@@ -32,4 +32,3 @@ def test_a_batch_whose_every_sample_failed_is_counted_failed_not_done(redis_clie
         "failed": 1,
         "cancelled": 0,
     }
-
