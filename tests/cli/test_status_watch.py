@@ -1,4 +1,4 @@
-"""``status --watch``: read again until the batch finishes; a line per change off a terminal; Ctrl-C is 130."""
+"""``status --watch``: until the batch finishes; a line per change off a terminal; Ctrl-C is 130."""
 
 from __future__ import annotations
 
