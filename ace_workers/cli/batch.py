@@ -95,7 +95,7 @@ def resume_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> No
     if as_json:
         print_json({"batch_id": batch_id, "state": status.state.value, "sent": sent, "redriven": redriven})
     elif status.state is not BatchState.RUNNING:
-        console.print(f"batch {batch_id} is {status.state.value}: nothing to resume")
+        console.print(f"batch {batch_id} is {status.state.label}: nothing to resume")
     else:
         console.print(
             f"batch {batch_id}: {sent} sample(s) never sent are on their way; "
@@ -122,7 +122,7 @@ def cancel_command(
             }
         )
     elif not cancelled:
-        console.print(f"batch {batch_id} is {status.state.value} already")
+        console.print(f"batch {batch_id} is {status.state.label} already")
     else:
         console.print(
             f"batch {batch_id} cancelled: {status.summary()}; a step running now finishes, "

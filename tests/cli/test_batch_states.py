@@ -112,3 +112,10 @@ def test_batch_list_with_no_batch_says_so(env: pytest.MonkeyPatch) -> None:
 def test_dead_letters_list_with_none_says_so(env: pytest.MonkeyPatch) -> None:
     assert run("dead-letters", "list") == (0, "no dead letters\n")
     assert run("dead-letters", "list", "--batch", "b1") == (0, "no dead letters match these options\n")
+
+
+def test_batch_cancel_of_a_batch_with_failures_names_its_state(
+    env: pytest.MonkeyPatch, redis_client: redis.Redis
+) -> None:
+    ledger_batch(redis_client, PREFIX, "b1", done=1, failed=1)
+    assert run("batch", "cancel", "b1") == (0, "batch b1 is done with failures already\n")
