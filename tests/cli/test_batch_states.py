@@ -119,3 +119,12 @@ def test_batch_cancel_of_a_batch_with_failures_names_its_state(
 ) -> None:
     ledger_batch(redis_client, PREFIX, "b1", done=1, failed=1)
     assert run("batch", "cancel", "b1") == (0, "batch b1 is done with failures already\n")
+
+
+def test_status_watch_json_prints_only_the_finished_batchs_document(
+    env: pytest.MonkeyPatch, redis_client: redis.Redis
+) -> None:
+    ledger_batch(redis_client, PREFIX, "b1", failed=2)
+    exit_code, output = run("status", "b1", "--watch", "--json")
+    assert exit_code == 1
+    assert json.loads(output)["state"] == "failed"  # one document: no progress line before it
