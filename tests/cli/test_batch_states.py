@@ -9,6 +9,7 @@ import redis
 from typer.testing import CliRunner
 
 from ace_workers.cli import app
+from ace_workers.distributed.tenancy import ApiKeys, Tenant, TenantRegistry
 from tests.support.batches import ledger_batch
 from tests.support.cli import said
 
@@ -128,3 +129,15 @@ def test_status_watch_json_prints_only_the_finished_batchs_document(
     exit_code, output = run("status", "b1", "--watch", "--json")
     assert exit_code == 1
     assert json.loads(output)["state"] == "failed"  # one document: no progress line before it
+
+
+def test_batch_list_with_a_tenants_key_shows_only_that_tenants_batches(
+    env: pytest.MonkeyPatch, redis_client: redis.Redis
+) -> None:
+    TenantRegistry(redis_client, prefix=PREFIX).add(Tenant("alpha", prefixes=("alpha-",)))
+    ledger_batch(redis_client, PREFIX, "theirs", done=1, skillbook="book")
+    ledger_batch(redis_client, PREFIX, "ours", done=1, skillbook="alpha-book")
+    _, secret = ApiKeys(redis_client, prefix=PREFIX).create("alpha", "read")
+    exit_code, output = run("batch", "list", "--json", "--api-key", secret)
+    assert exit_code == 0, output
+    assert [row["batch_id"] for row in json.loads(output)] == ["ours"]
