@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from ..distributed.store.batches import RECENT_BATCHES, BatchState, BatchStatus
-from ..operations.batches import cancel_batch, list_batches
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
@@ -17,7 +15,13 @@ from .options import JsonOption, redis_settings
 from .output import console, err_console, print_json, printable
 from .service import open_service, require_workers
 
+if TYPE_CHECKING:  # a type only: the store (and redis) load when a batch command runs
+    from ..distributed.store.batches import BatchStatus
+
 __all__ = ["batch_app"]
+
+# The most recent batches the index keeps (store.batches.RECENT_BATCHES, not imported for --help).
+MOST_RECENT = 1000
 
 
 batch_app = typer.Typer(
@@ -33,7 +37,7 @@ BatchIdArgument = Annotated[str, typer.Argument(help="The id 'enqueue' printed."
 def list_command(
     running: Annotated[bool, typer.Option("--running", help="Only the batches still running.")] = False,
     limit: Annotated[
-        int, typer.Option(min=1, max=RECENT_BATCHES, help="How many of the recent batches to list.")
+        int, typer.Option(min=1, max=MOST_RECENT, help="How many of the recent batches to list.")
     ] = 50,
     as_json: JsonOption = False,
     api_key: ApiKeyOption = None,
@@ -42,6 +46,8 @@ def list_command(
 
     A finished batch is listed until its records expire (ACE_RESULT_TTL_SECONDS).
     """
+    from ..operations.batches import list_batches  # the store (and redis) load when a command runs
+
     with open_command_fleet("batch list", "batches live in a shared Redis") as fleet:
         batches = list_batches(fleet, principal_of(fleet, api_key), running_only=running, limit=limit)
     if as_json:
@@ -73,6 +79,7 @@ def _batch_table(batches: list[BatchStatus]) -> Table:
 def resume_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> None:
     """Send the samples of a batch never sent (its producer died), and again those lost on the way."""
     # It sends messages: the Celery service, until the dispatcher takes its place.
+    from ..distributed.store.batches import BatchState
     from ..distributed.worker.reconcile import reconcile_batch
 
     settings = redis_settings("batch resume", "batches live in a shared Redis")
@@ -108,6 +115,8 @@ def cancel_command(
     batch_id: BatchIdArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None
 ) -> None:
     """Stop a batch: steps not yet run are skipped, nothing is sent again, its records expire."""
+    from ..operations.batches import cancel_batch  # the store (and redis) load when a command runs
+
     with open_command_fleet("batch cancel", "batches live in a shared Redis") as fleet:
         result = cancel_batch(fleet, principal_of(fleet, api_key), batch_id)
     status, cancelled = result.status, result.cancelled_now

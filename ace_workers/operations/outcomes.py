@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import redis
 
+from ..distributed.ops.errors import EmbeddedRedisBusyError
 from ..distributed.producer.errors import NoWorkersError
 from ..distributed.store.errors import (
     BatchCancelledError,
@@ -101,6 +102,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     MissingFieldError: INVALID,
     SkillStateError: INVALID,
     SchemaMismatchError: INVALID,
+    EmbeddedRedisBusyError: INVALID,  # ACE_EMBEDDED_REDIS_DIR names a folder another process runs
     # What it names does not exist (or belongs to another tenant, which a key may not learn).
     UnknownSkillbookError: NOT_FOUND,
     UnknownSkillError: NOT_FOUND,

@@ -141,3 +141,10 @@ def test_batch_list_with_a_tenants_key_shows_only_that_tenants_batches(
     exit_code, output = run("batch", "list", "--json", "--api-key", secret)
     assert exit_code == 0, output
     assert [row["batch_id"] for row in json.loads(output)] == ["ours"]
+
+
+def test_batch_lists_limit_is_the_recent_index_cap() -> None:
+    from ace_workers.cli.batch import MOST_RECENT
+    from ace_workers.distributed.store.batches import RECENT_BATCHES
+
+    assert MOST_RECENT == RECENT_BATCHES
