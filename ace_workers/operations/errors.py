@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from ..distributed.store.errors import StoreError
 from ..distributed.tenancy.errors import TenancyError
 from ..errors import AceError
 
-__all__ = ["ExpectRequiredError", "FleetAdminRequiredError", "TenantBusyError"]
+__all__ = ["BatchNotResumableError", "ExpectRequiredError", "FleetAdminRequiredError", "TenantBusyError"]
 
 
 class FleetAdminRequiredError(TenancyError, PermissionError):
@@ -47,4 +48,17 @@ class TenantBusyError(TenancyError):
             "removed now, they would fail for good; nothing removed. Wait until they finish (--drain), "
             "or fail the waiting ones as dead letters that dead-letters retry sends as the skillbooks' "
             "owner then (--fail-waiting)"
+        )
+
+
+class BatchNotResumableError(StoreError):
+    """A batch whose producer died while storing its inputs: nothing of it can be sent again."""
+
+    def __init__(self, batch_id: str, stored: int, per_epoch: int) -> None:
+        self.batch_id = batch_id
+        self.stored = stored
+        self.per_epoch = per_epoch
+        super().__init__(
+            f"batch {batch_id} stores {stored} of its {per_epoch} inputs (its producer died while "
+            "storing them): it cannot be resumed; cancel it and send the inputs again"
         )

@@ -59,7 +59,7 @@ from ..errors import (
     SkillStateError,
     UnknownSkillError,
 )
-from .errors import ExpectRequiredError, FleetAdminRequiredError, TenantBusyError
+from .errors import BatchNotResumableError, ExpectRequiredError, FleetAdminRequiredError, TenantBusyError
 
 __all__ = ["Outcome", "OUTCOMES", "UNEXPECTED", "outcome_of"]
 
@@ -132,6 +132,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     TenantExistsError: CONFLICT,
     TenantConflictError: CONFLICT,
     BatchCancelledError: CONFLICT,
+    BatchNotResumableError: CONFLICT,
     # A gate said no.
     MigrationRefusedError: REFUSED,
     BudgetExhaustedError: REFUSED,

@@ -161,3 +161,16 @@ def test_a_revoked_key_is_refused(keys: ApiKeys, console: RunningConsole) -> Non
         assert client.get("/api/skillbooks").status_code == 200
         keys.revoke(record.id)
         assert client.get("/api/skillbooks").status_code == 401
+
+
+def test_a_tenants_learn_key_cancels_its_own_batch_and_not_another_tenants(
+    keys: ApiKeys, console: RunningConsole, idle_service: Service
+) -> None:
+    _, secret = keys.create("alpha", "learn")
+    with console.client(token=secret) as client:
+        foreign = client.post(f"/api/batches/batch-{BETA}/cancel", json={})
+        own = client.post(f"/api/batches/batch-{ALPHA}/cancel", json={})
+    assert foreign.status_code == 404  # another tenant's batch is as missing as one never made
+    assert idle_service.runtime.batches.status(f"batch-{BETA}").state.value == "running"
+    assert own.status_code == 200, own.text
+    assert idle_service.runtime.batches.status(f"batch-{ALPHA}").state.value == "cancelled"
