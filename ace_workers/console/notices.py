@@ -25,6 +25,9 @@ NOTICES: dict[str, str] = {
     "skill-archive": "Skill archived: out of the prompt, kept, restorable.",
     "skill-restore": "Skill restored into the prompt.",
     "skill-unchanged": "Nothing to change: the skill was in that state already.",
+    "batch-cancelled": "Batch cancelled: a step running now finishes, no other step of the batch runs.",
+    "batch-ended": "Nothing to change: the batch had ended already.",
+    "batch-resumed": "Batch resumed: the samples never sent, and those lost on the way, are sent.",
 }
 
 

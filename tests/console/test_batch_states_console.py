@@ -98,7 +98,7 @@ def test_cancel_from_the_page_cancels_the_batch_and_is_audited(
     with idle_console.client() as client:
         answer = post_form(client, "/batches/going/cancel", {})
     assert answer.status_code == 303, answer.text
-    assert answer.headers["location"].startswith("/batches/going?notice=batch+going+cancelled")
+    assert answer.headers["location"] == "/batches/going?notice=batch-cancelled"
     assert batches.status("going").state.value == "cancelled"
     (entry,) = read_audit(redis_client, prefix)
     assert (entry.user, entry.action, entry.target, entry.outcome) == (

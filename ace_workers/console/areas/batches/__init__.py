@@ -125,7 +125,8 @@ def cancel_batch_action(view: View) -> ActionResult:
     else:
         message = f"batch {batch_id} is {status.state.label} already"
     data = {"cancelled_now": result.cancelled_now, "state": status.state.value}
-    return ActionResult(message, f"/batches/{batch_id}", data)
+    notice = "batch-cancelled" if result.cancelled_now else "batch-ended"
+    return ActionResult(message, f"/batches/{batch_id}", data, notice=notice)
 
 
 def resume_batch_action(view: View) -> ActionResult:
@@ -151,7 +152,8 @@ def resume_batch_action(view: View) -> ActionResult:
             f"{result.redriven} lost sample(s) sent again"
         )
     data = {"state": result.status.state.value, "sent": result.sent, "redriven": result.redriven}
-    return ActionResult(message, f"/batches/{batch_id}", data)
+    notice = "batch-resumed" if result.status.state is BatchState.RUNNING else "batch-ended"
+    return ActionResult(message, f"/batches/{batch_id}", data, notice=notice)
 
 
 def _row(view: View, status: BatchStatus) -> dict[str, Any]:
