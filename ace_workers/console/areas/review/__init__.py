@@ -242,7 +242,8 @@ ROUTES: list[BaseRoute] = [
         "review/queue.html",
         review_queue,
         name="review",
-        summary="A skillbook's proposals (status, section, page) with evidence and conflicts; the policy.",
+        summary="A skillbook's proposals (status, section, op, duplicates, page) with evidence, count, "
+        "conflicts and the skills a duplicate restates; the policy.",
     ),
     *page(
         "/skillbooks/{name}/review/{proposal_id}",
@@ -251,7 +252,7 @@ ROUTES: list[BaseRoute] = [
         name="review:proposal",
         summary="One proposal in full: operations, evidence, the skills it saw, its conflicts, the decision.",
     ),
-    # Before the proposal's page: "decide" is no proposal id (ids start with "p-").
+    # "decide" is no proposal id (ids start with "p-"), and a proposal's own page answers GET only.
     *action(
         "/skillbooks/{name}/review/decide",
         decide_proposals,
