@@ -70,7 +70,7 @@ class Decision(BaseModel):
     actor: str
     time: str
     note: str = ""
-    version: int | None = None  # the version that recorded the decision (an approval's changes are in it)
+    version: int | None = None  # the version that recorded the decision; None: it made none (no change)
     despite_conflicts: list[str] = Field(default_factory=list)  # skills changed since, approved anyway
     agreeing: list[str] = Field(default_factory=list)  # auto-approval: the writes that agreed
     no_op: bool = False  # approving it changed no skill: no version was made (version is None)

@@ -95,7 +95,7 @@ class ReviewPolicy(BaseModel):
             else ",".join(f"{subject}={self.mode_of(subject)}" for subject in POLICY_SUBJECTS)
         )
         if self.auto_approve_after is not None:
-            text += f" (auto-approve after {self.auto_approve_after} agreeing proposals)"
+            text += f" (auto-approve after {self.auto_approve_after} writes propose the same)"
         if self.duplicates == "reject":
             text += " (duplicates of active skills rejected)"
         return text
