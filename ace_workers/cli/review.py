@@ -105,7 +105,11 @@ def review_list(
     typer.echo(f"skillbook {name!r}: {listed.pending} pending proposal(s)")
     if not proposals:
         return
-    table = Table("id", "status", "created", "count", "source", "operations", "notes")
+    table = Table()
+    # An id is what a reviewer copies into approve: never wrapped or cut, however narrow the terminal.
+    table.add_column("id", no_wrap=True, min_width=max(len(p.id) for p in proposals))
+    for header in ("status", "created", "count", "source", "operations", "notes"):
+        table.add_column(header)
     for proposal in proposals:
         # Text, not str: rich would read markup in a skill's text as styles.
         table.add_row(
