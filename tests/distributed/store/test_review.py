@@ -25,6 +25,7 @@ from ace_workers.distributed.store.proposals import ProposalKind, ProposalStatus
 from ace_workers.distributed.store.review import AUTO_APPROVE_ACTOR
 from ace_workers.distributed.store.review_policy import ReviewPolicy, parse_policy
 from tests.support.fixtures import server_or_cluster
+from tests.support.hooked_redis import hooked_like
 from tests.support.provenance import without_provenance
 
 ALICE = "user:alice"
@@ -189,6 +190,32 @@ def test_of_concurrent_writers_proposing_the_same_one_stores_it_and_the_rest_mer
     assert len(store.review.proposals(None)) == 1
 
 
+def test_a_write_merging_into_a_proposal_while_it_is_decided_is_not_lost(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    store = RedisSkillbookStore(redis_client, "book")
+    store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)
+    learn(store, UpdateBatch(operations=[add("Always answer 42")]), key="k1")
+    (proposal,) = store.review.proposals()
+    merged: list[int] = []
+
+    def merge_first() -> None:
+        # After the reviewer read the proposal, before its MULTI: another sample proposes the same.
+        if not merged:
+            merged.append(1)
+            learn(store, UpdateBatch(operations=[add("Always answer 42")]), key="k2")
+
+    hooked = hooked_like(redis_client, redis_url, merge_first)
+    try:
+        RedisSkillbookStore(hooked, "book").review.reject(proposal.id, actor=ALICE)
+    finally:
+        hooked.close()
+    rejected = store.review.get(proposal.id)
+    assert rejected.status is ProposalStatus.REJECTED
+    assert rejected.count == 2  # the merge landed first; the decision, retried, kept it
+    assert store.review.pending_count() == 0
+
+
 def test_a_proposal_restating_an_active_skill_is_a_duplicate_and_approving_it_makes_no_version(
     store: RedisSkillbookStore,
 ) -> None:
@@ -208,6 +235,32 @@ def test_a_proposal_restating_an_active_skill_is_a_duplicate_and_approving_it_ma
     assert store.review.pending_count() == 0
     with pytest.raises(ProposalDecidedError):  # decided exactly once, without a version too
         store.review.approve(proposal.id, actor=ALICE)
+
+
+def test_of_two_reviewers_approving_a_duplicate_at_once_one_decides_though_no_version_is_made(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    store = RedisSkillbookStore(redis_client, "book")
+    store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)
+    learn(store, UpdateBatch(operations=[add("Check the units")]), key="k1")
+    (proposal,) = store.review.proposals()
+    store.apply(UpdateBatch(operations=[add("Check the units")]))  # now it restates a skill
+    rival: list[str] = []
+
+    def rival_decides_first() -> None:
+        if not rival:
+            rival.append(store.review.approve(proposal.id, actor="user:rival").id)
+
+    hooked = hooked_like(redis_client, redis_url, rival_decides_first)
+    try:
+        with pytest.raises(ProposalDecidedError) as info:
+            RedisSkillbookStore(hooked, "book").review.approve(proposal.id, actor=ALICE)
+    finally:
+        hooked.close()
+    assert "user:rival" in str(info.value)
+    decided = store.review.get(proposal.id)
+    assert decided.decision is not None
+    assert (decided.decision.actor, decided.decision.no_op) == ("user:rival", True)
 
 
 def test_a_policy_rejecting_duplicates_rejects_a_restating_proposal_at_once_and_merges_the_next(
