@@ -17,6 +17,11 @@ NOTICES: dict[str, str] = {
     "label-deleted": "Label deleted: its readers fail until it is set again; the label log keeps the move.",
     "proposal-approved": "Proposal approved: its changes are a new version of the skillbook.",
     "proposal-rejected": "Proposal rejected: nothing of it applies; the decision is logged.",
+    "proposal-unchanged": "Proposal approved: it restates what the skillbook holds, so nothing changed "
+    "(no new version).",
+    "proposals-decided": "The proposals picked were decided, each logged on its own.",
+    "proposals-partly-refused": "Some proposals picked were refused (decided already, or conflicting); "
+    "the rest were decided, each logged on its own.",
     "letters-sent": "The dead letters picked were sent back to their step.",
     "letters-kept": "Some dead letters picked could not be sent back and stay parked "
     "(ace-workers dead-letters retry says why).",

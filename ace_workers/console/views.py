@@ -49,6 +49,7 @@ from .security import csrf_token
 
 __all__ = [
     "ActionResult",
+    "AuditItem",
     "ConsoleState",
     "REFUSALS",
     "View",
@@ -177,13 +178,25 @@ def _no_skillbook(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class AuditItem:
+    """One part of an action the audit log records on its own line (each proposal of a bulk decision)."""
+
+    action: str
+    target: str
+    outcome: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ActionResult:
     """What an action did: a sentence for scripts (the API's ``message``), the page to go back to,
-    data for scripts, and the code of the notice that page shows a person (one of NOTICES)."""
+    data for scripts, the code of the notice that page shows a person (one of NOTICES), and the
+    parts the audit log records one by one (besides the action's own line)."""
 
     message: str
     redirect: str
     data: dict[str, Any] = field(default_factory=dict)
+    audited: list[AuditItem] = field(default_factory=list)
     notice: str = field(kw_only=True)
 
     def __post_init__(self) -> None:
@@ -251,6 +264,8 @@ def action(
             await run_in_threadpool(_audit, context, name, what, f"refused: {exc}")
             raise
         await run_in_threadpool(_audit, context, name, what, "ok", result.data)
+        for item in result.audited:
+            await run_in_threadpool(_audit, context, item.action, item.target, item.outcome, item.details)
         if is_api:
             return JSONResponse({"ok": True, "message": result.message, **result.data})
         separator = "&" if "?" in result.redirect else "?"
@@ -329,9 +344,23 @@ async def _body(request: Request, is_api: bool) -> dict[str, str]:
             raise BadRequestError(f"the request body is not JSON: {exc}") from None
         if not isinstance(raw, dict):
             raise BadRequestError("the request body must be a JSON object")
-        return {str(k): "" if v is None else str(v) for k, v in raw.items()}
+        return {str(k): _text(v) for k, v in raw.items()}
     form = await request.form()
-    return {key: value for key, value in form.items() if isinstance(value, str)}
+    # A field sent more than once (checkboxes of one name) arrives as its values joined by commas.
+    return {
+        key: ",".join(v for v in form.getlist(key) if isinstance(v, str))
+        for key in dict.fromkeys(form.keys())
+        if any(isinstance(v, str) for v in form.getlist(key))
+    }
+
+
+def _text(value: Any) -> str:
+    """A JSON value as a form field would carry it: a list as its items joined by commas."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(_text(item) for item in value)
+    return str(value)
 
 
 def _check_csrf(view: View, request: Request) -> None:
