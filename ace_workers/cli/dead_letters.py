@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..distributed.worker.dead_letters import LetterFilter
-from ..distributed.worker.dead_letters import parse_since as parse_letter_time
-from ..operations.dead_letters import list_dead_letters
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
 from .options import JsonOption, redis_settings
 from .output import print_json, printable
 from .service import open_service
+
+if TYPE_CHECKING:
+    from ..distributed.worker.dead_letters import LetterFilter
 
 __all__ = ["dead_letters_app", "parse_since"]
 
@@ -38,6 +38,9 @@ SinceOption = Annotated[
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
     """The time ``--since`` names (see the worker's parse_since); a usage error naming it if none."""
+    # The dead letters' module (and the store) load when letters are read, not for --help.
+    from ..distributed.worker.dead_letters import parse_since as parse_letter_time
+
     try:
         return parse_letter_time(text, now)
     except ValueError as exc:
@@ -46,6 +49,8 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
 
 def letter_filter(batch: str | None, skillbook: str | None, since: str | None) -> LetterFilter:
     """The filter the options name; checked before anything connects."""
+    from ..distributed.worker.dead_letters import LetterFilter
+
     return LetterFilter(batch_id=batch, skillbook=skillbook, since=parse_since(since) if since else None)
 
 
@@ -58,6 +63,8 @@ def dead_letters_list(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Show the parked messages: step, error, batch, when (an unreadable one says why)."""
+    from ..operations.dead_letters import list_dead_letters
+
     matches = letter_filter(batch, skillbook, since)
     with open_command_fleet("dead-letters list", WHY) as fleet:
         letters = list_dead_letters(fleet, principal_of(fleet, api_key), matches)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import one_line
-from .common import console, printable
+from .output import console, printable
 
 __all__ = ["SHOWN_ERRORS", "failure_lines", "print_failures"]
 

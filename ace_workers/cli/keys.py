@@ -9,20 +9,21 @@ once, by ``key create``.
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from ..distributed.tenancy.api_keys import ALL_TENANTS, ROLES, ApiKey, validate_role
 from ..distributed.tenancy.errors import TenancyError, UnknownTenantError
-from ..distributed.tenancy.tenants import validate_tenant_name
-from ..operations.keys import create_key, list_keys, revoke_key
+from ..distributed.tenancy.roles import ALL_TENANTS, ROLES, validate_role
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
 from .options import ActorOption, JsonOption, actor_or_fail
 from .output import console, print_json, printable
+
+if TYPE_CHECKING:
+    from ..distributed.tenancy.api_keys import ApiKey
 
 __all__ = ["key_app"]
 
@@ -51,6 +52,9 @@ def key_create(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Make a key for TENANT with ROLE; its secret is printed once and cannot be shown again."""
+    from ..distributed.tenancy.tenants import validate_tenant_name
+    from ..operations.keys import create_key
+
     try:
         validate_role(role)
         if tenant != ALL_TENANTS:
@@ -79,6 +83,8 @@ def key_list(
     api_key: ApiKeyOption = None,
 ) -> None:
     """The keys (never their secrets): id, tenant, role, note, when and by whom made."""
+    from ..operations.keys import list_keys
+
     with open_command_fleet("key list", WHY) as fleet:
         keys = list_keys(fleet, principal_of(fleet, api_key), tenant)
     if as_json:
@@ -98,6 +104,8 @@ def key_revoke(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Revoke key ID: it authenticates nobody from now on."""
+    from ..operations.keys import revoke_key
+
     with open_command_fleet("key revoke", WHY) as fleet:
         revoked = revoke_key(fleet, principal_of(fleet, api_key), key_id)
     if not revoked:

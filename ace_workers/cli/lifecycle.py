@@ -16,7 +16,6 @@ from rich.text import Text
 
 from ..core.lifecycle_rules import StaleRule
 from ..distributed.store.errors import StaleHistoryError
-from ..operations import lifecycle as operations
 from .access import ApiKeyOption
 from .common import (
     ActorOption,
@@ -64,6 +63,8 @@ def _change(
     api_key: str | None,
 ) -> None:
     """Run one lifecycle change and print what it did."""
+    from ..operations import lifecycle as operations  # the store loads when a command runs
+
     check_skillbook_name(name)
     with acting_fleet(f"skillbook {action}", WHY, api_key, actor) as (fleet, who):
         result = operations.change_skills(fleet, who, name, action, skill_ids, note=note)
@@ -134,6 +135,8 @@ def skillbook_archived(
     name: SkillbookNameArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None
 ) -> None:
     """List the archived skills of a skillbook: when, by whom and why each was archived."""
+    from ..operations import lifecycle as operations  # the store loads when a command runs
+
     check_skillbook_name(name)
     with acting_fleet("skillbook archived", WHY, api_key) as (fleet, who):
         skills = operations.archived_skills(fleet, who, name)
@@ -191,6 +194,8 @@ def skillbook_prune(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Find skills nobody uses any more (never pinned ones) and, with --apply, archive them."""
+    from ..operations import lifecycle as operations  # the store loads when a command runs
+
     check_skillbook_name(name)
     if dry_run == apply:
         raise typer.BadParameter("give exactly one of --dry-run (list) and --apply (archive)")

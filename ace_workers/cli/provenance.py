@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..distributed.store.provenance_reader import DEFAULT_SCAN, FOUND, SkillHistory
+from ..distributed.store.provenance_scan import DEFAULT_SCAN, FOUND
 from ..errors import UnknownSkillError
-from ..operations.skillbooks import skill_why
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .options import JsonOption, SkillbookNameArgument, check_skillbook_name
 from .output import console, print_json, printable
+
+if TYPE_CHECKING:
+    from ..distributed.store.provenance_reader import SkillHistory
 
 __all__ = ["skillbook_why"]
 
@@ -32,6 +34,8 @@ def skillbook_why(
 ) -> None:
     """Why a skill exists: its state, where each recent ADD/UPDATE/TAG came from (batch, sample, trace,
     recipe, insight, actor, time) with the trace while its batch is kept, and the versions that changed it."""
+    from ..operations.skillbooks import skill_why  # the store loads when the skill is read
+
     check_skillbook_name(name)
     with open_command_fleet("skillbook why", WHY) as fleet:
         try:

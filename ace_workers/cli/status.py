@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..distributed.producer.batch_report import BatchReport
 from ..distributed.settings import WorkerSettings
-from ..operations.batches import batch_report
 from .access import ApiKeyOption, principal_of
 from .failures import print_failures
 from .fleet import open_command_fleet
 from .options import JsonOption
 from .output import console, describe_fill, print_json, printable
 from .watch import watch_batch
+
+if TYPE_CHECKING:
+    from ..distributed.producer.batch_report import BatchReport
 
 __all__ = ["status_command"]
 
@@ -39,6 +40,8 @@ def status_command(
     The state is running, done, done with failures (some samples failed), failed (all did) or
     cancelled; the exit status is 1 for a batch with failed samples.
     """
+    from ..operations.batches import batch_report  # the store loads when a batch is read
+
     with open_command_fleet("status", "batches live in a shared Redis") as fleet:
         principal = principal_of(fleet, api_key)
         if watch:

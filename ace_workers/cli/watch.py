@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import typer
 from rich.live import Live
 from rich.text import Text
 
-from ..distributed.producer.batch_report import BatchReport
-from ..distributed.store.batches import BatchStatus
 from .output import console, printable
+
+if TYPE_CHECKING:
+    from ..distributed.producer.batch_report import BatchReport
+    from ..distributed.store.batches import BatchStatus
 
 __all__ = ["EXIT_INTERRUPTED", "describe_progress", "watch_batch"]
 

@@ -22,15 +22,10 @@ from .changelog import ChangeRecord
 from .errors import BatchInputMissingError, UnknownSkillbookError
 from .keys import claim_digest
 from .planning import split_provenance
+from .provenance_scan import DEFAULT_SCAN, EXPIRED, FOUND, NO_BATCH
 from .store import RedisSkillbookStore
 
 __all__ = ["DEFAULT_SCAN", "Evidence", "SkillHistory", "skill_history"]
-
-DEFAULT_SCAN = 500  # change-log entries read, newest first: a bounded look back
-# What an occurrence's evidence can be.
-FOUND = "found"  # the sample's input, read from its batch's ledger
-EXPIRED = "expired"  # the batch's records are gone (ACE_RESULT_TTL_SECONDS) or its trace's claim expired
-NO_BATCH = "no batch"  # not learned on the fleet (in-process, by hand, by dedup)
 
 
 @dataclass

@@ -30,6 +30,7 @@ from ..store.errors import CorruptDataError
 from ..store.keys import api_key_ids_key, api_keys_key
 from ..store.replies import decode_text
 from .errors import ForeignSkillbookError, InvalidApiKeyError, RoleTooLowError, TenancyError
+from .roles import ALL_TENANTS, ROLES, role_at_least, validate_role
 from .tenants import TenantMap, TenantRegistry, validate_tenant_name
 
 __all__ = [
@@ -49,26 +50,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# The tenant of a fleet-wide key: every skillbook, whoever owns it.
-ALL_TENANTS = "*"
-# In order: each role may do what the roles before it may.
-ROLES = ("read", "learn", "review", "admin")
 SECRET_PREFIX = "ace_"
 _SECRET = re.compile(r"ace_([0-9a-f]{8,32})_([A-Za-z0-9_-]{20,200})")
 _NOTE_CHARS = 500
-
-
-def validate_role(role: object) -> str:
-    """Return ``role`` if it is one of ROLES, else TenancyError listing them."""
-    if role not in ROLES:
-        raise TenancyError(f"role {role!r}: use one of {', '.join(ROLES)} (each includes the ones before)")
-    assert isinstance(role, str)
-    return role
-
-
-def role_at_least(role: str, needed: str) -> bool:
-    """True when ``role`` includes ``needed`` (an unknown role includes nothing)."""
-    return role in ROLES and ROLES.index(role) >= ROLES.index(validate_role(needed))
 
 
 @dataclass(frozen=True)
