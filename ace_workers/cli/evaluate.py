@@ -49,6 +49,7 @@ from .common import (
 )
 from .exit_codes import EXIT_FAILURES
 from .models import refuse_unusable_models
+from .output import print_table
 
 __all__ = [
     "TASKS_HELP",
@@ -186,7 +187,7 @@ def evaluate_command(
     if as_json:
         print_json(report.to_dict())
     else:
-        console.print(evaluation_table(report))
+        print_table(evaluation_table(report))
         console.print(
             f"{len(task_set.samples)} task(s) from {task_set.path} ({task_set.digest[:19]}...); "
             f"recorded as evaluation {report.id}",

@@ -32,6 +32,7 @@ from .common import (
 )
 from .failures import print_failures
 from .models import refuse_unusable_models
+from .output import new_table, print_table
 
 if TYPE_CHECKING:
     from ..distributed.producer.producer import BatchHandle
@@ -87,7 +88,7 @@ def accuracy_by_epoch(handle: BatchHandle) -> dict[int, float]:
 def _accuracy_table(accuracy: dict[int, float]) -> Table | None:
     if not accuracy:
         return None
-    table = Table("epoch", "accuracy", "")
+    table = new_table("epoch", "accuracy", "")
     for epoch, value in accuracy.items():
         table.add_row(str(epoch), f"{value:6.1%}", "#" * round(value * 30))
     return table
@@ -215,7 +216,7 @@ def _print_text_result(result: _LearnResult, out: Path | None, markdown: Path | 
     status, book = result.status, result.book
     table = _accuracy_table(result.accuracy)
     if table is not None:
-        console.print(table)
+        print_table(table)
     console.print(
         f"batch {result.batch_id}: {status.done} done, {status.failed} failed in "
         f"{status.elapsed_seconds:.1f} s; skillbook {result.skillbook!r} at version {result.version} "

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from ..core.lifecycle_rules import StaleRule
@@ -24,11 +23,11 @@ from .common import (
     NoteOption,
     SkillbookNameArgument,
     check_skillbook_name,
-    console,
     print_json,
     printable,
 )
 from .fleet import acting_fleet
+from .output import new_table, print_table
 
 __all__ = [
     "skillbook_pin",
@@ -148,7 +147,7 @@ def skillbook_archived(
     if not skills:
         typer.echo(printable(f"skillbook {name!r} has no archived skills"))
         return
-    table = Table("id", "section", "archived at", "by", "reason", "content")
+    table = new_table("id", "section", "archived at", "by", "reason", "content", wrap=("reason", "content"))
     for skill in skills:
         info = skill.archive_info or {}
         # Text, not str: rich would read markup in what a person or an LLM wrote.
@@ -165,7 +164,7 @@ def skillbook_archived(
                 )
             )
         )
-    console.print(table)
+    print_table(table)
 
 
 def skillbook_prune(

@@ -33,6 +33,7 @@ from .evaluate import (
     read_tasks_option,
 )
 from .exit_codes import EXIT_REFUSED
+from .output import print_table
 
 __all__ = ["promote_command"]
 
@@ -126,7 +127,7 @@ def promote_command(
 
 def _print_result(result: PromotionResult) -> None:
     if result.evaluation is not None:
-        console.print(evaluation_table(result.evaluation))
+        print_table(evaluation_table(result.evaluation))
     where = f"skillbook {result.skillbook!r}"
     before = "not set" if result.target_version is None else f"version {result.target_version}"
     if result.decision is PromotionDecision.PROMOTED:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
+from ..core.counts import counted
 from ..distributed.store.proposals import Proposal, ProposalStatus
 from ..distributed.store.review_policy import ReviewPolicy, parse_policy
 from ..operations import review as operations
@@ -18,13 +18,13 @@ from .common import (
     NoteOption,
     SkillbookNameArgument,
     check_skillbook_name,
-    console,
     print_json,
     print_warning,
     printable,
 )
 from .fleet import acting_fleet
 from .help import HelpCommand, HelpGroup
+from .output import new_table, print_table
 
 __all__ = ["review_app"]
 
@@ -70,10 +70,10 @@ def review_list(
     if as_json:
         print_json({"name": name, "pending": listed.pending, "proposals": [p.to_dict() for p in proposals]})
         return
-    typer.echo(f"skillbook {name!r}: {listed.pending} pending proposal(s)")
+    typer.echo(f"skillbook {name!r}: {counted(listed.pending, 'pending proposal')}")
     if not proposals:
         return
-    table = Table("id", "status", "created", "source", "operations")
+    table = new_table("id", "status", "created", "source", "operations", wrap=("source", "operations"))
     for proposal in proposals:
         # Text, not str: rich would read markup in a skill's text as styles.
         table.add_row(
@@ -83,7 +83,7 @@ def review_list(
             Text(printable(_describe_source(proposal.source))),
             Text(printable(proposal.summary())),
         )
-    console.print(table)
+    print_table(table)
 
 
 @review_app.command("show", cls=HelpCommand)

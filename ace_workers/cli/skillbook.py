@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from ..core.skillbook import Skillbook
@@ -39,7 +38,16 @@ from .options import (
     redis_settings,
     require_shared_redis,
 )
-from .output import console, describe_fill, print_json, print_warning, printable, write_skillbook_files
+from .output import (
+    console,
+    describe_fill,
+    new_table,
+    print_json,
+    print_table,
+    print_warning,
+    printable,
+    write_skillbook_files,
+)
 from .service import open_service, store_or_fail
 
 __all__ = ["skillbook_app"]
@@ -194,7 +202,7 @@ def skillbook_history(
         if as_json:
             print_json([change_to_json(change) for change in history])
             return
-        table = Table("version", "base", "operations", "source")
+        table = new_table("version", "base", "operations", "source", wrap=("operations", "source"))
         for change in history:
             ops = ", ".join(
                 [f"{op.type} {op.skill_id or op.section}" for op in change.operations]
@@ -208,7 +216,7 @@ def skillbook_history(
                 Text(printable(ops)),
                 Text(json.dumps(change.source or {})),
             )
-        console.print(table)
+        print_table(table)
 
 
 @skillbook_app.command("dedup", cls=HelpCommand)

@@ -57,7 +57,7 @@ def test_list_shows_the_pending_proposals_as_text_and_json(
     update, add = store.review.proposals()
     code, out, _ = run(env, capsys, "list", "book")
     assert code == 0
-    assert "2 pending proposal(s)" in out
+    assert "2 pending proposals" in out
     assert update.id in out and add.id in out
     assert "ADD [units] Check the units" in said(out)
     code, out, _ = run(env, capsys, "list", "book", "--json")
