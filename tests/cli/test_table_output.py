@@ -76,7 +76,11 @@ TABLES: dict[str, tuple[tuple[str, ...], str, Callable[[Any], list[str]]]] = {
     "tenant usage": (("tenant", "usage", "acme"), MODEL, _usage_models),
     "review list": (("skillbook", "review", "list", "book"), LONG_SKILL, _proposed_contents),
     "label list": (("skillbook", "label", "list", "book"), "prod", lambda doc: list(doc["labels"])),
-    "label history": (("skillbook", "label", "history", "book"), LONG_NOTE, lambda doc: [m["note"] for m in doc]),
+    "label history": (
+        ("skillbook", "label", "history", "book"),
+        LONG_NOTE,
+        lambda doc: [m["note"] for m in doc],
+    ),
 }
 
 
