@@ -21,6 +21,7 @@ from .access import ConsoleAccess
 from .areas import AREAS, NAVIGATION
 from .charts import Series, line_chart, share_bar
 from .security import ConsoleGate
+from .times import humane_time
 from .views import REFUSALS, ConsoleState, error_response
 
 __all__ = ["build_console_app", "api_endpoints"]
@@ -38,6 +39,7 @@ def build_console_app(
         lstrip_blocks=True,
     )
     templates.filters["tojson_pretty"] = _json_pretty
+    templates.filters["when"] = humane_time  # every time a page shows: "5 min ago", exact on hover
     # Plots are drawn on the server from a page's data: its template builds the series.
     templates.globals.update(line_chart=line_chart, Series=Series, share_bar=share_bar)
     templates.globals["navigation"] = NAVIGATION  # the header's links, from the areas' one list
