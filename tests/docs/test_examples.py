@@ -103,5 +103,9 @@ def test_the_steering_example_reviews_labels_evaluates_and_promotes_as_the_page_
     assert " ADD by skill_manager batch " in out
     assert "accuracy    │ 0.0%  │ 50.0%" in out  # prod, then canary
     assert "promoted: label 'prod' of skillbook 'support' moved from version 3" in out
-    listed = dict(line.split("\t") for line in out.splitlines() if "\t" in line)
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")
+    ]
+    # label list's table: label, version, how far behind the head.
+    listed = {row[0]: row[1] for row in rows if len(row) == 3 and row[0] in ("prod", "canary")}
     assert listed["prod"] == listed["canary"]
