@@ -98,17 +98,24 @@ def _natural_width(header: RenderableType, cells: Iterable[RenderableType]) -> i
 
 
 def _narrow_text_columns(table: Table, natural: list[int], room: int) -> None:
-    """Fix the widths of the wrapping columns so the table fits ``room``: the narrow ones keep
-    their width, the rest share what is left (the kept columns keep all of theirs)."""
-    text = {i for i, column in enumerate(table.columns) if not column.no_wrap}
+    """Fix the widths of the wrapping columns so the table fits ``room``: each first gets up to
+    MIN_TEXT_WIDTH (an equal part of what is left, when that is less), then a part of the rest in
+    proportion to what it still lacks."""
+    text = [i for i, column in enumerate(table.columns) if not column.no_wrap]
     left = room - sum(size for i, size in enumerate(natural) if i not in text)
-    pending = sorted(text, key=lambda i: natural[i])
-    while pending:
-        share = left // len(pending)
-        i = pending.pop(0)
-        width = natural[i] if natural[i] <= share else max(share, min(natural[i], MIN_TEXT_WIDTH))
-        table.columns[i].width = width
-        left -= width
+    # At or below zero the ids alone are too wide: the lines run on, the text columns still readable.
+    floor = MIN_TEXT_WIDTH if left <= 0 or left >= MIN_TEXT_WIDTH * len(text) else left // len(text)
+    widths = {i: min(natural[i], floor) for i in text}
+    rest = left - sum(widths.values())
+    lacking = {i: natural[i] - widths[i] for i in text}
+    if rest > 0 and any(lacking.values()):
+        for i in text:
+            widths[i] += rest * lacking[i] // sum(lacking.values())
+        # What the rounding down left over goes to the column lacking the most.
+        neediest = max(text, key=lambda i: natural[i] - widths[i])
+        widths[neediest] = min(natural[neediest], widths[neediest] + left - sum(widths.values()))
+    for i in text:
+        table.columns[i].width = widths[i]
 
 
 def write_skillbook_files(book: Skillbook, out: Path | None, markdown: Path | None) -> None:

@@ -79,7 +79,7 @@ def review_list(
         table.add_row(
             proposal.id,
             proposal.status.value,
-            proposal.created_at[:19],
+            proposal.created_at[:16].replace("T", " "),
             Text(printable(_describe_source(proposal.source))),
             Text(printable(proposal.summary())),
         )

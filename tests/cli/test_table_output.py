@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import redis
 from rich.console import Console
+from rich.text import Text
 
 from ace_workers.cli import output
 from ace_workers.distributed.store import RedisSkillbookStore, StoreBackedSkillbook, WriteScope, write_scope
@@ -176,3 +177,18 @@ def test_a_table_that_fits_the_terminal_is_printed_as_it_is(monkeypatch: pytest.
     table.add_row("prod", "3")
     output.print_table(table)
     assert screen.getvalue().splitlines()[3] == "│ prod  │ 3       │"
+
+
+def test_two_text_columns_share_a_narrow_terminal_and_the_row_fits_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    screen = _in_terminal(monkeypatch, 80)
+    table = output.new_table("id", "created", "source", "operations", wrap=("source", "operations"))
+    source = "batch 1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e, sample 12"
+    table.add_row("p-3f9a1c2e7b", "2026-11-28 11:07", source, Text(f"ADD [units] {LONG_SKILL}"))
+    output.print_table(table)
+    lines = screen.getvalue().splitlines()
+    assert {len(line) for line in lines} == {80}
+    assert any("p-3f9a1c2e7b" in line for line in lines)
+    operations = " ".join(line.split("│")[4].strip() for line in lines if line.count("│") == 5)
+    assert " ".join(operations.split()) == f"ADD [units] {LONG_SKILL}"
