@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Column, Table
 from rich.text import Text
 
+from ..core.counts import counted
 from ..distributed.ops.errors import TaskFileError
 from ..distributed.ops.evaluation import (
     EvaluationReport,
@@ -189,14 +190,14 @@ def evaluate_command(
     else:
         print_table(evaluation_table(report))
         console.print(
-            f"{len(task_set.samples)} task(s) from {task_set.path} ({task_set.digest[:19]}...); "
+            f"{counted(len(task_set.samples), 'task')} from {task_set.path} ({task_set.digest[:19]}...); "
             f"recorded as evaluation {report.id}",
             markup=False,
         )
     failed = [score for score in report.scores if score.errors]
     for score in failed:
         print_warning(
-            f"{score.name}: {score.errors} agent call(s) failed and were scored wrong; "
+            f"{score.name}: {counted(score.errors, 'agent call')} failed and were scored wrong; "
             f"first: {score.first_error}"
         )
     if failed:

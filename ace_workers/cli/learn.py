@@ -11,6 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..core.counts import counted
 from ..core.skillbook import Skillbook
 from ..distributed.settings import DEDUP_OFF, WorkerSettings
 from ..distributed.store.batches import BatchState, BatchStatus
@@ -152,7 +153,8 @@ def learn_command(
         # Said once Redis and the workers answered: a run refused before says only why.
         where = settings.redis_url or "an embedded Redis with in-process workers"
         err_console.print(
-            f"learning [bold]{skillbook}[/] from {count} input(s) x {epochs} epoch(s) on {where}"
+            f"learning [bold]{skillbook}[/] from {counted(count, 'input')} x {counted(epochs, 'epoch')} "
+            f"on {where}"
         )
         hint = dedup_hint(settings)
         if hint:
@@ -220,7 +222,7 @@ def _print_text_result(result: _LearnResult, out: Path | None, markdown: Path | 
     console.print(
         f"batch {result.batch_id}: {status.done} done, {status.failed} failed in "
         f"{status.elapsed_seconds:.1f} s; skillbook {result.skillbook!r} at version {result.version} "
-        f"with {len(book)} skill(s)"
+        f"with {counted(len(book), 'skill')}"
     )
     print_failures(result.batch_id, result.errors, total=status.total)
     console.print(book.as_markdown(), markup=False)

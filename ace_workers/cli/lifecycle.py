@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from ..core.counts import counted
 from ..core.lifecycle_rules import StaleRule
 from ..distributed.store.errors import StaleHistoryError
 from ..operations import lifecycle as operations
@@ -220,13 +221,14 @@ def skillbook_prune(
         typer.echo(printable(f"left {skill_id} active: {why}"))
     if result is None:
         typer.echo(
-            f"{len(plan.candidates)} stale skill(s) in skillbook {printable(repr(name))} at version "
+            f"{counted(len(plan.candidates), 'stale skill')} in skillbook {printable(repr(name))} at version "
             f"{plan.version}; nothing changed (--apply archives them)"
         )
     elif result.changed:
         typer.echo(
-            f"skillbook {printable(repr(name))} version {result.version}: archived {len(result.changed)} "
-            "stale skill(s) (skillbook archived lists them, restore brings one back)"
+            f"skillbook {printable(repr(name))} version {result.version}: archived "
+            f"{counted(len(result.changed), 'stale skill')} (skillbook archived lists them, restore brings "
+            "one back)"
         )
     else:
         typer.echo(f"nothing archived (skillbook {printable(repr(name))} stays at version {result.version})")

@@ -13,6 +13,7 @@ from rich.measure import Measurement
 from rich.segment import Segments
 from rich.table import Table
 
+from ..core.counts import counted
 from ..core.files import write_text_atomically
 
 if TYPE_CHECKING:
@@ -146,5 +147,5 @@ def describe_fill(name: str, fill: dict[str, int]) -> str | None:
     state = "full" if active >= limit else "below its limit now"
     return (
         f"skillbook {name!r} is {state}: {active} of {limit} active skills (ACE_MAX_SKILLBOOK_SKILLS); "
-        f"{skipped} ADD(s) left out for lack of room, the rest of their batches applied"
+        f"{counted(skipped, 'ADD')} left out for lack of room, the rest of their batches applied"
     )

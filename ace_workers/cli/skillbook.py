@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from ..core.counts import counted
 from ..core.skillbook import Skillbook
 from ..distributed.settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
 from ..distributed.store.change_summary import change_to_json, consolidation_label, describe_changes
@@ -94,7 +95,10 @@ def skillbook_show(
     if full:
         print_warning(full)
     if pending:
-        print_warning(f"{pending} proposal(s) wait for review: ace-workers skillbook review list {name}")
+        wait = "waits" if pending == 1 else "wait"
+        print_warning(
+            f"{counted(pending, 'proposal')} {wait} for review: ace-workers skillbook review list {name}"
+        )
     console.print(printable(book.as_markdown(), keep_lines=True), markup=False)
 
 
@@ -127,7 +131,7 @@ def skillbook_import(
     if as_json:
         print_json({"name": name, "file": str(file), "skills": len(book), "version": version})
     else:
-        typer.echo(f"{len(book)} skill(s) from {file} imported into {name!r} as version {version}")
+        typer.echo(f"{counted(len(book), 'skill')} from {file} imported into {name!r} as version {version}")
 
 
 @skillbook_app.command("diff", cls=HelpCommand)
@@ -184,7 +188,7 @@ def skillbook_export(
         written = {"out": str(out), "markdown": str(markdown) if markdown else None}
         print_json({"name": name, "version": version, "skills": len(book), "written": written})
     else:
-        typer.echo(f"{len(book)} skill(s) written to {out}")
+        typer.echo(f"{counted(len(book), 'skill')} written to {out}")
 
 
 @skillbook_app.command("history", cls=HelpCommand)
@@ -254,7 +258,7 @@ def skillbook_dedup(
                 return
             for op in planned:
                 console.print(printable(consolidation_label(op)), markup=False)
-            typer.echo(f"{len(planned)} operation(s) planned; nothing changed")
+            typer.echo(f"{counted(len(planned), 'operation')} planned; nothing changed")
             return
         # Planned again if a worker removes or rewrites a named skill before it applies.
         with write_scope(dedup_write_scope({"command": "skillbook dedup"})):
@@ -282,7 +286,7 @@ def skillbook_dedup(
             f"(ace-workers skillbook review show {name} {proposed.proposal_id})"
         )
     elif not report.changed:
-        typer.echo(f"0 operation(s) planned; nothing changed (skillbook {name!r}, version {before})")
+        typer.echo(f"0 operations planned; nothing changed (skillbook {name!r}, version {before})")
     else:
         typer.echo(f"skillbook {name!r} version {after}: {report.summary()}")
 

@@ -177,7 +177,7 @@ def test_skillbook_show_mentions_the_pending_proposals(
 ) -> None:
     ran = run_console_script(env, capsys, "skillbook", "show", "book")
     assert ran.code == 0
-    assert "2 proposal(s) wait for review: ace-workers skillbook review list book" in said(ran.err)
+    assert "2 proposals wait for review: ace-workers skillbook review list book" in said(ran.err)
     ran = run_console_script(env, capsys, "skillbook", "show", "book", "--json")
     assert json.loads(ran.out)["pending_proposals"] == 2
 

@@ -148,6 +148,7 @@ def test_the_fleet_page_links_flower_when_its_address_is_set(console: RunningCon
     assert api["flower_url"] == "https://flower.example.test/"
     assert '<a href="https://flower.example.test/" id="flower-link">Flower</a>' in page
     assert "Tasks done</th>" in page
+    assert "1 partition configured here" in page  # not "1 partition(s)"
 
 
 def test_without_flower_the_fleet_page_says_how_to_link_it(redis_url: str) -> None:
