@@ -1,4 +1,4 @@
-"""What the commands print: the consoles, one JSON document, warnings, and text from Redis made safe."""
+"""What the commands print: the consoles, tables, one JSON document, warnings, text from Redis made safe."""
 
 from __future__ import annotations
 
@@ -78,9 +78,9 @@ def print_table(table: Table) -> None:
     """``table`` on stdout, no cell ever cut or ellipsized.
 
     Piped or redirected, every cell is printed whole on one line (a script or ``less -S`` reads
-    it). In a terminal too narrow for it, only the wrapping columns (``no_wrap`` False) wrap,
-    each to at least MIN_TEXT_WIDTH; if even that is too wide the lines run past the edge and
-    the terminal folds them, rather than an id or model name losing characters.
+    it). In a terminal too narrow for it, only the wrapping columns (``no_wrap`` False) wrap, to
+    the terminal's width; when the other columns alone leave them no room, the lines run past
+    the edge and the terminal folds them, rather than an id or model name losing characters.
     """
     limit = console.width if console.is_terminal else _UNLIMITED
     natural = [_natural_width(column.header, column.cells) for column in table.columns]
