@@ -10,15 +10,17 @@ epochs' accuracy varies a little from run to run; the last epoch reaches 100%.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from pipeline import SampleResult
 
-from .core import ACEStepContext, SimpleEnvironment
+from .core import ACEStepContext, SimpleEnvironment, Skillbook
+from .core.counts import counted
 from .roles import Agent, Reflector, SkillManager
 from .runners import ACE
 from .sim import SimulatedLLM, make_tasks
@@ -34,6 +36,19 @@ class DemoReport:
     skills: int
     failed_samples: int
     seconds: float
+    learning: dict[str, int] = field(default_factory=dict)
+    skillbook: Skillbook = field(default_factory=Skillbook)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (``--json``), the learned skillbook in full."""
+        return {
+            "accuracy_by_epoch": self.accuracy_by_epoch,
+            "skills": self.skills,
+            "failed_samples": self.failed_samples,
+            "seconds": round(self.seconds, 3),
+            "learning": self.learning,
+            "skillbook": self.skillbook.to_dict(),
+        }
 
 
 def _accuracy(results: list[SampleResult[ACEStepContext]], epoch: int) -> float:
@@ -57,8 +72,11 @@ def run_demo(
     save: Path | None = None,
     console: Console | None = None,
 ) -> DemoReport:
-    """Run ACE with the simulated LLM and print per-epoch accuracy and the learned skillbook."""
-    console = console or Console()
+    """Run ACE with the simulated LLM and print per-epoch accuracy and the learned skillbook.
+
+    A long line is never broken by the console (soft wrap): a skill stays one line when piped.
+    """
+    console = console or Console(soft_wrap=True)
     # trust_threshold=3: the simulated agent relies on a rule only once it earned 3 helpful votes.
     llm = SimulatedLLM(seed=seed, trust_threshold=3)
     tasks = make_tasks(samples, seed=seed, topics=topics)
@@ -84,16 +102,26 @@ def run_demo(
         table.add_row(str(epoch), f"{value:6.1%}", "#" * round(value * 30))
     console.print(table)
     console.print(
-        "Answers come back from the foreground while reflection and skill updates run in the\n"
+        "Answers come back from the foreground while reflection and skill updates run in the "
         "background, and each epoch starts once the previous epoch's learning is applied."
     )
     failed = [r for r in results if not r.ok]
+    learning = ace.learning_stats
     console.print(
-        f"{len(results)} samples in {seconds:.2f} s; learning: {ace.learning_stats}; "
-        f"failed samples: {len(failed)}\n"
+        f"{counted(len(results), 'sample')} in {seconds:.2f} s, {len(failed)} failed; "
+        f"learning: {_describe_learning(learning)}\n"
     )
     console.print(ace.skillbook.as_markdown(), markup=False)
     if save is not None:
         ace.save(save)
         console.print(f"skillbook saved to {save}")
-    return DemoReport(accuracy, len(ace.skillbook), len(failed), seconds)
+    return DemoReport(accuracy, len(ace.skillbook), len(failed), seconds, learning, ace.skillbook)
+
+
+def _describe_learning(stats: dict[str, int]) -> str:
+    """The background learning's counts in words, e.g. '20 reflections applied, none failed'."""
+    failed = stats.get("failed", 0)
+    text = f"{counted(stats.get('completed', 0), 'reflection')} applied, {failed or 'none'} failed"
+    if stats.get("active"):
+        text += f", {stats['active']} still running"
+    return text

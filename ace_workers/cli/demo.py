@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from .options import JsonOption
+
 __all__ = ["demo_command"]
 
 
@@ -16,10 +18,18 @@ def demo_command(
     epochs: Annotated[int, typer.Option(min=1, help="Passes over the tasks.")] = 3,
     seed: Annotated[int, typer.Option(help="Seed of the tasks and the simulated LLM.")] = 7,
     save: Annotated[Path | None, typer.Option(help="Write the learned skillbook to this JSON file.")] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Run ACE with the simulated LLM and show the accuracy rising as skills are learned."""
-    from ..demo import run_demo
+    from rich.console import Console
 
-    report = run_demo(samples=samples, topics=topics, epochs=epochs, seed=seed, save=save)
+    from ..demo import run_demo
+    from .output import console, print_json
+
+    # With --json the running commentary is not printed: stdout holds the one JSON document.
+    shown = Console(quiet=True) if as_json else console
+    report = run_demo(samples=samples, topics=topics, epochs=epochs, seed=seed, save=save, console=shown)
+    if as_json:
+        print_json(report.to_dict())
     if report.failed_samples:
         raise typer.Exit(code=1)

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Column, Table
 from rich.text import Text
 
+from ..core.counts import counted
 from ..distributed.settings import WorkerSettings
 from ..distributed.store.errors import (
     ChangelogTrimmedError,
@@ -30,7 +31,7 @@ from .options import (
     require_shared_redis,
     settings_for_model,
 )
-from .output import console, err_console, print_json, print_warning, printable
+from .output import console, err_console, print_json, print_table, print_warning, printable
 from .service import open_service, store_or_fail
 
 if TYPE_CHECKING:
@@ -181,16 +182,16 @@ def evaluate_command(
     if as_json:
         print_json(report.to_dict())
     else:
-        console.print(evaluation_table(report))
+        print_table(evaluation_table(report))
         console.print(
-            f"{len(task_set.samples)} task(s) from {task_set.path} ({task_set.digest[:19]}...); "
+            f"{counted(len(task_set.samples), 'task')} from {task_set.path} ({task_set.digest[:19]}...); "
             f"recorded as evaluation {report.id}",
             markup=False,
         )
     failed = [score for score in report.scores if score.errors]
     for score in failed:
         print_warning(
-            f"{score.name}: {score.errors} agent call(s) failed and were scored wrong; "
+            f"{score.name}: {counted(score.errors, 'agent call')} failed and were scored wrong; "
             f"first: {score.first_error}"
         )
     if failed:

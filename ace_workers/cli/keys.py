@@ -20,7 +20,7 @@ from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
 from .options import ActorOption, JsonOption, actor_or_fail
-from .output import console, print_json, printable
+from .output import new_table, print_json, print_table, printable
 
 if TYPE_CHECKING:
     from ..distributed.tenancy.api_keys import ApiKey
@@ -95,7 +95,7 @@ def key_list(
             "no API keys" + (f" for tenant {tenant!r}" if tenant else "") + " (ace-workers key create)"
         )
         return
-    console.print(_table(keys))
+    print_table(_table(keys))
 
 
 @key_app.command("revoke", cls=HelpCommand)
@@ -116,7 +116,7 @@ def key_revoke(
 
 
 def _table(keys: list[ApiKey]) -> Table:
-    table = Table("id", "tenant", "role", "note", "created", "by")
+    table = new_table("id", "tenant", "role", "note", "created", "by", wrap=("note",))
     for key in keys:
         made = time.strftime("%Y-%m-%d %H:%M", time.gmtime(key.created_at))
         table.add_row(

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from ..distributed.store.labels import HEAD, LabelMove
@@ -22,12 +21,12 @@ from .common import (
     SkillbookNameArgument,
     check_label,
     check_skillbook_name,
-    console,
     print_json,
     printable,
 )
 from .fleet import acting_fleet
 from .help import HelpCommand, HelpGroup
+from .output import new_table, print_table
 
 __all__ = ["label_app"]
 
@@ -123,8 +122,12 @@ def label_list(
     typer.echo(f"skillbook {name!r}: head at version {head}")
     if not labels:
         typer.echo("no labels (set one: ace-workers skillbook label set NAME LABEL VERSION)")
+        return
+    table = new_table("label", "version", "behind the head")
     for label, version in labels.items():
-        typer.echo(f"{printable(label)}\t{version}")
+        behind = f"{head - version}" if head > version else "at the head"
+        table.add_row(Text(printable(label)), str(version), behind)
+    print_table(table)
 
 
 @label_app.command("delete", cls=HelpCommand)
@@ -172,7 +175,7 @@ def _print_moves(moves: list[LabelMove]) -> None:
     if not moves:
         typer.echo("no moves logged")
         return
-    table = Table("time", "label", "from", "to", "actor", "note")
+    table = new_table("time", "label", "from", "to", "actor", "note", wrap=("note",))
     for move in moves:
         # Text, not str: what was read from Redis is never read as markup.
         table.add_row(
@@ -183,4 +186,4 @@ def _print_moves(moves: list[LabelMove]) -> None:
             Text(printable(move.actor)),
             Text(printable(move.note)),
         )
-    console.print(table)
+    print_table(table)

@@ -11,6 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..core.counts import counted
 from ..core.skillbook import Skillbook
 from ..distributed.settings import DEDUP_OFF, WorkerSettings
 from ..distributed.store.batches import BatchStatus
@@ -32,6 +33,7 @@ from .common import (
 )
 from .failures import print_failures
 from .models import refuse_unusable_models
+from .output import new_table, print_table
 
 if TYPE_CHECKING:
     from ..distributed.producer.producer import BatchHandle
@@ -87,7 +89,7 @@ def accuracy_by_epoch(handle: BatchHandle) -> dict[int, float]:
 def _accuracy_table(accuracy: dict[int, float]) -> Table | None:
     if not accuracy:
         return None
-    table = Table("epoch", "accuracy", "")
+    table = new_table("epoch", "accuracy", "")
     for epoch, value in accuracy.items():
         table.add_row(str(epoch), f"{value:6.1%}", "#" * round(value * 30))
     return table
@@ -151,7 +153,8 @@ def learn_command(
         # Said once Redis and the workers answered: a run refused before says only why.
         where = settings.redis_url or "an embedded Redis with in-process workers"
         err_console.print(
-            f"learning [bold]{skillbook}[/] from {count} input(s) x {epochs} epoch(s) on {where}"
+            f"learning [bold]{skillbook}[/] from {counted(count, 'input')} x {counted(epochs, 'epoch')} "
+            f"on {where}"
         )
         hint = dedup_hint(settings)
         if hint:
@@ -215,11 +218,11 @@ def _print_text_result(result: _LearnResult, out: Path | None, markdown: Path | 
     status, book = result.status, result.book
     table = _accuracy_table(result.accuracy)
     if table is not None:
-        console.print(table)
+        print_table(table)
     console.print(
         f"batch {result.batch_id}: {status.done} done, {status.failed} failed in "
         f"{status.elapsed_seconds:.1f} s; skillbook {result.skillbook!r} at version {result.version} "
-        f"with {len(book)} skill(s)"
+        f"with {counted(len(book), 'skill')}"
     )
     print_failures(result.batch_id, result.errors, total=status.total)
     console.print(book.as_markdown(), markup=False)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
+from ..core.counts import counted
 from ..core.lifecycle_rules import StaleRule
 from ..distributed.store.errors import StaleHistoryError
 from .access import ApiKeyOption
@@ -23,11 +23,11 @@ from .common import (
     NoteOption,
     SkillbookNameArgument,
     check_skillbook_name,
-    console,
     print_json,
     printable,
 )
 from .fleet import acting_fleet
+from .output import new_table, print_table
 
 __all__ = [
     "skillbook_pin",
@@ -151,7 +151,7 @@ def skillbook_archived(
     if not skills:
         typer.echo(printable(f"skillbook {name!r} has no archived skills"))
         return
-    table = Table("id", "section", "archived at", "by", "reason", "content")
+    table = new_table("id", "section", "archived at", "by", "reason", "content", wrap=("reason", "content"))
     for skill in skills:
         info = skill.archive_info or {}
         # Text, not str: rich would read markup in what a person or an LLM wrote.
@@ -168,7 +168,7 @@ def skillbook_archived(
                 )
             )
         )
-    console.print(table)
+    print_table(table)
 
 
 def skillbook_prune(
@@ -226,13 +226,14 @@ def skillbook_prune(
         typer.echo(printable(f"left {skill_id} active: {why}"))
     if result is None:
         typer.echo(
-            f"{len(plan.candidates)} stale skill(s) in skillbook {printable(repr(name))} at version "
+            f"{counted(len(plan.candidates), 'stale skill')} in skillbook {printable(repr(name))} at version "
             f"{plan.version}; nothing changed (--apply archives them)"
         )
     elif result.changed:
         typer.echo(
-            f"skillbook {printable(repr(name))} version {result.version}: archived {len(result.changed)} "
-            "stale skill(s) (skillbook archived lists them, restore brings one back)"
+            f"skillbook {printable(repr(name))} version {result.version}: archived "
+            f"{counted(len(result.changed), 'stale skill')} (skillbook archived lists them, restore brings "
+            "one back)"
         )
     else:
         typer.echo(f"nothing archived (skillbook {printable(repr(name))} stays at version {result.version})")

@@ -31,6 +31,7 @@ from .evaluate import (
     read_tasks_option,
 )
 from .exit_codes import EXIT_REFUSED
+from .output import print_table
 
 if TYPE_CHECKING:
     from ..distributed.ops.promotion import PromotionResult
@@ -133,7 +134,7 @@ def _print_result(result: PromotionResult) -> None:
     from ..distributed.ops.promotion import PromotionDecision
 
     if result.evaluation is not None:
-        console.print(evaluation_table(result.evaluation))
+        print_table(evaluation_table(result.evaluation))
     where = f"skillbook {result.skillbook!r}"
     before = "not set" if result.target_version is None else f"version {result.target_version}"
     if result.decision is PromotionDecision.PROMOTED:

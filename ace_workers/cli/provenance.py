@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..core.counts import counted
 from ..distributed.store.provenance_scan import DEFAULT_SCAN, FOUND
 from ..errors import UnknownSkillError
 from .access import ApiKeyOption, principal_of
@@ -70,7 +71,7 @@ def describe_history(history: SkillHistory) -> list[str]:
         lines.extend(
             _describe_occurrence(evidence.occurrence, evidence.status, evidence.trace, evidence.sample)
         )
-    lines.append(f"changes in the last {history.scanned} version(s): {len(history.changes)}")
+    lines.append(f"changes in the last {counted(history.scanned, 'version')}: {len(history.changes)}")
     for change in history.changes:
         ops = (
             ", ".join(f"{op.type} {op.skill_id or op.section}" for op in change.operations)

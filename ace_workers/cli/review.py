@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
+from ..core.counts import counted
 from ..distributed.store.proposals import Proposal, ProposalStatus
 from ..distributed.store.review_policy import DUPLICATE_MODES, POLICY_SUBJECTS, ReviewPolicy, parse_policy
 from ..operations import review as operations
@@ -19,13 +19,13 @@ from .common import (
     NoteOption,
     SkillbookNameArgument,
     check_skillbook_name,
-    console,
     print_json,
     print_warning,
     printable,
 )
 from .fleet import acting_fleet
 from .help import HelpCommand, HelpGroup
+from .output import new_table, print_table
 
 __all__ = ["review_app"]
 
@@ -102,26 +102,31 @@ def review_list(
             }
         )
         return
-    typer.echo(f"skillbook {name!r}: {listed.pending} pending proposal(s)")
+    typer.echo(f"skillbook {name!r}: {counted(listed.pending, 'pending proposal')}")
     if not proposals:
         return
-    table = Table()
-    # An id is what a reviewer copies into approve: never wrapped or cut, however narrow the terminal.
-    table.add_column("id", no_wrap=True, min_width=max(len(p.id) for p in proposals))
-    for header in ("status", "created", "count", "source", "operations", "notes"):
-        table.add_column(header)
+    table = new_table(
+        "id",
+        "status",
+        "created",
+        "count",
+        "source",
+        "operations",
+        "notes",
+        wrap=("source", "operations", "notes"),
+    )
     for proposal in proposals:
         # Text, not str: rich would read markup in a skill's text as styles.
         table.add_row(
             proposal.id,
             proposal.status.value,
-            proposal.created_at[:19],
+            proposal.created_at[:16].replace("T", " "),
             str(proposal.count),
             Text(printable(_describe_source(proposal.source))),
             Text(printable(proposal.summary())),
             Text(printable(_notes(listed.duplicates[proposal.id], listed.conflicts[proposal.id]))),
         )
-    console.print(table)
+    print_table(table)
 
 
 @review_app.command("show", cls=HelpCommand)
@@ -143,7 +148,7 @@ def review_show(
         f"proposal {proposal.id} of skillbook {name!r}: {proposal.status.value} ({proposal.kind.value})",
         f"proposed {proposal.created_at} on version {proposal.base_version}",
         f"source: {_describe_source(proposal.source)}",
-        f"proposed by {proposal.count} write(s)"
+        f"proposed by {counted(proposal.count, 'write')}"
         + "".join(f"\n  {_describe_source(o.source)}" for o in proposal.occurrences),
         f"reasoning: {proposal.reasoning}",
     ]

@@ -27,6 +27,7 @@ from typing import Any
 
 import typer
 
+from ..core.counts import counted
 from ..core.jsonl import SkippedLines
 from ..distributed.settings import WorkerSettings
 from ..distributed.worker.errors import PayloadError
@@ -119,7 +120,8 @@ def scan_sessions(
         raise typer.BadParameter(f"{path} holds no usable session")
     if count * epochs > limit:
         raise typer.BadParameter(
-            f"{path} holds {count} sessions x {epochs} epoch(s), above ACE_MAX_BATCH_SIZE={limit}; "
+            f"{path} holds {counted(count, 'session')} x {counted(epochs, 'epoch')}, "
+            f"above ACE_MAX_BATCH_SIZE={limit}; "
             "nothing was sent"
         )
     return count

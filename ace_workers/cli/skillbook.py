@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
+from ..core.counts import counted
 from ..core.skillbook import Skillbook
 from ..distributed.settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
 from ..distributed.store.change_summary import change_to_json, consolidation_label, describe_changes
@@ -39,7 +39,16 @@ from .options import (
     redis_settings,
     require_shared_redis,
 )
-from .output import console, describe_fill, print_json, print_warning, printable, write_skillbook_files
+from .output import (
+    console,
+    describe_fill,
+    new_table,
+    print_json,
+    print_table,
+    print_warning,
+    printable,
+    write_skillbook_files,
+)
 from .service import open_service, store_or_fail
 
 __all__ = ["skillbook_app"]
@@ -86,7 +95,10 @@ def skillbook_show(
     if full:
         print_warning(full)
     if pending:
-        print_warning(f"{pending} proposal(s) wait for review: ace-workers skillbook review list {name}")
+        wait = "waits" if pending == 1 else "wait"
+        print_warning(
+            f"{counted(pending, 'proposal')} {wait} for review: ace-workers skillbook review list {name}"
+        )
     console.print(printable(book.as_markdown(), keep_lines=True), markup=False)
 
 
@@ -119,7 +131,7 @@ def skillbook_import(
     if as_json:
         print_json({"name": name, "file": str(file), "skills": len(book), "version": version})
     else:
-        typer.echo(f"{len(book)} skill(s) from {file} imported into {name!r} as version {version}")
+        typer.echo(f"{counted(len(book), 'skill')} from {file} imported into {name!r} as version {version}")
 
 
 @skillbook_app.command("diff", cls=HelpCommand)
@@ -176,7 +188,7 @@ def skillbook_export(
         written = {"out": str(out), "markdown": str(markdown) if markdown else None}
         print_json({"name": name, "version": version, "skills": len(book), "written": written})
     else:
-        typer.echo(f"{len(book)} skill(s) written to {out}")
+        typer.echo(f"{counted(len(book), 'skill')} written to {out}")
 
 
 @skillbook_app.command("history", cls=HelpCommand)
@@ -194,7 +206,7 @@ def skillbook_history(
         if as_json:
             print_json([change_to_json(change) for change in history])
             return
-        table = Table("version", "base", "operations", "source")
+        table = new_table("version", "base", "operations", "source", wrap=("operations", "source"))
         for change in history:
             ops = ", ".join(
                 [f"{op.type} {op.skill_id or op.section}" for op in change.operations]
@@ -208,7 +220,7 @@ def skillbook_history(
                 Text(printable(ops)),
                 Text(json.dumps(change.source or {})),
             )
-        console.print(table)
+        print_table(table)
 
 
 @skillbook_app.command("dedup", cls=HelpCommand)
@@ -246,7 +258,7 @@ def skillbook_dedup(
                 return
             for op in planned:
                 console.print(printable(consolidation_label(op)), markup=False)
-            typer.echo(f"{len(planned)} operation(s) planned; nothing changed")
+            typer.echo(f"{counted(len(planned), 'operation')} planned; nothing changed")
             return
         # Planned again if a worker removes or rewrites a named skill before it applies.
         with write_scope(dedup_write_scope({"command": "skillbook dedup"})):
@@ -274,7 +286,7 @@ def skillbook_dedup(
             f"(ace-workers skillbook review show {name} {proposed.proposal_id})"
         )
     elif not report.changed:
-        typer.echo(f"0 operation(s) planned; nothing changed (skillbook {name!r}, version {before})")
+        typer.echo(f"0 operations planned; nothing changed (skillbook {name!r}, version {before})")
     else:
         typer.echo(f"skillbook {name!r} version {after}: {report.summary()}")
 

@@ -14,8 +14,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
+from ..core.counts import counted
 from ..distributed.tenancy.errors import InvalidTenantError
 from ..distributed.tenancy.tenants import (
     ALL_MODELS,
@@ -39,7 +39,7 @@ from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
 from .options import JsonOption, redis_settings
-from .output import console, print_json, printable
+from .output import console, new_table, print_json, print_table, printable
 from .service import open_service
 
 # Types only: the Celery service is loaded when --fail-waiting has samples to fail.
@@ -291,7 +291,16 @@ def tenant_list(as_json: JsonOption = False, api_key: ApiKeyOption = None) -> No
     if as_json:
         print_json([row.to_dict() for row in shown])
         return
-    table = Table("tenant", "owns", "weight", "max in flight", "budgets", "on budget", "skillbooks now")
+    table = new_table(
+        "tenant",
+        "owns",
+        "weight",
+        "max in flight",
+        "budgets",
+        "on budget",
+        "skillbooks now",
+        wrap=("owns", "budgets"),
+    )
     for row in shown:
         tenant = row.tenant
         table.add_row(
@@ -303,7 +312,7 @@ def tenant_list(as_json: JsonOption = False, api_key: ApiKeyOption = None) -> No
             tenant.on_budget,
             str(len(row.owned)),
         )
-    console.print(table)
+    print_table(table)
 
 
 @tenant_app.command("show", cls=HelpCommand)
@@ -404,6 +413,11 @@ def _print_tenant(tenant: Tenant, as_json: bool, *, action: str, released: int =
     if as_json:
         print_json({**tenant.to_dict(), "released": released})
         return
-    console.print(f"tenant {tenant.name} {action}: owns {_ownership(tenant)}", markup=False)
+    console.print(f"tenant {tenant.name} {action}: owns {printable(_ownership(tenant))}", markup=False)
+    console.print(
+        f"  weight {tenant.weight}, max in flight {tenant.max_in_flight or 'no cap'}, "
+        f"budgets: {printable(_budgets(tenant))} (when spent: {tenant.on_budget})",
+        markup=False,
+    )
     if released:
-        console.print(f"{released} sample(s) waiting for budget sent again", markup=False)
+        console.print(f"{counted(released, 'sample')} waiting for budget sent again", markup=False)

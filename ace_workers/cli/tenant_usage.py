@@ -9,15 +9,15 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from ..core.counts import counted
 from ..distributed.tenancy.tenants import ALL_MODELS, validate_tenant_name
 from ..distributed.tenancy.usage import UsageReport, WindowRow
 from ..operations.tenants import tenant_usage
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .options import JsonOption
-from .output import console, print_json, printable
+from .output import console, new_table, print_json, print_table, printable
 
 __all__ = ["usage_command"]
 
@@ -48,7 +48,9 @@ def usage_command(
 def _print(report: UsageReport) -> None:
     for tenant in report.tenants:
         waiting = (
-            f"{tenant.deferred} sample(s) waiting for budget" if tenant.deferred else "no sample waiting"
+            f"{counted(tenant.deferred, 'sample')} waiting for budget"
+            if tenant.deferred
+            else "no sample waiting"
         )
         console.print(
             f"tenant {printable(tenant.tenant)} (when a budget is spent: {tenant.on_budget}): {waiting}",
@@ -57,12 +59,10 @@ def _print(report: UsageReport) -> None:
         if not tenant.rows:
             console.print("  no budget set and nothing spent", markup=False)
             continue
-        table = Table(
-            "model", "window", "tokens", "of", "used", "cost (USD)", "of", "used", "requests", "resets"
-        )
+        table = new_table(*COLUMNS)
         for row in tenant.rows:
             table.add_row(*_cells(row))
-        console.print(table)
+        print_table(table)
 
 
 def _cells(row: WindowRow) -> list[str]:

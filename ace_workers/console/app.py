@@ -16,12 +16,14 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..core.counts import counted
 from ..distributed.service import Service
 from ..distributed.tenancy.api_keys import ApiKeys
 from .access import ConsoleAccess
 from .areas import AREAS, NAVIGATION
 from .charts import Series, line_chart, share_bar
 from .security import ConsoleGate
+from .times import humane_time
 from .views import REFUSALS, ConsoleState, error_response
 
 __all__ = ["build_console_app", "api_endpoints"]
@@ -41,6 +43,8 @@ def build_console_app(
         lstrip_blocks=True,
     )
     templates.filters["tojson_pretty"] = _json_pretty
+    templates.filters["when"] = humane_time  # every time a page shows: "5 min ago", exact on hover
+    templates.filters["counted"] = counted  # "1 skill", "2 skills"
     # Plots are drawn on the server from a page's data: its template builds the series.
     templates.globals.update(line_chart=line_chart, Series=Series, share_bar=share_bar)
     templates.globals["navigation"] = NAVIGATION  # the header's links, from the areas' one list

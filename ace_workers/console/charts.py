@@ -16,7 +16,9 @@ from markupsafe import Markup, escape
 __all__ = ["NEARLY_SPENT", "PALETTE", "Series", "line_chart", "share_bar"]
 
 PALETTE = ("#2f5fd0", "#d0632f", "#1f7a4a", "#8a3fc0", "#b3261e", "#0f8b8d")
-_WIDTH, _HEIGHT = 720, 240
+# As wide as a card of the widest page (main is 1400 px at most): the chart fills its card at
+# about its own size, its text neither blown up nor shrunk.
+_WIDTH, _HEIGHT = 1080, 260
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 28, 36
 Place = Callable[[float, float], tuple[float, float]]  # data (x, y) -> SVG (x, y)
 

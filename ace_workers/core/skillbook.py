@@ -22,6 +22,7 @@ from .consolidation import (
     apply_consolidation_operations,
     check_consolidation,
 )
+from .counts import counted
 from .files import write_text_atomically
 from .lifecycle_rules import LifecycleAction, change_lifecycle
 from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
@@ -644,7 +645,7 @@ class Skillbook:
         """The active skills as markdown, grouped by section, for people."""
         with self._lock:
             skills = list(self._ordered(False))
-        lines = [f"# Skillbook ({len(skills)} skills)"]
+        lines = [f"# Skillbook ({counted(len(skills), 'skill')})"]
         section = None
         for skill in skills:
             if skill.section != section:

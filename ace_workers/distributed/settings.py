@@ -363,6 +363,12 @@ class WorkerSettings:
         "with `--no-auth`",
         secret=True,
     )
+    flower_url: str | None = _option(
+        None,
+        "where people reach Flower (`ace-workers flower`), e.g. `https://flower.internal`: the "
+        "console's fleet page links to it",
+        default_text="unset: no link",
+    )
     api_key: str | None = _option(
         None,
         "the API key a producer presents (`ace-workers key create`): it then refuses, before anything "
@@ -408,6 +414,7 @@ class WorkerSettings:
         for role in ("agent_model", "reflector_model", "skill_manager_model"):
             _check_model(env_name(role), getattr(self, role))
         _check_basic_auth("flower_basic_auth", self.flower_basic_auth)
+        _check_url("flower_url", self.flower_url, ("http", "https"))
         _check_url("otlp_endpoint", self.otlp_endpoint, ("http", "https"))
         _check_nightly(self)
         if self.llm_factory is not None and not _IMPORT_PATH.fullmatch(self.llm_factory):

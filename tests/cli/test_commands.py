@@ -236,7 +236,7 @@ def test_skillbook_dedup_finds_paraphrases_with_the_packaged_model_and_remembers
     # The decision is remembered in Redis: the pair is not flagged again, nothing is embedded again.
     again = runner.invoke(app, ["skillbook", "dedup", "tenant"])
     assert again.exit_code == 0, again.output
-    assert "0 operation(s) planned" in again.output, again.output
+    assert "0 operations planned" in again.output, again.output
     assert len(RedisEmbeddingCache(redis_client, store.keys)) == cached
     unknown = runner.invoke(app, ["skillbook", "dedup", "nobody"])
     assert unknown.exit_code != 0

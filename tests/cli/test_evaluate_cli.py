@@ -150,7 +150,7 @@ def test_promote_if_better_refuses_a_worse_candidate_with_exit_4(
     ran = run_console_script(monkeypatch, capsys, *args)
     assert ran.code == EXIT_REFUSED
     assert "refused: label 'prod' of skillbook 'book' stays at version 1;" in said(ran.out)
-    assert "candidate 'canary' (version 2) 50.0% against 'prod' (version 1) 100.0% on 20 task(s)" in said(
+    assert "candidate 'canary' (version 2) 50.0% against 'prod' (version 1) 100.0% on 20 tasks" in said(
         ran.out
     )
     assert store.labels.get("prod") == 1

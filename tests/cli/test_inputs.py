@@ -107,5 +107,5 @@ def test_learn_over_several_epochs_sends_every_input_each_epoch(clean_env: pytes
     result = CliRunner().invoke(app, ["learn", str(traces), "--epochs", "2", "--skillbook", "twice"])
     assert result.exit_code == 0, result.output
     message = said(result.output)
-    assert "from 3 input(s) x 2 epoch(s)" in message
+    assert "from 3 inputs x 2 epochs" in message
     assert "6 done, 0 failed" in message

@@ -126,7 +126,7 @@ def test_prune_dry_run_lists_with_why_and_apply_archives_them_in_one_version(
     assert code == 0
     assert out == (
         f"math-00003 [math] {STALE}: not tagged or updated for 60 days\n"
-        "1 stale skill(s) in skillbook 'book' at version 1; nothing changed (--apply archives them)\n"
+        "1 stale skill in skillbook 'book' at version 1; nothing changed (--apply archives them)\n"
     )
     assert book.version() == 1
     code, out, _ = invoke("skillbook", "prune", "book", "--dry-run", "--days", "90", "--json")
@@ -174,7 +174,7 @@ def test_skillbook_dedup_leaves_a_pinned_near_duplicate_unmerged(
     assert invoke("skillbook", "pin", "tenant", "mirp-00002")[0] == 0
     code, out, _ = invoke("skillbook", "dedup", "tenant")
     assert code == 0, out
-    assert "0 operation(s) planned; nothing changed" in out
+    assert "0 operations planned; nothing changed" in out
     assert len(store.export()) == 2
     # Unpinned, the same run merges the two statements of one rule (the simulated SkillManager).
     assert invoke("skillbook", "unpin", "tenant", "mirp-00002")[0] == 0

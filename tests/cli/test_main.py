@@ -41,6 +41,29 @@ def test_demo_shows_accuracy_rising_and_the_learned_rules(tmp_path: Path) -> Non
     assert "100.0%" in text
 
 
+def test_demo_prints_one_line_a_skill_and_its_learning_in_words() -> None:
+    console = Console(record=True, width=80, soft_wrap=True)
+    report = run_demo(samples=20, topics=4, epochs=2, seed=3, console=console)
+    lines = console.export_text().splitlines()
+    for skill in report.skillbook.skills():
+        assert any(skill.content in line and skill.id in line for line in lines)
+    assert any(
+        line.startswith("40 samples in ") and "learning: 40 reflections applied, none failed" in line
+        for line in lines
+    )
+    assert not any("{" in line for line in lines)  # no dict printed raw
+    assert f"# Skillbook ({report.skills} skills)" in lines
+
+
+def test_demo_json_is_one_document_with_the_accuracy_and_the_skillbook() -> None:
+    result = CliRunner().invoke(app, ["demo", "--samples", "20", "--topics", "4", "--epochs", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert len(document["accuracy_by_epoch"]) == 2
+    assert document["learning"]["completed"] == 40
+    assert len(document["skillbook"]["skills"]) == document["skills"] == 4
+
+
 def test_demo_rejects_bad_options() -> None:
     result = CliRunner().invoke(app, ["demo", "--epochs", "0"])
     assert result.exit_code != 0

@@ -52,7 +52,7 @@ def test_learn_refuses_a_model_it_cannot_call_in_one_line_before_any_work(
     assert ran.code == 2
     assert len(ran.err.splitlines()) == 1
     assert ran.err.startswith(line)
-    assert ran.out == ""  # nothing started: no "learning k from 3 input(s)"
+    assert ran.out == ""  # nothing started: no "learning k from 3 inputs"
 
 
 def test_a_worker_refuses_a_model_it_cannot_call_before_it_connects(

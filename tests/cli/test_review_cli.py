@@ -57,7 +57,7 @@ def test_list_shows_the_pending_proposals_as_text_and_json(
     update, add = store.review.proposals()
     code, out, _ = run(env, capsys, "list", "book")
     assert code == 0
-    assert "2 pending proposal(s)" in out
+    assert "2 pending proposals" in out
     assert update.id in out and add.id in out
     assert "ADD [units] Check the units" in said(out)
     code, out, _ = run(env, capsys, "list", "book", "--json")
@@ -177,7 +177,7 @@ def test_skillbook_show_mentions_the_pending_proposals(
 ) -> None:
     ran = run_console_script(env, capsys, "skillbook", "show", "book")
     assert ran.code == 0
-    assert "2 proposal(s) wait for review: ace-workers skillbook review list book" in said(ran.err)
+    assert "2 proposals wait for review: ace-workers skillbook review list book" in said(ran.err)
     ran = run_console_script(env, capsys, "skillbook", "show", "book", "--json")
     assert json.loads(ran.out)["pending_proposals"] == 2
 
@@ -315,7 +315,7 @@ def test_list_counts_the_writes_merged_into_a_proposal(
     ]
     code, out, _ = run(env, capsys, "show", "book", add.id)
     assert code == 0
-    assert "proposed by 2 write(s)" in out
+    assert "proposed by 2 writes" in out
     assert "batch b2, sample 7" in out
 
 

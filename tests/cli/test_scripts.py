@@ -61,7 +61,7 @@ def test_a_trace_batch_needs_no_execute_worker_and_learn_speaks_json(
     assert (report["skillbook"], report["recipe"], report["state"]) == ("learned", "trace_analyser", "done")
     assert (report["total"], report["done"], report["failed"]) == (3, 3, 0)
     assert report["book"]["skills"]
-    assert "learning learned from 3 input(s)" in said(result.stderr)
+    assert "learning learned from 3 inputs" in said(result.stderr)
 
 
 def test_an_ace_batch_is_refused_naming_only_the_execute_queue_and_exits_3(

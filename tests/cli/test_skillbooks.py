@@ -140,7 +140,7 @@ def test_a_reference_file_is_imported_replaced_only_when_asked_and_rolled_back(
 
     imported = runner.invoke(app, ["skillbook", "import", str(reference), "support"])
     assert imported.exit_code == 0, imported.output
-    assert "2 skill(s)" in imported.output
+    assert "2 skills" in imported.output
     assert "as version 1" in imported.output
     store = RedisSkillbookStore(redis_client, "support", prefix=PREFIX)
     skill = store.export().get_skill("general-00001")
@@ -158,7 +158,7 @@ def test_a_reference_file_is_imported_replaced_only_when_asked_and_rolled_back(
     store.rollback(1)
     replaced = runner.invoke(app, ["skillbook", "import", str(ours), "support", "--replace"])
     assert replaced.exit_code == 0, replaced.output
-    assert "3 skill(s)" in replaced.output
+    assert "3 skills" in replaced.output
     assert len(store.export()) == 3
 
     history = json.loads(runner.invoke(app, ["skillbook", "history", "support", "--json"]).output)
@@ -242,7 +242,7 @@ def test_list_and_show_speak_json_and_show_says_when_the_skillbook_is_full(
     text = said(runner.invoke(app, ["skillbook", "show", "tiny"]).output)
     assert "2 of 2 active skills" in text
     assert "skillbook 'tiny' is full" in text
-    assert "1 ADD(s) left out for lack of room" in text
+    assert "1 ADD left out for lack of room" in text
     roomy = said(runner.invoke(app, ["skillbook", "show", "other"]).output)
     assert "is full" not in roomy
 

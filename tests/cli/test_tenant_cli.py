@@ -123,3 +123,13 @@ def test_a_bad_tenant_name_is_a_usage_error(registry: TenantRegistry) -> None:
     code, out, _ = invoke("add", "Acme")
     assert code == 2
     assert "lowercase" in said(out)
+
+
+def test_set_echoes_the_new_budget(registry: TenantRegistry) -> None:
+    invoke("add", "acme", "--budget", "*:cost_per_day=5")
+    code, out, _ = invoke("set", "acme", "--budget", "openai/gpt-4o:tokens_per_day=2000")
+    assert code == 0, out
+    assert (
+        "budgets: all models: cost_per_day=5.0; openai/gpt-4o: tokens_per_day=2000 (when spent: wait)"
+        in said(out)
+    )

@@ -50,6 +50,21 @@ def test_every_queue_is_listed_with_its_depth_and_consumers(
     assert all(queue["consumers"] for queue in queues.values())
 
 
+def test_each_worker_shows_the_tasks_it_has_done(fleet_view: dict[str, Any], console: RunningConsole) -> None:
+    done = {worker["name"]: worker["tasks_done"] for worker in fleet_view["workers"]}
+    assert None not in done.values(), done  # every worker answered Celery's stats
+    # 8 traces, each a chain of several step tasks, spread over the workers.
+    assert sum(done.values()) >= 8 * 2
+    by_task = [task for worker in fleet_view["workers"] for task in worker["tasks_done_by_task"]]
+    assert by_task, fleet_view["workers"]
+    with console.client() as client:
+        page = client.get("/fleet").text
+    for name, count in done.items():
+        row = page[page.index(f'data-worker="{name}"') :]
+        assert 'class="num tasks-done"' in row.split("</tr>", 1)[0]
+        assert f">{count:,}</td>" in row.split("</tr>", 1)[0]
+
+
 def test_the_write_partition_names_its_writer_and_skillbooks(
     fleet_view: dict[str, Any], fleet: Service
 ) -> None:

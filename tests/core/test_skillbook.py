@@ -226,6 +226,14 @@ def test_str_is_markdown_grouped_by_section(book: Skillbook) -> None:
     assert lines[math + 1].startswith("- [math-00002] Estimate first")
 
 
+def test_markdown_counts_its_skills_in_the_singular_and_the_plural() -> None:
+    book = Skillbook()
+    book.add_skill("general", "Check units")
+    assert book.as_markdown().splitlines()[0] == "# Skillbook (1 skill)"
+    book.add_skill("general", "Check signs")
+    assert book.as_markdown().splitlines()[0] == "# Skillbook (2 skills)"
+
+
 def test_skill_copies_share_the_embedding_but_not_what_can_change_in_place() -> None:
     book = Skillbook()
     skill = book.add_skill("s", "Check the units.", sources=[{"trace": "t1"}])

@@ -97,13 +97,17 @@ def test_the_steering_example_reviews_labels_evaluates_and_promotes_as_the_page_
     assert done.returncode == 0, f"the steering example failed:\n{done.stdout}\n{done.stderr}"
     out = done.stdout
     # One proposal per idea (three samples each), not one per sample; after the second run, one.
-    assert "skillbook 'support': 2 pending proposal(s)" in out
-    assert "skillbook 'support': 1 pending proposal(s)" in out
+    assert "skillbook 'support': 2 pending proposals" in out
+    assert "skillbook 'support': 1 pending proposal\n" in out
     assert "approved by user:" in out
     assert "rejected by user:" in out
     assert "skill zorb-00001 in skillbook 'support'" in out  # skillbook why: its evidence
     assert " ADD by skill_manager batch " in out
     assert "accuracy    │ 0.0%  │ 50.0%" in out  # prod, then canary
     assert "promoted: label 'prod' of skillbook 'support' moved from version 3" in out
-    listed = dict(line.split("\t") for line in out.splitlines() if "\t" in line)
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")
+    ]
+    # label list's table: label, version, how far behind the head.
+    listed = {row[0]: row[1] for row in rows if len(row) == 3 and row[0] in ("prod", "canary")}
     assert listed["prod"] == listed["canary"]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ...core.counts import counted
 from ...protocols import AgentLike
 from ..store.errors import LabelMovedError
 from ..store.labels import LabelMove, validate_label
@@ -202,7 +203,7 @@ def _decide(
     theirs = report.score_of(target)
     said = (
         f"candidate {candidate!r} (version {ours.version}) {ours.accuracy:.1%} against "
-        f"{target!r} (version {theirs.version}) {theirs.accuracy:.1%} on {ours.total} task(s)"
+        f"{target!r} (version {theirs.version}) {theirs.accuracy:.1%} on {counted(ours.total, 'task')}"
     )
     if is_better(ours.score, theirs.score, ours.total, margin):
         return PromotionDecision.PROMOTED, f"{said}: better by more than the margin {margin:g}"

@@ -26,6 +26,7 @@ __all__ = [
     "broker_errors",
     "queue_consumers",
     "queue_depths",
+    "tasks_done",
 ]
 
 # What a worker publishes (a chain's next step, a step's retry) retries for about 35 s: a
@@ -88,6 +89,10 @@ class CeleryDispatcher:
     def queue_depths(self, queues: Iterable[str]) -> dict[str, int]:
         return queue_depths(self.app, queues)
 
+    def tasks_done(self, workers: Iterable[str], timeout: float) -> dict[str, dict[str, int]]:
+        with broker_errors("ask the workers what they have done"):
+            return tasks_done(self.app, workers, timeout)
+
     def close(self) -> None:
         """Release the connections of the app's producer pool (for a dispatcher on an app of its own)."""
         self.app.close()
@@ -122,6 +127,23 @@ def queue_depths(app: Celery, queues: Iterable[str]) -> dict[str, int]:
             # Unreachable, or refusing commands (a Redis out of memory refuses even this MULTI).
             raise BrokerUnavailable("ask the broker", exc) from exc
     return depths
+
+
+def tasks_done(app: Celery, workers: Iterable[str], timeout: float) -> dict[str, dict[str, int]]:
+    """Each of ``workers``' task counts by task name (``inspect stats``), as many as answer in ``timeout``.
+
+    Addressed to the workers by name with a reply limit, the broadcast ends once they all answered.
+    """
+    names = sorted(set(workers))
+    if not names:
+        return {}
+    asked = app.control.inspect(destination=names, limit=len(names), timeout=timeout)
+    replies = asked.stats() or {}
+    return {
+        worker: {str(task): int(count) for task, count in (stats.get("total") or {}).items()}
+        for worker, stats in replies.items()
+        if isinstance(stats, dict)
+    }
 
 
 def queue_consumers(app: Celery, wanted: Iterable[str], timeout: float) -> dict[str, list[str]]:

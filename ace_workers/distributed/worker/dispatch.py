@@ -75,6 +75,11 @@ class Dispatcher(Protocol):
         """Messages waiting in each queue (0 for one the broker does not know)."""
         ...
 
+    def tasks_done(self, workers: Iterable[str], timeout: float) -> dict[str, dict[str, int]]:
+        """Per worker that answers within ``timeout``: the tasks it has taken since it started, by
+        task name (Celery's ``inspect stats`` ``total``; it counts no failures)."""
+        ...
+
 
 @dataclass
 class InProcessDispatcher:
@@ -82,11 +87,13 @@ class InProcessDispatcher:
 
     ``chains`` and ``hand_offs`` are what was sent, in order; a chain counts as waiting on its
     first step's queue (:meth:`queue_depths`) until :meth:`take` removes it. ``consumers``
-    answers :meth:`queue_consumers` (by queue, the worker names serving it).
+    answers :meth:`queue_consumers` (by queue, the worker names serving it), ``done``
+    :meth:`tasks_done` (by worker, its task counts).
     """
 
     runtime: WorkerRuntime
     consumers: Mapping[str, list[str]] = field(default_factory=dict)
+    done: Mapping[str, dict[str, int]] = field(default_factory=dict)
     chains: list[SampleChain] = field(default_factory=list)
     hand_offs: list[HandOff] = field(default_factory=list)
 
@@ -98,6 +105,9 @@ class InProcessDispatcher:
 
     def queue_consumers(self, queues: Iterable[str], timeout: float) -> dict[str, list[str]]:
         return {queue: list(self.consumers[queue]) for queue in queues if self.consumers.get(queue)}
+
+    def tasks_done(self, workers: Iterable[str], timeout: float) -> dict[str, dict[str, int]]:
+        return {worker: dict(self.done[worker]) for worker in workers if worker in self.done}
 
     def queue_depths(self, queues: Iterable[str]) -> dict[str, int]:
         waiting = [chain.first.queue for chain in self.chains]

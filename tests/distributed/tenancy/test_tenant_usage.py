@@ -235,7 +235,7 @@ def test_tenant_usage_prints_each_budget_and_the_samples_waiting(
 
     assert plain.exit_code == 0, plain.output
     said = " ".join(plain.output.split())
-    assert "tenant team-a (when a budget is spent: wait): 1 sample(s) waiting for budget" in said
+    assert "tenant team-a (when a budget is spent: wait): 1 sample waiting for budget" in said
     assert "all models" in said and "1,000" in said
     assert document.exit_code == 0, document.output
     tenants = {entry["tenant"]: entry for entry in json.loads(document.stdout)["tenants"]}

@@ -1,5 +1,9 @@
 """The console's fleet area: workers and their queues, queue depths, lag, and the write partitions.
 
+Each worker's task count is Celery's ``inspect stats`` (tasks taken since it started, by task
+name; Celery counts no failures there). With ACE_FLOWER_URL set the page links to Flower,
+which has the rest: each task's outcome, failures per worker, rates.
+
 What is shown is what Redis and a Celery ``inspect`` broadcast know: a worker's own
 ``/healthz`` answers on its metrics port, per process, and is not reachable from here.
 The broadcast's answer is kept for a few seconds (see :mod:`.fleet_inspect`).
@@ -42,6 +46,7 @@ def fleet_page(view: View) -> dict[str, Any]:
         "lag": _lag(view, now),
         "partitions": _partitions(view, answer, queues),
         "settings": shaping_settings(view.service.runtime.settings),
+        "flower_url": view.service.runtime.settings.flower_url,
         "refresh_seconds": REFRESH_SECONDS,
     }
 
@@ -56,6 +61,7 @@ def _workers(view: View, answer: InspectAnswer, now: float) -> list[dict[str, An
         at = record.get("at")
         age = round(now - at, 1) if isinstance(at, int | float) and not isinstance(at, bool) else None
         settings = record.get("settings")
+        tasks = answer.tasks_done.get(name)
         rows.append(
             {
                 "name": name,
@@ -64,6 +70,9 @@ def _workers(view: View, answer: InspectAnswer, now: float) -> list[dict[str, An
                 "record_age_seconds": age,
                 "record_fresh": age is not None and age <= FRESH_SECONDS,
                 "settings": settings if isinstance(settings, dict) else {},
+                # Celery's count of the tasks it took since it started (None: it did not answer).
+                "tasks_done": sum(tasks.values()) if tasks is not None else None,
+                "tasks_done_by_task": tasks or {},
             }
         )
     return rows

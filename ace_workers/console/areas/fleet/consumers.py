@@ -28,12 +28,14 @@ FRESH_SECONDS = 5.0
 
 @dataclass(frozen=True)
 class InspectAnswer:
-    """The workers' answer: consumers by queue, when it was asked, how long it took, what went wrong."""
+    """The workers' answer: consumers by queue, each worker's task counts (by task name), when it was
+    asked, how long it took, what went wrong."""
 
     consumers: dict[str, list[str]] = field(default_factory=dict)
     asked_at: float = 0.0
     took_seconds: float = 0.0
     error: str | None = None
+    tasks_done: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def workers(self) -> dict[str, list[str]]:
         """The queues of each worker that answered, by worker name."""
@@ -79,8 +81,11 @@ class _Cache:
         started = time.monotonic()
         try:
             queues = settings.all_queues()
-            consumers = self.service.dispatcher.queue_consumers(queues, settings.worker_reply_seconds)
-            answer = InspectAnswer(consumers, time.time(), time.monotonic() - started)
+            dispatcher = self.service.dispatcher
+            consumers = dispatcher.queue_consumers(queues, settings.worker_reply_seconds)
+            workers = {name for names in consumers.values() for name in names}
+            done = dispatcher.tasks_done(workers, settings.worker_reply_seconds)
+            answer = InspectAnswer(consumers, time.time(), time.monotonic() - started, tasks_done=done)
         except Exception as exc:  # a broker away must not fail the page: it says so instead
             logger.warning("console: the workers could not be asked: %s", exc)
             problem = f"{type(exc).__name__}: {exc}"

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
+from ....core.counts import counted
 from ....distributed.store.keys import validate_skillbook_name
 from ....distributed.store.proposals import Proposal, ProposalStatus
 from ....distributed.store.review_policy import POLICY_SUBJECTS
@@ -168,7 +169,7 @@ def decide_proposals(view: View) -> ActionResult:
     )
     decided = [o.decided for o in outcomes if o.decided is not None]
     refused = [o for o in outcomes if o.refused is not None]
-    message = f"{len(decided)} proposal(s) {DECISIONS[decision]}, {len(refused)} refused"
+    message = f"{counted(len(decided), 'proposal')} {DECISIONS[decision]}, {len(refused)} refused"
     if refused:
         message += ": " + "; ".join(str(o.refused) for o in refused[:3])
     audited = [
