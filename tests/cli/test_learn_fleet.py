@@ -19,7 +19,6 @@ from ace_workers.cli import app
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import fleet_workers_key
-from ace_workers.distributed.store.worker_records import read_worker_records
 from tests.support.cli import said, write_traces
 from tests.support.processes import CLI, REPO
 from tests.support.waiting import wait_for
@@ -35,9 +34,6 @@ def sim_fleet(clean_env: pytest.MonkeyPatch, redis_url: str) -> Iterator[Service
     service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
     try:
         with local_workers(service, learn_threads=2, serve_execute=False):
-            # Each worker publishes its record (and models) as it starts, by a bootstep of its own.
-            records = lambda: read_worker_records(service.runtime.redis, PREFIX)  # noqa: E731
-            wait_for(lambda: len(records()) == 2, 30, "the workers' fleet records")
             yield service
     finally:
         service.close()
