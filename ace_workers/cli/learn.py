@@ -164,18 +164,18 @@ def learn_command(
     with open_service(
         settings, run_workers=settings.redis_url is None, learn_threads=learn_threads
     ) as service:
-        if settings.redis_url:
-            require_workers(service, recipe, skillbook)
-        # Said once Redis and the workers answered: a run refused before says only why.
-        where = settings.redis_url or "an embedded Redis with in-process workers"
-        err_console.print(
-            f"learning [bold]{skillbook}[/] from {count} input(s) x {epochs} epoch(s) on {where}"
-        )
-        hint = dedup_hint(settings)
-        if hint:
-            err_console.print(hint)
         batch_id = uuid.uuid4().hex  # known before sending: an interrupted run still names its batch
         try:
+            if settings.redis_url:
+                require_workers(service, recipe, skillbook)
+            # Said once Redis and the workers answered: a run refused before says only why.
+            where = settings.redis_url or "an embedded Redis with in-process workers"
+            err_console.print(
+                f"learning [bold]{skillbook}[/] from {count} input(s) x {epochs} epoch(s) on {where}"
+            )
+            hint = dedup_hint(settings)
+            if hint:
+                err_console.print(hint)
             handle = enqueue_file(service, traces, count, served_by, epochs, recipe, canary, batch_id)
             follow_batch(handle, "learning")
         except KeyboardInterrupt:

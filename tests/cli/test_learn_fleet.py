@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -137,3 +138,33 @@ def test_ctrl_c_names_the_batch_and_the_commands_to_follow_or_cancel_it(
     finally:
         service.close()
     assert redis_client.exists(fleet_workers_key(prefix)) == 0  # the workers stopped and withdrew
+
+
+def test_ctrl_c_on_in_process_workers_says_the_batch_stops_with_them(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    traces = write_traces(tmp_path / "traces.jsonl", 20)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO)}
+    env["ACE_SIM_LATENCY_SECONDS"] = "0.5"  # slow enough that learn is still following
+    learn = subprocess.Popen(
+        [sys.executable, "-c", CLI, "learn", str(traces), "--model", "sim", "--learn-threads", "1"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert learn.stderr is not None
+    # Its first line is printed once the embedded Redis and the workers answered.
+    assert learn.stderr.readline().startswith("learning default from 20 input(s)")
+    time.sleep(3)  # the batch is sent by now, and takes 10 s on one thread
+    learn.send_signal(signal.SIGINT)
+    out, err = learn.communicate(timeout=60)
+
+    assert learn.returncode == 130, err
+    assert re.fullmatch(
+        r"interrupted: batch [0-9a-f]{32} stops with the in-process workers of this run",
+        said(err.splitlines()[-1]),
+    )
+    assert "Traceback" not in err
+    assert out == ""
