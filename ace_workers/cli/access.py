@@ -7,12 +7,14 @@ give that key: its tenant's skillbooks, up to its role. Without one, the operato
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..distributed.store.actors import actor_from_option
-from ..operations import FleetClient, Principal, operator, principal_for_key
+
+if TYPE_CHECKING:
+    from ..operations import FleetClient, Principal
 
 __all__ = ["ApiKeyOption", "principal_of"]
 
@@ -30,12 +32,18 @@ def principal_of(fleet: FleetClient, api_key: str | None, actor: str | None = No
     """The key's principal for ``api_key`` (else ACE_API_KEY); else the operator as ``actor``.
 
     Raises:
-        InvalidApiKeyError: the key is unknown or revoked.
+        InvalidApiKeyError: the key is unknown or revoked; it names ``--api-key`` or ACE_API_KEY.
         typer.BadParameter: ``actor`` is not an actor's name.
     """
-    secret = api_key or fleet.settings.api_key
+    from ..distributed.tenancy.errors import InvalidApiKeyError
+    from ..operations import operator, principal_for_key
+
+    secret, source = (api_key, "--api-key") if api_key else (fleet.settings.api_key, "ACE_API_KEY")
     if secret:
-        return principal_for_key(fleet.api_keys, secret)
+        try:
+            return principal_for_key(fleet.api_keys, secret)
+        except InvalidApiKeyError as exc:  # which of the two the user must fix
+            raise exc.given_by(source) from None
     try:
         return operator(actor_from_option(actor))
     except ValueError as exc:

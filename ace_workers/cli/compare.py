@@ -7,17 +7,18 @@ a 95% Wilson interval; overlapping intervals mean no significant difference yet.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..distributed.store.label_names import HEAD
-from ..distributed.store.outcomes import LabelComparison, LabelOutcomes
-from ..operations.skillbooks import compare_skillbook_labels
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .options import JsonOption, SkillbookNameArgument, check_label, check_skillbook_name
 from .output import print_json
+
+if TYPE_CHECKING:
+    from ..distributed.store.outcomes import LabelComparison, LabelOutcomes
 
 __all__ = ["compare_command", "describe_comparison"]
 
@@ -38,6 +39,8 @@ def compare_command(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Success rate of two labels' live executions, with 95% confidence intervals."""
+    from ..operations.skillbooks import compare_skillbook_labels  # the skillbook model: only when run
+
     check_skillbook_name(name)
     with open_command_fleet("skillbook compare", WHY) as fleet:
         comparison = compare_skillbook_labels(fleet, principal_of(fleet, api_key), name, first, second)

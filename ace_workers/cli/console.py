@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
-from ..console.access import CREATE_KEY, ConsoleAccess
-from ..console.errors import ConsoleSettingError
 from ..distributed.settings import WorkerSettings
-from .common import open_service, require_shared_redis
+from .options import require_shared_redis
+from .service import open_service
 
 __all__ = ["console_command", "DEFAULT_CONSOLE_PORT"]
 
@@ -36,6 +35,10 @@ def console_command(
     People and scripts sign in with an API key (ace-workers key create): scripts send it as
     a bearer token, people give it as the password their browser asks for (any user name).
     """
+    # The console's stack (Starlette, the MCP auth it shares) loads when the console runs.
+    from ..console.access import CREATE_KEY, ConsoleAccess
+    from ..console.errors import ConsoleSettingError
+
     settings = WorkerSettings.from_env()
     require_shared_redis(settings, "console", "it shows what the fleet of that Redis learned")
     try:

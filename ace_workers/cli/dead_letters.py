@@ -64,6 +64,9 @@ def dead_letters_list(
     if as_json:
         print_json([letter.to_dict() for letter in letters])
         return
+    if not letters:
+        filtered = batch is not None or skillbook is not None or since is not None
+        typer.echo("no dead letters" + (" match these options" if filtered else ""))
     for letter in letters:
         if letter.letter is None:
             typer.echo(f"{letter.position}: unreadable: {letter.problem}")

@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from ..distributed.settings import WorkerSettings
+from ..distributed.tenancy.errors import InvalidApiKeyError
+from ..errors import InvalidSettingError
 from .common import (
     CanaryOption,
     JsonOption,
@@ -78,7 +80,10 @@ def enqueue_command(
     """
     settings = WorkerSettings.from_env()
     if api_key is not None:  # checked (its shape) by the settings; the producer checks its scope
-        settings = dataclasses.replace(settings, api_key=api_key)
+        try:
+            settings = dataclasses.replace(settings, api_key=api_key)
+        except InvalidSettingError as exc:  # the flag, not ACE_API_KEY, holds the bad value
+            raise typer.BadParameter(exc.reason, param_hint="--api-key") from None
     name = check_skillbook_ref(skillbook).name  # learning writes NAME's head whatever the label
     check_recipe(recipe, settings)
     check_format(input_format, recipe)
@@ -94,11 +99,14 @@ def enqueue_command(
         count = scan_sessions(traces, input_format, recipe, settings, epochs)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         require_workers(service, recipe, name)
-        if input_format == "jsonl":
-            handle = enqueue_file(service, traces, count, skillbook, epochs, recipe, canary)
-        else:
-            inputs = stream_sessions(traces, input_format, recipe)
-            handle = enqueue_inputs(service, inputs, traces, count, skillbook, epochs, recipe, canary)
+        try:
+            if input_format == "jsonl":
+                handle = enqueue_file(service, traces, count, skillbook, epochs, recipe, canary)
+            else:
+                inputs = stream_sessions(traces, input_format, recipe)
+                handle = enqueue_inputs(service, inputs, traces, count, skillbook, epochs, recipe, canary)
+        except InvalidApiKeyError as exc:  # the producer checked it: say which key the user must fix
+            raise exc.given_by("--api-key" if api_key is not None else "ACE_API_KEY") from None
     if as_json:
         print_json(
             {

@@ -5,50 +5,37 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 from rich.text import Text
 
-from ..distributed.ops.errors import TaskFileError
-from ..distributed.ops.evaluation import (
-    EvaluationReport,
-    EvaluationTarget,
-    OnProgress,
-    TaskSet,
-    evaluate_versions,
-    fleet_agent,
-    read_task_file,
-    resolve_targets,
-)
 from ..distributed.settings import WorkerSettings
 from ..distributed.store.errors import (
     ChangelogTrimmedError,
     UnknownLabelError,
     VersionRangeError,
 )
-from ..distributed.store.store import RedisSkillbookStore
-from .common import (
+from .exit_codes import EXIT_FAILURES
+from .models import refuse_unusable_models
+from .options import (
     ActorOption,
     JsonOption,
     SkillbookNameArgument,
     actor_or_fail,
     check_label,
     check_skillbook_name,
-    console,
-    err_console,
-    open_service,
-    print_json,
-    print_warning,
-    printable,
     require_shared_redis,
     settings_for_model,
-    store_or_fail,
 )
-from .exit_codes import EXIT_FAILURES
-from .models import refuse_unusable_models
+from .output import console, err_console, print_json, print_warning, printable
+from .service import open_service, store_or_fail
+
+if TYPE_CHECKING:
+    from ..distributed.ops.evaluation import EvaluationReport, EvaluationTarget, OnProgress, TaskSet
+    from ..distributed.store.store import RedisSkillbookStore
 
 __all__ = [
     "TASKS_HELP",
@@ -76,6 +63,9 @@ TARGET_ERRORS = (UnknownLabelError, VersionRangeError, ChangelogTrimmedError)
 
 def read_tasks_option(path: Path) -> TaskSet:
     """The task file of ``--tasks``; a usage error naming the file and line when it cannot be used."""
+    from ..distributed.ops.errors import TaskFileError
+    from ..distributed.ops.evaluation import read_task_file
+
     try:
         return read_task_file(path)
     except TaskFileError as exc:
@@ -131,6 +121,8 @@ def evaluation_table(report: EvaluationReport) -> Table:
 
 
 def _targets(store: RedisSkillbookStore, versions: list[int], labels: list[str]) -> list[EvaluationTarget]:
+    from ..distributed.ops.evaluation import resolve_targets
+
     try:
         return resolve_targets(store, versions, labels)
     except TARGET_ERRORS as exc:
@@ -161,6 +153,9 @@ def evaluate_command(
     spacing). Runs in this process; progress goes to stderr. The evaluation is recorded
     in the skillbook's evaluations list. Exit 1 when an agent call failed (scored wrong).
     """
+    # The evaluation (the store, the agent) loads when a command evaluates, not for --help.
+    from ..distributed.ops.evaluation import evaluate_versions, fleet_agent
+
     check_skillbook_name(name)
     if not versions and not labels:
         raise typer.BadParameter("name at least one --version or --label to evaluate")

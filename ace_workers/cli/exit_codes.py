@@ -41,11 +41,12 @@ def broker_errors() -> tuple[type[BaseException], ...]:
 EXIT_CODES_HELP = (
     f"Exit codes: {EXIT_DONE} done; {EXIT_FAILURES} finished with failures (a sample failed, a "
     f"dead letter was kept, ...); {EXIT_USAGE} usage error (a bad argument or file, a missing "
-    f"setting such as ACE_REDIS_URL, an unknown skillbook or batch, Redis data of another schema "
-    f"than this ace-workers knows); {EXIT_UNREACHABLE} "
+    "setting such as ACE_REDIS_URL, a worker configuration the worker refuses, an unknown "
+    f"skillbook or batch, Redis data of another schema than this ace-workers knows); {EXIT_UNREACHABLE} "
     "infrastructure unreachable (Redis or the broker did not answer, or no worker serves a queue "
-    f"the work needs); {EXIT_REFUSED} refused by a gate (label promote --if-better: the "
-    "candidate is not better; migrate: a migration needs the fleet stopped). Results go to stdout "
+    f"the work needs); {EXIT_REFUSED} refused by a gate or a policy (label promote --if-better: "
+    "the candidate is not better; migrate: a migration needs the fleet stopped; an API key of "
+    "another tenant; tenant remove while its samples wait or run). Results go to stdout "
     "(one JSON document with --json); warnings and errors to stderr."
 )
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from ..distributed.ops.embedded_redis import resolve_redis
-from ..operations import FleetClient, Principal, open_fleet
 from .access import principal_of
 from .options import redis_settings
+
+if TYPE_CHECKING:
+    from ..operations import FleetClient, Principal
 
 __all__ = ["acting_fleet", "open_command_fleet"]
 
@@ -25,6 +27,10 @@ def open_command_fleet(command: str, why: str) -> Iterator[FleetClient]:
 
     Neither ACE_REDIS_URL nor a kept embedded Redis: MissingSettingError naming ``command``.
     """
+    # The Redis client and the operations load when a command runs: --help lists commands without them.
+    from ..distributed.ops.embedded_redis import resolve_redis
+    from ..operations import open_fleet
+
     settings = redis_settings(command, why)
     with resolve_redis(settings) as (_broker_url, redis_url), open_fleet(settings, redis_url) as fleet:
         yield fleet

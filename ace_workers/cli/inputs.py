@@ -17,7 +17,15 @@ from ..distributed.worker.errors import PayloadError
 from ..distributed.worker.payload import check_trace
 from .output import print_warning
 
-__all__ = ["read_input_lines", "sample_from_line", "scan_inputs", "skipped_lines_reported", "stream_inputs"]
+__all__ = [
+    "check_trace_line",
+    "json_kind",
+    "read_input_lines",
+    "sample_from_line",
+    "scan_inputs",
+    "skipped_lines_reported",
+    "stream_inputs",
+]
 
 
 def read_input_lines(
@@ -47,21 +55,53 @@ def skipped_lines_reported(path: Path) -> Iterator[SkippedLines]:
             print_warning(skipped.describe())
 
 
+def json_kind(value: Any) -> str:
+    """What JSON calls ``value``'s type: object, array, string, number, boolean, null."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    kinds = {dict: "object", list: "array", str: "string", int: "number", float: "number"}
+    return kinds.get(type(value), type(value).__name__)
+
+
 def sample_from_line(item: Any, path: Path, number: int) -> Sample:
+    """The sample a line of ``path`` holds; a usage error naming the line and what is missing or extra."""
     names = {f.name for f in dataclasses.fields(Sample)}
-    if not isinstance(item, dict) or "question" not in item or set(item) - names:
-        raise typer.BadParameter(
-            f"{path}:{number}: not a sample (an object with 'question' and only {', '.join(sorted(names))})"
-        )
+    others = ", ".join(sorted(names - {"question"}))
+    shape = f"a sample is an object with 'question' and optionally {others}"
+    if not isinstance(item, dict):
+        raise typer.BadParameter(f"{path}:{number}: a JSON {json_kind(item)}, not a sample: {shape}")
+    if "question" not in item:
+        raise typer.BadParameter(f"{path}:{number}: not a sample: 'question' is missing ({shape})")
+    extra = sorted(set(item) - names)
+    if extra:
+        unknown = ", ".join(repr(name) for name in extra)
+        raise typer.BadParameter(f"{path}:{number}: not a sample: unknown field(s) {unknown} ({shape})")
     return Sample(**item)
+
+
+def check_trace_line(value: Any, path: Path, number: int, max_bytes: int) -> None:
+    """A usage error naming the line of ``path`` unless ``value`` is a trace: a JSON object, at most
+    ``max_bytes``, JSON all the way down."""
+    try:
+        check_trace(value, max_bytes=max_bytes)
+    except PayloadError as exc:
+        raise typer.BadParameter(f"{path}:{number}: {exc}") from exc
+    if not isinstance(value, dict):
+        # A bare list or string would be learned from as if it were a trace, and counted done.
+        raise typer.BadParameter(
+            f"{path}:{number}: a JSON {json_kind(value)}, not a trace: each line must be a JSON object "
+            "holding one trace's fields (e.g. question, answer, feedback)"
+        )
 
 
 def scan_inputs(path: Path, recipe: str, settings: WorkerSettings, epochs: int = 1) -> int:
     """The first pass over a JSONL input: check every line, warn of lines that are not JSON; count inputs.
 
-    Nothing is sent yet. A trace too large or not JSON all the way down, a record that is
-    not a sample (``recipe`` ace), no usable line, or more samples (inputs x ``epochs``)
-    than ACE_MAX_BATCH_SIZE is an error naming the file (and the line).
+    Nothing is sent yet. A trace that is not a JSON object, too large or not JSON all the way
+    down, a record that is not a sample (``recipe`` ace), no usable line, or more samples
+    (inputs x ``epochs``) than ACE_MAX_BATCH_SIZE is an error naming the file (and the line).
     """
     limit = settings.max_batch_size
     if epochs > limit:  # refused before the file is read
@@ -74,10 +114,7 @@ def scan_inputs(path: Path, recipe: str, settings: WorkerSettings, epochs: int =
             if recipe == "ace":
                 sample_from_line(value, path, number)
             else:
-                try:
-                    check_trace(value, max_bytes=settings.max_trace_bytes)
-                except PayloadError as exc:
-                    raise typer.BadParameter(f"{path}:{number}: {exc}") from exc
+                check_trace_line(value, path, number, settings.max_trace_bytes)
             count += 1
     if not count:
         raise typer.BadParameter(f"{path} holds no usable line")

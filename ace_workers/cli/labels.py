@@ -58,7 +58,9 @@ def label_set(
     check_label(label)
     number = None if version == HEAD else _version_number(version)
     with acting_fleet("skillbook label set", WHY, api_key, actor) as (fleet, who):
-        move = operations.set_label(fleet, who, name, label, number, note=note)
+        # No confirmation page here: the move expects the label where it is now (operations/expect.py).
+        seen = operations.list_labels(fleet, who, name).labels.get(label)
+        move = operations.set_label(fleet, who, name, label, number, note=note, expect=seen)
     if as_json:
         print_json({"name": name, **move.to_dict()})
     elif move.from_version is None:
@@ -138,7 +140,8 @@ def label_delete(
     check_skillbook_name(name)
     check_label(label)
     with acting_fleet("skillbook label delete", WHY, api_key, actor) as (fleet, who):
-        move = operations.delete_label(fleet, who, name, label, note=note)
+        seen = operations.list_labels(fleet, who, name).labels.get(label)
+        move = operations.delete_label(fleet, who, name, label, note=note, expect=seen)
     if as_json:
         print_json({"name": name, **move.to_dict()})
     else:

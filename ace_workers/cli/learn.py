@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..core.skillbook import Skillbook
 from ..distributed.settings import DEDUP_OFF, WorkerSettings
-from ..distributed.store.batches import BatchState, BatchStatus
+from ..distributed.store.batches import BatchStatus
 from .common import (
     CanaryOption,
     JsonOption,
@@ -65,7 +65,7 @@ def follow_batch(handle: BatchHandle, label: str) -> None:
             progress.update(
                 task, completed=status.done + status.failed, total=status.total or None, detail=detail
             )
-            if status.state is BatchState.DONE:
+            if status.state.finished:
                 return
             time.sleep(0.1)
 

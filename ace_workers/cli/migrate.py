@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..distributed.ops.embedded_redis import resolve_redis
-from ..distributed.ops.migration import PROGRESS_EVERY, MigrationRun, describe_changes, migrate
-from ..distributed.worker.runtime import WorkerRuntime
 from ..extras import PROJECT_VERSION
 from .common import console, err_console, redis_settings
+
+if TYPE_CHECKING:
+    from ..distributed.ops.migration import MigrationRun
 
 __all__ = ["migrate_command"]
 
@@ -21,6 +21,11 @@ def migrate_command(
     ] = False,
 ) -> None:
     """Upgrade the data in Redis to this version's schema, in place (resumable; see docs/upgrades.md)."""
+    # The migrations and the runtime they run on load when a migration runs, not for --help.
+    from ..distributed.ops.embedded_redis import resolve_redis
+    from ..distributed.ops.migration import PROGRESS_EVERY, migrate
+    from ..distributed.worker.runtime import WorkerRuntime
+
     settings = redis_settings("migrate", "it upgrades the data kept in that Redis")
     with resolve_redis(settings) as (_, redis_url):
         # Unchecked: the check would refuse the very data this upgrades.
@@ -37,6 +42,8 @@ def _progress(line: str) -> None:
 
 
 def _report(run: MigrationRun) -> None:
+    from ..distributed.ops.migration import describe_changes
+
     found = run.found
     by = f", written by ace-workers {found.written_by}" if found.stamped else " (unversioned)"
     shown = "empty" if found.is_new else f"schema {found.version}{by}"

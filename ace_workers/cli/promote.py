@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..distributed.ops.evaluation import fleet_agent
-from ..distributed.ops.promotion import PromotionDecision, PromotionResult, promote_label
 from ..distributed.store.errors import UnknownLabelError
 from .common import (
     ActorOption,
@@ -33,6 +31,9 @@ from .evaluate import (
     read_tasks_option,
 )
 from .exit_codes import EXIT_REFUSED
+
+if TYPE_CHECKING:
+    from ..distributed.ops.promotion import PromotionResult
 
 __all__ = ["promote_command"]
 
@@ -71,6 +72,10 @@ def promote_command(
     ones too, is recorded in the skillbook's evaluations list. Without --if-better the
     label moves unconditionally (and is logged).
     """
+    # The evaluation and the promotion gate load when a label is promoted, not for --help.
+    from ..distributed.ops.evaluation import fleet_agent
+    from ..distributed.ops.promotion import PromotionDecision, promote_label
+
     check_skillbook_name(name)
     check_label(candidate, "CANDIDATE")
     check_label(target, "--to")
@@ -125,6 +130,8 @@ def promote_command(
 
 
 def _print_result(result: PromotionResult) -> None:
+    from ..distributed.ops.promotion import PromotionDecision
+
     if result.evaluation is not None:
         console.print(evaluation_table(result.evaluation))
     where = f"skillbook {result.skillbook!r}"

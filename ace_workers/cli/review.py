@@ -9,8 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..distributed.store.proposals import Proposal, ProposalStatus
-from ..distributed.store.review_policy import ReviewPolicy, parse_policy
+from ..distributed.store.review_policy import DUPLICATE_MODES, POLICY_SUBJECTS, ReviewPolicy, parse_policy
 from ..operations import review as operations
+from ..operations.outcomes import outcome_of
 from .access import ApiKeyOption
 from .common import (
     ActorOption,
@@ -36,6 +37,23 @@ review_app = typer.Typer(
 
 WHY = "skillbooks and their proposals live in a shared Redis"
 IdArgument = Annotated[str, typer.Argument(help="The proposal's id (from review list).")]
+IdsArgument = Annotated[
+    list[str] | None, typer.Argument(help="The proposals' ids (from review list); or give --all.")
+]
+AllOption = Annotated[
+    bool, typer.Option("--all", help="Every pending proposal (narrowed by --section, --op, --duplicates).")
+]
+SectionOption = Annotated[str | None, typer.Option(help="Only proposals with an operation in this section.")]
+OperationOption = Annotated[
+    str | None,
+    typer.Option(
+        "--op", help=f"Only proposals with an operation of this kind: {', '.join(POLICY_SUBJECTS)}."
+    ),
+]
+DuplicatesOption = Annotated[
+    bool,
+    typer.Option("--duplicates", help="Only proposals restating active skills (approving changes nothing)."),
+]
 _STATUSES = [status.value for status in ProposalStatus] + ["all"]
 
 
@@ -46,9 +64,9 @@ def review_list(
         str, typer.Option(help=f"Which proposals: {', '.join(_STATUSES)}.")
     ] = ProposalStatus.PENDING.value,
     limit: Annotated[int, typer.Option(min=1, help="At most this many, oldest first.")] = 100,
-    section: Annotated[
-        str | None, typer.Option(help="Only proposals with an operation in this section.")
-    ] = None,
+    section: SectionOption = None,
+    operation: OperationOption = None,
+    duplicates: DuplicatesOption = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print only the ids, one a line (for scripts).")
     ] = False,
@@ -60,28 +78,48 @@ def review_list(
     if status not in _STATUSES:
         raise typer.BadParameter(f"{status!r}: use {', '.join(_STATUSES)}", param_hint="--status")
     chosen = None if status == "all" else ProposalStatus(status)
+    picked = _filter(section, operation, duplicates)
     with acting_fleet("skillbook review list", WHY, api_key) as (fleet, who):
-        listed = operations.list_proposals(fleet, who, name, status=chosen, section=section, limit=limit)
+        listed = operations.list_proposals(fleet, who, name, status=chosen, limit=limit, picked=picked)
     proposals = listed.proposals
     if quiet:
         for proposal in proposals:
             typer.echo(proposal.id)
         return
     if as_json:
-        print_json({"name": name, "pending": listed.pending, "proposals": [p.to_dict() for p in proposals]})
+        print_json(
+            {
+                "name": name,
+                "pending": listed.pending,
+                "proposals": [
+                    {
+                        **p.to_dict(),
+                        "duplicate_of": listed.duplicates[p.id],
+                        "conflicts": listed.conflicts[p.id],
+                    }
+                    for p in proposals
+                ],
+            }
+        )
         return
     typer.echo(f"skillbook {name!r}: {listed.pending} pending proposal(s)")
     if not proposals:
         return
-    table = Table("id", "status", "created", "source", "operations")
+    table = Table()
+    # An id is what a reviewer copies into approve: never wrapped or cut, however narrow the terminal.
+    table.add_column("id", no_wrap=True, min_width=max(len(p.id) for p in proposals))
+    for header in ("status", "created", "count", "source", "operations", "notes"):
+        table.add_column(header)
     for proposal in proposals:
         # Text, not str: rich would read markup in a skill's text as styles.
         table.add_row(
             proposal.id,
             proposal.status.value,
             proposal.created_at[:19],
+            str(proposal.count),
             Text(printable(_describe_source(proposal.source))),
             Text(printable(proposal.summary())),
+            Text(printable(_notes(listed.duplicates[proposal.id], listed.conflicts[proposal.id]))),
         )
     console.print(table)
 
@@ -105,6 +143,8 @@ def review_show(
         f"proposal {proposal.id} of skillbook {name!r}: {proposal.status.value} ({proposal.kind.value})",
         f"proposed {proposal.created_at} on version {proposal.base_version}",
         f"source: {_describe_source(proposal.source)}",
+        f"proposed by {proposal.count} write(s)"
+        + "".join(f"\n  {_describe_source(o.source)}" for o in proposal.occurrences),
         f"reasoning: {proposal.reasoning}",
     ]
     lines += [f"  {op}" for op in proposal.summary().split("; ")]
@@ -112,14 +152,18 @@ def review_show(
     for skill_id, image in proposal.base_images.items():
         was = f"[{image.get('section')}] {image.get('content')}" if image else "(absent)"
         lines.append(f"{skill_id} when proposed: {was}")
+    if shown.duplicate_of:
+        lines.append(f"duplicate of {', '.join(shown.duplicate_of)}: approving it changes nothing")
     decision = proposal.decision
     if decision is not None:
+        made = "no new version" if decision.version is None else f"version {decision.version}"
         lines.append(
-            f"{proposal.status.value} by {decision.actor} at {decision.time} (version {decision.version})"
+            f"{proposal.status.value} by {decision.actor} at {decision.time} ({made})"
             + (f": {decision.note}" if decision.note else "")
         )
     for line in lines:
-        typer.echo(printable(line))
+        for part in line.split("\n"):
+            typer.echo(printable(part))
     if conflicts:
         print_warning(
             f"conflicts: {', '.join(conflicts)} changed since it was proposed; approve it with "
@@ -130,7 +174,11 @@ def review_show(
 @review_app.command("approve", cls=HelpCommand)
 def review_approve(
     name: SkillbookNameArgument,
-    proposal_id: IdArgument,
+    proposal_ids: IdsArgument = None,
+    every: AllOption = False,
+    section: SectionOption = None,
+    operation: OperationOption = None,
+    duplicates: DuplicatesOption = False,
     note: NoteOption = "",
     actor: ActorOption = None,
     despite_conflicts: Annotated[
@@ -139,29 +187,38 @@ def review_approve(
     as_json: JsonOption = False,
     api_key: ApiKeyOption = None,
 ) -> None:
-    """Apply a pending proposal as one new version (refused if decided already, or conflicting)."""
+    """Apply pending proposals, each as one new version (refused if decided already, or conflicting).
+
+    One that restates active skills changes nothing: it is approved without a new version.
+    """
     check_skillbook_name(name)
+    ids, picked = _chosen(proposal_ids, every, section, operation, duplicates)
     with acting_fleet("skillbook review approve", WHY, api_key, actor) as (fleet, who):
-        decided = operations.approve_proposal(
-            fleet, who, name, proposal_id, note=note, despite_conflicts=despite_conflicts
+        outcomes = operations.decide_proposals(
+            fleet, who, name, ids, approve=True, note=note, despite_conflicts=despite_conflicts, picked=picked
         )
-    _print_decided(name, decided, as_json)
+    _print_outcomes(name, outcomes, as_json, single=ids is not None and len(ids) == 1)
 
 
 @review_app.command("reject", cls=HelpCommand)
 def review_reject(
     name: SkillbookNameArgument,
-    proposal_id: IdArgument,
+    proposal_ids: IdsArgument = None,
+    every: AllOption = False,
+    section: SectionOption = None,
+    operation: OperationOption = None,
+    duplicates: DuplicatesOption = False,
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
     api_key: ApiKeyOption = None,
 ) -> None:
-    """Reject a pending proposal: nothing of it applies; the decision is logged."""
+    """Reject pending proposals: nothing of them applies; each decision is logged."""
     check_skillbook_name(name)
+    ids, picked = _chosen(proposal_ids, every, section, operation, duplicates)
     with acting_fleet("skillbook review reject", WHY, api_key, actor) as (fleet, who):
-        decided = operations.reject_proposal(fleet, who, name, proposal_id, note=note)
-    _print_decided(name, decided, as_json)
+        outcomes = operations.decide_proposals(fleet, who, name, ids, approve=False, note=note, picked=picked)
+    _print_outcomes(name, outcomes, as_json, single=ids is not None and len(ids) == 1)
 
 
 @review_app.command("policy", cls=HelpCommand)
@@ -177,8 +234,14 @@ def review_policy(
     ] = None,
     auto_approve_after: Annotated[
         int | None,
-        typer.Option(min=2, help="Apply a proposal once this many pending ones carry the same operations."),
+        typer.Option(min=2, help="Apply a proposal once this many writes proposed the same operations."),
     ] = None,
+    duplicates: Annotated[
+        str,
+        typer.Option(
+            help="review: a proposal restating active skills waits like any; reject: it is rejected at once."
+        ),
+    ] = "review",
     note: NoteOption = "",
     actor: ActorOption = None,
     as_json: JsonOption = False,
@@ -187,14 +250,20 @@ def review_policy(
     """Show or set which learned changes of a skillbook wait for review."""
     check_skillbook_name(name)
     chosen: ReviewPolicy | None = None
+    if duplicates not in DUPLICATE_MODES:
+        raise typer.BadParameter(
+            f"{duplicates!r}: use {' or '.join(DUPLICATE_MODES)}", param_hint="--duplicates"
+        )
     if policy is not None:
         try:
-            chosen = parse_policy(policy, auto_approve_after)
+            chosen = parse_policy(
+                policy, auto_approve_after, "reject" if duplicates == "reject" else "review"
+            )
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="POLICY") from None
-    elif auto_approve_after is not None:
+    elif auto_approve_after is not None or duplicates != "review":
         raise typer.BadParameter(
-            "give the POLICY the threshold belongs to", param_hint="--auto-approve-after"
+            "give the POLICY the setting belongs to", param_hint="--auto-approve-after/--duplicates"
         )
     with acting_fleet("skillbook review policy", WHY, api_key, actor) as (fleet, who):
         if chosen is not None:
@@ -212,18 +281,83 @@ def review_policy(
         typer.echo(f"skillbook {name!r}: review policy {current.describe()}")
 
 
-def _print_decided(name: str, decided: Proposal, as_json: bool) -> None:
-    if as_json:
-        print_json({"name": name, **decided.to_dict()})
-        return
+def _filter(section: str | None, operation: str | None, duplicates: bool) -> operations.ProposalFilter:
+    """The filter the options name; BadParameter naming --op for a kind that is none."""
+    kind = operation.strip().upper() if operation is not None else None
+    if kind is not None and kind not in POLICY_SUBJECTS:
+        raise typer.BadParameter(f"{operation!r}: use one of {', '.join(POLICY_SUBJECTS)}", param_hint="--op")
+    return operations.ProposalFilter(section=section, operation=kind, duplicates=duplicates)
+
+
+def _chosen(
+    ids: list[str] | None, every: bool, section: str | None, operation: str | None, duplicates: bool
+) -> tuple[list[str] | None, operations.ProposalFilter]:
+    """The ids to decide (None: --all) and the filter of --all; BadParameter for a mix or neither."""
+    picked = _filter(section, operation, duplicates)
+    if every and ids:
+        raise typer.BadParameter("give proposal ids or --all, not both", param_hint="--all")
+    if not every and not ids:
+        raise typer.BadParameter("give one or more proposal ids, or --all", param_hint="PROPOSAL_IDS")
+    if not every and picked.narrows:
+        raise typer.BadParameter(
+            "--section, --op and --duplicates narrow --all; give --all", param_hint="--all"
+        )
+    return (None if every else ids), picked
+
+
+def _print_outcomes(
+    name: str, outcomes: list[operations.DecisionOutcome], as_json: bool, *, single: bool
+) -> None:
+    """One line per proposal (JSON: one document); exit with the code of the first refusal, if any.
+
+    One proposal named by id answers as before there were several: its JSON, or its error.
+    """
+    refused = [o.refused for o in outcomes if o.refused is not None]
+    if single and refused:
+        raise refused[0]
+    if single and as_json and outcomes[0].decided is not None:
+        print_json({"name": name, **outcomes[0].decided.to_dict(), "restated": outcomes[0].restated})
+    elif as_json:
+        print_json(
+            {
+                "name": name,
+                "decided": [{**o.decided.to_dict(), "restated": o.restated} for o in outcomes if o.decided],
+                "refused": [
+                    {"id": o.proposal_id, "error": outcome_of(o.refused).kind, "message": str(o.refused)}
+                    for o in outcomes
+                    if o.refused is not None
+                ],
+            }
+        )
+    else:
+        if not outcomes:
+            typer.echo(f"skillbook {name!r}: no pending proposal matches; nothing decided")
+        for outcome in outcomes:
+            if outcome.decided is not None:
+                typer.echo(printable(_decided_line(name, outcome.decided, outcome.restated)))
+            else:
+                typer.echo(f"error: {printable(outcome.refused)}", err=True)
+    if refused:
+        raise typer.Exit(outcome_of(refused[0]).exit_code)
+
+
+def _decided_line(name: str, decided: Proposal, restated: list[str]) -> str:
     decision = decided.decision
     assert decision is not None
-    typer.echo(
-        printable(
-            f"proposal {decided.id} {decided.status.value} by {decision.actor}: skillbook {name!r} "
-            f"now version {decision.version}"
-        )
-    )
+    said = f"proposal {decided.id} {decided.status.value} by {decision.actor}: "
+    if decision.no_op:
+        why = f" (it restates {', '.join(restated)})" if restated else ""
+        return said + f"nothing changed{why}; skillbook {name!r} keeps its version (no new version)"
+    return said + f"skillbook {name!r} now version {decision.version}"
+
+
+def _notes(duplicate_of: list[str], conflicts: list[str]) -> str:
+    notes = []
+    if duplicate_of:
+        notes.append(f"duplicate of {', '.join(duplicate_of)}")
+    if conflicts:
+        notes.append(f"conflicts: {', '.join(conflicts)}")
+    return "; ".join(notes) or "-"
 
 
 def _describe_source(source: dict[str, Any]) -> str:

@@ -6,17 +6,13 @@ all, in the order ``--help`` shows them. No module registers a command by being 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import redis
 import typer
 from typer._click import Context
 from typer._click.exceptions import ClickException
 
 from .. import __version__
-from ..distributed.worker.redis_health import is_redis_full
-from ..errors import AceError
-from ..operations.outcomes import UNEXPECTED, outcome_of
 from .batch import batch_app
 from .compare import compare_command
 from .console import console_command
@@ -24,7 +20,7 @@ from .dead_letters import dead_letters_app
 from .demo import demo_command
 from .enqueue import enqueue_command
 from .evaluate import evaluate_command
-from .exit_codes import EXIT_CODES_HELP, EXIT_FAILURES, EXIT_UNREACHABLE, broker_errors, unreachable_line
+from .exit_codes import EXIT_CODES_HELP
 from .flower import flower_command
 from .help import HelpCommand, HelpGroup
 from .hook import hook_app
@@ -42,7 +38,6 @@ from .lifecycle import (
 from .mcp import mcp_command
 from .migrate import migrate_command
 from .nightly import beat_command, nightly_app
-from .output import printable
 from .promote import promote_command
 from .provenance import skillbook_why
 from .review import review_app
@@ -52,11 +47,17 @@ from .tenant import tenant_app
 from .tenant_usage import usage_command
 from .worker import worker_command
 
+if TYPE_CHECKING:
+    import redis
+
 __all__ = ["app", "main", "redis_error_line"]
 
 
 def redis_error_line(exc: redis.RedisError) -> str:
     """What Redis refused, in one line (its message may carry key names: control characters escaped)."""
+    from ..distributed.worker.redis_health import is_redis_full
+    from .output import printable
+
     said = printable(f"{type(exc).__name__}: {exc}").rstrip(".")
     if is_redis_full(exc):
         return (
@@ -73,6 +74,15 @@ def error_line(exc: BaseException) -> tuple[str, int] | None:
     not be reached, and what Redis refused, keep their own lines. An AceError the table does not
     name ran and failed (exit 1).
     """
+    # Imported on the first error: the table imports every error module and redis, which a
+    # command that succeeds (or --help) never needs.
+    import redis
+
+    from ..errors import AceError
+    from ..operations.outcomes import UNEXPECTED, outcome_of
+    from .exit_codes import EXIT_FAILURES, EXIT_UNREACHABLE, broker_errors, unreachable_line
+    from .output import printable
+
     outcome = outcome_of(exc)
     if outcome.exit_code == EXIT_UNREACHABLE or isinstance(exc, broker_errors()):
         return unreachable_line(exc), EXIT_UNREACHABLE

@@ -18,7 +18,7 @@ from ..distributed.store.errors import SkillbookExistsError
 from ..distributed.store.review_writes import ProposeOutcome
 from ..distributed.store.write_scope import dedup_write_scope, write_scope
 from ..errors import AceError, SkillbookFormatError
-from ..operations.history import rollback
+from ..operations.history import head_version, rollback
 from ..operations.skillbooks import (
     export_skillbook,
     import_skillbook,
@@ -291,7 +291,9 @@ def skillbook_rollback(
     """Restore a skillbook to an earlier version, as a new version (history is kept)."""
     check_skillbook_name(name)
     with acting_fleet("skillbook rollback", WHY, api_key, actor) as (fleet, who):
-        done = rollback(fleet, who, name, to_version, note=note, via="cli")
+        # No confirmation page here: the rollback expects the head as it is now (operations/expect.py).
+        head = head_version(fleet, who, name)
+        done = rollback(fleet, who, name, to_version, note=note, via="cli", expect=head)
     if as_json:
         print_json({"name": name, "restored_version": to_version, "version": done.version})
     else:

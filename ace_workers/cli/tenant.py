@@ -8,8 +8,10 @@ its LLM calls may spend per UTC day and month.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -25,6 +27,7 @@ from ..distributed.tenancy.tenants import (
 )
 from ..operations import FleetClient
 from ..operations.tenants import (
+    TenantWork,
     add_tenant,
     change_tenant,
     list_tenants,
@@ -38,6 +41,10 @@ from .help import HelpCommand, HelpGroup
 from .options import JsonOption, redis_settings
 from .output import console, print_json, printable
 from .service import open_service
+
+# Types only: the Celery service is loaded when --fail-waiting has samples to fail.
+if TYPE_CHECKING:
+    from ..distributed.service import Service
 
 __all__ = ["parse_budget", "tenant_app"]
 
@@ -178,19 +185,102 @@ def tenant_set(
 
 
 @tenant_app.command("remove", cls=HelpCommand)
-def tenant_remove(name: TenantArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None) -> None:
-    """Remove a tenant: its skillbooks go back to 'default' (nothing in them is deleted)."""
+def tenant_remove(
+    name: TenantArgument,
+    drain: Annotated[
+        bool,
+        typer.Option(
+            "--drain",
+            help="Wait until none of its samples waits for budget or runs, then remove it "
+            "(progress on stderr; Ctrl-C stops waiting and removes nothing).",
+        ),
+    ] = False,
+    fail_waiting: Annotated[
+        bool,
+        typer.Option(
+            "--fail-waiting",
+            help="Fail its samples waiting for budget as dead letters that 'dead-letters retry' sends "
+            "as the skillbooks' owner then; wait for its running ones; then remove it.",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+    api_key: ApiKeyOption = None,
+) -> None:
+    """Remove a tenant: its skillbooks go back to 'default' (nothing in them is deleted).
+
+    Refused (exit 4) while samples of it wait for budget or run: sent as a tenant that is gone,
+    they would fail for good. --drain waits for them; --fail-waiting fails the waiting ones.
+    """
     _valid_name(name)
-    with open_command_fleet("tenant remove", WHY) as fleet:
-        removed = remove_tenant(fleet, principal_of(fleet, api_key), name)
-        if removed:
-            _release_waiting(fleet, name)
+    with open_command_fleet("tenant remove", WHY) as fleet, ExitStack() as stack:
+        failer = _WaitingFailer(stack)
+        removed = remove_tenant(
+            fleet,
+            principal_of(fleet, api_key),
+            name,
+            drain=drain,
+            fail_waiting=failer if fail_waiting else None,
+            progress=_progress_printer(),
+        )
     if as_json:
-        print_json({"name": name, "removed": removed})
-    elif removed:
+        print_json({"name": name, "removed": removed, "failed_waiting": failer.failed})
+        return
+    if failer.failed:
+        console.print(
+            f"{failer.failed} sample(s) waiting for budget failed as dead letters "
+            "(ace-workers dead-letters retry sends them as the skillbooks' owner)",
+            markup=False,
+        )
+    if removed:
         console.print(f"tenant {name} removed; its skillbooks belong to 'default' now", markup=False)
     else:
         console.print(f"no tenant {name} was stored: nothing removed", markup=False)
+
+
+class _WaitingFailer:
+    """Fails a tenant's samples waiting for budget (tenant remove --fail-waiting); counts them.
+
+    Failing a sample may start its batch's next epoch, which sends messages: the Celery service
+    is opened on first use, once per command (``stack`` closes it).
+    """
+
+    def __init__(self, stack: ExitStack) -> None:
+        self.stack = stack
+        self.service: Service | None = None
+        self.failed = 0
+
+    def __call__(self, name: str) -> int:
+        from ..distributed.worker.deferrals import fail_deferred
+
+        if self.service is None:
+            settings = redis_settings("tenant", WHY)
+            self.service = self.stack.enter_context(
+                open_service(settings, run_workers=False, learn_threads=1)
+            )
+        reason = (
+            f"tenant {name!r} was removed while this sample waited for its budget; "
+            "ace-workers dead-letters retry sends it again as its skillbook's owner"
+        )
+        failed = fail_deferred(self.service.dispatcher, name, reason)
+        self.failed += failed
+        return failed
+
+
+def _progress_printer() -> Callable[[TenantWork], None]:
+    """Tell what the removal waits for on stderr, a line each time it changes."""
+    shown: list[TenantWork] = []
+
+    def show(work: TenantWork) -> None:
+        if shown and shown[-1] == work:
+            return
+        shown.append(work)
+        typer.echo(
+            f"tenant {work.name}: {work.waiting} sample(s) waiting for budget, {work.running} running "
+            "or queued; waiting until none (Ctrl-C stops, nothing removed)",
+            err=True,
+        )
+
+    return show
 
 
 @tenant_app.command("list", cls=HelpCommand)

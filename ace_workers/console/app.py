@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import secrets
 from typing import Any
 
@@ -24,6 +25,8 @@ from .security import ConsoleGate
 from .views import REFUSALS, ConsoleState, error_response
 
 __all__ = ["build_console_app", "api_endpoints"]
+
+logger = logging.getLogger(__name__)
 
 
 def build_console_app(
@@ -84,12 +87,14 @@ def _api_index(request: Request) -> Response:
 
 
 def _healthz(request: Request) -> Response:
-    """200 when the fleet's Redis answers a PING, else 503 with the reason; no credentials needed."""
+    """200 when the fleet's Redis answers a PING, else 503; no credentials needed, so it says only
+    ok or not ok: the reason (which names Redis's address) goes to the console's log."""
     state: ConsoleState = request.app.state.console
     try:
         state.redis.ping()
     except Exception as exc:
-        return JSONResponse({"ok": False, "redis": f"{type(exc).__name__}: {exc}"}, status_code=503)
+        logger.warning("console /healthz: Redis did not answer: %s: %s", type(exc).__name__, exc)
+        return JSONResponse({"ok": False, "redis": "not ok"}, status_code=503)
     return JSONResponse({"ok": True, "redis": "ok", "read_only": state.read_only})
 
 

@@ -44,10 +44,12 @@ from ..operations.outcomes import OUTCOMES, outcome_of
 from .access import Principal
 from .audit import record_action
 from .errors import BadRequestError, ConsoleRequestError, ForbiddenError, NotFoundError
+from .notices import NOTICES, notice_text
 from .security import csrf_token
 
 __all__ = [
     "ActionResult",
+    "AuditItem",
     "ConsoleState",
     "REFUSALS",
     "View",
@@ -176,12 +178,30 @@ def _no_skillbook(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class AuditItem:
+    """One part of an action the audit log records on its own line (each proposal of a bulk decision)."""
+
+    action: str
+    target: str
+    outcome: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ActionResult:
-    """What an action did: a sentence for the person, the page to go back to, data for scripts."""
+    """What an action did: a sentence for scripts (the API's ``message``), the page to go back to,
+    data for scripts, the code of the notice that page shows a person (one of NOTICES), and the
+    parts the audit log records one by one (besides the action's own line)."""
 
     message: str
     redirect: str
     data: dict[str, Any] = field(default_factory=dict)
+    audited: list[AuditItem] = field(default_factory=list)
+    notice: str = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.notice not in NOTICES:
+            raise ValueError(f"notice {self.notice!r} is not one of console/notices.py's codes")
 
 
 ViewFunction = Callable[[View], dict[str, Any]]
@@ -244,10 +264,13 @@ def action(
             await run_in_threadpool(_audit, context, name, what, f"refused: {exc}")
             raise
         await run_in_threadpool(_audit, context, name, what, "ok", result.data)
+        for item in result.audited:
+            await run_in_threadpool(_audit, context, item.action, item.target, item.outcome, item.details)
         if is_api:
             return JSONResponse({"ok": True, "message": result.message, **result.data})
         separator = "&" if "?" in result.redirect else "?"
-        return RedirectResponse(f"{result.redirect}{separator}{urlencode({'notice': result.message})}", 303)
+        # The code only: the page looks its text up, so a link cannot put words in the console's mouth.
+        return RedirectResponse(f"{result.redirect}{separator}{urlencode({'notice': result.notice})}", 303)
 
     run.__doc__ = summary
     return [
@@ -266,7 +289,7 @@ def render(
         user=view.principal.name,
         read_only=state.read_only,
         csrf_token=csrf_token(state.secret, view.principal),
-        notice=view.request.query_params.get("notice", ""),
+        notice=notice_text(view.request.query_params.get("notice", "")),
         api_path=api_path,
         request_path=view.request.url.path,
         query=dict(view.request.query_params),
@@ -277,6 +300,8 @@ def render(
 def error_response(request: Request, exc: Exception) -> Response:
     """A refused or failed request as JSON (under /api/) or as the error page, with the status
     :func:`~ace_workers.operations.outcome_of` gives its class (a bug, no row: 500, logged)."""
+    if isinstance(exc, ForeignSkillbookError):  # an operation's refusal: hidden as View.authorize hides it
+        exc = NotFoundError(_no_skillbook(exc.skillbook))
     status, kind = _status_of(exc)
     message = exc.message if isinstance(exc, ConsoleRequestError) else str(exc)
     if status >= 500:
@@ -319,9 +344,23 @@ async def _body(request: Request, is_api: bool) -> dict[str, str]:
             raise BadRequestError(f"the request body is not JSON: {exc}") from None
         if not isinstance(raw, dict):
             raise BadRequestError("the request body must be a JSON object")
-        return {str(k): "" if v is None else str(v) for k, v in raw.items()}
+        return {str(k): _text(v) for k, v in raw.items()}
     form = await request.form()
-    return {key: value for key, value in form.items() if isinstance(value, str)}
+    # A field sent more than once (checkboxes of one name) arrives as its values joined by commas.
+    return {
+        key: ",".join(v for v in form.getlist(key) if isinstance(v, str))
+        for key in dict.fromkeys(form.keys())
+        if any(isinstance(v, str) for v in form.getlist(key))
+    }
+
+
+def _text(value: Any) -> str:
+    """A JSON value as a form field would carry it: a list as its items joined by commas."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(_text(item) for item in value)
+    return str(value)
 
 
 def _check_csrf(view: View, request: Request) -> None:

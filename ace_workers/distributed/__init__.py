@@ -22,6 +22,7 @@ from ..lazy import lazy_exports
 if TYPE_CHECKING:
     from .errors import InvalidSettingError, SettingsError, UnknownSettingError
     from .ops import (
+        EmbeddedRedisBusyError,
         EmbeddedRedisError,
         NightlyBusy,
         NightlyInboxChanged,
@@ -153,6 +154,7 @@ __all__ = [
     "NightlyStalled",
     "NightlyInboxChanged",
     "EmbeddedRedisError",
+    "EmbeddedRedisBusyError",
     "NotAWorkerApp",
 ]
 

@@ -16,11 +16,12 @@ stay within one slot of a cluster (see :mod:`.store.keys` for the keys that span
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import redis
-from redis.cluster import RedisCluster
+if TYPE_CHECKING:
+    import redis
+
 
 __all__ = [
     # schemes
@@ -107,6 +108,10 @@ def store_client(url: str) -> redis.Redis:
     Typed as redis.Redis: RedisCluster answers every command the store sends, and the
     store's tests run on both.
     """
+    # redis-py loads when a client is made: settings read URLs here, and --help needs no client.
+    import redis
+    from redis.cluster import RedisCluster
+
     parts = urlsplit(url)
     if parts.scheme in CLUSTER_SCHEMES:
         node = urlunsplit(parts._replace(scheme=CLUSTER_SCHEMES[parts.scheme]))

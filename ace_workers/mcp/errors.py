@@ -16,6 +16,7 @@ __all__ = [
     "ReadOnlyError",
     "LabelWriteError",
     "PathNotAllowedError",
+    "SaveTargetExistsError",
     "BackendError",
     "SessionNotYoursError",
     "HTTPAuthSettingError",
@@ -71,6 +72,13 @@ class PathNotAllowedError(MCPToolError):
 
     code = _PATH_NOT_ALLOWED
     kind = "path_not_allowed"
+
+
+class SaveTargetExistsError(MCPToolError):
+    """ace.skillbook.save names a file that exists already and was not told to overwrite it."""
+
+    code = _PATH_NOT_ALLOWED
+    kind = "file_exists"
 
 
 class BackendError(MCPToolError):

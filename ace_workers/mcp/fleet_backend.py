@@ -142,7 +142,6 @@ class FleetBackend:
     def save_skillbook(self, session: Session, path: Path) -> SkillbookSaveResponse:
         _, view = self._served()
         book = Skillbook.from_dict(view.to_dict())
-        path.parent.mkdir(parents=True, exist_ok=True)
         book.save_to_file(path)
         return SkillbookSaveResponse(session_id=session.id, path=str(path), saved_skill_count=len(book))
 

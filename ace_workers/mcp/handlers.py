@@ -52,7 +52,7 @@ from .models import (
     SkillbookSaveRequest,
     SkillbookSaveResponse,
 )
-from .paths import path_in_directory
+from .paths import path_in_directory, writable_path
 from .review_tools import (
     LabelMoveResponse,
     LabelSetRequest,
@@ -75,8 +75,9 @@ __all__ = ["MCPHandlers", "TOOL_ROLES"]
 logger = logging.getLogger(__name__)
 ResponseT = TypeVar("ResponseT")
 
-# The role an API key needs for each tool, on the skillbook the server serves: reading and
-# exporting need read, learning learn, review decisions review, replacing the skillbook admin.
+# The role an API key needs for each tool, on the skillbook the server serves: reading needs
+# read; learning learn, and so does saving (it writes a file on the server); review decisions
+# review; replacing the skillbook admin.
 # The steering tools' roles are their operations' (which check them).
 TOOL_ROLES = {
     "ace.ask": "read",
@@ -84,7 +85,7 @@ TOOL_ROLES = {
     "ace.learn.feedback": "learn",
     "ace.skillbook.get": "read",
     "ace.skillbook.list": "read",
-    "ace.skillbook.save": "read",
+    "ace.skillbook.save": "learn",
     "ace.skillbook.load": "admin",
     "ace.review.list": READ,
     "ace.review.approve": DECIDE_ROLE,
@@ -159,10 +160,10 @@ class MCPHandlers:
     def save_skillbook(
         self, request: SkillbookSaveRequest, owner: str, caller: Scope
     ) -> SkillbookSaveResponse:
-        # Saving writes a file, possibly over one already there: read-only refuses it too.
+        # Saving writes a file: read-only refuses it too.
         self._refuse_if_read_only("ace.skillbook.save")
         self._authorize(caller, "ace.skillbook.save")
-        path = path_in_directory(self.directory, request.path)
+        path = writable_path(self.directory, request.path, overwrite=request.overwrite)
         return self._run(self.sessions.open(request.session_id, owner), self.backend.save_skillbook, path)
 
     def load_skillbook(

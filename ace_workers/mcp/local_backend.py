@@ -91,7 +91,6 @@ class LocalBackend:
 
     def save_skillbook(self, session: Session, path: Path) -> SkillbookSaveResponse:
         ace: ACELiteLLM = session.state
-        path.parent.mkdir(parents=True, exist_ok=True)
         ace.save(path)
         return SkillbookSaveResponse(
             session_id=session.id, path=str(path), saved_skill_count=len(ace.skillbook)

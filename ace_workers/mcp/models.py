@@ -148,7 +148,13 @@ class SkillbookSaveRequest(_Request):
     """Write the skillbook to a JSON file inside the server's skillbook directory."""
 
     session_id: str = SESSION_ID
-    path: str = Field(min_length=1, description="A .json file name, relative to the skillbook directory.")
+    path: str = Field(
+        min_length=1,
+        description="A .json file name, relative to the skillbook directory (in a folder there already).",
+    )
+    overwrite: bool = Field(
+        default=False, description="Replace the file if it exists (else an existing file is refused)."
+    )
 
 
 class SkillbookSaveResponse(BaseModel):

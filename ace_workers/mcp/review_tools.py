@@ -10,19 +10,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..distributed.store.proposals import Proposal, ProposalStatus
+from ..distributed.store.proposals import ProposalStatus
 from ..operations import FleetClient, Principal
 from ..operations import labels as label_operations
 from ..operations import lifecycle as lifecycle_operations
 from ..operations import review as review_operations
+from ..operations.outcomes import outcome_of
 
 __all__ = [
     "LabelMoveResponse",
     "LabelSetRequest",
     "ProposalItem",
     "ReviewApproveRequest",
+    "ReviewDecisionItem",
     "ReviewDecisionResponse",
     "ReviewListRequest",
     "ReviewListResponse",
@@ -37,6 +39,18 @@ __all__ = [
 
 PROPOSAL_ID = Field(
     min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", description="The proposal's id."
+)
+OPTIONAL_PROPOSAL_ID = Field(
+    default=None,
+    min_length=1,
+    max_length=64,
+    pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$",
+    description="The proposal's id (or give proposal_ids).",
+)
+PROPOSAL_IDS: Any = Field(
+    default_factory=list,
+    max_length=100,
+    description="Several proposals' ids, each decided on its own (instead of proposal_id).",
 )
 NOTE = Field(default="", max_length=2000, description="Why: recorded with the change in the change log.")
 
@@ -65,6 +79,11 @@ class ProposalItem(BaseModel):
     conflicts: list[str] = Field(
         default_factory=list, description="Pending: skills it touches that changed since it was proposed."
     )
+    count: int = Field(default=1, description="How many writes (samples) proposed these operations.")
+    duplicate_of: list[str] = Field(
+        default_factory=list,
+        description="Pending: the active skills it restates (approving changes nothing).",
+    )
     decision: dict[str, Any] | None = None
 
 
@@ -76,33 +95,69 @@ class ReviewListResponse(BaseModel):
     proposals: list[ProposalItem]
 
 
-class ReviewApproveRequest(_Request):
-    """Apply a pending proposal to the skillbook as one new version."""
-
-    proposal_id: str = PROPOSAL_ID
+class _Decide(_Request):
+    proposal_id: str | None = OPTIONAL_PROPOSAL_ID
+    proposal_ids: list[str] = PROPOSAL_IDS
     note: str = NOTE
+
+    @model_validator(mode="after")
+    def _one_way_to_name_them(self) -> _Decide:
+        if (self.proposal_id is None) == (not self.proposal_ids):
+            raise ValueError("give proposal_id or proposal_ids (one of them)")
+        for proposal_id in self.proposal_ids:
+            _Id.model_validate({"id": proposal_id})
+        return self
+
+    def ids(self) -> list[str]:
+        """The proposals named, in order."""
+        return [self.proposal_id] if self.proposal_id is not None else self.proposal_ids
+
+
+class _Id(BaseModel):
+    id: str = PROPOSAL_ID
+
+
+class ReviewApproveRequest(_Decide):
+    """Apply pending proposals to the skillbook, each as one new version (none for a duplicate)."""
+
     despite_conflicts: bool = Field(
         default=False, description="Apply it though a skill it touches changed since it was proposed."
     )
 
 
-class ReviewRejectRequest(_Request):
-    """Reject a pending proposal: nothing of it applies."""
+class ReviewRejectRequest(_Decide):
+    """Reject pending proposals: nothing of them applies."""
 
-    proposal_id: str = PROPOSAL_ID
-    note: str = NOTE
+
+class ReviewDecisionItem(BaseModel):
+    """One proposal's decision as recorded, or why it was refused (nothing of it written)."""
+
+    proposal_id: str
+    status: str = Field(description="approved, rejected, or refused.")
+    actor: str = ""
+    note: str = ""
+    version: int | None = Field(
+        default=None, description="The version it made; none when it changed nothing."
+    )
+    no_op: bool = Field(default=False, description="Approved, but it changed nothing (it restated skills).")
+    despite_conflicts: list[str] = Field(default_factory=list)
+    error: str | None = Field(default=None, description="Refused: the error's kind (conflict, not_found).")
+    message: str = ""
 
 
 class ReviewDecisionResponse(BaseModel):
-    """The decision as recorded: who, why, and the version that records it."""
+    """The decision as recorded: who, why, and the version that records it (one proposal_id), and
+    each proposal's decision or refusal (``decisions``, also for proposal_ids)."""
 
     skillbook: str
-    proposal_id: str
-    status: str
-    actor: str
+    proposal_id: str | None = None
+    status: str | None = None
+    actor: str | None = None
     note: str = ""
     version: int | None = None
+    no_op: bool = False
     despite_conflicts: list[str] = Field(default_factory=list)
+    decisions: list[ReviewDecisionItem] = Field(default_factory=list)
 
 
 class LabelSetRequest(_Request):
@@ -162,6 +217,8 @@ def list_proposals(
             reasoning=p.reasoning,
             source=p.source,
             conflicts=listed.conflicts[p.id],
+            count=p.count,
+            duplicate_of=listed.duplicates[p.id],
             decision=p.decision.model_dump() if p.decision else None,
         )
         for p in listed.proposals
@@ -175,28 +232,35 @@ def decide_proposal(
     skillbook: str,
     request: ReviewApproveRequest | ReviewRejectRequest,
 ) -> ReviewDecisionResponse:
-    """Approve (an approve request) or reject the proposal."""
-    if isinstance(request, ReviewApproveRequest):
-        decided = review_operations.approve_proposal(
-            fleet,
-            principal,
-            skillbook,
-            request.proposal_id,
-            note=request.note,
-            despite_conflicts=request.despite_conflicts,
-        )
-    else:
-        decided = review_operations.reject_proposal(
-            fleet, principal, skillbook, request.proposal_id, note=request.note
-        )
-    return _decision_response(skillbook, decided)
+    """Approve (an approve request) or reject the proposals; one proposal_id refused raises, as ever."""
+    approve = isinstance(request, ReviewApproveRequest)
+    outcomes = review_operations.decide_proposals(
+        fleet,
+        principal,
+        skillbook,
+        request.ids(),
+        approve=approve,
+        note=request.note,
+        despite_conflicts=isinstance(request, ReviewApproveRequest) and request.despite_conflicts,
+    )
+    items = [_decision_item(outcome) for outcome in outcomes]
+    if request.proposal_id is None:
+        return ReviewDecisionResponse(skillbook=skillbook, decisions=items)
+    (outcome,) = outcomes
+    if outcome.refused is not None:
+        raise outcome.refused
+    return ReviewDecisionResponse(
+        skillbook=skillbook, **items[0].model_dump(exclude={"error", "message"}), decisions=items
+    )
 
 
 def set_label(
     fleet: FleetClient, principal: Principal, skillbook: str, request: LabelSetRequest
 ) -> LabelMoveResponse:
     """Move the label as asked."""
-    expect = label_operations.ANY if request.expect is None else request.expect
+    expect = request.expect
+    if expect is None:  # omitted: where the label is now, read here (None: not set yet)
+        expect = label_operations.list_labels(fleet, principal, skillbook).labels.get(request.label)
     move = label_operations.set_label(
         fleet, principal, skillbook, request.label, request.version, note=request.note, expect=expect
     )
@@ -225,15 +289,24 @@ def change_skills(
     )
 
 
-def _decision_response(skillbook: str, decided: Proposal) -> ReviewDecisionResponse:
+def _decision_item(outcome: review_operations.DecisionOutcome) -> ReviewDecisionItem:
+    decided = outcome.decided
+    if decided is None:
+        assert outcome.refused is not None  # an outcome is one or the other
+        return ReviewDecisionItem(
+            proposal_id=outcome.proposal_id,
+            status="refused",
+            error=outcome_of(outcome.refused).kind,
+            message=str(outcome.refused),
+        )
     decision = decided.decision
     assert decision is not None  # a decided proposal has one
-    return ReviewDecisionResponse(
-        skillbook=skillbook,
+    return ReviewDecisionItem(
         proposal_id=decided.id,
         status=decided.status.value,
         actor=decision.actor,
         note=decision.note,
         version=decision.version,
+        no_op=decision.no_op,
         despite_conflicts=decision.despite_conflicts,
     )

@@ -120,14 +120,15 @@ TOOLS: dict[str, ToolSpec] = {
         ReviewApproveRequest,
         ReviewDecisionResponse,
         "review_approve",
-        "Fleet: apply a pending proposal to the skillbook (refused if decided already or conflicting).",
+        "Fleet: apply pending proposals (proposal_id or proposal_ids) to the skillbook; each refused if "
+        "decided already or conflicting; one that restates active skills changes nothing.",
         acts=True,
     ),
     "ace.review.reject": ToolSpec(
         ReviewRejectRequest,
         ReviewDecisionResponse,
         "review_reject",
-        "Fleet: reject a pending proposal; nothing of it applies, the decision is logged.",
+        "Fleet: reject pending proposals (proposal_id or proposal_ids): nothing of them applies; logged.",
         acts=True,
     ),
     "ace.label.set": ToolSpec(

@@ -1,6 +1,7 @@
-"""Operations on one batch: its report (``status``) and cancelling it.
+"""Operations on batches: the list of them, one's report (``status``), cancelling and resuming one.
 
-Sending work (``batch resume``, ``enqueue``) needs the dispatcher and stays with its commands.
+Sending work needs the dispatcher, which a FleetClient does not hold: ``enqueue`` stays with its
+command, and :func:`resume_batch` checks and is handed the sending by its caller.
 """
 
 from __future__ import annotations
@@ -9,14 +10,44 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..distributed.producer.batch_report import BatchReport
-from ..distributed.store.batches import BatchState, BatchStatus
+from ..distributed.store.batches import RECENT_BATCHES, BatchState, BatchStatus
+from ..distributed.store.errors import BatchNotFoundError
 from ..distributed.store.fill import skillbook_fill
 from ..distributed.store.worker_records import fresh_consumers
-from .access import require_role
+from ..distributed.tenancy.api_keys import can_see
+from .access import LEARN, READ, require_role
+from .errors import BatchNotResumableError
 from .fleet import FleetClient
 from .principal import Principal
 
-__all__ = ["CancelResult", "batch_report", "cancel_batch"]
+__all__ = ["CancelResult", "ResumeResult", "batch_report", "cancel_batch", "list_batches", "resume_batch"]
+
+
+def list_batches(
+    fleet: FleetClient, principal: Principal, *, running_only: bool = False, limit: int = 50
+) -> list[BatchStatus]:
+    """The running batches and the ``limit`` most recent ones (``running_only``: the running ones
+    only), of the skillbooks ``principal`` may see, newest first.
+
+    A batch whose records expired since it was listed is left out.
+    """
+    batches = fleet.batches
+    recent = [] if running_only else [batch_id for batch_id, _ in batches.recent(min(limit, RECENT_BATCHES))]
+    tenants = None if principal.fleet_wide else fleet.tenant_map()
+    found: dict[str, BatchStatus] = {}
+    # The running ones too: some may be older than the recent ones listed.
+    for batch_id in [*batches.running(), *recent]:
+        if batch_id in found:
+            continue
+        try:
+            status = batches.status(batch_id)
+        except BatchNotFoundError:
+            continue
+        if running_only and status.state is not BatchState.RUNNING:
+            continue  # finished, not yet taken off the running set
+        if tenants is None or can_see(principal.scope, status.skillbook, tenants):
+            found[batch_id] = status
+    return sorted(found.values(), key=lambda status: status.created, reverse=True)
 
 
 def batch_report(
@@ -37,7 +68,7 @@ def batch_report(
         ForeignSkillbookError, RoleTooLowError: ``principal`` may not read its skillbook.
     """
     status = fleet.batches.status(batch_id)
-    require_role(fleet, principal, "read", status.skillbook)
+    require_role(fleet, principal, READ, status.skillbook)
     write_queue = fleet.settings.write_queue(status.skillbook)
     if consumers is None:
         writers = fresh_consumers(fleet.worker_records(), write_queue)
@@ -68,9 +99,42 @@ def cancel_batch(fleet: FleetClient, principal: Principal, batch_id: str) -> Can
         ForeignSkillbookError, RoleTooLowError: ``principal`` may not learn on its skillbook.
     """
     status = fleet.batches.status(batch_id)
-    require_role(fleet, principal, "learn", status.skillbook)
+    require_role(fleet, principal, LEARN, status.skillbook)
     if status.state is not BatchState.RUNNING:
         return CancelResult(status, cancelled_now=False)
     fleet.batches.cancel(batch_id)
     fleet.admission.forget(batch_id)
     return CancelResult(fleet.batches.status(batch_id), cancelled_now=True)
+
+
+@dataclass(frozen=True)
+class ResumeResult:
+    """The batch's status when asked; what was sent now (none for a batch that had ended)."""
+
+    status: BatchStatus
+    sent: int
+    redriven: int
+
+
+def resume_batch(
+    fleet: FleetClient,
+    principal: Principal,
+    batch_id: str,
+    send: Callable[[BatchStatus], tuple[int, int]],
+) -> ResumeResult:
+    """Send what a running batch never sent, and again what was lost: ``send`` does it (it needs the
+    dispatcher) and answers (sent, sent again). A batch that has ended is left as it is.
+
+    Raises:
+        BatchNotFoundError: no such batch.
+        ForeignSkillbookError, RoleTooLowError: ``principal`` may not learn on its skillbook.
+        BatchNotResumableError: its producer died while storing its inputs.
+    """
+    status = fleet.batches.status(batch_id)
+    require_role(fleet, principal, LEARN, status.skillbook)
+    if status.state is not BatchState.RUNNING:
+        return ResumeResult(status, sent=0, redriven=0)
+    if not status.fully_stored:
+        raise BatchNotResumableError(batch_id, status.stored, status.per_epoch)
+    sent, redriven = send(status)
+    return ResumeResult(status, sent=sent, redriven=redriven)

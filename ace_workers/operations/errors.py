@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from ..distributed.store.errors import StoreError
 from ..distributed.tenancy.errors import TenancyError
+from ..errors import AceError
 
-__all__ = ["FleetAdminRequiredError"]
+__all__ = ["BatchNotResumableError", "ExpectRequiredError", "FleetAdminRequiredError", "TenantBusyError"]
 
 
 class FleetAdminRequiredError(TenancyError, PermissionError):
@@ -16,4 +18,47 @@ class FleetAdminRequiredError(TenancyError, PermissionError):
         super().__init__(
             f"{principal} may not {action}: that needs the operator or a fleet-wide admin key "
             "(tenant '*', role admin)"
+        )
+
+
+class ExpectRequiredError(AceError, ValueError):
+    """A rollback or label move named no ``expect`` (the version its caller saw): nothing changed."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(
+            f"{what}: expect is required (the version you saw; for a label not set yet, empty), "
+            "so that a change made meanwhile is not undone unseen; nothing was changed"
+        )
+
+
+class TenantBusyError(TenancyError):
+    """``tenant remove`` was refused: samples of the tenant wait for budget or run, and would fail for good.
+
+    Once the tenant is gone its skillbooks belong to another tenant, and a step sent as the removed
+    one is refused (ForeignTenantError). ``waiting`` and ``running`` say how many samples.
+    """
+
+    def __init__(self, name: str, waiting: int, running: int) -> None:
+        self.name = name
+        self.waiting = waiting
+        self.running = running
+        super().__init__(
+            f"tenant {name!r} has {waiting} sample(s) waiting for budget and {running} running or queued: "
+            "removed now, they would fail for good; nothing removed. Wait until they finish (--drain), "
+            "or fail the waiting ones as dead letters that dead-letters retry sends as the skillbooks' "
+            "owner then (--fail-waiting)"
+        )
+
+
+class BatchNotResumableError(StoreError):
+    """A batch whose producer died while storing its inputs: nothing of it can be sent again."""
+
+    def __init__(self, batch_id: str, stored: int, per_epoch: int) -> None:
+        self.batch_id = batch_id
+        self.stored = stored
+        self.per_epoch = per_epoch
+        super().__init__(
+            f"batch {batch_id} stores {stored} of its {per_epoch} inputs (its producer died while "
+            "storing them): it cannot be resumed; cancel it and send the inputs again"
         )

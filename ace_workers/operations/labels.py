@@ -1,23 +1,23 @@
 """Labels: the versions readers of ``NAME@LABEL`` serve; listing them, and setting, moving, deleting one.
 
 Reading needs role read; a move or a delete, admin. Each move is logged with the principal
-as its actor. ``expect`` (the version a person saw the label at; None: not set) makes a
-move conditional: LabelMovedError when the label is elsewhere now, nothing changed.
+as its actor. A move or a delete needs ``expect``, the version its caller saw the label at
+(None: not set; see expect.py): LabelMovedError when the label is elsewhere now, nothing changed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..distributed.store.labels import LabelMove, validate_label
 from .access import ADMIN, READ, existing_store
+from .expect import NOT_GIVEN, required_expect
 from .fleet import FleetClient
 from .principal import Principal
 
 __all__ = [
-    "ANY",
     "MOVE_ROLE",
+    "NOT_GIVEN",
     "LabelList",
     "LabelView",
     "list_labels",
@@ -28,16 +28,6 @@ __all__ = [
 ]
 
 MOVE_ROLE = ADMIN
-
-
-class _Any:
-    """No expectation: the label moves wherever it is."""
-
-    def __repr__(self) -> str:
-        return "ANY"
-
-
-ANY: Any = _Any()
 
 
 @dataclass(frozen=True)
@@ -93,25 +83,34 @@ def set_label(
     version: int | None,
     *,
     note: str = "",
-    expect: Any = ANY,
+    expect: int | None = NOT_GIVEN,
 ) -> LabelMove:
     """Point ``label`` at ``version`` (None: the head), if it is still at ``expect``; one logged move.
 
-    Raises VersionRangeError for a version the skillbook does not have, LabelMovedError
-    when ``expect`` is given and the label is elsewhere.
+    Raises ExpectRequiredError without ``expect``, VersionRangeError for a version the skillbook
+    does not have, LabelMovedError when the label is elsewhere than ``expect``.
     """
     validate_label(label)
     store = existing_store(fleet, principal, MOVE_ROLE, name)
+    seen = required_expect(expect, f"moving label {label!r} of skillbook {name!r}")
     number = store.version() if version is None else version
-    conditional = {} if expect is ANY else {"expect": expect}
-    return store.labels.set(label, number, actor=principal.name, note=note, **conditional)
+    return store.labels.set(label, number, actor=principal.name, note=note, expect=seen)
 
 
 def delete_label(
-    fleet: FleetClient, principal: Principal, name: str, label: str, *, note: str = "", expect: Any = ANY
+    fleet: FleetClient,
+    principal: Principal,
+    name: str,
+    label: str,
+    *,
+    note: str = "",
+    expect: int | None = NOT_GIVEN,
 ) -> LabelMove:
-    """Remove ``label`` (its readers then fail, naming it), if it is still at ``expect``; the log keeps it."""
+    """Remove ``label`` (its readers then fail, naming it), if it is still at ``expect``; the log keeps it.
+
+    Raises ExpectRequiredError without ``expect``, LabelMovedError when the label is elsewhere.
+    """
     validate_label(label)
     store = existing_store(fleet, principal, MOVE_ROLE, name)
-    conditional = {} if expect is ANY else {"expect": expect}
-    return store.labels.delete(label, actor=principal.name, note=note, **conditional)
+    seen = required_expect(expect, f"deleting label {label!r} of skillbook {name!r}")
+    return store.labels.delete(label, actor=principal.name, note=note, expect=seen)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import redis
 
+from ..distributed.ops.errors import EmbeddedRedisBusyError
 from ..distributed.producer.errors import NoWorkersError
 from ..distributed.store.errors import (
     BatchCancelledError,
@@ -48,7 +49,7 @@ from ..distributed.tenancy.errors import (
     TenantExistsError,
     UnknownTenantError,
 )
-from ..distributed.worker.errors import BrokerUnavailable, RedisUnavailable
+from ..distributed.worker.errors import BrokerUnavailable, RedisUnavailable, WorkerConfigError
 from ..errors import (
     InvalidConsolidationError,
     MissingFieldError,
@@ -58,7 +59,7 @@ from ..errors import (
     SkillStateError,
     UnknownSkillError,
 )
-from .errors import FleetAdminRequiredError
+from .errors import BatchNotResumableError, ExpectRequiredError, FleetAdminRequiredError, TenantBusyError
 
 __all__ = ["Outcome", "OUTCOMES", "UNEXPECTED", "outcome_of"]
 
@@ -101,7 +102,10 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     MissingFieldError: INVALID,
     SkillStateError: INVALID,
     SchemaMismatchError: INVALID,
-    # What it names does not exist (or belongs to another tenant, which a key may not learn).
+    EmbeddedRedisBusyError: INVALID,  # ACE_EMBEDDED_REDIS_DIR names a folder another process runs
+    ExpectRequiredError: INVALID,
+    WorkerConfigError: INVALID,  # a worker refused its settings (write queue concurrency, pickle)
+    # What it names does not exist.
     UnknownSkillbookError: NOT_FOUND,
     UnknownSkillError: NOT_FOUND,
     UnknownLabelError: NOT_FOUND,
@@ -109,10 +113,12 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     UnknownTenantError: NOT_FOUND,
     BatchNotFoundError: NOT_FOUND,
     BatchInputMissingError: NOT_FOUND,
-    ForeignSkillbookError: NOT_FOUND,
     # Who asks may not.
     InvalidApiKeyError: UNAUTHENTICATED,
     RoleTooLowError: FORBIDDEN,
+    # The console still answers 404 for another tenant's skillbook (it hides which exist, see
+    # console/views.py); where the refusal names the owner anyway, it is a refusal by policy.
+    ForeignSkillbookError: FORBIDDEN,
     FleetAdminRequiredError: FORBIDDEN,
     # The state moved under the request, or does not allow it now: nothing was changed.
     VersionConflict: CONFLICT,
@@ -126,10 +132,12 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     TenantExistsError: CONFLICT,
     TenantConflictError: CONFLICT,
     BatchCancelledError: CONFLICT,
+    BatchNotResumableError: CONFLICT,
     # A gate said no.
     MigrationRefusedError: REFUSED,
     BudgetExhaustedError: REFUSED,
     SkillbookFullError: REFUSED,
+    TenantBusyError: REFUSED,
     # The service, not the request, is at fault: retried later, it may pass.
     RedisUnavailable: UNAVAILABLE,
     BrokerUnavailable: UNAVAILABLE,

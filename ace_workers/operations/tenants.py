@@ -2,30 +2,36 @@
 
 Changing tenants is the fleet's configuration: the operator or a fleet-wide admin key only.
 Reading them needs a fleet-wide key too (a tenant's key sees no other tenant). Releasing the
-samples that waited for a budget a change raised sends messages: the command does that.
+samples that waited for a budget a change raised sends messages: the command does that, and so
+does failing a removed tenant's waiting samples (it is passed in).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..distributed.store.errors import BatchNotFoundError
 from ..distributed.tenancy.deferred_samples import DeferredSamples
 from ..distributed.tenancy.tenants import DEFAULT_TENANT, Tenant, TenantMap
 from ..distributed.tenancy.usage import UsageReport, usage_report
 from .access import require_fleet_admin
+from .errors import TenantBusyError
 from .fleet import FleetClient
 from .principal import Principal
 
 __all__ = [
     "TenantShown",
+    "TenantWork",
     "add_tenant",
     "change_tenant",
     "list_tenants",
     "remove_tenant",
     "show_tenant",
     "tenant_usage",
+    "tenant_work",
     "waiting_for_budget",
 ]
 
@@ -56,9 +62,68 @@ def change_tenant(
     return fleet.tenants.update(name, change)
 
 
-def remove_tenant(fleet: FleetClient, principal: Principal, name: str) -> bool:
-    """Remove tenant ``name``: its skillbooks go back to 'default'. False if none was stored."""
+@dataclass(frozen=True)
+class TenantWork:
+    """A tenant's unfinished samples: those waiting for budget, and those running or queued."""
+
+    name: str
+    waiting: int
+    running: int
+
+    @property
+    def idle(self) -> bool:
+        """True when none of its samples waits or runs: it can go without failing any."""
+        return self.waiting == 0 and self.running == 0
+
+
+def tenant_work(fleet: FleetClient, name: str) -> TenantWork:
+    """What of tenant ``name``'s batches is unfinished now, from the batch records and its parked steps."""
+    waiting = running = 0
+    for batch_id in fleet.batches.running():
+        try:
+            status = fleet.batches.status(batch_id)
+        except BatchNotFoundError:
+            continue  # expired since it was listed
+        if status.tenant == name and not status.cancelled:
+            waiting += status.waiting_for_budget
+            running += status.unfinished - status.waiting_for_budget
+    parked = DeferredSamples(fleet.redis, prefix=fleet.prefix).count(name)
+    return TenantWork(name, max(waiting, parked), running)
+
+
+def remove_tenant(
+    fleet: FleetClient,
+    principal: Principal,
+    name: str,
+    *,
+    drain: bool = False,
+    fail_waiting: Callable[[str], int] | None = None,
+    progress: Callable[[TenantWork], None] | None = None,
+    poll_seconds: float = 1.0,
+) -> bool:
+    """Remove tenant ``name``: its skillbooks go back to 'default'. False if none was stored.
+
+    A sample sent as a tenant that is gone is refused for good, so while samples of ``name``
+    wait for budget or run, the removal is refused (TenantBusyError) unless ``drain`` (look
+    every ``poll_seconds`` until none, telling ``progress``) or ``fail_waiting`` (called with
+    the name, it fails the waiting ones; then the running ones are waited for as ``drain`` does).
+    """
     require_fleet_admin(principal, "remove a tenant")
+    if name not in fleet.tenants.all():
+        return False
+    work = tenant_work(fleet, name)
+    if not work.idle and not drain and fail_waiting is None:
+        raise TenantBusyError(name, work.waiting, work.running)
+    while not work.idle:
+        if fail_waiting is not None and work.waiting:
+            fail_waiting(name)  # a sample that starts waiting meanwhile is failed on the next look
+            work = tenant_work(fleet, name)
+            if work.idle:
+                break
+        if progress is not None:
+            progress(work)
+        time.sleep(poll_seconds)
+        work = tenant_work(fleet, name)
     return fleet.tenants.remove(name)
 
 

@@ -144,8 +144,8 @@ def test_status_and_dead_letters_list_and_retry(
 
         status = runner.invoke(app, ["status", handle.batch_id])
         said = " ".join(status.output.split())
-        assert status.exit_code == 0
-        assert "0 done, 2 failed" in said
+        assert status.exit_code == 1  # every sample failed
+        assert ": failed, 0 done, 2 failed" in said
         assert "Explode: RuntimeError: boom" in said
 
         listed = runner.invoke(app, ["dead-letters", "list"])

@@ -78,7 +78,9 @@ def test_migrated_data_is_read_and_learned_on(schema0: redis.Redis, ace: Ace, re
     assert "2 of 100000 active skills" in shown.out  # as the fixture's batch left it
     batch_id = schema0.zrange(recent_batches_key(FIXTURE_PREFIX), -1, -1)[0].decode()
     status = ace("status", batch_id)
-    assert status.code == 0, status
+    # Read: the fixture's newest batch is one whose every sample failed, so status says so (exit 1).
+    assert status.code == 1, status
+    assert f"batch {batch_id} on 'failing' (ace): failed, 0 done, 1 failed" in status.out
     assert ace("skillbook", "label", "list", "support").code == 0
     version_before = int(schema0.get(SkillbookKeys("support", FIXTURE_PREFIX).version) or 0)
     with running_service(redis_url, queue_prefix=FIXTURE_PREFIX, learn_threads=2) as service:

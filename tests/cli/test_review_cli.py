@@ -199,3 +199,134 @@ def test_skillbook_history_lists_the_decisions(
         "user:ana",
         "units matter",
     )
+
+
+def test_approve_and_reject_take_several_ids_and_each_decision_is_logged(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    update, add = store.review.proposals()
+    before = store.version()
+    code, out, _ = run(env, capsys, "reject", "book", update.id, add.id, "--note", "not now")
+    assert code == 0
+    assert f"proposal {update.id} rejected by user:" in out
+    assert f"proposal {add.id} rejected by user:" in out
+    assert store.version() == before + 2  # one decision, one version each
+    logged = [entry.source["review"] for entry in store.history(limit=2) if entry.source]
+    assert [(r["proposal"], r["decision"], r["note"]) for r in logged] == [
+        (add.id, "rejected", "not now"),
+        (update.id, "rejected", "not now"),
+    ]
+
+
+def test_one_refused_id_of_several_is_named_the_rest_decided_and_the_exit_is_its_code(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    update, add = store.review.proposals()
+    store.review.reject(update.id, actor="user:ana")
+    code, out, err = run(env, capsys, "approve", "book", update.id, add.id)
+    assert code == 4  # the refusal's code: decided already
+    assert f"error: skillbook 'book': proposal {update.id!r} was rejected already, by user:ana" in said(err)
+    assert f"proposal {add.id} approved by user:" in out
+    assert store.review.get(add.id).status is ProposalStatus.APPROVED
+
+
+def test_approve_all_with_filters_decides_only_the_proposals_they_pick(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    update, add = store.review.proposals()
+    code, out, _ = run(env, capsys, "approve", "book", "--all", "--op", "add")
+    assert code == 0
+    assert f"proposal {add.id} approved" in out
+    assert update.id not in out
+    assert store.review.get(update.id).status is ProposalStatus.PENDING
+    code, out, _ = run(env, capsys, "reject", "book", "--all", "--section", "units")
+    assert (code, out.strip()) == (0, "skillbook 'book': no pending proposal matches; nothing decided")
+    code, out, _ = run(env, capsys, "reject", "book", "--all")
+    assert code == 0
+    assert store.review.pending_count() == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ((), "give one or more proposal ids, or --all"),
+        (("p-1", "--all"), "give proposal ids or --all, not both"),
+        (("p-1", "--op", "ADD"), "--section, --op and --duplicates narrow --all"),
+        (("--all", "--op", "MERGE"), "'MERGE': use one of ADD"),
+    ],
+)
+def test_a_decision_naming_no_proposal_or_mixing_ids_and_all_is_a_usage_error(
+    env: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    store: RedisSkillbookStore,
+    args: tuple[str, ...],
+    named: str,
+) -> None:
+    code, _, err = run(env, capsys, "approve", "book", *args)
+    assert code == 2
+    assert named in said(err)
+    assert store.review.pending_count() == 2
+
+
+def test_a_duplicate_is_listed_as_such_and_approving_it_says_nothing_changed_without_a_version(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    update, add = store.review.proposals()
+    (units,) = store.apply(
+        UpdateBatch(operations=[UpdateOperation(type="ADD", section="units", content="Check the units")])
+    ).report.added
+    code, out, _ = run(env, capsys, "list", "book")
+    assert code == 0
+    assert f"duplicate of {units}" in said(out)
+    code, out, _ = run(env, capsys, "list", "book", "--duplicates", "-q")
+    assert (code, out.splitlines()) == (0, [add.id])
+    code, out, _ = run(env, capsys, "show", "book", add.id)
+    assert code == 0
+    assert f"duplicate of {units}: approving it changes nothing" in out
+    before = store.version()
+    code, out, _ = run(env, capsys, "approve", "book", "--all", "--duplicates")
+    assert code == 0
+    assert f"proposal {add.id} approved by user:" in out
+    assert (
+        f": nothing changed (it restates {units}); skillbook 'book' keeps its version (no new version)"
+        in said(out)
+    )
+    assert store.version() == before
+    assert store.review.get(update.id).status is ProposalStatus.PENDING
+
+
+def test_list_counts_the_writes_merged_into_a_proposal(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: RedisSkillbookStore
+) -> None:
+    book = StoreBackedSkillbook(store)
+    scope = WriteScope(key_prefix="b2:e1s7:3", source={"batch": "b2", "sample": 7})
+    with write_scope(scope):
+        book.apply_update(
+            UpdateBatch(operations=[UpdateOperation(type="ADD", section="units", content="Check the units")])
+        )
+    _, add = store.review.proposals()
+    code, out, _ = run(env, capsys, "list", "book", "--json")
+    assert code == 0
+    listed = {p["id"]: p for p in json.loads(out)["proposals"]}
+    assert listed[add.id]["count"] == 2
+    assert [o["source"] for o in listed[add.id]["occurrences"]] == [
+        {"batch": "b1", "sample": 2},
+        {"batch": "b2", "sample": 7},
+    ]
+    code, out, _ = run(env, capsys, "show", "book", add.id)
+    assert code == 0
+    assert "proposed by 2 write(s)" in out
+    assert "batch b2, sample 7" in out
+
+
+def test_a_policy_rejecting_duplicates_is_set_and_shown(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], redis_client: redis.Redis
+) -> None:
+    code, out, _ = run(env, capsys, "policy", "fresh", "ADD=review", "--duplicates", "reject")
+    assert code == 0
+    assert "duplicates of active skills rejected" in out
+    store = RedisSkillbookStore(redis_client, "fresh", prefix=PREFIX)
+    assert store.review.policy().duplicates == "reject"
+    code, _, err = run(env, capsys, "policy", "fresh", "ADD=review", "--duplicates", "drop")
+    assert code == 2
+    assert "'drop': use review or reject" in said(err)

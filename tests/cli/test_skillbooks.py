@@ -262,9 +262,9 @@ def test_status_and_dead_letters_speak_json(env: pytest.MonkeyPatch, redis_clien
     finally:
         service.close()
 
-    assert status.exit_code == 0, status.output
+    assert status.exit_code == 1, status.output  # every sample failed
     report = json.loads(status.output)
-    assert (report["batch_id"], report["skillbook"], report["state"]) == (handle.batch_id, "dead", "done")
+    assert (report["batch_id"], report["skillbook"], report["state"]) == (handle.batch_id, "dead", "failed")
     assert (report["total"], report["done"], report["failed"]) == (2, 0, 2)
     assert {error["step"] for error in report["errors"]} == {"Explode"}
     assert report["skillbook_fill"]["adds_skipped_full"] == 0

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from ace_workers.console.notices import NOTICES
 from ace_workers.distributed.service import Service
 from tests.support.cdp import headless_chromium
 from tests.support.console import SCREENSHOTS, RunningConsole
@@ -51,7 +52,7 @@ def test_a_dead_letter_retried_by_its_button_is_gone_with_a_notice(
 
         page.click("#retry-letters")
 
-        assert "1 dead letter(s) sent back" in page.text("#notice")
+        assert page.text("#notice") == NOTICES["letters-sent"]
         assert page.count("#letters tr[data-letter]") == 0
         assert page.url().startswith(f"{console.url}/dead-letters?batch={handle.batch_id}")
     assert handle.wait(timeout=60).done == 2  # the retried sample went through

@@ -112,8 +112,7 @@ def test_the_form_retry_redirects_to_the_filter_with_a_notice(
         answer = post_form(client, "/dead-letters/retry", {"skillbook": "beta", "batch": "", "since": ""})
     assert answer.status_code == 303
     location = answer.headers["location"]
-    assert location.startswith("/dead-letters?skillbook=beta&notice=")
-    assert "1+dead+letter%28s%29+sent+back" in location
+    assert location == "/dead-letters?skillbook=beta&notice=letters-sent"
 
 
 def test_a_read_only_console_retries_nothing(failed: Failed, fleet: Service) -> None:

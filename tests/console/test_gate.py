@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import redis
 
 from ace_workers.console.access import ConsoleAccess
 from ace_workers.console.audit import read_audit
 from ace_workers.console.errors import ConsoleSettingError
+from ace_workers.console.notices import NOTICES
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.tenancy import ApiKeys
 from tests.support.console import USER, RunningConsole, csrf_of, running_console
+from tests.support.servers import PrivateRedis
+from tests.support.workers import build_test_service
 
 # A secret of the keys' format that no key has.
 UNKNOWN_KEY = "ace_0123abcd_" + "x" * 43
@@ -141,3 +146,29 @@ def test_read_only_refuses_every_post_and_says_so(idle_service: Service, redis_c
                 assert "read-only" in response.text, route.path
     assert 'id="read-only"' in page.text
     assert read_audit(redis_client, idle_service.runtime.settings.queue_prefix) == []
+
+
+def test_healthz_says_only_not_ok_when_redis_is_down_naming_no_address(tmp_path: Path) -> None:
+    with PrivateRedis(tmp_path / "redis", persistent=False) as server:
+        service = build_test_service(server.url)
+        try:
+            with running_console(service) as console:
+                server.stop()
+                with console.client(auth=None) as client:
+                    response = client.get("/healthz")
+        finally:
+            service.close()
+    assert response.status_code == 503
+    assert response.json() == {"ok": False, "redis": "not ok"}
+    assert str(server.port) not in response.text
+
+
+def test_a_notice_is_shown_by_its_code_only_and_text_in_the_url_is_ignored(console: RunningConsole) -> None:
+    spoof = "Your key expired: sign in again at https://evil.example"
+    with console.client() as client:
+        spoofed = client.get("/skillbooks", params={"notice": spoof})
+        coded = client.get("/skillbooks", params={"notice": "rolled-back"})
+    assert spoofed.status_code == 200
+    assert 'id="notice"' not in spoofed.text
+    assert spoof not in spoofed.text  # (the page's API link carries the query, URL-encoded)
+    assert f'<p class="notice" id="notice">{NOTICES["rolled-back"]}</p>' in coded.text

@@ -239,6 +239,27 @@ def test_a_rollback_through_the_api_restores_the_version_and_the_change_log_name
     assert entry.source == {"actor": running.ops.name, "via": "console", "note": "bad tag", "rollback_to": 2}
 
 
+def test_a_rollback_or_label_change_without_expect_is_refused_with_400_and_changes_nothing(
+    crafted: tuple[RunningConsole, RedisSkillbookStore],
+) -> None:
+    running, store = crafted
+    store.labels.set("prod", 2, actor="user:tests")
+    with running.client() as client:
+        rollback = api_post(client, "/api/skillbooks/support/rollback", {"to": 2})
+        form = post_form(client, "/skillbooks/support/rollback", {"to": "2"})
+        empty = api_post(client, "/api/skillbooks/support/rollback", {"to": 2, "expect": ""})
+        move = api_post(client, "/api/skillbooks/support/labels/prod", {"to": 3})
+        delete = api_post(client, "/api/skillbooks/support/labels/prod/delete", {})
+    for response in (rollback, form, empty, move, delete):
+        assert response.status_code == 400, response.text
+    assert rollback.json()["error"] == "invalid"
+    assert "rolling back skillbook 'support': expect is required" in rollback.json()["message"]
+    assert "moving label 'prod' of skillbook 'support': expect is required" in move.json()["message"]
+    assert "deleting label 'prod'" in delete.json()["message"]
+    assert store.version() == 5
+    assert store.labels.all() == {"prod": 2}
+
+
 def test_a_rollback_confirmed_against_an_older_head_is_refused_with_409(
     crafted: tuple[RunningConsole, RedisSkillbookStore],
 ) -> None:
@@ -261,7 +282,7 @@ def test_a_rollback_form_redirects_to_the_timeline_with_a_notice(
     with running.client() as client:
         response = post_form(client, "/skillbooks/support/rollback", {"to": "3", "expect": "5"})
     assert response.status_code == 303
-    assert response.headers["location"].startswith("/skillbooks/support/history?notice=")
+    assert response.headers["location"] == "/skillbooks/support/history?notice=rolled-back"
     assert store.version() == 6
     assert (store.history(1)[0].source or {})["rollback_to"] == 3
 
@@ -338,7 +359,7 @@ def test_a_label_move_refuses_a_bad_label_or_version(
     with running.client() as client:
         head_label = client.get("/api/skillbooks/support/labels/head/move?to=1")
         zero = client.get("/api/skillbooks/support/labels/prod/move?to=0")
-        beyond = api_post(client, "/api/skillbooks/support/labels/prod", {"to": 6})
+        beyond = api_post(client, "/api/skillbooks/support/labels/prod", {"to": 6, "expect": ""})
     assert head_label.status_code == 400
     assert "'head' is the current version itself" in head_label.json()["message"]
     assert zero.status_code == 400

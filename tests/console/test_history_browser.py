@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ace_workers.console.notices import NOTICES
 from ace_workers.distributed.service import Service
 from tests.support.cdp import BrowserError, Page, headless_chromium
 from tests.support.console import SCREENSHOTS, RunningConsole
@@ -98,6 +99,6 @@ def test_a_rollback_through_its_confirmation_page_appears_in_the_timeline(
         assert f"v{head + 1}" in newest
         assert "rollback" in newest
         assert console.ops.name in newest
-        assert "rolled back to version 1" in page.text("#notice")
+        assert page.text("#notice") == NOTICES["rolled-back"]
     assert store.version() == head + 1
     assert store.diff(1, head + 1) == {}

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from ace_workers.console.audit import read_audit
+from ace_workers.console.notices import NOTICES
 from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.core.consolidation import ConsolidationBatch, MergeOp
 from ace_workers.distributed.service import Service
@@ -20,6 +21,7 @@ from tests.support.console import (
     SCREENSHOTS,
     RunningConsole,
     api_post,
+    csrf_of,
     post_form,
     running_console,
 )
@@ -199,7 +201,7 @@ def test_rejecting_marks_it_rejected_and_applies_nothing(proposed: Service, cons
     assert [p["id"] for p in rejected["proposals"]] == [proposal.id]
 
 
-def test_a_form_approval_goes_back_to_the_queue_with_a_notice_naming_the_version(
+def test_a_form_approval_goes_back_to_the_queue_with_the_approved_notice(
     proposed: Service, console: RunningConsole
 ) -> None:
     proposal = pending(proposed)[0]
@@ -208,10 +210,8 @@ def test_a_form_approval_goes_back_to_the_queue_with_a_notice_naming_the_version
     assert response.status_code == 303
     location = urlparse(response.headers["location"])
     assert location.path == f"/skillbooks/{STEERED}/review"
-    version = proposed.runtime.store(STEERED).version()
-    assert parse_qs(location.query)["notice"] == [
-        f"proposal {proposal.id} approved by {console.ops.name}: skillbook '{STEERED}' now version {version}"
-    ]
+    # A code, not text: the page shows NOTICES' text for it (console/notices.py).
+    assert parse_qs(location.query)["notice"] == ["proposal-approved"]
 
 
 def test_a_conflicting_proposal_is_refused_with_409_naming_the_skill_unless_despite_conflicts(
@@ -309,6 +309,113 @@ def test_a_read_only_console_shows_a_proposal_without_the_forms(proposed: Servic
     assert "read-only: it decides nothing" in html
 
 
+# -- echoes: merged proposals, duplicates, several at once -------------------------------------------
+
+
+def restate(service: Service, proposal: Proposal, name: str = STEERED) -> str:
+    """A person adds the skill ``proposal`` proposes: the proposal restates it now. Its id."""
+    op = proposal.operations[0]
+    add = UpdateOperation(type="ADD", section=op["section"], content=op["content"])
+    (skill_id,) = service.runtime.store(name).apply(UpdateBatch(operations=[add])).report.added
+    return skill_id
+
+
+def test_a_restating_proposal_is_shown_as_a_duplicate_of_the_skill_not_as_conflicting_with_none(
+    proposed: Service, console: RunningConsole
+) -> None:
+    first, second, _ = pending(proposed)
+    skill_id = restate(proposed, first)
+    with console.client() as client:
+        queue = client.get(f"/api/skillbooks/{STEERED}/review").json()
+        html = client.get(f"/skillbooks/{STEERED}/review").text
+        picked = client.get(f"/api/skillbooks/{STEERED}/review", params={"duplicates": "true"}).json()
+        page = client.get(f"/skillbooks/{STEERED}/review/{first.id}").text
+    shown = {p["id"]: p for p in queue["proposals"]}
+    assert shown[first.id]["duplicate_of"] == [skill_id]
+    assert shown[second.id]["duplicate_of"] == []
+    assert shown[first.id]["count"] == 1
+    row = html.split(f'data-proposal="{first.id}"', 1)[1].split("</tr>", 1)[0]
+    assert "duplicate of" in row and f">{skill_id}</a>" in row
+    assert ">none<" not in row
+    assert [p["id"] for p in picked["proposals"]] == [first.id]
+    assert "approving it changes nothing and makes no version" in page
+
+
+def test_approving_a_duplicate_says_nothing_changed_and_makes_no_version(
+    proposed: Service, console: RunningConsole
+) -> None:
+    first = pending(proposed)[0]
+    restate(proposed, first)
+    version = proposed.runtime.store(STEERED).version()
+    with console.client() as client:
+        response = api_post(client, f"/api/skillbooks/{STEERED}/review/{first.id}/approve", {})
+    assert response.status_code == 200, response.text
+    answered = response.json()
+    assert (answered["no_op"], answered["version"]) == (True, None)
+    assert "nothing changed" in answered["message"]
+    assert proposed.runtime.store(STEERED).version() == version
+
+
+def test_the_bulk_form_decides_the_ticked_proposals_each_audited_and_needs_the_csrf_token(
+    proposed: Service, console: RunningConsole
+) -> None:
+    first, second, third = pending(proposed)
+    path = f"/skillbooks/{STEERED}/review/decide"
+    fields = {"ids": [first.id, second.id], "decision": "reject", "note": "not general"}
+    with console.client() as client:
+        page = client.get(f"/skillbooks/{STEERED}/review").text
+        forged = client.post(path, data=fields, follow_redirects=False)
+        response = client.post(path, data={**fields, "csrf_token": csrf_of(client)}, follow_redirects=False)
+    assert 'id="bulk-form"' in page and f'name="ids" value="{first.id}" form="bulk-form"' in page
+    assert forged.status_code == 403
+    assert response.status_code == 303
+    assert parse_qs(urlparse(response.headers["location"]).query)["notice"] == ["proposals-decided"]
+    review = proposed.runtime.store(STEERED).review
+    assert [review.get(p.id).status for p in (first, second, third)] == [
+        ProposalStatus.REJECTED,
+        ProposalStatus.REJECTED,
+        ProposalStatus.PENDING,
+    ]
+    audit = read_audit(proposed.runtime.redis, proposed.runtime.settings.queue_prefix)
+    lines = [(e.action, e.target, e.outcome) for e in reversed(audit)]
+    assert lines == [
+        ("review:decide", STEERED, "ok"),
+        ("review:reject", f"{STEERED}/{first.id}", "ok"),
+        ("review:reject", f"{STEERED}/{second.id}", "ok"),
+    ]
+
+
+def test_the_api_approves_all_the_filters_pick_and_names_each_refusal(
+    proposed: Service, console: RunningConsole
+) -> None:
+    first, second, third = pending(proposed)
+    section = second.operations[0]["section"]
+    with console.client() as client:
+        api_post(client, f"/api/skillbooks/{STEERED}/review/{first.id}/reject", {})
+        picked = api_post(
+            client,
+            f"/api/skillbooks/{STEERED}/review/decide",
+            {"decision": "approve", "all": True, "section": section},
+        )
+        named = api_post(
+            client,
+            f"/api/skillbooks/{STEERED}/review/decide",
+            {"decision": "approve", "ids": [first.id, third.id]},
+        )
+        neither = api_post(client, f"/api/skillbooks/{STEERED}/review/decide", {"decision": "approve"})
+    assert picked.status_code == 200, picked.text
+    assert [d["proposal_id"] for d in picked.json()["decided"]] == [second.id]
+    assert named.status_code == 200, named.text
+    assert [d["proposal_id"] for d in named.json()["decided"]] == [third.id]
+    (refused,) = named.json()["refused"]
+    assert refused["proposal_id"] == first.id
+    assert "was rejected already" in refused["message"]
+    assert neither.status_code == 400
+    assert "give the proposals' ids (field ids) or all=true" in neither.json()["message"]
+    added = added_contents(proposed)
+    assert {second.operations[0]["content"], third.operations[0]["content"]} == added
+
+
 # -- in a browser ------------------------------------------------------------------------------------
 
 
@@ -331,13 +438,13 @@ def test_in_chromium_a_reviewer_opens_the_queue_approves_one_and_rejects_another
         page.fill("#approve-note", "a sound rule")
         page.click("#approve")
         assert urlparse(page.url()).path == f"/skillbooks/{STEERED}/review"
-        assert f"proposal {first.id} approved by {console.ops.name}" in page.text("#notice")
+        assert page.text("#notice") == NOTICES["proposal-approved"]
         assert page.count("#proposals tr[data-proposal]") == 2
 
         page.goto(f"{console.url}/skillbooks/{STEERED}/review/{second.id}")
         page.fill("#reject-note", "too narrow")
         page.click("#reject")
-        assert f"proposal {second.id} rejected by {console.ops.name}" in page.text("#notice")
+        assert page.text("#notice") == NOTICES["proposal-rejected"]
 
         # The approved skill is on the skillbook's page now; the rejected one is not.
         page.goto(f"{console.url}/skillbooks/{STEERED}?status=all&per_page=500")

@@ -84,7 +84,9 @@ def test_a_person_signed_in_with_a_tenants_key_has_its_tenant_and_role(
         assert [row["name"] for row in person.get("/api/skillbooks").json()["skillbooks"]] == [ALPHA]
         assert person.get(f"/api/skillbooks/{BETA}").status_code == 404
         refused = person.post(
-            f"/api/skillbooks/{ALPHA}/labels/prod", json={"to": 1}, headers={"X-CSRF-Token": csrf_of(person)}
+            f"/api/skillbooks/{ALPHA}/labels/prod",
+            json={"to": 1, "expect": ""},
+            headers={"X-CSRF-Token": csrf_of(person)},
         )
         assert refused.status_code == 403
         assert f"key '{reader.id}' of tenant 'alpha' has role 'read'" in refused.json()["message"]
@@ -110,7 +112,7 @@ def test_another_tenants_skillbook_and_batch_answer_404_as_if_missing(
         missing = client.get("/api/skillbooks/beta-nothing-here").json()
         assert foreign["message"] == f"no skillbook {BETA!r} in this fleet's Redis"
         assert missing["message"] == "no skillbook 'beta-nothing-here' in this fleet's Redis"
-        moved = client.post(f"/api/skillbooks/{BETA}/labels/prod", json={"to": 1})
+        moved = client.post(f"/api/skillbooks/{BETA}/labels/prod", json={"to": 1, "expect": ""})
         assert moved.status_code == 404
         assert client.get(f"/api/skillbooks/{ALPHA}").status_code == 200
     assert idle_service.runtime.store(BETA).labels.all() == {}
@@ -123,18 +125,18 @@ def test_an_action_beyond_the_keys_role_answers_403_and_its_role_may(
     admin, admin_secret = keys.create("alpha", "admin")
     store = idle_service.runtime.store(ALPHA)
     with console.client(token=read_secret) as client:
-        refused = client.post(f"/api/skillbooks/{ALPHA}/labels/prod", json={"to": 1})
+        refused = client.post(f"/api/skillbooks/{ALPHA}/labels/prod", json={"to": 1, "expect": ""})
         assert refused.status_code == 403
         message = refused.json()["message"]
         assert f"key '{reader.id}' of tenant 'alpha' has role 'read': this needs role 'admin'" in message
-        rollback = client.post(f"/api/skillbooks/{ALPHA}/rollback", json={"to": 1})
+        rollback = client.post(f"/api/skillbooks/{ALPHA}/rollback", json={"to": 1, "expect": 2})
         assert rollback.status_code == 403
         retry = client.post("/api/dead-letters/retry", json={"skillbook": ALPHA})
         assert retry.status_code == 403
     assert store.labels.all() == {}
     assert store.version() == 2
     with console.client(token=admin_secret) as client:
-        moved = client.post(f"/api/skillbooks/{ALPHA}/labels/prod", json={"to": 1})
+        moved = client.post(f"/api/skillbooks/{ALPHA}/labels/prod", json={"to": 1, "expect": ""})
         assert moved.status_code == 200, moved.text
     assert store.labels.all() == {"prod": 1}
     assert store.labels.history("prod")[0].actor == f"key:{admin.id}"
@@ -159,3 +161,16 @@ def test_a_revoked_key_is_refused(keys: ApiKeys, console: RunningConsole) -> Non
         assert client.get("/api/skillbooks").status_code == 200
         keys.revoke(record.id)
         assert client.get("/api/skillbooks").status_code == 401
+
+
+def test_a_tenants_learn_key_cancels_its_own_batch_and_not_another_tenants(
+    keys: ApiKeys, console: RunningConsole, idle_service: Service
+) -> None:
+    _, secret = keys.create("alpha", "learn")
+    with console.client(token=secret) as client:
+        foreign = client.post(f"/api/batches/batch-{BETA}/cancel", json={})
+        own = client.post(f"/api/batches/batch-{ALPHA}/cancel", json={})
+    assert foreign.status_code == 404  # another tenant's batch is as missing as one never made
+    assert idle_service.runtime.batches.status(f"batch-{BETA}").state.value == "running"
+    assert own.status_code == 200, own.text
+    assert idle_service.runtime.batches.status(f"batch-{ALPHA}").state.value == "cancelled"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ace_workers.console.notices import NOTICES
 from ace_workers.distributed.service import Service
 from tests.support.cdp import Page, headless_chromium
 from tests.support.console import SCREENSHOTS, RunningConsole, docs_screenshot
@@ -63,7 +64,7 @@ def test_a_skill_page_shows_its_provenance_and_its_pin_button_pins_it_as_the_use
         page.fill("#action-note", "keep: the agent relies on it")
         page.click("#action-pin")
         assert page.count("#pinned-mark") == 1
-        assert "pin" in page.text("#notice")
+        assert page.text("#notice") == NOTICES["skill-pin"]
         assert console.ops.name in page.text("#changes")
         page.screenshot(SCREENSHOTS / "skillbooks-skill.png")
     assert batch_links > 0

@@ -96,7 +96,9 @@ def test_the_steering_example_reviews_labels_evaluates_and_promotes_as_the_page_
     done = run_shell_example(STEERING_SCRIPT, tmp_path)
     assert done.returncode == 0, f"the steering example failed:\n{done.stdout}\n{done.stderr}"
     out = done.stdout
-    assert "skillbook 'support': 6 pending proposal(s)" in out
+    # One proposal per idea (three samples each), not one per sample; after the second run, one.
+    assert "skillbook 'support': 2 pending proposal(s)" in out
+    assert "skillbook 'support': 1 pending proposal(s)" in out
     assert "approved by user:" in out
     assert "rejected by user:" in out
     assert "skill zorb-00001 in skillbook 'support'" in out  # skillbook why: its evidence

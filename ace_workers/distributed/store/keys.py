@@ -536,6 +536,20 @@ class SkillbookKeys:
         return f"{self.base}:proposals:pending"
 
     @property
+    def proposal_decisions(self) -> str:
+        """String: a counter every decision bumps, so WATCHing it guards one that makes no version."""
+        return f"{self.base}:proposals:decided"
+
+    def proposal_signature(self, digest: str) -> str:
+        """String: the id of the open proposal carrying the operations ``digest`` names (merging)."""
+        return f"{self.base}:proposals:same:{digest}"
+
+    @property
+    def proposal_signature_pattern(self) -> str:
+        """SCAN pattern matching every proposal-signature key of this skillbook."""
+        return f"{self.base}:proposals:same:*"
+
+    @property
     def review_policy(self) -> str:
         """String: the review policy's JSON; absent means auto (every update applies at once)."""
         return f"{self.base}:review"
@@ -576,6 +590,7 @@ class SkillbookKeys:
             self.label_outcomes,
             self.proposals,
             self.proposal_queue,
+            self.proposal_decisions,
             self.review_policy,
             self.evaluations,
         )

@@ -4,6 +4,10 @@ One proposal is the reviewed part of one write (a SkillManager batch, or a dedup
 consolidation). It keeps the images of the skills it touches as they were when it
 was proposed, so an approval can tell whether one changed since (a conflict).
 Stored as JSON in the ``proposals`` hash; pending ids also in ``proposal_queue``.
+
+Writes that propose the same operations (the same signature) while one proposal of
+them is open are merged into it: it counts them and keeps where each came from (its
+occurrences), so a reviewer decides an idea once, not once per sample that had it.
 """
 
 from __future__ import annotations
@@ -24,13 +28,16 @@ from .errors import CorruptDataError
 from .review_policy import operation_signature
 
 __all__ = [
+    "MAX_OCCURRENCES",
     "Decision",
+    "Occurrence",
     "Proposal",
     "ProposalKind",
     "ProposalStatus",
     "consolidation_signature",
     "decode_proposal",
     "proposal_id",
+    "signature_digest",
     "substance_changed",
     "update_signature",
 ]
@@ -38,6 +45,8 @@ __all__ = [
 # The fields that decide what a skill says: a change of counters or timestamps (a TAG, a
 # provenance record) is no reason to refuse an approval; a rewrite, a move, a removal is.
 _SUBSTANCE = ("section", "content", "status")
+# The occurrences a proposal keeps: its first and the newest (its count counts them all).
+MAX_OCCURRENCES = 50
 
 
 class ProposalKind(str, Enum):
@@ -61,9 +70,19 @@ class Decision(BaseModel):
     actor: str
     time: str
     note: str = ""
-    version: int | None = None  # the version that recorded the decision (an approval's changes are in it)
+    version: int | None = None  # the version that recorded the decision; None: it made none (no change)
     despite_conflicts: list[str] = Field(default_factory=list)  # skills changed since, approved anyway
-    agreeing: list[str] = Field(default_factory=list)  # auto-approval: the proposals that agreed
+    agreeing: list[str] = Field(default_factory=list)  # auto-approval: the writes that agreed
+    no_op: bool = False  # approving it changed no skill: no version was made (version is None)
+
+
+class Occurrence(BaseModel):
+    """One write that proposed a proposal's operations: its key, where it came from, when."""
+
+    key: str  # the write's idempotency key (batch, epoch and sample, step)
+    source: dict[str, Any] = Field(default_factory=dict)
+    insight_sources: list[dict[str, Any]] = Field(default_factory=list)
+    at: str
 
 
 class Proposal(BaseModel):
@@ -88,6 +107,25 @@ class Proposal(BaseModel):
     signature: str = ""  # the operations as auto-approval compares them
     status: ProposalStatus = ProposalStatus.PENDING
     decision: Decision | None = None
+    count: int = 1  # how many writes proposed these operations (identical ones merged into this one)
+    occurrences: list[Occurrence] = Field(default_factory=list)  # the first and newest MAX_OCCURRENCES
+
+    def occurrence(self) -> Occurrence:
+        """This proposal's own write as an occurrence (a draft's, before any merge)."""
+        return Occurrence(
+            key=self.idempotency_key or self.id,
+            source=self.source,
+            insight_sources=self.insight_sources,
+            at=self.created_at,
+        )
+
+    def merged(self, occurrence: Occurrence) -> Proposal:
+        """This proposal counting one more write that proposed the same (its occurrences capped)."""
+        kept = self.occurrences or [self.occurrence()]
+        kept = [*kept, occurrence]
+        if len(kept) > MAX_OCCURRENCES:
+            kept = [kept[0], *kept[len(kept) - MAX_OCCURRENCES + 1 :]]
+        return self.model_copy(update={"count": self.count + 1, "occurrences": kept})
 
     def update_batch(self) -> UpdateBatch:
         """The operations of an update proposal, as the batch an apply takes."""
@@ -144,6 +182,11 @@ def _describe_operation(op: dict[str, Any]) -> str:
 def proposal_id(idempotency_key: str) -> str:
     """The id of the proposal a write with ``idempotency_key`` makes: a redelivery finds the same one."""
     return "p-" + hashlib.sha256(idempotency_key.encode()).hexdigest()[:12]
+
+
+def signature_digest(proposal: Proposal) -> str:
+    """A short hash of the proposal's kind and signature: the name of its merging key."""
+    return hashlib.sha256(f"{proposal.kind.value}\n{proposal.signature}".encode()).hexdigest()[:16]
 
 
 def update_signature(batch: UpdateBatch) -> str:

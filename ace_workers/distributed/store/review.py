@@ -5,8 +5,12 @@
 through the StoreBackedSkillbook: under a policy that reviews an operation, the
 write stores a proposal instead of applying it. A reviewer approves a proposal
 (it applies, with the store's apply semantics, as one new version) or rejects
-it; each is decided exactly once, and every decision is a REVIEW entry of the
-change log with its actor, note and time.
+it; each is decided exactly once, and every decision that changes the skillbook
+(an approval that changes skills, a rejection) is a REVIEW entry of the change log
+with its actor, note and time. A write proposing what an open proposal proposes
+is merged into it (counted, with where it came from); a proposal that only
+restates active skills is a duplicate (``restated``), rejected at once when the
+policy says so, and approving it makes no version.
 """
 
 from __future__ import annotations
@@ -36,10 +40,22 @@ from .proposals import (
 )
 from .replies import decode_text, reading
 from .review_policy import ReviewPolicy, decode_policy
-from .review_writes import AUTO_APPROVE_ACTOR, ProposeOutcome, ReviewWrites
+from .review_writes import (
+    AUTO_APPROVE_ACTOR,
+    AUTO_REJECT_ACTOR,
+    ProposeOutcome,
+    ReviewWrites,
+    restated_skills,
+)
 from .transactions import CompareAndSet, SkillbookWrites
 
-__all__ = ["AUTO_APPROVE_ACTOR", "ProposeOutcome", "SkillbookReview", "is_review_of_skills"]
+__all__ = [
+    "AUTO_APPROVE_ACTOR",
+    "AUTO_REJECT_ACTOR",
+    "ProposeOutcome",
+    "SkillbookReview",
+    "is_review_of_skills",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -103,8 +119,13 @@ class SkillbookReview:
         idempotency_key: str,
         source: dict[str, Any] | None = None,
         auto_approve_after: int | None = None,
+        reject_duplicates: bool = False,
     ) -> ProposeOutcome:
-        """Store ``batch`` as a pending proposal, once per ``idempotency_key`` (a redelivery finds it)."""
+        """Store ``batch`` as a pending proposal, once per ``idempotency_key`` (a redelivery finds it).
+
+        Merged into the open proposal of the same operations if there is one; rejected at once
+        when ``reject_duplicates`` and it only restates active skills.
+        """
         batch.validate_operations()
         touched = [op.skill_id for op in batch.operations if op.skill_id and op.type != "ADD"]
         draft = self._draft(
@@ -117,7 +138,7 @@ class SkillbookReview:
             update_signature(batch),
         )
         draft.insight_sources.extend(op.insight_source for op in batch.operations if op.insight_source)
-        return self._propose(draft, idempotency_key, auto_approve_after)
+        return self._propose(draft, idempotency_key, auto_approve_after, reject_duplicates)
 
     def propose_consolidation(
         self,
@@ -127,7 +148,7 @@ class SkillbookReview:
         source: dict[str, Any] | None = None,
         auto_approve_after: int | None = None,
     ) -> ProposeOutcome:
-        """Store a dedup batch as a pending proposal, once per ``idempotency_key``."""
+        """Store a dedup batch as a pending proposal, once per ``idempotency_key`` (merged likewise)."""
         touched = [skill_id for op in batch.operations for skill_id in op.named_ids()]
         draft = self._draft(
             idempotency_key,
@@ -140,7 +161,7 @@ class SkillbookReview:
         )
         # The texts the plan judged: an approval without despite_conflicts checks them.
         draft.planned_contents.update(batch.planned_contents)
-        return self._propose(draft, idempotency_key, auto_approve_after)
+        return self._propose(draft, idempotency_key, auto_approve_after, False)
 
     def _draft(
         self,
@@ -169,10 +190,13 @@ class SkillbookReview:
         )
 
     def _propose(
-        self, draft: Proposal, idempotency_key: str, auto_approve_after: int | None
+        self, draft: Proposal, idempotency_key: str, auto_approve_after: int | None, reject_duplicates: bool
     ) -> ProposeOutcome:
         outcome = self._cas(
-            "propose", lambda pipe: self._writes.propose(pipe, draft, idempotency_key, auto_approve_after)
+            "propose",
+            lambda pipe: self._writes.propose(
+                pipe, draft, idempotency_key, auto_approve_after, reject_duplicates
+            ),
         )
         if outcome.duplicate_delivery:
             logger.info(
@@ -180,10 +204,25 @@ class SkillbookReview:
             )
         elif outcome.auto_approved_version is not None:
             logger.info(
-                "skillbook %r version %d: auto-approved %s",
+                "skillbook %r version %d: auto-approved %s, proposed by %d writes",
                 self.name,
                 outcome.auto_approved_version,
-                ", ".join(outcome.agreeing),
+                outcome.proposal_id,
+                outcome.count,
+            )
+        elif outcome.auto_rejected:
+            logger.info(
+                "skillbook %r: proposal %s rejected at once: it restates %s",
+                self.name,
+                outcome.proposal_id,
+                ", ".join(outcome.auto_rejected),
+            )
+        elif outcome.merged:
+            logger.info(
+                "skillbook %r: merged into proposal %s (proposed %d times)",
+                self.name,
+                outcome.proposal_id,
+                outcome.count,
             )
         else:
             logger.info(
@@ -263,6 +302,13 @@ class SkillbookReview:
                 reads.add_skill(skill_id, raw)
         return [i for i, base in proposal.base_images.items() if substance_changed(base, reads.skills[i])]
 
+    def restated(self, proposal: Proposal) -> list[str]:
+        """The active skills a pending all-ADD proposal restates (now); [] if it adds anything new."""
+        if proposal.status is not ProposalStatus.PENDING:
+            return []
+        with reading(self.keys.content):
+            return restated_skills(self._redis, self.keys, proposal)
+
     # -- deciding ----------------------------------------------------------------------
     def approve(
         self, proposal_id: str, *, actor: str, note: str = "", despite_conflicts: bool = False
@@ -289,15 +335,25 @@ class SkillbookReview:
                 pipe, proposal_id, approve=approve, actor=actor, note=note, despite_conflicts=despite
             ),
         )
-        assert decided.decision is not None
-        logger.info(
-            "skillbook %r version %d: proposal %s %s by %s",
-            self.name,
-            decided.decision.version,
-            proposal_id,
-            decided.status.value,
-            actor,
-        )
+        decision = decided.decision
+        assert decision is not None
+        if decision.no_op:
+            logger.info(
+                "skillbook %r: proposal %s %s by %s; it changed nothing (no new version)",
+                self.name,
+                proposal_id,
+                decided.status.value,
+                actor,
+            )
+        else:
+            logger.info(
+                "skillbook %r version %d: proposal %s %s by %s",
+                self.name,
+                decision.version,
+                proposal_id,
+                decided.status.value,
+                actor,
+            )
         return decided
 
 

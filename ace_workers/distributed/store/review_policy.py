@@ -6,6 +6,8 @@ SkillManager and dedup update a proposal. In between, each kind of operation
 (ADD, UPDATE, TAG, REMOVE, and dedup's CONSOLIDATE) is ``auto`` or ``review``
 on its own, and ``auto_approve_after`` N lets N pending proposals that carry
 the same operations apply them without a person (actor ``auto-approve``).
+``duplicates`` ``reject`` rejects at once (actor ``auto-reject``) a proposal whose
+every operation is an ADD restating an active skill: approving it would change nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .errors import CorruptDataError
 __all__ = [
     "AUTO",
     "CONSOLIDATE",
+    "DUPLICATE_MODES",
     "POLICY_SUBJECTS",
     "REVIEW",
     "ReviewPolicy",
@@ -38,6 +41,8 @@ CONSOLIDATE = "CONSOLIDATE"  # a dedup run's consolidation batch, reviewed as on
 # What a rule can name: the update operation types, and dedup's consolidation.
 POLICY_SUBJECTS = (*OPERATION_TYPES, CONSOLIDATE)
 Mode = Literal["auto", "review"]
+DuplicateMode = Literal["review", "reject"]
+DUPLICATE_MODES: tuple[DuplicateMode, ...] = ("review", "reject")
 
 
 class ReviewPolicy(BaseModel):
@@ -53,13 +58,23 @@ class ReviewPolicy(BaseModel):
     auto_approve_after: int | None = Field(
         default=None,
         ge=2,
-        description="Apply a proposal once this many pending proposals carry the same operations.",
+        description="Apply a proposal once this many writes proposed the same operations.",
+    )
+    duplicates: DuplicateMode = Field(
+        default="review",
+        description="reject: a proposal that only restates active skills is rejected at once.",
     )
 
     @classmethod
-    def everything(cls, mode: Mode, auto_approve_after: int | None = None) -> ReviewPolicy:
+    def everything(
+        cls, mode: Mode, auto_approve_after: int | None = None, duplicates: DuplicateMode = "review"
+    ) -> ReviewPolicy:
         """The policy with every kind of operation set to ``mode``."""
-        return cls(**dict.fromkeys(POLICY_SUBJECTS, mode), auto_approve_after=auto_approve_after)
+        return cls(
+            **dict.fromkeys(POLICY_SUBJECTS, mode),
+            auto_approve_after=auto_approve_after,
+            duplicates=duplicates,
+        )
 
     def mode_of(self, subject: str) -> Mode:
         """``auto`` or ``review`` for an operation type or CONSOLIDATE."""
@@ -80,7 +95,9 @@ class ReviewPolicy(BaseModel):
             else ",".join(f"{subject}={self.mode_of(subject)}" for subject in POLICY_SUBJECTS)
         )
         if self.auto_approve_after is not None:
-            text += f" (auto-approve after {self.auto_approve_after} agreeing proposals)"
+            text += f" (auto-approve after {self.auto_approve_after} writes propose the same)"
+        if self.duplicates == "reject":
+            text += " (duplicates of active skills rejected)"
         return text
 
     def to_json(self) -> str:
@@ -98,7 +115,9 @@ def decode_policy(raw: bytes | str | None, key: str) -> ReviewPolicy:
         raise CorruptDataError(key, f"holds no review policy ({one_line(exc)[:200]})") from None
 
 
-def parse_policy(text: str, auto_approve_after: int | None = None) -> ReviewPolicy:
+def parse_policy(
+    text: str, auto_approve_after: int | None = None, duplicates: DuplicateMode = "review"
+) -> ReviewPolicy:
     """A policy from ``auto``, ``review``, or rules such as ``TAG=auto,ADD=review`` (the rest: auto).
 
     Raises ValueError naming the part that is not understood.
@@ -106,7 +125,7 @@ def parse_policy(text: str, auto_approve_after: int | None = None) -> ReviewPoli
     spec = text.strip()
     if spec.lower() in (AUTO, REVIEW):
         mode: Mode = AUTO if spec.lower() == AUTO else REVIEW
-        return ReviewPolicy.everything(mode, auto_approve_after)
+        return ReviewPolicy.everything(mode, auto_approve_after, duplicates)
     rules: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in spec.split(","))):
         subject, sep, value = (piece.strip() for piece in part.partition("="))
@@ -119,7 +138,7 @@ def parse_policy(text: str, auto_approve_after: int | None = None) -> ReviewPoli
     if not rules:
         raise ValueError("empty review policy: give auto, review, or rules such as TAG=auto,ADD=review")
     try:
-        return ReviewPolicy(**rules, auto_approve_after=auto_approve_after)
+        return ReviewPolicy(**rules, auto_approve_after=auto_approve_after, duplicates=duplicates)
     except ValidationError as exc:
         raise ValueError(f"review policy: {one_line(exc)}") from None
 

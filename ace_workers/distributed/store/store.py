@@ -718,13 +718,14 @@ class RedisSkillbookStore:
             pipe.exists(self.keys.version)
             pipe.delete(*self.keys.fixed())
             existed, _ = pipe.execute()
-        # Idempotency keys are many and expire on their own; delete them outside the transaction.
+        # Idempotency and proposal-signature keys are many; delete them outside the transaction.
         batch: list[Any] = []
-        for key in self._redis.scan_iter(match=self.keys.idempotency_pattern, count=1000):
-            batch.append(key)
-            if len(batch) == 1000:
-                self._redis.delete(*batch)
-                batch.clear()
+        for pattern in (self.keys.idempotency_pattern, self.keys.proposal_signature_pattern):
+            for key in self._redis.scan_iter(match=pattern, count=1000):
+                batch.append(key)
+                if len(batch) == 1000:
+                    self._redis.delete(*batch)
+                    batch.clear()
         if batch:
             self._redis.delete(*batch)
         self._redis.srem(registry_key(self.keys.prefix), self.name)

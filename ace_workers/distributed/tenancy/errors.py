@@ -65,13 +65,20 @@ class TenantConflictError(TenancyError, ValueError):
 
 
 class InvalidApiKeyError(TenancyError):
-    """An API key that authenticates nobody: malformed, unknown or revoked (``key_id`` if it names one)."""
+    """An API key that authenticates nobody: malformed, unknown or revoked (``key_id`` if it names one;
+    ``source``, where it was given, such as ``--api-key`` or ``ACE_API_KEY``, if the caller knows)."""
 
-    def __init__(self, key_id: str | None, problem: str) -> None:
+    def __init__(self, key_id: str | None, problem: str, *, source: str = "") -> None:
         self.key_id = key_id
         self.problem = problem
+        self.source = source
         named = f"API key {key_id!r}" if key_id else "the API key"
-        super().__init__(f"{named}: {problem}")
+        given = f" given by {source}" if source else ""
+        super().__init__(f"{named}{given}: {problem}")
+
+    def given_by(self, source: str) -> InvalidApiKeyError:
+        """The same refusal, naming where the key was given."""
+        return InvalidApiKeyError(self.key_id, self.problem, source=source)
 
 
 class ScopeError(TenancyError, PermissionError):

@@ -22,6 +22,7 @@ from ..settings import WorkerSettings, env_name
 from ..store.batches import sample_key, wrong_step_kwargs
 from ..store.errors import BatchCancelledError
 from ..store.keys import dead_letters_key
+from ..tenancy.tenants import TenantRegistry
 
 # Types only: reading and filtering letters (``dead-letters list``) loads no worker runtime.
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .runtime import WorkerRuntime
 
 __all__ = [
+    "OWNER_ON_RETRY",
     "DeadLetter",
     "LetterFilter",
     "RetryReport",
@@ -40,6 +42,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+# A letter's field: sent back as its skillbook's owner now (see park_dead_letter), read by _send.
+OWNER_ON_RETRY = "owner_on_retry"
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -146,12 +150,16 @@ def park_dead_letter(
     kwargs: dict[str, Any],
     payload: Any,
     error: str,
+    owner_on_retry: bool = False,
 ) -> None:
     """Append a letter for a sample that failed for good at ``step``, and count it.
 
     ``parked_at`` (ISO 8601, UTC) lets ``dead-letters list/retry --since`` pick recent letters.
+    ``owner_on_retry``: the sample failed because its tenant was removed (``tenant remove
+    --fail-waiting``); a retry sends it as the tenant that owns its skillbook then, not as the
+    batch's tenant, which owns nothing any more.
     """
-    letter = {
+    letter: dict[str, Any] = {
         "task_id": task_id,
         "step": step,
         "kwargs": kwargs,
@@ -159,6 +167,8 @@ def park_dead_letter(
         "error": error,
         "parked_at": datetime.now(UTC).isoformat(),
     }
+    if owner_on_retry:
+        letter[OWNER_ON_RETRY] = True
     runtime.redis.rpush(dead_letters_key(runtime.settings.queue_prefix), json.dumps(letter, default=repr))
     runtime.metrics.observe_dead_letter(step)
 
@@ -245,8 +255,7 @@ def _send(dispatch: Dispatcher, letter: DeadLetter) -> str | None:
             epoch=epoch,
             sample_index=index,
             start=kwargs["index"],
-            # The batch's tenant, as it was sent with: not whatever tenant the letter's message named.
-            tenant=runtime.batches.status(batch_id).tenant,
+            tenant=_retry_tenant(runtime, letter, batch_id),
         )
         reopened = runtime.batches.reopen(batch_id, epoch, index)
     except BatchCancelledError as exc:
@@ -264,6 +273,18 @@ def _send(dispatch: Dispatcher, letter: DeadLetter) -> str | None:
             batch_id,
         )
     return None
+
+
+def _retry_tenant(runtime: WorkerRuntime, letter: DeadLetter, batch_id: str) -> str:
+    """The tenant a letter is sent back as: its batch's, as it was sent with (not whatever tenant its
+    message named); for a sample failed because its tenant was removed, its skillbook's owner now."""
+    assert letter.letter is not None
+    if letter.letter.get(OWNER_ON_RETRY) is True:
+        # Read now, not from a cache: the removal that failed it is seconds old.
+        return TenantRegistry(runtime.redis, prefix=runtime.settings.queue_prefix).tenant_of(
+            letter.kwarg("skillbook")
+        )
+    return runtime.batches.status(batch_id).tenant
 
 
 def _parse(position: int, raw: bytes) -> DeadLetter:

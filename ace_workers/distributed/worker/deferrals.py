@@ -32,12 +32,14 @@ from .chains import sample_chain
 from .dead_letters import park_dead_letter
 from .dispatch import Dispatcher
 from .errors import BrokerUnavailable
+from .finishing import start_next_epoch
 from .runtime import WorkerRuntime
 
 __all__ = [
     "DEFERRED_STEP",
     "budget_watch",
     "defer_step",
+    "fail_deferred",
     "parked_samples",
     "release_deferred",
     "release_for_batch",
@@ -230,6 +232,65 @@ def _release_one(dispatch: Dispatcher, deferrals: DeferredSamples, tenant: str, 
     except (BrokerUnavailable, redis.RedisError):
         deferrals.put_back(tenant, entry)
         raise
+    return 1
+
+
+def fail_deferred(dispatch: Dispatcher, tenant: str, reason: str) -> int:
+    """Fail every parked step of ``tenant`` as a dead letter saying ``reason``; how many samples failed.
+
+    What ``tenant remove --fail-waiting`` does before the tenant goes: its waiting samples would
+    otherwise be sent on as a tenant that owns nothing, and be refused for good. Each letter is
+    marked to be retried as its skillbook's owner then (``dead-letters retry``). Each entry is
+    claimed first, so a releaser running meanwhile never sends one that was failed.
+    """
+    runtime = dispatch.runtime
+    deferrals = _deferrals(runtime)
+    failed = 0
+    for field in list(deferrals.fields(tenant)):
+        entry = deferrals.claim(tenant, field)
+        if entry is None:
+            continue  # a releaser took it: it runs on, and is counted as running
+        if entry.problem is not None:
+            _dead_letter(runtime, tenant, entry, entry.problem)
+            continue
+        failed += _fail_entry(dispatch, tenant, entry, reason)
+    return failed
+
+
+def _fail_entry(dispatch: Dispatcher, tenant: str, entry: DeferredEntry, reason: str) -> int:
+    """Dead-letter a claimed entry (retried as the skillbook's owner) and fail its sample; 1 if it did."""
+    runtime = dispatch.runtime
+    kwargs = entry.kwargs
+    batch_id, epoch, index = kwargs["batch_id"], kwargs["epoch"], kwargs["sample_index"]
+    step = entry.data.get("step")
+    step_name = step if isinstance(step, str) else DEFERRED_STEP
+    task_id = entry.data.get("task_id")
+    error = f"deferred step {entry.field!r} of tenant {tenant!r} failed: {reason}"
+    park_dead_letter(
+        runtime,
+        task_id=task_id if isinstance(task_id, str) else None,
+        step=step_name,
+        kwargs=kwargs,
+        payload=entry.payload,
+        error=error,
+        owner_on_retry=True,
+    )
+    try:
+        if runtime.batches.status(batch_id).cancelled:
+            return 0  # its batch runs nothing more; the letter is all that is kept
+        sample_released(runtime, batch_id, epoch, index)  # parked, it held no slot: it leaves as it fails
+        finished = runtime.batches.record_failure(
+            batch_id,
+            epoch,
+            index,
+            step=step_name,
+            error=error,
+            sample=entry.payload.get("sample"),
+            step_index=kwargs["index"],
+        )
+    except BatchNotFoundError:
+        return 0  # expired: the letter is all there is to keep
+    start_next_epoch(dispatch, batch_id, epoch, finished)
     return 1
 
 

@@ -134,6 +134,11 @@ def run_step(
     # Before anything is read or written for the sample: a message of another tenant writes nothing.
     owner = runtime.tenants.tenant_of(skillbook)
     if tenant != owner:
+        # Refused for good, so not on a view up to two seconds old: a tenant removed just now
+        # (its failed samples retried as the skillbook's owner) may not be in it yet.
+        runtime.tenants.forget()
+        owner = runtime.tenants.tenant_of(skillbook)
+    if tenant != owner:
         raise ForeignTenantError(skillbook, owner, tenant)
     # Every line logged while the step runs (roles and store included) names the step, and
     # the step is counted in the worker's metrics: a finished sample, or a failure by type.

@@ -11,7 +11,7 @@ import redis
 from celery.contrib.testing.worker import start_worker
 
 from ace_workers.distributed.ops.embedded_redis import EmbeddedRedis, resolve_redis
-from ace_workers.distributed.ops.errors import EmbeddedRedisError
+from ace_workers.distributed.ops.errors import EmbeddedRedisBusyError, EmbeddedRedisError
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.worker.app import create_app, ping_redis
 from ace_workers.distributed.worker.errors import RedisUnavailable
@@ -126,10 +126,22 @@ def test_a_server_in_a_named_folder_keeps_its_data_for_the_next_one(tmp_path: An
 
 def test_a_named_folder_serves_one_process_at_a_time(tmp_path: Any) -> None:
     folder = tmp_path / "kept"
-    with EmbeddedRedis(directory=folder), pytest.raises(EmbeddedRedisError, match="in use by another"):
-        EmbeddedRedis(directory=folder).start()
+    with EmbeddedRedis(directory=folder) as first:
+        with pytest.raises(EmbeddedRedisBusyError) as refused:
+            EmbeddedRedis(directory=folder).start()
+        assert f"is in use by ace-workers process {os.getpid()} (redis-server {first.pid})" in str(
+            refused.value
+        )
     with EmbeddedRedis(directory=folder) as again:  # free once the first stopped
         assert again.pid is not None
+
+
+def test_the_lock_file_names_the_holder_and_its_server_while_it_runs(tmp_path: Any) -> None:
+    folder = tmp_path / "kept"
+    with EmbeddedRedis(directory=folder) as server:
+        held, pid = (folder / "redis.lock").read_text(), server.pid
+    assert held == f"ace-workers {os.getpid()}\nredis-server {pid}\n"
+    assert (folder / "redis.lock").read_text() == ""  # cleared on a clean stop: nothing to take over
 
 
 def test_resolve_redis_keeps_the_embedded_data_in_the_settings_folder(tmp_path: Any) -> None:
@@ -139,3 +151,20 @@ def test_resolve_redis_keeps_the_embedded_data_in_the_settings_folder(tmp_path: 
         client.set("learned", "yes")
         client.close()
     assert (tmp_path / "kept" / "dump.rdb").is_file()  # the data is in the folder the settings name
+
+
+def test_a_lock_file_that_is_a_symbolic_link_is_refused_and_its_target_left_alone(tmp_path: Any) -> None:
+    folder = tmp_path / "kept"
+    folder.mkdir()
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    (folder / "redis.lock").symlink_to(target)
+
+    with pytest.raises(EmbeddedRedisError) as refused:
+        EmbeddedRedis(directory=folder).start()
+
+    assert str(refused.value) == (
+        f"ACE_EMBEDDED_REDIS_DIR={folder}: cannot use {folder / 'redis.lock'} "
+        "(Too many levels of symbolic links)"
+    )
+    assert target.read_text() == "keep me\n"

@@ -23,6 +23,7 @@ from ace_workers.distributed.worker.chains import enqueue_epoch
 from ace_workers.sim import failure_traces
 from tests.support.broker_state import steps_in_flight
 from tests.support.cli import said
+from tests.support.console import running_console
 from tests.support.recipes import TEST_RECIPES
 from tests.support.waiting import wait_for
 
@@ -103,6 +104,19 @@ def test_batch_resume_sends_what_a_dead_producer_never_sent(
 
     assert result.exit_code == 0, result.output
     assert "batch crashed: 3 sample(s) never sent are on their way" in said(result.output)
+    assert (status.done, status.failed, status.enqueued) == (5, 0, 5)
+
+
+def test_the_consoles_resume_sends_what_a_dead_producer_never_sent(service: Service) -> None:
+    enqueue_and_die_mid_send(service, failure_traces(5), "crashed")
+
+    with local_workers(service), running_console(service) as console:
+        with console.client(token=console.token) as client:
+            answer = client.post("/api/batches/crashed/resume", json={})
+        status = BatchHandle("crashed", service.runtime).wait(timeout=TIMEOUT)
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["sent"] == 5 - SENT_BEFORE_CRASH
     assert (status.done, status.failed, status.enqueued) == (5, 0, 5)
 
 

@@ -117,13 +117,19 @@ class LedgerMachine(RuleBasedStateMachine):
         assert self.batches.finished_in_epoch("b", EPOCH) == len(self.ever_finished)  # each counted once
 
     @invariant()
-    def the_batch_is_done_exactly_when_every_sample_finished(self) -> None:
+    def the_batch_finishes_exactly_when_every_sample_finished_and_says_how(self) -> None:
         state = self.batches.status("b").state
+        outcomes = list(self.state.values())
         if self.cancelled:
             assert state is BatchState.CANCELLED
+        elif not all(s in ("done", "failed") for s in outcomes):
+            assert state is BatchState.RUNNING
+        elif "failed" not in outcomes:
+            assert state is BatchState.DONE
+        elif "done" not in outcomes:
+            assert state is BatchState.FAILED  # every sample failed: never "done"
         else:
-            finished = all(s in ("done", "failed") for s in self.state.values())
-            assert (state is BatchState.DONE) == finished
+            assert state is BatchState.DONE_WITH_FAILURES
 
     @invariant()
     def a_retried_sample_says_so(self) -> None:
@@ -164,7 +170,7 @@ def test_a_sample_that_fails_before_its_first_step_starts_is_failed_not_queued(
         "cancelled": 0,
         "retried": 0,
     }
-    assert status.state is BatchState.DONE
+    assert status.state is BatchState.FAILED
 
 
 def test_a_retried_sample_that_finishes_is_done_and_marked_retried(redis_client: redis.Redis) -> None:
@@ -172,7 +178,7 @@ def test_a_retried_sample_that_finishes_is_done_and_marked_retried(redis_client:
     batches.create("b", skillbook="book", recipe="trace_analyser", per_epoch=2, epochs=1, skills_at_start=0)
     batches.record_done("b", 1, 1, {"trace": {}})
     batches.record_failure("b", 1, 2, step="ApplyStep", error="boom")
-    assert batches.status("b").state is BatchState.DONE
+    assert batches.status("b").state is BatchState.DONE_WITH_FAILURES
     assert batches.reopen("b", 1, 2)
     assert batches.status("b").state is BatchState.RUNNING  # running again, its keys kept
     assert redis_client.ttl(batches._key("b")) == -1

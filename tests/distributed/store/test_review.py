@@ -25,6 +25,7 @@ from ace_workers.distributed.store.proposals import ProposalKind, ProposalStatus
 from ace_workers.distributed.store.review import AUTO_APPROVE_ACTOR
 from ace_workers.distributed.store.review_policy import ReviewPolicy, parse_policy
 from tests.support.fixtures import server_or_cluster
+from tests.support.hooked_redis import hooked_like
 from tests.support.provenance import without_provenance
 
 ALICE = "user:alice"
@@ -138,8 +139,152 @@ def test_a_redelivered_write_finds_its_proposal_and_stores_no_second_one(store: 
     learn(store, batch, key="b1:e1s4:3")
     learn(store, batch, key="b1:e1s4:3")  # the same task, delivered again
     assert store.review.pending_count() == 1
-    learn(store, batch, key="b1:e1s5:3")  # another sample proposing the same: a proposal of its own
+    (proposal,) = store.review.proposals()
+    assert proposal.count == 1  # the redelivery is not counted again
+
+
+def test_a_write_proposing_what_a_pending_proposal_proposes_is_merged_into_it_with_its_source(
+    store: RedisSkillbookStore,
+) -> None:
+    store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)
+    learn(store, UpdateBatch(operations=[add("Check the units")]), key="b1:e1s4:3")
+    learn(store, UpdateBatch(operations=[add("check  the units.")]), key="b2:e1s5:3")  # same, other words
+    learn(store, UpdateBatch(operations=[add("Always answer 42")]), key="b2:e1s6:3")
     assert store.review.pending_count() == 2
+    merged, other = store.review.proposals()
+    assert (merged.count, other.count) == (2, 1)
+    assert [o.key for o in merged.occurrences] == ["b1:e1s4:3:w1", "b2:e1s5:3:w1"]
+    assert [o.source["sample"] for o in merged.occurrences] == [1, 1]
+    learn(store, UpdateBatch(operations=[add("Check the units")]), key="b2:e1s5:3")  # redelivered
+    assert store.review.get(merged.id).count == 2
+
+
+def test_a_write_proposing_what_was_decided_opens_a_new_proposal(store: RedisSkillbookStore) -> None:
+    store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)
+    learn(store, UpdateBatch(operations=[add("Always answer 42")]), key="k1")
+    (first,) = store.review.proposals()
+    store.review.reject(first.id, actor=ALICE)
+    learn(store, UpdateBatch(operations=[add("Always answer 42")]), key="k2")
+    (second,) = store.review.proposals()
+    assert second.id != first.id
+    assert (second.count, store.review.get(first.id).count) == (1, 1)
+
+
+def test_of_concurrent_writers_proposing_the_same_one_stores_it_and_the_rest_merge(
+    redis_client: redis.Redis,
+) -> None:
+    store = RedisSkillbookStore(redis_client, "book", max_attempts=100, snapshot_cache=SnapshotCache())
+    store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)
+    writers = 6
+    barrier = threading.Barrier(writers)
+
+    def propose(number: int) -> None:
+        barrier.wait()
+        learn(store, UpdateBatch(operations=[add("Check the units")]), key=f"b1:e1s{number}:3")
+
+    with ThreadPoolExecutor(writers) as pool:
+        list(pool.map(propose, range(writers)))
+    (proposal,) = store.review.proposals()
+    assert proposal.count == writers
+    assert sorted(o.key for o in proposal.occurrences) == sorted(f"b1:e1s{n}:3:w1" for n in range(writers))
+    assert len(store.review.proposals(None)) == 1
+
+
+def test_a_write_merging_into_a_proposal_while_it_is_decided_is_not_lost(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    store = RedisSkillbookStore(redis_client, "book")
+    store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)
+    learn(store, UpdateBatch(operations=[add("Always answer 42")]), key="k1")
+    (proposal,) = store.review.proposals()
+    merged: list[int] = []
+
+    def merge_first() -> None:
+        # After the reviewer read the proposal, before its MULTI: another sample proposes the same.
+        if not merged:
+            merged.append(1)
+            learn(store, UpdateBatch(operations=[add("Always answer 42")]), key="k2")
+
+    hooked = hooked_like(redis_client, redis_url, merge_first)
+    try:
+        RedisSkillbookStore(hooked, "book").review.reject(proposal.id, actor=ALICE)
+    finally:
+        hooked.close()
+    rejected = store.review.get(proposal.id)
+    assert rejected.status is ProposalStatus.REJECTED
+    assert rejected.count == 2  # the merge landed first; the decision, retried, kept it
+    assert store.review.pending_count() == 0
+
+
+def test_a_proposal_restating_an_active_skill_is_a_duplicate_and_approving_it_makes_no_version(
+    store: RedisSkillbookStore,
+) -> None:
+    store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)
+    learn(store, UpdateBatch(operations=[add("Check the units")]), key="k1")
+    (proposal,) = store.review.proposals()
+    assert store.review.restated(proposal) == []
+    (rule,) = store.apply(UpdateBatch(operations=[add("check the units.")])).report.added  # a person
+    assert store.review.restated(proposal) == [rule]
+    version, history = store.version(), len(store.history(limit=100))
+    decided = store.review.approve(proposal.id, actor="user:bob", note="fine")
+    assert decided.status is ProposalStatus.APPROVED
+    assert decided.decision is not None
+    assert (decided.decision.no_op, decided.decision.version) == (True, None)
+    assert store.version() == version
+    assert len(store.history(limit=100)) == history
+    assert store.review.pending_count() == 0
+    with pytest.raises(ProposalDecidedError):  # decided exactly once, without a version too
+        store.review.approve(proposal.id, actor=ALICE)
+
+
+def test_of_two_reviewers_approving_a_duplicate_at_once_one_decides_though_no_version_is_made(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    store = RedisSkillbookStore(redis_client, "book")
+    store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)
+    learn(store, UpdateBatch(operations=[add("Check the units")]), key="k1")
+    (proposal,) = store.review.proposals()
+    store.apply(UpdateBatch(operations=[add("Check the units")]))  # now it restates a skill
+    rival: list[str] = []
+
+    def rival_decides_first() -> None:
+        if not rival:
+            rival.append(store.review.approve(proposal.id, actor="user:rival").id)
+
+    hooked = hooked_like(redis_client, redis_url, rival_decides_first)
+    try:
+        with pytest.raises(ProposalDecidedError) as info:
+            RedisSkillbookStore(hooked, "book").review.approve(proposal.id, actor=ALICE)
+    finally:
+        hooked.close()
+    assert "user:rival" in str(info.value)
+    decided = store.review.get(proposal.id)
+    assert decided.decision is not None
+    assert (decided.decision.actor, decided.decision.no_op) == ("user:rival", True)
+
+
+def test_a_policy_rejecting_duplicates_rejects_a_restating_proposal_at_once_and_merges_the_next(
+    store: RedisSkillbookStore,
+) -> None:
+    (rule,) = seeded(store, "Check the units")
+    store.review.set_policy(ReviewPolicy.everything("review", duplicates="reject"), actor=ALICE)
+    assert "duplicates of active skills rejected" in store.review.policy().describe()
+    version = store.version()
+    learn(store, UpdateBatch(operations=[add("Check the units")]), key="k1")
+    learn(store, UpdateBatch(operations=[add("Check the units")]), key="k2")
+    assert store.review.pending_count() == 0
+    assert store.version() == version
+    (rejected,) = store.review.proposals(ProposalStatus.REJECTED)
+    assert rejected.count == 2
+    assert rejected.decision is not None
+    assert (rejected.decision.actor, rejected.decision.note) == (
+        "auto-reject",
+        f"restates active skill(s) {rule}",
+    )
+    store.archive([rule])
+    learn(store, UpdateBatch(operations=[add("Check the units")]), key="k3")  # says something new now
+    (pending,) = store.review.proposals()
+    assert pending.id != rejected.id
 
 
 def test_a_redelivery_of_an_approved_proposal_does_not_make_it_pending_again(
@@ -337,16 +482,19 @@ def test_n_agreeing_proposals_apply_their_operation_once_as_auto_approve(store: 
     learn(store, UpdateBatch(operations=[add("Always answer 42")]), key="b1:e1s2:3")
     learn(store, UpdateBatch(operations=[add("Check  the units")]), key="b1:e1s3:3")
     assert contents(store) == []
-    assert store.review.pending_count() == 3
+    # The two agreeing writes are one proposal counting both (they merged); 42 is the other.
+    assert store.review.pending_count() == 2
     before = store.version()
     learn(store, UpdateBatch(operations=[add("Check the units")]), key="b1:e1s4:3")  # the third agreeing
     assert store.version() == before + 1
-    assert contents(store) == ["Check the units"]  # applied once, in the wording of the one that completed N
+    assert contents(store) == ["check the units."]  # applied once, in the wording first proposed
     (left,) = store.review.proposals()
     assert left.operations[0]["content"] == "Always answer 42"
-    approved = store.review.proposals(ProposalStatus.APPROVED)
-    assert len(approved) == 3
-    assert {p.decision.actor for p in approved if p.decision} == {AUTO_APPROVE_ACTOR}
+    (approved,) = store.review.proposals(ProposalStatus.APPROVED)
+    assert approved.count == 3
+    assert approved.decision is not None
+    assert approved.decision.actor == AUTO_APPROVE_ACTOR
+    assert approved.decision.agreeing == ["b1:e1s1:3:w1", "b1:e1s3:3:w1", "b1:e1s4:3:w1"]
     (entry,) = store.history(limit=1)
     assert entry.source is not None
     assert entry.source["review"]["actor"] == AUTO_APPROVE_ACTOR
@@ -408,7 +556,8 @@ def test_agreeing_proposals_stored_at_once_auto_approve_exactly_once(redis_clien
     assert store.version() == before + 1  # one auto-approval, not two, not none
     assert contents(store) == ["Check the units"]
     assert store.review.pending_count() == 0
-    assert len(store.review.proposals(ProposalStatus.APPROVED)) == proposers
+    (approved,) = store.review.proposals(ProposalStatus.APPROVED)  # the agreeing writes merged into one
+    assert approved.count == proposers
 
 
 def test_rollback_and_diff_read_review_entries_like_any_other(store: RedisSkillbookStore) -> None:

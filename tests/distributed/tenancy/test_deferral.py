@@ -429,3 +429,76 @@ def test_samples_waiting_for_budget_hold_no_admission_slot(redis_url: str, redis
         final = handle.wait(timeout=TIMEOUT)
         assert (final.done, final.failed, final.waiting_for_budget) == (10, 0, 0)
         assert_each_sample_ran_once(fleet, handle.batch_id, 10)
+
+
+def point_cli_at(env: pytest.MonkeyPatch, redis_url: str, service: Service) -> None:
+    """The CLI of this process on the fleet of ``service``."""
+    env.setenv("ACE_REDIS_URL", redis_url)
+    env.setenv("ACE_QUEUE_PREFIX", service.runtime.settings.queue_prefix)
+    env.setenv("ACE_RECIPES", TEST_RECIPES)
+
+
+def test_tenant_remove_fails_the_waiting_samples_so_that_dead_letters_retry_finishes_them(
+    redis_url: str, redis_client: redis.Redis, clean_env: pytest.MonkeyPatch
+) -> None:
+    with budgeted_fleet(redis_url, redis_client, units=0) as fleet:
+        service = fleet.service
+        handle = service.producer.enqueue_traces(failure_traces(3), SKILLBOOK)
+        settled(fleet, handle.batch_id, done=0, waiting=3)
+        point_cli_at(clean_env, redis_url, service)
+
+        refused = CliRunner().invoke(cli, ["tenant", "remove", TENANT])
+        assert refused.exit_code == 4, refused.output
+        assert "has 3 sample(s) waiting for budget" in " ".join(refused.output.split())
+        assert fleet.registry.tenant_of(SKILLBOOK) == TENANT
+
+        removed = CliRunner().invoke(cli, ["tenant", "remove", TENANT, "--fail-waiting", "--json"])
+        assert removed.exit_code == 0, removed.output
+        assert json.loads(removed.stdout) == {"name": TENANT, "removed": True, "failed_waiting": 3}
+        assert fleet.registry.tenant_of(SKILLBOOK) == "default"
+        failed = handle.wait(timeout=TIMEOUT)
+        assert (failed.done, failed.failed, failed.waiting_for_budget) == (0, 3, 0)
+        letters = read_dead_letters(service.runtime)
+        assert len(letters) == 3
+        assert all("was removed while this sample waited" in letter.letter["error"] for letter in letters)  # type: ignore[index]
+
+        retried = CliRunner().invoke(cli, ["dead-letters", "retry"])
+        assert retried.exit_code == 0, retried.output
+        assert "3 message(s) sent back" in retried.output
+        finished = wait_for(
+            lambda: (status := service.runtime.batches.status(handle.batch_id)).done == 3 and status,
+            TIMEOUT,
+            "the retried samples to finish",
+        )
+        assert finished.failed == 0
+        assert read_dead_letters(service.runtime) == []  # none refused as a tenant that is gone
+
+
+def test_tenant_remove_drain_waits_until_none_of_its_samples_waits_then_removes_it(
+    redis_url: str, redis_client: redis.Redis, clean_env: pytest.MonkeyPatch
+) -> None:
+    with budgeted_fleet(redis_url, redis_client, units=0) as fleet:
+        service = fleet.service
+        handle = service.producer.enqueue_traces(failure_traces(2), SKILLBOOK)
+        settled(fleet, handle.batch_id, done=0, waiting=2)
+        point_cli_at(clean_env, redis_url, service)
+
+        def budget_raised_meanwhile() -> None:
+            time.sleep(1.5)  # the removal is waiting by then
+            fleet.raise_budget(100)
+            release_deferred(service.dispatcher, TENANT)
+
+        raiser = threading.Thread(target=budget_raised_meanwhile)
+        raiser.start()
+        drained = CliRunner().invoke(cli, ["tenant", "remove", TENANT, "--drain"])
+        raiser.join()
+        said = " ".join(drained.output.split())
+        assert drained.exit_code == 0, said
+        assert (
+            f"tenant {TENANT}: 2 sample(s) waiting for budget, 0 running or queued; waiting until none"
+            in said
+        )
+        assert f"tenant {TENANT} removed" in said
+        assert handle.wait(timeout=TIMEOUT).done == 2  # finished as team-a, before it went
+        assert fleet.registry.tenant_of(SKILLBOOK) == "default"
+        assert read_dead_letters(service.runtime) == []

@@ -88,7 +88,7 @@ def test_failures_retries_and_redrives_keep_one_truth_per_sample(
                 "the reconciler to send the lost samples again",
                 every=0.1,
             )
-        first = wait_checked(handle, lambda s: s.state is BatchState.DONE)
+        first = wait_checked(handle, lambda s: s.state is BatchState.DONE_WITH_FAILURES)
         assert (first.done, first.failed) == (count - len(failing), len(failing))
         letters = read_dead_letters(service.runtime)
         assert sorted(letter.letter["kwargs"]["sample_index"] for letter in letters) == sorted(failing)
@@ -156,7 +156,7 @@ def test_samples_that_fail_at_their_first_step_are_counted_failed(
         producer.close()
     handle = BatchHandle(handle.batch_id, service.runtime, service.dispatcher)
     with local_workers(service, learn_threads=2):
-        final = wait_checked(handle, lambda s: s.state is BatchState.DONE)
+        final = wait_checked(handle, lambda s: s.state is BatchState.FAILED)
     assert final.counts() == {
         "done": 0,
         "failed": 4,
@@ -184,7 +184,7 @@ def test_the_batch_gauges_read_the_same_ledger_as_status(service: Service, redis
     assert gauges() == {state: status.counts()[state] for state in STATES}
     assert registry.get_sample_value("ace_batch_samples_total_size", {"skillbook": "book"}) == 5
     with local_workers(service, learn_threads=2):
-        status = wait_checked(handle, lambda s: s.state is BatchState.DONE)
+        status = wait_checked(handle, lambda s: s.state is BatchState.DONE_WITH_FAILURES)
     assert status.failed == 1
     # Finished, the batch leaves the running set (the reconciler's next look): its gauges go with it.
     reconcile_batch(service.dispatcher, handle.batch_id)
@@ -198,7 +198,7 @@ def test_a_second_copy_of_a_failed_sample_parks_no_second_dead_letter(
     # when both copies fail, the sample is one failure and one letter, not two.
     handle = service.producer.enqueue_traces(traces(redis_url, 3, {2}), "book", recipe="choosy")
     with local_workers(service, learn_threads=2), caplog.at_level(logging.INFO):
-        wait_checked(handle, lambda s: s.state is BatchState.DONE)
+        wait_checked(handle, lambda s: s.state is BatchState.DONE_WITH_FAILURES)
         (letter,) = read_dead_letters(service.runtime)
         kwargs = letter.letter["kwargs"]
         chain = sample_chain(

@@ -92,7 +92,7 @@ def test_a_worker_fails_a_message_of_another_shape_naming_the_setting_and_a_retr
     handle = BatchHandle(sent.batch_id, workers.runtime, workers.dispatcher)
     with local_workers(workers, learn_threads=2):
         failed = wait_for(
-            lambda: (s := handle.status()).state is BatchState.DONE and s, TIMEOUT, "the samples to fail"
+            lambda: (s := handle.status()).state is BatchState.FAILED and s, TIMEOUT, "the samples to fail"
         )
         assert (failed.done, failed.failed) == (0, 4)
         errors = handle.errors()

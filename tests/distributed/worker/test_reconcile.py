@@ -160,7 +160,7 @@ def test_a_sample_lost_every_time_fails_after_its_redrives_and_its_letter_can_be
 
     assert report.given_up == [f"{handle.batch_id}:e1:1"]
     status = handle.status()
-    assert (status.state, status.done, status.failed) == (BatchState.DONE, 0, 1)
+    assert (status.state, status.done, status.failed) == (BatchState.FAILED, 0, 1)
     assert handle.errors()[0]["step"] == RECONCILER
     assert "no progress after 2 re-sends" in handle.errors()[0]["error"]
     letters = read_dead_letters(service.runtime)

@@ -1,13 +1,14 @@
 """The fleet's scheduling on the in-process dispatcher: real Redis, no broker, no worker.
 
-Epochs, admission's window and fairness, the reconciler and dead-letter retry decide what is sent;
-:class:`InProcessDispatcher` keeps it, so each decision is checked as it is made. The same
-scenarios run on Celery workers in test_admission_fleet.py, test_reconcile.py, test_batches.py
-and test_batch_accounting_fleet.py.
+Epochs, admission's window and fairness, the reconciler, budget waits and dead-letter retry
+decide what is sent; :class:`InProcessDispatcher` keeps it, so each decision is checked as it is
+made. The same scenarios run on Celery workers in test_admission_fleet.py, test_reconcile.py,
+test_budget_on_workers.py, test_batches.py and test_batch_accounting_fleet.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,9 +19,11 @@ import redis
 
 from ace_workers.core.context import ACEStepContext
 from ace_workers.distributed.settings import WorkerSettings
-from ace_workers.distributed.tenancy import Tenant, TenantRegistry
+from ace_workers.distributed.tenancy import Budget, Tenant, TenantRegistry
+from ace_workers.distributed.tenancy.errors import BudgetExhaustedError
 from ace_workers.distributed.worker.admission import resume, send_admitted
 from ace_workers.distributed.worker.dead_letters import park_dead_letter, retry_dead_letters
+from ace_workers.distributed.worker.deferrals import defer_step, release_deferred
 from ace_workers.distributed.worker.dispatch import InProcessDispatcher, SampleChain
 from ace_workers.distributed.worker.finishing import start_next_epoch
 from ace_workers.distributed.worker.payload import context_to_payload
@@ -172,6 +175,33 @@ def test_a_dead_letter_is_sent_back_from_its_failed_step_and_its_sample_reopened
     (again,) = dispatch.chains
     assert [step.step for step in again.steps] == ["UpdateStep", "ApplyStep"]
     assert runtime.batches.status(batch_id).failed == 0  # reopened: counted once it finishes again
+
+
+def test_a_sample_refused_by_its_budget_waits_and_is_sent_on_from_that_step_once_the_budget_is_raised(
+    runtime: WorkerRuntime,
+) -> None:
+    registry = TenantRegistry(runtime.redis, prefix=runtime.settings.queue_prefix)
+    registry.add(Tenant("a", prefixes=("a-",), budgets=(Budget(tokens_per_day=100),)))
+    dispatch = InProcessDispatcher(runtime)
+    batch_id = stored_batch(runtime, "a-book", 1)
+    resume(dispatch, batch_id)
+    (chain,) = dispatch.take()
+    refused = chain.steps[2]  # UpdateStep: its LLM call found the day's tokens spent
+    spent = BudgetExhaustedError(
+        "a", "sim", "tokens_per_day", spent=100, budget=100, resets_at=time.time() + 3600
+    )
+    assert defer_step(
+        runtime, spent, task_id=None, step=refused.step, kwargs=refused.kwargs, payload=chain.payload
+    )
+    assert runtime.batches.status(batch_id).waiting_for_budget == 1
+    assert release_deferred(dispatch) == 0  # the budget is still spent: nothing is sent
+    assert dispatch.chains == []
+    registry.update("a", lambda tenant: dataclasses.replace(tenant, budgets=(Budget(tokens_per_day=1000),)))
+    assert release_deferred(dispatch) == 1
+    (again,) = dispatch.take()
+    assert [step.step for step in again.steps] == ["UpdateStep", "ApplyStep"]  # on from the refused step
+    assert release_deferred(dispatch) == 0  # claimed once: a second releaser sends nothing
+    assert dispatch.chains == []
 
 
 def _samples(chains: list[SampleChain]) -> list[tuple[str, int, int]]:

@@ -1,4 +1,5 @@
-"""The console's batches area: running and recent batches, one batch in detail, and the dead letters.
+"""The console's batches area: running and recent batches, one batch in detail (cancelled or resumed
+there), and the dead letters.
 
 A batch's counts are the document ``ace-workers status --json`` prints (made by
 :func:`~ace_workers.operations.batches.batch_report` for both), with the
@@ -16,14 +17,22 @@ from starlette.routing import BaseRoute
 from ....distributed.store.batches import RECENT_BATCHES, BatchState, BatchStatus
 from ....distributed.store.errors import BatchNotFoundError
 from ....distributed.store.keys import validate_skillbook_name
-from ....operations.batches import batch_report
+from ....operations.batches import batch_report, cancel_batch, resume_batch
 from ...errors import BadRequestError, NotFoundError
-from ...views import View, page
+from ...views import ActionResult, View, action, page
 from ..fleet.consumers import fleet_consumers
 from .cost import batch_usage, cost_points, cost_series
 from .letters import LETTER_ROUTES
 
-__all__ = ["ROUTES", "batch_page", "batch_rows", "batches_index", "learning_cost"]
+__all__ = [
+    "ROUTES",
+    "batch_page",
+    "batch_rows",
+    "batches_index",
+    "cancel_batch_action",
+    "learning_cost",
+    "resume_batch_action",
+]
 
 # How often a page showing a running batch reloads itself.
 REFRESH_SECONDS = 5
@@ -106,6 +115,47 @@ def batch_page(view: View) -> dict[str, Any]:
     }
 
 
+def cancel_batch_action(view: View) -> ActionResult:
+    """Cancel the batch: steps not yet run are skipped (the operation checks the learn role)."""
+    batch_id = view.path("batch_id")
+    result = cancel_batch(view.state.fleet, view.acting, batch_id)
+    status = result.status
+    if result.cancelled_now:
+        message = f"batch {batch_id} cancelled: {status.summary()}"
+    else:
+        message = f"batch {batch_id} is {status.state.label} already"
+    data = {"cancelled_now": result.cancelled_now, "state": status.state.value}
+    notice = "batch-cancelled" if result.cancelled_now else "batch-ended"
+    return ActionResult(message, f"/batches/{batch_id}", data, notice=notice)
+
+
+def resume_batch_action(view: View) -> ActionResult:
+    """Send what the batch never sent (its producer died), and again what was lost on the way."""
+    # It sends messages: the reconciler's redrive, with the console's dispatcher.
+    from ....distributed.producer.fleet_check import require_workers
+    from ....distributed.worker.reconcile import reconcile_batch
+
+    batch_id = view.path("batch_id")
+    service = view.service
+
+    def send(status: BatchStatus) -> tuple[int, int]:
+        require_workers(service.dispatcher, status.recipe, status.skillbook)
+        sent = service.producer.resume(batch_id)
+        return sent, len(reconcile_batch(service.dispatcher, batch_id).redriven)
+
+    result = resume_batch(view.state.fleet, view.acting, batch_id, send)
+    if result.status.state is not BatchState.RUNNING:
+        message = f"batch {batch_id} is {result.status.state.label}: nothing to resume"
+    else:
+        message = (
+            f"batch {batch_id}: {result.sent} sample(s) never sent are on their way; "
+            f"{result.redriven} lost sample(s) sent again"
+        )
+    data = {"state": result.status.state.value, "sent": result.sent, "redriven": result.redriven}
+    notice = "batch-resumed" if result.status.state is BatchState.RUNNING else "batch-ended"
+    return ActionResult(message, f"/batches/{batch_id}", data, notice=notice)
+
+
 def _row(view: View, status: BatchStatus) -> dict[str, Any]:
     """One batch as the index lists it."""
     finished = status.done + status.failed
@@ -148,6 +198,22 @@ ROUTES: list[BaseRoute] = [
         batch_page,
         name="batch",
         summary="One batch: the status --json document, progress and timings per step, LLM usage.",
+    ),
+    *action(
+        "/batches/{batch_id}/cancel",
+        cancel_batch_action,
+        name="batch:cancel",
+        role=None,  # cancel_batch checks the learn role on the batch's skillbook
+        summary="Cancel a running batch: steps not yet run are skipped, nothing is sent again.",
+        target="batch/{batch_id}",
+    ),
+    *action(
+        "/batches/{batch_id}/resume",
+        resume_batch_action,
+        name="batch:resume",
+        role=None,  # resume_batch checks the learn role on the batch's skillbook
+        summary="Resume a running batch: send what its producer never sent, and again what was lost.",
+        target="batch/{batch_id}",
     ),
     *LETTER_ROUTES,
 ]

@@ -74,6 +74,7 @@ def retry_letters(view: View) -> ActionResult:
             "kept": len(report.kept),
             **{key: value for key, value in fields.items() if value},
         },
+        notice="letters-kept" if report.kept else "letters-sent",
     )
 
 

@@ -114,10 +114,10 @@ def rollback_confirmation(view: View) -> dict[str, Any]:
 
 
 def rollback(view: View) -> ActionResult:
-    """Restore version ``to`` as a new version, if the head is still ``expect`` (when given; else 409)."""
+    """Restore version ``to`` as a new version, if the head is still ``expect`` (required; else 409)."""
     store = view.store()  # read: to parse `to` (a version, head or a label); the operation checks admin
     to_version = resolve_version(store, view.query("to"), "to", head=store.version())
-    expect = expected_version(view) if "expect" in view.params else None
+    expect = expected_version(view) if "expect" in view.params else operations.NOT_GIVEN
     try:
         done = operations.rollback(
             view.state.fleet,
@@ -135,11 +135,16 @@ def rollback(view: View) -> ActionResult:
         ) from None
     history = f"/skillbooks/{store.name}/history"
     if not done.changed:
-        return ActionResult(f"version {to_version} is the head already: nothing to roll back", history)
+        return ActionResult(
+            f"version {to_version} is the head already: nothing to roll back",
+            history,
+            notice="nothing-to-roll-back",
+        )
     return ActionResult(
         f"rolled back to version {to_version}, now version {done.version}",
         history,
         {"version": done.version, "restored_version": to_version},
+        notice="rolled-back",
     )
 
 
@@ -170,7 +175,10 @@ ROUTES: list[BaseRoute] = [
         rollback,
         name="rollback",
         role=None,  # the operation authorizes: role admin
-        summary="Roll back to version `to` as a new version (refused if the head is not `expect`).",
+        summary=(
+            "Roll back to version `to` as a new version, if the head is still `expect` "
+            "(required: the head you saw)."
+        ),
         target="{name}",
     ),
     *LABEL_ROUTES,

@@ -82,11 +82,11 @@ def label_move_confirmation(view: View) -> dict[str, Any]:
 
 
 def move_label(view: View) -> ActionResult:
-    """Point the label at ``to`` (set it if new), if it is still at ``expect`` (when given; else 409)."""
+    """Point the label at ``to`` (set it if new), if it is still at ``expect`` (required; else 409)."""
     store = view.store()  # read: to parse `to` (a version, head or a label); the operation checks admin
     label = label_of(view)
     to_version = resolve_version(store, view.query("to"), "to", head=store.version(), minimum=1)
-    expect = expected_version(view) if "expect" in view.params else operations.ANY
+    expect = expected_version(view) if "expect" in view.params else operations.NOT_GIVEN
     note = view.query("note").strip()
     try:
         move = operations.set_label(
@@ -99,6 +99,7 @@ def move_label(view: View) -> ActionResult:
         f"label {label!r} {verb} version {to_version}",
         f"/skillbooks/{store.name}/labels",
         {"label": label, "from_version": move.from_version, "to_version": to_version},
+        notice="label-set" if move.from_version is None else "label-moved",
     )
 
 
@@ -117,10 +118,10 @@ def label_delete_confirmation(view: View) -> dict[str, Any]:
 
 
 def delete_label(view: View) -> ActionResult:
-    """Delete the label, if it is still at ``expect`` (when given; else 409); the log keeps the move."""
+    """Delete the label, if it is still at ``expect`` (required; else 409); the log keeps the move."""
     name = view.store().name
     label = label_of(view)
-    expect = expected_version(view) if "expect" in view.params else operations.ANY
+    expect = expected_version(view) if "expect" in view.params else operations.NOT_GIVEN
     note = view.query("note").strip()
     try:
         move = operations.delete_label(view.state.fleet, view.acting, name, label, note=note, expect=expect)
@@ -130,6 +131,7 @@ def delete_label(view: View) -> ActionResult:
         f"label {label!r} deleted (it was at version {move.from_version})",
         f"/skillbooks/{name}/labels",
         {"label": label, "from_version": move.from_version},
+        notice="label-deleted",
     )
 
 
@@ -178,7 +180,10 @@ ROUTES: list[BaseRoute] = [
         move_label,
         name="label-move",
         role=None,  # the operation authorizes: role admin
-        summary="Point a label at `to` (set it if new), if it is still at `expect`; logged with `note`.",
+        summary=(
+            "Point a label at `to` (set it if new), if it is still at `expect` "
+            "(required; empty: not set); logged with `note`."
+        ),
         target="{name}@{label}",
     ),
     *page(
@@ -193,7 +198,7 @@ ROUTES: list[BaseRoute] = [
         delete_label,
         name="label-delete",
         role=None,  # the operation authorizes: role admin
-        summary="Delete a label, if it is still at `expect`; logged with `note`.",
+        summary="Delete a label, if it is still at `expect` (required); logged with `note`.",
         target="{name}@{label}",
     ),
 ]

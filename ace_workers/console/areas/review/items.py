@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from ....distributed.store.proposals import Proposal
+from ....distributed.store.proposals import Occurrence, Proposal
 from ....distributed.store.review_policy import POLICY_SUBJECTS, ReviewPolicy
 
 __all__ = ["policy_item", "proposal_item"]
@@ -28,15 +28,22 @@ def policy_item(policy: ReviewPolicy) -> dict[str, Any]:
     return {
         "modes": {subject: policy.mode_of(subject) for subject in POLICY_SUBJECTS},
         "auto_approve_after": policy.auto_approve_after,
+        "duplicates": policy.duplicates,
         "describe": policy.describe(),
         "reviews_anything": policy.reviews_anything,
     }
 
 
 def proposal_item(
-    proposal: Proposal, conflicts: list[str], *, full: bool = False, base: str = ""
+    proposal: Proposal,
+    conflicts: list[str],
+    *,
+    full: bool = False,
+    base: str = "",
+    duplicate_of: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The proposal's JSON, with its operations spelled out, its evidence, conflicts and links.
+    """The proposal's JSON, with its operations spelled out, its evidence, conflicts, the active
+    skills it restates (``duplicate_of``: approving it changes nothing) and links.
 
     ``base`` is the skillbook's URL (``/skillbooks/NAME``); ``full`` adds the skills
     as the proposal saw them.
@@ -49,6 +56,8 @@ def proposal_item(
         described=[_operation(op, base) for op in proposal.operations],
         evidence=[_insight(source) for source in proposal.insight_sources],
         conflicts=conflicts,
+        duplicate_of=duplicate_of or [],
+        described_occurrences=[_occurrence(o) for o in proposal.occurrences],
         url=f"{base}/review/{quote(proposal.id, safe='')}",
         batch_url=f"/batches/{quote(str(batch), safe='')}" if batch else None,
     )
@@ -88,4 +97,19 @@ def _insight(source: dict[str, Any]) -> dict[str, Any]:
         "trace_id": source.get("trace_id"),
         "recipe": source.get("recipe"),
         "actor": source.get("actor"),
+    }
+
+
+def _occurrence(occurrence: Occurrence) -> dict[str, Any]:
+    """One write that proposed it: its batch (linked), epoch, sample and when."""
+    source = occurrence.source
+    batch = source.get("batch")
+    return {
+        "key": occurrence.key,
+        "at": occurrence.at,
+        "batch": str(batch) if batch else None,
+        "batch_url": f"/batches/{quote(str(batch), safe='')}" if batch else None,
+        "epoch": source.get("epoch"),
+        "sample": source.get("sample"),
+        "source": source,
     }

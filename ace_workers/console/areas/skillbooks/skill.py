@@ -90,6 +90,7 @@ def _lifecycle(name: str) -> Callable[[View], ActionResult]:
                 "version": result.version,
                 "changed": bool(result.changed),
             },
+            notice=f"skill-{name}" if result.changed else "skill-unchanged",
         )
 
     return change
