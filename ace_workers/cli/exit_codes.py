@@ -12,6 +12,7 @@ __all__ = [
     "EXIT_CODES_HELP",
     "EXIT_DONE",
     "EXIT_FAILURES",
+    "EXIT_INTERRUPTED",
     "EXIT_REFUSED",
     "EXIT_UNREACHABLE",
     "EXIT_USAGE",
@@ -24,6 +25,7 @@ EXIT_FAILURES = 1  # it ran, and something failed: a sample, a letter kept, a ni
 EXIT_USAGE = 2  # click's own code for a bad argument; a missing setting, an unknown name, another schema
 EXIT_UNREACHABLE = 3  # nothing could be done: Redis, the broker or the workers did not answer
 EXIT_REFUSED = 4  # a gate said no: a promotion (candidate not better), a migration (fleet running)
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report a process it ended: 128 + 2
 
 
 def broker_errors() -> tuple[type[BaseException], ...]:

@@ -8,6 +8,7 @@ once, by ``key create``.
 
 from __future__ import annotations
 
+import shlex
 import time
 from typing import TYPE_CHECKING, Annotated
 
@@ -92,7 +93,9 @@ def key_list(
         return
     if not keys:
         typer.echo(
-            "no API keys" + (f" for tenant {tenant!r}" if tenant else "") + " (ace-workers key create)"
+            "no API keys"
+            + (f" for tenant {tenant!r}" if tenant else "")
+            + f" (create one: ace-workers key create {shlex.quote(tenant or '*')} --role read)"
         )
         return
     print_table(_table(keys))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -31,14 +32,16 @@ from .common import (
     settings_for_model,
     write_skillbook_files,
 )
+from .exit_codes import EXIT_INTERRUPTED
 from .failures import print_failures
-from .models import refuse_unusable_models
+from .models import refuse_model_not_run, refuse_unusable_models
 from .output import new_table, print_table
 
 if TYPE_CHECKING:
     from ..distributed.producer.producer import BatchHandle
+    from ..distributed.service import Service
 
-__all__ = ["accuracy_by_epoch", "dedup_hint", "follow_batch", "learn_command"]
+__all__ = ["accuracy_by_epoch", "dedup_hint", "follow_batch", "interrupted_line", "learn_command"]
 
 
 def follow_batch(handle: BatchHandle, label: str) -> None:
@@ -105,6 +108,18 @@ def dedup_hint(settings: WorkerSettings) -> str | None:
     )
 
 
+def interrupted_line(service: Service, batch_id: str, *, on_fleet: bool) -> str:
+    """What a ``learn`` stopped by Ctrl-C says of its batch: where it stands, how to follow or cancel it."""
+    if not service.runtime.batches.exists(batch_id):
+        return f"interrupted before batch {batch_id} was created: nothing was sent"
+    if not on_fleet:
+        return f"interrupted: batch {batch_id} stops with the in-process workers of this run"
+    return (
+        f"interrupted: batch {batch_id} goes on on the workers; follow it with "
+        f"'ace-workers status {batch_id}' or cancel it with 'ace-workers batch cancel {batch_id}'"
+    )
+
+
 def learn_command(
     traces: Annotated[
         Path, typer.Argument(help="JSONL file: one trace (or, with --recipe ace, one sample) per line.")
@@ -136,31 +151,39 @@ def learn_command(
     stdout, the progress and warnings to stderr.
     """
     settings = settings_for_model(model)
-    if settings.redis_url is None:
-        # The in-process workers call these models; with ACE_REDIS_URL the fleet's workers
-        # call their own, and checked them when they started.
-        refuse_unusable_models(settings)
     served_by, skillbook = skillbook, check_skillbook_ref(skillbook).name  # learning writes the head
     check_recipe(recipe, settings)
+    if settings.redis_url is None:
+        # The in-process workers call these models.
+        refuse_unusable_models(settings)
+    elif model is not None:
+        # The fleet's workers call their own (and checked them when they started): a --model
+        # they do not run is refused, never silently replaced by theirs.
+        refuse_model_not_run(settings, recipe, model)
     check_output_path(out, "--out")
     check_output_path(markdown, "--markdown")
     count = scan_inputs(traces, recipe, settings, epochs)
     with open_service(
         settings, run_workers=settings.redis_url is None, learn_threads=learn_threads
     ) as service:
-        if settings.redis_url:
-            require_workers(service, recipe, skillbook)
-        # Said once Redis and the workers answered: a run refused before says only why.
-        where = settings.redis_url or "an embedded Redis with in-process workers"
-        err_console.print(
-            f"learning [bold]{skillbook}[/] from {counted(count, 'input')} x {counted(epochs, 'epoch')} "
-            f"on {where}"
-        )
-        hint = dedup_hint(settings)
-        if hint:
-            err_console.print(hint)
-        handle = enqueue_file(service, traces, count, served_by, epochs, recipe, canary)
-        follow_batch(handle, "learning")
+        batch_id = uuid.uuid4().hex  # known before sending: an interrupted run still names its batch
+        try:
+            if settings.redis_url:
+                require_workers(service, recipe, skillbook)
+            # Said once Redis and the workers answered: a run refused before says only why.
+            where = settings.redis_url or "an embedded Redis with in-process workers"
+            err_console.print(
+                f"learning [bold]{skillbook}[/] from {counted(count, 'input')} x {counted(epochs, 'epoch')} "
+                f"on {where}"
+            )
+            hint = dedup_hint(settings)
+            if hint:
+                err_console.print(hint)
+            handle = enqueue_file(service, traces, count, served_by, epochs, recipe, canary, batch_id)
+            follow_batch(handle, "learning")
+        except KeyboardInterrupt:
+            err_console.print(interrupted_line(service, batch_id, on_fleet=settings.redis_url is not None))
+            raise typer.Exit(code=EXIT_INTERRUPTED) from None
         status = handle.status()
         errors = handle.errors()
         if status.total and status.failed >= status.total and not as_json:

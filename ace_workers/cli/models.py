@@ -11,7 +11,7 @@ from ..distributed.settings import QUEUE_ROLES, WorkerSettings
 from ..errors import ModelUnavailableError
 from .exit_codes import EXIT_USAGE
 
-__all__ = ["refuse_unusable_models"]
+__all__ = ["refuse_model_not_run", "refuse_unusable_models"]
 
 
 def refuse_unusable_models(settings: WorkerSettings, roles: Iterable[str] = QUEUE_ROLES) -> None:
@@ -24,3 +24,14 @@ def refuse_unusable_models(settings: WorkerSettings, roles: Iterable[str] = QUEU
     except ModelUnavailableError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=EXIT_USAGE) from None
+
+
+def refuse_model_not_run(settings: WorkerSettings, recipe: str, model: str) -> None:
+    """On a fleet: FleetModelMismatch (one line, status 2) unless the workers of ``recipe``'s queues
+    run ``model``, the one a command was given. Their own settings choose their models, not ours."""
+    from ..distributed.ops.embedded_redis import resolve_redis
+    from ..distributed.producer.fleet_models import check_fleet_models
+    from ..operations import open_fleet
+
+    with resolve_redis(settings) as (_broker_url, redis_url), open_fleet(settings, redis_url) as fleet:
+        check_fleet_models(fleet.redis, settings, recipe, model)

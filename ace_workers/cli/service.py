@@ -32,9 +32,12 @@ def enqueue_file(
     epochs: int,
     recipe: str,
     canary: float | None = None,
+    batch_id: str | None = None,
 ) -> BatchHandle:
-    """Send a scanned JSONL file as one batch of ``count`` inputs."""
-    return enqueue_inputs(service, _inputs(path, recipe), path, count, skillbook, epochs, recipe, canary)
+    """Send a scanned JSONL file as one batch of ``count`` inputs (as ``batch_id``: default a new id)."""
+    return enqueue_inputs(
+        service, _inputs(path, recipe), path, count, skillbook, epochs, recipe, canary, batch_id
+    )
 
 
 def enqueue_inputs(
@@ -46,6 +49,7 @@ def enqueue_inputs(
     epochs: int,
     recipe: str,
     canary: float | None = None,
+    batch_id: str | None = None,
 ) -> BatchHandle:
     """Send the ``count`` scanned inputs read from ``path`` as one batch (``skillbook`` may be NAME@LABEL)."""
     from ..distributed.producer.errors import BatchSizeError, LabelNotServedError
@@ -55,7 +59,9 @@ def enqueue_inputs(
     enqueue = producer.enqueue_samples if recipe == "ace" else producer.enqueue_traces
     try:
         # Streamed whatever the epochs: workers send later epochs from the inputs the batch stored.
-        return enqueue(inputs, skillbook, epochs, recipe=recipe, count=count, canary=canary)
+        return enqueue(
+            inputs, skillbook, epochs, recipe=recipe, batch_id=batch_id, count=count, canary=canary
+        )
     except BatchSizeError as exc:
         # The input changed between the two passes.
         raise typer.BadParameter(f"{path}: {exc}") from exc

@@ -15,6 +15,7 @@ import typer
 from rich.live import Live
 from rich.text import Text
 
+from .exit_codes import EXIT_INTERRUPTED
 from .output import console, printable
 
 if TYPE_CHECKING:
@@ -22,9 +23,6 @@ if TYPE_CHECKING:
     from ..distributed.store.batches import BatchStatus
 
 __all__ = ["EXIT_INTERRUPTED", "describe_progress", "watch_batch"]
-
-# What a shell reports for a command ended by SIGINT (128 + 2).
-EXIT_INTERRUPTED = 130
 
 
 def describe_progress(status: BatchStatus) -> str:

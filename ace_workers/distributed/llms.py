@@ -17,7 +17,7 @@ from ..providers import LiteLLMClient, check_model, wrap_with_instructor
 from ..providers.call_gate import CallGate
 from .settings import DEDUP_OFF, QUEUE_ROLES, SIM_MODEL, WorkerSettings
 
-__all__ = ["check_model_setting", "check_models", "model_client"]
+__all__ = ["ROLE_MODELS", "check_model_setting", "check_models", "model_client", "model_fields"]
 
 # The model settings each queue role's steps call: the Agent executes; Reflect and Update learn;
 # a writer calls the SkillManager's model only to consolidate duplicates.
@@ -73,12 +73,19 @@ def check_models(settings: WorkerSettings, roles: Iterable[str] = QUEUE_ROLES) -
     Raises:
         ModelUnavailableError: for the first model that cannot be called.
     """
+    for model in dict.fromkeys(getattr(settings, field) for field in model_fields(roles, settings)):
+        check_model_setting(model, settings)
+
+
+def model_fields(roles: Iterable[str], settings: WorkerSettings) -> list[str]:
+    """The model settings (WorkerSettings fields) the steps of the queue ``roles`` call ("write.K" too).
+
+    A writer calls a model only to consolidate duplicates: with deduplication off, none.
+    """
     kinds = {role.split(".")[0] for role in roles}
     if settings.dedup_provider == DEDUP_OFF:
         kinds.discard("write")
-    fields = [field for kind in QUEUE_ROLES if kind in kinds for field in ROLE_MODELS[kind]]
-    for model in dict.fromkeys(getattr(settings, field) for field in fields):
-        check_model_setting(model, settings)
+    return list(dict.fromkeys(field for kind in QUEUE_ROLES if kind in kinds for field in ROLE_MODELS[kind]))
 
 
 def check_model_setting(model: str, settings: WorkerSettings) -> None:

@@ -339,6 +339,12 @@ class WorkerSettings:
         "carries its batch id, sample, skillbook and step in both; `ace-workers worker --log-format` "
         "overrides it",
     )
+    log_tracebacks: bool = _option(
+        False,
+        "true (1, yes, on): a worker logs the traceback of every failed step (on Celery's `raised` "
+        "line); false: a failed step is one line, and its traceback is logged once per batch and "
+        "error kind, at DEBUG",
+    )
     nightly_skillbooks: str = _option("", "comma-separated skillbooks `ace-workers beat` learns nightly")
     nightly_schedule: str = _option("0 2 * * *", "when: a 5-field crontab in UTC, or a number of seconds")
     nightly_epochs: int = _setting(1, "epochs of the nightly pass over the inbox", minimum=1)

@@ -15,8 +15,16 @@ import threading
 from collections.abc import Callable
 from types import ModuleType
 
-__all__ = ["import_instructor", "import_litellm", "when_litellm_loads"]
+__all__ = [
+    "LITELLM_LOGGERS",
+    "import_instructor",
+    "import_litellm",
+    "quiet_litellm_logs",
+    "when_litellm_loads",
+]
 
+# litellm's loggers (litellm/_logging.py), each given a stderr handler of litellm's own at import.
+LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 # What runs once litellm is imported (when_litellm_loads), each exactly once.
 _on_litellm_load: list[Callable[[ModuleType], object]] = []
 _on_litellm_load_lock = threading.Lock()
@@ -35,12 +43,29 @@ def import_litellm() -> ModuleType:
     # "Provider List" on an unknown model): stdout belongs to the caller's own output, and
     # the error raised says all they say.
     litellm.suppress_debug_info = True  # type: ignore[attr-defined]
+    quiet_litellm_logs()
     with _on_litellm_load_lock:
         waiting = list(_on_litellm_load)
         _on_litellm_load.clear()
     for callback in waiting:
         callback(litellm)
     return litellm
+
+
+def quiet_litellm_logs() -> None:
+    """litellm's loggers at WARNING, through the application's handlers only; LITELLM_LOG set: left as set.
+
+    litellm logs two lines at INFO for every call ("LiteLLM completion() model= ...") and writes
+    each record twice, once with a stderr handler of its own and once through the root logger's:
+    a worker whose provider is down logged four lines per attempt of every sample.
+    """
+    if os.environ.get("LITELLM_LOG"):
+        return  # litellm's own switch for its debug output: the user asked for it
+    for name in LITELLM_LOGGERS:
+        litellm_logger = logging.getLogger(name)
+        litellm_logger.setLevel(logging.WARNING)
+        for handler in list(litellm_logger.handlers):
+            litellm_logger.removeHandler(handler)
 
 
 def when_litellm_loads(callback: Callable[[ModuleType], object]) -> None:

@@ -117,9 +117,13 @@ def is_transient(error: BaseException) -> bool:
 
 
 def log_retry(state: RetryCallState) -> None:
-    """Log a failed attempt that tenacity is about to retry."""
+    """Log a failed attempt that tenacity is about to retry, at DEBUG.
+
+    Only the call's outcome is worth a line at INFO and above: an unreachable provider would
+    otherwise log every attempt of every sample (ace_llm_attempts_total counts them).
+    """
     error = state.outcome.exception() if state.outcome is not None else None
-    logger.warning(
+    logger.debug(
         "%s: attempt %d failed (%s); retrying in %.2fs",
         state.kwargs.get("model"),
         state.attempt_number,

@@ -108,7 +108,7 @@ def test_backoff_grows_exponentially_with_jitter_up_to_the_cap(
     script(connection_error())
     client = make_client(num_retries=3, retry_wait_seconds=0.001, retry_max_wait_seconds=0.0035)
 
-    with caplog.at_level(logging.WARNING, logger="ace_workers.providers"), pytest.raises(LLMError):
+    with caplog.at_level(logging.DEBUG, logger="ace_workers.providers"), pytest.raises(LLMError):
         client.complete("hi")
 
     waits = []

@@ -50,6 +50,19 @@ def start_worker(
         return subprocess.Popen(command, env=env, cwd=cwd, stdout=out, stderr=err, start_new_session=True)
 
 
+def start_cli(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """``ace-workers ARGS`` exactly as given, in a session of its own, its output appended to ``log``."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-c", CLI, *args],
+            env=env,
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
 def stop(*processes: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
     """Signal process groups started with start_new_session; SIGKILL any still there after 30 s.
 

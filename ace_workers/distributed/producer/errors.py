@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from ...errors import AceError
+from ...errors import AceError, SettingsError
 
 __all__ = [
     "ProducerError",
     "BatchExistsError",
     "BatchSizeError",
+    "FleetModelMismatch",
     "HookInputError",
     "LabelNotServedError",
     "NoWorkersError",
@@ -95,4 +96,27 @@ class LabelNotServedError(ProducerError, ValueError):
         super().__init__(
             f"recipe {recipe!r} runs no agent step, so nothing would be served by label(s) "
             f"{', '.join(labels)}: name the skillbook without a label, and give no canary share"
+        )
+
+
+class FleetModelMismatch(ProducerError, SettingsError):
+    """A model was named for a batch (``learn --model``) that the fleet's workers do not run.
+
+    ``node`` and ``variable`` name the first worker and model setting that differ and ``theirs`` its
+    value; all three None when no running worker of the batch's queues published its models.
+    """
+
+    def __init__(self, model: str, node: str | None, variable: str | None, theirs: str | None) -> None:
+        self.model = model
+        self.node = node
+        self.variable = variable
+        self.theirs = theirs
+        found = (
+            f"worker {node} runs {variable}={theirs!r}"
+            if node is not None
+            else "no running worker of its queues says which models it runs"
+        )
+        super().__init__(
+            f"--model {model!r} is not the model the workers run: {found}; on a fleet each worker calls "
+            "the models of its own settings (drop --model, or start workers with that model)"
         )

@@ -14,7 +14,7 @@ from ..worker.fleet import check_fleet_agrees
 from ..worker.runtime import WorkerRuntime
 from .errors import NoWorkersError
 
-__all__ = ["recipe_queues", "require_workers"]
+__all__ = ["recipe_queues", "require_workers", "worker_commands"]
 
 
 def recipe_queues(runtime: WorkerRuntime, recipe: str, skillbook: str) -> list[str]:
@@ -40,10 +40,25 @@ def require_workers(dispatch: Dispatcher, recipe: str, skillbook: str) -> None:
     missing = [queue for queue in wanted if queue not in served]
     if missing:
         prefix = f"{runtime.settings.queue_prefix}."
-        roles = ",".join(queue.removeprefix(prefix) for queue in missing)  # execute, learn, write.K
+        commands = " and ".join(
+            f"'{command}'" for command in worker_commands([queue.removeprefix(prefix) for queue in missing])
+        )
         raise NoWorkersError(
             f"no worker serves {', '.join(missing)} (recipe {recipe!r} needs it); start them with "
-            f"'ace-workers worker --queues {roles}' (or unset {env_name('redis_url')} to run "
-            "everything in-process)",
+            f"{commands} (or unset {env_name('redis_url')} to run everything in-process)",
             queues=missing,
         )
+
+
+def worker_commands(roles: list[str]) -> list[str]:
+    """The ``ace-workers worker`` commands that serve the queue ``roles`` (execute, learn, write, write.K).
+
+    A writer is a worker of its own with one slot: the worker refuses the write queue beside
+    others at the default concurrency (WriteConcurrencyError), so a hint naming both would be refused.
+    """
+    readers = [role for role in roles if not role.startswith("write")]
+    commands = [f"ace-workers worker --queues {','.join(readers)}"] if readers else []
+    commands += [
+        f"ace-workers worker --queues {role} --concurrency 1" for role in roles if role.startswith("write")
+    ]
+    return commands

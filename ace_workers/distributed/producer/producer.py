@@ -328,10 +328,12 @@ class Producer:
         *,
         recipe: str = "ace",
         max_in_flight: int | None = None,
+        batch_id: str | None = None,
         count: int | None = None,
         canary: float | None = None,
     ) -> BatchHandle:
-        """Answer and learn from samples (ACE's chain by default); ``count`` as in enqueue_traces.
+        """Answer and learn from samples (ACE's chain by default); ``batch_id`` and ``count`` as in
+        enqueue_traces.
 
         ``skillbook="support@prod"``: the agent is served label ``prod``'s version while
         learning writes ``support``'s head (``support`` alone: ACE_SERVE_LABEL's label, else
@@ -346,6 +348,7 @@ class Producer:
             epochs,
             recipe,
             max_in_flight,
+            batch_id,
             count=count,
             canary=canary,
         )

@@ -94,7 +94,7 @@ class SkillbookFullError(StoreError):
         super().__init__(
             f"skillbook {name!r} is full: it holds its limit of {limit} active skills "
             "(ACE_MAX_SKILLBOOK_SKILLS), so the skill was not added; consolidate or remove skills "
-            "(ace-workers skillbook dedup), or raise the limit"
+            f"(ace-workers skillbook dedup {name}), or raise the limit"
         )
 
 

@@ -338,11 +338,12 @@ def log_report(name: str, version: int, batch: UpdateBatch, report: ApplyReport)
         logger.warning(
             "skillbook %r version %d: the skillbook is full; skipped %d ADD operation(s) (#%s) and "
             "applied the rest of the batch (raise ACE_MAX_SKILLBOOK_SKILLS, or consolidate: "
-            "ace-workers skillbook dedup)",
+            "ace-workers skillbook dedup %s)",
             name,
             version,
             len(report.full),
             ", #".join(str(index) for index in report.full),
+            name,
         )
     for index, op_type, skill_id in report.skipped:
         logger.warning(

@@ -455,8 +455,8 @@ class _RefuseWorker(bootsteps.StartStopStep):  # type: ignore[misc]  # celery ha
     def __init__(self, parent: Any, **kwargs: Any) -> None:
         raise NotAWorkerApp(
             "ace_workers.distributed.ops.inspect_app is for inspect, control, events and Flower; it has no "
-            "step task, so a worker on it would discard step messages. Start workers with "
-            "'ace-workers worker --queues execute|learn|write'."
+            "step task, so a worker on it would discard step messages. Start workers with 'ace-workers "
+            "worker --queues execute,learn' and 'ace-workers worker --queues write --concurrency 1'."
         )
 
 

@@ -261,6 +261,8 @@ def run_worker_until_signalled(
         signalled.append(sig)
 
     tag_task_lines()
+    if not runtime.settings.log_tracebacks:  # a failed step is one line (failure_logs.py)
+        logging.getLogger("celery.app.trace").addFilter(StepFailureTracebackFilter())
     hold_deliveries_while_redis_is_full()  # a message taken from a full Redis is never dropped
     prefix = runtime.settings.queue_prefix
     signals.worker_shutting_down.connect(note_signal, weak=False)
@@ -346,7 +348,8 @@ def thread_workers(app: Celery, runtime: WorkerRuntime, workers: Sequence[InProc
     app.set_default()
     with ExitStack() as stack:
         stack.callback(reset_event_loop)
-        stack.enter_context(_one_line_per_failed_sample())
+        if not runtime.settings.log_tracebacks:
+            stack.enter_context(_one_line_per_failed_sample())
         for worker in workers:
             stack.enter_context(_thread_worker(app, worker))
         yield

@@ -26,6 +26,7 @@ from typing import Any
 
 import redis
 
+from ..llms import ROLE_MODELS
 from ..settings import WorkerSettings, env_name
 from ..store.keys import fleet_workers_key, recipe_shape_key
 from ..store.worker_records import FRESH_SECONDS, REFRESH_SECONDS, loaded_record, read_worker_records
@@ -40,6 +41,7 @@ __all__ = [
     "check_message_shape",
     "withdraw_worker",
     "recipe_shape",
+    "worker_models",
     "shaping_settings",
     "worker_records",
 ]
@@ -151,15 +153,23 @@ def worker_records(runtime: WorkerRuntime) -> dict[str, dict[str, Any]]:
 
 
 def publish_worker(runtime: WorkerRuntime, node: str, queues: Sequence[str] = ()) -> None:
-    """Record this worker's shaping settings, recipes of your own and the queues it consumes under its
-    node name, with the time (``status`` reads who serves a queue from it)."""
+    """Record this worker's shaping settings, recipes of your own, models and the queues it consumes
+    under its node name, with the time (``status`` reads who serves a queue from it; ``learn --model``
+    which models the fleet runs, producer/fleet_models.py)."""
     record = {
         "settings": shaping_settings(runtime.settings),
         "recipes": runtime.settings.recipe_paths(),
+        "models": worker_models(runtime.settings),
         "queues": sorted(queues),
         "at": time.time(),
     }
     runtime.redis.hset(fleet_workers_key(runtime.settings.queue_prefix), node, json.dumps(record))
+
+
+def worker_models(settings: WorkerSettings) -> dict[str, str]:
+    """The model of each role in ``settings``, by environment variable name (ACE_REFLECTOR_MODEL: ...)."""
+    fields = dict.fromkeys(field for fields in ROLE_MODELS.values() for field in fields)
+    return {env_name(field): str(getattr(settings, field)) for field in fields}
 
 
 def forget_worker(runtime: WorkerRuntime, node: str) -> None:

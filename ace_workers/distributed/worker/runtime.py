@@ -38,6 +38,7 @@ from ..tenancy.limiter import Limiter
 from ..tenancy.limiter_gate import CompletionSizes, LimiterGate, priced_model
 from ..tenancy.tenants import CachedTenants, TenantRegistry
 from .errors import RecipeRoutesError
+from .failure_logs import FirstFailures
 from .ledger_metrics import LedgerCollector
 from .payload import ClaimCheck
 from .recipes import RecipeInputs, import_object, resolve_recipe
@@ -138,6 +139,8 @@ class WorkerRuntime:
             )
         )
         self._published_shapes: set[str] = set()
+        # A step that fails for good logs one line; its traceback once per batch and error kind.
+        self.first_failures = FirstFailures()
 
     def note_shape_published(self, digest: str) -> bool:
         """True the first time this process sends a chain of recipe shape ``digest`` (see fleet.py)."""

@@ -126,12 +126,12 @@ class CeleryTaskLineFilter(logging.Filter):
 
 
 class StepFailureTracebackFilter(logging.Filter):
-    """Cuts the traceback, some 30 lines, off Celery's "raised unexpected" line of a step task.
+    """Cuts the traceback, some 30 to 240 lines, off Celery's "raised unexpected" line of a step task.
 
     The line itself stays, one line naming the exception; the step's own "failed for good"
-    line says the rest, and the batch keeps the traceback's last frames. Used on the
-    in-process fleet behind ``learn`` and the demo, whose log is the user's terminal; a
-    worker process of the fleet keeps Celery's traceback.
+    line says the rest (its traceback once per batch and error kind at DEBUG, failure_logs.py),
+    and the batch keeps the traceback's last frames. Used by every worker, in-process or not,
+    unless ACE_LOG_TRACEBACKS asks for Celery's traceback on every failure.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:

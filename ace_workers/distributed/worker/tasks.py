@@ -45,6 +45,7 @@ from .errors import (
     UnknownRecipeError,
     UnknownStepError,
 )
+from .failure_logs import failure_line
 from .finishing import start_next_epoch
 from .fleet import check_message_shape
 from .payload import context_to_payload, payload_to_context
@@ -349,8 +350,13 @@ def _give_up(
     runtime = dispatch.runtime
     step = _step_name(runtime, kwargs)
     error = f"{type(exc).__name__}: {exc}"
-    logger.error("%s failed for good: %s", step, error)
     sample = _sample_of(kwargs)
+    # One line per failure; the traceback once per batch and error kind (failure_logs.py).
+    logger.error("%s failed for good: %s", step, failure_line(exc))
+    named_batch = sample[0] if sample is not None else None
+    if logger.isEnabledFor(logging.DEBUG) and runtime.first_failures.is_first(named_batch, exc):
+        kind = type(exc).__name__
+        logger.debug("traceback of %s (%s), logged once per batch and error kind", step, kind, exc_info=exc)
     if sample is not None and runtime.batches.outcome(*sample) is not None:
         # A second copy of a sample that already finished (the reconciler sent it again while the
         # first was in flight): its truth is recorded, and a second letter would be retried twice.
