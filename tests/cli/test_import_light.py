@@ -106,3 +106,22 @@ def test_version_answers_before_any_command_is_imported() -> None:
     assert done.returncode == 0, done.stderr
     version = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     assert done.stdout.splitlines() == [f"ace-workers {version['project']['version']}", "[]"]
+
+
+@pytest.mark.parametrize("args", [("--help",), ("skillbook", "--help"), ("tenant", "--help")], ids=" ".join)
+def test_help_lists_the_commands_without_loading_what_they_run(args: tuple[str, ...]) -> None:
+    # --help needs each command's signature, not its work: no Redis client, no skillbook model.
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['ace-workers', *{args!r}]\n"
+        "from ace_workers.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "wanted = ('redis', 'numpy', 'pydantic', 'ace_workers.core.skillbook', 'ace_workers.operations', *HEAVY)\n"
+        "print(sorted(m for m in wanted if m in sys.modules), file=sys.stderr)\n"
+    ).replace("HEAVY", repr(HEAVY))
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert "Usage" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "[]"

@@ -156,7 +156,7 @@ def test_ctrl_c_on_in_process_workers_says_the_batch_stops_with_them(
     )
     assert learn.stderr is not None
     # Its first line is printed once the embedded Redis and the workers answered.
-    assert learn.stderr.readline().startswith("learning default from 20 input(s)")
+    assert learn.stderr.readline().startswith("learning default from 20 inputs")
     time.sleep(3)  # the batch is sent by now, and takes 10 s on one thread
     learn.send_signal(signal.SIGINT)
     out, err = learn.communicate(timeout=60)
