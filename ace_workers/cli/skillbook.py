@@ -87,7 +87,9 @@ def skillbook_show(
         print_warning(full)
     if pending:
         print_warning(f"{pending} proposal(s) wait for review: ace-workers skillbook review list {name}")
-    console.print(printable(book.as_markdown(), keep_lines=True), markup=False)
+    # No highlighting: rich's highlighter regexes take time quadratic in a long run of digits or
+    # letters (a 20,000-character skill took 20 s); stored text is shown as it is.
+    console.print(printable(book.as_markdown(), keep_lines=True), markup=False, highlight=False)
 
 
 @skillbook_app.command("import", cls=HelpCommand)

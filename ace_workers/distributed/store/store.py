@@ -640,8 +640,10 @@ class RedisSkillbookStore:
 
         An existing skillbook is replaced only with ``replace=True`` (else
         SkillbookExistsError); its similarity decisions are replaced too. The
-        id counter never goes back, so ids are never issued twice.
+        id counter never goes back, so ids are never issued twice. SkillbookFormatError
+        names a skill over core/skill_limits.py's limits; nothing is written then.
         """
+        skillbook.check_limits(f"the skillbook imported into {self.name!r}")
         data = skillbook.to_dict()
         # A JSON round trip, so that images compare equal to what Redis returns.
         wholes: dict[str, dict[str, Any]] = json.loads(json.dumps(data["skills"]))
