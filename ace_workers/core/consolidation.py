@@ -21,7 +21,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from ..errors import InvalidConsolidationError, InvalidUpdateError
+from ..errors import InvalidConsolidationError, InvalidUpdateError, JsonNestingError
+from .json_nesting import loads_bounded
 from .skill import TAGS, SimilarityDecision, Skill, utc_now
 from .skill_provenance import DEFAULT_KEEP, merge_occurrences, occurrence_of, record_occurrence
 
@@ -162,8 +163,8 @@ class ConsolidationBatch(BaseModel):
     def from_dict(cls, data: str | bytes | Mapping[str, Any]) -> ConsolidationBatch:
         """Parse a batch from JSON text or an object; InvalidUpdateError names the bad operation."""
         try:
-            raw = json.loads(data) if isinstance(data, str | bytes) else dict(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raw = loads_bounded(data) if isinstance(data, str | bytes) else dict(data)
+        except (json.JSONDecodeError, UnicodeDecodeError, JsonNestingError) as exc:
             raise InvalidUpdateError(-1, "", f"the batch is not valid JSON ({exc})") from exc
         try:
             return cls.model_validate(raw)

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from ..errors import InvalidUpdateError
+from ..errors import InvalidUpdateError, JsonNestingError
+from .json_nesting import loads_bounded
 from .skill import TAGS
 
 __all__ = ["OPERATION_TYPES", "UpdateBatch", "UpdateOperation"]
@@ -108,8 +109,8 @@ class UpdateBatch(BaseModel):
     def from_json(cls, data: str | bytes | dict[str, Any]) -> UpdateBatch:
         """Parse and validate a batch; raise InvalidUpdateError naming the bad operation."""
         try:
-            raw = json.loads(data) if isinstance(data, (str, bytes)) else data
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raw = loads_bounded(data) if isinstance(data, (str, bytes)) else data
+        except (json.JSONDecodeError, UnicodeDecodeError, JsonNestingError) as exc:
             raise InvalidUpdateError(-1, "", f"the batch is not valid JSON ({exc})") from exc
         try:
             batch = cls.model_validate(raw)
