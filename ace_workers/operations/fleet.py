@@ -99,6 +99,15 @@ class FleetClient:
 
         return list_skillbooks(self.redis, self.prefix)
 
+    def readable_skillbook_names(self) -> list[str]:
+        """The names of every skillbook, sorted; a registry member no skillbook can have left out.
+
+        For a view shared by everyone, which one bad member must not take down.
+        """
+        from ..distributed.store.store import read_registry
+
+        return read_registry(self.redis, self.prefix)[0]
+
     @cached_property
     def batches(self) -> BatchStore:
         """The batch ledger."""

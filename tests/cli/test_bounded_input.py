@@ -11,7 +11,10 @@ import redis
 
 from ace_workers.core import Skillbook
 from ace_workers.core.skill_limits import MAX_CONTENT_CHARS
-from ace_workers.distributed.store.keys import SkillbookKeys
+from ace_workers.distributed.service import build_service
+from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.store.keys import SkillbookKeys, batch_key
+from ace_workers.sim import failure_traces
 from ace_workers.distributed.store.planning import encode_stored_skill
 from tests.support.cli import Ran, env_with_one_skillbook, run_cli_process
 
@@ -81,6 +84,23 @@ def test_import_of_a_skill_over_the_content_limit_is_refused_naming_it_and_nothi
         "a skill's content may have"
     ) in said
     assert not redis_client.exists(SkillbookKeys("other", PREFIX).version)
+
+
+def test_status_of_a_batch_with_a_corrupt_counter_is_one_line_naming_its_key_and_field(
+    env: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
+    try:  # no workers: the batch waits, as one whose record was then garbled
+        batch_id = service.producer.enqueue_traces(failure_traces(2), "book").batch_id
+    finally:
+        service.close()
+    redis_client.hset(batch_key(PREFIX, batch_id), "total", "lots")
+
+    ran = run_cli_process("status", batch_id)
+
+    assert ran.code == 1, ran
+    assert ran.err.count("\n") == 1, ran.err
+    assert f"key '{batch_key(PREFIX, batch_id)}' field 'total' holds 'lots', not a number" in ran.err
 
 
 def _book_with(content: str) -> Skillbook:
