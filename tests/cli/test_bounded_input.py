@@ -14,8 +14,8 @@ from ace_workers.core.skill_limits import MAX_CONTENT_CHARS
 from ace_workers.distributed.service import build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import SkillbookKeys, batch_key
-from ace_workers.sim import failure_traces
 from ace_workers.distributed.store.planning import encode_stored_skill
+from ace_workers.sim import failure_traces
 from tests.support.cli import Ran, env_with_one_skillbook, run_cli_process
 
 PREFIX = "clibounded"
