@@ -15,6 +15,8 @@ from ace_workers.distributed.service import build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import SkillbookKeys, batch_key
 from ace_workers.distributed.store.planning import encode_stored_skill
+from ace_workers.distributed.tenancy import TenantRegistry
+from ace_workers.distributed.tenancy.tenants import MAX_MODEL_CHARS
 from ace_workers.sim import failure_traces
 from tests.support.cli import Ran, env_with_one_skillbook, run_cli_process
 
@@ -101,6 +103,24 @@ def test_status_of_a_batch_with_a_corrupt_counter_is_one_line_naming_its_key_and
     assert ran.code == 1, ran
     assert ran.err.count("\n") == 1, ran.err
     assert f"key '{batch_key(PREFIX, batch_id)}' field 'total' holds 'lots', not a number" in ran.err
+
+
+@pytest.mark.parametrize(
+    ("budget", "problem"),
+    [
+        ("*:tokens_per_day=" + "9" * 400, "must be a whole number from 0 to 1e+15"),
+        ("*:cost_per_day=" + "9" * 400, "must be a number of USD from 0 to 1e+09"),
+        ("m" * 10_000 + ":tokens_per_day=5", f"a model name of at most {MAX_MODEL_CHARS} characters"),
+    ],
+    ids=["400-nines-of-tokens", "400-nines-of-usd", "10000-character-model"],
+)
+def test_a_budget_beyond_its_maximum_is_refused_in_one_line_and_nothing_is_stored(
+    env: pytest.MonkeyPatch, redis_client: redis.Redis, budget: str, problem: str
+) -> None:
+    said = one_line_usage_error(run_cli_process("tenant", "add", "acme", "--budget", budget))
+
+    assert problem in said
+    assert "acme" not in TenantRegistry(redis_client, prefix=PREFIX).all()
 
 
 def _book_with(content: str) -> Skillbook:
