@@ -87,7 +87,9 @@ class Budget:
             raise InvalidTenantError("budget model", self.model, "name a model, or '*' for every model")
         if len(self.model) > MAX_MODEL_CHARS:
             raise InvalidTenantError(
-                "budget model", f"{self.model[:40]}...", f"a model name of at most {MAX_MODEL_CHARS} characters"
+                "budget model",
+                f"{self.model[:40]}...",
+                f"a model name of at most {MAX_MODEL_CHARS} characters",
             )
         for name in ("tokens_per_day", "tokens_per_month"):
             value = getattr(self, name)
@@ -95,7 +97,9 @@ class Budget:
                 isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BUDGET_TOKENS
             ):
                 raise InvalidTenantError(
-                    f"budget {name}", _shown(value), f"must be a whole number from 0 to {MAX_BUDGET_TOKENS:.0e}"
+                    f"budget {name}",
+                    _shown(value),
+                    f"must be a whole number from 0 to {MAX_BUDGET_TOKENS:.0e}",
                 )
         for name in ("cost_per_day", "cost_per_month"):
             value = getattr(self, name)
