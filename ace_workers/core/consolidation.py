@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from ..errors import InvalidConsolidationError, InvalidUpdateError, JsonNestingError
 from .json_nesting import loads_bounded
 from .skill import TAGS, SimilarityDecision, Skill, utc_now
+from .skill_limits import MAX_CONTENT_CHARS
 from .skill_provenance import DEFAULT_KEEP, merge_occurrences, occurrence_of, record_occurrence
 
 __all__ = [
@@ -63,7 +64,9 @@ class MergeOp(_Op):
     keep_id: str = Field(description="Id of the skill that survives; prefer the older one.")
     merge_ids: list[str] = Field(min_length=1, description="Ids folded into keep_id and soft-deleted.")
     merged_content: str = Field(
-        default="", description="One sentence stating what all merged skills said; empty keeps keep_id's."
+        default="",
+        max_length=MAX_CONTENT_CHARS,
+        description="One sentence stating what all merged skills said; empty keeps keep_id's.",
     )
     reasoning: str = Field(default="", description="Why these skills say the same thing.")
 
@@ -102,7 +105,9 @@ class UpdateOp(_Op):
 
     type: Literal["UPDATE"] = "UPDATE"
     skill_id: str = Field(description="Id of the skill to rewrite.")
-    new_content: str = Field(min_length=1, description="The differentiated text.")
+    new_content: str = Field(
+        min_length=1, max_length=MAX_CONTENT_CHARS, description="The differentiated text."
+    )
     reasoning: str = Field(default="", description="What the rewrite makes distinct.")
 
     def named_ids(self) -> list[str]:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from ..errors import InvalidUpdateError, JsonNestingError
 from .json_nesting import loads_bounded
 from .skill import TAGS
+from .skill_limits import MAX_CONTENT_CHARS
 
 __all__ = ["OPERATION_TYPES", "UpdateBatch", "UpdateOperation"]
 
@@ -26,7 +27,11 @@ class UpdateOperation(BaseModel):
 
     type: str = Field(description="One of ADD, UPDATE, TAG, REMOVE.")
     section: str = Field(default="", description="Section of the skill (required for ADD).")
-    content: str = Field(default="", description="Strategy text (required for ADD and UPDATE).")
+    content: str = Field(
+        default="",
+        description=f"Strategy text (required for ADD and UPDATE), at most {MAX_CONTENT_CHARS} characters; "
+        "a longer one is not applied.",
+    )
     skill_id: str | None = Field(
         default=None, description="Id of an existing skill (required for UPDATE, TAG and REMOVE)."
     )

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from ace_workers.core import Skillbook
+from ace_workers.core.consolidation import ConsolidationBatch
 from ace_workers.core.skill_limits import MAX_CONTENT_CHARS, MAX_SECTION_CHARS
-from ace_workers.errors import SkillbookFormatError, SkillTooLongError
+from ace_workers.errors import InvalidUpdateError, SkillbookFormatError, SkillTooLongError
 from tests.support.operations import add, batch, tag, update
 
 LONG = "x" * (MAX_CONTENT_CHARS + 1)
@@ -60,3 +61,10 @@ def test_a_file_nested_too_deeply_is_one_format_error_not_a_recursion_error(tmp_
     path.write_text("[" * 200_000 + "]" * 200_000)
     with pytest.raises(SkillbookFormatError, match="nested deeper than 200 levels"):
         Skillbook.load_from_file(path)
+
+
+def test_a_consolidation_rewriting_a_skill_over_the_limit_is_invalid_before_it_applies() -> None:
+    with pytest.raises(InvalidUpdateError, match="new_content"):
+        ConsolidationBatch.from_dict(
+            {"operations": [{"type": "UPDATE", "skill_id": "a-00001", "new_content": LONG}]}
+        )
