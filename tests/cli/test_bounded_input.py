@@ -18,7 +18,7 @@ from ace_workers.distributed.store.planning import encode_stored_skill
 from ace_workers.distributed.tenancy import TenantRegistry
 from ace_workers.distributed.tenancy.tenants import MAX_MODEL_CHARS
 from ace_workers.sim import failure_traces
-from tests.support.cli import Ran, env_with_one_skillbook, run_cli_process
+from tests.support.cli import Ran, env_with_one_skillbook, run_cli_process, said
 
 PREFIX = "clibounded"
 KEYS = SkillbookKeys("book", PREFIX)
@@ -33,7 +33,7 @@ def one_line_usage_error(ran: Ran) -> str:
     """The one error line of a refused command (exit 2); fails if it printed a traceback."""
     assert ran.code == 2, ran
     assert "Traceback" not in ran.err, ran.err
-    return " ".join(ran.err.split())
+    return said(ran.err)
 
 
 def test_show_of_a_200000_character_skill_in_the_store_is_shown_whole_in_seconds(
@@ -57,9 +57,9 @@ def test_import_of_a_file_nested_200000_deep_is_one_line_naming_the_file(
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 200_000 + "]" * 200_000)
 
-    said = one_line_usage_error(run_cli_process("skillbook", "import", str(deep), "other"))
+    error = one_line_usage_error(run_cli_process("skillbook", "import", str(deep), "other"))
 
-    assert f"{deep}: JSON nested deeper than 200 levels (at character 200); refused" in said
+    assert f"{deep}: JSON nested deeper than 200 levels (at character 200); refused" in error
 
 
 def test_import_of_a_fifo_is_refused_at_once_without_blocking(
@@ -68,9 +68,9 @@ def test_import_of_a_fifo_is_refused_at_once_without_blocking(
     fifo = tmp_path / "book.fifo"
     os.mkfifo(fifo)
 
-    said = one_line_usage_error(run_cli_process("skillbook", "import", str(fifo), "other", timeout=30))
+    error = one_line_usage_error(run_cli_process("skillbook", "import", str(fifo), "other", timeout=30))
 
-    assert f"{fifo}: a FIFO, not a regular file; refused" in said
+    assert f"{fifo}: a FIFO, not a regular file; refused" in error
 
 
 def test_import_of_a_skill_over_the_content_limit_is_refused_naming_it_and_nothing_is_written(
@@ -79,12 +79,12 @@ def test_import_of_a_skill_over_the_content_limit_is_refused_naming_it_and_nothi
     path = tmp_path / "long.json"
     path.write_text(Skillbook.dumps(_book_with("Check units.")).replace("Check units.", "x" * 200_000))
 
-    said = one_line_usage_error(run_cli_process("skillbook", "import", str(path), "other"))
+    error = one_line_usage_error(run_cli_process("skillbook", "import", str(path), "other"))
 
     assert (
         f"skill 'general-00001': its content has 200000 characters, over the {MAX_CONTENT_CHARS} "
         "a skill's content may have"
-    ) in said
+    ) in error
     assert not redis_client.exists(SkillbookKeys("other", PREFIX).version)
 
 
@@ -117,9 +117,9 @@ def test_status_of_a_batch_with_a_corrupt_counter_is_one_line_naming_its_key_and
 def test_a_budget_beyond_its_maximum_is_refused_in_one_line_and_nothing_is_stored(
     env: pytest.MonkeyPatch, redis_client: redis.Redis, budget: str, problem: str
 ) -> None:
-    said = one_line_usage_error(run_cli_process("tenant", "add", "acme", "--budget", budget))
+    error = one_line_usage_error(run_cli_process("tenant", "add", "acme", "--budget", budget))
 
-    assert problem in said
+    assert problem in error
     assert "acme" not in TenantRegistry(redis_client, prefix=PREFIX).all()
 
 
