@@ -24,6 +24,7 @@ __all__ = [
     "UnknownOptionError",
     "InvalidConsolidationError",
     "InvalidUpdateError",
+    "JsonNestingError",
     "LearningFailed",
     "LLMError",
     "LLMRequestRejected",
@@ -36,6 +37,7 @@ __all__ = [
     "ModelUnavailableError",
     "SkillbookFormatError",
     "SkillStateError",
+    "SkillTooLongError",
     "PinnedSkillError",
     "TracingSetupError",
     "UnknownSkillError",
@@ -193,6 +195,23 @@ class SkillbookFormatError(SkillbookError, ValueError):
         self.source = source
         self.reason = reason
         super().__init__(f"{source}: {reason}")
+
+
+class SkillTooLongError(SkillbookError, ValueError):
+    """A skill's content, section or id is longer than core/skill_limits.py allows; not written."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class JsonNestingError(AceError, ValueError):
+    """A JSON document nests deeper than it may; refused before the parser recursed into it."""
+
+    def __init__(self, limit: int, offset: int) -> None:
+        self.limit = limit
+        self.offset = offset
+        super().__init__(f"JSON nested deeper than {limit} levels (at character {offset}); refused")
 
 
 class MissingFieldError(AceError, ValueError):

@@ -116,6 +116,8 @@ def _setting_section(spec: dataclasses.Field[Any], variable: str, *, level: int 
         kind += ", greater than 0"
     elif spec.metadata.get("minimum") is not None:
         kind += f", at least {spec.metadata['minimum']}"
+    if spec.metadata.get("maximum") is not None:
+        kind += f", at most {spec.metadata['maximum']:.0e}"
     default = spec.metadata.get("default_text") or _default_text(spec.default)
     heading = f"{'#' * level} `{variable}`"
     return f"{heading}\n\n{spec.metadata['help']}.\n\n**Type:** {kind} · **Default:** {default}\n"

@@ -37,8 +37,9 @@ from typing import IO, Annotated, Any
 import redis
 import typer
 
+from ..core.json_nesting import check_json_depth
 from ..distributed.producer.errors import HookInputError, NoWorkersError
-from ..errors import AceError
+from ..errors import AceError, JsonNestingError
 from .common import (
     check_skillbook_name,
     console,
@@ -108,13 +109,18 @@ def read_hook_input(stream: IO[str], timeout: float) -> dict[str, Any]:
     """The first JSON object on ``stream``, read until it is whole (the stream may stay open).
 
     Raises:
-        HookInputError: nothing arrived within ``timeout`` seconds, it is not a JSON object, or
-            more than MAX_HOOK_INPUT_BYTES arrived first (the rest is never read).
+        HookInputError: nothing arrived within ``timeout`` seconds, it is not a JSON object, it
+            nests too deeply (core/json_nesting.py), or more than MAX_HOOK_INPUT_BYTES arrived
+            first (the rest is never read).
     """
     decoder = json.JSONDecoder()
     text = ""
     for chunk in _chunks(stream, time.monotonic() + timeout):
         text += chunk
+        try:
+            check_json_depth(text)  # the parser recurses per level: a deep prefix is refused now
+        except JsonNestingError as exc:
+            raise HookInputError(f"the hook input: {exc}") from None
         try:
             value, _ = decoder.raw_decode(text.lstrip())
         except json.JSONDecodeError:

@@ -19,7 +19,6 @@ counted first, then sent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import typer
 
 from ..core.counts import counted
+from ..core.json_nesting import loads_bounded
 from ..core.jsonl import SkippedLines
 from ..distributed.settings import WorkerSettings
 from ..distributed.worker.errors import PayloadError
@@ -177,8 +177,8 @@ def _converted(
 def _read_history(file: Path, *, warn: bool) -> dict[str, Any] | None:
     """A saved browser-use history (one JSON object with a ``history`` list); None, with a warning, else."""
     try:
-        value = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        value = loads_bounded(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # JSONDecodeError, UnicodeDecodeError, JsonNestingError
         reason = f"not JSON ({exc})"
     else:
         if is_saved_history(value):

@@ -22,9 +22,8 @@ from ..operations.history import head_version, rollback
 from ..operations.skillbooks import (
     export_skillbook,
     import_skillbook,
-    list_skillbooks,
+    list_skillbooks_readable,
     show_skillbook,
-    summarize_skillbooks,
 )
 from .access import ApiKeyOption, principal_of
 from .fleet import acting_fleet, open_command_fleet
@@ -64,15 +63,21 @@ WHY = "skillbooks live in a shared Redis"
 
 @skillbook_app.command("list", cls=HelpCommand)
 def skillbook_list(as_json: JsonOption = False, api_key: ApiKeyOption = None) -> None:
-    """List the skillbooks in Redis (with --json: each with its version and active skills)."""
+    """List the skillbooks in Redis (with --json: each with its version and active skills).
+
+    A record that cannot be read is one line on stderr naming its key (exit 1); the others are listed.
+    """
     with open_command_fleet("skillbook list", WHY) as fleet:
-        principal = principal_of(fleet, api_key)
-        if not as_json:
-            for name in list_skillbooks(fleet, principal):
-                typer.echo(printable(name))
-            return
-        summaries = summarize_skillbooks(fleet, principal)
-    print_json([dataclasses.asdict(summary) for summary in summaries])
+        listing = list_skillbooks_readable(fleet, principal_of(fleet, api_key), summarize=as_json)
+    if as_json:
+        print_json([dataclasses.asdict(summary) for summary in listing.summaries])
+    else:
+        for name in listing.names:
+            typer.echo(printable(name))
+    for problem in listing.unreadable:
+        print_warning(f"unreadable: {printable(problem)}")
+    if listing.unreadable:
+        raise typer.Exit(1)
 
 
 @skillbook_app.command("show", cls=HelpCommand)
@@ -99,7 +104,9 @@ def skillbook_show(
         print_warning(
             f"{counted(pending, 'proposal')} {wait} for review: ace-workers skillbook review list {name}"
         )
-    console.print(printable(book.as_markdown(), keep_lines=True), markup=False)
+    # No highlighting: rich's highlighter regexes take time quadratic in a long run of digits or
+    # letters (a 20,000-character skill took 20 s); stored text is shown as it is.
+    console.print(printable(book.as_markdown(), keep_lines=True), markup=False, highlight=False)
 
 
 @skillbook_app.command("import", cls=HelpCommand)

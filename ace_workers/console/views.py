@@ -17,7 +17,6 @@ answers 403. Lists keep what :meth:`View.can_see` allows.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from ..core.json_nesting import loads_bounded
 from ..distributed.service import Service
 from ..distributed.store.keys import validate_skillbook_name
 from ..distributed.store.store import RedisSkillbookStore, list_skillbooks
@@ -339,7 +339,7 @@ async def _body(request: Request, is_api: bool) -> dict[str, str]:
     """The action's parameters: a JSON object (API) or the form fields (page), as strings."""
     if is_api and request.headers.get("content-type", "").startswith("application/json"):
         try:
-            raw = json.loads(await request.body() or b"{}")
+            raw = loads_bounded(await request.body() or b"{}")
         except ValueError as exc:
             raise BadRequestError(f"the request body is not JSON: {exc}") from None
         if not isinstance(raw, dict):

@@ -21,8 +21,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from ..errors import InvalidConsolidationError, InvalidUpdateError
+from ..errors import InvalidConsolidationError, InvalidUpdateError, JsonNestingError
+from .json_nesting import loads_bounded
 from .skill import TAGS, SimilarityDecision, Skill, utc_now
+from .skill_limits import MAX_CONTENT_CHARS
 from .skill_provenance import DEFAULT_KEEP, merge_occurrences, occurrence_of, record_occurrence
 
 __all__ = [
@@ -62,7 +64,9 @@ class MergeOp(_Op):
     keep_id: str = Field(description="Id of the skill that survives; prefer the older one.")
     merge_ids: list[str] = Field(min_length=1, description="Ids folded into keep_id and soft-deleted.")
     merged_content: str = Field(
-        default="", description="One sentence stating what all merged skills said; empty keeps keep_id's."
+        default="",
+        max_length=MAX_CONTENT_CHARS,
+        description="One sentence stating what all merged skills said; empty keeps keep_id's.",
     )
     reasoning: str = Field(default="", description="Why these skills say the same thing.")
 
@@ -101,7 +105,9 @@ class UpdateOp(_Op):
 
     type: Literal["UPDATE"] = "UPDATE"
     skill_id: str = Field(description="Id of the skill to rewrite.")
-    new_content: str = Field(min_length=1, description="The differentiated text.")
+    new_content: str = Field(
+        min_length=1, max_length=MAX_CONTENT_CHARS, description="The differentiated text."
+    )
     reasoning: str = Field(default="", description="What the rewrite makes distinct.")
 
     def named_ids(self) -> list[str]:
@@ -162,8 +168,8 @@ class ConsolidationBatch(BaseModel):
     def from_dict(cls, data: str | bytes | Mapping[str, Any]) -> ConsolidationBatch:
         """Parse a batch from JSON text or an object; InvalidUpdateError names the bad operation."""
         try:
-            raw = json.loads(data) if isinstance(data, str | bytes) else dict(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raw = loads_bounded(data) if isinstance(data, str | bytes) else dict(data)
+        except (json.JSONDecodeError, UnicodeDecodeError, JsonNestingError) as exc:
             raise InvalidUpdateError(-1, "", f"the batch is not valid JSON ({exc})") from exc
         try:
             return cls.model_validate(raw)

@@ -20,6 +20,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..errors import JsonNestingError
+from .json_nesting import loads_bounded
+
 __all__ = ["MAX_REPORTED_LINES", "SkippedLines", "iter_json_lines", "iter_jsonl", "read_jsonl_objects"]
 
 # Enough line numbers to find the damage without flooding the log for a wholly corrupt file.
@@ -65,12 +68,12 @@ def iter_json_lines(
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
+            value = loads_bounded(raw)
+        except JsonNestingError:  # refused before the parser recursed (core/json_nesting.py)
+            skipped.add(number, "not JSON: nested too deeply to read")
+            continue
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an int too long to convert
             skipped.add(number, f"not JSON: {_why_not_json(exc)}")
-            continue
-        except RecursionError:
-            skipped.add(number, "not JSON: nested too deeply to read")
             continue
         if objects_only and not isinstance(value, dict):
             skipped.add(number, f"a JSON {type(value).__name__}, not an object")

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import PinnedSkillError, SkillbookFormatError, UnknownSkillError, UnknownTagError
+from ..errors import (
+    JsonNestingError,
+    PinnedSkillError,
+    SkillbookFormatError,
+    SkillTooLongError,
+    UnknownSkillError,
+    UnknownTagError,
+)
 from .consolidation import (
     ConsolidationBatch,
     ConsolidationOp,
@@ -23,13 +30,15 @@ from .consolidation import (
     check_consolidation,
 )
 from .counts import counted
-from .files import write_text_atomically
+from .files import special_file_kind, write_text_atomically
+from .json_nesting import loads_bounded
 from .lifecycle_rules import LifecycleAction, change_lifecycle
 from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
 from .prompt_index import IndexScorer, PromptIndex
 from .reference_format import clean_provenance, from_reference_skill
 from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, normalise_content, utc_now
 from .skill_ids import format_skill_id, is_skill_id
+from .skill_limits import skill_limit_problem
 from .skill_provenance import DEFAULT_KEEP, occurrence_of, record_occurrence
 from .toon import encode_table, table_header
 from .updates import UpdateBatch, UpdateOperation
@@ -75,11 +84,15 @@ class ApplyReport:
     full: list[int] = field(default_factory=list)
     # REMOVEs left out because the skill is pinned: (index, skill id).
     pinned: list[tuple[int, str]] = field(default_factory=list)
+    # ADDs and UPDATEs left out because a text is over core/skill_limits.py's: (index, type, why).
+    too_long: list[tuple[int, str, str]] = field(default_factory=list)
 
     @property
     def skipped_ops(self) -> int:
-        """Operations not applied: an unknown skill, a skill that exists, no room, or a pinned skill."""
-        return len(self.skipped) + len(self.duplicates) + len(self.full) + len(self.pinned)
+        """Operations not applied: an unknown skill, a skill that exists, no room, pinned, too long."""
+        return (
+            len(self.skipped) + len(self.duplicates) + len(self.full) + len(self.pinned) + len(self.too_long)
+        )
 
 
 def _pair_key(id_a: str, id_b: str) -> frozenset[str]:
@@ -196,7 +209,9 @@ class Skillbook:
         """Add a skill and return a copy; a ``skill_id`` already taken is replaced by a fresh one.
 
         ``sources`` say where it came from: their keys make the skill's ADD occurrence.
+        SkillTooLongError if the content or section is over core/skill_limits.py's limits.
         """
+        _check_limits(content=content, section=section)
         origin = {key: value for source in sources or [] for key, value in source.items()}
         with self._lock:
             self._index = None
@@ -208,7 +223,8 @@ class Skillbook:
     def update_skill(
         self, skill_id: str, content: str, *, justification: str = "", evidence: str = ""
     ) -> Skill:
-        """Replace a skill's content; UnknownSkillError if there is no such skill."""
+        """Replace a skill's content; UnknownSkillError if there is no such skill, SkillTooLongError."""
+        _check_limits(content=content)
         with self._lock:
             self._index = None
             skill = self._require(skill_id)
@@ -344,7 +360,8 @@ class Skillbook:
 
         The whole batch is validated first (InvalidUpdateError names the bad
         operation). Operations naming an unknown skill id are skipped, counted
-        in the report and logged: LLMs do hallucinate ids.
+        in the report and logged: LLMs do hallucinate ids. So is an ADD or UPDATE
+        whose text is over core/skill_limits.py's limits: that operation, not the batch.
         """
         batch.validate_operations()
         report = ApplyReport()
@@ -355,6 +372,14 @@ class Skillbook:
         return report
 
     def _apply_one(self, index: int, op: UpdateOperation, report: ApplyReport) -> None:
+        if op.type in ("ADD", "UPDATE"):
+            too_long = skill_limit_problem(
+                content=op.content.strip(), section=op.section.strip() if op.type == "ADD" else ""
+            )
+            if too_long is not None:
+                logger.warning("skipping %s operation #%d: %s", op.type, index, too_long)
+                report.too_long.append((index, op.type, too_long))
+                return
         if op.type == "ADD":
             existing = self._same_content(op.section, op.content)
             if existing is not None:
@@ -564,14 +589,34 @@ class Skillbook:
 
     @classmethod
     def loads(cls, text: str, source: str = "skillbook") -> Skillbook:
-        """Parse a JSON string; SkillbookFormatError with line and column if it is not JSON."""
+        """Parse a skillbook document from outside (a file, a request).
+
+        SkillbookFormatError with line and column if it is not JSON, if it nests
+        too deeply, or naming a skill over core/skill_limits.py's limits.
+        """
         try:
-            data = json.loads(text)
+            data = loads_bounded(text)
+        except JsonNestingError as exc:
+            raise SkillbookFormatError(source, str(exc)) from exc
         except json.JSONDecodeError as exc:
             raise SkillbookFormatError(
                 source, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from exc
-        return cls.from_dict(data, source)
+        book = cls.from_dict(data, source)
+        book.check_limits(source)
+        return book
+
+    def check_limits(self, source: str) -> None:
+        """SkillbookFormatError naming the first skill over core/skill_limits.py's limits, if any.
+
+        For a skillbook about to be written whole (an import); skills read back from a
+        store are not checked, so one stored before the limits stays readable.
+        """
+        with self._lock:
+            for key, skill in self._skills.items():
+                problem = skill_limit_problem(content=skill.content, section=skill.section, skill_id=key)
+                if problem is not None:
+                    raise SkillbookFormatError(source, f"skill {_shown_id(key)}: {problem}")
 
     def save_to_file(self, path: str | os.PathLike[str]) -> None:
         """Write the skillbook as JSON atomically: a crash never leaves a half-written file."""
@@ -581,6 +626,9 @@ class Skillbook:
     def load_from_file(cls, path: str | os.PathLike[str]) -> Skillbook:
         """Read a skillbook file written by ace-workers or the reference framework."""
         target = Path(path)
+        kind = special_file_kind(target)
+        if kind is not None:  # reading a FIFO would block until a writer came, a device never end
+            raise SkillbookFormatError(str(target), f"{kind}, not a regular file; refused")
         try:
             text = target.read_text(encoding="utf-8")
         except OSError as exc:
@@ -679,6 +727,17 @@ def _render_rows(index: PromptIndex, slots: list[int]) -> str:
 
 def _omitted_note(omitted: int, shown: int) -> str:
     return f"({omitted} more skills not shown: these {shown} are the most relevant to the task)"
+
+
+def _check_limits(*, content: str, section: str = "") -> None:
+    problem = skill_limit_problem(content=content.strip(), section=section.strip())
+    if problem is not None:
+        raise SkillTooLongError(f"the skill is refused: {problem}")
+
+
+def _shown_id(key: str) -> str:
+    """A skill id from a file for an error line: quoted, and cut short if it is absurdly long."""
+    return repr(key) if len(key) <= 80 else f"{key[:60]!r}... ({len(key)} characters)"
 
 
 def _skill_from_file(raw: Any, key: str, source: str) -> Skill:

@@ -7,8 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from ..errors import InvalidUpdateError
+from ..errors import InvalidUpdateError, JsonNestingError
+from .json_nesting import loads_bounded
 from .skill import TAGS
+from .skill_limits import MAX_CONTENT_CHARS
 
 __all__ = ["OPERATION_TYPES", "UpdateBatch", "UpdateOperation"]
 
@@ -25,7 +27,11 @@ class UpdateOperation(BaseModel):
 
     type: str = Field(description="One of ADD, UPDATE, TAG, REMOVE.")
     section: str = Field(default="", description="Section of the skill (required for ADD).")
-    content: str = Field(default="", description="Strategy text (required for ADD and UPDATE).")
+    content: str = Field(
+        default="",
+        description=f"Strategy text (required for ADD and UPDATE), at most {MAX_CONTENT_CHARS} characters; "
+        "a longer one is not applied.",
+    )
     skill_id: str | None = Field(
         default=None, description="Id of an existing skill (required for UPDATE, TAG and REMOVE)."
     )
@@ -108,8 +114,8 @@ class UpdateBatch(BaseModel):
     def from_json(cls, data: str | bytes | dict[str, Any]) -> UpdateBatch:
         """Parse and validate a batch; raise InvalidUpdateError naming the bad operation."""
         try:
-            raw = json.loads(data) if isinstance(data, (str, bytes)) else data
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raw = loads_bounded(data) if isinstance(data, (str, bytes)) else data
+        except (json.JSONDecodeError, UnicodeDecodeError, JsonNestingError) as exc:
             raise InvalidUpdateError(-1, "", f"the batch is not valid JSON ({exc})") from exc
         try:
             batch = cls.model_validate(raw)

@@ -9,6 +9,7 @@ ignored. URL schemes and forms are :mod:`.connections`'.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import zlib
 from collections.abc import Mapping
@@ -74,11 +75,21 @@ _IMPORT_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A
 _RECIPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
+# Every numeric setting is at most this (the configuration reference says so): the largest
+# default is 16 MiB, and a value of 400 digits would overflow the arithmetic that uses it.
+MAX_SETTING_NUMBER = 10**9
+
+
 def _setting(
     default: Any, help: str, *, minimum: float | None = 0, positive: bool = False, default_text: str = ""
 ) -> Any:
     """A numeric field: its help text, and its bounds in the metadata that __post_init__ checks."""
-    metadata = {**_help(help, default_text), "minimum": minimum, "positive": positive}
+    metadata = {
+        **_help(help, default_text),
+        "minimum": minimum,
+        "maximum": MAX_SETTING_NUMBER,
+        "positive": positive,
+    }
     return field(default=default, metadata=metadata)
 
 
@@ -588,11 +599,23 @@ def _check_number(spec: dataclasses.Field[Any], value: object) -> None:
         raise InvalidSettingError(variable, value, "expected a number")
     if str(spec.type) == "int" and not isinstance(value, int):
         raise InvalidSettingError(variable, value, "expected an integer")
+    if isinstance(value, float) and not math.isfinite(value):  # an int is; isfinite(10**400) overflows
+        raise InvalidSettingError(variable, value, "expected a finite number")
+    if value > spec.metadata["maximum"]:
+        raise InvalidSettingError(
+            variable, _shown_number(value), f"must be at most {spec.metadata['maximum']:.0e}"
+        )
     minimum = spec.metadata["minimum"]
     if spec.metadata["positive"] and value <= 0:
         raise InvalidSettingError(variable, value, "must be greater than 0")
     if minimum is not None and value < minimum:
         raise InvalidSettingError(variable, value, f"must be at least {minimum}")
+
+
+def _shown_number(value: float) -> str:
+    """A number for an error line: one of 400 digits is shown by its length."""
+    text = str(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} digits)"
 
 
 def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:

@@ -16,7 +16,7 @@ import redis
 
 from ..distributed.settings import WorkerSettings
 from ..distributed.store.batches import BatchStore
-from ..distributed.store.errors import UnknownSkillbookError
+from ..distributed.store.errors import CorruptDataError, UnknownSkillbookError
 from ..distributed.store.keys import validate_skillbook_name
 from ..distributed.store.schema import SchemaState, connect_checked
 from ..distributed.store.worker_records import read_worker_records
@@ -98,6 +98,15 @@ class FleetClient:
         from ..distributed.store.store import list_skillbooks
 
         return list_skillbooks(self.redis, self.prefix)
+
+    def skillbook_registry(self) -> tuple[list[str], dict[str, CorruptDataError]]:
+        """The names of every skillbook, sorted; and each registry member no skillbook can have.
+
+        For a view shared by everyone, which one bad member must not take down.
+        """
+        from ..distributed.store.store import read_registry
+
+        return read_registry(self.redis, self.prefix)
 
     @cached_property
     def batches(self) -> BatchStore:

@@ -10,23 +10,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.skillbook import Skillbook
+from ..distributed.store.errors import CorruptDataError
 from ..distributed.store.fill import skillbook_fill
 from ..distributed.store.outcomes import LabelComparison, compare_labels
 from ..distributed.store.provenance_reader import DEFAULT_SCAN, SkillHistory, skill_history
+from ..distributed.tenancy.api_keys import visible_skillbooks
 from .access import ADMIN, READ, authorized_store, existing_store, visible_names
 from .fleet import FleetClient
 from .principal import Principal
 
 __all__ = [
+    "SkillbookListing",
     "SkillbookSummary",
     "SkillbookShown",
     "compare_skillbook_labels",
     "export_skillbook",
     "import_skillbook",
     "list_skillbooks",
+    "list_skillbooks_readable",
     "show_skillbook",
     "skill_why",
-    "summarize_skillbooks",
 ]
 
 
@@ -65,10 +68,35 @@ def list_skillbooks(fleet: FleetClient, principal: Principal) -> list[str]:
     return visible_names(fleet, principal)
 
 
-def summarize_skillbooks(fleet: FleetClient, principal: Principal) -> list[SkillbookSummary]:
-    """Each skillbook ``principal`` may see with its version and active skills."""
-    stores = [fleet.store(name) for name in visible_names(fleet, principal)]
-    return [SkillbookSummary(store.name, store.version(), store.active_skills()) for store in stores]
+@dataclass(frozen=True)
+class SkillbookListing:
+    """The skillbooks a principal may see, and one line per record that could not be read."""
+
+    names: list[str]
+    summaries: list[SkillbookSummary]
+    unreadable: list[str]  # each names the Redis key
+
+
+def list_skillbooks_readable(
+    fleet: FleetClient, principal: Principal, *, summarize: bool
+) -> SkillbookListing:
+    """The skillbooks ``principal`` may see (with ``summarize``: their versions and active skills).
+
+    One bad record never hides the others: a registry member no skillbook can have (shown to
+    fleet-wide principals only: it belongs to no tenant), or a skillbook whose keys cannot be
+    read, is a line of ``unreadable`` instead.
+    """
+    names, bad_members = fleet.skillbook_registry()
+    visible = visible_skillbooks(principal.scope, names, fleet.tenant_map())
+    unreadable = [str(error) for error in bad_members.values()] if principal.fleet_wide else []
+    summaries: list[SkillbookSummary] = []
+    for name in visible if summarize else []:
+        store = fleet.store(name)
+        try:
+            summaries.append(SkillbookSummary(name, store.version(), store.active_skills()))
+        except CorruptDataError as exc:
+            unreadable.append(f"skillbook {name!r}: {exc}")
+    return SkillbookListing(visible, summaries, unreadable)
 
 
 def show_skillbook(fleet: FleetClient, principal: Principal, name: str) -> SkillbookShown:

@@ -159,6 +159,6 @@ def waiting_for_budget(fleet: FleetClient, name: str) -> bool:
 def _owned(fleet: FleetClient, tenants: TenantMap) -> dict[str, list[str]]:
     """The existing skillbooks by the tenant owning them now."""
     owned: dict[str, list[str]] = {}
-    for name in fleet.skillbook_names():
+    for name in fleet.skillbook_registry()[0]:  # a bad member is named by the skillbooks list
         owned.setdefault(tenants.tenant_of(name), []).append(name)
     return owned

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -134,3 +135,25 @@ def test_enqueue_onto_a_corrupt_skillbook_is_one_line_naming_the_key_and_sends_n
         service.close()
     assert NOT_JSON in one_line_error(ran)
     assert list(redis_client.scan_iter(match=f"{PREFIX}:{{batch:*")) == []
+
+
+def test_list_names_a_bad_registry_member_in_one_line_and_still_lists_the_others(
+    ace: Ace, redis_client: redis.Redis
+) -> None:
+    redis_client.sadd(registry_key(PREFIX), "no/slash")
+    for ran in (ace("skillbook", "list"), ace("skillbook", "list", "--json")):
+        bad = (
+            f"unreadable: corrupt data in Redis: key '{registry_key(PREFIX)}' lists 'no/slash', which cannot"
+        )
+        assert bad in one_line_error(ran)
+        assert "book" in ran.out
+
+
+def test_list_names_a_corrupt_skillbook_in_one_line_and_still_lists_the_others(
+    ace: Ace, redis_client: redis.Redis
+) -> None:
+    RedisSkillbookStore(redis_client, "other", prefix=PREFIX).import_skillbook(Skillbook())
+    redis_client.set(KEYS.version, "abc")
+    ran = ace("skillbook", "list", "--json")
+    assert f"unreadable: skillbook 'book': corrupt data in Redis: {NOT_A_NUMBER}" in one_line_error(ran)
+    assert [summary["name"] for summary in json.loads(ran.out)] == ["other"]

@@ -351,3 +351,21 @@ def test_an_endless_hook_input_is_refused_without_being_read_to_its_end(
     assert returncode == 1
     assert f"the hook input is over {MAX_HOOK_INPUT_BYTES} bytes" in err
     assert written < total
+
+
+def test_hook_input_nested_too_deeply_under_the_size_limit_is_one_line_not_a_traceback(
+    hook_env: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    hook = hook_process("ace-workers hook claude-code", tmp_path)
+    assert hook.stdin is not None
+    try:
+        hook.stdin.write(b"[" * 200_000 + b"]" * 200_000)  # 400,000 bytes, under the 1 MiB cap
+        hook.stdin.close()
+    except BrokenPipeError:  # refused at the first chunk, the rest unread
+        pass
+    returncode, err = finish(hook)
+
+    assert returncode == 1
+    assert err.count("\n") == 1, err
+    assert "ace-workers hook claude-code: the hook input: JSON nested deeper than 200 levels" in err
+    assert keys_of(redis_client, hook_env) == []

@@ -234,3 +234,27 @@ def test_a_switch_reads_the_usual_words_for_true_and_false(raw: str, value: bool
 def test_a_switch_given_as_a_number_in_code_is_refused() -> None:
     with pytest.raises(InvalidSettingError, match="ACE_DEDUP_ACROSS_SECTIONS"):
         WorkerSettings(dedup_across_sections=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "problem"),
+    [
+        (
+            "ACE_MAX_BATCH_SIZE",
+            "9" * 400,
+            "ACE_MAX_BATCH_SIZE='99999999999999999999... (400 digits)': must be at most 1e+09",
+        ),
+        ("ACE_LLM_TIMEOUT_SECONDS", "1e300", "ACE_LLM_TIMEOUT_SECONDS='1e+300': must be at most 1e+09"),
+    ],
+)
+def test_a_numeric_setting_beyond_the_documented_maximum_is_refused_naming_it(
+    variable: str, value: str, problem: str
+) -> None:
+    with pytest.raises(InvalidSettingError) as refused:
+        WorkerSettings.from_env({variable: value})
+    assert str(refused.value) == problem
+
+
+def test_a_numeric_setting_given_in_code_must_be_finite() -> None:
+    with pytest.raises(InvalidSettingError, match="ACE_LLM_TIMEOUT_SECONDS=inf: expected a finite number"):
+        WorkerSettings(llm_timeout_seconds=float("inf"))

@@ -60,7 +60,7 @@ def test_a_setting_shows_its_type_and_default() -> None:
 
 
 def test_a_setting_shows_its_bound() -> None:
-    assert "**Type:** `int`, at least 1 · **Default:** `1`" in section(
+    assert "**Type:** `int`, at least 1, at most 1e+09 · **Default:** `1`" in section(
         CONFIGURATION, "`ACE_WRITE_PARTITIONS`"
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from ace_workers.cli import main
 from ace_workers.core import Skillbook
 from ace_workers.distributed.store.store import RedisSkillbookStore
 from ace_workers.sim import make_tasks
+from tests.support.processes import CLI
 from tests.support.schema0 import stamp_current_schema
 
 
@@ -88,3 +90,19 @@ def run_console_script(
     captured = capsys.readouterr()
     code = ended.value.code
     return Ran(code if isinstance(code, int) else 1, captured.out, captured.err)
+
+
+def run_cli_process(*args: str, timeout: float = 60, stdin: str | None = None) -> Ran:
+    """Run ``ace-workers ARGS`` as a process of its own (this interpreter, this environment).
+
+    subprocess.TimeoutExpired (the process killed) if it runs past ``timeout`` seconds.
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=stdin,
+        check=False,
+    )
+    return Ran(done.returncode, done.stdout, done.stderr)

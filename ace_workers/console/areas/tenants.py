@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute
 from ...distributed.store.batches import BatchState
 from ...distributed.store.errors import BatchNotFoundError
 from ...distributed.store.keys import DEFAULT_TENANT
-from ...distributed.store.store import list_skillbooks
+from ...distributed.store.store import read_registry
 from ...distributed.tenancy.deferred_samples import DeferredSamples
 from ...distributed.tenancy.errors import InvalidTenantError
 from ...distributed.tenancy.tenants import Tenant, TenantMap, validate_tenant_name
@@ -90,7 +90,8 @@ def _rows(view: View, tenants: TenantMap, names: list[str]) -> list[dict[str, An
     }
     in_flight = runtime.admission.in_flight()
     owned: dict[str, list[str]] = {}
-    for skillbook in list_skillbooks(view.state.redis, view.state.prefix):
+    # A member no skillbook can have is left out here (the skillbooks page names it).
+    for skillbook in read_registry(view.state.redis, view.state.prefix)[0]:
         owned.setdefault(tenants.tenant_of(skillbook), []).append(skillbook)
     return [
         _row(

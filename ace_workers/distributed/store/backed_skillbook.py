@@ -22,7 +22,7 @@ from ...core.prompt_budget import PromptBudget, RelevanceScorer
 from ...core.skill import SimilarityDecision, Skill
 from ...core.skillbook import ApplyReport
 from ...core.updates import UpdateBatch, UpdateOperation
-from ...errors import PinnedSkillError, UnknownSkillError
+from ...errors import PinnedSkillError, SkillTooLongError, UnknownSkillError
 from .errors import SkillbookFullError
 from .review_policy import CONSOLIDATE, REVIEW, split_batch
 from .write_scope import current_write_scope
@@ -150,7 +150,7 @@ class StoreBackedSkillbook:
     def update_skill(
         self, skill_id: str, content: str, *, justification: str = "", evidence: str = ""
     ) -> Skill:
-        """Replace a skill's content in Redis; UnknownSkillError if it does not exist."""
+        """Replace a skill's content in Redis; UnknownSkillError if it does not exist, SkillTooLongError."""
         report = self._apply_one_operation(
             UpdateOperation(
                 type="UPDATE",
@@ -190,6 +190,8 @@ class StoreBackedSkillbook:
         )
         if report.full:
             raise SkillbookFullError(self.name, self.store.max_skills)
+        if report.too_long:
+            raise SkillTooLongError(f"the skill is refused: {report.too_long[0][2]}")
         new_id = report.added[0] if report.added else report.duplicates[0][1]
         return self._written(new_id, report)
 
@@ -204,6 +206,8 @@ class StoreBackedSkillbook:
             raise PinnedSkillError(skill_id, "removed", self.name)
 
     def _written(self, skill_id: str, report: ApplyReport) -> Skill:
+        if report.too_long:
+            raise SkillTooLongError(f"the skill is refused: {report.too_long[0][2]}")
         if report.skipped:
             raise UnknownSkillError(skill_id)
         skill = self.view().get_skill(skill_id)

@@ -30,10 +30,10 @@ import redis
 from redis.typing import EncodableT, FieldT
 
 from ..lua import read_lua
-from .errors import BatchCancelledError, BatchInputMissingError, BatchNotFoundError
+from .errors import BatchCancelledError, BatchInputMissingError, BatchNotFoundError, CorruptDataError
 from .keys import DEFAULT_TENANT, batch_key, recent_batches_key, running_batches_key
 from .locks import try_lock
-from .replies import decode_text
+from .replies import decode_json, decode_text
 from .step_stats import StepRun, StepStats, read_step_stats
 
 __all__ = [
@@ -684,7 +684,10 @@ class BatchStore:
         return try_lock(self.redis, self._key(batch_id, f"starting:e{epoch}"), seconds)
 
     def status(self, batch_id: str) -> BatchStatus:
-        """The batch's counters; BatchNotFoundError (a LookupError) if it is unknown."""
+        """The batch's counters; BatchNotFoundError (a LookupError) if it is unknown.
+
+        CorruptDataError names the key and field of a counter that is missing or not a number.
+        """
         pipe = self.redis.pipeline(transaction=True)
         pipe.hgetall(self._key(batch_id))
         pipe.hlen(self._key(batch_id, "started"))
@@ -695,37 +698,71 @@ class BatchStore:
         # A counter bumped by a late task after the record expired leaves a hash without its fields.
         if "skillbook" not in text:
             raise BatchNotFoundError(batch_id, self.ttl_seconds)
+        fields = _NumberFields(self._key(batch_id), text)
+        created = fields.float_field("created")
         return BatchStatus(
             batch_id=batch_id,
             skillbook=text["skillbook"],
-            recipe=text["recipe"],
+            recipe=fields.text_field("recipe"),
             tenant=text.get("tenant") or DEFAULT_TENANT,
-            epochs=int(text["epochs"]),
-            per_epoch=int(text["per_epoch"]),
-            total=int(text["total"]),
-            enqueued=int(text["enqueued"]),
-            done=int(text["done"]),
-            failed=int(text["failed"]),
-            epoch=int(text["epoch"]),
-            skills_at_start=int(text["skills_at_start"]),
+            epochs=fields.int_field("epochs"),
+            per_epoch=fields.int_field("per_epoch"),
+            total=fields.int_field("total"),
+            enqueued=fields.int_field("enqueued"),
+            done=fields.int_field("done"),
+            failed=fields.int_field("failed"),
+            epoch=fields.int_field("epoch"),
+            skills_at_start=fields.int_field("skills_at_start"),
             # A finished batch's clock stops at its last sample.
-            elapsed_seconds=float(text.get("finished_at") or time.time()) - float(text["created"]),
+            elapsed_seconds=fields.float_field("finished_at", time.time()) - created,
             sealed=text.get("sealed", "1") == "1",
             started=int(started),
-            progress_at=float(text.get("progress_at") or text["created"]),
+            progress_at=fields.float_field("progress_at", created),
             stored=int(stored),
             cancelled=text.get("cancelled") == "1",
-            retried=int(text.get("retried") or 0),
-            created=float(text["created"]),
+            retried=fields.int_field("retried", 0),
+            created=created,
             waiting=int(waiting),
         )
 
     def records(self, batch_id: str) -> dict[str, dict[str, Any]]:
         """Every finished sample's record, by sample key: outcome plus payload or error."""
-        raw = self.redis.hgetall(self._key(batch_id, "records"))
-        return {decode_text(k): json.loads(v) for k, v in raw.items()}
+        key = self._key(batch_id, "records")
+        raw = self.redis.hgetall(key)
+        return {decode_text(k): decode_json(v, key, decode_text(k)) for k, v in raw.items()}
 
     def errors(self, batch_id: str) -> list[dict[str, Any]]:
         """The failure records of the batch, in epoch and sample order."""
         failed = [r for r in self.records(batch_id).values() if r["outcome"] == "failed"]
         return sorted(failed, key=lambda r: (r["epoch"], r["index"]))
+
+
+class _NumberFields:
+    """A batch hash's fields, read so that a missing or garbled one is a CorruptDataError naming it."""
+
+    def __init__(self, key: str, text: dict[str, str]) -> None:
+        self.key = key
+        self._text = text
+
+    def text_field(self, name: str) -> str:
+        if name not in self._text:
+            raise CorruptDataError(self.key, f"has no field {name!r}")
+        return self._text[name]
+
+    def int_field(self, name: str, default: int | None = None) -> int:
+        return int(self._number(name, int, default))
+
+    def float_field(self, name: str, default: float | None = None) -> float:
+        return float(self._number(name, float, default))
+
+    def _number(self, name: str, kind: type[int] | type[float], default: float | None) -> float:
+        raw = self._text.get(name) or None  # an empty field counts as missing, as it always did
+        if raw is None:
+            if default is None:
+                raise CorruptDataError(self.key, f"has no field {name!r}")
+            return default
+        try:
+            return kind(raw)
+        except ValueError:
+            shown = raw if len(raw) <= 40 else f"{raw[:40]}..."
+            raise CorruptDataError(self.key, f"field {name!r} holds {shown!r}, not a number") from None

@@ -308,10 +308,10 @@ def plan_index(
 def adds_beyond_room(batch: UpdateBatch, report: ApplyReport, excess: int) -> list[int]:
     """Indices of the last ``excess`` ADDs of ``batch`` that add a skill (all of them if fewer).
 
-    ``report`` is the batch's planned outcome: an ADD restating a skill adds
-    nothing, so leaving it out would make no room.
+    ``report`` is the batch's planned outcome: an ADD restating a skill, or one
+    too long to add, adds nothing, so leaving it out would make no room.
     """
-    restating = {index for index, _ in report.duplicates}
+    restating = {index for index, _ in report.duplicates} | {index for index, _, _ in report.too_long}
     adding = [i for i, op in enumerate(batch.operations) if op.type == "ADD" and i not in restating]
     return adding[max(0, len(adding) - excess) :]
 
@@ -328,6 +328,7 @@ def report_in_batch_indices(report: ApplyReport, kept: list[int], full: list[int
         skipped=[(kept[i], op_type, skill_id) for i, op_type, skill_id in report.skipped],
         duplicates=[(kept[i], existing) for i, existing in report.duplicates],
         pinned=[(kept[i], skill_id) for i, skill_id in report.pinned],
+        too_long=[(kept[i], op_type, why) for i, op_type, why in report.too_long],
         full=sorted(full),
     )
 
@@ -362,6 +363,10 @@ def log_report(name: str, version: int, batch: UpdateBatch, report: ApplyReport)
             index,
             skill_id,
         )
+    for index, op_type, why in report.too_long:
+        logger.warning(
+            "skillbook %r version %d: skipped %s operation #%d: %s", name, version, op_type, index, why
+        )
     for index, existing in report.duplicates:
         logger.info(
             "skillbook %r version %d: skipped ADD operation #%d: skill %s already says it",
@@ -371,6 +376,7 @@ def log_report(name: str, version: int, batch: UpdateBatch, report: ApplyReport)
             existing,
         )
     not_added = {index for index, _ in report.duplicates} | set(report.full)
+    not_added |= {index for index, _, _ in report.too_long}
     adds = [
         (index, op.skill_id)
         for index, op in enumerate(batch.operations)

@@ -91,6 +91,7 @@ __all__ = [
     "StoreObserver",
     "advances_in_place",
     "list_skillbooks",
+    "read_registry",
 ]
 
 logger = logging.getLogger(__name__)
@@ -115,15 +116,35 @@ def list_skillbooks(client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> list[s
     Raises:
         CorruptDataError: the registry is not a set, or lists a name no skillbook can have.
     """
+    names, unreadable = read_registry(client, prefix)
+    for error in unreadable.values():
+        raise error
+    return names
+
+
+def read_registry(
+    client: redis.Redis, prefix: str = DEFAULT_PREFIX
+) -> tuple[list[str], dict[str, CorruptDataError]]:
+    """The skillbook names the registry lists, sorted; and each member no skillbook can have, with its error.
+
+    For a list shown to everyone: one bad member is named, not a reason to show nothing.
+
+    Raises:
+        CorruptDataError: the registry is not a set.
+    """
     key = registry_key(prefix)
     with reading(key):
-        names = sorted(decode_text(name) for name in client.smembers(key))
-    for name in names:
+        members = sorted(decode_text(name) for name in client.smembers(key))
+    names: list[str] = []
+    unreadable: dict[str, CorruptDataError] = {}
+    for name in members:
         try:
             validate_skillbook_name(name)
         except ValueError:
-            raise CorruptDataError(key, f"lists {name!r}, which cannot name a skillbook") from None
-    return names
+            unreadable[name] = CorruptDataError(key, f"lists {name!r}, which cannot name a skillbook")
+        else:
+            names.append(name)
+    return names, unreadable
 
 
 def advances_in_place(record: ChangeRecord) -> bool:
@@ -640,8 +661,10 @@ class RedisSkillbookStore:
 
         An existing skillbook is replaced only with ``replace=True`` (else
         SkillbookExistsError); its similarity decisions are replaced too. The
-        id counter never goes back, so ids are never issued twice.
+        id counter never goes back, so ids are never issued twice. SkillbookFormatError
+        names a skill over core/skill_limits.py's limits; nothing is written then.
         """
+        skillbook.check_limits(f"the skillbook imported into {self.name!r}")
         data = skillbook.to_dict()
         # A JSON round trip, so that images compare equal to what Redis returns.
         wholes: dict[str, dict[str, Any]] = json.loads(json.dumps(data["skills"]))

@@ -48,6 +48,11 @@ BUDGET_ACTIONS = ("wait", "fail")
 
 # The four limits of a budget, in the order they are shown.
 BUDGET_LIMITS = ("tokens_per_day", "tokens_per_month", "cost_per_day", "cost_per_month")
+# The largest limits a budget may set (docs/tenants.md): far above any real spend, and small
+# enough that the limiter's float arithmetic never overflows (400 nines did, at every LLM step).
+MAX_BUDGET_TOKENS = 10**15
+MAX_BUDGET_USD = 10**9
+MAX_MODEL_CHARS = 200  # litellm's longest model names are under 100
 
 _TENANT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -80,19 +85,33 @@ class Budget:
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model or any(c.isspace() for c in self.model):
             raise InvalidTenantError("budget model", self.model, "name a model, or '*' for every model")
+        if len(self.model) > MAX_MODEL_CHARS:
+            raise InvalidTenantError(
+                "budget model",
+                f"{self.model[:40]}...",
+                f"a model name of at most {MAX_MODEL_CHARS} characters",
+            )
         for name in ("tokens_per_day", "tokens_per_month"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise InvalidTenantError(f"budget {name}", value, "must be a whole number >= 0")
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BUDGET_TOKENS
+            ):
+                raise InvalidTenantError(
+                    f"budget {name}",
+                    _shown(value),
+                    f"must be a whole number from 0 to {MAX_BUDGET_TOKENS:.0e}",
+                )
         for name in ("cost_per_day", "cost_per_month"):
             value = getattr(self, name)
             if value is not None and (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
                 or not math.isfinite(value)
-                or value < 0
+                or not 0 <= value <= MAX_BUDGET_USD
             ):
-                raise InvalidTenantError(f"budget {name}", value, "must be a number of USD >= 0")
+                raise InvalidTenantError(
+                    f"budget {name}", _shown(value), f"must be a number of USD from 0 to {MAX_BUDGET_USD:.0e}"
+                )
 
     @property
     def limited(self) -> bool:
@@ -410,3 +429,9 @@ class CachedTenants:
 def owned_skillbooks(tenant: Tenant, names: Iterable[str], tenants: TenantMap) -> list[str]:
     """The skillbooks among ``names`` that ``tenant`` owns, sorted."""
     return sorted(name for name in names if tenants.tenant_of(name) == tenant.name)
+
+
+def _shown(value: object) -> object:
+    """A value for an error line: a number of 400 digits shown by its length."""
+    text = str(value)
+    return value if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"

@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute
 
 from ....distributed.store.batches import BatchState
 from ....distributed.store.errors import BatchNotFoundError
-from ....distributed.store.store import list_skillbooks
+from ....distributed.store.store import read_registry
 from ....distributed.worker.fleet import FRESH_SECONDS, shaping_settings, worker_records
 from ....distributed.worker.partitions import recorded_partitions
 from ...views import View, page
@@ -134,7 +134,8 @@ def _partitions(view: View, answer: InspectAnswer, queues: list[dict[str, Any]])
     depth = {row["name"]: row["depth"] for row in queues}
     write_queues = settings.write_queues()
     skillbooks: dict[str, list[str]] = {queue: [] for queue in write_queues}
-    for name in list_skillbooks(view.state.redis, view.state.prefix):
+    # A member no skillbook can have is left out here (the skillbooks page names it).
+    for name in read_registry(view.state.redis, view.state.prefix)[0]:
         if view.can_see(name):
             skillbooks[settings.write_queue(name)].append(name)
     return {

@@ -13,8 +13,9 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
+from ....distributed.store.errors import CorruptDataError
 from ....distributed.store.skill_index import STATUS_FILTERS, skill_index
-from ....distributed.store.store import list_skillbooks
+from ....distributed.store.store import read_registry
 from ...errors import BadRequestError
 from ...views import View, page
 from ..change_digests import recent_digests
@@ -28,26 +29,39 @@ MAX_QUERY_CHARS = 200
 
 
 def skillbooks_index(view: View) -> dict[str, Any]:
-    """Each skillbook: head version, active skills of its limit, labels, last change, pending proposals."""
-    rows = []
-    for name in list_skillbooks(view.state.redis, view.state.prefix):
+    """Each skillbook: head version, active skills of its limit, labels, last change, pending proposals.
+
+    A skillbook whose keys cannot be read (or a registry member no skillbook can have) is a
+    row of its own naming the key: one bad record never hides the others.
+    """
+    names, unreadable = read_registry(view.state.redis, view.state.prefix)
+    rows: list[dict[str, Any]] = []
+    for name in names:
         if not view.can_see(name):  # an API key's principal: its tenant's skillbooks only
             continue
-        store = view.service.runtime.store(name)
-        # The newest version's digest (kept per version), not its entry: an import's holds every skill.
-        last = recent_digests(store, 1).digests if store.exists() else []
-        rows.append(
-            {
-                "name": name,
-                "version": store.version(),
-                "active_skills": store.active_skills(),
-                "max_skills": store.max_skills,
-                "labels": store.labels.all(),
-                "last_change": last[0].time if last else None,
-                "pending_proposals": store.review.pending_count(),
-            }
-        )
+        try:
+            rows.append(_index_row(view, name))
+        except CorruptDataError as exc:
+            rows.append({"name": name, "unreadable": str(exc)})
+    if view.fleet_wide:  # a member that names no skillbook belongs to no tenant: the fleet's to see
+        rows += [{"name": member, "unreadable": str(exc)} for member, exc in unreadable.items()]
     return {"skillbooks": rows}
+
+
+def _index_row(view: View, name: str) -> dict[str, Any]:
+    store = view.service.runtime.store(name)
+    # The newest version's digest (kept per version), not its entry: an import's holds every skill.
+    last = recent_digests(store, 1).digests if store.exists() else []
+    return {
+        "name": name,
+        "version": store.version(),
+        "active_skills": store.active_skills(),
+        "max_skills": store.max_skills,
+        "labels": store.labels.all(),
+        "last_change": last[0].time if last else None,
+        "pending_proposals": store.review.pending_count(),
+        "unreadable": None,
+    }
 
 
 def skillbook_detail(view: View) -> dict[str, Any]:
