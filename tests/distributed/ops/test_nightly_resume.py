@@ -177,7 +177,7 @@ def test_a_batch_that_stalls_runs_in_a_row_is_abandoned_reported_and_its_samples
         assert (report.done, report.failed) == (0, 4)
         status = service.runtime.batches.status(report.batch_id)
         # Ended at the epoch it stalled in: no later epoch starts.
-        assert (status.state, status.epochs, status.total, status.failed) == (BatchState.DONE, 1, 4, 4)
+        assert (status.state, status.epochs, status.total, status.failed) == (BatchState.FAILED, 1, 4, 4)
         assert report.batch_id not in service.runtime.batches.running()
         # The cursor moved and the stall count is gone: the next night does not stall on it again.
         assert runner.pending("book") == 0
