@@ -7,14 +7,12 @@ from pathlib import Path
 
 import pytest
 import redis
-from typer.testing import CliRunner
 
-from ace_workers.cli import app
 from ace_workers.core import Skillbook
 from ace_workers.distributed import WorkerSettings
 from ace_workers.distributed.store.store import RedisSkillbookStore
 from ace_workers.distributed.worker.payload import PayloadError, check_trace
-from tests.support.cli import keys_of, said, write_traces
+from tests.support.cli import invoke, keys_of, write_traces
 from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clibad"
@@ -34,18 +32,12 @@ def cli_stamped() -> bool:
     return False
 
 
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, said(result.output)
-
-
 @pytest.mark.parametrize("command", [["enqueue"], ["nightly", "add"]])
 def test_a_line_nested_too_deeply_is_named_and_skipped_not_a_traceback(
     env: pytest.MonkeyPatch, redis_client: redis.Redis, command: list[str]
 ) -> None:
     Path("deep.jsonl").write_text(TOO_DEEP)
-    code, output = run(*command, "deep.jsonl", "--skillbook", "book")
+    code, output = invoke(*command, "deep.jsonl", "--skillbook", "book")
     assert code == 2
     assert "skipped 1 line(s) of deep.jsonl: line 1 (not JSON: nested too deeply to read)" in output
     assert "deep.jsonl holds no usable line" in output
@@ -59,7 +51,7 @@ def test_a_null_trace_is_refused_at_enqueue_naming_its_line(
     write_traces(Path("traces.jsonl"), 2)
     with Path("traces.jsonl").open("a") as handle:
         handle.write("null\n")
-    code, output = run(*command, "traces.jsonl", "--skillbook", "book")
+    code, output = invoke(*command, "traces.jsonl", "--skillbook", "book")
     assert code == 2
     assert "traces.jsonl:3: trace is null: a trace is any JSON value but null" in output
     assert keys_of(redis_client, PREFIX) == []  # nothing sent, nothing added to an inbox
@@ -69,8 +61,8 @@ def test_nightly_add_refuses_a_file_with_no_usable_line_like_enqueue(
     env: pytest.MonkeyPatch, redis_client: redis.Redis
 ) -> None:
     Path("empty.jsonl").write_text("\n")
-    assert run("enqueue", "empty.jsonl")[0] == 2
-    code, output = run("nightly", "add", "empty.jsonl")
+    assert invoke("enqueue", "empty.jsonl")[0] == 2
+    code, output = invoke("nightly", "add", "empty.jsonl")
     assert code == 2
     assert "empty.jsonl holds no usable line" in output
 
@@ -79,7 +71,7 @@ def test_nightly_add_streams_a_good_file_into_the_inbox(
     env: pytest.MonkeyPatch, redis_client: redis.Redis
 ) -> None:
     write_traces(Path("traces.jsonl"), 3)
-    code, output = run("nightly", "add", "traces.jsonl", "--skillbook", "book")
+    code, output = invoke("nightly", "add", "traces.jsonl", "--skillbook", "book")
     assert code == 0
     assert "3 traces added to the inbox of 'book'" in output
 
@@ -96,7 +88,7 @@ def test_export_to_a_folder_is_refused_before_anything_is_read(
 ) -> None:
     export_setup(redis_client)
     (tmp_path / "out").mkdir()
-    code, output = run("skillbook", "export", "book", "--out", "out")
+    code, output = invoke("skillbook", "export", "book", "--out", "out")
     assert code == 2
     assert "out is a folder: name a file to write" in output
     assert list((tmp_path / "out").iterdir()) == []
@@ -108,7 +100,7 @@ def test_export_that_fails_while_writing_names_the_path_and_leaves_nothing_half_
     export_setup(redis_client)
     Path("book.json").write_text("the old file")
     env.setattr("ace_workers.core.files.os.replace", _refuse)
-    code, output = run("skillbook", "export", "book", "--out", "book.json")
+    code, output = invoke("skillbook", "export", "book", "--out", "book.json")
     assert code == 2
     assert "cannot write book.json: Read-only file system" in output
     assert Path("book.json").read_text() == "the old file"
@@ -137,7 +129,7 @@ def test_an_endless_batch_is_refused_before_the_file_is_read(
     env: pytest.MonkeyPatch, redis_client: redis.Redis, command: str
 ) -> None:
     write_traces(Path("traces.jsonl"), 3)
-    code, output = run(command, "traces.jsonl", "--epochs", "1000000000000")
+    code, output = invoke(command, "traces.jsonl", "--epochs", "1000000000000")
     assert code == 2
     assert "1000000000000 epochs is above ACE_MAX_BATCH_SIZE=1000000 samples" in output
     assert keys_of(redis_client, PREFIX) == []
@@ -148,7 +140,7 @@ def test_inputs_times_epochs_over_the_limit_is_refused_naming_both(
 ) -> None:
     env.setenv("ACE_MAX_BATCH_SIZE", "10")
     write_traces(Path("traces.jsonl"), 4)
-    code, output = run("enqueue", "traces.jsonl", "--epochs", "3")
+    code, output = invoke("enqueue", "traces.jsonl", "--epochs", "3")
     assert code == 2
     assert "traces.jsonl holds 4 inputs x 3 epochs = 12 samples, above ACE_MAX_BATCH_SIZE=10" in output
     assert keys_of(redis_client, PREFIX) == []

@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 import redis
-from typer.testing import CliRunner
 
-from ace_workers.cli import app
-from tests.support.cli import keys_of, said, write_traces
+from tests.support.cli import invoke, keys_of, write_traces
 
 PREFIX = "cliintake"
 # Shaped like a key (ace_<id>_<secret>), made by no one.
@@ -29,12 +27,6 @@ def cli_stamped() -> bool:
     return False
 
 
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, said(result.output)
-
-
 @pytest.mark.parametrize(
     ("line", "kind"), [("[1, 2]", "array"), ('"a string"', "string"), ("42", "number"), ("true", "boolean")]
 )
@@ -44,7 +36,7 @@ def test_enqueue_refuses_a_line_that_is_not_an_object_naming_file_and_line_and_s
     traces = write_traces(Path("traces.jsonl"), 2)
     with traces.open("a") as handle:
         handle.write(line + "\n")
-    code, output = run("enqueue", "traces.jsonl", "--skillbook", "book")
+    code, output = invoke("enqueue", "traces.jsonl", "--skillbook", "book")
     assert code == 2
     assert f"traces.jsonl:3: a JSON {kind}, not a trace: each line must be a JSON object" in output
     assert keys_of(redis_client, PREFIX) == []
@@ -52,21 +44,21 @@ def test_enqueue_refuses_a_line_that_is_not_an_object_naming_file_and_line_and_s
 
 def test_learn_names_the_missing_question_of_a_sample(env: pytest.MonkeyPatch) -> None:
     Path("samples.jsonl").write_text('{"question": "q1"}\n{"context": "c"}\n')
-    code, output = run("learn", "samples.jsonl", "--recipe", "ace")
+    code, output = invoke("learn", "samples.jsonl", "--recipe", "ace")
     assert code == 2
     assert "samples.jsonl:2: not a sample: 'question' is missing" in output
 
 
 def test_learn_names_the_unknown_field_of_a_sample(env: pytest.MonkeyPatch) -> None:
     Path("samples.jsonl").write_text('{"question": "q1", "colour": "red"}\n')
-    code, output = run("learn", "samples.jsonl", "--recipe", "ace")
+    code, output = invoke("learn", "samples.jsonl", "--recipe", "ace")
     assert code == 2
     assert "samples.jsonl:1: not a sample: unknown field(s) 'colour'" in output
 
 
 def test_learn_names_a_sample_line_that_is_not_an_object(env: pytest.MonkeyPatch) -> None:
     Path("samples.jsonl").write_text('["q1"]\n')
-    code, output = run("learn", "samples.jsonl", "--recipe", "ace")
+    code, output = invoke("learn", "samples.jsonl", "--recipe", "ace")
     assert code == 2
     assert "samples.jsonl:1: a JSON array, not a sample: a sample is an object with 'question'" in output
 
@@ -75,7 +67,7 @@ def test_a_malformed_api_key_flag_is_named_as_the_flag(
     env: pytest.MonkeyPatch, redis_client: redis.Redis
 ) -> None:
     write_traces(Path("traces.jsonl"), 2)
-    code, output = run("enqueue", "traces.jsonl", "--api-key", "hunter2")
+    code, output = invoke("enqueue", "traces.jsonl", "--api-key", "hunter2")
     assert code == 2
     assert "Invalid value for --api-key: not an API key: expected ace_<id>_<secret>" in output
     assert "ACE_API_KEY" not in output
@@ -89,8 +81,8 @@ def test_an_unknown_api_key_is_named_by_where_it_was_given(
 ) -> None:
     if given_by == "ACE_API_KEY":
         env.setenv("ACE_API_KEY", UNKNOWN_KEY)
-        code, output = run("batch", "list")
+        code, output = invoke("batch", "list")
     else:
-        code, output = run("batch", "list", "--api-key", UNKNOWN_KEY)
+        code, output = invoke("batch", "list", "--api-key", UNKNOWN_KEY)
     assert code == 2
     assert f"API key '0123abcd' given by {given_by}: unknown or revoked" in output

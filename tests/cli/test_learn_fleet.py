@@ -23,6 +23,7 @@ from ace_workers.distributed.store.keys import fleet_workers_key
 from tests.support.cli import said, write_traces
 from tests.support.processes import CLI, REPO
 from tests.support.waiting import wait_for
+from tests.support.workers import learn_and_write_workers
 
 PREFIX = "clilearnfleet"
 
@@ -32,12 +33,8 @@ def sim_fleet(clean_env: pytest.MonkeyPatch, redis_url: str) -> Iterator[Service
     """Real in-process learn and write workers on the test Redis, every role on the simulated LLM."""
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
-    service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
-    try:
-        with local_workers(service, learn_threads=2, serve_execute=False):
-            yield service
-    finally:
-        service.close()
+    with learn_and_write_workers(redis_url) as service:
+        yield service
 
 
 def test_a_model_the_workers_do_not_run_is_refused_naming_theirs_before_anything_is_sent(

@@ -14,9 +14,10 @@ import redis
 from typer.testing import CliRunner
 
 from ace_workers.cli import app
-from ace_workers.distributed.service import Service, build_service, local_workers
+from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
 from tests.support.cli import env_with_one_skillbook, run_console_script, said, write_traces
+from tests.support.workers import learn_and_write_workers
 
 PREFIX = "cliscripts"
 
@@ -26,12 +27,8 @@ def learn_and_write_fleet(clean_env: pytest.MonkeyPatch, redis_url: str) -> Iter
     """The CLI on the test Redis, where real in-process workers serve the learn and write queues only."""
     clean_env.setenv("ACE_REDIS_URL", redis_url)
     clean_env.setenv("ACE_QUEUE_PREFIX", PREFIX)
-    service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
-    try:
-        with local_workers(service, learn_threads=2, serve_execute=False):
-            yield service
-    finally:
-        service.close()
+    with learn_and_write_workers(redis_url) as service:
+        yield service
 
 
 def test_enqueue_prints_only_the_batch_id_and_warns_of_skipped_lines_on_stderr(

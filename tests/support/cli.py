@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import redis
 from typer.core import TyperGroup
+from typer.testing import CliRunner
 
-from ace_workers.cli import main
+from ace_workers.cli import app, main
 from ace_workers.core import Skillbook
 from ace_workers.distributed.store.store import RedisSkillbookStore
 from ace_workers.sim import make_tasks
@@ -106,3 +107,13 @@ def run_cli_process(*args: str, timeout: float = 60, stdin: str | None = None) -
         check=False,
     )
     return Ran(done.returncode, done.stdout, done.stderr)
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    """Run the CLI in this process (CliRunner): its exit code and its output, whitespace joined.
+
+    An exception other than the exit is a failure of the test, not an answer of the command.
+    """
+    result = CliRunner().invoke(app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, said(result.output)

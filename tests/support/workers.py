@@ -35,3 +35,15 @@ def running_service(redis_url: str, *, learn_threads: int = 4, **settings: Any) 
             yield built
     finally:
         built.close()
+
+
+@contextmanager
+def learn_and_write_workers(redis_url: str) -> Iterator[Service]:
+    """Real in-process workers on ``redis_url`` serving the learn and write queues only (no execute),
+    with the settings of the environment, as the CLI's commands read them."""
+    service = build_service(WorkerSettings.from_env(), redis_url=redis_url)
+    try:
+        with local_workers(service, learn_threads=2, serve_execute=False):
+            yield service
+    finally:
+        service.close()
