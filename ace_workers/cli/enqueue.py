@@ -11,19 +11,10 @@ import typer
 from ..distributed.settings import WorkerSettings
 from ..distributed.tenancy.errors import InvalidApiKeyError
 from ..errors import InvalidSettingError
-from .common import (
-    CanaryOption,
-    JsonOption,
-    check_recipe,
-    check_skillbook_ref,
-    enqueue_file,
-    enqueue_inputs,
-    open_service,
-    print_json,
-    require_shared_redis,
-    require_workers,
-    scan_inputs,
-)
+from .inputs import scan_inputs
+from .options import CanaryOption, JsonOption, check_recipe, check_skillbook_ref, require_shared_redis
+from .output import print_json
+from .service import enqueue_file, enqueue_inputs, open_service, require_workers
 from .sessions import check_format, scan_sessions, stream_sessions
 
 __all__ = ["enqueue_command"]

@@ -11,7 +11,7 @@ import typer
 from ..distributed.errors import InvalidSettingError
 from ..distributed.ops.flower import DEFAULT_FLOWER_ADDRESS, DEFAULT_FLOWER_PORT, run_flower
 from ..distributed.settings import WorkerSettings, env_name
-from .common import require_shared_redis
+from .options import require_shared_redis
 
 __all__ = ["flower_command"]
 

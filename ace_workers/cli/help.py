@@ -35,6 +35,18 @@ def _tidy(params: Iterable[Any]) -> None:
             param.metavar = param.name.upper()
 
 
+# The flags typer adds to a command, whose callbacks read a flag not given as falsy.
+_TYPER_FLAGS = frozenset({"help", "install_completion", "show_completion"})
+
+
+def _false_when_not_given(params: Iterable[Any]) -> None:
+    """typer's own flags default to False, not None: typer checks a None through a pydantic validator
+    it builds first, so ``ace-workers GROUP --help`` would load pydantic for the root's flags."""
+    for param in params:
+        if isinstance(param, TyperOption) and param.name in _TYPER_FLAGS and param.default is None:
+            param.default = False
+
+
 class _BareFlags:
     """Tidies a command's parameters, and its --help option, as :func:`_tidy` says."""
 
@@ -48,11 +60,13 @@ class _BareFlags:
         # typer appends --install-completion and --show-completion after the group is made.
         params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
         _tidy(params)
+        _false_when_not_given(params)
         return params
 
     def get_help_option(self, ctx: Context) -> TyperOption | None:
         option: TyperOption | None = super().get_help_option(ctx)  # type: ignore[misc]
         _tidy([option])
+        _false_when_not_given([option])
         return option
 
 

@@ -34,21 +34,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Annotated, Any
 
-import redis
 import typer
 
 from ..core.json_nesting import check_json_depth
 from ..distributed.producer.errors import HookInputError, NoWorkersError
 from ..errors import AceError, JsonNestingError
-from .common import (
-    check_skillbook_name,
-    console,
-    open_service,
-    print_warning,
-    redis_settings,
-    require_workers,
-)
 from .help import HelpCommand, HelpGroup
+from .options import check_skillbook_name, redis_settings
+from .output import console, print_warning
+from .service import open_service, require_workers
 from .sessions import session_trace
 
 __all__ = ["claude_code_hook_command", "hook_app", "read_hook_input", "session_end_hook_config"]
@@ -86,6 +80,8 @@ def claude_code_hook_command(
     ] = False,
 ) -> None:
     """Learn from a finished Claude Code session: its transcript becomes a trace in the skillbook's inbox."""
+    import redis  # the client loads when the hook runs, not for --help
+
     try:
         check_skillbook_name(skillbook, "--skillbook")
         if print_config:

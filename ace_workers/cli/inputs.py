@@ -6,16 +6,17 @@ import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..core.environments import Sample
 from ..core.jsonl import SkippedLines, iter_jsonl
-from ..distributed.settings import WorkerSettings
 from ..distributed.worker.errors import PayloadError
-from ..distributed.worker.payload import check_trace
 from .output import print_warning
+
+if TYPE_CHECKING:
+    from ..core.environments import Sample
+    from ..distributed.settings import WorkerSettings
 
 __all__ = [
     "check_trace_line",
@@ -67,6 +68,9 @@ def json_kind(value: Any) -> str:
 
 def sample_from_line(item: Any, path: Path, number: int) -> Sample:
     """The sample a line of ``path`` holds; a usage error naming the line and what is missing or extra."""
+    # The core's sample types (and pydantic) load when a line is read, not for --help.
+    from ..core.environments import Sample
+
     names = {f.name for f in dataclasses.fields(Sample)}
     others = ", ".join(sorted(names - {"question"}))
     shape = f"a sample is an object with 'question' and optionally {others}"
@@ -84,6 +88,8 @@ def sample_from_line(item: Any, path: Path, number: int) -> Sample:
 def check_trace_line(value: Any, path: Path, number: int, max_bytes: int) -> None:
     """A usage error naming the line of ``path`` unless ``value`` is a trace: a JSON object, at most
     ``max_bytes``, JSON all the way down."""
+    from ..distributed.worker.payload import check_trace  # loads the core's context: only when read
+
     try:
         check_trace(value, max_bytes=max_bytes)
     except PayloadError as exc:

@@ -6,27 +6,27 @@ learning keeps writing to the head. Every move is logged with its actor and note
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
 
-from ..distributed.store.labels import HEAD, LabelMove
-from ..operations import labels as operations
+from ..distributed.store.label_names import HEAD
 from .access import ApiKeyOption
-from .common import (
+from .fleet import acting_fleet
+from .help import HelpCommand, HelpGroup
+from .options import (
     ActorOption,
     JsonOption,
     NoteOption,
     SkillbookNameArgument,
     check_label,
     check_skillbook_name,
-    print_json,
-    printable,
 )
-from .fleet import acting_fleet
-from .help import HelpCommand, HelpGroup
-from .output import new_table, print_table
+from .output import new_table, print_json, print_table, printable
+
+if TYPE_CHECKING:
+    from ..distributed.store.labels import LabelMove
 
 __all__ = ["label_app"]
 
@@ -53,6 +53,8 @@ def label_set(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Point LABEL at VERSION (set it, or move it): one atomic, logged move."""
+    from ..operations import labels as operations  # the store loads when the command runs, not for --help
+
     check_skillbook_name(name)
     check_label(label)
     number = None if version == HEAD else _version_number(version)
@@ -86,6 +88,8 @@ def label_show(
     api_key: ApiKeyOption = None,
 ) -> None:
     """The version LABEL points at, and its moves (newest first)."""
+    from ..operations import labels as operations
+
     check_skillbook_name(name)
     check_label(label)
     with acting_fleet("skillbook label show", WHY, api_key) as (fleet, who):
@@ -112,6 +116,8 @@ def label_list(
     name: SkillbookNameArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None
 ) -> None:
     """Every label of a skillbook and the version it points at, with the head's version."""
+    from ..operations import labels as operations
+
     check_skillbook_name(name)
     with acting_fleet("skillbook label list", WHY, api_key) as (fleet, who):
         listed = operations.list_labels(fleet, who, name)
@@ -140,6 +146,8 @@ def label_delete(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Remove LABEL (its readers then fail, naming it); the log keeps the move."""
+    from ..operations import labels as operations
+
     check_skillbook_name(name)
     check_label(label)
     with acting_fleet("skillbook label delete", WHY, api_key, actor) as (fleet, who):
@@ -160,6 +168,8 @@ def label_history(
     api_key: ApiKeyOption = None,
 ) -> None:
     """The label moves of a skillbook (of one label, if given), newest first."""
+    from ..operations import labels as operations
+
     check_skillbook_name(name)
     if label is not None:
         check_label(label)

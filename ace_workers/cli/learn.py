@@ -13,33 +13,28 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..core.counts import counted
-from ..core.skillbook import Skillbook
 from ..distributed.settings import DEDUP_OFF, WorkerSettings
-from ..distributed.store.batches import BatchStatus
-from .common import (
+from .exit_codes import EXIT_INTERRUPTED
+from .failures import print_failures
+from .inputs import scan_inputs
+from .models import refuse_model_not_run, refuse_unusable_models
+from .options import (
     CanaryOption,
     JsonOption,
     check_output_path,
     check_recipe,
     check_skillbook_ref,
-    console,
-    enqueue_file,
-    err_console,
-    open_service,
-    print_json,
-    require_workers,
-    scan_inputs,
     settings_for_model,
-    write_skillbook_files,
 )
-from .exit_codes import EXIT_INTERRUPTED
-from .failures import print_failures
-from .models import refuse_model_not_run, refuse_unusable_models
-from .output import new_table, print_table
+from .output import console, err_console, new_table, print_json, print_table, write_skillbook_files
+from .service import enqueue_file, open_service, require_workers
 
+# Types only: the skillbook model and the store load when a run reports, not for --help.
 if TYPE_CHECKING:
+    from ..core.skillbook import Skillbook
     from ..distributed.producer.producer import BatchHandle
     from ..distributed.service import Service
+    from ..distributed.store.batches import BatchStatus
 
 __all__ = ["accuracy_by_epoch", "dedup_hint", "follow_batch", "interrupted_line", "learn_command"]
 

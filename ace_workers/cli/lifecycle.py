@@ -17,17 +17,9 @@ from ..core.counts import counted
 from ..core.lifecycle_rules import StaleRule
 from ..distributed.store.errors import StaleHistoryError
 from .access import ApiKeyOption
-from .common import (
-    ActorOption,
-    JsonOption,
-    NoteOption,
-    SkillbookNameArgument,
-    check_skillbook_name,
-    print_json,
-    printable,
-)
 from .fleet import acting_fleet
-from .output import new_table, print_table
+from .options import ActorOption, JsonOption, NoteOption, SkillbookNameArgument, check_skillbook_name
+from .output import new_table, print_json, print_table, printable
 
 __all__ = [
     "skillbook_pin",

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..extras import PROJECT_VERSION
-from .common import console, err_console, redis_settings
+from .options import redis_settings
+from .output import console, err_console
 
 if TYPE_CHECKING:
     from ..distributed.ops.migration import MigrationRun

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 
 import typer
 
-from ..distributed.llms import check_models
 from ..distributed.settings import QUEUE_ROLES, WorkerSettings
 from ..errors import ModelUnavailableError
 from .exit_codes import EXIT_USAGE
@@ -19,6 +18,8 @@ def refuse_unusable_models(settings: WorkerSettings, roles: Iterable[str] = QUEU
 
     Found now, not as one failed (and retried) sample after another.
     """
+    from ..distributed.llms import check_models  # the LLM clients load when a command checks, not for --help
+
     try:
         check_models(settings, roles)
     except ModelUnavailableError as error:

@@ -11,19 +11,11 @@ from rich.markup import escape
 
 from ..distributed.ops.errors import NightlyBusy, NightlyStalled
 from ..distributed.settings import env_name
-from .common import (
-    JsonOption,
-    check_skillbook_name,
-    console,
-    err_console,
-    open_service,
-    print_json,
-    redis_settings,
-    require_workers,
-    scan_inputs,
-    stream_inputs,
-)
 from .help import HelpCommand, HelpGroup
+from .inputs import scan_inputs, stream_inputs
+from .options import JsonOption, check_skillbook_name, redis_settings
+from .output import console, err_console, print_json
+from .service import open_service, require_workers
 
 if TYPE_CHECKING:
     from ..distributed.ops.nightly import NightlyReport

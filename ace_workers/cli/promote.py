@@ -8,19 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..distributed.store.errors import UnknownLabelError
-from .common import (
-    ActorOption,
-    JsonOption,
-    SkillbookNameArgument,
-    actor_or_fail,
-    check_label,
-    check_skillbook_name,
-    console,
-    open_service,
-    print_json,
-    printable,
-    store_or_fail,
-)
 from .evaluate import (
     ModelOption,
     TasksOption,
@@ -31,7 +18,16 @@ from .evaluate import (
     read_tasks_option,
 )
 from .exit_codes import EXIT_REFUSED
-from .output import print_table
+from .options import (
+    ActorOption,
+    JsonOption,
+    SkillbookNameArgument,
+    actor_or_fail,
+    check_label,
+    check_skillbook_name,
+)
+from .output import console, print_json, print_table, printable
+from .service import open_service, store_or_fail
 
 if TYPE_CHECKING:
     from ..distributed.ops.promotion import PromotionResult

@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
 from ..core.counts import counted
-from ..distributed.store.proposals import Proposal, ProposalStatus
-from ..distributed.store.review_policy import DUPLICATE_MODES, POLICY_SUBJECTS, ReviewPolicy, parse_policy
-from ..operations import review as operations
-from ..operations.outcomes import outcome_of
+from ..distributed.store.review_names import DUPLICATE_MODES, POLICY_SUBJECTS, ProposalStatus
 from .access import ApiKeyOption
-from .common import (
-    ActorOption,
-    JsonOption,
-    NoteOption,
-    SkillbookNameArgument,
-    check_skillbook_name,
-    print_json,
-    print_warning,
-    printable,
-)
 from .fleet import acting_fleet
 from .help import HelpCommand, HelpGroup
-from .output import new_table, print_table
+from .options import ActorOption, JsonOption, NoteOption, SkillbookNameArgument, check_skillbook_name
+from .output import new_table, print_json, print_table, print_warning, printable
+
+if TYPE_CHECKING:
+    from ..distributed.store.proposals import Proposal
+    from ..distributed.store.review_policy import ReviewPolicy
+    from ..operations.review import DecisionOutcome, ProposalFilter
 
 __all__ = ["review_app"]
 
@@ -74,6 +67,9 @@ def review_list(
     api_key: ApiKeyOption = None,
 ) -> None:
     """The proposals of a skillbook (the pending ones unless --status says otherwise), oldest first."""
+    # The store and the operations load when a command runs, not for --help.
+    from ..operations import review as operations
+
     check_skillbook_name(name)
     if status not in _STATUSES:
         raise typer.BadParameter(f"{status!r}: use {', '.join(_STATUSES)}", param_hint="--status")
@@ -137,6 +133,8 @@ def review_show(
     api_key: ApiKeyOption = None,
 ) -> None:
     """One proposal: its operations, evidence, the skills as it saw them, conflicts now, the decision."""
+    from ..operations import review as operations
+
     check_skillbook_name(name)
     with acting_fleet("skillbook review show", WHY, api_key) as (fleet, who):
         shown = operations.show_proposal(fleet, who, name, proposal_id)
@@ -196,6 +194,8 @@ def review_approve(
 
     One that restates active skills changes nothing: it is approved without a new version.
     """
+    from ..operations import review as operations
+
     check_skillbook_name(name)
     ids, picked = _chosen(proposal_ids, every, section, operation, duplicates)
     with acting_fleet("skillbook review approve", WHY, api_key, actor) as (fleet, who):
@@ -219,6 +219,8 @@ def review_reject(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Reject pending proposals: nothing of them applies; each decision is logged."""
+    from ..operations import review as operations
+
     check_skillbook_name(name)
     ids, picked = _chosen(proposal_ids, every, section, operation, duplicates)
     with acting_fleet("skillbook review reject", WHY, api_key, actor) as (fleet, who):
@@ -253,6 +255,9 @@ def review_policy(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Show or set which learned changes of a skillbook wait for review."""
+    from ..distributed.store.review_policy import parse_policy
+    from ..operations import review as operations
+
     check_skillbook_name(name)
     chosen: ReviewPolicy | None = None
     if duplicates not in DUPLICATE_MODES:
@@ -286,8 +291,10 @@ def review_policy(
         typer.echo(f"skillbook {name!r}: review policy {current.describe()}")
 
 
-def _filter(section: str | None, operation: str | None, duplicates: bool) -> operations.ProposalFilter:
+def _filter(section: str | None, operation: str | None, duplicates: bool) -> ProposalFilter:
     """The filter the options name; BadParameter naming --op for a kind that is none."""
+    from ..operations import review as operations
+
     kind = operation.strip().upper() if operation is not None else None
     if kind is not None and kind not in POLICY_SUBJECTS:
         raise typer.BadParameter(f"{operation!r}: use one of {', '.join(POLICY_SUBJECTS)}", param_hint="--op")
@@ -296,7 +303,7 @@ def _filter(section: str | None, operation: str | None, duplicates: bool) -> ope
 
 def _chosen(
     ids: list[str] | None, every: bool, section: str | None, operation: str | None, duplicates: bool
-) -> tuple[list[str] | None, operations.ProposalFilter]:
+) -> tuple[list[str] | None, ProposalFilter]:
     """The ids to decide (None: --all) and the filter of --all; BadParameter for a mix or neither."""
     picked = _filter(section, operation, duplicates)
     if every and ids:
@@ -310,13 +317,13 @@ def _chosen(
     return (None if every else ids), picked
 
 
-def _print_outcomes(
-    name: str, outcomes: list[operations.DecisionOutcome], as_json: bool, *, single: bool
-) -> None:
+def _print_outcomes(name: str, outcomes: list[DecisionOutcome], as_json: bool, *, single: bool) -> None:
     """One line per proposal (JSON: one document); exit with the code of the first refusal, if any.
 
     One proposal named by id answers as before there were several: its JSON, or its error.
     """
+    from ..operations.outcomes import outcome_of
+
     refused = [o.refused for o in outcomes if o.refused is not None]
     if single and refused:
         raise refused[0]

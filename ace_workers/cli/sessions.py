@@ -22,20 +22,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ..core.counts import counted
 from ..core.json_nesting import loads_bounded
 from ..core.jsonl import SkippedLines
-from ..distributed.settings import WorkerSettings
 from ..distributed.worker.errors import PayloadError
-from ..distributed.worker.payload import check_trace
 from ..errors import EmptySessionError
-from ..traces import browser_history_to_trace, claude_events_to_trace, openclaw_events_to_trace
-from ..traces.browser_use.history import is_saved_history
-from .common import print_warning, read_input_lines
+from .inputs import read_input_lines
+from .output import print_warning
+
+if TYPE_CHECKING:
+    from ..distributed.settings import WorkerSettings
 
 __all__ = [
     "INPUT_FORMATS",
@@ -104,6 +104,9 @@ def scan_sessions(
     Raises:
         typer.BadParameter: a session too large or not JSON, none usable, or more than ACE_MAX_BATCH_SIZE.
     """
+    # The payload check loads the core's context (and pydantic) when sessions are read, not for --help.
+    from ..distributed.worker.payload import check_trace
+
     limit = settings.max_batch_size
     if epochs > limit:
         raise typer.BadParameter(
@@ -176,6 +179,8 @@ def _converted(
 
 def _read_history(file: Path, *, warn: bool) -> dict[str, Any] | None:
     """A saved browser-use history (one JSON object with a ``history`` list); None, with a warning, else."""
+    from ..traces.browser_use.history import is_saved_history
+
     try:
         value = loads_bounded(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:  # JSONDecodeError, UnicodeDecodeError, JsonNestingError
@@ -198,14 +203,33 @@ def _read_events(file: Path, *, warn: bool) -> list[Any]:
     return events
 
 
+# The converters import the trace packages (and the core's skillbook) when a session is converted.
+def _claude_trace(events: Any, source: str) -> dict[str, Any]:
+    from ..traces import claude_events_to_trace
+
+    return claude_events_to_trace(events, source)
+
+
+def _openclaw_trace(events: Any, source: str) -> dict[str, Any]:
+    from ..traces import openclaw_events_to_trace
+
+    return openclaw_events_to_trace(events, source)
+
+
+def _browser_trace(history: Any, source: str) -> dict[str, Any]:
+    from ..traces import browser_history_to_trace
+
+    return browser_history_to_trace(history, source=source)
+
+
 # Below the readers they name.
 SESSION_FORMATS: dict[str, SessionFormat] = {
-    "claude-code": SessionFormat("*.jsonl", _read_events, claude_events_to_trace, "claude_code_traces"),
-    "openclaw": SessionFormat("*.jsonl", _read_events, openclaw_events_to_trace, "openclaw_traces"),
+    "claude-code": SessionFormat("*.jsonl", _read_events, _claude_trace, "claude_code_traces"),
+    "openclaw": SessionFormat("*.jsonl", _read_events, _openclaw_trace, "openclaw_traces"),
     "browser-use": SessionFormat(
         "*.json",
         _read_history,
-        lambda history, source: browser_history_to_trace(history, source=source),
+        _browser_trace,
         "browser_use_traces",
         has_events=lambda saved: bool(saved["history"]),
     ),

@@ -11,20 +11,9 @@ import typer
 from rich.text import Text
 
 from ..core.counts import counted
-from ..core.skillbook import Skillbook
 from ..distributed.settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
-from ..distributed.store.change_summary import change_to_json, consolidation_label, describe_changes
 from ..distributed.store.errors import SkillbookExistsError
-from ..distributed.store.review_writes import ProposeOutcome
-from ..distributed.store.write_scope import dedup_write_scope, write_scope
 from ..errors import AceError, SkillbookFormatError
-from ..operations.history import head_version, rollback
-from ..operations.skillbooks import (
-    export_skillbook,
-    import_skillbook,
-    list_skillbooks_readable,
-    show_skillbook,
-)
 from .access import ApiKeyOption, principal_of
 from .fleet import acting_fleet, open_command_fleet
 from .help import HelpCommand, HelpGroup
@@ -67,6 +56,9 @@ def skillbook_list(as_json: JsonOption = False, api_key: ApiKeyOption = None) ->
 
     A record that cannot be read is one line on stderr naming its key (exit 1); the others are listed.
     """
+    # The skillbook model, the store and the operations load when a command runs, not for --help.
+    from ..operations.skillbooks import list_skillbooks_readable
+
     with open_command_fleet("skillbook list", WHY) as fleet:
         listing = list_skillbooks_readable(fleet, principal_of(fleet, api_key), summarize=as_json)
     if as_json:
@@ -85,6 +77,8 @@ def skillbook_show(
     name: SkillbookNameArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None
 ) -> None:
     """Print a skillbook as markdown, with its version and how full it is."""
+    from ..operations.skillbooks import show_skillbook
+
     check_skillbook_name(name)
     with open_command_fleet("skillbook show", WHY) as fleet:
         shown = show_skillbook(fleet, principal_of(fleet, api_key), name)
@@ -120,6 +114,9 @@ def skillbook_import(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Load a skillbook file into Redis as one new version."""
+    from ..core.skillbook import Skillbook
+    from ..operations.skillbooks import import_skillbook
+
     check_skillbook_name(name)
     try:
         book = Skillbook.load_from_file(file)
@@ -149,6 +146,8 @@ def skillbook_diff(
     as_json: JsonOption = False,
 ) -> None:
     """What changed in a skillbook between two versions: skills added, removed and changed."""
+    from ..distributed.store.change_summary import describe_changes
+
     check_skillbook_name(name)
     if from_version > to_version:
         raise typer.BadParameter(
@@ -185,6 +184,8 @@ def skillbook_export(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Write a skillbook from Redis to a JSON file in the reference format: export NAME --out FILE."""
+    from ..operations.skillbooks import export_skillbook
+
     check_skillbook_name(name)
     check_output_path(out, "--out")
     check_output_path(markdown, "--markdown")
@@ -205,6 +206,8 @@ def skillbook_history(
     as_json: JsonOption = False,
 ) -> None:
     """The latest versions of a skillbook: what changed, from which sample."""
+    from ..distributed.store.change_summary import change_to_json, consolidation_label
+
     check_skillbook_name(name)
     with open_service(
         redis_settings("skillbook history", WHY), run_workers=False, learn_threads=1
@@ -243,6 +246,10 @@ def skillbook_dedup(
     as_json: JsonOption = False,
 ) -> None:
     """Consolidate near-duplicate skills (merge, delete, keep, update) as one new version."""
+    from ..distributed.store.change_summary import consolidation_label
+    from ..distributed.store.review_writes import ProposeOutcome
+    from ..distributed.store.write_scope import dedup_write_scope, write_scope
+
     check_skillbook_name(name)
     settings = WorkerSettings.from_env()
     chosen = provider or (settings.dedup_provider if settings.dedup_provider != DEDUP_OFF else None)
@@ -308,6 +315,8 @@ def skillbook_rollback(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Restore a skillbook to an earlier version, as a new version (history is kept)."""
+    from ..operations.history import head_version, rollback
+
     check_skillbook_name(name)
     with acting_fleet("skillbook rollback", WHY, api_key, actor) as (fleet, who):
         # No confirmation page here: the rollback expects the head as it is now (operations/expect.py).

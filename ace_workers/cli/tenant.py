@@ -16,25 +16,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..core.counts import counted
+from ..distributed.store.keys import DEFAULT_TENANT
 from ..distributed.tenancy.errors import InvalidTenantError
-from ..distributed.tenancy.tenants import (
-    ALL_MODELS,
-    BUDGET_ACTIONS,
-    BUDGET_LIMITS,
-    DEFAULT_TENANT,
-    Budget,
-    Tenant,
-)
-from ..operations import FleetClient
-from ..operations.tenants import (
-    TenantWork,
-    add_tenant,
-    change_tenant,
-    list_tenants,
-    remove_tenant,
-    show_tenant,
-    waiting_for_budget,
-)
+from ..distributed.tenancy.tenant_names import ALL_MODELS, BUDGET_ACTIONS, BUDGET_LIMITS
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
@@ -42,9 +26,13 @@ from .options import JsonOption, redis_settings
 from .output import console, new_table, print_json, print_table, printable
 from .service import open_service
 
-# Types only: the Celery service is loaded when --fail-waiting has samples to fail.
+# Types only: the Celery service is loaded when --fail-waiting has samples to fail; the
+# registry (and redis) and the operations when a command runs.
 if TYPE_CHECKING:
     from ..distributed.service import Service
+    from ..distributed.tenancy.tenants import Budget, Tenant
+    from ..operations import FleetClient
+    from ..operations.tenants import TenantWork
 
 __all__ = ["parse_budget", "tenant_app"]
 
@@ -86,6 +74,9 @@ BudgetOption = Annotated[
 
 def parse_budget(text: str, current: tuple[Budget, ...]) -> Budget:
     """The budget ``--budget MODEL:LIMIT=VALUE`` makes of the tenant's ``current`` budget for MODEL."""
+    # The registry (and redis) and the operations load when a command runs, not for --help.
+    from ..distributed.tenancy.tenants import Budget
+
     model, colon, setting = text.rpartition(":")
     limit, equals, value = setting.partition("=")
     if not colon or not equals or not model:
@@ -122,6 +113,9 @@ def tenant_add(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Add a tenant owning the skillbooks and prefixes named, with its weight, cap and budgets."""
+    from ..distributed.tenancy.tenants import Tenant
+    from ..operations.tenants import add_tenant
+
     _valid_name(name)
     tenant = _tenant(
         Tenant(name),
@@ -161,6 +155,8 @@ def tenant_set(
 
     Samples waiting for a budget that this raises are sent again at once.
     """
+    from ..operations.tenants import change_tenant
+
     _valid_name(name)
     with open_command_fleet("tenant set", WHY) as fleet:
         tenant = change_tenant(
@@ -211,6 +207,8 @@ def tenant_remove(
     Refused (exit 4) while samples of it wait for budget or run: sent as a tenant that is gone,
     they would fail for good. --drain waits for them; --fail-waiting fails the waiting ones.
     """
+    from ..operations.tenants import remove_tenant
+
     _valid_name(name)
     with open_command_fleet("tenant remove", WHY) as fleet, ExitStack() as stack:
         failer = _WaitingFailer(stack)
@@ -286,6 +284,8 @@ def _progress_printer() -> Callable[[TenantWork], None]:
 @tenant_app.command("list", cls=HelpCommand)
 def tenant_list(as_json: JsonOption = False, api_key: ApiKeyOption = None) -> None:
     """Every tenant with what it owns, its weight, cap and budgets ('default' always)."""
+    from ..operations.tenants import list_tenants
+
     with open_command_fleet("tenant list", WHY) as fleet:
         shown = list_tenants(fleet, principal_of(fleet, api_key))
     if as_json:
@@ -318,6 +318,8 @@ def tenant_list(as_json: JsonOption = False, api_key: ApiKeyOption = None) -> No
 @tenant_app.command("show", cls=HelpCommand)
 def tenant_show(name: TenantArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None) -> None:
     """One tenant: what it owns by name and prefix, the skillbooks that are its now, weight, budgets."""
+    from ..operations.tenants import show_tenant
+
     _valid_name(name)
     with open_command_fleet("tenant show", WHY) as fleet:
         shown = show_tenant(fleet, principal_of(fleet, api_key), name)
@@ -333,6 +335,8 @@ def tenant_show(name: TenantArgument, as_json: JsonOption = False, api_key: ApiK
 
 
 def _valid_name(name: str) -> bool:
+    from ..distributed.tenancy.tenants import Tenant
+
     try:
         Tenant(name)
     except InvalidTenantError as exc:
@@ -385,6 +389,8 @@ def _release_waiting(fleet: FleetClient, name: str) -> int:
 
     Only when some wait: sending needs the Celery service (until the dispatcher takes its place).
     """
+    from ..operations.tenants import waiting_for_budget
+
     if not waiting_for_budget(fleet, name):
         return 0
     from ..distributed.worker.deferrals import release_deferred

@@ -6,18 +6,19 @@ root.py lists it in the ``tenant`` group.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..core.counts import counted
-from ..distributed.tenancy.tenants import ALL_MODELS, validate_tenant_name
-from ..distributed.tenancy.usage import UsageReport, WindowRow
-from ..operations.tenants import tenant_usage
+from ..distributed.tenancy.tenant_names import ALL_MODELS, validate_tenant_name
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .options import JsonOption
 from .output import console, new_table, print_json, print_table, printable
+
+if TYPE_CHECKING:
+    from ..distributed.tenancy.usage import UsageReport, WindowRow
 
 __all__ = ["usage_command"]
 
@@ -32,6 +33,8 @@ def usage_command(
     api_key: ApiKeyOption = None,
 ) -> None:
     """Spend per tenant and model (tokens, cost, requests) against its budgets per day and month."""
+    from ..operations.tenants import tenant_usage  # the registry loads when the command runs
+
     if tenant is not None:
         try:
             validate_tenant_name(tenant)

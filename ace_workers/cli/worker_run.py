@@ -32,8 +32,8 @@ from ..distributed.worker.health import ConsumptionWatchdog
 from ..distributed.worker.partitions import check_partition_count
 from ..observability import LOG_FORMATS, start_metrics_server
 from ..observability.tracing import configure_tracing
-from .common import require_shared_redis
 from .models import refuse_unusable_models
+from .options import require_shared_redis
 
 logger = logging.getLogger(__name__)
 

@@ -8,13 +8,15 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-__all__ = ["SKILL_STATUSES", "SimilarityDecision", "Skill", "normalise_content", "utc_now"]
+__all__ = ["OPERATION_TYPES", "SKILL_STATUSES", "SimilarityDecision", "Skill", "normalise_content", "utc_now"]
 
 # "invalid": soft-removed (by a REMOVE or a merge); "archived": set aside by hand or by pruning,
 # kept and restorable (core/lifecycle_rules.py). Only "active" skills are shown in prompts and counted.
 SkillStatus = Literal["active", "invalid", "archived"]
 SKILL_STATUSES = ("active", "invalid", "archived")
 TAGS = ("helpful", "harmful", "neutral")
+# The delta operations on skills (core/updates.py); here, apart from pydantic, for --help texts.
+OPERATION_TYPES = ("ADD", "UPDATE", "TAG", "REMOVE")
 
 
 def utc_now() -> str:

@@ -9,12 +9,10 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ..errors import InvalidUpdateError, JsonNestingError
 from .json_nesting import loads_bounded
-from .skill import TAGS
+from .skill import OPERATION_TYPES, TAGS
 from .skill_limits import MAX_CONTENT_CHARS
 
 __all__ = ["OPERATION_TYPES", "UpdateBatch", "UpdateOperation"]
-
-OPERATION_TYPES = ("ADD", "UPDATE", "TAG", "REMOVE")
 
 
 class UpdateOperation(BaseModel):

@@ -1,23 +1,30 @@
 """Observability: Prometheus metrics and structured (JSON) logs of workers, Opik and OpenTelemetry tracing.
 
-Neither opik nor opentelemetry is imported here: each loads on first use.
+Neither opik nor opentelemetry is imported here: each loads on first use. The names below load
+their module on first use too (PEP 562), so the settings, which read ``LOG_FORMATS``, do not load
+the metrics server or the tracing hook for every command.
 """
 
-from .logs import (
-    LOG_FORMATS,
-    JsonFormatter,
-    StepContextFilter,
-    StepLogContext,
-    TextFormatter,
-    configure_logging,
-    enter_step_log_context,
-    leave_step_log_context,
-    step_log_context,
-)
-from .metrics import METRIC_NAMES, MetricsServer, WorkerMetrics, start_metrics_server
-from .opik import OPIK_EXTRA, OpikSettings, connect_opik, register_opik_litellm_callback
-from .trace_hook import TracingHook
-from .tracing import configure_tracing, flush_tracing, shutdown_tracing, use_tracer_provider
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .logs import (
+        LOG_FORMATS,
+        JsonFormatter,
+        StepContextFilter,
+        StepLogContext,
+        TextFormatter,
+        configure_logging,
+        enter_step_log_context,
+        leave_step_log_context,
+        step_log_context,
+    )
+    from .metrics import METRIC_NAMES, MetricsServer, WorkerMetrics, start_metrics_server
+    from .opik import OPIK_EXTRA, OpikSettings, connect_opik, register_opik_litellm_callback
+    from .trace_hook import TracingHook
+    from .tracing import configure_tracing, flush_tracing, shutdown_tracing, use_tracer_provider
 
 __all__ = [
     # metrics
@@ -47,3 +54,6 @@ __all__ = [
     "shutdown_tracing",
     "TracingHook",
 ]
+
+_SOURCES = (".logs", ".metrics", ".opik", ".trace_hook", ".tracing")
+__getattr__ = lazy_exports(__name__, __all__, _SOURCES)

@@ -119,7 +119,8 @@ def test_help_lists_the_commands_without_loading_what_they_run(args: tuple[str, 
         "    main()\n"
         "except SystemExit:\n"
         "    pass\n"
-        "wanted = ('redis', 'numpy', 'pydantic', 'ace_workers.core.skillbook', 'ace_workers.operations', *HEAVY)\n"
+        "wanted = ('redis', 'numpy', 'pydantic', 'ace_workers.core.skillbook',\n"
+        "          'ace_workers.operations', *HEAVY)\n"
         "print(sorted(m for m in wanted if m in sys.modules), file=sys.stderr)\n"
     ).replace("HEAVY", repr(HEAVY))
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...errors import AceError
-from ..store.batches import BatchStatus
 
 # NotAWorkerApp: raised by the tools' app (worker/app.py), kept among the ops errors too.
 from ..worker.errors import NotAWorkerApp
+
+if TYPE_CHECKING:  # a type only: an error module loads neither the store nor redis
+    from ..store.batches import BatchStatus
 
 __all__ = [
     "OpsError",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from ..errors import InvalidSettingError
 from ..settings import WorkerSettings, env_name
-from ..worker.redis_health import ping_redis
 
 __all__ = ["DEFAULT_FLOWER_ADDRESS", "DEFAULT_FLOWER_PORT", "flower_argv", "run_flower"]
 
@@ -42,6 +41,9 @@ def run_flower(settings: WorkerSettings, *, port: int, address: str, basic_auth:
         raise InvalidSettingError(
             env_name("redis_url"), None, "Flower watches the workers of a Redis: set it"
         )
+    # redis loads when Flower starts: the command's --help reads this module's defaults only.
+    from ..worker.redis_health import ping_redis
+
     ping_redis(settings.redis_url, timeout=settings.redis_connect_timeout_seconds)
     from .inspect_app import build_cli_app  # Celery, only when Flower starts
 

@@ -25,6 +25,7 @@ from ...core.updates import UpdateBatch
 from ...errors import one_line
 from .changelog import SkillImage
 from .errors import CorruptDataError
+from .review_names import ProposalStatus
 from .review_policy import operation_signature
 
 __all__ = [
@@ -54,14 +55,6 @@ class ProposalKind(str, Enum):
 
     UPDATE = "update"  # UpdateOperations, as SkillbookWrites.apply applies them
     CONSOLIDATE = "consolidate"  # a dedup ConsolidationBatch
-
-
-class ProposalStatus(str, Enum):
-    """Where a proposal stands; only a pending one can be decided."""
-
-    PENDING = "pending"
-    APPROVED = "approved"
-    REJECTED = "rejected"
 
 
 class Decision(BaseModel):

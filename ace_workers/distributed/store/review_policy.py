@@ -18,9 +18,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...core.skill import normalise_content
-from ...core.updates import OPERATION_TYPES, UpdateBatch, UpdateOperation
+from ...core.updates import UpdateBatch, UpdateOperation
 from ...errors import one_line
 from .errors import CorruptDataError
+from .review_names import CONSOLIDATE, DUPLICATE_MODES, POLICY_SUBJECTS, DuplicateMode
 
 __all__ = [
     "AUTO",
@@ -37,12 +38,7 @@ __all__ = [
 
 AUTO: Literal["auto"] = "auto"
 REVIEW: Literal["review"] = "review"
-CONSOLIDATE = "CONSOLIDATE"  # a dedup run's consolidation batch, reviewed as one
-# What a rule can name: the update operation types, and dedup's consolidation.
-POLICY_SUBJECTS = (*OPERATION_TYPES, CONSOLIDATE)
 Mode = Literal["auto", "review"]
-DuplicateMode = Literal["review", "reject"]
-DUPLICATE_MODES: tuple[DuplicateMode, ...] = ("review", "reject")
 
 
 class ReviewPolicy(BaseModel):

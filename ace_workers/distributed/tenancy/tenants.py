@@ -25,6 +25,7 @@ from ..store.errors import CorruptDataError
 from ..store.keys import DEFAULT_TENANT, tenants_key, tenants_version_key, validate_skillbook_name
 from ..store.replies import decode_text
 from .errors import InvalidTenantError, TenantConflictError, TenantExistsError, UnknownTenantError
+from .tenant_names import ALL_MODELS, BUDGET_ACTIONS, BUDGET_LIMITS, validate_tenant_name
 
 __all__ = [
     "ALL_MODELS",
@@ -40,32 +41,14 @@ __all__ = [
     "validate_tenant_name",
 ]
 
-# The model name of a budget that counts every model of the tenant together.
-ALL_MODELS = "*"
-# What happens to a sample whose tenant's budget is spent: it waits for the window to reset
-# (or the budget to be raised), or it fails with the reason.
-BUDGET_ACTIONS = ("wait", "fail")
-
-# The four limits of a budget, in the order they are shown.
-BUDGET_LIMITS = ("tokens_per_day", "tokens_per_month", "cost_per_day", "cost_per_month")
 # The largest limits a budget may set (docs/tenants.md): far above any real spend, and small
 # enough that the limiter's float arithmetic never overflows (400 nines did, at every LLM step).
 MAX_BUDGET_TOKENS = 10**15
 MAX_BUDGET_USD = 10**9
 MAX_MODEL_CHARS = 200  # litellm's longest model names are under 100
 
-_TENANT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _WATCH_ATTEMPTS = 20
-
-
-def validate_tenant_name(name: object) -> str:
-    """Return ``name`` if it can name a tenant (lowercase letters, digits, ``-``, ``_``; 64 at most)."""
-    if not isinstance(name, str) or _TENANT_NAME.fullmatch(name) is None:
-        raise InvalidTenantError(
-            "name", name, "use 1 to 64 lowercase letters, digits, '-' or '_', starting with a letter or digit"
-        )
-    return name
 
 
 @dataclass(frozen=True)
