@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ace_workers.cli.common import scan_inputs, stream_inputs
+from ace_workers.cli.inputs import scan_inputs, stream_inputs
 from ace_workers.cli.sessions import scan_sessions, stream_sessions
 from ace_workers.distributed.settings import WorkerSettings
 from tests.support.docs import code_blocks
