@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from ..core.counts import counted
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
@@ -105,8 +106,8 @@ def resume_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> No
         console.print(f"batch {batch_id} is {status.state.label}: nothing to resume")
     else:
         console.print(
-            f"batch {batch_id}: {sent} sample(s) never sent are on their way; "
-            f"{redriven} lost sample(s) sent again"
+            f"batch {batch_id}: {counted(sent, 'sample')} never sent now on the way; "
+            f"{counted(redriven, 'lost sample')} sent again"
         )
 
 

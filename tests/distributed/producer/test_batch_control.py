@@ -103,7 +103,7 @@ def test_batch_resume_sends_what_a_dead_producer_never_sent(
         status = handle.wait(timeout=TIMEOUT)
 
     assert result.exit_code == 0, result.output
-    assert "batch crashed: 3 sample(s) never sent are on their way" in said(result.output)
+    assert "batch crashed: 3 samples never sent now on the way" in said(result.output)
     assert (status.done, status.failed, status.enqueued) == (5, 0, 5)
 
 
