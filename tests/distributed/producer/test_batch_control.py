@@ -131,8 +131,11 @@ def test_a_batch_its_producer_left_half_stored_is_refused_by_resume_naming_the_c
 
     result = CliRunner().invoke(cli_app, ["batch", "resume", "half"])
 
-    assert result.exit_code == 1
-    assert "batch half stores 2 of its 4 inputs (its producer died while storing them)" in said(result.output)
+    assert result.exit_code == 4  # refused, as the console refuses it (409): the same operation
+    assert said(result.output) == (
+        "error: batch half stores 2 of its 4 inputs (its producer died while storing them): "
+        "it cannot be resumed; cancel it and send the inputs again"
+    )
     assert batches.status("half").enqueued == 0
 
 
