@@ -162,5 +162,8 @@ def _apply(
 
 
 def describe_changes(changes: Changes) -> str:
-    """``changes`` in words: "3 skillbooks given their count", or "nothing to change"."""
-    return ", ".join(f"{count} {what}" for what, count in changes.items()) or "nothing to change"
+    """``changes`` in words: "skillbooks given their count: 3", or "nothing to change".
+
+    The count follows its phrase, so one of anything reads right ("...: 1", never "1 skillbooks").
+    """
+    return "; ".join(f"{what}: {count}" for what, count in changes.items()) or "nothing to change"

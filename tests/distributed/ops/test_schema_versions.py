@@ -181,7 +181,7 @@ def test_migrate_dry_run_counts_and_changes_nothing(ace: Ace, redis_client: redi
     before = {key: redis_client.dump(key) for key in redis_client.scan_iter()}
     ran = ace("migrate", "--dry-run")
     assert ran.code == 0, ran
-    assert "would change: 3 skillbooks given their active-skill count" in ran.out
+    assert "would change: skillbooks given their active-skill count: 3" in ran.out
     assert {key: redis_client.dump(key) for key in redis_client.scan_iter()} == before
 
 
@@ -192,7 +192,7 @@ def test_migrate_stores_the_counts_stamps_and_a_second_run_does_nothing(
     drop_counts(redis_client, NAMES[:3])
     first = ace("migrate")
     assert first.code == 0, first
-    assert "changed: 3 skillbooks given their active-skill count" in first.out
+    assert "changed: skillbooks given their active-skill count: 3" in first.out
     assert counts(redis_client, NAMES) == [b"2"] * 5
     assert read_schema(redis_client, PREFIX).version == SCHEMA_VERSION
     second = ace("migrate")
