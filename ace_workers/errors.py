@@ -55,6 +55,11 @@ def one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
+def _counted(count: int, noun: str) -> str:
+    """core.counts.counted's wording ("1 attempt", "2 attempts"); errors sits below core, cannot import it."""
+    return f"{count:,} {noun if count == 1 else noun + 's'}"
+
+
 class AceError(Exception):
     """Root of every error raised by ace-workers."""
 
@@ -98,8 +103,8 @@ class UnknownSettingError(SettingsError):
             f"{name} (did you mean {suggestions[name]}?)" if suggestions.get(name) else name for name in names
         ]
         super().__init__(
-            f"unknown setting(s): {', '.join(described)}; every {prefix}* variable must name a {owner} "
-            "field (listed in its docstring)"
+            f"unknown {'setting' if len(names) == 1 else 'settings'}: {', '.join(described)}; "
+            f"every {prefix}* variable must name a {owner} field (listed in its docstring)"
         )
 
 
@@ -313,7 +318,7 @@ class EmptySessionError(AceError, ValueError):
         self.skipped = skipped
         super().__init__(
             f"{source}: the session holds no user or assistant message to learn from "
-            f"({events} event(s), {skipped} of them of a type not understood)"
+            f"({_counted(events, 'event')}, {skipped} of them of a type not understood)"
         )
 
 
@@ -359,7 +364,9 @@ class RetriesExhausted(LLMError):
         self.last_error = last_error
         self.last_completion = last_completion
         self.usage = usage or {}
-        super().__init__(f"{what}: no valid output after {attempts} attempt(s); last error: {last_error}")
+        super().__init__(
+            f"{what}: no valid output after {_counted(attempts, 'attempt')}; last error: {last_error}"
+        )
 
 
 class RecursiveReflectorError(RetriesExhausted):
@@ -378,7 +385,7 @@ class RecursiveReflectorError(RetriesExhausted):
         self.rr_trace: dict[str, Any] = dict(rr_trace or {})
         # The last error is the sandbox's or the validation's text, not an exception object.
         self.args = (
-            f"recursive reflector: no valid FINAL reflection after {iterations} iteration(s); "
+            f"recursive reflector: no valid FINAL reflection after {_counted(iterations, 'iteration')}; "
             f"last error: {last_error or 'none (the code never called FINAL)'}",
         )
 
@@ -392,7 +399,7 @@ class LearningFailed(AceError):
         self.failed_at = failed_at
         where = f" at {failed_at}" if failed_at else ""
         cause = one_line(f"{type(first_cause).__name__}: {first_cause}")
-        super().__init__(f"all {count} sample(s) failed; first error{where}: {cause}")
+        super().__init__(f"all {_counted(count, 'sample')} failed; first error{where}: {cause}")
 
 
 class SandboxUnavailableError(AceError, RuntimeError):

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
+from ..core.counts import counted
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
 from .options import JsonOption, redis_settings
-from .output import console, err_console, print_json, printable
+from .output import console, print_json, printable
 from .service import open_service, require_workers
 
 if TYPE_CHECKING:  # a type only: the store (and redis) load when a batch command runs
@@ -76,37 +78,40 @@ def _batch_table(batches: list[BatchStatus]) -> Table:
 
 
 @batch_app.command("resume", cls=HelpCommand)
-def resume_command(batch_id: BatchIdArgument, as_json: JsonOption = False) -> None:
-    """Send the samples of a batch never sent (its producer died), and again those lost on the way."""
-    # It sends messages: the Celery service, until the dispatcher takes its place.
-    from ..distributed.store.batches import BatchState
-    from ..distributed.worker.reconcile import reconcile_batch
+def resume_command(
+    batch_id: BatchIdArgument, as_json: JsonOption = False, api_key: ApiKeyOption = None
+) -> None:
+    """Send the samples of a batch never sent (its producer died), and again those lost on the way.
 
-    settings = redis_settings("batch resume", "batches live in a shared Redis")
-    with open_service(settings, run_workers=False, learn_threads=1) as service:
-        status = service.runtime.batches.status(batch_id)
-        sent = redriven = 0
-        if status.state is BatchState.RUNNING:
-            if not status.fully_stored:
-                err_console.print(
-                    f"batch {batch_id} stores {status.stored} of its {status.per_epoch} inputs (its "
-                    "producer died while storing them): it cannot be resumed; cancel it and send the "
-                    "inputs again",
-                    style="red",
-                    markup=False,
-                )
-                raise typer.Exit(code=1)
+    Refused (exit 4) for a batch its producer left half stored: cancel it and send the inputs again.
+    """
+    # The checks are the operation's, as on the console; the store (and redis) load when it runs.
+    from ..distributed.store.batches import BatchState
+    from ..operations.batches import resume_batch
+
+    why = "batches live in a shared Redis"
+    with open_command_fleet("batch resume", why) as fleet, ExitStack() as stack:
+
+        def send(status: BatchStatus) -> tuple[int, int]:
+            # It sends messages: the Celery service, opened only for a batch that is resumed.
+            from ..distributed.worker.reconcile import reconcile_batch
+
+            settings = redis_settings("batch resume", why)
+            service = stack.enter_context(open_service(settings, run_workers=False, learn_threads=1))
             require_workers(service, status.recipe, status.skillbook)
             sent = service.producer.resume(batch_id)
-            redriven = len(reconcile_batch(service.dispatcher, batch_id).redriven)
+            return sent, len(reconcile_batch(service.dispatcher, batch_id).redriven)
+
+        result = resume_batch(fleet, principal_of(fleet, api_key), batch_id, send)
+    status, sent, redriven = result.status, result.sent, result.redriven
     if as_json:
         print_json({"batch_id": batch_id, "state": status.state.value, "sent": sent, "redriven": redriven})
     elif status.state is not BatchState.RUNNING:
         console.print(f"batch {batch_id} is {status.state.label}: nothing to resume")
     else:
         console.print(
-            f"batch {batch_id}: {sent} sample(s) never sent are on their way; "
-            f"{redriven} lost sample(s) sent again"
+            f"batch {batch_id}: {counted(sent, 'sample')} never sent now on the way; "
+            f"{counted(redriven, 'lost sample')} sent again"
         )
 
 

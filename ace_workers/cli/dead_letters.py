@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..core.counts import counted
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
@@ -114,7 +115,7 @@ def dead_letters_retry(
             }
         )
     else:
-        typer.echo(f"{report.sent} message(s) sent back")
+        typer.echo(f"{counted(report.sent, 'message')} sent back")
         for letter, problem in report.kept:
             typer.echo(printable(f"kept {letter.position} ({letter.step}): {problem}"), err=True)
     if report.kept:

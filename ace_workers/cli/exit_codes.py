@@ -46,7 +46,8 @@ EXIT_CODES_HELP = (
     "infrastructure unreachable (Redis or the broker did not answer, or no worker serves a queue "
     f"the work needs); {EXIT_REFUSED} refused by a gate or a policy (label promote --if-better: "
     "the candidate is not better; migrate: a migration needs the fleet stopped; an API key of "
-    "another tenant; tenant remove while its samples wait or run). Results go to stdout "
+    f"another tenant; tenant remove while its samples wait or run); {EXIT_INTERRUPTED} interrupted "
+    "by Ctrl-C (learn, status --watch). Results go to stdout "
     "(one JSON document with --json); warnings and errors to stderr."
 )
 

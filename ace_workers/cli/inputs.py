@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ..core.counts import noun_for
 from ..core.jsonl import SkippedLines, iter_jsonl
 from ..distributed.worker.errors import PayloadError
 from .output import print_warning
@@ -81,7 +82,9 @@ def sample_from_line(item: Any, path: Path, number: int) -> Sample:
     extra = sorted(set(item) - names)
     if extra:
         unknown = ", ".join(repr(name) for name in extra)
-        raise typer.BadParameter(f"{path}:{number}: not a sample: unknown field(s) {unknown} ({shape})")
+        raise typer.BadParameter(
+            f"{path}:{number}: not a sample: unknown {noun_for(len(extra), 'field')} {unknown} ({shape})"
+        )
     return Sample(**item)
 
 

@@ -225,7 +225,7 @@ def tenant_remove(
         return
     if failer.failed:
         console.print(
-            f"{failer.failed} sample(s) waiting for budget failed as dead letters "
+            f"{counted(failer.failed, 'sample')} waiting for budget failed as dead letters "
             "(ace-workers dead-letters retry sends them as the skillbooks' owner)",
             markup=False,
         )
@@ -273,8 +273,8 @@ def _progress_printer() -> Callable[[TenantWork], None]:
             return
         shown.append(work)
         typer.echo(
-            f"tenant {work.name}: {work.waiting} sample(s) waiting for budget, {work.running} running "
-            "or queued; waiting until none (Ctrl-C stops, nothing removed)",
+            f"tenant {work.name}: {counted(work.waiting, 'sample')} waiting for budget, "
+            f"{work.running} running or queued; waiting until none (Ctrl-C stops, nothing removed)",
             err=True,
         )
 

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ..core.counts import noun_for
 from ..distributed.settings import WorkerSettings
 
 __all__ = ["worker_command", "worker_queues"]
@@ -78,7 +79,8 @@ def worker_queues(settings: WorkerSettings, roles: list[str], partition: int | N
     if unknown or not roles:
         shown = "execute, learn, write" + (f", write.0 to write.{partitions - 1}" if partitions > 1 else "")
         raise typer.BadParameter(
-            f"unknown queue role(s) {unknown} with ACE_WRITE_PARTITIONS={partitions}: use {shown}"
+            f"unknown queue {noun_for(len(unknown), 'role')} {unknown} "
+            f"with ACE_WRITE_PARTITIONS={partitions}: use {shown}"
         )
     if partition is not None and "write" not in roles:
         raise typer.BadParameter("--partition is for a writer: give it with --queues write")

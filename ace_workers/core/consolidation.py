@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from ..errors import InvalidConsolidationError, InvalidUpdateError, JsonNestingError
+from .counts import counted
 from .json_nesting import loads_bounded
 from .skill import TAGS, SimilarityDecision, Skill, utc_now
 from .skill_limits import MAX_CONTENT_CHARS
@@ -205,7 +206,8 @@ class ConsolidationReport:
         """One line for logs."""
         return (
             f"{sum(len(ids) for ids in self.merged.values())} merged into {len(self.merged)}, "
-            f"{len(self.deleted)} deleted, {len(self.kept)} pair(s) kept, {len(self.updated)} updated"
+            f"{len(self.deleted)} deleted, {counted(len(self.kept), 'pair')} kept, "
+            f"{len(self.updated)} updated"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ program's stream-json output are all read here. Blank lines are ignored; a
 line that is not JSON (or, where only objects are wanted, a JSON value that
 is not an object) is skipped and recorded in a :class:`SkippedLines`, which
 reports them in one sentence naming the source and each line:
-``skipped 2 line(s) of t.jsonl: line 2 (not JSON: Expecting value at column 1),
+``skipped 2 lines of t.jsonl: line 2 (not JSON: Expecting value at column 1),
 line 3 (a JSON list, not an object)``.
 
 Lives in ``core`` so that the steps, the lowest of its users, import it without
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import JsonNestingError
+from .counts import counted
 from .json_nesting import loads_bounded
 
 __all__ = ["MAX_REPORTED_LINES", "SkippedLines", "iter_json_lines", "iter_jsonl", "read_jsonl_objects"]
@@ -50,7 +51,7 @@ class SkippedLines:
         """The one wording of every reader: the source, how many lines, and each shown line with why."""
         shown = ", ".join(f"line {number} ({reason})" for number, reason in self.first)
         more = self.count - len(self.first)
-        return f"skipped {self.count} line(s) of {self.source}: {shown}" + (
+        return f"skipped {counted(self.count, 'line')} of {self.source}: {shown}" + (
             f" and {more} more" if more > 0 else ""
         )
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ..core.counts import counted
 from ..core.skill import Skill
 from ..core.writable import WritableSkillbook
 from .cache import EmbeddingCache, InMemoryEmbeddingCache, content_hash
@@ -190,7 +191,7 @@ class SimilarityDetector:
                 new = {h: row.tolist() for h, row in zip(texts, computed, strict=True)}
                 self.cache.put_many(new)
                 vectors.update(new)
-                logger.debug("embedded %d skill text(s) with %s", len(texts), self.model_name)
+                logger.debug("embedded %s with %s", counted(len(texts), "skill text"), self.model_name)
         fresh = {
             skill.id: (h, list(vectors[h]))
             for skill, h in zip(skills, hashes, strict=True)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..core.counts import counted
 from ..errors import EmbeddingUnavailableError
 from ..protocols.deduplication import DEFAULT_EMBEDDING_MODEL, Embedder
 from ..providers._lazy_imports import import_litellm
@@ -164,7 +165,7 @@ def as_matrix(vectors: Any, expected_rows: int) -> FloatMatrix:
     """An embedder's output as a float32 (n, dim) matrix; ValueError if its shape is wrong."""
     matrix = np.asarray(vectors, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != expected_rows:
-        raise ValueError(f"an embedder returned shape {matrix.shape} for {expected_rows} text(s)")
+        raise ValueError(f"an embedder returned shape {matrix.shape} for {counted(expected_rows, 'text')}")
     return matrix
 
 

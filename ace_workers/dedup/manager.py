@@ -27,6 +27,7 @@ from ..core.consolidation import (
     MergeOp,
     check_consolidation,
 )
+from ..core.counts import counted
 from ..core.skill import Skill
 from ..core.writable import WritableSkillbook
 from ..errors import InvalidConsolidationError, InvalidUpdateError, LLMError
@@ -165,11 +166,15 @@ class DeduplicationManager:
         check_consolidation(ops, skills)  # each part is valid; this guards their combination
         named = {skill_id for op in ops for skill_id in op.named_ids()}
         batch = ConsolidationBatch(
-            reasoning=f"{len(pairs)} similar pair(s) considered",
+            reasoning=f"{counted(len(pairs), 'similar pair')} considered",
             operations=ops,
             planned_contents={skill_id: skills[skill_id].content for skill_id in sorted(named)},
         )
-        logger.info("deduplication planned %d operation(s) for %d similar pair(s)", len(ops), len(pairs))
+        logger.info(
+            "deduplication planned %s for %s",
+            counted(len(ops), "operation"),
+            counted(len(pairs), "similar pair"),
+        )
         return batch
 
     def _auto_merges(
@@ -210,8 +215,8 @@ class DeduplicationManager:
                 continue
             return list(response.consolidation_operations)
         logger.warning(
-            "consolidation answers were rejected %d time(s); only the auto-merge rule applies",
-            self.config.llm_attempts,
+            "consolidation answers were rejected %s; only the auto-merge rule applies",
+            counted(self.config.llm_attempts, "time"),
         )
         return []
 

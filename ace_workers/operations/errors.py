@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.counts import counted
 from ..distributed.store.errors import StoreError
 from ..distributed.tenancy.errors import TenancyError
 from ..errors import AceError
@@ -44,7 +45,8 @@ class TenantBusyError(TenancyError):
         self.waiting = waiting
         self.running = running
         super().__init__(
-            f"tenant {name!r} has {waiting} sample(s) waiting for budget and {running} running or queued: "
+            f"tenant {name!r} has {counted(waiting, 'sample')} waiting for budget "
+            f"and {running} running or queued: "
             "removed now, they would fail for good; nothing removed. Wait until they finish (--drain), "
             "or fail the waiting ones as dead letters that dead-letters retry sends as the skillbooks' "
             "owner then (--fail-waiting)"

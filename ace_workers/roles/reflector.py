@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..core.counts import counted
 from ..core.outputs import AgentOutput, ReflectorOutput
 from ..protocols import LLMClientLike, SkillbookLike
 from .base import LLMRole
@@ -62,8 +63,8 @@ class Reflector(LLMRole):
         prompt = self.build_prompt(question, agent_output, skillbook, ground_truth, feedback, trace)
         reflection = self._ask(prompt, ReflectorOutput, kwargs)
         logger.debug(
-            "reflection: %d learning(s), %d tag(s)",
-            len(reflection.extracted_learnings),
-            len(reflection.skill_tags),
+            "reflection: %s, %s",
+            counted(len(reflection.extracted_learnings), "learning"),
+            counted(len(reflection.skill_tags), "tag"),
         )
         return reflection

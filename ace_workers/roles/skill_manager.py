@@ -6,6 +6,7 @@ import json
 import logging
 from typing import Any
 
+from ..core.counts import counted
 from ..core.outputs import ReflectorOutput, SkillManagerOutput
 from ..core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer
 from ..protocols import LLMClientLike, SkillbookLike
@@ -76,7 +77,7 @@ class SkillManager(LLMRole):
         """
         prompt = self.build_prompt(reflection, skillbook, question_context, progress)
         output = self._ask(prompt, SkillManagerOutput, kwargs)
-        logger.debug("skill manager proposed %d operation(s)", len(output.update.operations))
+        logger.debug("skill manager proposed %s", counted(len(output.update.operations), "operation"))
         return output
 
 

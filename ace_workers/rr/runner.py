@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..core.context import ACEStepContext
+from ..core.counts import counted
 from ..core.outputs import AgentOutput, ReflectorOutput
 from ..errors import RecursiveReflectorError
 from ..observability.spans import traced_llm_call
@@ -156,7 +157,9 @@ class RRStep:
                 return reflection.model_copy(update={"raw": raw})
         last_error = iterations[-1]["error"] if iterations else None
         rr_trace = make_rr_trace(iterations, self.config.max_iterations, final_called=False)
-        logger.warning("recursive reflector gave up after %d iteration(s): %s", len(iterations), last_error)
+        logger.warning(
+            "recursive reflector gave up after %s: %s", counted(len(iterations), "iteration"), last_error
+        )
         raise RecursiveReflectorError(len(iterations), last_error, rr_trace, last_text)
 
     def _run_turn(

@@ -49,6 +49,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Final
 
+from ..core.counts import counted
 from ..errors import SandboxUnavailableError
 from .boundary import SANDBOX_UID, OSBoundary, find_boundary
 
@@ -324,7 +325,10 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 def _diagnose_signal(number: int, stderr: str, limits: SandboxLimits) -> tuple[str | None, str]:
     name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else str(number)
     if number == signal.SIGXCPU:
-        return KILLED_CPU, f"TimeoutError: the code used more than {limits.effective_cpu_s} CPU second(s)"
+        return (
+            KILLED_CPU,
+            f"TimeoutError: the code used more than {counted(limits.effective_cpu_s, 'CPU second')}",
+        )
     # SIGKILL we did not send: the kernel's OOM killer (the CPU limit sends SIGXCPU first).
     if number == signal.SIGKILL or any(marker in stderr for marker in _MEMORY_MARKERS):
         return KILLED_MEMORY, f"MemoryError: the code ran out of its {limits.memory_mb} MB ({name})"

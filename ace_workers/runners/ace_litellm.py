@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline import Pipeline, SampleResult
 
 from ..core.context import ACEStepContext, SkillbookView
+from ..core.counts import counted
 from ..core.environments import Sample, TaskEnvironment
 from ..core.outputs import AgentOutput
 from ..core.skillbook import Skillbook
@@ -271,9 +272,9 @@ def check_learning(results: list[SampleResult[ACEStepContext]]) -> list[SampleRe
     if len(failed) == len(results):
         raise LearningFailed(len(failed), first_error, failed_at)
     logger.warning(
-        "%d of %d sample(s) failed; first error at %s: %s (each result's .error holds its own)",
+        "%d of %s failed; first error at %s: %s (each result's .error holds its own)",
         len(failed),
-        len(results),
+        counted(len(results), "sample"),
         failed_at,
         one_line(f"{type(first_error).__name__}: {first_error}"),
     )

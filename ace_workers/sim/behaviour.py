@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from ..core.consolidation import ConsolidationOp, KeepOp, MergeOp
+from ..core.counts import counted
 from ..core.outputs import AgentOutput, ExtractedLearning, ReflectorOutput, SkillManagerOutput, SkillTag
 from ..core.updates import UpdateBatch, UpdateOperation
 from ..dedup.prompts import ConsolidationResponse
@@ -256,7 +257,8 @@ def simulate_skill_manager(prompt: str, world: SimWorld) -> SkillManagerOutput:
             )
     tags = [UpdateOperation(type="TAG", skill_id=i, metadata=m) for i, m in votes.items()]
     updates = sum(op.type == "UPDATE" for op in additions)
-    summary = f"{len(additions) - updates} new skill(s), {updates} updated, {len(tags)} skill(s) tagged."
+    new = counted(len(additions) - updates, "new skill")
+    summary = f"{new}, {updates} updated, {counted(len(tags), 'skill')} tagged."
     return SkillManagerOutput(update=UpdateBatch(reasoning=summary, operations=[*tags, *additions]))
 
 
@@ -297,6 +299,6 @@ def simulate_consolidation(prompt: str, world: SimWorld) -> ConsolidationRespons
             )
     merges = sum(isinstance(op, MergeOp) for op in operations)
     return ConsolidationResponse(
-        reasoning=f"{merges} merge(s), {len(operations) - merges} pair(s) kept.",
+        reasoning=f"{counted(merges, 'merge')}, {counted(len(operations) - merges, 'pair')} kept.",
         consolidation_operations=operations,
     )

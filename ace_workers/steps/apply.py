@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from ..core.context import ACEStepContext
+from ..core.counts import counted
 from ..core.writable import WritableSkillbook
 from ._checks import require_field
 
@@ -35,9 +36,9 @@ class ApplyStep:
         report = self.skillbook.apply_update(output.update)
         if report.skipped:
             logger.warning(
-                "ApplyStep: sample %d: skipped %d operation(s) naming unknown skills: %s",
+                "ApplyStep: sample %d: skipped %s naming unknown skills: %s",
                 ctx.global_sample_index,
-                report.skipped_ops,
+                counted(report.skipped_ops, "operation"),
                 ", ".join(f"#{index} {op_type} {skill_id!r}" for index, op_type, skill_id in report.skipped),
             )
         logger.debug(

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from ..core.context import ACEStepContext
+from ..core.counts import counted
 from ._checks import require_field
 
 __all__ = ["ObservabilityStep"]
@@ -27,15 +28,15 @@ class ObservabilityStep:
     def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
         metrics = _sample_metrics(ctx)
         logger.info(
-            "sample %d (epoch %d/%d, step %d/%s): answer %s, %d operation(s), skillbook %d skill(s)",
+            "sample %d (epoch %d/%d, step %d/%s): answer %s, %s, skillbook %s",
             metrics["global_sample_index"],
             metrics["epoch"],
             metrics["total_epochs"],
             metrics["step_index"],
             metrics["total_steps"] if metrics["total_steps"] is not None else "?",
             "present" if metrics["answer_present"] else "missing",
-            metrics["operations"],
-            metrics["skillbook_size"],
+            counted(metrics["operations"], "operation"),
+            counted(metrics["skillbook_size"], "skill"),
             extra={"ace_metrics": metrics},
         )
         return ctx

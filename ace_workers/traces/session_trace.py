@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..core.counts import counted
 from ..core.skill_ids import extract_cited_skill_ids
 from ..errors import EmptySessionError
 from .trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS, cut_text, part_text
@@ -183,7 +184,7 @@ class SessionRecorder:
         if self.summaries:
             return self.summaries[-1]
         if self.errors:
-            return f"The session ran into {len(self.errors)} error(s); the last: {self.errors[-1]}"
+            return f"The session ran into {counted(len(self.errors), 'error')}; the last: {self.errors[-1]}"
         return None
 
     def _step(self, label: str, text: str) -> None:

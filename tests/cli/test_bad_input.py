@@ -39,7 +39,7 @@ def test_a_line_nested_too_deeply_is_named_and_skipped_not_a_traceback(
     Path("deep.jsonl").write_text(TOO_DEEP)
     code, output = invoke(*command, "deep.jsonl", "--skillbook", "book")
     assert code == 2
-    assert "skipped 1 line(s) of deep.jsonl: line 1 (not JSON: nested too deeply to read)" in output
+    assert "skipped 1 line of deep.jsonl: line 1 (not JSON: nested too deeply to read)" in output
     assert "deep.jsonl holds no usable line" in output
     assert keys_of(redis_client, PREFIX) == []
 

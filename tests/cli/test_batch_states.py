@@ -148,3 +148,22 @@ def test_batch_lists_limit_is_the_recent_index_cap() -> None:
     from ace_workers.distributed.store.batches import RECENT_BATCHES
 
     assert MOST_RECENT == RECENT_BATCHES
+
+
+def test_batch_resume_with_another_tenants_key_is_refused_and_sends_nothing(
+    env: pytest.MonkeyPatch, redis_client: redis.Redis
+) -> None:
+    TenantRegistry(redis_client, prefix=PREFIX).add(Tenant("alpha", prefixes=("alpha-",)))
+    batches = ledger_batch(redis_client, PREFIX, "theirs", unfinished=2, skillbook="book")
+    key, secret = ApiKeys(redis_client, prefix=PREFIX).create("alpha", "learn")
+    exit_code, output = run("batch", "resume", "theirs", "--api-key", secret)
+    assert exit_code == 4, output
+    assert f"key {key.id!r} of tenant 'alpha' (role 'learn') is refused skillbook 'book'" in said(output)
+    assert batches.redrives("theirs") == {}
+
+
+def test_batch_resume_of_a_finished_batch_sends_nothing_and_needs_no_worker(
+    env: pytest.MonkeyPatch, redis_client: redis.Redis
+) -> None:
+    ledger_batch(redis_client, PREFIX, "b1", done=1, failed=1)
+    assert run("batch", "resume", "b1") == (0, "batch b1 is done with failures: nothing to resume\n")

@@ -44,7 +44,7 @@ def test_learn_on_an_embedded_redis_skips_bad_lines_and_writes_the_skillbook(
     )
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())  # rich wraps long lines
-    assert f"skipped 1 line(s) of {traces}: line 2 (not JSON" in said
+    assert f"skipped 1 line of {traces}: line 2 (not JSON" in said
     assert "9 done, 0 failed" in said
     assert "deduplication is off: set ACE_DEDUP_PROVIDER=sentence_transformers" in said
     book = Skillbook.load_from_file(out)
@@ -154,7 +154,7 @@ def test_status_and_dead_letters_list_and_retry(
 
         retried = runner.invoke(app, ["dead-letters", "retry"])
         assert retried.exit_code == 0
-        assert "2 message(s) sent back" in retried.output
+        assert "2 messages sent back" in retried.output
         key = dead_letters_key("clidead")
         # The retried steps ran again and failed again.
         wait_for(lambda: redis_client.llen(key) >= 2, 30, "the retried letters to come back", every=0.05)
@@ -175,7 +175,7 @@ def test_dead_letters_retry_keeps_a_letter_whose_batch_expired_and_says_so_in_on
     park_letter(redis_client, "cliexpired", recipe="trace_analyser", batch_id="expired")
     retried = CliRunner().invoke(app, ["dead-letters", "retry"])
     assert retried.exit_code == 1
-    assert retried.stdout == "0 message(s) sent back\n"
+    assert retried.stdout == "0 messages sent back\n"
     assert retried.stderr == (
         "kept 0 (ReflectStep): batch 'expired' no longer exists (a batch's records expire "
         "ACE_RESULT_TTL_SECONDS after it finished); the letter stays parked\n"
@@ -230,7 +230,7 @@ def test_skillbook_dedup_finds_paraphrases_with_the_packaged_model_and_remembers
     assert cached == 4
     result = runner.invoke(app, ["skillbook", "dedup", "tenant"])
     assert result.exit_code == 0, result.output
-    assert "1 pair(s) kept" in result.output
+    assert "1 pair kept" in result.output
     assert store.version() == 2
     assert store.export().has_keep_decision("units-00001", "units-00002")
     # The decision is remembered in Redis: the pair is not flagged again, nothing is embedded again.

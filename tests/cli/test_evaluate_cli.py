@@ -214,7 +214,7 @@ def test_promote_without_if_better_moves_the_label_unconditionally(
     [
         ('{"question": "q", "ground_truth": "a"}\n\n{not json\n', "tasks.jsonl:3: not JSON"),
         ('{"question": "q"}\n', "tasks.jsonl:1: 'ground_truth' must be a non-empty string"),
-        ('{"question": "q", "ground_truth": "a", "answer": "b"}\n', "tasks.jsonl:1: unknown field(s) answer"),
+        ('{"question": "q", "ground_truth": "a", "answer": "b"}\n', "tasks.jsonl:1: unknown field answer"),
         ('["q", "a"]\n', "tasks.jsonl:1: a JSON list, not a task object"),
         ("\n\n", "tasks.jsonl: holds no task"),
     ],

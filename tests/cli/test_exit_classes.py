@@ -75,6 +75,6 @@ def test_removing_a_tenant_whose_samples_wait_for_budget_is_refused_with_4_and_r
     )
     done = run_cli(cli_env, "tenant", "remove", "acme")
     assert done.returncode == 4, done.stderr
-    assert "tenant 'acme' has 1 sample(s) waiting for budget and 0 running or queued" in done.stderr
+    assert "tenant 'acme' has 1 sample waiting for budget and 0 running or queued" in done.stderr
     assert "nothing removed" in done.stderr
     assert registry.tenant_of("acme-book") == "acme"

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import typer
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
-from ace_workers.cli import app
+from ace_workers.cli import app, exit_codes
 from ace_workers.cli.exit_codes import EXIT_CODES_HELP
 from tests.support.cli import command_paths
+from tests.support.docs import section_text
 
 ROOT = typer.main.get_command(app)
 assert isinstance(ROOT, TyperGroup)
@@ -51,3 +54,22 @@ def test_the_root_help_lists_the_exit_codes() -> None:
     shown = CliRunner().invoke(app, ["--help"])
     said = " ".join(shown.output.translate(str.maketrans("", "", "│╭╮╰╯─")).split())
     assert EXIT_CODES_HELP in said
+
+
+def test_the_help_and_the_operations_page_list_the_same_exit_codes() -> None:
+    in_help = [int(code) for code in re.findall(r"(?:Exit codes: |; )(\d+) ", EXIT_CODES_HELP)]
+    on_page = [
+        int(code)
+        for code in re.findall(r"^- `(\d+)`:", section_text("docs/operations.md", "## Exit codes"), re.M)
+    ]
+    assert in_help == on_page
+
+
+def test_the_help_lists_every_exit_code_the_commands_use() -> None:
+    declared = sorted(
+        value
+        for name, value in vars(exit_codes).items()
+        if name.startswith("EXIT_") and isinstance(value, int)
+    )
+    in_help = sorted(int(code) for code in re.findall(r"(?:Exit codes: |; )(\d+) ", EXIT_CODES_HELP))
+    assert in_help == declared == [0, 1, 2, 3, 4, 130]

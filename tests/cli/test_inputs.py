@@ -57,7 +57,7 @@ def test_learn_names_the_file_and_line_of_a_record_that_is_not_a_sample(
     samples.write_text('{"question": "q1"}\n\n{not json\n{"question": "q2", "colour": "red"}\n')
     result = CliRunner().invoke(app, ["learn", str(samples), "--recipe", "ace"])
     assert result.exit_code != 0
-    assert f"skipped 1 line(s) of {samples}: line 3 (not JSON" in said(result.output)
+    assert f"skipped 1 line of {samples}: line 3 (not JSON" in said(result.output)
     assert f"{samples}:4: not a sample" in said(result.output)
 
 
@@ -74,7 +74,7 @@ def test_enqueue_streams_a_file_to_running_workers_as_one_batch_of_its_count(
         with local_workers(service, learn_threads=2):
             result = CliRunner().invoke(app, ["enqueue", str(traces), "--skillbook", "streamed"])
             assert result.exit_code == 0, result.output
-            assert f"skipped 1 line(s) of {traces}: line 3 (not JSON" in said(result.output)
+            assert f"skipped 1 line of {traces}: line 3 (not JSON" in said(result.output)
             handle = BatchHandle(result.output.strip().splitlines()[-1], service.runtime)
             status = handle.wait(timeout=60)
     finally:

@@ -53,7 +53,7 @@ def test_learn_names_the_unknown_field_of_a_sample(env: pytest.MonkeyPatch) -> N
     Path("samples.jsonl").write_text('{"question": "q1", "colour": "red"}\n')
     code, output = invoke("learn", "samples.jsonl", "--recipe", "ace")
     assert code == 2
-    assert "samples.jsonl:1: not a sample: unknown field(s) 'colour'" in output
+    assert "samples.jsonl:1: not a sample: unknown field 'colour'" in output
 
 
 def test_learn_names_a_sample_line_that_is_not_an_object(env: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ a label, a skillbook under review with pending proposals, a tenant, an API key a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -54,7 +55,12 @@ def test_a_dry_run_says_what_would_change_and_changes_no_key(schema0: redis.Redi
     ran = ace("migrate", "--dry-run")
     assert ran.code == 0, ran
     # The skillbook under review was written (policy, proposals) but never counted its skills.
-    assert "would change: 1 skillbooks given their active-skill count" in ran.out
+    assert "would change: skillbooks given their active-skill count: 1" in ran.out
+    # Its queue holds three proposals, two of them the same idea (zorb), stored without merge keys.
+    assert (
+        "would change: pending proposals given their merge key: 2; "
+        "identical pending proposals merged into the first: 1"
+    ) in ran.out
     assert "dry run: nothing changed" in ran.out
     assert snapshot_keys(schema0) == before
 
@@ -62,7 +68,7 @@ def test_a_dry_run_says_what_would_change_and_changes_no_key(schema0: redis.Redi
 def test_migrate_upgrades_in_place_and_a_second_run_changes_nothing(schema0: redis.Redis, ace: Ace) -> None:
     first = ace("migrate")
     assert first.code == 0, first
-    assert "changed: 1 skillbooks given their active-skill count" in first.out
+    assert "changed: skillbooks given their active-skill count: 1" in first.out
     assert schema0.hget(SkillbookKeys("reviewed", FIXTURE_PREFIX).meta, META_ACTIVE_SKILLS) == b"0"
     assert read_schema(schema0, FIXTURE_PREFIX).version == SCHEMA_VERSION
     after_first = snapshot_keys(schema0)
@@ -88,3 +94,21 @@ def test_migrated_data_is_read_and_learned_on(schema0: redis.Redis, ace: Ace, re
         finished = handle.wait(timeout=120)
     assert finished.done == 4
     assert int(schema0.get(SkillbookKeys("support", FIXTURE_PREFIX).version) or 0) > version_before
+
+
+def test_migrate_leaves_one_pending_proposal_per_idea_of_the_fixtures_queue(
+    schema0: redis.Redis, ace: Ace
+) -> None:
+    assert ace("migrate").code == 0
+    listed = ace("skillbook", "review", "list", "reviewed", "--json")
+    assert listed.code == 0, listed
+    pending = {row["id"]: row for row in json.loads(listed.out)["proposals"]}
+    # p-28ee9eb7216d and p-cd2a2d954133 proposed the same zorb skill; the older one keeps it.
+    assert sorted(pending) == ["p-28ee9eb7216d", "p-430274e3dd8f"]
+    assert (pending["p-28ee9eb7216d"]["count"], pending["p-430274e3dd8f"]["count"]) == (2, 1)
+    merged = ace("skillbook", "review", "show", "reviewed", "p-cd2a2d954133", "--json")
+    decided = json.loads(merged.out)
+    assert (decided["status"], decided["decision"]["actor"]) == ("rejected", "migrate")
+    assert decided["decision"]["note"] == (
+        "merged into p-28ee9eb7216d by migration 2: it proposed the same operations"
+    )

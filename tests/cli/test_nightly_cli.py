@@ -74,7 +74,7 @@ def test_add_run_and_report_a_two_epoch_night(
 
     code, said = invoke("nightly", "add", str(write_traces(tmp_path / "t.jsonl", 6)), "--skillbook", "book")
     assert code == 0, said
-    assert f"skipped 1 line(s) of {tmp_path / 't.jsonl'}: line 2 (not JSON" in said
+    assert f"skipped 1 line of {tmp_path / 't.jsonl'}: line 2 (not JSON" in said
     assert "6 traces added to the inbox of 'book'" in said
     assert "6 traces wait in the inbox of 'book'" in invoke("nightly", "report", "book")[1]
 

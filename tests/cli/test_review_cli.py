@@ -136,7 +136,7 @@ def test_a_conflicting_proposal_is_refused_and_applies_with_despite_conflicts(
     assert json.loads(out)["conflicts"] == [rule]
     code, _, err = run(env, capsys, "approve", "book", update.id)
     assert code == 4  # refused: a conflict (exit 4)
-    assert f"skill(s) {rule} changed since it was proposed" in said(err)
+    assert f"conflicts: skill {rule} changed since it was proposed" in said(err)
     assert store.export().get_skill(rule).content == "Carry tens"  # type: ignore[union-attr]
     code, _, _ = run(env, capsys, "approve", "book", update.id, "--despite-conflicts")
     assert code == 0

@@ -41,7 +41,7 @@ def test_enqueue_prints_only_the_batch_id_and_warns_of_skipped_lines_on_stderr(
     assert result.exit_code == 0, result.output
     batch_id = result.stdout.strip()
     assert result.stdout == f"{batch_id}\n"
-    assert f"skipped 1 line(s) of {traces}: line 2 (not JSON" in said(result.stderr)
+    assert f"skipped 1 line of {traces}: line 2 (not JSON" in said(result.stderr)
     status = learn_and_write_fleet.producer.runtime.batches.status(batch_id)
     assert (status.skillbook, status.total) == ("scripted", 3)
 

@@ -48,7 +48,7 @@ def test_openclaw_sessions_of_a_folder_are_converted_here_and_learned(
     status = handle.status()
     assert (status.total, status.done, status.failed) == (2, 2, 0)
     assert sections == ["flux", "zorb"]
-    assert f"skipped 1 line(s) of {sessions / 'agent-main' / 'flux.jsonl'}: line 4 (not JSON" in said(output)
+    assert f"skipped 1 line of {sessions / 'agent-main' / 'flux.jsonl'}: line 4 (not JSON" in said(output)
     assert "empty.jsonl: the session holds no user or assistant message" in said(output)
 
 
@@ -67,7 +67,7 @@ def test_claude_code_sessions_are_sent_raw_and_converted_on_the_workers_with_the
     assert (status.total, status.done, status.failed, status.recipe) == (2, 2, 0, "claude_code_traces")
     assert sections == ["zorb"]
     transcript = projects / "-home-dev-dates" / "fix-tests.jsonl"
-    assert f"skipped 1 line(s) of {transcript}: line 4 (not JSON" in said(output)
+    assert f"skipped 1 line of {transcript}: line 4 (not JSON" in said(output)
 
 
 def test_a_huge_tool_output_is_cut_by_the_producer_so_the_session_fits_the_trace_limit(

@@ -122,3 +122,11 @@ def test_a_read_only_console_retries_nothing(failed: Failed, fleet: Service) -> 
     assert answer.status_code == 403
     assert len(read_dead_letters(fleet.runtime)) == 3
     assert 'id="retry-letters"' not in page
+
+
+def test_the_retry_button_counts_its_letters_in_words(console: RunningConsole, failed: Failed) -> None:
+    with console.client() as client:
+        every = client.get("/dead-letters").text
+        one = client.get("/dead-letters", params={"skillbook": "beta"}).text
+    assert "Retry 3 letters" in every
+    assert "Retry 1 letter<" in one  # the button's label ends there: no "letter(s)"

@@ -225,7 +225,7 @@ def test_a_conflicting_proposal_is_refused_with_409_naming_the_skill_unless_desp
         approved = api_post(client, path, {"note": "anyway", "despite_conflicts": True})
     assert queue["proposals"][0]["conflicts"] == [skill_id]
     assert refused.status_code == 409
-    assert f"skill(s) {skill_id} changed since it was proposed" in refused.json()["message"]
+    assert f"conflicts: skill {skill_id} changed since it was proposed" in refused.json()["message"]
     assert approved.status_code == 200, approved.text
     assert approved.json()["despite_conflicts"] == skill_id
     decided = fleet.runtime.store(LEARNED).review.get(proposal.id)

@@ -94,7 +94,7 @@ def test_what_the_code_printed_is_in_the_next_prompt() -> None:
 
 def test_no_final_within_max_iterations_is_a_clear_error() -> None:
     llm = ScriptedTextLLM([python_block("print('looking')"), python_block("1 / 0")])
-    with pytest.raises(RecursiveReflectorError, match=r"after 2 iteration\(s\).*ZeroDivisionError") as caught:
+    with pytest.raises(RecursiveReflectorError, match=r"after 2 iterations.*ZeroDivisionError") as caught:
         reflect(llm, RRConfig(max_iterations=2, limits=FAST.limits))
     assert isinstance(caught.value, RetriesExhausted)
     assert (caught.value.iterations, caught.value.rr_trace["final_called"]) == (2, False)

@@ -67,16 +67,14 @@ def test_learn_raises_learning_failed_when_every_sample_failed() -> None:
     assert raised.value.count == 3
     assert isinstance(raised.value.first_cause, RuntimeError)
     assert str(raised.value) == (
-        f"all 3 sample(s) failed; first error at EvaluateStep: "
+        f"all 3 samples failed; first error at EvaluateStep: "
         f"RuntimeError: cannot grade {samples[0].question!r}"
     )
 
 
 def test_learn_from_traces_raises_learning_failed_when_the_model_fails_every_call() -> None:
     ace = ACELiteLLM(SimulatedLLM(failure_rate=1.0))
-    with pytest.raises(
-        LearningFailed, match=r"^all 2 sample\(s\) failed; first error at ReflectStep: LLMError"
-    ):
+    with pytest.raises(LearningFailed, match=r"^all 2 samples failed; first error at ReflectStep: LLMError"):
         ace.learn_from_traces([{"question": "q", "answer": "a"}] * 2)
 
 
@@ -90,7 +88,7 @@ def test_some_failed_samples_are_one_warning_with_the_count(caplog: pytest.LogCa
     assert [result.ok for result in results] == [True, False, True, False]
     warnings = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
     assert len(warnings) == 1
-    assert warnings[0].startswith("2 of 4 sample(s) failed; first error at EvaluateStep: RuntimeError")
+    assert warnings[0].startswith("2 of 4 samples failed; first error at EvaluateStep: RuntimeError")
 
 
 def test_ask_raises_one_llm_error_naming_the_model_and_the_cause_and_prints_nothing(

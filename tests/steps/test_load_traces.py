@@ -65,7 +65,7 @@ def test_bad_lines_are_skipped_counted_and_located(
     (record,) = [r for r in caplog.records if r.name == LOGGER]
     message = record.getMessage()
     assert record.levelno == logging.WARNING
-    assert f"skipped 5 line(s) of {path}" in message
+    assert f"skipped 5 lines of {path}" in message
     for number in (2, 3, 5, 6, 8):
         assert f"line {number} (" in message
     assert "line 3 (a JSON list, not an object)" in message
@@ -81,7 +81,7 @@ def test_a_long_run_of_bad_lines_is_summarised(
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         assert LoadTracesStep()(make_ctx(sample=path)).trace == []
     message = caplog.records[-1].getMessage()
-    assert "skipped 50 line(s)" in message
+    assert "skipped 50 lines" in message
     assert "line 20 (" in message
     assert "line 21 (" not in message
     assert message.endswith("and 30 more")

@@ -39,7 +39,7 @@ def test_logs_the_metrics_of_a_full_sample(make_ctx: MakeCtx, caplog: pytest.Log
     )
     record = _record(caplog, ctx)
     assert record.getMessage() == (
-        "sample 7 (epoch 2/3, step 2/5): answer present, 2 operation(s), skillbook 1 skill(s)"
+        "sample 7 (epoch 2/3, step 2/5): answer present, 2 operations, skillbook 1 skill"
     )
     assert record.ace_metrics == {  # type: ignore[attr-defined]
         "global_sample_index": 7,
@@ -56,7 +56,7 @@ def test_logs_the_metrics_of_a_full_sample(make_ctx: MakeCtx, caplog: pytest.Log
 def test_reads_missing_fields_with_guards(make_ctx: MakeCtx, caplog: pytest.LogCaptureFixture) -> None:
     record = _record(caplog, make_ctx(sample=None))
     assert record.getMessage() == (
-        "sample 0 (epoch 1/1, step 0/?): answer missing, 0 operation(s), skillbook 1 skill(s)"
+        "sample 0 (epoch 1/1, step 0/?): answer missing, 0 operations, skillbook 1 skill"
     )
 
 

@@ -99,7 +99,7 @@ def test_apply_step_logs_the_operations_it_skipped(
     (record,) = [r for r in caplog.records if r.name == "ace_workers.steps.apply"]
     message = record.getMessage()
     assert "sample 12" in message
-    assert "skipped 2 operation(s)" in message
+    assert "skipped 2 operations" in message
     assert "#0 TAG 'ghost-00007'" in message
     assert "#2 REMOVE 'ghost-00008'" in message
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ...core.counts import counted, noun_for
 from ...core.environments import Sample, SimpleEnvironment, TaskEnvironment
 from ...core.jsonl import SkippedLines, iter_json_lines
 from ...core.skill import utc_now
@@ -106,7 +107,8 @@ def _task_from_line(value: Any, path: str, number: int) -> Sample:
     if unknown:
         raise TaskFileError(
             path,
-            f"unknown field(s) {', '.join(unknown)}; a task has only {', '.join(_SAMPLE_FIELDS)}",
+            f"unknown {noun_for(len(unknown), 'field')} {', '.join(unknown)}; "
+            f"a task has only {', '.join(_SAMPLE_FIELDS)}",
             number,
         )
     for name in ("question", "ground_truth"):
@@ -290,9 +292,9 @@ def evaluate_versions(
         store.name, tasks.describe(), scores, model, actor, seconds=time.monotonic() - started
     )
     logger.info(
-        "skillbook %r evaluated on %d task(s): %s",
+        "skillbook %r evaluated on %s: %s",
         store.name,
-        len(tasks.samples),
+        counted(len(tasks.samples), "task"),
         ", ".join(f"{s.name} (v{s.version}) {s.accuracy:.1%}" for s in scores),
     )
     if record:

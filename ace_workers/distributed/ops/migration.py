@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from redis.exceptions import LockNotOwnedError
 from redis.lock import Lock
 
+from ...core.counts import counted
 from ...extras import PROJECT_VERSION
 from ..store.errors import MigrationRefusedError, NewerSchemaError
 from ..store.keys import schema_lock_key
@@ -135,8 +136,9 @@ def _refuse_running_fleet(runtime: WorkerRuntime, pending: Sequence[Migration], 
     if alive:
         shown = ", ".join(alive[:5]) + (f" and {len(alive) - 5} more" if len(alive) > 5 else "")
         raise MigrationRefusedError(
-            f"migration {stopped[0]} needs the fleet stopped, but {len(alive)} worker(s) on {where} "
-            f"are running ({shown}): stop them (their records go stale {FRESH_SECONDS:.0f} s after "
+            f"migration {stopped[0]} needs the fleet stopped, but {counted(len(alive), 'worker')} on {where} "
+            f"{'is' if len(alive) == 1 else 'are'} running ({shown}): "
+            f"stop them (their records go stale {FRESH_SECONDS:.0f} s after "
             "they stop), then run 'ace-workers migrate' again"
         )
 
@@ -160,5 +162,8 @@ def _apply(
 
 
 def describe_changes(changes: Changes) -> str:
-    """``changes`` in words: "3 skillbooks given their count", or "nothing to change"."""
-    return ", ".join(f"{count} {what}" for what, count in changes.items()) or "nothing to change"
+    """``changes`` in words: "skillbooks given their count: 3", or "nothing to change".
+
+    The count follows its phrase, so one of anything reads right ("...: 1", never "1 skillbooks").
+    """
+    return "; ".join(f"{what}: {count}" for what, count in changes.items()) or "nothing to change"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...core.counts import noun_for
 from ...errors import AceError, SettingsError
 
 __all__ = [
@@ -94,8 +95,9 @@ class LabelNotServedError(ProducerError, ValueError):
         self.recipe = recipe
         self.labels = labels
         super().__init__(
-            f"recipe {recipe!r} runs no agent step, so nothing would be served by label(s) "
-            f"{', '.join(labels)}: name the skillbook without a label, and give no canary share"
+            f"recipe {recipe!r} runs no agent step, so nothing would be served by "
+            f"{noun_for(len(labels), 'label')} {', '.join(labels)}: "
+            "name the skillbook without a label, and give no canary share"
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...core.counts import counted, noun_for
 from ...errors import AceError
 
 __all__ = [
@@ -54,8 +55,9 @@ class VersionConflict(StoreError):
         self.attempts = attempts
         self.operation = operation
         super().__init__(
-            f"skillbook {name!r}: {operation} gave up after {attempts} attempt(s); each time another "
-            "writer changed the skillbook between the read and the commit. Nothing was applied; "
+            f"skillbook {name!r}: {operation} gave up after {counted(attempts, 'attempt')}; "
+            "each time another writer changed the skillbook between the read and the commit. "
+            "Nothing was applied; "
             "retry later, or route writers through one queue."
         )
 
@@ -202,8 +204,9 @@ class ProposalConflictError(StoreError):
         self.proposal_id = proposal_id
         self.skill_ids = skill_ids
         super().__init__(
-            f"skillbook {name!r}: proposal {proposal_id!r} conflicts: skill(s) {', '.join(skill_ids)} "
-            "changed since it was proposed; nothing was applied. Look at them, then approve it "
+            f"skillbook {name!r}: proposal {proposal_id!r} conflicts: "
+            f"{noun_for(len(skill_ids), 'skill')} {', '.join(skill_ids)} changed since it was proposed; "
+            "nothing was applied. Look at them, then approve it "
             "despite the conflicts (--despite-conflicts) or reject it"
         )
 

@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ...core.counts import counted
 from ...core.skill_provenance import DEFAULT_KEEP, PROVENANCE_FIELDS
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
@@ -337,12 +338,12 @@ def log_report(name: str, version: int, batch: UpdateBatch, report: ApplyReport)
     """Log what an applied batch skipped or changed, once, after its commit."""
     if report.full:
         logger.warning(
-            "skillbook %r version %d: the skillbook is full; skipped %d ADD operation(s) (#%s) and "
+            "skillbook %r version %d: the skillbook is full; skipped %s (#%s) and "
             "applied the rest of the batch (raise ACE_MAX_SKILLBOOK_SKILLS, or consolidate: "
             "ace-workers skillbook dedup %s)",
             name,
             version,
-            len(report.full),
+            counted(len(report.full), "ADD operation"),
             ", #".join(str(index) for index in report.full),
             name,
         )

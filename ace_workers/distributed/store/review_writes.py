@@ -30,6 +30,7 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
+from ...core.counts import noun_for
 from ...core.skill import utc_now
 from ...core.updates import UpdateBatch
 from .changelog import CONSOLIDATION_MARK, ChangeKind, SkillImage
@@ -144,7 +145,7 @@ class ReviewWrites(SkillbookWrites):
             update={"base_version": version, "base_images": {i: reads.skills[i] for i in draft.touched()}}
         )
         if restated and reject_duplicates:
-            note = f"restates active skill(s) {', '.join(restated)}"
+            note = f"restates active {noun_for(len(restated), 'skill')} {', '.join(restated)}"
             decision = Decision(actor=AUTO_REJECT_ACTOR, time=utc_now(), note=note, no_op=True)
             proposal = proposal.model_copy(update={"status": ProposalStatus.REJECTED, "decision": decision})
         pipe.multi()

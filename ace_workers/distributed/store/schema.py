@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 # The schema this code reads and writes; raised (with a migration) whenever stored data changes shape.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # The schema of data written before schemas were kept (no stamp).
 UNVERSIONED = 0
 

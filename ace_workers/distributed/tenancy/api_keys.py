@@ -26,6 +26,7 @@ from typing import Any
 
 import redis
 
+from ...core.counts import noun_for
 from ..store.errors import CorruptDataError
 from ..store.keys import api_key_ids_key, api_keys_key
 from ..store.replies import decode_text
@@ -103,7 +104,7 @@ class ApiKey:
             raise ValueError("a key record must be a JSON object")
         unknown = set(data) - {"id", "tenant", "role", "note", "created_at", "created_by"}
         if unknown:
-            raise ValueError(f"unknown field(s) {sorted(unknown)}")
+            raise ValueError(f"unknown {noun_for(len(unknown), 'field')} {sorted(unknown)}")
         for name in ("id", "tenant", "role"):
             if not isinstance(data.get(name), str):
                 raise ValueError(f"field {name!r} must be a string")

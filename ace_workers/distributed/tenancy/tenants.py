@@ -21,6 +21,7 @@ from typing import Any
 
 import redis
 
+from ...core.counts import noun_for
 from ..store.errors import CorruptDataError
 from ..store.keys import DEFAULT_TENANT, tenants_key, tenants_version_key, validate_skillbook_name
 from ..store.replies import decode_text
@@ -119,7 +120,7 @@ class Budget:
         """The budget ``to_dict`` wrote; InvalidTenantError naming the field that is wrong."""
         unknown = set(data) - {"model", *BUDGET_LIMITS}
         if unknown:
-            raise InvalidTenantError("budget", sorted(unknown), "unknown field(s)")
+            raise InvalidTenantError("budget", sorted(unknown), f"unknown {noun_for(len(unknown), 'field')}")
         return cls(**data)
 
 

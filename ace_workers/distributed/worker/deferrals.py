@@ -19,6 +19,7 @@ from typing import Any
 
 import redis
 
+from ...core.counts import counted
 from ...errors import AceError
 from ..store.batches import parse_sample_key
 from ..store.budget_waits import WaitingSamples
@@ -144,7 +145,7 @@ def release_deferred(
             continue
         released = sum(_release_one(dispatch, deferrals, name, field) for field in deferrals.fields(name))
         if released:
-            logger.info("tenant %r has budget again: %d deferred sample(s) sent on", name, released)
+            logger.info("tenant %r has budget again: %s sent on", name, counted(released, "deferred sample"))
         sent += released
     return sent
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.counts import noun_for
 from .dispatch import Dispatcher
 from .errors import BrokerUnavailable
 
@@ -131,7 +132,8 @@ class ConsumptionWatchdog:
                 report.stalled.append(queue)
         if report.stalled:
             report.problem = (
-                f"queue(s) {', '.join(report.stalled)} hold messages this worker has taken none of "
+                f"{noun_for(len(report.stalled), 'queue')} {', '.join(report.stalled)} "
+                f"{'holds' if len(report.stalled) == 1 else 'hold'} messages this worker has taken none of "
                 f"for over {self.stall_seconds:g} s"
             )
         self.report = report

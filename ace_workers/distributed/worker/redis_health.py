@@ -18,6 +18,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ExecAbortError
 from redis.retry import Retry
 
+from ...core.counts import counted
 from ..connections import client_url_for
 from ..store.keys import DEFAULT_PREFIX, write_probe_key
 from .errors import RedisUnavailable
@@ -86,7 +87,9 @@ def when_redis_has_room(call: Callable[[], T], pause: Callable[[int], None], wha
             if not is_redis_full(exc):
                 raise
         refusals += 1
-        logger.warning("Redis is out of memory: %s waits for room (refused %d time(s))", what, refusals)
+        logger.warning(
+            "Redis is out of memory: %s waits for room (refused %s)", what, counted(refusals, "time")
+        )
         pause(refusals)
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...core.counts import counted
 from ...distributed.producer.producer import BatchHandle
 from ...distributed.readers import ServedSkillbook, read_served
 from ...distributed.store.batches import BatchState
@@ -235,9 +236,8 @@ class AceCallbackHandler(RunRecorder):
             except Exception as exc:  # Redis down, or anything else: the user's chain goes on
                 self.stats.failed_sends += 1
                 logger.warning(
-                    "AceCallbackHandler: could not send %d trace(s) to skillbook %r (%s: %s); kept for the "
-                    "next send",
-                    self.pending,
+                    "AceCallbackHandler: could not send %s to skillbook %r (%s: %s); kept for the next send",
+                    counted(self.pending, "trace"),
                     self.skillbook,
                     type(exc).__name__,
                     exc,

@@ -103,7 +103,7 @@ def test_batch_resume_sends_what_a_dead_producer_never_sent(
         status = handle.wait(timeout=TIMEOUT)
 
     assert result.exit_code == 0, result.output
-    assert "batch crashed: 3 sample(s) never sent are on their way" in said(result.output)
+    assert "batch crashed: 3 samples never sent now on the way" in said(result.output)
     assert (status.done, status.failed, status.enqueued) == (5, 0, 5)
 
 
@@ -131,8 +131,11 @@ def test_a_batch_its_producer_left_half_stored_is_refused_by_resume_naming_the_c
 
     result = CliRunner().invoke(cli_app, ["batch", "resume", "half"])
 
-    assert result.exit_code == 1
-    assert "batch half stores 2 of its 4 inputs (its producer died while storing them)" in said(result.output)
+    assert result.exit_code == 4  # refused, as the console refuses it (409): the same operation
+    assert said(result.output) == (
+        "error: batch half stores 2 of its 4 inputs (its producer died while storing them): "
+        "it cannot be resumed; cancel it and send the inputs again"
+    )
     assert batches.status("half").enqueued == 0
 
 

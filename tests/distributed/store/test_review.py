@@ -279,7 +279,7 @@ def test_a_policy_rejecting_duplicates_rejects_a_restating_proposal_at_once_and_
     assert rejected.decision is not None
     assert (rejected.decision.actor, rejected.decision.note) == (
         "auto-reject",
-        f"restates active skill(s) {rule}",
+        f"restates active skill {rule}",
     )
     store.archive([rule])
     learn(store, UpdateBatch(operations=[add("Check the units")]), key="k3")  # says something new now

@@ -44,7 +44,7 @@ def test_adds_beyond_the_limit_are_left_out_and_the_rest_of_the_batch_applies(
     warnings = [r.getMessage() for r in caplog.records if "is full" in r.getMessage()]
     assert len(warnings) == 1
     assert "'book' version 2" in warnings[0]
-    assert "skipped 1 ADD operation(s) (#2)" in warnings[0]
+    assert "skipped 1 ADD operation (#2)" in warnings[0]
 
 
 def test_at_the_limit_votes_restatements_and_removals_apply_and_a_lone_add_is_left_out(

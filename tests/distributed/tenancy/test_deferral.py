@@ -449,7 +449,7 @@ def test_tenant_remove_fails_the_waiting_samples_so_that_dead_letters_retry_fini
 
         refused = CliRunner().invoke(cli, ["tenant", "remove", TENANT])
         assert refused.exit_code == 4, refused.output
-        assert "has 3 sample(s) waiting for budget" in " ".join(refused.output.split())
+        assert "has 3 samples waiting for budget" in " ".join(refused.output.split())
         assert fleet.registry.tenant_of(SKILLBOOK) == TENANT
 
         removed = CliRunner().invoke(cli, ["tenant", "remove", TENANT, "--fail-waiting", "--json"])
@@ -464,7 +464,7 @@ def test_tenant_remove_fails_the_waiting_samples_so_that_dead_letters_retry_fini
 
         retried = CliRunner().invoke(cli, ["dead-letters", "retry"])
         assert retried.exit_code == 0, retried.output
-        assert "3 message(s) sent back" in retried.output
+        assert "3 messages sent back" in retried.output
         finished = wait_for(
             lambda: (status := service.runtime.batches.status(handle.batch_id)).done == 3 and status,
             TIMEOUT,
@@ -495,8 +495,7 @@ def test_tenant_remove_drain_waits_until_none_of_its_samples_waits_then_removes_
         said = " ".join(drained.output.split())
         assert drained.exit_code == 0, said
         assert (
-            f"tenant {TENANT}: 2 sample(s) waiting for budget, 0 running or queued; waiting until none"
-            in said
+            f"tenant {TENANT}: 2 samples waiting for budget, 0 running or queued; waiting until none" in said
         )
         assert f"tenant {TENANT} removed" in said
         assert handle.wait(timeout=TIMEOUT).done == 2  # finished as team-a, before it went

@@ -144,7 +144,7 @@ def test_a_writer_must_say_which_partition_it_serves(
             "3",
         ): "--partition 3: ACE_WRITE_PARTITIONS=3 has partitions 0 to 2",
         ("--queues", "learn", "--partition", "1"): "--partition is for a writer",
-        ("--queues", "write.5"): "unknown queue role(s) ['write.5'] with ACE_WRITE_PARTITIONS=3",
+        ("--queues", "write.5"): "unknown queue role ['write.5'] with ACE_WRITE_PARTITIONS=3",
         ("--queues", "write.1", "--concurrency", "2"): "refusing to serve the write queue 'ace.write.1' "
         "with concurrency 2",
     }

@@ -91,7 +91,7 @@ def test_malformed_output_lines_are_skipped_counted_and_logged(
     with caplog.at_level(logging.WARNING):
         result = ClaudeCodeExecuteStep()(context("task", Skillbook())).trace
     assert (result.success, result.skipped_lines) == (True, 2)
-    assert "skipped 2 line(s) of the output of " in caplog.text
+    assert "skipped 2 lines of the output of " in caplog.text
     assert (
         "claude: line 3 (not JSON: Expecting property name enclosed in double quotes at column 2), "
         "line 5 (a JSON list, not an object)"

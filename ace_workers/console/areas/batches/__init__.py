@@ -14,6 +14,7 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
+from ....core.counts import counted
 from ....distributed.store.batches import RECENT_BATCHES, BatchState, BatchStatus
 from ....distributed.store.errors import BatchNotFoundError
 from ....distributed.store.keys import validate_skillbook_name
@@ -148,8 +149,8 @@ def resume_batch_action(view: View) -> ActionResult:
         message = f"batch {batch_id} is {result.status.state.label}: nothing to resume"
     else:
         message = (
-            f"batch {batch_id}: {result.sent} sample(s) never sent are on their way; "
-            f"{result.redriven} lost sample(s) sent again"
+            f"batch {batch_id}: {counted(result.sent, 'sample')} never sent now on the way; "
+            f"{counted(result.redriven, 'lost sample')} sent again"
         )
     data = {"state": result.status.state.value, "sent": result.sent, "redriven": result.redriven}
     notice = "batch-resumed" if result.status.state is BatchState.RUNNING else "batch-ended"

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 from starlette.routing import BaseRoute
 
+from ....core.counts import counted
 from ....distributed.store.batches import sample_key
 from ....distributed.store.keys import dead_letters_key
 from ....distributed.worker.dead_letters import (
@@ -62,7 +63,7 @@ def retry_letters(view: View) -> ActionResult:
             )
         view.authorize(fields["skillbook"])
     report = retry_dead_letters(view.service.dispatcher, matches)
-    message = f"{report.sent} dead letter(s) sent back to their step"
+    message = f"{counted(report.sent, 'dead letter')} sent back to their step"
     if report.kept:
         message += f"; {len(report.kept)} kept: {report.kept[0][1]}"
     query = urlencode({key: value for key, value in fields.items() if value})

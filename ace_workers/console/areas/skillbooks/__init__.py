@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
+from ....core.counts import counted
 from ....distributed.store.errors import CorruptDataError
 from ....distributed.store.skill_index import STATUS_FILTERS, skill_index
 from ....distributed.store.store import read_registry
@@ -80,7 +81,10 @@ def skillbook_detail(view: View) -> dict[str, Any]:
     matches = index.find(status, q=q, section=section)
     pages = max(1, -(-matches.total // per_page))
     if number > pages:
-        raise BadRequestError(f"page={number}: there are {pages} page(s) of {per_page} skills")
+        raise BadRequestError(
+            f"page={number}: there {'is' if pages == 1 else 'are'} {counted(pages, 'page')} "
+            f"of {per_page} skills"
+        )
     base = f"/skillbooks/{quote(store.name, safe='')}"
     return {
         "name": store.name,

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from .base import Changes, Migration, Progress
 from .m001_active_skill_counts import ActiveSkillCounts
+from .m002_proposal_merge_keys import ProposalMergeKeys
 
 __all__ = ["MIGRATIONS", "Changes", "Migration", "Progress"]
 
 # MIGRATIONS[i] takes the data from schema i to schema i + 1.
-MIGRATIONS: tuple[Migration, ...] = (ActiveSkillCounts(),)
+MIGRATIONS: tuple[Migration, ...] = (ActiveSkillCounts(), ProposalMergeKeys())
