@@ -65,7 +65,9 @@ def test_a_queue_holding_messages_nobody_took_for_the_window_is_stalled(service:
 
     assert report.stalled == [service.runtime.queue("learn")]
     assert report.queues[service.runtime.queue("learn")]["waiting"] == 2
-    assert "hold messages this worker has taken none of for over 10 s" in (report.problem or "")
+    assert report.problem == (
+        f"queue {service.runtime.queue('learn')} holds messages this worker has taken none of for over 10 s"
+    )
 
 
 def test_an_idle_worker_with_an_empty_queue_is_healthy(service: Service) -> None:
