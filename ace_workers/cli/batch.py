@@ -14,7 +14,7 @@ from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup
 from .options import JsonOption, redis_settings
-from .output import console, print_json, printable
+from .output import console, new_table, print_json, print_table, printable
 from .service import open_service, require_workers
 
 if TYPE_CHECKING:  # a type only: the store (and redis) load when a batch command runs
@@ -57,11 +57,11 @@ def list_command(
     elif not batches:
         typer.echo("no running batches" if running else "no batches")
     else:
-        console.print(_batch_table(batches))
+        print_table(_batch_table(batches))
 
 
 def _batch_table(batches: list[BatchStatus]) -> Table:
-    table = Table("batch", "skillbook", "recipe", "state", "done", "failed", "total", "started")
+    table = new_table("batch", "skillbook", "recipe", "state", "done", "failed", "total", "started")
     for status in batches:
         started = time.strftime("%Y-%m-%d %H:%M", time.gmtime(status.created))
         table.add_row(
