@@ -3,24 +3,23 @@
 Actions that change a skillbook also name their user in its change log (as the
 actor ``user:NAME``); label moves are in the label log. This stream holds every
 action, those and the rest (a dead-letter retry changes no skillbook), in one
-place, capped at ``AUDIT_MAXLEN`` entries.
+place, kept ACE_RETENTION_AUDIT_DAYS: each write drops (approximately) what is older, and the
+nightly retention sweep drops the rest exactly (distributed/store/retention.py).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import redis
 
-from ..core.skill import utc_now
 from ..distributed.store.keys import console_audit_key
 from ..distributed.store.replies import stream_newest_first
 
-__all__ = ["AUDIT_MAXLEN", "AuditEntry", "record_action", "read_audit"]
-
-AUDIT_MAXLEN = 10_000
+__all__ = ["AuditEntry", "record_action", "read_audit"]
 
 
 @dataclass(frozen=True)
@@ -47,13 +46,17 @@ def record_action(
     target: str,
     outcome: str,
     details: dict[str, Any] | None = None,
+    kept_days: float = 365.0,
 ) -> AuditEntry:
-    """Append one entry to the audit stream (approximately capped) and return it."""
-    entry = AuditEntry(utc_now(), user, action, target, outcome, details or {})
+    """Append one entry to the audit stream and return it; entries older than ``kept_days`` (0: none)
+    go, approximately (MINID ~: whole stream nodes only, so the write stays cheap)."""
+    at = datetime.now(UTC)
+    entry = AuditEntry(at.isoformat(), user, action, target, outcome, details or {})
+    oldest = at - timedelta(days=kept_days)
     client.xadd(
         console_audit_key(prefix),
         {"entry": json.dumps(entry.to_dict(), default=str)},
-        maxlen=AUDIT_MAXLEN,
+        minid=f"{int(oldest.timestamp() * 1000)}-0" if kept_days else None,
         approximate=True,
     )
     return entry

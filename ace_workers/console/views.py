@@ -386,6 +386,7 @@ def _audit(
         action=action_name,
         target=target,
         outcome=outcome,
+        kept_days=view.state.service.runtime.settings.retention_audit_days,
         details={
             key: value for key, value in (details or {}).items() if isinstance(value, str | int | float)
         },

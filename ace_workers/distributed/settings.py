@@ -25,6 +25,7 @@ from .errors import InvalidSettingError
 from .recipe_registry import BUILT_IN_RECIPES, recipe_target_problem
 from .store.keys import validate_key_prefix, validate_skillbook_name
 from .store.label_names import validate_label
+from .store.retention import RetentionPolicy
 from .tenancy.model_limits import ModelLimits, parse_model_limits
 
 __all__ = [
@@ -306,6 +307,25 @@ class WorkerSettings:
         "records never expire)",
         minimum=1,
     )
+    retention_dead_letter_days: float = _setting(
+        30.0,
+        "days a dead letter stays parked before the nightly sweep drops it (`ace-workers retention`); "
+        "0 keeps them forever",
+    )
+    retention_proposal_days: float = _setting(
+        90.0,
+        "days a decided (approved or rejected) proposal is kept after its decision; pending proposals "
+        "are never dropped; 0 keeps them forever",
+    )
+    retention_audit_days: float = _setting(
+        365.0, "days an entry of the console's audit log is kept; 0 keeps them forever"
+    )
+    retention_label_moves: int = _setting(
+        1000, "newest label moves kept in each skillbook's label log; 0 keeps them all"
+    )
+    retention_evaluations: int = _setting(
+        200, "newest evaluation reports kept per skillbook; 0 keeps them all"
+    )
     sim_latency_seconds: float = _setting(0.0, "seconds each simulated LLM call sleeps")
     sim_trust_threshold: int = _setting(3, "net helpful votes before the simulated agent applies a skill")
     sim_failure_rate: float = _setting(
@@ -466,6 +486,16 @@ class WorkerSettings:
             return None
         return PromptBudget(
             max_skills=self.prompt_max_skills or None, max_chars=self.prompt_max_chars or None
+        )
+
+    def retention_policy(self) -> RetentionPolicy:
+        """How long each kind of record is kept (see store/retention.py)."""
+        return RetentionPolicy(
+            dead_letter_days=self.retention_dead_letter_days,
+            proposal_days=self.retention_proposal_days,
+            audit_days=self.retention_audit_days,
+            label_moves=self.retention_label_moves,
+            evaluations=self.retention_evaluations,
         )
 
     def prune_rule(self) -> PruneRule | None:

@@ -84,6 +84,7 @@ class FleetClient:
             changelog_maxlen=self.settings.changelog_maxlen,
             max_skills=self.settings.max_skillbook_skills,
             provenance_keep=self.settings.provenance_keep,
+            retention=self.settings.retention_policy(),
         )
 
     def existing_store(self, name: str) -> RedisSkillbookStore:

@@ -26,18 +26,19 @@ class SkillbookEvaluations:
     """The evaluation reports of one skillbook in Redis, newest first."""
 
     def __init__(self, client: redis.Redis, keys: SkillbookKeys, *, kept: int = EVALUATIONS_KEPT) -> None:
-        if isinstance(kept, bool) or not isinstance(kept, int) or kept < 1:
-            raise ValueError(f"kept must be a positive int, got {kept!r}")
+        if isinstance(kept, bool) or not isinstance(kept, int) or kept < 0:
+            raise ValueError(f"kept must be an int of at least 0 (0 keeps all), got {kept!r}")
         self._redis = client
         self.keys = keys
         self.kept = kept
 
     def record(self, report: dict[str, Any]) -> None:
-        """Push ``report`` (a JSON object) as the newest; the oldest beyond ``kept`` are dropped."""
+        """Push ``report`` (a JSON object) as the newest; the oldest beyond ``kept`` (0: none) go."""
         text = json.dumps(report, ensure_ascii=False)
         with self._redis.pipeline(transaction=True) as pipe:
             pipe.lpush(self.keys.evaluations, text)
-            pipe.ltrim(self.keys.evaluations, 0, self.kept - 1)
+            if self.kept:
+                pipe.ltrim(self.keys.evaluations, 0, self.kept - 1)
             pipe.execute()
 
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:

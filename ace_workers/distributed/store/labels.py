@@ -36,7 +36,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_LOG_MAXLEN = 10_000  # label moves kept in the log (approximately)
 _UNSET = object()
 
 
@@ -68,10 +67,13 @@ class LabelMove:
 class SkillbookLabels:
     """The labels of one skillbook in Redis: read, moved by compare-and-set, logged."""
 
-    def __init__(self, client: redis.Redis, keys: SkillbookKeys, cas: CompareAndSet) -> None:
+    def __init__(
+        self, client: redis.Redis, keys: SkillbookKeys, cas: CompareAndSet, *, kept: int = 1000
+    ) -> None:
         self._redis = client
         self.keys = keys
         self._cas = cas
+        self.kept = kept  # newest moves the log keeps (approximately: MAXLEN ~); 0 keeps all
 
     def get(self, label: str) -> int | None:
         """The version ``label`` points at, or None if the skillbook has no such label."""
@@ -185,7 +187,7 @@ class SkillbookLabels:
         pipe.xadd(
             keys.label_log,
             {"move": json.dumps(move.to_dict(), ensure_ascii=False)},
-            maxlen=_LOG_MAXLEN,
+            maxlen=self.kept or None,
             approximate=True,
         )
         pipe.execute()

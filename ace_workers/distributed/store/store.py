@@ -68,6 +68,7 @@ from .replies import (
     reading,
     stream_newest_first,
 )
+from .retention import RetentionPolicy
 from .review import SkillbookReview, is_review_of_skills
 from .snapshots import SnapshotCache, advance_snapshot, default_snapshot_cache
 from .transactions import (
@@ -170,6 +171,9 @@ class StoreObserver(Protocol):
         ...
 
 
+DEFAULT_RETENTION = RetentionPolicy()
+
+
 class RedisSkillbookStore:
     """One named skillbook in Redis: versioned, with a change log, written by compare-and-set.
 
@@ -192,6 +196,7 @@ class RedisSkillbookStore:
         snapshot_cache: SnapshotCache | None = None,
         observer: StoreObserver | None = None,
         provenance_keep: int = DEFAULT_KEEP,
+        retention: RetentionPolicy = DEFAULT_RETENTION,
     ) -> None:
         for option, value in (
             ("max_attempts", max_attempts),
@@ -203,6 +208,7 @@ class RedisSkillbookStore:
                 raise ValueError(f"{option} must be a positive int, got {value!r}")
         self.keys = SkillbookKeys(name, prefix)
         self.provenance_keep = check_keep(provenance_keep)
+        self.retention = retention  # the label log's and evaluations' bounds, kept by their writers
         self.max_attempts = max_attempts
         self.changelog_maxlen = changelog_maxlen
         self.idempotency_ttl = idempotency_ttl
@@ -361,12 +367,12 @@ class RedisSkillbookStore:
     @property
     def labels(self) -> SkillbookLabels:
         """The skillbook's labelled versions (prod, canary, ...)."""
-        return SkillbookLabels(self._redis, self.keys, self._cas)
+        return SkillbookLabels(self._redis, self.keys, self._cas, kept=self.retention.label_moves)
 
     @property
     def evaluations(self) -> SkillbookEvaluations:
         """The record of the skillbook's evaluations (every one, newest first)."""
-        return SkillbookEvaluations(self._redis, self.keys)
+        return SkillbookEvaluations(self._redis, self.keys, kept=self.retention.evaluations)
 
     def _advance_cached(self, incarnation: str | None, version: int) -> tuple[int, Skillbook] | None:
         """The newest cached snapshot brought forward through the change log, or None to read it all.

@@ -186,6 +186,7 @@ class WorkerRuntime:
             max_skills=self.settings.max_skillbook_skills,
             observer=self.metrics,
             provenance_keep=self.settings.provenance_keep,
+            retention=self.settings.retention_policy(),
         )
         loaded = self._loaded[name] = _LoadedSkillbook(StoreBackedSkillbook(store))
         while len(self._loaded) > self.settings.skillbook_cache_size:
