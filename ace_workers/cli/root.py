@@ -40,6 +40,7 @@ from .migrate import migrate_command
 from .nightly import beat_command, nightly_app
 from .promote import promote_command
 from .provenance import skillbook_why
+from .retention import retention_app
 from .review import review_app
 from .skillbook import skillbook_app
 from .status import status_command
@@ -177,6 +178,7 @@ skillbook_app.add_typer(label_app, name="label")
 app.add_typer(skillbook_app, name="skillbook")
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(nightly_app, name="nightly")
+app.add_typer(retention_app, name="retention")
 app.add_typer(hook_app, name="hook")
 app.add_typer(key_app, name="key")
 tenant_app.command("usage", cls=HelpCommand)(usage_command)

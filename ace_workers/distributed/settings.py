@@ -14,7 +14,7 @@ import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.prompt_budget import PromptBudget
 from ..env import environment, read_env_fields
@@ -25,8 +25,10 @@ from .errors import InvalidSettingError
 from .recipe_registry import BUILT_IN_RECIPES, recipe_target_problem
 from .store.keys import validate_key_prefix, validate_skillbook_name
 from .store.label_names import validate_label
-from .store.retention import RetentionPolicy
 from .tenancy.model_limits import ModelLimits, parse_model_limits
+
+if TYPE_CHECKING:
+    from .store.retention import RetentionPolicy
 
 __all__ = [
     # settings
@@ -490,6 +492,8 @@ class WorkerSettings:
 
     def retention_policy(self) -> RetentionPolicy:
         """How long each kind of record is kept (see store/retention.py)."""
+        from .store.retention import RetentionPolicy  # the sweep's module loads redis: not for --help
+
         return RetentionPolicy(
             dead_letter_days=self.retention_dead_letter_days,
             proposal_days=self.retention_proposal_days,
