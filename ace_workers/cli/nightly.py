@@ -35,19 +35,21 @@ def beat_command(
     ] = None,
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
-    """Run celery beat: the reconciler, and one nightly run per skillbook of ACE_NIGHTLY_SKILLBOOKS."""
+    """Run celery beat: the reconciler, the retention sweep, and one nightly run per skillbook of
+    ACE_NIGHTLY_SKILLBOOKS."""
     settings = redis_settings("beat", "the workers it schedules for read it", kept_embedded=False)
-    from ..distributed.ops.nightly import beat_schedule  # Celery: only when the command runs
+    from ..distributed.ops.nightly import beat_schedule, retention_schedule  # Celery: only when run
     from ..distributed.worker.reconcile import reconcile_schedule
 
-    schedule = {**reconcile_schedule(settings), **beat_schedule(settings)}
+    schedule = {**reconcile_schedule(settings), **beat_schedule(settings), **retention_schedule(settings)}
     path = schedule_file or Path(tempfile.gettempdir()) / f"ace-workers-beat-{settings.queue_prefix}"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         service.app.conf.beat_schedule = schedule
         nightly = settings.nightly_skillbook_names()
         err_console.print(
-            f"beat: the reconciler every {settings.reconcile_interval_seconds:g} s; "
+            f"beat: the reconciler every {settings.reconcile_interval_seconds:g} s; the retention sweep "
+            f"at {settings.nightly_schedule!r} (UTC); "
             + (
                 f"nightly runs of {', '.join(nightly)} at {settings.nightly_schedule!r} (UTC)"
                 if nightly

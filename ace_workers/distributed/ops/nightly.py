@@ -53,7 +53,7 @@ from ..worker.dispatch import Dispatcher
 from ..worker.payload import context_to_payload
 from ..worker.reconcile import abandon_batch, lost_after_seconds, reconcile_batch
 from ..worker.runtime import WorkerRuntime
-from ..worker.task_names import NIGHTLY_TASK
+from ..worker.task_names import NIGHTLY_TASK, RETENTION_TASK
 from .errors import NightlyBusy, NightlyInboxChanged, NightlyStalled
 from .schedule import NightlySchedule, parse_schedule
 
@@ -63,6 +63,7 @@ __all__ = [
     "NightlyRunner",
     "beat_schedule",
     "night_of",
+    "retention_schedule",
     "run_nightly",
     "stall_seconds",
 ]
@@ -436,6 +437,21 @@ def beat_schedule(settings: WorkerSettings) -> dict[str, dict[str, Any]]:
             "options": {"queue": queue, "expires": _expiry_seconds(schedule)},
         }
         for name in settings.nightly_skillbook_names()
+    }
+
+
+def retention_schedule(settings: WorkerSettings) -> dict[str, dict[str, Any]]:
+    """The beat entry of the retention sweep: on the nightly schedule, on the execute queue.
+
+    Always there, with or without nightly skillbooks: every fleet keeps records that age.
+    """
+    schedule = parse_schedule(settings.nightly_schedule)
+    return {
+        "retention": {
+            "task": RETENTION_TASK,
+            "schedule": schedule,
+            "options": {"queue": settings.queue_names()["execute"], "expires": _expiry_seconds(schedule)},
+        }
     }
 
 

@@ -41,8 +41,9 @@ from .errors import (
 
 # Re-exported: the CLI imports these from here (they live in redis_health.py).
 from .redis_health import is_redis_full, ping_redis, wait_while_redis_is_full
+from .retention import sweep_fleet_retention
 from .runtime import WorkerRuntime
-from .task_names import ADMIT_TASK, NIGHTLY_TASK, RECONCILE_TASK, STEP_TASK
+from .task_names import ADMIT_TASK, NIGHTLY_TASK, RECONCILE_TASK, RETENTION_TASK, STEP_TASK
 from .tasks import REDIS_OUTAGE, admit_batch, handle_step, reconcile_fleet, wait_for_room
 
 __all__ = [
@@ -344,8 +345,8 @@ NightlyRun = Callable[[Dispatcher, str, bool], "dict[str, Any] | None"]
 def register_tasks(
     app: Celery, get_runtime: Callable[[], WorkerRuntime], *, nightly: NightlyRun | None = None
 ) -> Task:
-    """Register ``ace.step``, ``ace.admit``, ``ace.reconcile`` (and ``ace.nightly`` given ``nightly``) on
-    ``app``; ``get_runtime`` returns the process's runtime. Returns the step task.
+    """Register ``ace.step``, ``ace.admit``, ``ace.reconcile``, ``ace.retention`` (and ``ace.nightly``
+    given ``nightly``) on ``app``; ``get_runtime`` returns the process's runtime. Returns the step task.
 
     shared=False: a task belongs to this app only, so several apps in one process never clash.
     ignore_result: a chain hands each result to the next task in the message, and outcomes live
@@ -377,9 +378,13 @@ def register_tasks(
     def reconcile_task() -> dict[str, Any]:
         return reconcile_fleet(CeleryDispatcher(app, get_runtime()))
 
+    def retention_task() -> dict[str, int]:
+        return sweep_fleet_retention(get_runtime())
+
     step: Task = app.task(name=STEP_TASK, bind=True, **options)(step_task)
     app.task(name=ADMIT_TASK, **options)(admit_task)
     app.task(name=RECONCILE_TASK, **options)(reconcile_task)
+    app.task(name=RETENTION_TASK, **options)(retention_task)
     if nightly is not None:
         run_nightly = nightly
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ADMIT_TASK", "NIGHTLY_TASK", "RECONCILE_TASK", "STEP_TASK"]
+__all__ = ["ADMIT_TASK", "NIGHTLY_TASK", "RECONCILE_TASK", "RETENTION_TASK", "STEP_TASK"]
 
 # Every step of every recipe runs as this one task (tasks.py); its message names the step.
 STEP_TASK = "ace.step"
@@ -12,3 +12,5 @@ ADMIT_TASK = "ace.admit"
 RECONCILE_TASK = "ace.reconcile"
 # What beat sends for a skillbook's nightly run (ops/nightly.py).
 NIGHTLY_TASK = "ace.nightly"
+# What beat sends on ACE_NIGHTLY_SCHEDULE to trim records past their retention (store/retention.py).
+RETENTION_TASK = "ace.retention"
