@@ -59,7 +59,7 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:fleet:shape:DIGEST     string  a recipe shape's steps and settings, as its sender had them (TTL)
     ace:write-probe:ID         string  a worker's look whether Redis takes writes; expires in 1 s
     ace:claim:SHA256           string  a claim-checked payload value too big for a message, with a TTL
-    ace:console:audit          stream  one entry per action taken in the web console (capped)
+    ace:console:audit          stream  one entry per console action, kept ACE_RETENTION_AUDIT_DAYS
     ace:{tenants}              hash    tenant name -> tenant JSON (skillbooks, prefixes, weight, budgets)
     ace:{tenants}:version      string  +1 on every change of the tenants (readers' caches check it)
     ace:{limits}:spend:T:W:P:M hash    tenant T's spend on model M (or "*", all models) in window W (day,
