@@ -35,7 +35,7 @@ _NOUNS = {
 @retention_app.command("show", cls=HelpCommand)
 def retention_show(as_json: JsonOption = False, api_key: ApiKeyOption = None) -> None:
     """List each kind of record: its setting, the setting's value, what it keeps, what enforces it."""
-    from ..operations.retention import show_retention
+    from ..operations.retention import show_retention, shown_number
 
     with open_command_fleet("retention show", WHY) as fleet:
         rows = show_retention(fleet, principal_of(fleet, api_key))
@@ -44,7 +44,7 @@ def retention_show(as_json: JsonOption = False, api_key: ApiKeyOption = None) ->
         return
     table = new_table("kind", "setting", "value", "kept", "enforced by", wrap=("kept", "enforced by"))
     for row in rows:
-        table.add_row(row.kind, row.setting, f"{row.value:g}", row.kept, row.enforced_by)
+        table.add_row(row.kind, row.setting, shown_number(row.value), row.kept, row.enforced_by)
     print_table(table)
 
 

@@ -16,7 +16,7 @@ from .access import require_fleet_admin
 from .fleet import FleetClient
 from .principal import Principal
 
-__all__ = ["RetentionRow", "retention_rows", "show_retention", "sweep_retention"]
+__all__ = ["RetentionRow", "retention_rows", "shown_number", "show_retention", "sweep_retention"]
 
 # Beat's ``retention`` entry, on ACE_NIGHTLY_SCHEDULE; ``ace-workers retention sweep`` runs it by hand.
 _SWEEP = "nightly sweep"
@@ -37,11 +37,16 @@ class RetentionRow:
         return asdict(self)
 
 
+def shown_number(value: float) -> str:
+    """A setting's value as a person wrote it: 1000000 whole (``:g`` would say 1e+06), 0.5 as it is."""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
 def retention_rows(settings: WorkerSettings) -> list[RetentionRow]:
     """Every kind of record with a bound, in the order ``retention show`` lists them."""
 
     def days(value: float, after: str) -> str:
-        return f"{value:g} days {after}" if value else "forever"
+        return f"{shown_number(value)} days {after}" if value else "forever"
 
     def newest(value: int, what: str) -> str:
         return f"the newest {value} {what} per skillbook" if value else "all"
@@ -52,7 +57,7 @@ def retention_rows(settings: WorkerSettings) -> list[RetentionRow]:
             "batch_records",
             env_name("result_ttl_seconds"),
             ttl,
-            f"{ttl:g} s after its batch finished; a running batch's until it finishes",
+            f"{ttl} s after its batch finished; a running batch's until it finishes",
             "Redis expiry, set when the batch finishes",
         ),
         RetentionRow(
