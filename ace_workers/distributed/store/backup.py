@@ -195,6 +195,19 @@ def write_backup(client: redis.Redis, prefix: str, out: Path, say: Say) -> dict[
     partial = out.with_name(out.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)  # a run that died before its rename left it
     partial.mkdir(parents=True)
+    try:
+        manifest = _write_into(client, prefix, partial, say)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)  # a failed backup leaves no half folder behind
+        raise
+    partial.replace(out)  # replaces an empty ``out``, refused above otherwise
+    _fsync_dir(out.parent)
+    logger.info("backup of prefix %r written to %s: %d skillbooks", prefix, out, len(manifest["skillbooks"]))
+    return manifest
+
+
+def _write_into(client: redis.Redis, prefix: str, partial: Path, say: Say) -> dict[str, Any]:
+    """Write every file of a backup into the folder ``partial``, the manifest last and each synced."""
     names = sorted(decode_text(name) for name in client.smembers(registry_key(prefix)))
     books = []
     for name in names:
@@ -225,9 +238,6 @@ def write_backup(client: redis.Redis, prefix: str, out: Path, say: Say) -> dict[
     with (partial / MANIFEST).open("rb") as written:
         os.fsync(written.fileno())
     _fsync_dir(partial)
-    partial.replace(out)  # replaces an empty ``out``, refused above otherwise
-    _fsync_dir(out.parent)
-    logger.info("backup of prefix %r written to %s: %d skillbooks", prefix, out, len(books))
     return manifest
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +30,9 @@ _READERS: dict[str, Callable[[Pipeline, str], Any]] = {
     "stream": lambda pipe, key: pipe.xrange(key),
 }
 KEY_TYPES = tuple(_READERS)
+# A stream entry id as XADD takes an explicit one; checked before the restore's transaction, since
+# Redis applies the rest of a MULTI when one command in it fails.
+_ENTRY_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
 
 
 def queue_read(pipe: Pipeline, key: str, key_type: str) -> None:
@@ -129,10 +134,14 @@ def _decode_value(key_type: str, value: Any, what: str) -> Any:
         if key_type == "zset":
             if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], int | float)):
                 raise ValueError(f"{what} holds {item!r:.60}, not a [member, score] pair")
+            if not math.isfinite(item[1]):
+                raise ValueError(f"{what} holds the score {item[1]!r}, not a finite number")
             decoded.append((_bytes(item[0], f"a member of {what}"), float(item[1])))
         else:
             if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
                 raise ValueError(f"{what} holds {item!r:.60}, not an [entry id, fields] pair")
+            if _ENTRY_ID.fullmatch(item[0]) is None or item[0] == "0-0":
+                raise ValueError(f"{what} holds the entry id {item[0]!r:.40}, not one like '12-0'")
             decoded.append((item[0], _pair_list(item[1], f"entry {item[0]} of {what}")))
     return decoded
 
