@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 import redis
 
+from ace_workers.core import Skillbook
+from ace_workers.distributed.store.store import RedisSkillbookStore, list_skillbooks
 from tests.support.backups import raw_state
 from tests.support.cli import Ran, env_with_one_skillbook, run_console_script
 from tests.support.docs import run_shell_example, runnable_blocks
+from tests.support.schema0 import stamp_current_schema
 
 PREFIX = "clibackup"
 (DOCS_EXAMPLE,) = runnable_blocks("docs/operations.md", "## Backup and restore", language="sh")
@@ -37,7 +40,7 @@ def one_line(ran: Ran, code: int) -> str:
 
 
 def test_backup_then_restore_under_another_prefix_copies_every_key(
-    ace: Ace, redis_client: redis.Redis, tmp_path: Path
+    ace: Ace, clean_env: pytest.MonkeyPatch, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
     backed = ace("backup", "--out", str(tmp_path / "bk"))
     assert backed.code == 0, backed
@@ -49,6 +52,10 @@ def test_backup_then_restore_under_another_prefix_copies_every_key(
     assert restored.out.startswith(f"restored 1 skillbook from {tmp_path / 'bk'} into Redis at ")
     assert restored.out.endswith(" under prefix 'copy'\n")
     assert raw_state(redis_client, "copy") == raw_state(redis_client, PREFIX)
+    clean_env.setenv("ACE_QUEUE_PREFIX", "copy")
+    shown = ace("skillbook", "show", "book")
+    assert shown.code == 0, shown
+    assert "Check units before answering." in shown.out
 
 
 def test_restore_into_a_prefix_holding_data_is_one_line_and_exit_4(
@@ -97,3 +104,28 @@ def test_the_docs_example_backs_up_restores_and_refuses_a_full_target(tmp_path: 
     assert "│ prod  │ 2       │" in done.stdout
     assert "refused: exit 4" in done.stdout
     assert "skillbook support: version 2, " in done.stderr
+
+
+def test_merge_adds_to_a_prefix_holding_data_and_refuses_a_skillbook_it_has(
+    ace: Ace, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    ace("backup", "--out", str(tmp_path / "bk"))
+    local = Skillbook()
+    local.add_skill("general", "Mine.")
+    RedisSkillbookStore(redis_client, "local", prefix="copy").import_skillbook(local)
+    stamp_current_schema(redis_client, "copy")  # as the process that wrote it would have
+    merged = ace("restore", "--from", str(tmp_path / "bk"), "--prefix", "copy", "--merge")
+    assert merged.code == 0, merged
+    assert merged.out.endswith(" under prefix 'copy' (merged)\n")
+    assert list_skillbooks(redis_client, "copy") == ["book", "local"]
+    line = one_line(ace("restore", "--from", str(tmp_path / "bk"), "--prefix", "copy", "--merge"), 4)
+    assert line == (
+        "error: the target already has skillbook 'book': --merge adds only skillbooks the target lacks "
+        "(delete or rename them first)\n"
+    )
+
+
+def test_a_prefix_that_cannot_start_key_names_is_refused(ace: Ace, tmp_path: Path) -> None:
+    ran = ace("restore", "--from", str(tmp_path), "--prefix", "{bad}")
+    assert ran.code == 2, ran
+    assert "--prefix" in ran.err
