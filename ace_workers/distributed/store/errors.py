@@ -338,8 +338,8 @@ class BackupSchemaError(BackupError, ValueError):
         self.known = known
         if found < known:
             advice = (
-                f"restore it with the ace-workers that wrote it, then run `ace-workers migrate` "
-                f"to bring it to schema {known}"
+                f"restore it with the release that wrote it (schema {found}), then run "
+                f"`ace-workers migrate` to bring it to schema {known}"
             )
         else:
             advice = "restore it with a newer ace-workers"
