@@ -20,6 +20,8 @@ from ace_workers.distributed.store.errors import (
     RestoreSkillbooksExistError,
     RestoreTargetNotEmptyError,
 )
+from ace_workers.distributed.tenancy import Tenant
+from ace_workers.distributed.tenancy.errors import TenantConflictError
 from ace_workers.operations import FleetClient, Principal, open_fleet, operator
 from ace_workers.operations.backup import backup_fleet, restore_fleet
 from ace_workers.operations.errors import FleetAdminRequiredError
@@ -241,3 +243,18 @@ def test_a_bad_record_in_any_file_restores_nothing(
     ):
         restore_fleet(copy, OPERATOR, tmp_path / "bk")
     assert raw_state(redis_client, "dst") == {}
+
+
+def test_merge_refuses_a_tenant_claiming_a_skillbook_a_target_tenant_owns(
+    source: tuple[FleetClient, str], url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    fleet, _ = source
+    backup_fleet(fleet, OPERATOR, tmp_path / "bk")
+    with open_fleet(WorkerSettings(queue_prefix="dst"), url) as copy:
+        copy.tenants.add(Tenant("gamma", skillbooks=("book",)))
+        before = raw_state(redis_client, "dst")
+        with pytest.raises(
+            TenantConflictError, match="tenant 'alpha' cannot own skillbook 'book': tenant 'gamma'"
+        ):
+            restore_fleet(copy, OPERATOR, tmp_path / "bk", merge=True)
+    assert raw_state(redis_client, "dst") == before
