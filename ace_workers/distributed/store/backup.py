@@ -56,11 +56,13 @@ from .schema import SCHEMA_VERSION
 from .transactions import watch_keys
 
 __all__ = [
+    "FLEET_FILE",
     "FORMAT_VERSION",
     "MANIFEST",
     "Backup",
     "load_backup",
     "restore_backup",
+    "skillbook_file",
     "write_backup",
 ]
 
@@ -149,6 +151,8 @@ def _read_skillbook(client: redis.Redis, prefix: str, name: str) -> tuple[int, l
         records = _read_group(client, prefix, _skillbook_keys(client, keys), keys.version)
         if records is not None:
             version = next((r["value"] for r in records if r["key"] == version_key), "0")
+            if not (isinstance(version, str) and version.isdigit()):
+                raise CorruptDataError(keys.version, f"holds {version!r}, not a whole number")
             return int(version), records
         time.sleep(min(0.001 * 2**attempt, 0.05))  # let the writer finish its burst
     raise VersionConflict(name, READ_ATTEMPTS, "backup")
