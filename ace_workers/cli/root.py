@@ -13,6 +13,7 @@ from typer._click import Context
 from typer._click.exceptions import ClickException
 
 from .. import __version__
+from .backup import backup_command, restore_command
 from .batch import batch_app
 from .compare import compare_command
 from .console import console_command
@@ -158,6 +159,8 @@ app.command("status", cls=HelpCommand)(status_command)
 app.command("flower", cls=HelpCommand)(flower_command)
 app.command("beat", cls=HelpCommand)(beat_command)
 app.command("migrate", cls=HelpCommand)(migrate_command)
+app.command("backup", cls=HelpCommand)(backup_command)
+app.command("restore", cls=HelpCommand)(restore_command)
 app.add_typer(batch_app, name="batch")
 # skillbook: its own commands (list, show, import, diff, export, history, dedup, rollback), then these.
 skillbook_app.command("compare", cls=HelpCommand)(compare_command)

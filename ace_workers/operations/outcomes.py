@@ -16,6 +16,9 @@ import redis
 from ..distributed.ops.errors import EmbeddedRedisBusyError
 from ..distributed.producer.errors import NoWorkersError
 from ..distributed.store.errors import (
+    BackupFormatError,
+    BackupSchemaError,
+    BackupTargetError,
     BatchCancelledError,
     BatchInputMissingError,
     BatchNotFoundError,
@@ -29,6 +32,8 @@ from ..distributed.store.errors import (
     MigrationRefusedError,
     ProposalConflictError,
     ProposalDecidedError,
+    RestoreSkillbooksExistError,
+    RestoreTargetNotEmptyError,
     SchemaMismatchError,
     SkillbookExistsError,
     SkillbookFullError,
@@ -104,7 +109,10 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     SchemaMismatchError: INVALID,
     EmbeddedRedisBusyError: INVALID,  # ACE_EMBEDDED_REDIS_DIR names a folder another process runs
     ExpectRequiredError: INVALID,
-    WorkerConfigError: INVALID,  # a worker refused its settings (write queue concurrency, pickle)
+    WorkerConfigError: INVALID,
+    BackupFormatError: INVALID,  # a backup folder's file is corrupt or truncated
+    BackupSchemaError: INVALID,
+    BackupTargetError: INVALID,  # a worker refused its settings (write queue concurrency, pickle)
     # What it names does not exist.
     UnknownSkillbookError: NOT_FOUND,
     UnknownSkillError: NOT_FOUND,
@@ -133,6 +141,8 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     TenantConflictError: CONFLICT,
     BatchCancelledError: CONFLICT,
     BatchNotResumableError: CONFLICT,
+    RestoreTargetNotEmptyError: CONFLICT,
+    RestoreSkillbooksExistError: CONFLICT,
     # A gate said no.
     MigrationRefusedError: REFUSED,
     BudgetExhaustedError: REFUSED,

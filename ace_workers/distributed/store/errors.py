@@ -6,6 +6,12 @@ from ...core.counts import counted, noun_for
 from ...errors import AceError
 
 __all__ = [
+    "BackupError",
+    "BackupFormatError",
+    "BackupSchemaError",
+    "BackupTargetError",
+    "RestoreSkillbooksExistError",
+    "RestoreTargetNotEmptyError",
     "BatchCancelledError",
     "BatchInputMissingError",
     "BatchNotFoundError",
@@ -307,3 +313,67 @@ class MigrationRefusedError(StoreError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
+
+
+class BackupError(StoreError):
+    """A backup could not be written or restored; nothing was restored."""
+
+
+class BackupFormatError(BackupError, ValueError):
+    """A backup folder's file is not what a backup writes (corrupt, truncated, hand-edited)."""
+
+    def __init__(self, path: str, line: int | None, problem: str) -> None:
+        self.path = path
+        self.line = line
+        self.problem = problem
+        where = f"{path} line {line}" if line is not None else path
+        super().__init__(f"backup {where}: {problem}; nothing was restored")
+
+
+class BackupSchemaError(BackupError, ValueError):
+    """A backup holds data of another schema than this ace-workers reads."""
+
+    def __init__(self, path: str, found: int, known: int) -> None:
+        self.found = found
+        self.known = known
+        if found < known:
+            advice = (
+                f"restore it with the release that wrote it (schema {found}), then run "
+                f"`ace-workers migrate` to bring it to schema {known}"
+            )
+        else:
+            advice = "restore it with a newer ace-workers"
+        super().__init__(
+            f"backup {path} holds schema {found}, this ace-workers knows schema {known}: {advice}"
+        )
+
+
+class BackupTargetError(BackupError, ValueError):
+    """The folder a backup is to be written to exists and is not empty."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"backup folder {path} exists and is not empty: name a new folder")
+
+
+class RestoreTargetNotEmptyError(BackupError):
+    """A restore found data under the target prefix and --merge was not given."""
+
+    def __init__(self, where: str, prefix: str, example: str) -> None:
+        self.prefix = prefix
+        self.example = example
+        super().__init__(
+            f"Redis at {where} already holds data under prefix {prefix!r} (e.g. key {example!r}): "
+            "restore into an empty Redis or another --prefix, or pass --merge to add the backup's skillbooks"
+        )
+
+
+class RestoreSkillbooksExistError(BackupError):
+    """A merging restore found skillbooks of the backup already in the target."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        super().__init__(
+            f"the target already has {noun_for(len(names), 'skillbook')} {', '.join(map(repr, names))}: "
+            "--merge adds only skillbooks the target lacks (delete or rename them first)"
+        )

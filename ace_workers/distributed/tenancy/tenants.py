@@ -333,7 +333,8 @@ class TenantRegistry:
     def _write(self, name: str, make: Callable[[dict[str, Tenant]], Tenant]) -> Tenant:
         """Store ``make(stored tenants)`` in one WATCH transaction, checked against the others' claims."""
         for _ in range(_WATCH_ATTEMPTS):
-            with self.redis.pipeline() as pipe:
+            # transaction=True: a cluster pipeline refuses WATCH without it (a plain one defaults to it).
+            with self.redis.pipeline(transaction=True) as pipe:
                 try:
                     pipe.watch(self.key)  # type: ignore[no-untyped-call]
                     stored = self._parse(pipe.hgetall(self.key))
