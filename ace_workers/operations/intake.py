@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..distributed.recipe_registry import BUILT_IN_RECIPES
+from ..distributed.store.errors import BatchNotFoundError
 from ..distributed.store.keys import intake_idempotency_key
 from ..distributed.store.label_names import parse_skillbook_ref
 from ..distributed.store.replies import decode_text
@@ -74,7 +75,7 @@ def accept_traces(
         claim = intake_idempotency_key(fleet.prefix, principal.key_id or principal.name, idempotency_key)
         earlier = fleet.redis.get(claim)
         if earlier is not None:
-            return IntakeResult(decode_text(earlier), name, len(traces), epochs, replayed=True)
+            return _replayed(fleet, decode_text(earlier), name, len(traces), epochs)
     _check_request(traces, recipe, epochs, fleet)
     check_room(fleet)
     batch_id = uuid.uuid4().hex
@@ -82,7 +83,7 @@ def accept_traces(
     if claim is not None and not fleet.redis.set(claim, batch_id, nx=True, ex=IDEMPOTENCY_TTL_SECONDS):
         earlier = fleet.redis.get(claim)
         if earlier is not None:
-            return IntakeResult(decode_text(earlier), name, len(traces), epochs, replayed=True)
+            return _replayed(fleet, decode_text(earlier), name, len(traces), epochs)
         fleet.redis.set(claim, batch_id, ex=IDEMPOTENCY_TTL_SECONDS)  # expired in between
     try:
         send(batch_id)
@@ -93,6 +94,19 @@ def accept_traces(
         raise
     logger.info("intake: %s sent batch %s of %d traces to %s", principal.name, batch_id, len(traces), name)
     return IntakeResult(batch_id, name, len(traces), epochs)
+
+
+def _replayed(fleet: FleetClient, batch_id: str, name: str, traces: int, epochs: int) -> IntakeResult:
+    """The batch an earlier request with the same Idempotency-Key made, as its record says.
+
+    While that request still stores its batch (or once the record expired) the retry's own
+    figures stand in.
+    """
+    try:
+        status = fleet.batches.status(batch_id)
+    except BatchNotFoundError:
+        return IntakeResult(batch_id, name, traces, epochs, replayed=True)
+    return IntakeResult(batch_id, status.skillbook, status.per_epoch, status.epochs, replayed=True)
 
 
 def check_room(fleet: FleetClient) -> None:

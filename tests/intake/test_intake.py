@@ -8,17 +8,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 import redis
+from starlette.responses import PlainTextResponse
 
-from ace_workers.distributed.producer.errors import IntakeBusyError, IntakeForbiddenError
+from ace_workers.distributed.producer.errors import (
+    IntakeBusyError,
+    IntakeForbiddenError,
+    IntakeUnavailableError,
+)
 from ace_workers.distributed.producer.http_producer import HttpProducer
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.tenancy.admission_scheduler import AdmissionState
+from ace_workers.intake import build_intake_app
 from ace_workers.sim import failure_traces
 from tests.support.intake import ALPHA_BOOK, BETA_BOOK, IntakeKeys, make_tenants_and_keys, running_intake
+from tests.support.servers import free_port, serving_app
 from tests.support.waiting import wait_for
 from tests.support.workers import build_test_service, running_service
 
@@ -213,3 +221,54 @@ def test_a_batchs_status_is_the_keys_tenants_only(idle: tuple[Service, IntakeKey
     foreign = httpx.get(batch.status_url, headers={"Authorization": f"Bearer {keys.beta_learn}"})
     assert (own.status_code, own.json()["total"]) == (200, 2)
     assert foreign.status_code == 404
+
+
+class LoseFirstAnswer:
+    """Intake whose first answer to a POST is lost on the way back: the batch is made, the
+    producer sees a 502 (a proxy that timed out), as after a dropped connection."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.lost = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or self.lost:
+            await self.app(scope, receive, send)
+            return
+        self.lost += 1
+
+        async def swallow(message: Any) -> None:
+            pass
+
+        await self.app(scope, receive, swallow)
+        await PlainTextResponse("bad gateway", 502)(scope, receive, send)
+
+
+def test_a_lost_answer_is_retried_with_the_same_key_and_makes_one_batch(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    service = build_test_service(redis_url)
+    try:
+        keys = make_tenants_and_keys(service)
+        lossy = LoseFirstAnswer(build_intake_app(service, host="127.0.0.1"))
+        with serving_app(lossy) as url:
+            batch = HttpProducer(url, keys.alpha_learn, sleep=lambda seconds: None).enqueue_traces(
+                failure_traces(3), ALPHA_BOOK
+            )
+        assert lossy.lost == 1
+        assert batch.replayed is True
+        assert (batch.skillbook, batch.traces) == (ALPHA_BOOK, 3)
+        assert batches_of(service) == [batch.batch_id]
+    finally:
+        service.close()
+
+
+def test_an_intake_that_does_not_answer_raises_unavailable_after_the_retries() -> None:
+    waits: list[float] = []
+    producer = HttpProducer(
+        f"http://127.0.0.1:{free_port()}", "ace_0123abcd_" + "x" * 24, retries=2, sleep=waits.append
+    )
+    with pytest.raises(IntakeUnavailableError) as unavailable:
+        producer.enqueue_traces(failure_traces(1), ALPHA_BOOK)
+    assert unavailable.value.status == 0
+    assert waits == [0.5, 1.0]
