@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..distributed.recipe_registry import BUILT_IN_RECIPES
+from ..distributed.store.batches import BatchState
 from ..distributed.store.errors import BatchNotFoundError
 from ..distributed.store.keys import intake_idempotency_key
 from ..distributed.store.label_names import parse_skillbook_ref
@@ -88,8 +89,9 @@ def accept_traces(
     try:
         send(batch_id)
     except BaseException:
-        if claim is not None:
-            # Nothing was sent under it: a retry with the key must be able to send.
+        if claim is not None and not _running(fleet, batch_id):
+            # Nothing runs under it (never made, or cancelled with nothing sent): a retry with the
+            # key must be able to send. A batch that runs keeps it: the reconciler finishes it.
             fleet.redis.delete(claim)
         raise
     logger.info("intake: %s sent batch %s of %d traces to %s", principal.name, batch_id, len(traces), name)
@@ -107,6 +109,13 @@ def _replayed(fleet: FleetClient, batch_id: str, name: str, traces: int, epochs:
     except BatchNotFoundError:
         return IntakeResult(batch_id, name, traces, epochs, replayed=True)
     return IntakeResult(batch_id, status.skillbook, status.per_epoch, status.epochs, replayed=True)
+
+
+def _running(fleet: FleetClient, batch_id: str) -> bool:
+    try:
+        return fleet.batches.status(batch_id).state is BatchState.RUNNING
+    except BatchNotFoundError:
+        return False
 
 
 def check_room(fleet: FleetClient) -> None:
