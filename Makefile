@@ -84,6 +84,7 @@ bench: install  ## speed figures (not tests); the distributed ones use database 
 	$(BIN)/python benchmarks/dedup.py
 	$(BIN)/python benchmarks/limiter_overhead.py
 	$(BIN)/python benchmarks/fairness.py
+	$(BIN)/python benchmarks/intake.py
 
 demo: install  ## run the main job on embedded defaults: embedded Redis, in-process workers, simulated LLM
 	$(BIN)/ace-workers learn ace_workers/sim/data/synthetic_samples.jsonl --recipe ace --model sim \

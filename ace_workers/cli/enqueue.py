@@ -60,6 +60,15 @@ def enqueue_command(
             show_default=False,
         ),
     ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="Send through intake (ace-workers intake) at this URL, e.g. http://intake:8710, with the "
+            "API key: no Redis URL needed. JSONL input only.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Enqueue a JSONL file, or recorded agent sessions, as one batch for running workers; print the batch id.
@@ -76,6 +85,11 @@ def enqueue_command(
         except InvalidSettingError as exc:  # the flag, not ACE_API_KEY, holds the bad value
             raise typer.BadParameter(exc.reason, param_hint="--api-key") from None
     name = check_skillbook_ref(skillbook).name  # learning writes NAME's head whatever the label
+    if url is not None:
+        _enqueue_through_intake(
+            url, traces, skillbook, epochs, recipe, input_format, canary, settings, as_json
+        )
+        return
     check_recipe(recipe, settings)
     check_format(input_format, recipe)
     require_shared_redis(
@@ -112,3 +126,52 @@ def enqueue_command(
         )
     else:
         typer.echo(handle.batch_id)
+
+
+def _enqueue_through_intake(
+    url: str,
+    traces: Path,
+    skillbook: str,
+    epochs: int,
+    recipe: str,
+    input_format: str,
+    canary: float | None,
+    settings: WorkerSettings,
+    as_json: bool,
+) -> None:
+    """``enqueue --url``: check the file here, POST it to intake with the API key; print the batch id."""
+    from ..distributed.producer.http_producer import HttpProducer
+    from .inputs import stream_inputs
+
+    if settings.api_key is None:
+        raise typer.BadParameter(
+            "needs an API key of role learn or above: --api-key or ACE_API_KEY", param_hint="--url"
+        )
+    for given, hint in ((input_format != "jsonl", "--format"), (canary is not None, "--canary")):
+        if given:
+            raise typer.BadParameter("not with --url: intake takes JSONL traces", param_hint=hint)
+    if recipe == "ace":
+        raise typer.BadParameter(
+            "recipe ace learns from samples; intake (--url) takes traces", param_hint="--recipe"
+        )
+    try:
+        producer = HttpProducer(url, settings.api_key)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--url") from None
+    count = scan_inputs(traces, recipe, settings, epochs)
+    batch = producer.enqueue_traces(list(stream_inputs(traces, recipe)), skillbook, epochs, recipe=recipe)
+    if as_json:
+        print_json(
+            {
+                "batch_id": batch.batch_id,
+                "skillbook": batch.skillbook,
+                "served_by": skillbook,
+                "recipe": recipe,
+                "inputs": count,
+                "epochs": epochs,
+                "samples": count * epochs,
+                "status_url": batch.status_url,
+            }
+        )
+    else:
+        typer.echo(batch.batch_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..distributed.producer.errors import NoWorkersError
+from ..distributed.producer.errors import IntakeUnavailableError, NoWorkersError
 from ..distributed.worker.errors import BrokerUnavailable, RedisUnavailable
 from .output import printable
 
@@ -54,7 +54,7 @@ EXIT_CODES_HELP = (
 
 def unreachable_line(exc: BaseException) -> str:
     """What could not be reached, in one line (control characters and newlines escaped)."""
-    if isinstance(exc, (RedisUnavailable, NoWorkersError)):
+    if isinstance(exc, (RedisUnavailable, NoWorkersError, IntakeUnavailableError)):
         said = str(exc)  # these name the service and what to do
     elif isinstance(exc, (BrokerUnavailable, *broker_errors())):
         said = f"the broker did not answer: {exc}"

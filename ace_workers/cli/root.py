@@ -25,6 +25,7 @@ from .exit_codes import EXIT_CODES_HELP
 from .flower import flower_command
 from .help import HelpCommand, HelpGroup
 from .hook import hook_app
+from .intake import intake_command
 from .keys import key_app
 from .labels import label_app
 from .learn import learn_command
@@ -152,6 +153,7 @@ def version_command() -> None:
 app.command("demo", cls=HelpCommand)(demo_command)
 app.command("mcp", cls=HelpCommand)(mcp_command)
 app.command("console", cls=HelpCommand)(console_command)
+app.command("intake", cls=HelpCommand)(intake_command)
 app.command("learn", cls=HelpCommand)(learn_command)
 app.command("worker", cls=HelpCommand)(worker_command)
 app.command("enqueue", cls=HelpCommand)(enqueue_command)

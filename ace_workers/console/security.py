@@ -53,10 +53,14 @@ class ConsoleGate:
     ``scope["state"]["principal"]``.
     """
 
-    def __init__(self, app: ASGIApp, access: ConsoleAccess, *, host: str) -> None:
+    def __init__(
+        self, app: ASGIApp, access: ConsoleAccess, *, host: str, json_paths: tuple[str, ...] = ("/api/",)
+    ) -> None:
         self.app = app
         self.access = access
         self.loopback_only = is_loopback(host)
+        # Paths whose refusals are JSON for programs (the console's API; intake's every path).
+        self.json_paths = json_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,7 +93,7 @@ class ConsoleGate:
             return None
         principal = await self._principal(headers)
         if principal is None:
-            return _unauthorized(path)
+            return _unauthorized(path.startswith(self.json_paths))
         scope.setdefault("state", {})["principal"] = principal
         return None
 
@@ -112,13 +116,13 @@ class ConsoleGate:
         return await run_in_threadpool(self.access.check_key, secret, method)
 
 
-def _unauthorized(path: str) -> Response:
+def _unauthorized(as_json: bool) -> Response:
     message = (
         "authentication required: an API key, as a bearer token or as the password of basic auth "
         f"(an operator makes one: {CREATE_KEY})"
     )
     headers = {"www-authenticate": REALM}
-    if path.startswith("/api/"):
+    if as_json:
         return JSONResponse({"error": "unauthorized", "message": message}, 401, headers=headers)
     return PlainTextResponse(message, 401, headers=headers)
 

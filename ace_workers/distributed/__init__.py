@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         BatchHandle,
         BatchSizeError,
         DistributedRunner,
+        HttpProducer,
         NoWorkersError,
         Producer,
         ProducerConfigError,
@@ -110,6 +111,7 @@ __all__ = [
     "WorkerRuntime",
     # producer
     "Producer",
+    "HttpProducer",
     "BatchHandle",
     "DistributedRunner",
     # ops

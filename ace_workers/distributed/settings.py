@@ -252,6 +252,18 @@ class WorkerSettings:
         minimum=1,
     )
     max_batch_size: int = _setting(1_000_000, "most inputs one batch may hold", minimum=1)
+    intake_max_body_bytes: int = _setting(
+        32 * 1024 * 1024,
+        "largest request body `ace-workers intake` reads (POST /v1/traces); a bigger one is refused "
+        "with 413 before it is parsed",
+        minimum=1,
+    )
+    intake_max_backlog: int = _setting(
+        10_000,
+        "most samples waiting for admission before `ace-workers intake` refuses new batches with 429 "
+        "and Retry-After: it refuses only while the admission window is full too, so producers back "
+        "off while the fleet is saturated. 0: never refuse (admission off: never refused either)",
+    )
     max_skillbook_skills: int = _setting(100_000, "most skills one skillbook may hold", minimum=1)
     changelog_maxlen: int = _setting(
         10_000, "entries kept in a skillbook's change log (approximate cap)", minimum=1

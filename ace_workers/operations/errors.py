@@ -7,7 +7,15 @@ from ..distributed.store.errors import StoreError
 from ..distributed.tenancy.errors import TenancyError
 from ..errors import AceError
 
-__all__ = ["BatchNotResumableError", "ExpectRequiredError", "FleetAdminRequiredError", "TenantBusyError"]
+__all__ = [
+    "BatchNotResumableError",
+    "ExpectRequiredError",
+    "FleetAdminRequiredError",
+    "FleetBusyError",
+    "IntakeBodyError",
+    "IntakeBodyTooLargeError",
+    "TenantBusyError",
+]
 
 
 class FleetAdminRequiredError(TenancyError, PermissionError):
@@ -63,4 +71,37 @@ class BatchNotResumableError(StoreError):
         super().__init__(
             f"batch {batch_id} stores {stored} of its {per_epoch} inputs (its producer died while "
             "storing them): it cannot be resumed; cancel it and send the inputs again"
+        )
+
+
+class IntakeBodyError(AceError, ValueError):
+    """An intake request's body or fields are not what intake reads; ``where`` names the line or field."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}; nothing was enqueued")
+
+
+class IntakeBodyTooLargeError(AceError, ValueError):
+    """An intake request's body is larger than ACE_INTAKE_MAX_BODY_BYTES; refused before it was read whole."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"request body is larger than {limit:,} bytes (ACE_INTAKE_MAX_BODY_BYTES): send smaller "
+            "batches; nothing was enqueued"
+        )
+
+
+class FleetBusyError(AceError):
+    """The admission window is full and more samples wait than ACE_INTAKE_MAX_BACKLOG: send again later."""
+
+    def __init__(self, waiting: int, limit: int, retry_after: int) -> None:
+        self.waiting = waiting
+        self.limit = limit
+        self.retry_after = retry_after
+        super().__init__(
+            f"the fleet is busy: its admission window is full and {waiting:,} samples wait, above "
+            f"{limit:,} (ACE_INTAKE_MAX_BACKLOG); send again in {retry_after} s; nothing was enqueued"
         )

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 import redis
 
 from ..distributed.ops.errors import EmbeddedRedisBusyError
-from ..distributed.producer.errors import NoWorkersError
+from ..distributed.producer.errors import (
+    IntakeBusyError,
+    IntakeForbiddenError,
+    IntakeRequestError,
+    IntakeUnauthorizedError,
+    IntakeUnavailableError,
+    NoWorkersError,
+)
 from ..distributed.store.errors import (
     BackupFormatError,
     BackupSchemaError,
@@ -64,7 +71,15 @@ from ..errors import (
     SkillStateError,
     UnknownSkillError,
 )
-from .errors import BatchNotResumableError, ExpectRequiredError, FleetAdminRequiredError, TenantBusyError
+from .errors import (
+    BatchNotResumableError,
+    ExpectRequiredError,
+    FleetAdminRequiredError,
+    FleetBusyError,
+    IntakeBodyError,
+    IntakeBodyTooLargeError,
+    TenantBusyError,
+)
 
 __all__ = ["Outcome", "OUTCOMES", "UNEXPECTED", "outcome_of"]
 
@@ -89,6 +104,9 @@ CONFLICT = Outcome("conflict", 4, 409, -32006)
 REFUSED = Outcome("refused", 4, 422, -32006)
 UNAVAILABLE = Outcome("unavailable", 3, 503, -32004)
 FAILED = Outcome("failed", 1, 500, -32004)
+TOO_LARGE = Outcome("too_large", 2, 413, -32602)
+# Back-pressure: the fleet has enough to do; the same request later may pass (Retry-After says when).
+BUSY = Outcome("busy", 4, 429, -32006)
 # A bug: an error no row names.
 UNEXPECTED = Outcome("internal", 1, 500, -32603)
 
@@ -109,10 +127,13 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     SchemaMismatchError: INVALID,
     EmbeddedRedisBusyError: INVALID,  # ACE_EMBEDDED_REDIS_DIR names a folder another process runs
     ExpectRequiredError: INVALID,
-    WorkerConfigError: INVALID,
+    WorkerConfigError: INVALID,  # a worker refused its settings (write queue concurrency, pickle)
     BackupFormatError: INVALID,  # a backup folder's file is corrupt or truncated
     BackupSchemaError: INVALID,
-    BackupTargetError: INVALID,  # a worker refused its settings (write queue concurrency, pickle)
+    BackupTargetError: INVALID,
+    IntakeBodyError: INVALID,
+    IntakeBodyTooLargeError: TOO_LARGE,
+    IntakeRequestError: INVALID,  # what intake answered a producer (HttpProducer), as it answered it
     # What it names does not exist.
     UnknownSkillbookError: NOT_FOUND,
     UnknownSkillError: NOT_FOUND,
@@ -124,6 +145,8 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     # Who asks may not.
     InvalidApiKeyError: UNAUTHENTICATED,
     RoleTooLowError: FORBIDDEN,
+    IntakeUnauthorizedError: UNAUTHENTICATED,
+    IntakeForbiddenError: FORBIDDEN,
     # The console still answers 404 for another tenant's skillbook (it hides which exist, see
     # console/views.py); where the refusal names the owner anyway, it is a refusal by policy.
     ForeignSkillbookError: FORBIDDEN,
@@ -148,10 +171,13 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     BudgetExhaustedError: REFUSED,
     SkillbookFullError: REFUSED,
     TenantBusyError: REFUSED,
+    FleetBusyError: BUSY,
+    IntakeBusyError: BUSY,
     # The service, not the request, is at fault: retried later, it may pass.
     RedisUnavailable: UNAVAILABLE,
     BrokerUnavailable: UNAVAILABLE,
     NoWorkersError: UNAVAILABLE,
+    IntakeUnavailableError: UNAVAILABLE,
     redis.ConnectionError: UNAVAILABLE,
     redis.TimeoutError: UNAVAILABLE,
     # Ran, and something failed: data that is not what it should be.

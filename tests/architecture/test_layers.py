@@ -185,6 +185,7 @@ TOP_LAYERS = (
     "operations",
     "mcp",
     "console",
+    "intake",
     "demo",
     "deduplication",
     "implementations",

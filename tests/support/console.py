@@ -11,7 +11,6 @@ import base64
 import os
 import re
 import subprocess
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,14 +19,13 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from ace_workers.console.access import ConsoleAccess
 from ace_workers.console.app import build_console_app
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.tenancy.api_keys import ALL_TENANTS, ApiKeys
 from tests.support.processes import terminate
-from tests.support.servers import free_port
+from tests.support.servers import free_port, serving_app
 from tests.support.waiting import wait_for
 
 # The user name people type in the browser's sign-in: free, the key's secret is the password.
@@ -136,20 +134,8 @@ def running_console(
     """
     keys = ConsoleKeys.make(service)
     app = build_console_app(service, access or ConsoleAccess(), host="127.0.0.1", read_only=read_only)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off"
-        )
-    )
-    thread = threading.Thread(target=server.run, name="console-under-test", daemon=True)
-    thread.start()
-    try:
-        wait_for(lambda: server.started, 15, "the console to listen", every=0.02)
-        yield RunningConsole(f"http://127.0.0.1:{port}", app, keys)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
+    with serving_app(app) as url:
+        yield RunningConsole(url, app, keys)
 
 
 @contextmanager

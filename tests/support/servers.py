@@ -14,11 +14,13 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 import amqp
 import redis
@@ -31,6 +33,7 @@ __all__ = [
     "PrivateRabbitMQ",
     "PrivateRedis",
     "free_port",
+    "serving_app",
     "redis_server_binary",
 ]
 
@@ -40,6 +43,29 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serving_app(app: Any) -> Iterator[str]:
+    """The ASGI ``app`` served by uvicorn in a thread on a free loopback port until the block ends.
+
+    Yields its URL.
+    """
+    import uvicorn  # the console extra's: only the tests of web front ends load it
+
+    port = free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="app-under-test", daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started, 15, "the app to listen", every=0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
 
 
 def redis_server_binary() -> str:

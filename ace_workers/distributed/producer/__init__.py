@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         ProducerError,
         RemoteStepError,
     )
+    from .http_producer import HttpProducer, IntakeBatch
     from .inbox import append_to_inbox
     from .producer import BatchHandle, Producer
 
@@ -26,6 +27,9 @@ __all__ = [
     "BatchHandle",
     "DistributedRunner",
     "append_to_inbox",
+    # sending through intake, with an API key and no Redis URL
+    "HttpProducer",
+    "IntakeBatch",
     # errors
     "ProducerError",
     "BatchExistsError",
@@ -41,6 +45,7 @@ __all__ = [
 _SOURCES = (
     ".errors",
     ".distributed_runner",
+    ".http_producer",
     ".inbox",
     ".producer",
 )

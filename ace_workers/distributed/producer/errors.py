@@ -11,6 +11,12 @@ __all__ = [
     "BatchSizeError",
     "FleetModelMismatch",
     "HookInputError",
+    "IntakeBusyError",
+    "IntakeError",
+    "IntakeForbiddenError",
+    "IntakeRequestError",
+    "IntakeUnauthorizedError",
+    "IntakeUnavailableError",
     "LabelNotServedError",
     "NoWorkersError",
     "ProducerConfigError",
@@ -122,3 +128,40 @@ class FleetModelMismatch(ProducerError, SettingsError):
             f"--model {model!r} is not the model the workers run: {found}; on a fleet each worker calls "
             "the models of its own settings (drop --model, or start workers with that model)"
         )
+
+
+class IntakeError(ProducerError):
+    """Intake (``ace-workers intake``) refused or failed a request; ``status``, ``kind`` and the server's
+    ``message`` say why (``status`` 0: it could not be reached)."""
+
+    def __init__(self, url: str, status: int, kind: str, message: str) -> None:
+        self.url = url
+        self.status = status
+        self.kind = kind
+        self.message = message
+        answered = f"HTTP {status} {kind}" if status else "unreachable"
+        super().__init__(f"intake at {url}: {answered}: {message}")
+
+
+class IntakeRequestError(IntakeError, ValueError):
+    """Intake refused the request itself (400, 413): a body, field or header to fix; nothing was enqueued."""
+
+
+class IntakeUnauthorizedError(IntakeError, PermissionError):
+    """Intake authenticated no API key (401): none was sent, or it is unknown or revoked."""
+
+
+class IntakeForbiddenError(IntakeError, PermissionError):
+    """The API key may not learn on the skillbook (403: its role; 404: another tenant's skillbook)."""
+
+
+class IntakeBusyError(IntakeError):
+    """The fleet was busy (429) through every retry; ``retry_after`` is what intake last said to wait."""
+
+    def __init__(self, url: str, status: int, kind: str, message: str, *, retry_after: float) -> None:
+        self.retry_after = retry_after
+        super().__init__(url, status, kind, message)
+
+
+class IntakeUnavailableError(IntakeError):
+    """Intake did not answer, or failed (5xx), through every retry."""

@@ -73,6 +73,8 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:{limits}:throttled     hash    model -> until when a 429 slowed it (every process's cheap check)
     ace:{apikeys}              hash    SHA-256 of an API key's secret -> the key's JSON (id, tenant, role)
     ace:{apikeys}:ids          hash    key id -> the SHA-256 its record is stored under (revoke, list)
+    ace:intake:K:SHA256        string  the batch id an intake POST made, per API key id K and SHA-256 of
+                                       its Idempotency-Key header: a retried POST answers that batch (TTL)
     ace:{deferred:T}           hash    "BATCH|eN:I|STEP" -> JSON of a step message tenant T's spent budget
                                        deferred (its kwargs and payload, the limit, when it resets)
     ace:{deferred:T}:order     zset    the same fields -> when they were parked (released oldest first)
@@ -107,6 +109,7 @@ expired is applied again.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -141,6 +144,7 @@ __all__ = [
     "write_probe_key",
     "api_keys_key",
     "api_key_ids_key",
+    "intake_idempotency_key",
     "claim_key",
     "claim_digest",
     "decision_field",
@@ -371,6 +375,15 @@ def api_keys_key(prefix: str = DEFAULT_PREFIX) -> str:
 def api_key_ids_key(prefix: str = DEFAULT_PREFIX) -> str:
     """Hash: API key id -> the SHA-256 its record is stored under, so a key is revoked by its id."""
     return f"{validate_key_prefix(prefix)}:{{apikeys}}:ids"
+
+
+def intake_idempotency_key(prefix: str, key_id: str, idempotency_key: str) -> str:
+    """String with a TTL: the batch an intake POST of API key ``key_id`` with header ``idempotency_key`` made.
+
+    The header is the client's text: it is hashed, so any value makes one short key of ours.
+    """
+    digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
+    return f"{validate_key_prefix(prefix)}:intake:{key_id}:{digest}"
 
 
 def deferred_key(prefix: str, tenant: str, part: str = "") -> str:

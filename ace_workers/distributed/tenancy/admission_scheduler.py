@@ -36,7 +36,7 @@ from ..store.keys import DEFAULT_PREFIX, admission_key
 from ..store.replies import decode_text
 from .tenants import Tenant
 
-__all__ = ["ADMISSION_PARTS", "AdmissionState", "Grant"]
+__all__ = ["ADMISSION_PARTS", "AdmissionLoad", "AdmissionState", "Grant"]
 
 # The state's keys, in the order every script takes them (see admission_state.lua).
 ADMISSION_PARTS = (
@@ -185,6 +185,29 @@ class AdmissionState:
             )
             counts[tenant] = counts.get(tenant, 0) + flying
         return counts
+
+    def load(self) -> AdmissionLoad:
+        """Samples in flight across the fleet, and samples waiting to be admitted (one transaction)."""
+        pipe = self.redis.pipeline(transaction=True)
+        for key in self.keys[:5]:
+            pipe.hgetall(key)
+        tenants, admitted, left, parked, limit = (
+            {decode_text(k): decode_text(v) for k, v in raw.items()} for raw in pipe.execute()
+        )
+        flying = waiting = 0
+        for batch in tenants:
+            done = _number(admitted.get(batch))
+            flying += max(0, done - _number(left.get(batch)) - _number(parked.get(batch)))
+            waiting += max(0, _number(limit.get(batch)) - done)
+        return AdmissionLoad(in_flight=flying, waiting=waiting)
+
+
+@dataclass(frozen=True)
+class AdmissionLoad:
+    """How busy admission is: samples in flight, and samples of open epochs not yet admitted."""
+
+    in_flight: int
+    waiting: int
 
 
 def _admit_args(window: int, tenants: Mapping[str, Tenant], most: int | None, least: int) -> list[EncodableT]:
