@@ -10,20 +10,19 @@ import redis
 
 from ace_workers.distributed.service import Service
 from tests.support.cli import run_console_script, write_traces
-from tests.support.intake import ALPHA_BOOK, BETA_BOOK, IntakeKeys, make_tenants_and_keys, running_intake
-from tests.support.workers import build_test_service
+from tests.support.intake import (
+    ALPHA_BOOK,
+    BETA_BOOK,
+    IntakeKeys,
+    intake_without_workers,
+)
 
 
 @pytest.fixture
 def intake(redis_client: redis.Redis, redis_url: str) -> Iterator[tuple[Service, IntakeKeys, str]]:
     """A fleet without workers, its tenants' keys, and its intake's URL."""
-    service = build_test_service(redis_url)
-    try:
-        keys = make_tenants_and_keys(service)
-        with running_intake(service) as url:
-            yield service, keys, url
-    finally:
-        service.close()
+    with intake_without_workers(redis_url) as running:
+        yield running
 
 
 def test_enqueue_url_sends_a_file_with_only_a_key_and_prints_the_batch_id(

@@ -25,7 +25,14 @@ from ace_workers.distributed.service import Service
 from ace_workers.distributed.tenancy.admission_scheduler import AdmissionState
 from ace_workers.intake import build_intake_app
 from ace_workers.sim import failure_traces
-from tests.support.intake import ALPHA_BOOK, BETA_BOOK, IntakeKeys, make_tenants_and_keys, running_intake
+from tests.support.intake import (
+    ALPHA_BOOK,
+    BETA_BOOK,
+    IntakeKeys,
+    intake_without_workers,
+    make_tenants_and_keys,
+    running_intake,
+)
 from tests.support.servers import free_port, serving_app
 from tests.support.waiting import wait_for
 from tests.support.workers import build_test_service, running_service
@@ -49,15 +56,9 @@ def post(url: str, secret: str | None, body: str, **params: str) -> httpx.Respon
 @pytest.fixture
 def idle(redis_client: redis.Redis, redis_url: str) -> Iterator[tuple[Service, IntakeKeys, str]]:
     """A fleet without workers (small limits, a window of 2), its tenants' keys, and its intake's URL."""
-    service = build_test_service(
-        redis_url, intake_max_body_bytes=4096, admission_window=2, intake_max_backlog=3
-    )
-    try:
-        keys = make_tenants_and_keys(service)
-        with running_intake(service) as url:
-            yield service, keys, url
-    finally:
-        service.close()
+    settings = {"intake_max_body_bytes": 4096, "admission_window": 2, "intake_max_backlog": 3}
+    with intake_without_workers(redis_url, **settings) as running:
+        yield running
 
 
 def test_a_producer_with_only_a_key_and_the_url_learns_into_its_tenants_skillbook(

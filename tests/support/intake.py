@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from ace_workers.distributed.service import Service
 from ace_workers.distributed.tenancy import ApiKeys, Tenant, TenantRegistry
 from ace_workers.intake import build_intake_app
 from tests.support.servers import serving_app
+from tests.support.workers import build_test_service
 
 ALPHA_BOOK, BETA_BOOK = "alpha-notes", "beta-notes"
 
@@ -48,3 +50,16 @@ def running_intake(service: Service) -> Iterator[str]:
     """Intake of ``service``'s fleet on a free loopback port, as ``ace-workers intake`` serves it; its URL."""
     with serving_app(build_intake_app(service, host="127.0.0.1")) as url:
         yield url
+
+
+@contextmanager
+def intake_without_workers(redis_url: str, **settings: Any) -> Iterator[tuple[Service, IntakeKeys, str]]:
+    """A fleet with no worker (``settings`` on top of the test ones), its tenants' keys, and its
+    intake's URL, served for real."""
+    service = build_test_service(redis_url, **settings)
+    try:
+        keys = make_tenants_and_keys(service)
+        with running_intake(service) as url:
+            yield service, keys, url
+    finally:
+        service.close()
