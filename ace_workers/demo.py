@@ -20,7 +20,7 @@ from rich.table import Table
 from pipeline import SampleResult
 
 from .core import ACEStepContext, SimpleEnvironment, Skillbook
-from .core.counts import counted
+from .counts import counted
 from .roles import Agent, Reflector, SkillManager
 from .runners import ACE
 from .sim import SimulatedLLM, make_tasks

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .counts import counted
+
 __all__ = [
     "AceError",
     "SettingsError",
@@ -53,11 +55,6 @@ def one_line(text: object) -> str:
     an error record and a listing show one.
     """
     return " ".join(str(text).split())
-
-
-def _counted(count: int, noun: str) -> str:
-    """core.counts.counted's wording ("1 attempt", "2 attempts"); errors sits below core, cannot import it."""
-    return f"{count:,} {noun if count == 1 else noun + 's'}"
 
 
 class AceError(Exception):
@@ -318,7 +315,7 @@ class EmptySessionError(AceError, ValueError):
         self.skipped = skipped
         super().__init__(
             f"{source}: the session holds no user or assistant message to learn from "
-            f"({_counted(events, 'event')}, {skipped} of them of a type not understood)"
+            f"({counted(events, 'event')}, {skipped} of them of a type not understood)"
         )
 
 
@@ -365,7 +362,7 @@ class RetriesExhausted(LLMError):
         self.last_completion = last_completion
         self.usage = usage or {}
         super().__init__(
-            f"{what}: no valid output after {_counted(attempts, 'attempt')}; last error: {last_error}"
+            f"{what}: no valid output after {counted(attempts, 'attempt')}; last error: {last_error}"
         )
 
 
@@ -385,7 +382,7 @@ class RecursiveReflectorError(RetriesExhausted):
         self.rr_trace: dict[str, Any] = dict(rr_trace or {})
         # The last error is the sandbox's or the validation's text, not an exception object.
         self.args = (
-            f"recursive reflector: no valid FINAL reflection after {_counted(iterations, 'iteration')}; "
+            f"recursive reflector: no valid FINAL reflection after {counted(iterations, 'iteration')}; "
             f"last error: {last_error or 'none (the code never called FINAL)'}",
         )
 
@@ -399,7 +396,7 @@ class LearningFailed(AceError):
         self.failed_at = failed_at
         where = f" at {failed_at}" if failed_at else ""
         cause = one_line(f"{type(first_cause).__name__}: {first_cause}")
-        super().__init__(f"all {_counted(count, 'sample')} failed; first error{where}: {cause}")
+        super().__init__(f"all {counted(count, 'sample')} failed; first error{where}: {cause}")
 
 
 class SandboxUnavailableError(AceError, RuntimeError):

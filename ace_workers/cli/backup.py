@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..core.counts import counted
+from ..counts import counted
 from .access import ApiKeyOption, principal_of
 from .options import ActorOption, actor_or_fail, redis_settings
 from .output import err_console

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from ..core.counts import counted
+from ..counts import counted
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Column, Table
 from rich.text import Text
 
-from ..core.counts import counted
+from ..counts import counted
 from ..distributed.settings import WorkerSettings
 from ..distributed.store.errors import (
     ChangelogTrimmedError,

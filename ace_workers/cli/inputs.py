@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..core.counts import noun_for
 from ..core.jsonl import SkippedLines, iter_jsonl
+from ..counts import noun_for
 from ..distributed.worker.errors import PayloadError
 from .output import print_warning
 

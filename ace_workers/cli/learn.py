@@ -12,7 +12,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..core.counts import counted
+from ..counts import counted
 from ..distributed.settings import DEDUP_OFF, WorkerSettings
 from .exit_codes import EXIT_INTERRUPTED
 from .failures import print_failures

@@ -13,8 +13,8 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from ..core.counts import counted
 from ..core.lifecycle_rules import StaleRule
+from ..counts import counted
 from ..distributed.store.errors import StaleHistoryError
 from .access import ApiKeyOption
 from .fleet import acting_fleet

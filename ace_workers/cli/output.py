@@ -13,8 +13,8 @@ from rich.measure import Measurement
 from rich.segment import Segments
 from rich.table import Table
 
-from ..core.counts import counted
 from ..core.files import write_text_atomically
+from ..counts import counted
 
 if TYPE_CHECKING:
     from ..core.skillbook import Skillbook

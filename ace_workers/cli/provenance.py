@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..core.counts import counted
+from ..counts import counted
 from ..distributed.store.provenance_scan import DEFAULT_SCAN, FOUND
 from ..errors import UnknownSkillError
 from .access import ApiKeyOption, principal_of

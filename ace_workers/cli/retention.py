@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..core.counts import counted
+from ..counts import counted
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet
 from .help import HelpCommand, HelpGroup

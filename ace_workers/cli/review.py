@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
-from ..core.counts import counted
+from ..counts import counted
 from ..distributed.store.review_names import DUPLICATE_MODES, POLICY_SUBJECTS, ProposalStatus
 from .access import ApiKeyOption
 from .fleet import acting_fleet

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..core.counts import counted
 from ..core.json_nesting import loads_bounded
 from ..core.jsonl import SkippedLines
+from ..counts import counted
 from ..distributed.worker.errors import PayloadError
 from ..errors import EmptySessionError
 from .inputs import read_input_lines

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from ..core.counts import counted
+from ..counts import counted
 from ..distributed.settings import DEDUP_OFF, DEDUP_PROVIDERS, WorkerSettings
 from ..distributed.store.errors import SkillbookExistsError
 from ..errors import AceError, SkillbookFormatError

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..core.counts import counted
+from ..counts import counted
 from ..distributed.store.keys import DEFAULT_TENANT
 from ..distributed.tenancy.errors import InvalidTenantError
 from ..distributed.tenancy.tenant_names import ALL_MODELS, BUDGET_ACTIONS, BUDGET_LIMITS

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..core.counts import counted
+from ..counts import counted
 from ..distributed.tenancy.tenant_names import ALL_MODELS, validate_tenant_name
 from .access import ApiKeyOption, principal_of
 from .fleet import open_command_fleet

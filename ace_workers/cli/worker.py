@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..core.counts import noun_for
+from ..counts import noun_for
 from ..distributed.settings import WorkerSettings
 
 __all__ = ["worker_command", "worker_queues"]

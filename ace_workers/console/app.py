@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..core.counts import counted
+from ..counts import counted
 from ..distributed.service import Service
 from ..distributed.tenancy.api_keys import ApiKeys
 from .access import ConsoleAccess

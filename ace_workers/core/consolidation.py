@@ -21,8 +21,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from ..counts import counted
 from ..errors import InvalidConsolidationError, InvalidUpdateError, JsonNestingError
-from .counts import counted
 from .json_nesting import loads_bounded
 from .skill import TAGS, SimilarityDecision, Skill, utc_now
 from .skill_limits import MAX_CONTENT_CHARS

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..counts import counted
 from ..errors import JsonNestingError
-from .counts import counted
 from .json_nesting import loads_bounded
 
 __all__ = ["MAX_REPORTED_LINES", "SkippedLines", "iter_json_lines", "iter_jsonl", "read_jsonl_objects"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..counts import counted
 from ..errors import (
     JsonNestingError,
     PinnedSkillError,
@@ -29,7 +30,6 @@ from .consolidation import (
     apply_consolidation_operations,
     check_consolidation,
 )
-from .counts import counted
 from .files import special_file_kind, write_text_atomically
 from .json_nesting import loads_bounded
 from .lifecycle_rules import LifecycleAction, change_lifecycle

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..core.counts import counted
 from ..core.skill import Skill
 from ..core.writable import WritableSkillbook
+from ..counts import counted
 from .cache import EmbeddingCache, InMemoryEmbeddingCache, content_hash
 from .embedders import Embedder, FloatMatrix, as_matrix, describe
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..core.counts import counted
+from ..counts import counted
 from ..errors import EmbeddingUnavailableError
 from ..protocols.deduplication import DEFAULT_EMBEDDING_MODEL, Embedder
 from ..providers._lazy_imports import import_litellm

@@ -27,9 +27,9 @@ from ..core.consolidation import (
     MergeOp,
     check_consolidation,
 )
-from ..core.counts import counted
 from ..core.skill import Skill
 from ..core.writable import WritableSkillbook
+from ..counts import counted
 from ..errors import InvalidConsolidationError, InvalidUpdateError, LLMError
 from ..observability.spans import traced_llm_call
 from ..protocols import LLMClientLike

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..core.counts import counted
+from ..counts import counted
 from ..distributed.store.errors import StoreError
 from ..distributed.tenancy.errors import TenancyError
 from ..errors import AceError

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..core.counts import counted
 from ..core.outputs import AgentOutput, ReflectorOutput
+from ..counts import counted
 from ..protocols import LLMClientLike, SkillbookLike
 from .base import LLMRole
 from .helpers import reflection_inputs

@@ -6,9 +6,9 @@ import json
 import logging
 from typing import Any
 
-from ..core.counts import counted
 from ..core.outputs import ReflectorOutput, SkillManagerOutput
 from ..core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer
+from ..counts import counted
 from ..protocols import LLMClientLike, SkillbookLike
 from .base import LLMRole
 from .helpers import current_date, format_optional

@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..core.context import ACEStepContext
-from ..core.counts import counted
 from ..core.outputs import AgentOutput, ReflectorOutput
+from ..counts import counted
 from ..errors import RecursiveReflectorError
 from ..observability.spans import traced_llm_call
 from ..protocols import LLMClientLike, SkillbookLike

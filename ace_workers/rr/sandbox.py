@@ -49,7 +49,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Final
 
-from ..core.counts import counted
+from ..counts import counted
 from ..errors import SandboxUnavailableError
 from .boundary import SANDBOX_UID, OSBoundary, find_boundary
 

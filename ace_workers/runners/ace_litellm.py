@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from pipeline import Pipeline, SampleResult
 
 from ..core.context import ACEStepContext, SkillbookView
-from ..core.counts import counted
 from ..core.environments import Sample, TaskEnvironment
 from ..core.outputs import AgentOutput
 from ..core.skillbook import Skillbook
+from ..counts import counted
 from ..distributed.llms import model_client
 from ..errors import LearningFailed, LLMError, one_line
 from ..observability.opik import register_opik_litellm_callback

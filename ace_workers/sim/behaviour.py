@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from ..core.consolidation import ConsolidationOp, KeepOp, MergeOp
-from ..core.counts import counted
 from ..core.outputs import AgentOutput, ExtractedLearning, ReflectorOutput, SkillManagerOutput, SkillTag
 from ..core.updates import UpdateBatch, UpdateOperation
+from ..counts import counted
 from ..dedup.prompts import ConsolidationResponse
 from .parsing import SkillRow, parse_sections, parse_skill_table, section_value
 from .tasks import TOPICS, Topic, find_task, find_topic

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from ..core.context import ACEStepContext
-from ..core.counts import counted
 from ..core.writable import WritableSkillbook
+from ..counts import counted
 from ._checks import require_field
 
 __all__ = ["ApplyStep"]

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from ..core.context import ACEStepContext
-from ..core.counts import counted
+from ..counts import counted
 from ._checks import require_field
 
 __all__ = ["ObservabilityStep"]

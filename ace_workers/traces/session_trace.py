@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.counts import counted
 from ..core.skill_ids import extract_cited_skill_ids
+from ..counts import counted
 from ..errors import EmptySessionError
 from .trace_text import DEFAULT_MAX_STEP_CHARS, DEFAULT_MAX_TRACE_CHARS, cut_text, part_text
 

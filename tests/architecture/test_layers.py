@@ -166,6 +166,7 @@ def test_an_import_from_the_store_into_the_worker_counts_as_upward() -> None:
 TOP_LAYERS = (
     "pipeline",
     "lazy",
+    "counts",
     "errors",
     "env",
     "extras",

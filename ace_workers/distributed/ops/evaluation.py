@@ -29,10 +29,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ...core.counts import counted, noun_for
 from ...core.environments import Sample, SimpleEnvironment, TaskEnvironment
 from ...core.jsonl import SkippedLines, iter_json_lines
 from ...core.skill import utc_now
+from ...counts import counted, noun_for
 from ...errors import LLMError, one_line
 from ...protocols import AgentLike, SkillbookLike
 from ...roles import Agent

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from redis.exceptions import LockNotOwnedError
 from redis.lock import Lock
 
-from ...core.counts import counted
+from ...counts import counted
 from ...extras import PROJECT_VERSION
 from ..store.errors import MigrationRefusedError, NewerSchemaError
 from ..store.keys import schema_lock_key

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from ...core.counts import counted
+from ...counts import counted
 from ...protocols import AgentLike
 from ..store.errors import LabelMovedError
 from ..store.labels import LabelMove, validate_label

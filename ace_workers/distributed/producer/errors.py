@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...core.counts import noun_for
+from ...counts import noun_for
 from ...errors import AceError, SettingsError
 
 __all__ = [

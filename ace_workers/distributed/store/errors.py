@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...core.counts import counted, noun_for
+from ...counts import counted, noun_for
 from ...errors import AceError
 
 __all__ = [

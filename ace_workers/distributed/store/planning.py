@@ -36,10 +36,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...core.counts import counted
 from ...core.skill_provenance import DEFAULT_KEEP, PROVENANCE_FIELDS
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
+from ...counts import counted
 from .changelog import SkillImage
 from .errors import CorruptDataError
 from .keys import content_field

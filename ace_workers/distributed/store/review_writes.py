@@ -30,9 +30,9 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
-from ...core.counts import noun_for
 from ...core.skill import utc_now
 from ...core.updates import UpdateBatch
+from ...counts import noun_for
 from .changelog import CONSOLIDATION_MARK, ChangeKind, SkillImage
 from .errors import ProposalConflictError, ProposalDecidedError, UnknownProposalError
 from .keys import STAT_APPLIES, STAT_SKIPPED_OPS, SkillbookKeys, content_field

@@ -26,7 +26,7 @@ from typing import Any
 
 import redis
 
-from ...core.counts import noun_for
+from ...counts import noun_for
 from ..store.errors import CorruptDataError
 from ..store.keys import api_key_ids_key, api_keys_key
 from ..store.replies import decode_text

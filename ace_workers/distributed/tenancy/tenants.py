@@ -21,7 +21,7 @@ from typing import Any
 
 import redis
 
-from ...core.counts import noun_for
+from ...counts import noun_for
 from ..store.errors import CorruptDataError
 from ..store.keys import DEFAULT_TENANT, tenants_key, tenants_version_key, validate_skillbook_name
 from ..store.replies import decode_text

@@ -19,7 +19,7 @@ from typing import Any
 
 import redis
 
-from ...core.counts import counted
+from ...counts import counted
 from ...errors import AceError
 from ..store.batches import parse_sample_key
 from ..store.budget_waits import WaitingSamples

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.counts import noun_for
+from ...counts import noun_for
 from .dispatch import Dispatcher
 from .errors import BrokerUnavailable
 

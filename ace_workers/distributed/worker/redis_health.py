@@ -18,7 +18,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ExecAbortError
 from redis.retry import Retry
 
-from ...core.counts import counted
+from ...counts import counted
 from ..connections import client_url_for
 from ..store.keys import DEFAULT_PREFIX, write_probe_key
 from .errors import RedisUnavailable

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...core.counts import counted
+from ...counts import counted
 from ...distributed.producer.producer import BatchHandle
 from ...distributed.readers import ServedSkillbook, read_served
 from ...distributed.store.batches import BatchState

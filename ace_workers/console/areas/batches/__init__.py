@@ -14,7 +14,7 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from ....core.counts import counted
+from ....counts import counted
 from ....distributed.store.batches import RECENT_BATCHES, BatchState, BatchStatus
 from ....distributed.store.errors import BatchNotFoundError
 from ....distributed.store.keys import validate_skillbook_name

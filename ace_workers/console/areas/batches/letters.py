@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 from starlette.routing import BaseRoute
 
-from ....core.counts import counted
+from ....counts import counted
 from ....distributed.store.batches import sample_key
 from ....distributed.store.keys import dead_letters_key
 from ....distributed.worker.dead_letters import (

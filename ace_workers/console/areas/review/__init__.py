@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
-from ....core.counts import counted
+from ....counts import counted
 from ....distributed.store.keys import validate_skillbook_name
 from ....distributed.store.proposals import Proposal, ProposalStatus
 from ....distributed.store.review_policy import POLICY_SUBJECTS

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from starlette.routing import BaseRoute
 
-from ....core.counts import counted
+from ....counts import counted
 from ....distributed.store.errors import CorruptDataError
 from ....distributed.store.skill_index import STATUS_FILTERS, skill_index
 from ....distributed.store.store import read_registry

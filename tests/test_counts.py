@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ace_workers.core.counts import counted, noun_for
-from ace_workers.errors import _counted
+from ace_workers.counts import counted, noun_for
+from ace_workers.errors import RetriesExhausted
 
 
 def test_one_is_singular_and_every_other_count_plural() -> None:
@@ -21,6 +21,7 @@ def test_noun_for_is_the_noun_without_the_count() -> None:
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 1234])
-def test_the_errors_module_words_counts_as_counted_does(count: int) -> None:
-    # errors.py sits below core in the layers, so it keeps its own copy of the wording.
-    assert _counted(count, "attempt") == counted(count, "attempt")
+def test_the_errors_word_their_counts_as_counted_does(count: int) -> None:
+    # counts.py sits below errors.py in the layers: the errors use it, not a copy of its wording.
+    error = RetriesExhausted("reflector", count, None)
+    assert f"no valid output after {counted(count, 'attempt')};" in str(error)
