@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from ..distributed.producer.batch_report import BatchReport
 from ..distributed.store.batches import RECENT_BATCHES, BatchState, BatchStatus
-from ..distributed.store.errors import BatchNotFoundError
 from ..distributed.store.fill import skillbook_fill
 from ..distributed.store.worker_records import fresh_consumers
 from ..distributed.tenancy.api_keys import can_see
@@ -34,20 +33,14 @@ def list_batches(
     batches = fleet.batches
     recent = [] if running_only else [batch_id for batch_id, _ in batches.recent(min(limit, RECENT_BATCHES))]
     tenants = None if principal.fleet_wide else fleet.tenant_map()
-    found: dict[str, BatchStatus] = {}
+    found: list[BatchStatus] = []
     # The running ones too: some may be older than the recent ones listed.
-    for batch_id in [*batches.running(), *recent]:
-        if batch_id in found:
-            continue
-        try:
-            status = batches.status(batch_id)
-        except BatchNotFoundError:
-            continue
+    for status in batches.statuses([*batches.running(), *recent]):
         if running_only and status.state is not BatchState.RUNNING:
             continue  # finished, not yet taken off the running set
         if tenants is None or can_see(principal.scope, status.skillbook, tenants):
-            found[batch_id] = status
-    return sorted(found.values(), key=lambda status: status.created, reverse=True)
+            found.append(status)
+    return sorted(found, key=lambda status: status.created, reverse=True)
 
 
 def batch_report(

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..distributed.store.errors import BatchNotFoundError
 from ..distributed.tenancy.deferred_samples import DeferredSamples
 from ..distributed.tenancy.tenants import DEFAULT_TENANT, Tenant, TenantMap
 from ..distributed.tenancy.usage import UsageReport, usage_report
@@ -79,11 +78,7 @@ class TenantWork:
 def tenant_work(fleet: FleetClient, name: str) -> TenantWork:
     """What of tenant ``name``'s batches is unfinished now, from the batch records and its parked steps."""
     waiting = running = 0
-    for batch_id in fleet.batches.running():
-        try:
-            status = fleet.batches.status(batch_id)
-        except BatchNotFoundError:
-            continue  # expired since it was listed
+    for status in fleet.batches.statuses(fleet.batches.running()):
         if status.tenant == name and not status.cancelled:
             waiting += status.waiting_for_budget
             running += status.unfinished - status.waiting_for_budget

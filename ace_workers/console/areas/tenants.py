@@ -19,7 +19,6 @@ from typing import Any
 from starlette.routing import BaseRoute
 
 from ...distributed.store.batches import BatchState
-from ...distributed.store.errors import BatchNotFoundError
 from ...distributed.store.keys import DEFAULT_TENANT
 from ...distributed.store.store import read_registry
 from ...distributed.tenancy.deferred_samples import DeferredSamples
@@ -130,11 +129,7 @@ def _running_batches(view: View, name: str) -> list[dict[str, Any]]:
     """The tenant's running batches, newest first, with their counts."""
     batches = view.service.runtime.batches
     rows = []
-    for batch_id in batches.running():
-        try:
-            status = batches.status(batch_id)
-        except BatchNotFoundError:
-            continue  # expired since it was listed
+    for status in batches.statuses(batches.running()):
         # The tenant recorded on the batch is the one its samples count against (admission,
         # budgets); a key still sees only batches of skillbooks its tenant owns now.
         if status.tenant == name and status.state is BatchState.RUNNING and view.can_see(status.skillbook):

@@ -683,6 +683,15 @@ class BatchStore:
         """
         return try_lock(self.redis, self._key(batch_id, f"starting:e{epoch}"), seconds)
 
+    def statuses(self, batch_ids: Iterable[str]) -> Iterator[BatchStatus]:
+        """The status of each of ``batch_ids`` still kept, in their order, each id once; a batch
+        whose record expired since it was listed (a running set, the recent index) is left out."""
+        for batch_id in dict.fromkeys(batch_ids):
+            try:
+                yield self.status(batch_id)
+            except BatchNotFoundError:
+                continue
+
     def status(self, batch_id: str) -> BatchStatus:
         """The batch's counters; BatchNotFoundError (a LookupError) if it is unknown.
 

@@ -56,6 +56,19 @@ def test_a_batch_whose_record_vanished_is_a_lookup_error(redis_client: redis.Red
         batches.status("gone")
 
 
+def test_statuses_keep_the_order_read_each_batch_once_and_leave_out_one_expired(
+    redis_client: redis.Redis,
+) -> None:
+    batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
+    for batch_id in ("b1", "b2"):
+        batches.create(
+            batch_id, skillbook="book", recipe="trace_analyser", per_epoch=1, epochs=1, skills_at_start=0
+        )
+    redis_client.hincrby(batch_key("tb", "gone"), "done", 1)  # a record expired but for a late counter
+    listed = batches.statuses(["b2", "gone", "b1", "b2", "never"])
+    assert [status.batch_id for status in listed] == ["b2", "b1"]
+
+
 def test_a_batch_without_workers_is_all_queued_then_all_finished(service: Service) -> None:
     handle = service.producer.enqueue_traces(failure_traces(6), "book", epochs=2)
     waiting = handle.status()

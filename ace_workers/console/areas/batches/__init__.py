@@ -66,16 +66,8 @@ def batch_rows(view: View, skillbook: str | None, limit: int) -> list[dict[str, 
     batches = view.service.runtime.batches
     created = dict(batches.recent(limit))
     # Running ones first, some perhaps older than the recent ones shown (or from before the index).
-    ids = [*batches.running(), *created]
-    rows, seen = [], set()
-    for batch_id in ids:
-        if batch_id in seen:
-            continue
-        seen.add(batch_id)
-        try:
-            status = batches.status(batch_id)
-        except BatchNotFoundError:
-            continue  # expired since it was listed
+    rows = []
+    for status in batches.statuses([*batches.running(), *created]):
         if (skillbook is None or status.skillbook == skillbook) and view.can_see(status.skillbook):
             rows.append(_row(view, status))
     rows.sort(key=lambda row: row["created"], reverse=True)

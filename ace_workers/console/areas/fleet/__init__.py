@@ -21,7 +21,6 @@ from typing import Any
 from starlette.routing import BaseRoute
 
 from ....distributed.store.batches import BatchState
-from ....distributed.store.errors import BatchNotFoundError
 from ....distributed.store.store import read_registry
 from ....distributed.worker.fleet import FRESH_SECONDS, shaping_settings, worker_records
 from ....distributed.worker.partitions import recorded_partitions
@@ -105,11 +104,8 @@ def _lag(view: View, now: float) -> list[dict[str, Any]]:
     """Per running batch: its queued and running samples, and the longest wait without progress."""
     batches = view.service.runtime.batches
     rows = []
-    for batch_id in batches.running():
-        try:
-            status = batches.status(batch_id)
-        except BatchNotFoundError:
-            continue
+    for status in batches.statuses(batches.running()):
+        batch_id = status.batch_id
         if status.state is not BatchState.RUNNING:
             continue  # finished; the reconciler takes it off the running set on its next round
         if not view.can_see(status.skillbook):
