@@ -58,6 +58,7 @@ def model_client(
             failure_rate=settings.sim_failure_rate,
             failure=settings.sim_failure,
             cost_per_1k_tokens=settings.sim_cost_per_1k_tokens,
+            paraphrase=settings.sim_paraphrase,
         )
     if check:
         check_model(model)

@@ -342,6 +342,12 @@ class WorkerSettings:
     )
     sim_latency_seconds: float = _setting(0.0, "seconds each simulated LLM call sleeps")
     sim_trust_threshold: int = _setting(3, "net helpful votes before the simulated agent applies a skill")
+    sim_paraphrase: bool = _option(
+        False,
+        "true (1, yes, on): the simulated Reflector states each learned rule in words chosen per sample "
+        "(one of several wordings), so restatements of a rule are different strings, as a real model's "
+        "are; false: always the one canonical sentence",
+    )
     sim_failure_rate: float = _setting(
         0.0, "share (0 to 1) of simulated LLM calls that fail, for failure drills"
     )

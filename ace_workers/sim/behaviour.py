@@ -19,6 +19,9 @@ business, not this module's.
   topic is believed, the wrong one too: misleading feedback
   (:func:`~ace_workers.sim.tasks.misleading_traces`) teaches the wrong rule,
   as a real Reflector told a falsehood by its environment would learn it.
+  With :attr:`SimWorld.paraphrase` the rule is stated in words chosen per
+  sample (:meth:`~ace_workers.sim.tasks.Topic.phrase_rule`), as different
+  reflections of one lesson read differently.
 - The skill manager ADDs a learning no skill states yet (section = topic),
   and otherwise TAGs the skill that already states it helpful: a restated
   lesson is more evidence for it. A lesson that contradicts the topic's skill
@@ -67,10 +70,19 @@ UNKNOWN_ANSWER = "unknown"
 
 @dataclass(frozen=True)
 class SimWorld:
-    """What the simulator knows: the task family, and the votes a skill needs before the agent uses it."""
+    """What the simulator knows: the task family, the votes a skill needs before the agent uses it,
+    and whether a learned rule is worded per sample (``paraphrase``, chosen with ``paraphrase_seed``)."""
 
     topics: Sequence[Topic] = field(default=TOPICS)
     trust_threshold: int = 0
+    paraphrase: bool = False
+    paraphrase_seed: int = 0
+
+    def state_rule(self, topic: Topic, value: str, *, wrong: bool = False) -> str:
+        """The rule (or the wrong rule) a reflection on input ``value`` states: canonical, or paraphrased."""
+        if not self.paraphrase:
+            return topic.wrong_rule if wrong else topic.rule
+        return topic.phrase_rule(value, seed=self.paraphrase_seed, wrong=wrong)
 
 
 def _normalise(text: str) -> str:
@@ -151,7 +163,7 @@ def simulate_reflector(prompt: str, world: SimWorld) -> ReflectorOutput:
     feedback = section_value(sections, "Feedback")
     # Feedback stating the wrong rule is believed: the lesson is what the feedback says.
     misled = topic.is_wrongly_stated_by(feedback)
-    rule = topic.wrong_rule if misled else topic.rule
+    rule = world.state_rule(topic, value, wrong=misled)
     expected = topic.solve_wrong(value) if misled else topic.solve(value)
     if not answer and not ground_truth and trace:
         # A bare trace (TraceAnalyser) with no attempt to judge: learn the rule it shows.

@@ -97,6 +97,9 @@ class SimulatedLLM:
             failures per topic, for a visible learning curve.
         topics: The task family the simulator knows (default: all of TOPICS).
         cost_per_1k_tokens: USD each 1000 tokens cost; when above 0, ``raw`` carries a ``cost``.
+        paraphrase: The Reflector states a learned rule in words chosen per sample (by an
+            RNG seeded with ``seed`` and the sample's input) instead of always the canonical
+            sentence, so restatements of one rule are different strings.
 
     Every call is recorded: :meth:`call_count`, :meth:`last_prompt` and
     :attr:`usage` report them. ``raw`` on each output carries fake token usage
@@ -118,6 +121,7 @@ class SimulatedLLM:
         trust_threshold: int = 0,
         topics: Sequence[Topic] = TOPICS,
         cost_per_1k_tokens: float = 0.0,
+        paraphrase: bool = False,
     ) -> None:
         for name, rate in (("failure_rate", failure_rate), ("malformed_rate", malformed_rate)):
             if not 0.0 <= rate <= 1.0:
@@ -136,7 +140,9 @@ class SimulatedLLM:
         self.malformed_rate = malformed_rate
         self.seed = seed
         self.cost_per_1k_tokens = cost_per_1k_tokens
-        self.world = SimWorld(topics=tuple(topics), trust_threshold=trust_threshold)
+        self.world = SimWorld(
+            topics=tuple(topics), trust_threshold=trust_threshold, paraphrase=paraphrase, paraphrase_seed=seed
+        )
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._calls: dict[str, int] = {}
@@ -147,7 +153,8 @@ class SimulatedLLM:
         return (
             f"SimulatedLLM(failure_rate={self.failure_rate}, failure={self.failure!r}, "
             f"malformed_rate={self.malformed_rate}, "
-            f"latency={self.latency}, seed={self.seed}, trust_threshold={self.world.trust_threshold})"
+            f"latency={self.latency}, seed={self.seed}, trust_threshold={self.world.trust_threshold}, "
+            f"paraphrase={self.world.paraphrase})"
         )
 
     # -- records ----------------------------------------------------------------------

@@ -7,6 +7,12 @@ that the rule changes them. Each rule has a canonical one-sentence statement,
 the text a learned skill holds, and a keyword phrase any statement of the
 rule contains, by which the simulator recognises it in a skillbook.
 
+A topic can also state its rule in other words (:attr:`Topic.paraphrases`, each
+holding one of its :attr:`Topic.keywords`), so that the same rule learned from
+different samples reads differently: :meth:`Topic.phrase_rule` picks one per
+sample from a seeded RNG. Duplication and deduplication are then measured on
+restatements, not on identical strings.
+
 Nothing here calls a model; it exists for tests, the demo and benchmarks.
 """
 
@@ -23,6 +29,7 @@ from ..core.environments import Sample
 __all__ = [
     "TOPICS",
     "WRONG_KEYWORD",
+    "WRONG_KEYWORDS",
     "Topic",
     "failure_traces",
     "find_task",
@@ -34,8 +41,15 @@ __all__ = [
 QUESTION_TEMPLATE = "Solve the {topic} puzzle. Input: {value}"
 _INPUT = re.compile(r"\bInput:\s*([A-Za-z0-9]+)")
 _VOWELS = frozenset("aeiou")
-# The phrase every statement of a topic's wrong rule contains; no right rule's keyword is in it.
+# The phrase every canonical statement of a topic's wrong rule contains; no right rule's keyword is in it.
 WRONG_KEYWORD = "input unchanged"
+# Every phrase a statement of a wrong rule may hold instead (paraphrases); none holds a right keyword.
+WRONG_KEYWORDS = (WRONG_KEYWORD, "echo the input", "input exactly as given")
+# The wrong rule in other words, one of WRONG_KEYWORDS each; {name} is the topic's, {Name} capitalised.
+WRONG_PARAPHRASES = (
+    "In a {name} puzzle, just echo the input back.",
+    "{Name} puzzles are answered with the input exactly as given.",
+)
 
 
 @dataclass(frozen=True)
@@ -44,13 +58,31 @@ class Topic:
 
     name: str
     rule: str  # the canonical statement: what a skill that teaches this rule says
-    keyword: str  # a phrase every statement of the rule contains
+    keyword: str  # a phrase the canonical statement contains
     solve: Callable[[str], str]
     make_input: Callable[[random.Random], str]
+    # The rule in other words, each holding the keyword or one of other_keywords.
+    paraphrases: tuple[str, ...] = ()
+    other_keywords: tuple[str, ...] = ()
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        """Every phrase by which a statement of the rule is recognised, the canonical keyword first."""
+        return (self.keyword, *self.other_keywords)
 
     def is_stated_by(self, text: str) -> bool:
-        """True if ``text`` states this topic's rule (names the topic and the rule's keyword)."""
-        return self._names_topic_and(text, self.keyword)
+        """True if ``text`` states this topic's rule (names the topic and one of the rule's keywords)."""
+        return self._names_topic_and(text, self.keywords)
+
+    def phrase_rule(self, value: str, *, seed: int = 0, wrong: bool = False) -> str:
+        """The rule (or, ``wrong``, the wrong rule) as learned from input ``value``: the canonical
+        statement or a paraphrase, chosen by an RNG seeded with ``seed``, the topic and the input."""
+        wording = [self.wrong_rule, *self._wrong_paraphrases()] if wrong else [self.rule, *self.paraphrases]
+        # A string seed is hashed with SHA-512 by random: the same choice in every process.
+        return random.Random(f"{seed}:{self.name}:{value}").choice(wording)
+
+    def _wrong_paraphrases(self) -> list[str]:
+        return [text.format(name=self.name, Name=self.name.capitalize()) for text in WRONG_PARAPHRASES]
 
     @property
     def wrong_rule(self) -> str:
@@ -58,17 +90,20 @@ class Topic:
         return f"For {self.name} questions, answer with the {WRONG_KEYWORD}."
 
     def is_wrongly_stated_by(self, text: str) -> bool:
-        """True if ``text`` states this topic's wrong rule (names the topic and WRONG_KEYWORD)."""
-        return self._names_topic_and(text, WRONG_KEYWORD)
+        """True if ``text`` states this topic's wrong rule (names the topic and one of WRONG_KEYWORDS)."""
+        return self._names_topic_and(text, WRONG_KEYWORDS)
 
     @staticmethod
     def solve_wrong(value: str) -> str:
         """The answer the wrong rule gives: the input itself, which the right rule always changes."""
         return value
 
-    def _names_topic_and(self, text: str, keyword: str) -> bool:
+    def _names_topic_and(self, text: str, keywords: Sequence[str]) -> bool:
         lowered = text.lower()
-        return re.search(rf"\b{re.escape(self.name)}\b", lowered) is not None and keyword in lowered
+        # The keywords first: a plain substring test, where a skillbook of 100,000 skills is read.
+        if not any(keyword in lowered for keyword in keywords):
+            return False
+        return re.search(rf"\b{re.escape(self.name)}\b", lowered) is not None
 
     def make_question(self, value: str) -> str:
         """The question text for one input."""
@@ -101,6 +136,12 @@ TOPICS: tuple[Topic, ...] = (
         keyword="reverse the digits",
         solve=lambda v: v[::-1],
         make_input=lambda rng: _number(rng, 4, lambda v: _not_palindrome(v) and not v.endswith("0")),
+        paraphrases=(
+            "In a zorb puzzle, write the input's digits in reverse order.",
+            "Zorb puzzles want the digits backwards: read the number right to left.",
+            "To solve zorb, reverse the digits of the number you are given.",
+        ),
+        other_keywords=("digits in reverse order", "digits backwards"),
     ),
     Topic(
         name="flux",
@@ -108,6 +149,12 @@ TOPICS: tuple[Topic, ...] = (
         keyword="repeat",
         solve=lambda v: v + v,
         make_input=lambda rng: _word(rng, 5, lambda v: True),
+        paraphrases=(
+            "In a flux puzzle, write the word twice with no space between.",
+            "Flux puzzles want two copies of the input word, joined.",
+            "To solve flux, repeat the word you are given once more after itself.",
+        ),
+        other_keywords=("write the word twice", "two copies"),
     ),
     Topic(
         name="quill",
@@ -115,6 +162,12 @@ TOPICS: tuple[Topic, ...] = (
         keyword="double",
         solve=lambda v: str(int(v) * 2),
         make_input=lambda rng: _number(rng, 3, lambda v: True),
+        paraphrases=(
+            "In a quill puzzle, multiply the input by 2.",
+            "Quill puzzles want the number times two.",
+            "To solve quill, double the number you are given.",
+        ),
+        other_keywords=("multiply the input by 2", "times two"),
     ),
     Topic(
         name="mirp",
@@ -122,6 +175,12 @@ TOPICS: tuple[Topic, ...] = (
         keyword="sum the digits",
         solve=lambda v: str(sum(int(d) for d in v)),
         make_input=lambda rng: _number(rng, 4, lambda v: True),
+        paraphrases=(
+            "In a mirp puzzle, add up the digits of the number.",
+            "Mirp puzzles want the total of its digits as the answer.",
+            "To solve mirp, sum the digits of the number you are given.",
+        ),
+        other_keywords=("add up the digits", "total of its digits"),
     ),
     Topic(
         name="tarn",
@@ -129,6 +188,12 @@ TOPICS: tuple[Topic, ...] = (
         keyword="sort the letters",
         solve=lambda v: "".join(sorted(v)),
         make_input=lambda rng: _word(rng, 5, lambda v: "".join(sorted(v)) != v),
+        paraphrases=(
+            "In a tarn puzzle, put the letters in alphabetical order.",
+            "Tarn puzzles want you to alphabetise the letters of the word.",
+            "To solve tarn, sort the letters of the word you are given from a to z.",
+        ),
+        other_keywords=("letters in alphabetical order", "alphabetise the letters"),
     ),
     Topic(
         name="vell",
@@ -136,6 +201,12 @@ TOPICS: tuple[Topic, ...] = (
         keyword="count the vowels",
         solve=lambda v: str(sum(c in _VOWELS for c in v)),
         make_input=lambda rng: _word(rng, 6, lambda v: True),
+        paraphrases=(
+            "In a vell puzzle, answer with the number of vowels in the word.",
+            "Vell puzzles ask how many vowels the word holds.",
+            "To solve vell, count the vowels of the word you are given.",
+        ),
+        other_keywords=("number of vowels", "how many vowels"),
     ),
     Topic(
         name="brix",
@@ -143,6 +214,12 @@ TOPICS: tuple[Topic, ...] = (
         keyword="add 17",
         solve=lambda v: str(int(v) + 17),
         make_input=lambda rng: _number(rng, 3, lambda v: True),
+        paraphrases=(
+            "In a brix puzzle, answer with the number plus 17.",
+            "Brix puzzles want you to increase the input by 17.",
+            "To solve brix, add 17 to the number you are given.",
+        ),
+        other_keywords=("plus 17", "increase the input by 17"),
     ),
     Topic(
         name="snod",
@@ -150,6 +227,12 @@ TOPICS: tuple[Topic, ...] = (
         keyword="reverse the letters",
         solve=lambda v: v[::-1],
         make_input=lambda rng: _word(rng, 5, _not_palindrome),
+        paraphrases=(
+            "In a snod puzzle, write the letters in reverse order.",
+            "Snod puzzles want you to spell the word backwards.",
+            "To solve snod, reverse the letters of the word you are given.",
+        ),
+        other_keywords=("letters in reverse order", "spell the word backwards"),
     ),
 )
 
