@@ -2,7 +2,7 @@
 
 Every setting learns a task family's training tasks (recorded failures, TraceAnalyser's
 recipe) for ``--epochs`` epochs through the real pipeline: a Redis of its own, the
-fleet's Celery app and in-process Celery workers (``local_workers``: ``--slots``
+fleet's Celery app and in-process Celery workers (``local_workers``: the setting's
 learn threads and the single writer), the producer's batches. Each epoch is one
 batch, the training traces in a new seeded order. By default the model is the
 simulator with paraphrasing on (ACE_SIM_PARAPHRASE: one rule learned in different
@@ -15,8 +15,10 @@ Reported per setting (one row each):
   ``prod`` in the promotion settings), answered by the fleet's Agent;
 * rule recall: of the held-out questions whose rule the served skillbook has
   learned, the share whose Agent prompt (default prompt budget, the fleet's
-  relevance) shows a skill stating it; the distractor settings first import 10,000
-  or 100,000 skills that state no rule (a tenth in the task family's own words);
+  relevance) shows a skill stating it. The distractor settings serve what the 4-slot
+  setting learned among 10,000 or 100,000 skills that state no rule (most about other
+  work, a tenth in the task family's words, twenty per topic naming it), measured
+  after one import; ``--learn-at-scale`` learns among them from scratch instead (slow);
 * skills per rule: active skills stating a rule over the distinct rules they state
   (1.0: no duplicates, however worded);
 * proposals per idea (review mode: ADD, UPDATE and REMOVE wait for a person):
@@ -33,7 +35,7 @@ within 5 points of 1 slot (accuracy after the last epoch).
 
     python benchmarks/learning_quality.py [--small] [--model sim|LITELLM_MODEL]
         [--tasks sim|FILE.jsonl|reasoning-gym:NAME] [--skill-lookup off|similar|tools]
-        [--epochs 4] [--latency 0.05] [--redis-url redis://127.0.0.1:6379/14] [--json]
+        [--epochs 4] [--latency 0.05] [--learn-at-scale] [--redis-url redis://127.0.0.1:6379/14] [--json]
 
 Redis: a private embedded server by default, or database 14 of a shared one (``--redis-url``).
 With a real model (``--model openai/gpt-4o-mini``) the same settings run on it; a model

@@ -36,15 +36,17 @@ NEAR_MISS_SHARE = 0.1  # distractors written in the task family's own words, com
 TOPIC_NEAR_MISSES = 20  # distractors per topic that name it, as other advice about a task type does
 VOCABULARY = 5_000
 DISTRACTOR_TIME = "2026-01-01T00:00:00+00:00"
+# Advice that states no rule; none of it repeats the simulator's task context ("Answer with the
+# result only."), so a distractor matches a question by the question's own words only.
 NEAR_MISS_ADVICE = (
-    "check the input length before answering",
-    "answer with the result only",
+    "check the input length first",
     "read the whole input first",
-    "keep the answer on one line",
     "look for a pattern in the input",
-    "write the answer without spaces",
     "trim the input before you start",
-    "compare the answer with the question",
+    "try a smaller case first",
+    "note how long it took",
+    "ask for help when unsure",
+    "log the attempt",
 )
 
 
