@@ -242,7 +242,7 @@ def erase(
         for key in doomed_claims:  # one DEL each: a cluster spreads claims over its slots
             client.delete(key)
     for name in skillbooks:
-        say(f"skillbook {name}")
+        say(f"erasing in skillbook {name}")
         keys = SkillbookKeys(name, prefix)
         counts["inbox"] += _erase_inbox(client, keys, selector, dry_run)
         derived, blanked, written = _erase_provenance(client, keys, matched, dry_run)

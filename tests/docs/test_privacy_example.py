@@ -1,0 +1,30 @@
+"""The privacy page's forget session runs as printed: alice's trace forgotten, her skill archived, bob's kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.docs import run_shell_example, runnable_blocks
+
+(FORGET_SCRIPT,) = runnable_blocks("docs/privacy.md", "## Forget a person", language="sh")
+
+
+@pytest.mark.slow
+def test_the_forget_example_erases_alice_archives_her_skill_and_says_so_the_second_time(
+    tmp_path: Path,
+) -> None:
+    done = run_shell_example(FORGET_SCRIPT, tmp_path)
+
+    assert done.returncode == 0, f"the forget example failed:\n{done.stdout}\n{done.stderr}"
+    lines = done.stdout.splitlines()
+    assert "subject metadata.user_id=alice: 1 sample matched; would erase 5 records" in lines
+    assert "  skillbook support: 1 skill learned only from these: flux-00001" in lines
+    assert "  skillbook support: 1 skill archived: flux-00001 (version 3)" in lines
+    assert any(
+        line.startswith("nothing matched subject metadata.user_id=alice: nothing to erase") for line in lines
+    )
+    archived = [line for line in lines if line.startswith("│ flux-00001")]
+    assert len(archived) == 1
+    assert "zorb-00001" not in done.stdout.split("nothing matched")[1]  # bob's skill is not archived
