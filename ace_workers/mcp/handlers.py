@@ -68,6 +68,7 @@ from .review_tools import (
     list_proposals,
     set_label,
 )
+from .forget_tool import ForgetRequest, ForgetResponse, forget_traces
 from .sessions import Session, SessionStore
 
 __all__ = ["MCPHandlers", "TOOL_ROLES"]
@@ -92,6 +93,7 @@ TOOL_ROLES = {
     "ace.review.reject": DECIDE_ROLE,
     "ace.label.set": MOVE_ROLE,
     "ace.skill.change": CHANGE_ROLE,
+    "ace.forget": "admin",  # the operation checks it (a tenant's admin forgets within its tenant)
 }
 # Proposals, labels and versions exist where the skillbook is the fleet's, in Redis.
 _NO_FLEET = (
@@ -218,6 +220,11 @@ class MCPHandlers:
     ) -> SkillChangeResponse:
         self._refuse_if_read_only("ace.skill.change")
         return self._operate("ace.skill.change", change_skills, request, caller, actor)
+
+    def forget(self, request: ForgetRequest, owner: str, caller: Scope, actor: str) -> ForgetResponse:
+        self._refuse_if_read_only("ace.forget")
+        response: ForgetResponse = self._operate("ace.forget", forget_traces, request, caller, actor)
+        return response
 
     def close(self) -> None:
         """Release the back end's connections."""

@@ -145,4 +145,5 @@ def test_the_tools_table_names_the_tools_of_the_design() -> None:
         "ace.review.reject",
         "ace.label.set",
         "ace.skill.change",
+        "ace.forget",
     ]
