@@ -53,7 +53,11 @@ class ForgetRequest(BaseModel):
             return parse_subject(self.subject)
         kind, value = next(
             (kind, value)
-            for kind, value in (("trace", self.trace_id), ("sample", self.sample_id), ("batch", self.batch_id))
+            for kind, value in (
+                ("trace", self.trace_id),
+                ("sample", self.sample_id),
+                ("batch", self.batch_id),
+            )
             if value
         )
         return Selector(kind, value)

@@ -44,7 +44,9 @@ def payload(user: str, note: str) -> dict[str, object]:
 def planted(env: pytest.MonkeyPatch, redis_client: redis.Redis) -> str:
     """A finished batch of two samples (u1's, u2's) with their records, and a dead letter of u1's; its id."""
     batches = BatchStore(redis_client, prefix=PREFIX, ttl_seconds=3600)
-    batches.create("b-1", skillbook="support", recipe="trace_analyser", per_epoch=2, epochs=1, skills_at_start=0)
+    batches.create(
+        "b-1", skillbook="support", recipe="trace_analyser", per_epoch=2, epochs=1, skills_at_start=0
+    )
     batches.store_items("b-1", [payload("u1", MARKER), payload("u2", "kept")])
     batches.record_done("b-1", 1, 1, payload("u1", MARKER))
     batches.record_done("b-1", 1, 2, payload("u2", "kept"))
