@@ -1,4 +1,4 @@
-"""The ``ace.forget`` tool: erase the traces a selector matches from the fleet (role admin, ``confirm: true``).
+"""The ``ace.forget`` tool: erase the traces a selector matches (role admin, ``confirm: true``).
 
 It calls the operation ``ace-workers forget`` and the console call, as the tool's caller: within
 the caller's tenant (every tenant for the operator's token), not only the served skillbook.

@@ -36,6 +36,7 @@ from .errors import (
     ReadOnlyError,
     ScopeRefusedError,
 )
+from .forget_tool import ForgetRequest, ForgetResponse, forget_traces
 from .models import (
     AskRequest,
     AskResponse,
@@ -68,7 +69,6 @@ from .review_tools import (
     list_proposals,
     set_label,
 )
-from .forget_tool import ForgetRequest, ForgetResponse, forget_traces
 from .sessions import Session, SessionStore
 
 __all__ = ["MCPHandlers", "TOOL_ROLES"]

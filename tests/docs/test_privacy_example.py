@@ -1,4 +1,4 @@
-"""The privacy page's forget session runs as printed: alice's trace forgotten, her skill archived, bob's kept."""
+"""The privacy page's forget session runs as printed: alice forgotten, her skill archived, bob's kept."""
 
 from __future__ import annotations
 
