@@ -97,7 +97,7 @@ TOOL_ROLES = {
 }
 # Proposals, labels and versions exist where the skillbook is the fleet's, in Redis.
 _NO_FLEET = (
-    "the review, label and lifecycle tools need the fleet back end (ACE_MCP_BACKEND=fleet, or "
+    "the review, label, lifecycle and forget tools need the fleet back end (ACE_MCP_BACKEND=fleet, or "
     "ACE_REDIS_URL): an in-process session's skillbook applies what it learns at once"
 )
 SteeringT = TypeVar("SteeringT")
