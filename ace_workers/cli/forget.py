@@ -130,6 +130,12 @@ def _print_result(result: ForgetResult) -> None:
         )
         for skill_id in result.derived_skipped.get(name, []):
             typer.echo(f"    {skill_id} is pinned: kept")
+    acted = not result.dry_run and result.derived_action != "list"
+    for name, proposal_ids in result.derived_proposals.items():
+        typer.echo(
+            f"  skillbook {name}: {counted(len(proposal_ids), 'pending proposal')} proposed only by these"
+            f"{' (rejected)' if acted else ''}: {', '.join(proposal_ids)}"
+        )
     if not result.dry_run:
         typer.echo(f"erasure {result.erasure_id} recorded")
 

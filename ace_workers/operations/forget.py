@@ -23,7 +23,7 @@ from ..core.updates import UpdateBatch, UpdateOperation
 from ..distributed.store.erasure import ErasurePlan, erase, find
 from ..distributed.store.erasure_records import new_erasure_id, read_erasures, record_erasure
 from ..distributed.store.erasure_selector import Selector
-from ..distributed.store.errors import SamplesInFlightError
+from ..distributed.store.errors import ProposalDecidedError, SamplesInFlightError
 from ..distributed.tenancy.api_keys import can_see
 from ..errors import PinnedSkillError
 from .access import ADMIN
@@ -55,6 +55,8 @@ class ForgetResult:
     counts: dict[str, int]
     derived: dict[str, list[str]]  # skillbook -> skills whose only evidence was the matched traces
     derived_action: str
+    # skillbook -> pending proposals only matched samples proposed (rejected with archive/remove)
+    derived_proposals: dict[str, list[str]] = field(default_factory=dict)
     derived_versions: dict[str, int] = field(default_factory=dict)  # the version archiving/removing made
     derived_skipped: dict[str, list[str]] = field(default_factory=dict)  # pinned: left as they are
     in_flight: dict[str, int] = field(default_factory=dict)  # dry run: running batches with matches
@@ -80,6 +82,7 @@ class ForgetResult:
             "counts": self.counts,
             "derived": self.derived,
             "derived_action": self.derived_action,
+            "derived_proposals": self.derived_proposals,
             "derived_versions": self.derived_versions,
             "derived_skipped": self.derived_skipped,
             "in_flight": self.in_flight,
@@ -106,7 +109,8 @@ def forget(
     """Erase what ``selector`` matches (within what ``principal`` may see) and record the erasure.
 
     ``derived_action``: ``list`` the skills whose only evidence was the matched traces, or
-    ``archive`` or ``remove`` them (one change-log version per skillbook, the principal its actor).
+    ``archive`` or ``remove`` them (one change-log version per skillbook, the principal its actor);
+    with either, the pending proposals only matched samples proposed are rejected too.
 
     Raises:
         AdminRoleRequiredError: the principal's role is not admin.
@@ -126,7 +130,9 @@ def forget(
     started = time.monotonic()
     plan = _plan_when_settled(fleet, selector, in_scope, dry_run, wait_seconds, say, sleep, started)
     skillbooks = [name for name in fleet.skillbook_names() if in_scope(name)]
-    counts = erase(fleet.redis, fleet.prefix, plan, skillbooks, dry_run=dry_run, say=say)
+    counts = erase(
+        fleet.redis, fleet.prefix, plan, skillbooks, dry_run=dry_run, say=say, every_claim=tenants is None
+    )
     versions, skipped = (
         ({}, {}) if dry_run else _act_on_derived(fleet, principal, plan, derived_action, erasure_id)
     )
@@ -138,6 +144,7 @@ def forget(
         counts=counts,
         derived=plan.derived,
         derived_action=derived_action,
+        derived_proposals=plan.derived_proposals,
         derived_versions=versions,
         derived_skipped=skipped,
         in_flight=plan.in_flight if dry_run else {},
@@ -199,6 +206,13 @@ def _act_on_derived(
     if action == "list":
         return versions, skipped
     note = f"forget {erasure_id}: learned only from erased traces"
+    for name, proposal_ids in plan.derived_proposals.items():
+        review = fleet.store(name).review
+        for proposal_id in proposal_ids:
+            try:
+                review.reject(proposal_id, actor=principal.name, note=note)
+            except ProposalDecidedError:
+                continue  # decided since it was read: approved, it is a skill the next forget lists
     for name, skill_ids in plan.derived.items():
         store = fleet.store(name)
         pinned = [skill.id for skill in store.export().skills() if skill.id in skill_ids and skill.pinned]

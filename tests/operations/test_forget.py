@@ -21,6 +21,7 @@ from ace_workers.distributed.service import Service, build_service, local_worker
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.erasure_selector import Selector, parse_subject
 from ace_workers.distributed.store.errors import SamplesInFlightError
+from ace_workers.distributed.store.review_policy import ReviewPolicy
 from ace_workers.distributed.tenancy import ApiKeys, Tenant, TenantRegistry
 from ace_workers.operations import FleetClient, operator, principal_for_key
 from ace_workers.operations.errors import AdminRoleRequiredError
@@ -61,18 +62,23 @@ class Fleet:
 
 
 @pytest.fixture
-def latency() -> float:
-    """Seconds each simulated LLM call takes (a test parametrizes it to keep samples in flight)."""
-    return 0.0
+def fleet_settings() -> dict[str, Any]:
+    """Settings a test adds to its fleet's (it parametrizes this: a slow LLM, a small claim check)."""
+    return {}
 
 
 @pytest.fixture(params=["server", "cluster"])
 def fleet(
-    request: pytest.FixtureRequest, redis_url: str, redis_client: redis.Redis, latency: float
+    request: pytest.FixtureRequest, redis_url: str, redis_client: redis.Redis, fleet_settings: dict[str, Any]
 ) -> Iterator[Fleet]:
     """Workers on the test Redis (``server``), or with the store on a Redis Cluster (``cluster``)."""
     prefix = f"t{uuid.uuid4().hex[:8]}"
-    options: dict[str, Any] = {"queue_prefix": prefix, "sim_trust_threshold": 0, "recipes": TEST_RECIPES}
+    options: dict[str, Any] = {
+        "queue_prefix": prefix,
+        "sim_trust_threshold": 0,
+        "recipes": TEST_RECIPES,
+        **fleet_settings,
+    }
     scanned = [redis_client]
     cluster = None
     if request.param == "cluster":
@@ -81,8 +87,6 @@ def fleet(
         cluster.flushall()
         options["store_url"] = local.url
         scanned.append(cluster)
-    if latency:
-        options["sim_latency_seconds"] = latency
     settings = WorkerSettings(redis_url=redis_url, **options)
     service = build_service(settings, redis_url=redis_url)
     client = FleetClient(settings, redis_url)
@@ -152,7 +156,7 @@ def test_forgetting_a_user_leaves_their_marker_in_no_key_and_archives_what_only_
     assert history[1]["selector"] == {"kind": "subject", "value": "u1", "path": "metadata.user_id"}
 
 
-@pytest.mark.parametrize("latency", [0.5])
+@pytest.mark.parametrize("fleet_settings", [{"sim_latency_seconds": 0.5}])
 def test_samples_in_flight_are_erased_once_they_finish(fleet: Fleet) -> None:
     secret = marker()
     u1 = [trace("flux", secret, "u1", secret), trace("zorb", "5821", "u1", secret)]
@@ -171,6 +175,34 @@ def test_samples_in_flight_are_erased_once_they_finish(fleet: Fleet) -> None:
     assert any(line.startswith("waiting for 2 matched samples in flight") for line in lines)
     assert result.samples == 2
     assert found(fleet, secret) == []
+
+
+@pytest.mark.parametrize("fleet_settings", [{"claim_check_bytes": 64}])
+def test_claimed_payloads_review_proposals_and_the_inbox_lose_the_marker_too(fleet: Fleet) -> None:
+    secret, other = marker(), marker()
+    store = fleet.client.store(BOOK)
+    store.review.set_policy(ReviewPolicy.everything("review"), actor="user:lead")
+    u1 = [trace("flux", secret, "u1", secret), trace("zorb", secret + "z", "u1", secret)]
+    with local_workers(fleet.service):
+        learn(fleet, [*u1, trace("quill", "212", "u2", other)])
+    fleet.service.producer.append_to_inbox([trace("flux", secret + "i", "u1", secret)], BOOK)
+    assert any(":claim:" in place for place in found(fleet, secret))  # the payloads were claim-checked
+    pending = len(store.review.proposals())
+
+    listed = forget(fleet.client, OPERATOR, U1, dry_run=True)
+    result = forget(fleet.client, OPERATOR, U1, derived_action="archive")
+
+    assert found(fleet, secret) == []
+    assert found(fleet, other) != []
+    assert result.counts["claims"] >= 2
+    assert result.counts["proposals"] == 2
+    assert result.counts["inbox"] == 1
+    # u1's two proposals were learned from u1 alone: rejected; u2's stays pending.
+    assert len(result.derived_proposals[BOOK]) == 2
+    assert result.derived_proposals == listed.derived_proposals
+    left = store.review.proposals()
+    assert len(left) == pending - 2
+    assert {p.id for p in left}.isdisjoint(result.derived_proposals[BOOK])
 
 
 @pytest.fixture

@@ -95,6 +95,8 @@ class ErasurePlan:
     in_flight: dict[str, int] = field(default_factory=dict)  # running batch id -> matched samples in it
     # skillbook -> skill ids all of whose learning evidence came from matched samples
     derived: dict[str, list[str]] = field(default_factory=dict)
+    # skillbook -> pending proposals every write of which a matched sample made
+    derived_proposals: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _load(raw: Any) -> Any:
@@ -221,8 +223,13 @@ def erase(
     *,
     dry_run: bool,
     say: Callable[[str], None],
+    every_claim: bool = True,
 ) -> dict[str, int]:
     """Erase what ``plan`` matched from every place (count only, ``dry_run``); how many records per place.
+
+    ``every_claim``: also delete any claim-checked value the selector matches, named by no record
+    left (the fleet's operator). A claim names no tenant, so a tenant's erasure deletes only the
+    claims its own records name.
 
     Also fills ``plan.derived``: per skillbook, the skills whose every learning occurrence
     named a matched sample (read before their provenance is blanked).
@@ -233,7 +240,7 @@ def erase(
     doomed_claims: set[str] = set()
     _erase_batches(client, prefix, matched, claims, doomed_claims, counts, dry_run)
     _erase_parked(client, prefix, plan, claims, doomed_claims, counts, dry_run)
-    for key in _claim_keys(client, prefix):
+    for key in _claim_keys(client, prefix) if every_claim else []:
         value = _load(client.get(key))
         if key in doomed_claims or selector.matches(value) or _selects(selector, {"sample": value}):
             doomed_claims.add(key)
@@ -249,10 +256,13 @@ def erase(
         if derived:
             plan.derived[name] = derived
         counts["provenance"] += blanked
-        entries, skills = _erase_skill_history(client, keys, matched, written, dry_run)
+        entries, skills, tainted = _erase_skill_history(client, keys, matched, written, dry_run)
         counts["changelog"] += entries
         counts["skill_evidence"] += skills
-        counts["proposals"] += _erase_proposals(client, keys, matched, dry_run)
+        scrubbed, only_matched = _erase_proposals(client, keys, matched, tainted, dry_run)
+        counts["proposals"] += scrubbed
+        if only_matched:
+            plan.derived_proposals[name] = only_matched
         counts["evaluations"] += _erase_reports(client, keys.evaluations, plan, dry_run)
         counts["nightly_reports"] += _erase_reports(client, keys.nightly_reports, plan, dry_run)
     return counts
@@ -455,8 +465,9 @@ def _stream_fields(fields: Any) -> dict[str, str]:
 
 def _erase_skill_history(
     client: redis.Redis, keys: SkillbookKeys, matched: Matched, written: set[str], dry_run: bool
-) -> tuple[int, int]:
-    """Blank what matched samples' writes said, in the change log and in the skills; (entries, skills).
+) -> tuple[int, int, set[str]]:
+    """Blank what matched samples' writes said, in the change log and in the skills; (entries, skills,
+    the texts blanked, which the proposals' images of the skills may hold too).
 
     The texts to blank are the evidence and justification of the operations a matched sample
     wrote (and those the skills in ``written`` hold now, for a change log trimmed since): a
@@ -495,7 +506,7 @@ def _erase_skill_history(
                     if blanked:
                         pipe.hset(keys.skills, mapping=blanked)  # type: ignore[arg-type]
                     pipe.execute()
-                return hits, len(blanked)
+                return hits, len(blanked), tainted
             except WatchError:
                 continue
     raise VersionConflict(keys.name, _ATTEMPTS, "forget (change log)")
@@ -552,55 +563,68 @@ def _blank_images(fields: dict[str, str], tainted: set[str]) -> int:
     return changed
 
 
-def _erase_proposals(client: redis.Redis, keys: SkillbookKeys, matched: Matched, dry_run: bool) -> int:
-    """Blank the evidence of proposals a matched sample proposed (pending ones keep their operations)."""
+def _erase_proposals(
+    client: redis.Redis, keys: SkillbookKeys, matched: Matched, tainted: set[str], dry_run: bool
+) -> tuple[int, list[str]]:
+    """Blank the evidence of proposals a matched sample proposed (pending ones keep their operations),
+    and the ``tainted`` texts in any proposal's images of the skills it saw: (how many proposals
+    changed, the pending ones every write of which a matched sample made)."""
     for _ in range(_ATTEMPTS):
         with client.pipeline(transaction=True) as pipe:
             try:
                 pipe.watch(keys.proposals)  # type: ignore[no-untyped-call]
                 updates: dict[Any, str] = {}
+                only_matched: list[str] = []
                 for field, raw in pipe.hgetall(keys.proposals).items():
                     proposal = _load(raw)
                     if not isinstance(proposal, dict):
                         continue
-                    occurrences = proposal.get("occurrences") or []
-                    sources = [
-                        proposal.get("source"),
-                        *(proposal.get("insight_sources") or []),
-                        *(o.get("source") for o in occurrences if isinstance(o, dict)),
-                        *(
-                            s
-                            for o in occurrences
-                            if isinstance(o, dict)
-                            for s in o.get("insight_sources") or []
-                        ),
-                    ]
-                    if not _names_any(matched, sources):
-                        continue
-                    proposal["reasoning"] = ""
-                    proposal["operations"] = _scrub_operations(proposal.get("operations"))
-                    proposal["source"] = _scrub_source(proposal.get("source"))
-                    proposal["insight_sources"] = [
-                        _scrub_source(s) for s in proposal.get("insight_sources") or []
-                    ]
-                    proposal["occurrences"] = [
-                        {
-                            **o,
-                            "source": _scrub_source(o.get("source")),
-                            "insight_sources": [_scrub_source(s) for s in o.get("insight_sources") or []],
-                        }
-                        for o in occurrences
-                        if isinstance(o, dict)
-                    ]
-                    updates[field] = json.dumps(proposal, ensure_ascii=False)
+                    if proposal.get("status") == "pending" and _only_from(matched, proposal):
+                        only_matched.append(decode_text(field))
+                    if _scrub_proposal(proposal, matched, tainted):
+                        updates[field] = json.dumps(proposal, ensure_ascii=False)
                 if updates and not dry_run:
                     pipe.multi()
                     pipe.hset(keys.proposals, mapping=updates)
                     pipe.execute()
-                return len(updates)
+                return len(updates), sorted(only_matched)
             except WatchError:
                 continue
     raise VersionConflict(keys.name, _ATTEMPTS, "forget (proposals)")
+
+
+def _only_from(matched: Matched, proposal: dict[str, Any]) -> bool:
+    """True if every write that proposed ``proposal`` (its own, and each merged in) is a matched sample's."""
+    occurrences = [o for o in proposal.get("occurrences") or [] if isinstance(o, dict)]
+    sources = [o.get("source") for o in occurrences] or [proposal.get("source")]
+    return all(matched.names(source) for source in sources)
+
+
+def _scrub_proposal(proposal: dict[str, Any], matched: Matched, tainted: set[str]) -> bool:
+    """Blank, in place, what a matched sample's write put in ``proposal``; True if anything was."""
+    images = proposal.get("base_images")
+    blanked = isinstance(images, dict) and any(
+        [_blank_texts(image, tainted) for image in images.values() if isinstance(image, dict)]
+    )
+    occurrences = [o for o in proposal.get("occurrences") or [] if isinstance(o, dict)]
+    sources = [proposal.get("source"), *(proposal.get("insight_sources") or [])]
+    for occurrence in occurrences:
+        sources += [occurrence.get("source"), *(occurrence.get("insight_sources") or [])]
+    if not _names_any(matched, sources):
+        return blanked
+    proposal["reasoning"] = ""
+    proposal["operations"] = _scrub_operations(proposal.get("operations"))
+    proposal["source"] = _scrub_source(proposal.get("source"))
+    proposal["insight_sources"] = [_scrub_source(s) for s in proposal.get("insight_sources") or []]
+    proposal["occurrences"] = [
+        {
+            **occurrence,
+            "source": _scrub_source(occurrence.get("source")),
+            "insight_sources": [_scrub_source(s) for s in occurrence.get("insight_sources") or []],
+        }
+        for occurrence in occurrences
+    ]
+    return True
 
 
 def _carries_matched(value: Any, plan: ErasurePlan, depth: int = 0) -> bool:
