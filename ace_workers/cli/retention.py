@@ -29,6 +29,7 @@ _NOUNS = {
     "audit": ("audit entry", "audit entries"),
     "label_log": ("label move", None),
     "evaluations": ("evaluation report", None),
+    "erasures": ("erasure record", None),
 }
 
 

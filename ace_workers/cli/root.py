@@ -23,6 +23,7 @@ from .enqueue import enqueue_command
 from .evaluate import evaluate_command
 from .exit_codes import EXIT_CODES_HELP
 from .flower import flower_command
+from .forget import forget_command
 from .help import HelpCommand, HelpGroup
 from .hook import hook_app
 from .intake import intake_command
@@ -163,6 +164,7 @@ app.command("beat", cls=HelpCommand)(beat_command)
 app.command("migrate", cls=HelpCommand)(migrate_command)
 app.command("backup", cls=HelpCommand)(backup_command)
 app.command("restore", cls=HelpCommand)(restore_command)
+app.command("forget", cls=HelpCommand)(forget_command)
 app.add_typer(batch_app, name="batch")
 # skillbook: its own commands (list, show, import, diff, export, history, dedup, rollback), then these.
 skillbook_app.command("compare", cls=HelpCommand)(compare_command)

@@ -33,6 +33,9 @@ NOTICES: dict[str, str] = {
     "batch-cancelled": "Batch cancelled: a step running now finishes, no other step of the batch runs.",
     "batch-ended": "Nothing to change: the batch had ended already.",
     "batch-resumed": "Batch resumed: the samples never sent, and those lost on the way, are sent.",
+    "forgotten": "Erased: the matched traces are gone from every place the fleet keeps them; the erasure "
+    "is recorded below.",
+    "forget-nothing": "Nothing matched: nothing was erased (the request is recorded below).",
 }
 
 

@@ -340,6 +340,11 @@ class WorkerSettings:
     retention_evaluations: int = _setting(
         200, "newest evaluation reports kept per skillbook; 0 keeps them all"
     )
+    retention_erasure_days: float = _setting(
+        3650.0,
+        "days an erasure record (`ace-workers forget`: who, when, selector, counts) is kept; 0 keeps "
+        "them forever",
+    )
     sim_latency_seconds: float = _setting(0.0, "seconds each simulated LLM call sleeps")
     sim_trust_threshold: int = _setting(3, "net helpful votes before the simulated agent applies a skill")
     sim_paraphrase: bool = _option(
@@ -518,6 +523,7 @@ class WorkerSettings:
             audit_days=self.retention_audit_days,
             label_moves=self.retention_label_moves,
             evaluations=self.retention_evaluations,
+            erasure_days=self.retention_erasure_days,
         )
 
     def prune_rule(self) -> PruneRule | None:

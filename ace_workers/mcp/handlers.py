@@ -36,6 +36,7 @@ from .errors import (
     ReadOnlyError,
     ScopeRefusedError,
 )
+from .forget_tool import ForgetRequest, ForgetResponse, forget_traces
 from .models import (
     AskRequest,
     AskResponse,
@@ -92,10 +93,11 @@ TOOL_ROLES = {
     "ace.review.reject": DECIDE_ROLE,
     "ace.label.set": MOVE_ROLE,
     "ace.skill.change": CHANGE_ROLE,
+    "ace.forget": "admin",  # the operation checks it (a tenant's admin forgets within its tenant)
 }
 # Proposals, labels and versions exist where the skillbook is the fleet's, in Redis.
 _NO_FLEET = (
-    "the review, label and lifecycle tools need the fleet back end (ACE_MCP_BACKEND=fleet, or "
+    "the review, label, lifecycle and forget tools need the fleet back end (ACE_MCP_BACKEND=fleet, or "
     "ACE_REDIS_URL): an in-process session's skillbook applies what it learns at once"
 )
 SteeringT = TypeVar("SteeringT")
@@ -218,6 +220,11 @@ class MCPHandlers:
     ) -> SkillChangeResponse:
         self._refuse_if_read_only("ace.skill.change")
         return self._operate("ace.skill.change", change_skills, request, caller, actor)
+
+    def forget(self, request: ForgetRequest, owner: str, caller: Scope, actor: str) -> ForgetResponse:
+        self._refuse_if_read_only("ace.forget")
+        response: ForgetResponse = self._operate("ace.forget", forget_traces, request, caller, actor)
+        return response
 
     def close(self) -> None:
         """Release the back end's connections."""

@@ -22,6 +22,7 @@ from ..distributed.tenancy.api_keys import OPERATOR, Scope
 from ..extras import require_extra
 from ..operations import Principal
 from .errors import INVALID_PARAMS, MCPToolError
+from .forget_tool import ForgetRequest, ForgetResponse
 from .handlers import MCPHandlers
 from .models import (
     AskRequest,
@@ -143,6 +144,15 @@ TOOLS: dict[str, ToolSpec] = {
         SkillChangeResponse,
         "skill_change",
         "Fleet: pin, unpin, archive or restore skills of the skillbook, as one version.",
+        acts=True,
+    ),
+    "ace.forget": ToolSpec(
+        ForgetRequest,
+        ForgetResponse,
+        "forget",
+        "Fleet, role admin: erase every record of the traces a selector matches (subject PATH=VALUE, "
+        "trace_id, sample_id or batch_id) and list, archive or remove the skills learned only from them; "
+        "irreversible, so confirm must be true (dry_run: only say what matches).",
         acts=True,
     ),
 }

@@ -8,6 +8,7 @@ from ..distributed.tenancy.errors import TenancyError
 from ..errors import AceError
 
 __all__ = [
+    "AdminRoleRequiredError",
     "BatchNotResumableError",
     "ExpectRequiredError",
     "FleetAdminRequiredError",
@@ -27,6 +28,18 @@ class FleetAdminRequiredError(TenancyError, PermissionError):
         super().__init__(
             f"{principal} may not {action}: that needs the operator or a fleet-wide admin key "
             "(tenant '*', role admin)"
+        )
+
+
+class AdminRoleRequiredError(TenancyError, PermissionError):
+    """Only role admin (the operator, a fleet-wide admin key, or the tenant's own admin key) may do this."""
+
+    def __init__(self, principal: str, role: str, action: str) -> None:
+        self.principal = principal
+        self.role = role
+        self.action = action
+        super().__init__(
+            f"{principal} has role {role!r}: to {action} needs role admin (the fleet's or its tenant's)"
         )
 
 

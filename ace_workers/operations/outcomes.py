@@ -34,6 +34,7 @@ from ..distributed.store.errors import (
     HeadMovedError,
     InvalidKeyPrefixError,
     InvalidLabelError,
+    InvalidSelectorError,
     InvalidSkillbookNameError,
     LabelMovedError,
     MigrationRefusedError,
@@ -41,6 +42,7 @@ from ..distributed.store.errors import (
     ProposalDecidedError,
     RestoreSkillbooksExistError,
     RestoreTargetNotEmptyError,
+    SamplesInFlightError,
     SchemaMismatchError,
     SkillbookExistsError,
     SkillbookFullError,
@@ -72,6 +74,7 @@ from ..errors import (
     UnknownSkillError,
 )
 from .errors import (
+    AdminRoleRequiredError,
     BatchNotResumableError,
     ExpectRequiredError,
     FleetAdminRequiredError,
@@ -132,6 +135,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     BackupSchemaError: INVALID,
     BackupTargetError: INVALID,
     IntakeBodyError: INVALID,
+    InvalidSelectorError: INVALID,  # forget: a selector that names nothing it can match
     IntakeBodyTooLargeError: TOO_LARGE,
     IntakeRequestError: INVALID,  # what intake answered a producer (HttpProducer), as it answered it
     # What it names does not exist.
@@ -151,6 +155,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     # console/views.py); where the refusal names the owner anyway, it is a refusal by policy.
     ForeignSkillbookError: FORBIDDEN,
     FleetAdminRequiredError: FORBIDDEN,
+    AdminRoleRequiredError: FORBIDDEN,
     # The state moved under the request, or does not allow it now: nothing was changed.
     VersionConflict: CONFLICT,
     HeadMovedError: CONFLICT,
@@ -171,6 +176,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     BudgetExhaustedError: REFUSED,
     SkillbookFullError: REFUSED,
     TenantBusyError: REFUSED,
+    SamplesInFlightError: REFUSED,  # forget: matched samples still running after the wait
     FleetBusyError: BUSY,
     IntakeBusyError: BUSY,
     # The service, not the request, is at fault: retried later, it may pass.

@@ -95,6 +95,13 @@ def retention_rows(settings: WorkerSettings) -> list[RetentionRow]:
             newest(settings.retention_evaluations, "evaluation reports"),
             f"each evaluation, {_SWEEP}",
         ),
+        RetentionRow(
+            "erasures",
+            env_name("retention_erasure_days"),
+            settings.retention_erasure_days,
+            days(settings.retention_erasure_days, "after the erasure (`forget`)"),
+            _SWEEP,
+        ),
     ]
 
 

@@ -45,6 +45,7 @@ def test_show_lists_each_kind_its_setting_value_and_enforcer(env: pytest.MonkeyP
         "audit",
         "label_log",
         "evaluations",
+        "erasures",
     ]
     assert rows["audit"]["setting"] == "ACE_RETENTION_AUDIT_DAYS"
     assert rows["audit"]["value"] == 30
@@ -102,7 +103,14 @@ def test_sweep_removes_what_is_past_its_bound(env: pytest.MonkeyPatch, redis_cli
     assert code == 0, output
     assert json.loads(output) == {
         "dry_run": False,
-        "removed": {"dead_letters": 1, "decided_proposals": 0, "audit": 1, "label_log": 0, "evaluations": 0},
+        "removed": {
+            "dead_letters": 1,
+            "decided_proposals": 0,
+            "audit": 1,
+            "label_log": 0,
+            "evaluations": 0,
+            "erasures": 0,
+        },
     }
     assert redis_client.llen(dead_letters_key(PREFIX)) == 0
     assert redis_client.xlen(console_audit_key(PREFIX)) == 0

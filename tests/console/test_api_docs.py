@@ -66,6 +66,7 @@ def test_the_navigation_is_the_areas_links_and_each_opens_a_page(console: Runnin
         "/fleet",
         "/tenants",
         "/audit",
+        "/forget",
     ]
     assert {link.path for link in NAVIGATION} <= paths
     with console.client() as client:

@@ -83,8 +83,8 @@ def test_bad_input_of_every_tool_is_an_mcp_error_naming_the_problem(tmp_path: Pa
             error = await refused(client, "ace.skillbook.load", {"session_id": "s", "path": "missing.json"})
             assert "no skillbook file 'missing.json'" in error.message
 
-            error = await refused(client, "ace.forget", {"session_id": "s"})
-            assert "unknown tool 'ace.forget'" in error.message
+            error = await refused(client, "ace.nothing", {"session_id": "s"})
+            assert "unknown tool 'ace.nothing'" in error.message
 
     anyio.run(scenario)
 
@@ -145,4 +145,5 @@ def test_the_tools_table_names_the_tools_of_the_design() -> None:
         "ace.review.reject",
         "ace.label.set",
         "ace.skill.change",
+        "ace.forget",
     ]

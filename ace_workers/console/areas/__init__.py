@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from starlette.routing import BaseRoute
 
-from . import audit, batches, evaluations, fleet, history, review, skillbooks, tenants
+from . import audit, batches, evaluations, fleet, forget, history, review, skillbooks, tenants
 
 __all__ = ["AREAS", "NAVIGATION", "Area", "NavLink"]
 
@@ -42,6 +42,7 @@ AREAS: tuple[Area, ...] = (
     Area(fleet.ROUTES, (NavLink("Fleet", "/fleet"),)),
     Area(tenants.ROUTES, (NavLink("Tenants", "/tenants"),)),
     Area(audit.ROUTES, (NavLink("Audit", "/audit"),)),
+    Area(forget.ROUTES, (NavLink("Forget", "/forget"),)),
 )
 
 # The header's links, in order.

@@ -19,6 +19,8 @@ __all__ = [
     "CorruptDataError",
     "HeadMovedError",
     "InvalidKeyPrefixError",
+    "InvalidSelectorError",
+    "SamplesInFlightError",
     "InvalidLabelError",
     "LabelMovedError",
     "InvalidSkillbookNameError",
@@ -376,4 +378,29 @@ class RestoreSkillbooksExistError(BackupError):
         super().__init__(
             f"the target already has {noun_for(len(names), 'skillbook')} {', '.join(map(repr, names))}: "
             "--merge adds only skillbooks the target lacks (delete or rename them first)"
+        )
+
+
+class InvalidSelectorError(StoreError, ValueError):
+    """A ``forget`` selector names nothing it can match (an empty id, a subject without ``PATH=VALUE``)."""
+
+    def __init__(self, selector: str, problem: str) -> None:
+        self.selector = selector
+        self.problem = problem
+        super().__init__(f"selector {selector!r}: {problem}; nothing was erased")
+
+
+class SamplesInFlightError(StoreError):
+    """``forget`` matched samples of batches still running, and they did not finish in the time given."""
+
+    def __init__(self, batch_ids: list[str], samples: int, waited: float) -> None:
+        self.batch_ids = batch_ids
+        self.samples = samples
+        self.waited = waited
+        super().__init__(
+            f"{counted(samples, 'matched sample')} still in flight in running "
+            f"{noun_for(len(batch_ids), 'batch', 'batches')} {', '.join(batch_ids)} "
+            f"after waiting {waited:g} s: "
+            "nothing was erased; wait longer (--wait SECONDS), or cancel the batch (batch cancel) and "
+            "forget again"
         )

@@ -60,6 +60,9 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:write-probe:ID         string  a worker's look whether Redis takes writes; expires in 1 s
     ace:claim:SHA256           string  a claim-checked payload value too big for a message, with a TTL
     ace:console:audit          stream  one entry per console action, kept ACE_RETENTION_AUDIT_DAYS
+    ace:erasures               list    one JSON record per `forget` run (who, when, selector, counts per
+                                       place; never the erased content), newest first, kept
+                                       ACE_RETENTION_ERASURE_DAYS
     ace:{tenants}              hash    tenant name -> tenant JSON (skillbooks, prefixes, weight, budgets)
     ace:{tenants}:version      string  +1 on every change of the tenants (readers' caches check it)
     ace:{limits}:spend:T:W:P:M hash    tenant T's spend on model M (or "*", all models) in window W (day,
@@ -88,7 +91,8 @@ Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
 they all live in one hash slot and one MULTI/EXEC can span them; every key of a
 batch carries ``{batch:ID}``, so its finish script runs in one slot too. The keys
 that span skillbooks (``ace:skillbooks``, ``ace:dead_letters``, ``ace:batches:running``,
-``ace:batches:recent``, ``ace:write_partitions``, ``ace:console:audit``, the claim-check keys and
+``ace:batches:recent``, ``ace:write_partitions``, ``ace:console:audit``, ``ace:erasures``, the
+claim-check keys and
 ``ace:schema`` with its lock)
 each live in the slot of their own name (the tenants' two keys share the ``{tenants}`` tag, and
 the API keys' two the ``{apikeys}`` tag, so one transaction writes both of a pair; a tenant's
@@ -135,6 +139,7 @@ __all__ = [
     "dead_letters_key",
     "fleet_workers_key",
     "console_audit_key",
+    "erasures_key",
     "recipe_shape_key",
     "INBOX_TRACE_FIELD",
     "NIGHTLY_CURSOR",
@@ -290,6 +295,7 @@ def lasting_state_keys(prefix: str = DEFAULT_PREFIX) -> tuple[str, ...]:
         api_keys_key(prefix),
         deferring_tenants_key(prefix),
         console_audit_key(prefix),
+        erasures_key(prefix),
         fleet_workers_key(prefix),
         write_partitions_key(prefix),
     )
@@ -308,6 +314,11 @@ def recent_batches_key(prefix: str = DEFAULT_PREFIX) -> str:
 def console_audit_key(prefix: str = DEFAULT_PREFIX) -> str:
     """Stream: one entry per action taken in the web console (who, what, on what, outcome)."""
     return f"{validate_key_prefix(prefix)}:console:audit"
+
+
+def erasures_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """List: one JSON record per erasure (``forget``), newest first; the erased content is never in it."""
+    return f"{validate_key_prefix(prefix)}:erasures"
 
 
 def tenants_key(prefix: str = DEFAULT_PREFIX) -> str:

@@ -6,7 +6,7 @@ nightly sweep (beat's ``retention`` entry) and ``ace-workers retention sweep`` r
 of the label log and the evaluations list keep their count at once, in the write itself.
 
 Batch records are not swept: Redis expires them (ACE_RESULT_TTL_SECONDS after their batch
-finished). There are no erasure records yet, so no bound for them either.
+finished). Erasure records (``forget``) are kept ACE_RETENTION_ERASURE_DAYS.
 
 The sweep is safe to run at any time, twice, or from two places at once: every command reads
 or trims one key (each per-skillbook key carries its skillbook's hash tag, so a cluster takes
@@ -27,7 +27,7 @@ import redis
 from redis.exceptions import WatchError
 
 from .errors import CorruptDataError
-from .keys import SkillbookKeys, console_audit_key, dead_letters_key, registry_key
+from .keys import SkillbookKeys, console_audit_key, dead_letters_key, erasures_key, registry_key
 from .proposals import ProposalStatus, decode_proposal, signature_digest
 from .replies import decode_text, optional_text
 
@@ -46,7 +46,8 @@ DECIDED_PROPOSALS = "decided_proposals"
 AUDIT = "audit"
 LABEL_LOG = "label_log"
 EVALUATIONS = "evaluations"
-KINDS = (DEAD_LETTERS, DECIDED_PROPOSALS, AUDIT, LABEL_LOG, EVALUATIONS)
+ERASURES = "erasures"
+KINDS = (DEAD_LETTERS, DECIDED_PROPOSALS, AUDIT, LABEL_LOG, EVALUATIONS, ERASURES)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class RetentionPolicy:
     audit_days: float = 365.0  # console audit entries older than this are dropped
     label_moves: int = 1000  # newest label moves kept per skillbook
     evaluations: int = 200  # newest evaluation reports kept per skillbook
+    erasure_days: float = 3650.0  # erasure records (forget) older than this are dropped
 
 
 def sweep(
@@ -81,6 +83,9 @@ def sweep(
     if policy.audit_days:
         cutoff = now - timedelta(days=policy.audit_days)
         counts[AUDIT] = _drop_stream_before(client, console_audit_key(prefix), cutoff, dry_run, chunk)
+    if policy.erasure_days:
+        cutoff = now - timedelta(days=policy.erasure_days)
+        counts[ERASURES] = _drop_list_tail_before(client, erasures_key(prefix), cutoff, dry_run)
     for name in _skillbooks(client, prefix):
         keys = SkillbookKeys(name, prefix)
         if policy.proposal_days:
@@ -205,6 +210,36 @@ def _keep_newest_list(client: redis.Redis, key: str, kept: int, dry_run: bool, c
         if length >= before:  # writers push as fast as we trim: the writer's own trim bounds it
             break
     return max(before - length, 0)
+
+
+# -- erasure records ---------------------------------------------------------------------------
+
+
+def _drop_list_tail_before(client: redis.Redis, key: str, cutoff: datetime, dry_run: bool) -> int:
+    """Drop the records of list ``key`` (newest first, each JSON with an ``at`` time) made before ``cutoff``.
+
+    The list is pushed newest first, so the old ones are its tail: the walk goes from the end
+    and stops at the first record young enough (or undated: kept, with all before it).
+    """
+    old = 0
+    while True:
+        raw = client.lindex(key, -1 - old)
+        if raw is None or not _made_before(raw, cutoff):
+            break
+        old += 1
+    if old and not dry_run:
+        # Records are only ever pushed at the head: the tail's old ones are where they were.
+        client.ltrim(key, 0, -1 - old)
+    return old
+
+
+def _made_before(raw: Any, cutoff: datetime) -> bool:
+    """True for a record whose ``at`` is a timezone-aware time before ``cutoff``."""
+    try:
+        made = datetime.fromisoformat(json.loads(raw)["at"])
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return False
+    return made.tzinfo is not None and made < cutoff
 
 
 # -- decided proposals ------------------------------------------------------------------------

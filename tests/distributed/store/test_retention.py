@@ -13,7 +13,7 @@ from redis.cluster import RedisCluster
 from ace_workers.console.audit import read_audit, record_action
 from ace_workers.core import UpdateBatch, UpdateOperation
 from ace_workers.distributed import RedisSkillbookStore
-from ace_workers.distributed.store.keys import console_audit_key, dead_letters_key
+from ace_workers.distributed.store.keys import console_audit_key, dead_letters_key, erasures_key
 from ace_workers.distributed.store.proposals import ProposalStatus, signature_digest
 from ace_workers.distributed.store.retention import RetentionPolicy, sweep
 from tests.support.fixtures import server_or_cluster
@@ -22,7 +22,9 @@ from tests.support.hooked_redis import hooked_like
 PREFIX = "ace"
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 # Nothing bounded but the kind a test looks at.
-NONE = RetentionPolicy(dead_letter_days=0, proposal_days=0, audit_days=0, label_moves=0, evaluations=0)
+NONE = RetentionPolicy(
+    dead_letter_days=0, proposal_days=0, audit_days=0, label_moves=0, evaluations=0, erasure_days=0
+)
 
 
 @pytest.fixture(params=["server", "cluster"])
@@ -205,6 +207,7 @@ def test_a_dry_run_counts_and_changes_nothing(redis_client: redis.Redis) -> None
         "audit": 1,
         "label_log": 2,
         "evaluations": 2,
+        "erasures": 0,
     }
     assert snapshot(redis_client) == before
     assert sweep(redis_client, PREFIX, SMALL, later) == counts  # what it said is what goes
@@ -279,3 +282,18 @@ def test_a_signature_key_another_proposal_claims_meanwhile_stays(
     assert counts["decided_proposals"] == 1
     assert store.review.proposals(status=None) == []
     assert redis_client.get(signature) == b"p-newer"
+
+
+def test_erasure_records_older_than_their_bound_go_and_younger_ones_stay(redis_client: redis.Redis) -> None:
+    key = erasures_key(PREFIX)
+    # Pushed newest first, as forget writes them: the oldest is the tail.
+    for days in (400, 30, 5):
+        redis_client.lpush(
+            key, json.dumps({"id": f"e{days}", "at": (NOW - timedelta(days=days)).isoformat()})
+        )
+    policy = RetentionPolicy(**{**NONE.__dict__, "erasure_days": 100})
+
+    assert sweep(redis_client, PREFIX, policy, NOW, dry_run=True)["erasures"] == 1
+    assert sweep(redis_client, PREFIX, policy, NOW)["erasures"] == 1
+    assert [json.loads(raw)["id"] for raw in redis_client.lrange(key, 0, -1)] == ["e5", "e30"]
+    assert sweep(redis_client, PREFIX, policy, NOW)["erasures"] == 0
