@@ -3,14 +3,15 @@
 For each size a skillbook is imported with that many synthetic skills (the
 skillbooks of benchmarks/skillbook_scale.py: varied words over 40 sections, each
 skill with its occurrences), one skill pinned and one archived as people do.
-The console is served in this process (uvicorn in a thread, basic auth, as
-``ace-workers console`` serves it). For each page of PAGES, first the process's
-caches are emptied (the snapshots, the skill indexes, the change digests: as a
-console that has just started finds them) and the page's first request is timed
-(``first``); then it is asked for ``--warm-ups`` times, then ``--requests`` times
-timed, one request at a time (p50, p99). Last, the skillbook page just after a
-new version (``after a write``: a pin or unpin before each request, so the index
-is brought forward from the snapshot the store brought forward).
+The console is served in this process (uvicorn in a thread, as ``ace-workers
+console`` serves it; signed in with a fleet-wide admin API key by basic auth).
+For each page of PAGES, first the process's caches are emptied (the snapshots,
+the skill indexes, the change digests: as a console that has just started finds
+them) and the page's first request is timed (``first``); then it is asked for
+``--warm-ups`` times, then ``--requests`` times timed, one request at a time
+(p50, p99). Last, the skillbook page just after a new version (``after a
+write``: a pin or unpin before each request, so the index is brought forward
+from the snapshot the store brought forward).
 
 Targets at 100,000 skills: every page's first request <= 500 ms and p99 <= 300 ms.
 
@@ -44,6 +45,7 @@ from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store import skill_index
 from ace_workers.distributed.store.snapshots import default_snapshot_cache
+from ace_workers.distributed.tenancy.api_keys import ALL_TENANTS, ApiKeys
 
 # The pages timed: (what, URL). {name} is the skillbook, {skill} one of its skills, {word} a word of
 # its skills (searched in upper case: the search ignores case). Add a page here to time it too.
@@ -66,13 +68,19 @@ TARGET_MS = 300.0  # p99 of every page, warm
 TARGET_FIRST_MS = 500.0  # every page's first request, the process's caches empty
 TARGET_SIZE = 100_000
 WRITES_TIMED = 10  # requests timed just after a new version
-USER, PASSWORD = "bench", "bench-console-password"
+USER = "bench"
 
 
 @contextmanager
-def serving(service: Service) -> Iterator[str]:
-    """The console of ``service`` on a free loopback port, as ``ace-workers console`` serves it."""
-    app = build_console_app(service, ConsoleAccess(users={USER: PASSWORD}), host="127.0.0.1")
+def serving(service: Service) -> Iterator[tuple[str, str]]:
+    """The console of ``service`` on a free loopback port, as ``ace-workers console`` serves it.
+
+    Yields its URL and the secret of a fleet-wide admin API key made for the run: the
+    benchmark signs in with it as a person does (basic auth, the key as the password).
+    """
+    keys = ApiKeys(service.runtime.redis, prefix=service.runtime.settings.queue_prefix)
+    _, secret = keys.create(ALL_TENANTS, "admin", note="console benchmark", actor=f"user:{USER}")
+    app = build_console_app(service, ConsoleAccess(), host="127.0.0.1")
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="console", daemon=True)
@@ -84,7 +92,7 @@ def serving(service: Service) -> Iterator[str]:
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", secret
     finally:
         server.should_exit = True
         thread.join(timeout=15)
@@ -220,8 +228,8 @@ def main() -> None:
         service = build_service(settings, redis_url=url)
         try:
             with (
-                serving(service) as base,
-                httpx.Client(base_url=base, auth=(USER, PASSWORD), timeout=120) as client,
+                serving(service) as (base, secret),
+                httpx.Client(base_url=base, auth=(USER, secret), timeout=120) as client,
             ):
                 for size in sizes:
                     rows.extend(measure(client, service, size, args))
