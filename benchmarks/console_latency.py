@@ -230,8 +230,9 @@ def main() -> None:
             queue_prefix="benchconsole",
             max_skillbook_skills=max(sizes) + 1_000,
             # The import of 100,000 skills is one transaction of some 50 MB: on a loaded machine its
-            # reply may take longer than a request's timeout, and a retry would find it done.
+            # reply, and a new connection's handshake meanwhile, may take longer than the defaults.
             redis_socket_timeout_seconds=600.0,
+            redis_connect_timeout_seconds=600.0,
         )
         service = build_service(settings, redis_url=url)
         try:
