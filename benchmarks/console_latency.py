@@ -201,7 +201,7 @@ def report(rows: list[dict[str, Any]]) -> bool:
             f"{value:>8.1f}" if value is not None else f"{'':>8}" for value in (first, row.get("p50_ms"), p99)
         ]
         print(f"{row['size']:>8,} {row['page']:<32} {' '.join(shown)} {row['n']:>4}  {row['url']}{target}")
-    passed = all(verdicts)
+    passed = bool(verdicts) and all(verdicts)  # no figure at the target size: no pass
     if not verdicts:
         print(f"(no target at these sizes: the targets are for {TARGET_SIZE:,} skills)")
     else:
