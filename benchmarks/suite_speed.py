@@ -2,8 +2,9 @@
 
 A shared 2-core machine drifts: the same command on the same commit took 102 to 125 s within
 one hour. So this runs the suite for this tree and for ``--base`` (checked out into a
-temporary worktree) in turns, ``--rounds`` times each, and reports each run's wall and CPU
-seconds and the ratio of the medians, which is what carries from one machine to another.
+temporary worktree) in turns (the order reversed every other round), ``--rounds`` times each,
+and reports each run's wall and CPU seconds, the ratio of the medians and the per-round ratio
+(min/median/max), which is what carries from one machine to another.
 
     python benchmarks/suite_speed.py --base 34331b3 [--rounds 2] [--full]
 
@@ -23,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from rounds import ratio_spread, round_order, spread_text
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ["-m", "not drill and not browser"]
@@ -63,7 +66,7 @@ def main() -> None:
         walls: dict[str, list[float]] = {"this tree": [], args.base: []}
         try:
             for round_number in range(1, args.rounds + 1):
-                for name, tree in (("this tree", ROOT), (args.base, base)):
+                for name, tree in round_order((("this tree", ROOT), (args.base, base)), round_number - 1):
                     wall, cpu, summary = run_suite(tree, args.full)
                     walls[name].append(wall)
                     print(
@@ -74,6 +77,8 @@ def main() -> None:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
     here, there = statistics.median(walls["this tree"]), statistics.median(walls[args.base])
     print(f"median wall: this tree {here:.1f} s, {args.base} {there:.1f} s; ratio {here / there:.2f}")
+    ratio = ratio_spread(walls["this tree"], walls[args.base])
+    print(f"wall this tree / {args.base}, per round: {spread_text(ratio)}")
 
 
 if __name__ == "__main__":

@@ -9,14 +9,16 @@ write.K --concurrency 1`` processes (N = 1: the one ``write`` queue). Eight
 skillbooks learn ``--per-book`` traces each, sent together; the time runs from
 the first send to the last sample done.
 
-Reported: write steps per second for N = 1 and N = 2, their ratio, and each
+N = 1 and N = 2 run ``--rounds`` times in turns (the order reversed every other round, new
+skillbooks each round). Reported: write steps per second for N = 1 and N = 2, their ratio per
+round (min/median/max), and each
 process's CPU use (learn worker, writers, Redis, this producer) from /proc: a
 writer near 100% is the limit partitions lift; all of them together near the
 machine's CPUs means the machine is the limit.
 
 Redis: database 14 of the local server (flushed before and after).
 
-    python benchmarks/write_partitions.py [--per-book 60] [--learn-threads 8] [--latency 0]
+    python benchmarks/write_partitions.py [--per-book 60] [--learn-threads 8] [--latency 0] [--rounds 3]
         [--redis-url redis://127.0.0.1:6379/14]
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -34,6 +37,8 @@ from pathlib import Path
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
 from learning_throughput import wait_for_workers
+from processes import cpu_seconds
+from rounds import ratio_spread, round_order, spread_text
 
 from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings, write_partition
@@ -88,12 +93,6 @@ def worker(
             process.wait()
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (from /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def run(service: Service, args: argparse.Namespace) -> tuple[float, dict[str, float]]:
     """Write steps per second with the service's partition count, and each process's CPU share."""
     settings = service.runtime.settings
@@ -131,39 +130,42 @@ def main() -> None:
     parser.add_argument("--per-book", type=int, default=60, help="traces per skillbook")
     parser.add_argument("--learn-threads", type=int, default=8)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per simulated LLM call")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of 1 and 2 partitions, in turns")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    results = {}
+    results: dict[int, list[tuple[float, dict[str, float]]]] = {1: [], 2: []}
     with bench_redis(args.redis_url) as url:
-        for partitions in (1, 2):
-            settings = WorkerSettings(
-                redis_url=url,
-                queue_prefix=f"benchwpart{partitions}",
-                sim_latency_seconds=args.latency,
-                write_partitions=partitions,
-            )
-            service = build_service(settings, redis_url=url)
-            try:
-                results[partitions] = run(service, args)
-            finally:
-                service.close()
+        for number in range(args.rounds):
+            for partitions in round_order((1, 2), number):
+                settings = WorkerSettings(
+                    redis_url=url,
+                    queue_prefix=f"benchwpart{partitions}r{number}",  # new skillbooks each round
+                    sim_latency_seconds=args.latency,
+                    write_partitions=partitions,
+                )
+                service = build_service(settings, redis_url=url)
+                try:
+                    results[partitions].append(run(service, args))
+                finally:
+                    service.close()
+                rate, shares = results[partitions][-1]
+                cpu = ", ".join(f"{name} {share:.0%}" for name, share in shares.items())
+                print(
+                    f"round {number + 1}, {partitions} partition(s): {rate:8.1f} write steps/s   "
+                    f"CPU per process: {cpu}; all together {sum(shares.values()):.0%}",
+                    flush=True,
+                )
     print(
         f"{SKILLBOOKS} skillbooks x {args.per_book} traces, {WRITES_PER_SAMPLE} writes per sample, "
         f"learn worker {args.learn_threads} threads, simulated LLM {args.latency * 1000:.0f} ms/call, "
-        f"{os.cpu_count()} CPUs"
+        f"{os.cpu_count()} CPUs (of {(os.cpu_count() or 1) * 100}% CPU), {args.rounds} rounds in turns"
     )
-    for partitions, (rate, shares) in results.items():
-        cpu = ", ".join(f"{name} {share:.0%}" for name, share in shares.items())
-        print(f"{partitions} partition(s): {rate:8.1f} write steps/s   CPU per process: {cpu}")
-    ratio = results[2][0] / results[1][0]
-    print(f"2 vs 1 partitions: {ratio:.2f}x")
-    for partitions, (_, shares) in results.items():
-        print(
-            f"{partitions} partition(s): all processes together {sum(shares.values()):.0%} CPU "
-            f"of the {(os.cpu_count() or 1) * 100}% this machine has"
-        )
+    rates = {partitions: [rate for rate, _ in runs] for partitions, runs in results.items()}
+    for partitions, values in rates.items():
+        print(f"{partitions} partition(s): median {statistics.median(values):8.1f} write steps/s")
+    print(f"2 vs 1 partitions, per round: {spread_text(ratio_spread(rates[2], rates[1]))}")
 
 
 if __name__ == "__main__":

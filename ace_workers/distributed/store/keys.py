@@ -9,6 +9,10 @@ Layout for a skillbook ``NAME`` under the default prefix ``ace``::
     ace:{sb:NAME}:content      hash    "section<US>normalised content" -> JSON list of active skill ids
     ace:{sb:NAME}:decisions    hash    "id_a,id_b" (sorted) -> similarity decision JSON
     ace:{sb:NAME}:changes      stream  one entry per version, entry id "<version>-0", capped (MAXLEN ~)
+    ace:{sb:NAME}:changes:digests hash version -> digest JSON of an entry touching many skills (an
+                                       import), written with the entry: readers of the timeline skip
+                                       decoding its images; fields of versions trimmed from the log
+                                       are dropped by readers
     ace:{sb:NAME}:stats        hash    applies, stale_applies, skipped_ops, duplicate_deliveries, conflicts
     ace:{sb:NAME}:idem:KEY     string  result of the apply that carried idempotency key KEY, with a TTL
     ace:{sb:NAME}:embeddings   hash    embedding cache: content hash -> float32 vector bytes
@@ -505,6 +509,11 @@ class SkillbookKeys:
         return f"{self.base}:changes"
 
     @property
+    def change_digests(self) -> str:
+        """Hash: version -> the digest JSON of a change-log entry that touched many skills."""
+        return f"{self.base}:changes:digests"
+
+    @property
     def stats(self) -> str:
         """Hash: the store's counters (STATS_FIELDS)."""
         return f"{self.base}:stats"
@@ -603,6 +612,7 @@ class SkillbookKeys:
             self.content,
             self.decisions,
             self.changes,
+            self.change_digests,
             self.stats,
             self.embeddings,
             self.inbox,

@@ -32,8 +32,9 @@ from ...core.skill import SimilarityDecision, Skill
 from ...core.skill_provenance import DEFAULT_KEEP, bounded_occurrences, check_keep
 from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
-from .change_digest import ChangeDigest, digest_change
+from .change_digest import ChangeDigest
 from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, images_at_start, stream_id
+from .digest_reads import read_change_digests
 from .errors import CorruptDataError, UnknownSkillbookError, VersionConflict, VersionRangeError
 from .evaluations import SkillbookEvaluations
 from .keys import (
@@ -525,19 +526,11 @@ class RedisSkillbookStore:
     def change_digests(self, from_version: int, to_version: int) -> list[ChangeDigest]:
         """The digests of the entries the change log holds of versions ``from_version`` + 1 to ``to_version``.
 
-        Oldest first; a version trimmed from the log is simply missing. Each entry
-        is decoded, digested and let go before the next (one may hold 100,000 images).
+        Oldest first; a version trimmed from the log is simply missing. An entry that
+        touched many skills (an import) comes as the digest its writer stored; the others
+        are decoded, digested and let go one at a time (see digest_reads.py).
         """
-        with reading(self.keys.changes):
-            entries = self._redis.xrange(
-                self.keys.changes, min=stream_id(from_version + 1), max=stream_id(to_version)
-            )
-        entries = list(entries or [])
-        entries.reverse()  # popped oldest first: each raw entry is let go once digested
-        digests: list[ChangeDigest] = []
-        while entries:
-            digests.extend(digest_change(record) for record in records_of([entries.pop()], self.keys.changes))
-        return digests
+        return read_change_digests(self._redis, self.keys, from_version, to_version)
 
     def diff(self, from_version: int, to_version: int) -> dict[str, tuple[SkillImage, SkillImage]]:
         """Skill id -> (state at ``from_version``, state at ``to_version``) for every skill changed between.

@@ -31,6 +31,7 @@ from ...core.skill_provenance import DEFAULT_KEEP
 from ...core.skillbook import ApplyReport
 from ...core.updates import UpdateBatch
 from ...errors import one_line
+from .change_digest import STORED_DIGEST_CHANGES, stored_digest_json
 from .changelog import (
     ChangeKind,
     ChangeRecord,
@@ -611,14 +612,16 @@ class SkillbookWrites:
             # A new incarnation (first write, or first since delete()): cached snapshots of an
             # earlier one, which counted versions from 1 too, can never be mistaken for it.
             pipe.hset(keys.meta, mapping={META_CREATED_AT: utc_now(), META_INCARNATION: uuid.uuid4().hex})
+        before = {skill_id: old for skill_id, (old, _) in changes.items()}
+        after = {skill_id: new for skill_id, (_, new) in changes.items()}
         fields = encode_change(
             version=new_version,
             base_version=base_version,
             kind=kind,
             time=utc_now(),
             batch_json=batch_json,
-            before={skill_id: old for skill_id, (old, _) in changes.items()},
-            after={skill_id: new for skill_id, (_, new) in changes.items()},
+            before=before,
+            after=after,
             source_json=source_json,
             idempotency_key=idempotency_key,
         )
@@ -629,6 +632,8 @@ class SkillbookWrites:
             maxlen=self.changelog_maxlen,
             approximate=True,
         )
+        if len(changes) >= STORED_DIGEST_CHANGES:  # an import: its readers need not decode every image
+            pipe.hset(keys.change_digests, str(new_version), stored_digest_json(fields, before, after))
 
     def _write_skills(
         self,

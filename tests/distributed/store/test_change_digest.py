@@ -18,7 +18,14 @@ import redis
 from ace_workers.core import DeleteOp, MergeOp, SimilarityDecision, Skillbook
 from ace_workers.core.consolidation import ConsolidationBatch
 from ace_workers.distributed import RedisSkillbookStore
-from ace_workers.distributed.store.change_digest import DIGEST_SHOWN, digest_change
+from ace_workers.distributed.store import digest_reads
+from ace_workers.distributed.store.change_digest import (
+    DIGEST_SHOWN,
+    STORED_DIGEST_CHANGES,
+    digest_change,
+    stored_digest_from_json,
+    stored_digest_json,
+)
 from ace_workers.distributed.store.change_summary import change_effect, change_to_json, operation_counts
 from ace_workers.distributed.store.changelog import (
     BIG_IMAGES,
@@ -223,3 +230,88 @@ def test_changes_touching_a_skill_of_a_big_import_read_its_part_alone(
     for skill_id in ("s0-00001", "s3-01501", "s6-03000", "s6-03001"):
         expected = [cut for r in records if (cut := cut_to(r, skill_id)) is not None]
         assert store.changes_touching(skill_id, limit=2) == expected, skill_id
+
+
+# -- digests stored beside big entries -----------------------------------------------------------
+
+
+def big_import(store: RedisSkillbookStore, skills: int = STORED_DIGEST_CHANGES) -> None:
+    """v1: an import touching ``skills`` skills, then v2: one small apply."""
+    book = Skillbook()
+    for number in range(skills):
+        book.add_skill(f"s{number % 7}", f"When step {number} fails, „retry“ it once: {number}.")
+    store.import_skillbook(book, source={"file": "big.json"})
+    store.apply(batch(add("Round late.", "units")))
+
+
+def test_every_kind_of_entrys_digest_reads_back_from_its_stored_json(store: RedisSkillbookStore) -> None:
+    varied_log(store)
+    for record in store.history(50):
+        fields = encode_change(
+            version=record.version,
+            base_version=record.base_version,
+            kind=record.kind,
+            time=record.time,
+            batch_json=json.dumps(
+                {"reasoning": record.reasoning, "operations": record.consolidation}
+                if record.consolidation
+                else {
+                    "reasoning": record.reasoning,
+                    "operations": [op.model_dump() for op in record.operations],
+                }
+            ),
+            before=record.before,
+            after=record.after,
+            source_json=json.dumps(record.source),
+            idempotency_key=record.idempotency_key,
+        )
+        stored = stored_digest_json(fields, record.before, record.after)
+        assert stored_digest_from_json(stored, record.version) == digest_change(record), record.version
+
+
+def test_an_import_of_many_skills_stores_its_digest_and_a_small_apply_does_not(
+    store: RedisSkillbookStore, redis_client: redis.Redis
+) -> None:
+    big_import(store)
+    assert redis_client.hkeys(store.keys.change_digests) == [b"1"]
+    entry_digest = digest_change(store.history(2)[-1])
+    assert stored_digest_from_json(redis_client.hget(store.keys.change_digests, "1"), 1) == entry_digest
+    assert store.change_digests(0, 2)[0] == entry_digest
+    assert [d.version for d in store.change_digests(0, 2)] == [1, 2]
+    assert store.change_digests(1, 2)[0] == digest_change(store.history(1)[0])
+
+
+def test_a_stored_digest_that_does_not_read_back_is_passed_over_with_a_warning_naming_it(
+    store: RedisSkillbookStore, redis_client: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    big_import(store)
+    expected = store.change_digests(0, 2)
+    good = json.loads(redis_client.hget(store.keys.change_digests, "1"))
+    for bad in ("{not json", "[]", json.dumps({**good, "version": 2}), json.dumps({**good, "effect": {}})):
+        redis_client.hset(store.keys.change_digests, "1", bad)
+        caplog.clear()
+        assert store.change_digests(0, 2) == expected, bad
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warnings) == 1, bad
+        assert f"{store.keys.change_digests} field 1:" in warnings[0], bad
+
+
+def test_stored_digests_of_versions_trimmed_from_the_log_are_left_out_and_dropped(
+    store: RedisSkillbookStore, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big_import(store)
+    store.apply(batch(add("Round early.", "units")))  # v3
+    redis_client.xtrim(store.keys.changes, maxlen=2)  # v1, the import, trimmed
+    assert [d.version for d in store.change_digests(0, 3)] == [2, 3]
+    assert redis_client.hkeys(store.keys.change_digests) == [b"1"]  # kept while few are stored
+    monkeypatch.setattr(digest_reads, "STORED_KEPT", 0)
+    assert [d.version for d in store.change_digests(0, 3)] == [2, 3]
+    assert redis_client.hkeys(store.keys.change_digests) == []
+
+
+def test_deleting_a_skillbook_deletes_its_stored_digests(
+    store: RedisSkillbookStore, redis_client: redis.Redis
+) -> None:
+    big_import(store)
+    store.delete()
+    assert redis_client.exists(store.keys.change_digests) == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -138,3 +139,17 @@ def test_the_index_is_built_anew_after_a_rollback(catalogue: RedisSkillbookStore
     again = cache.index_of(catalogue)
     assert (cache.built, cache.advanced) == (2, 0)
     assert again.counts["active"] == 36 != first.counts["active"]
+
+
+def test_a_cache_that_freezes_moves_what_is_alive_out_of_the_collectors_reach_after_a_big_build(
+    catalogue: RedisSkillbookStore,
+) -> None:
+    skills = len(SkillIndexCache().index_of(catalogue).texts)
+    try:
+        gc.unfreeze()
+        SkillIndexCache(freeze_from=skills + 1).index_of(catalogue)
+        assert gc.get_freeze_count() == 0  # smaller than freeze_from: left alone
+        SkillIndexCache(freeze_from=skills).index_of(catalogue)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()  # the rest of the session collects as usual
