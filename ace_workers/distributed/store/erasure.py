@@ -500,7 +500,9 @@ def _erase_skill_history(
                 if (hits or images or blanked) and not dry_run:
                     pipe.multi()
                     if hits or images:
-                        pipe.delete(keys.changes)
+                        # Stored digests list the first operations of big entries: derived from the
+                        # entries, so dropped with them (a reader digests an entry again).
+                        pipe.delete(keys.changes, keys.change_digests)
                         for entry_id, fields in entries:
                             pipe.xadd(keys.changes, fields, id=entry_id)  # type: ignore[arg-type]
                     if blanked:
