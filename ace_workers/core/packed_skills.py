@@ -164,7 +164,7 @@ class LayeredSkills(_ReadOnlySkills):
 
 def layer_changes(
     skills: Mapping[str, Skill], final: Mapping[str, Skill | None], appended: list[str]
-) -> Mapping[str, Skill]:
+) -> MutableMapping[str, Skill]:
     """``skills`` with each id of ``final`` set to its skill (None: gone), ``appended`` moved last in order.
 
     Shares ``skills`` (or its base) instead of copying it: the new mapping costs

@@ -33,9 +33,9 @@ from .consolidation import (
 from .files import special_file_kind, write_text_atomically
 from .json_nesting import loads_bounded
 from .lifecycle_rules import LifecycleAction, change_lifecycle
-from .packed_skills import layer_changes
+from .packed_skills import PackedSkills, layer_changes
 from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
-from .prompt_index import IndexScorer, PromptIndex
+from .prompt_index import IndexColumns, IndexScorer, PromptIndex
 from .reference_format import clean_provenance, from_reference_skill
 from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, normalise_content, utc_now
 from .skill_ids import format_skill_id, is_skill_id
@@ -486,7 +486,7 @@ class Skillbook:
                 final[skill_id] = Skill.from_dict(image)
         appended = sorted({i for i in added if final.get(i) is not None}, key=order_of_new)
         # The new version layers the touched skills over this one's, never copying every entry.
-        skills = layer_changes(base, final, appended)
+        skills: MutableMapping[str, Skill] = layer_changes(base, final, appended)
         book = Skillbook()
         book._skills = skills
         book._next_id = next_id
@@ -499,6 +499,33 @@ class Skillbook:
                 appended=appended,
                 columns=PROMPT_COLUMNS,
             )
+        return book
+
+    def compact_parts(self) -> tuple[PackedSkills, IndexColumns, int, dict[str, Any]]:
+        """What core/compact_snapshot.py stores: packed skills, the prompt index's columns (same order),
+        the next id number and the similarity decisions as the file format has them."""
+        with self._lock:
+            skills = PackedSkills.pack(self._skills)
+            columns = self._prompt_index().columns()
+            if columns["ids"] != skills.ids:  # an index always follows its skills; built anew if not
+                columns = PromptIndex.build(self._skills, PROMPT_COLUMNS).columns()
+            decisions = {",".join(sorted(pair)): d.to_dict() for pair, d in self._similarity.items()}
+            return skills, columns, self._next_id, decisions
+
+    @classmethod
+    def from_compact_parts(
+        cls,
+        skills: PackedSkills,
+        index: PromptIndex,
+        next_id: int,
+        decisions: dict[frozenset[str], SimilarityDecision],
+    ) -> Skillbook:
+        """A read-only snapshot over ``skills`` with its prompt ``index`` (of the same skills, same order)."""
+        book = cls()
+        book._skills = skills
+        book._index = index
+        book._next_id = next_id
+        book._similarity = decisions
         return book
 
     # -- similarity decisions ---------------------------------------------------------
@@ -747,7 +774,8 @@ def _skill_from_file(raw: Any, key: str, source: str) -> Skill:
     if not isinstance(raw, dict):
         raise SkillbookFormatError(source, f"skill {key!r} must be an object, got {type(raw).__name__}")
     raw = from_reference_skill(raw)
-    if not _PROVENANCE_KEYS.isdisjoint(raw):  # read without provenance (a worker's snapshot): nothing to clean
+    # A skill read without provenance (a worker's snapshot) has nothing to clean.
+    if not _PROVENANCE_KEYS.isdisjoint(raw):
         raw = clean_provenance(raw, key, source)
     for name in ("section", "content"):
         if not isinstance(raw.get(name), str):
