@@ -51,6 +51,7 @@ class CompactSnapshots:
             header, book = unpack_snapshot(raw, source=f"key {self.key!r}")
         except SkillbookFormatError as exc:
             logger.warning("%s; ignored: the skillbook is read whole and the value written again", exc)
+            self._redis.delete(self.key)  # else its version would keep the rebuilt one from replacing it
             return None
         if header.incarnation != incarnation or header.version > version:
             return None  # of a deleted and recreated skillbook, or of a version this read does not see yet
