@@ -12,7 +12,8 @@ from ace_workers.core.skill import Skill
 
 
 def skill(skill_id: str, rng: random.Random) -> Skill:
-    return Skill(id=skill_id, section=rng.choice("ab"), content=f"text {rng.random()}", helpful=rng.randint(0, 3))
+    content, helpful = f"text {rng.random()}", rng.randint(0, 3)
+    return Skill(id=skill_id, section=rng.choice("ab"), content=content, helpful=helpful)
 
 
 def as_a_dict_would(
