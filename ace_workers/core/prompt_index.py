@@ -83,6 +83,49 @@ class _SlotWords:
         return _SlotWords(self.vocabulary, self.starts, self.word_ids, dict(self.changed))
 
 
+class _SlotOf:
+    """Skill id -> slot: one dict shared by the versions derived from one another, and each one's own changes.
+
+    Copying a 100,000-entry dict for every version cost milliseconds each; a version
+    copies its own changes only, and merges them into a new shared dict past a share of it.
+    """
+
+    __slots__ = ("base", "own")
+
+    def __init__(self, base: dict[str, int], own: dict[str, int | None] | None = None) -> None:
+        self.base = base  # shared, never changed
+        self.own = own if own is not None else {}  # None: the id has no slot any more
+
+    def get(self, skill_id: str) -> int | None:
+        """The slot of ``skill_id``, or None."""
+        if skill_id in self.own:
+            return self.own[skill_id]
+        return self.base.get(skill_id)
+
+    def __getitem__(self, skill_id: str) -> int:
+        slot = self.get(skill_id)
+        if slot is None:
+            raise KeyError(skill_id)
+        return slot
+
+    def __setitem__(self, skill_id: str, slot: int) -> None:
+        self.own[skill_id] = slot
+
+    def pop(self, skill_id: str) -> int | None:
+        """The slot of ``skill_id`` (or None), which has none from now on."""
+        slot = self.get(skill_id)
+        if slot is not None:
+            self.own[skill_id] = None
+        return slot
+
+    def copy(self) -> _SlotOf:
+        """A copy whose changes are its own."""
+        if len(self.own) <= max(1024, len(self.base) // 8):
+            return _SlotOf(self.base, dict(self.own))
+        merged = {**self.base, **self.own}
+        return _SlotOf({key: slot for key, slot in merged.items() if slot is not None})
+
+
 def _interned_words(text: str) -> tuple[str, ...]:
     """The words of ``text`` as text_words finds them, each word's string shared by every skill."""
     return tuple(map(sys.intern, text_words(text)))
@@ -126,7 +169,7 @@ class PromptIndex:
     )
 
     def __init__(self) -> None:
-        self.slot_of: dict[str, int] = {}
+        self.slot_of = _SlotOf({})
         self.ids: list[str | None] = []  # slot -> skill id; None once the skill is gone
         self.lines: list[str] = []  # slot -> the skill's table row ("" unless active)
         self.words_of = _SlotWords([], np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
@@ -166,7 +209,7 @@ class PromptIndex:
         index = cls()
         ids: list[str] = data["ids"]
         index.ids = list(ids)
-        index.slot_of = {skill_id: slot for slot, skill_id in enumerate(ids)}
+        index.slot_of = _SlotOf({skill_id: slot for slot, skill_id in enumerate(ids)})
         index.lines = data["lines"]
         index.section_codes = {name: code for code, name in enumerate(data["sections"])}
         for name in _SLOT_ARRAYS:
@@ -240,11 +283,11 @@ class PromptIndex:
             changes.clear(slot)
             if skill is None:
                 index.ids[slot] = None
-                del index.slot_of[skill_id]
+                index.slot_of.pop(skill_id)
             else:
                 changes.fill(slot, skill)
         for skill_id in appended:
-            slot = index.slot_of.pop(skill_id, None)
+            slot = index.slot_of.pop(skill_id)
             if slot is not None:  # re-added: its old place is left as a gap
                 changes.clear(slot)
                 index.ids[slot] = None
@@ -255,7 +298,7 @@ class PromptIndex:
 
     def _copy(self) -> PromptIndex:
         index = PromptIndex()
-        index.slot_of = dict(self.slot_of)
+        index.slot_of = self.slot_of.copy()
         index.ids = list(self.ids)
         index.lines = list(self.lines)
         index.words_of = self.words_of.copy()

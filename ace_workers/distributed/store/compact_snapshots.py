@@ -16,7 +16,6 @@ skillbook is ignored (with one warning line naming the key for a corrupt one).
 
 from __future__ import annotations
 
-import gc
 import logging
 
 import redis
@@ -55,8 +54,6 @@ class CompactSnapshots:
             return None
         if header.incarnation != incarnation or header.version > version:
             return None  # of a deleted and recreated skillbook, or of a version this read does not see yet
-        # A long-lived snapshot's objects would be walked by every full collection: freeze them.
-        gc.freeze()
         return header.version, book
 
     def save(self, book: Skillbook, version: int, incarnation: str | None) -> Skillbook:
