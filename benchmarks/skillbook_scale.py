@@ -59,7 +59,6 @@ from pathlib import Path
 from typing import Any
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
-from learning_throughput import wait_for_workers
 
 from ace_workers.core import DEFAULT_PROMPT_BUDGET, Skillbook
 from ace_workers.core.skill_provenance import DEFAULT_KEEP, INSIGHT_CHARS
@@ -75,6 +74,7 @@ MEMORY_TARGET_MIB = 150.0  # the learn worker's resident set over fresh
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 VENV_BIN = Path(sys.executable).parent
+WORKER_START_SECONDS = 300.0  # a loaded 2-core machine may take minutes to start a worker
 SECTIONS = 40
 VOCABULARY = 5_000  # distinct words the synthetic skills draw from
 WARM_UP_SAMPLES = 16
@@ -166,10 +166,22 @@ def worker_process(service: Service, role: str, slots: int) -> Iterator[subproce
     ]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
     try:
-        wait_for_workers(service, [name])
+        answering(service, name, process)
         yield process
     finally:
         stop(process)
+
+
+def answering(service: Service, name: str, process: subprocess.Popen[bytes]) -> None:
+    """Block until worker ``name`` answers a ping (SystemExit if it ends or takes WORKER_START_SECONDS)."""
+    deadline = time.monotonic() + WORKER_START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"worker {name} ended with exit code {process.returncode} before it answered")
+        replies = service.app.control.ping(destination=[name], timeout=1.0) or []
+        if any(name in reply for reply in replies):
+            return
+    raise SystemExit(f"worker {name} did not answer a ping within {WORKER_START_SECONDS:.0f} s")
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
