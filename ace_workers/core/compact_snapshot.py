@@ -128,7 +128,7 @@ def unpack_snapshot(data: bytes, source: str) -> tuple[CompactHeader, Skillbook]
             fail(f"{name!r} holds {len(arrays[name])} values for {count} skills")
     word_ids = arrays["word_ids"]
     word_starts = _offsets(arrays["word_starts"], count, len(word_ids), "word_starts", fail)
-    _check_slots(arrays, lines, word_starts, len(sections), fail)
+    _check_slots(arrays, word_starts, len(sections), fail)
     if len(word_ids) and not (int(word_ids.min()) >= 0 and int(word_ids.max()) < len(vocabulary)):
         fail("a word id is outside the vocabulary")
     columns: IndexColumns = {
@@ -146,7 +146,8 @@ def unpack_snapshot(data: bytes, source: str) -> tuple[CompactHeader, Skillbook]
         fail(str(exc))
     next_id = _header_field(arrays["header"], "next_id")
     decisions = _decisions(arrays["decisions"], fail)
-    book = Skillbook.from_compact_parts(skills, PromptIndex.from_columns(columns), next_id, decisions)
+    index = PromptIndex.from_columns(columns, skills.slot_of)
+    book = Skillbook.from_compact_parts(skills, index, next_id, decisions)
     return header, book
 
 
@@ -240,7 +241,6 @@ def _texts(
 
 def _check_slots(
     arrays: dict[str, np.ndarray],
-    lines: list[str],
     word_starts: np.ndarray,
     sections: int,
     fail: Callable[[str], NoReturn],
@@ -253,8 +253,10 @@ def _check_slots(
     section = arrays["section"]
     if len(section) and not (int(section.min()) >= 0 and int(section.max()) < sections):
         fail("holds a section code outside its sections")
-    shown = np.fromiter((bool(line) for line in lines), dtype=bool, count=len(lines))
-    if np.any(shown != active):
+    line_data = arrays["line_data"]
+    ends = np.concatenate([np.flatnonzero(line_data == ord("\n")), [len(line_data)]])
+    shown = np.diff(ends, prepend=-1) > 1  # a row of at least one byte, besides its newline
+    if np.any(shown[: len(active)] != active):
         fail("holds a row for an inactive skill, or none for an active one")
     if np.any((np.diff(word_starts) > 0) & ~active):
         fail("holds words for an inactive skill")

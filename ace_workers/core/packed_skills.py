@@ -80,6 +80,11 @@ class PackedSkills(_ReadOnlySkills):
         return self._ids
 
     @property
+    def slot_of(self) -> dict[str, int]:
+        """Skill id -> its position in ``ids`` (not to be changed)."""
+        return self._slot_of
+
+    @property
     def data(self) -> bytes:
         """Every skill's JSON, one after the other."""
         return self._data

@@ -201,15 +201,18 @@ class PromptIndex:
         return cls.from_columns(_columns_of(skills, columns))
 
     @classmethod
-    def from_columns(cls, data: IndexColumns) -> PromptIndex:
+    def from_columns(cls, data: IndexColumns, slot_of: dict[str, int] | None = None) -> PromptIndex:
         """The index held in ``data`` (see IndexColumns; built by ``columns()`` or ``build``).
 
         Trusts ``data``: a persisted copy is checked first (compact_snapshot.py).
+        ``slot_of``: id -> position of ``data["ids"]``, if the caller has it (shared, never changed).
         """
         index = cls()
         ids: list[str] = data["ids"]
         index.ids = list(ids)
-        index.slot_of = _SlotOf({skill_id: slot for slot, skill_id in enumerate(ids)})
+        if slot_of is None:
+            slot_of = {skill_id: slot for slot, skill_id in enumerate(ids)}
+        index.slot_of = _SlotOf(slot_of)
         index.lines = data["lines"]
         index.section_codes = {name: code for code, name in enumerate(data["sections"])}
         for name in _SLOT_ARRAYS:
@@ -228,7 +231,7 @@ class PromptIndex:
         index.invalid = int(np.count_nonzero(index.kept_invalid))
         index.archived = int(np.count_nonzero(index.kept_archived))
         index.tag_sums = {tag: int(getattr(index, tag)[active].sum()) for tag in TAGS}
-        index.total_chars = sum(len(index.lines[slot]) + 1 for slot in active_slots.tolist())
+        index.total_chars = sum(map(len, index.lines)) + index.count  # an inactive skill's row is ""
         return index
 
     def columns(self) -> IndexColumns:
@@ -580,7 +583,9 @@ def _starts(counts: list[int]) -> np.ndarray:
 def _postings(vocabulary: list[str], starts: np.ndarray, word_ids: np.ndarray) -> dict[str, np.ndarray]:
     """Word -> the slots holding it, in slot order, from each slot's word ids (views of one array)."""
     slots = np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts))
-    by_word = slots[np.argsort(word_ids, kind="stable")]
+    # A stable sort of 16-bit keys is a radix sort: linear, ten times a comparison sort's speed.
+    keys = word_ids.astype(np.uint16) if len(vocabulary) <= 1 << 16 else word_ids
+    by_word = slots[np.argsort(keys, kind="stable")]
     ends = np.cumsum(np.bincount(word_ids, minlength=len(vocabulary))).tolist()
     postings: dict[str, np.ndarray] = {}
     start = 0
