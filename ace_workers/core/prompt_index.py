@@ -20,6 +20,7 @@ as it goes to the end of the skillbook's dict.
 from __future__ import annotations
 
 import math
+import sys
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -30,7 +31,7 @@ from .prompt_budget import PromptBudget, text_words
 from .skill import TAGS, Skill
 from .toon import encode_row
 
-__all__ = ["IndexScorer", "PromptIndex"]
+__all__ = ["IndexColumns", "IndexScorer", "PromptIndex"]
 
 _NO_SLOT = np.iinfo(np.int64).max  # the first slot of a section with no active skill
 # The tie key packs (votes, section's first slot, slot) into one int64 while they fit.
@@ -38,6 +39,96 @@ _SLOT_BITS = 21
 _VOTE_LIMIT = 1 << 19
 # The per-slot arrays, copied for each derived version.
 _SLOT_ARRAYS = ("active", "kept_invalid", "kept_archived", *TAGS, "section")
+
+# The columns an index is made of (a persisted snapshot stores them, see compact_snapshot.py):
+# per slot ids, rows, flags, votes and section codes; the section names; the words as a
+# vocabulary and each slot's word ids (CSR: slot i's are word_ids[word_starts[i]:word_starts[i+1]]).
+IndexColumns = dict[str, Any]
+
+
+class _SlotWords:
+    """Each slot's words: word ids over a shared vocabulary, with the slots changed since kept apart.
+
+    A frozenset of word strings per skill cost 2 KiB each (228 MiB at 100,000
+    skills over a 5,000-word vocabulary); ids in one array cost 4 bytes a word.
+    """
+
+    __slots__ = ("changed", "starts", "vocabulary", "word_ids")
+
+    def __init__(
+        self,
+        vocabulary: list[str],
+        starts: np.ndarray,
+        word_ids: np.ndarray,
+        changed: dict[int, tuple[str, ...]] | None = None,
+    ) -> None:
+        self.vocabulary = vocabulary  # shared between versions, never changed
+        self.starts = starts
+        self.word_ids = word_ids
+        self.changed = changed if changed is not None else {}  # slot -> its words (interned)
+
+    def of(self, slot: int) -> Sequence[str]:
+        """The words ``slot`` is found by."""
+        words = self.changed.get(slot)
+        if words is not None:
+            return words
+        if slot + 1 >= len(self.starts):
+            return ()
+        vocabulary = self.vocabulary
+        ids = self.word_ids[int(self.starts[slot]) : int(self.starts[slot + 1])].tolist()
+        return [vocabulary[word_id] for word_id in ids]
+
+    def copy(self) -> _SlotWords:
+        """A copy whose changes are its own (the arrays are shared: never changed in place)."""
+        return _SlotWords(self.vocabulary, self.starts, self.word_ids, dict(self.changed))
+
+
+class _SlotOf:
+    """Skill id -> slot: one dict shared by the versions derived from one another, and each one's own changes.
+
+    Copying a 100,000-entry dict for every version cost milliseconds each; a version
+    copies its own changes only, and merges them into a new shared dict past a share of it.
+    """
+
+    __slots__ = ("base", "own")
+
+    def __init__(self, base: dict[str, int], own: dict[str, int | None] | None = None) -> None:
+        self.base = base  # shared, never changed
+        self.own = own if own is not None else {}  # None: the id has no slot any more
+
+    def get(self, skill_id: str) -> int | None:
+        """The slot of ``skill_id``, or None."""
+        if skill_id in self.own:
+            return self.own[skill_id]
+        return self.base.get(skill_id)
+
+    def __getitem__(self, skill_id: str) -> int:
+        slot = self.get(skill_id)
+        if slot is None:
+            raise KeyError(skill_id)
+        return slot
+
+    def __setitem__(self, skill_id: str, slot: int) -> None:
+        self.own[skill_id] = slot
+
+    def pop(self, skill_id: str) -> int | None:
+        """The slot of ``skill_id`` (or None), which has none from now on."""
+        slot = self.get(skill_id)
+        if slot is not None:
+            self.own[skill_id] = None
+        return slot
+
+    def copy(self) -> _SlotOf:
+        """A copy whose changes are its own."""
+        if len(self.own) <= max(1024, len(self.base) // 8):
+            return _SlotOf(self.base, dict(self.own))
+        merged = {**self.base, **self.own}
+        return _SlotOf({key: slot for key, slot in merged.items() if slot is not None})
+
+
+def _interned_words(text: str) -> tuple[str, ...]:
+    """The words of ``text`` as text_words finds them, each word's string shared by every skill."""
+    return tuple(map(sys.intern, text_words(text)))
 
 
 class IndexScorer(Protocol):
@@ -78,10 +169,10 @@ class PromptIndex:
     )
 
     def __init__(self) -> None:
-        self.slot_of: dict[str, int] = {}
+        self.slot_of = _SlotOf({})
         self.ids: list[str | None] = []  # slot -> skill id; None once the skill is gone
         self.lines: list[str] = []  # slot -> the skill's table row ("" unless active)
-        self.words_of: list[frozenset[str]] = []  # slot -> the words it is found by
+        self.words_of = _SlotWords([], np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
         self.postings: dict[str, np.ndarray] = {}  # word -> slots of the active skills holding it
         self.section_codes: dict[str, int] = {}
         self.active = np.zeros(0, dtype=bool)
@@ -107,9 +198,70 @@ class PromptIndex:
     @classmethod
     def build(cls, skills: Mapping[str, Skill], columns: Sequence[str]) -> PromptIndex:
         """The index of ``skills`` (in skillbook order), rows of ``columns``."""
+        return cls.from_columns(_columns_of(skills, columns))
+
+    @classmethod
+    def from_columns(cls, data: IndexColumns, slot_of: dict[str, int] | None = None) -> PromptIndex:
+        """The index held in ``data`` (see IndexColumns; built by ``columns()`` or ``build``).
+
+        Trusts ``data``: a persisted copy is checked first (compact_snapshot.py).
+        ``slot_of``: id -> position of ``data["ids"]``, if the caller has it (shared, never changed).
+        """
         index = cls()
-        _Changes(index, columns).append(list(skills.items()))
+        ids: list[str] = data["ids"]
+        index.ids = list(ids)
+        if slot_of is None:
+            slot_of = {skill_id: slot for slot, skill_id in enumerate(ids)}
+        index.slot_of = _SlotOf(slot_of)
+        index.lines = data["lines"]
+        index.section_codes = {name: code for code, name in enumerate(data["sections"])}
+        for name in _SLOT_ARRAYS:
+            setattr(index, name, data[name])
+        vocabulary: list[str] = [sys.intern(word) for word in data["vocabulary"]]
+        starts, word_ids = data["word_starts"], data["word_ids"]
+        index.words_of = _SlotWords(vocabulary, starts, word_ids)
+        index.postings = _postings(vocabulary, starts, word_ids)
+        active = index.active
+        active_slots = np.flatnonzero(active)
+        sections = len(index.section_codes)
+        index.section_first = np.full(sections, _NO_SLOT, dtype=np.int64)
+        np.minimum.at(index.section_first, index.section[active_slots], active_slots)
+        index.section_counts = np.bincount(index.section[active_slots], minlength=sections).astype(np.int64)
+        index.count = len(active_slots)
+        index.invalid = int(np.count_nonzero(index.kept_invalid))
+        index.archived = int(np.count_nonzero(index.kept_archived))
+        index.tag_sums = {tag: int(getattr(index, tag)[active].sum()) for tag in TAGS}
+        index.total_chars = sum(map(len, index.lines)) + index.count  # an inactive skill's row is ""
         return index
+
+    def columns(self) -> IndexColumns:
+        """This index's columns, its gaps left out (slots renumbered in skillbook order)."""
+        kept = [slot for slot, skill_id in enumerate(self.ids) if skill_id is not None]
+        vocabulary = list(self.words_of.vocabulary)
+        word_id = {word: number for number, word in enumerate(vocabulary)}
+        counts: list[int] = []
+        ids: list[int] = []
+        for slot in kept:
+            words = self.words_of.of(slot)
+            counts.append(len(words))
+            for word in words:
+                number = word_id.get(word)
+                if number is None:
+                    number = word_id[word] = len(vocabulary)
+                    vocabulary.append(word)
+                ids.append(number)
+        picked = np.asarray(kept, dtype=np.int64)
+        data: IndexColumns = {
+            "ids": [self.ids[slot] for slot in kept],
+            "lines": [self.lines[slot] for slot in kept],
+            "sections": list(self.section_codes),
+            "vocabulary": vocabulary,
+            "word_starts": _starts(counts),
+            "word_ids": np.asarray(ids, dtype=np.int32),
+        }
+        for name in _SLOT_ARRAYS:
+            data[name] = getattr(self, name)[picked]
+        return data
 
     def derive(
         self,
@@ -134,11 +286,11 @@ class PromptIndex:
             changes.clear(slot)
             if skill is None:
                 index.ids[slot] = None
-                del index.slot_of[skill_id]
+                index.slot_of.pop(skill_id)
             else:
                 changes.fill(slot, skill)
         for skill_id in appended:
-            slot = index.slot_of.pop(skill_id, None)
+            slot = index.slot_of.pop(skill_id)
             if slot is not None:  # re-added: its old place is left as a gap
                 changes.clear(slot)
                 index.ids[slot] = None
@@ -149,10 +301,10 @@ class PromptIndex:
 
     def _copy(self) -> PromptIndex:
         index = PromptIndex()
-        index.slot_of = dict(self.slot_of)
+        index.slot_of = self.slot_of.copy()
         index.ids = list(self.ids)
         index.lines = list(self.lines)
-        index.words_of = list(self.words_of)
+        index.words_of = self.words_of.copy()
         index.postings = dict(self.postings)  # the arrays are replaced, never changed in place
         index.section_codes = dict(self.section_codes)
         for name in (*_SLOT_ARRAYS, "section_first", "section_counts"):
@@ -298,9 +450,9 @@ class _Changes:
         elif index.kept_archived[slot]:
             index.kept_archived[slot] = False
             index.archived -= 1
-        for word in index.words_of[slot]:
+        for word in index.words_of.of(slot):
             self.removed.setdefault(word, set()).add(slot)
-        index.words_of[slot] = frozenset()
+        index.words_of.changed[slot] = ()
         index.lines[slot] = ""
 
     def fill(self, slot: int, skill: Skill) -> None:
@@ -317,9 +469,9 @@ class _Changes:
             index.invalid += 1
             return
         line = encode_row([getattr(skill, column) for column in self.columns])
-        words = text_words(skill.content)
+        words = _interned_words(skill.content)
         index.lines[slot] = line
-        index.words_of[slot] = words
+        index.words_of.changed[slot] = words
         index.active[slot] = True
         for tag in TAGS:
             getattr(index, tag)[slot] = getattr(skill, tag)
@@ -342,7 +494,6 @@ class _Changes:
             setattr(index, name, grown)
         index.ids.extend(skill_id for skill_id, _ in items)
         index.lines.extend([""] * extra)
-        index.words_of.extend([frozenset()] * extra)
         for offset, (skill_id, skill) in enumerate(items):
             index.slot_of[skill_id] = start + offset
             self.fill(start + offset, skill)
@@ -374,3 +525,72 @@ class _Changes:
         for code in self.stale_sections:
             members = np.flatnonzero(index.active & (index.section == code))
             index.section_first[code] = int(members[0]) if len(members) else _NO_SLOT
+
+
+def _columns_of(skills: Mapping[str, Skill], columns: Sequence[str]) -> IndexColumns:
+    """The index columns of ``skills`` in skillbook order: one pass, arrays made once at the end."""
+    ids: list[str] = []
+    lines: list[str] = []
+    section_codes: dict[str, int] = {}
+    sections: list[int] = []
+    status: list[int] = []  # 0 active, 1 kept invalid, 2 kept archived
+    votes: dict[str, list[int]] = {tag: [] for tag in TAGS}
+    word_id: dict[str, int] = {}
+    counts: list[int] = []
+    word_ids: list[int] = []
+    for skill_id, skill in skills.items():
+        ids.append(skill_id)
+        sections.append(section_codes.setdefault(skill.section, len(section_codes)))
+        if not skill.is_active:
+            status.append(2 if skill.is_archived else 1)
+            lines.append("")
+            counts.append(0)
+            for tag in TAGS:
+                votes[tag].append(0)
+            continue
+        status.append(0)
+        lines.append(encode_row([getattr(skill, column) for column in columns]))
+        words = text_words(skill.content)
+        counts.append(len(words))
+        word_ids.extend(word_id.setdefault(word, len(word_id)) for word in words)
+        for tag in TAGS:
+            votes[tag].append(getattr(skill, tag))
+    codes = np.asarray(status, dtype=np.int8)
+    data: IndexColumns = {
+        "ids": ids,
+        "lines": lines,
+        "sections": list(section_codes),
+        "vocabulary": list(word_id),
+        "word_starts": _starts(counts),
+        "word_ids": np.asarray(word_ids, dtype=np.int32),
+        "active": codes == 0,
+        "kept_invalid": codes == 1,
+        "kept_archived": codes == 2,
+        "section": np.asarray(sections, dtype=np.int64),
+    }
+    for tag in TAGS:
+        data[tag] = np.asarray(votes[tag], dtype=np.int64)
+    return data
+
+
+def _starts(counts: list[int]) -> np.ndarray:
+    """Where each slot's words start, and where the last one's end."""
+    starts = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    return starts
+
+
+def _postings(vocabulary: list[str], starts: np.ndarray, word_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """Word -> the slots holding it, in slot order, from each slot's word ids (views of one array)."""
+    slots = np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts))
+    # A stable sort of 16-bit keys is a radix sort: linear, ten times a comparison sort's speed.
+    keys = word_ids.astype(np.uint16) if len(vocabulary) <= 1 << 16 else word_ids
+    by_word = slots[np.argsort(keys, kind="stable")]
+    ends = np.cumsum(np.bincount(word_ids, minlength=len(vocabulary))).tolist()
+    postings: dict[str, np.ndarray] = {}
+    start = 0
+    for word, end in zip(vocabulary, ends, strict=True):
+        if end > start:
+            postings[word] = by_word[start:end]
+        start = end
+    return postings

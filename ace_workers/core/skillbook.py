@@ -9,7 +9,7 @@ import operator
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +33,9 @@ from .consolidation import (
 from .files import special_file_kind, write_text_atomically
 from .json_nesting import loads_bounded
 from .lifecycle_rules import LifecycleAction, change_lifecycle
+from .packed_skills import PackedSkills, layer_changes
 from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
-from .prompt_index import IndexScorer, PromptIndex
+from .prompt_index import IndexColumns, IndexScorer, PromptIndex
 from .reference_format import clean_provenance, from_reference_skill
 from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, normalise_content, utc_now
 from .skill_ids import format_skill_id, is_skill_id
@@ -48,6 +49,7 @@ __all__ = ["ApplyReport", "Skillbook"]
 logger = logging.getLogger(__name__)
 
 _ID_NUMBER = re.compile(r"-(\d+)$")
+_PROVENANCE_KEYS = frozenset({"occurrences", "sources", "occurrence_totals"})
 PROMPT_COLUMNS = ("id", "section", "content", "helpful", "harmful", "neutral")
 # The fields skill_columns() reads: strings, numbers and flags, which a caller cannot change in place.
 SCALAR_FIELDS = frozenset(
@@ -113,7 +115,8 @@ class Skillbook:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._skills: dict[str, Skill] = {}
+        # A dict; a snapshot's may be a read-only packed or layered mapping (core/packed_skills.py).
+        self._skills: MutableMapping[str, Skill] = {}
         self._next_id = 1
         self._similarity: dict[frozenset[str], SimilarityDecision] = {}
         # Built by the first budgeted prompt; dropped by any write (a snapshot derives the next).
@@ -467,23 +470,23 @@ class Skillbook:
         ``next_id`` is the next id number to issue. Similarity decisions are kept.
         """
         with self._lock:
-            skills = dict(self._skills)
+            base = self._skills
             similarity = self._similarity
             index = self._index
+        final: dict[str, Skill | None] = {}  # each touched id's last image, in first-touched order
         added: list[str] = []
-        touched: dict[str, None] = {}
         for images in changes:
             for skill_id, image in images.items():
-                touched[skill_id] = None
                 if image is None:
-                    skills.pop(skill_id, None)
+                    final[skill_id] = None
                     continue
-                if skill_id not in skills:
+                present = final[skill_id] is not None if skill_id in final else skill_id in base
+                if not present:
                     added.append(skill_id)
-                skills[skill_id] = Skill.from_dict(image)
-        appended = sorted({i for i in added if i in skills}, key=order_of_new)
-        for skill_id in appended:
-            skills[skill_id] = skills.pop(skill_id)  # move to the end, in insertion order
+                final[skill_id] = Skill.from_dict(image)
+        appended = sorted({i for i in added if final.get(i) is not None}, key=order_of_new)
+        # The new version layers the touched skills over this one's, never copying every entry.
+        skills: MutableMapping[str, Skill] = layer_changes(base, final, appended)
         book = Skillbook()
         book._skills = skills
         book._next_id = next_id
@@ -492,10 +495,37 @@ class Skillbook:
             moved = set(appended)
             book._index = index.derive(
                 skills,
-                changed=[i for i in touched if i not in moved],
+                changed=[i for i in final if i not in moved],
                 appended=appended,
                 columns=PROMPT_COLUMNS,
             )
+        return book
+
+    def compact_parts(self) -> tuple[PackedSkills, IndexColumns, int, dict[str, Any]]:
+        """What core/compact_snapshot.py stores: packed skills, the prompt index's columns (same order),
+        the next id number and the similarity decisions as the file format has them."""
+        with self._lock:
+            skills = PackedSkills.pack(self._skills)
+            columns = self._prompt_index().columns()
+            if columns["ids"] != skills.ids:  # an index always follows its skills; built anew if not
+                columns = PromptIndex.build(self._skills, PROMPT_COLUMNS).columns()
+            decisions = {",".join(sorted(pair)): d.to_dict() for pair, d in self._similarity.items()}
+            return skills, columns, self._next_id, decisions
+
+    @classmethod
+    def from_compact_parts(
+        cls,
+        skills: PackedSkills,
+        index: PromptIndex,
+        next_id: int,
+        decisions: dict[frozenset[str], SimilarityDecision],
+    ) -> Skillbook:
+        """A read-only snapshot over ``skills`` with its prompt ``index`` (of the same skills, same order)."""
+        book = cls()
+        book._skills = skills
+        book._index = index
+        book._next_id = next_id
+        book._similarity = decisions
         return book
 
     # -- similarity decisions ---------------------------------------------------------
@@ -743,7 +773,10 @@ def _shown_id(key: str) -> str:
 def _skill_from_file(raw: Any, key: str, source: str) -> Skill:
     if not isinstance(raw, dict):
         raise SkillbookFormatError(source, f"skill {key!r} must be an object, got {type(raw).__name__}")
-    raw = clean_provenance(from_reference_skill(raw), key, source)
+    raw = from_reference_skill(raw)
+    # A skill read without provenance (a worker's snapshot) has nothing to clean.
+    if not _PROVENANCE_KEYS.isdisjoint(raw):
+        raw = clean_provenance(raw, key, source)
     for name in ("section", "content"):
         if not isinstance(raw.get(name), str):
             raise SkillbookFormatError(source, f"skill {key!r} has no string {name!r}")

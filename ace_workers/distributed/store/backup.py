@@ -96,13 +96,14 @@ def _relative(prefix: str, key: str) -> str:
 
 
 def _skillbook_keys(client: redis.Redis, keys: SkillbookKeys) -> list[str]:
-    """Every key of one skillbook but its nightly lock (a run in progress is not state to restore)."""
+    """Every key of one skillbook but its nightly lock and compact snapshot (work in flight; derived)."""
     scanned = [
         decode_text(key)
         for pattern in (keys.idempotency_pattern, keys.proposal_signature_pattern)
         for key in client.scan_iter(match=pattern, count=1000)
     ]
-    return [key for key in keys.fixed() if key != keys.nightly_lock] + sorted(scanned)
+    left_out = {keys.nightly_lock, keys.compact_snapshot}
+    return [key for key in keys.fixed() if key not in left_out] + sorted(scanned)
 
 
 def _read_group(

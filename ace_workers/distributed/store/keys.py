@@ -16,6 +16,8 @@ Layout for a skillbook ``NAME`` under the default prefix ``ace``::
     ace:{sb:NAME}:stats        hash    applies, stale_applies, skipped_ops, duplicate_deliveries, conflicts
     ace:{sb:NAME}:idem:KEY     string  result of the apply that carried idempotency key KEY, with a TTL
     ace:{sb:NAME}:embeddings   hash    embedding cache: content hash -> float32 vector bytes
+    ace:{sb:NAME}:compact      hash    version, incarnation, data: the newest persisted compact snapshot
+                                       (core/compact_snapshot.py); derived, never backed up
     ace:{sb:NAME}:inbox        stream  traces waiting for the nightly run, one JSON "trace" field each
     ace:{sb:NAME}:nightly      hash    the nightly job's cursor, last night, and its current run's fields
     ace:{sb:NAME}:nightly:lock string  held by the one nightly run of this skillbook in progress
@@ -524,6 +526,11 @@ class SkillbookKeys:
         return f"{self.base}:embeddings"
 
     @property
+    def compact_snapshot(self) -> str:
+        """Hash: version, incarnation and data of a persisted compact snapshot (derived: not backed up)."""
+        return f"{self.base}:compact"
+
+    @property
     def inbox(self) -> str:
         """Stream: traces appended for the nightly run."""
         return f"{self.base}:inbox"
@@ -615,6 +622,7 @@ class SkillbookKeys:
             self.change_digests,
             self.stats,
             self.embeddings,
+            self.compact_snapshot,
             self.inbox,
             self.nightly,
             self.nightly_lock,

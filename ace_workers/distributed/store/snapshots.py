@@ -114,9 +114,9 @@ def advance_snapshot(
 ) -> Skillbook:
     """A snapshot: ``base`` with each version's after-images applied, oldest first.
 
-    Costs a shallow copy of the skill dict plus the touched skills, instead of
-    decoding the whole skillbook again (see Skillbook.with_changes); new skills
-    are ordered by ``new_order``, their insertion order in the store.
+    Costs the touched skills only (layered over ``base``'s, see Skillbook.with_changes),
+    instead of decoding the whole skillbook again; new skills are ordered by
+    ``new_order``, their insertion order in the store.
     """
     return base.with_changes(after_images, next_id=next_id, order_of_new=new_order)
 

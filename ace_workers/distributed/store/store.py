@@ -34,6 +34,7 @@ from ...core.skillbook import ApplyReport, Skillbook
 from ...core.updates import UpdateBatch
 from .change_digest import ChangeDigest
 from .changelog import ChangeKind, ChangeRecord, SkillImage, aggregate_diff, images_at_start, stream_id
+from .compact_snapshots import CompactSnapshots
 from .digest_reads import read_change_digests
 from .errors import CorruptDataError, UnknownSkillbookError, VersionConflict, VersionRangeError
 from .evaluations import SkillbookEvaluations
@@ -106,6 +107,9 @@ _BACKOFF_BASE = 0.005  # seconds; doubled per failed attempt, full jitter
 _BACKOFF_CAP = 0.2
 # A snapshot further behind than this many versions is read whole rather than brought forward.
 _MAX_INCREMENTAL_VERSIONS = 256
+# A reader that brought the persisted compact snapshot forward through more versions than
+# this writes the newer one: a fresh reader then never has far to go, nor falls out of reach.
+_COMPACT_REFRESH_VERSIONS = 64
 _LAST = 2**62  # sorts a skill whose stored order is unknown after every known one
 # Versions a cached snapshot is brought forward through: they change skills in place or add
 # them at the end, as their after-images say (a lifecycle change only rewrites named skills).
@@ -225,6 +229,7 @@ class RedisSkillbookStore:
             max_skills=max_skills,
             provenance_keep=self.provenance_keep,
         )
+        self._compact = CompactSnapshots(client, self.keys)
         self._lifecycle = SkillbookLifecycle(client, self._writes, cas=self._cas, snapshot=self.snapshot)
 
     @property
@@ -350,7 +355,7 @@ class RedisSkillbookStore:
             if advanced is not None:
                 version, book = advanced
             else:
-                version, incarnation, book = self._read_whole_for_cache()
+                version, incarnation, book = self._load_for_cache(incarnation, version)
             self._cache.put(
                 self._cache_key(incarnation, version),
                 book,
@@ -779,6 +784,25 @@ class RedisSkillbookStore:
             "skillbook %r: %s gave up after %d conflicting attempts", self.name, operation, self.max_attempts
         )
         raise VersionConflict(self.name, self.max_attempts, operation)
+
+    def _load_for_cache(self, incarnation: str | None, version: int) -> tuple[int, str | None, Skillbook]:
+        """A snapshot for a cache that has none to bring forward: the persisted compact one if it
+        reaches, else a whole read (then persisted for the next fresh reader)."""
+        loaded = self._compact.load(incarnation, version)
+        if loaded is not None:
+            loaded_version, book = loaded
+            identity = self._identity(incarnation)
+            self._cache.put(
+                self._cache_key(incarnation, loaded_version), book, identity=identity, version=loaded_version
+            )
+            advanced = self._advance_cached(incarnation, version)
+            if advanced is not None:
+                current, book = advanced
+                if current - loaded_version > _COMPACT_REFRESH_VERSIONS:
+                    book = self._compact.save(book, current, incarnation)
+                return current, incarnation, book
+        version, incarnation, book = self._read_whole_for_cache()
+        return version, incarnation, self._compact.save(book, version, incarnation)
 
     def _read_whole_for_cache(self) -> tuple[int, str | None, Skillbook]:
         """A whole read for cached_snapshot (a seam to count them: the incremental path avoids them)."""

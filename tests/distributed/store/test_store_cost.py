@@ -38,7 +38,8 @@ def _size(reply: Any) -> int:
 
 
 def _text(part: Any) -> str:
-    return part.decode() if isinstance(part, bytes) else str(part)
+    # A persisted compact snapshot is binary: shown, not decoded.
+    return part.decode(errors="replace") if isinstance(part, bytes) else str(part)
 
 
 def counting_connection_class(recorder: Recorder) -> type[redis.Connection]:

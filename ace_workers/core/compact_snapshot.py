@@ -1,0 +1,290 @@
+"""A read-only skillbook snapshot and its prompt index as one binary value, loaded without decoding skills.
+
+Reading a 100,000-skill skillbook whole (every skill's JSON decoded into a Skill,
+then the prompt index built from them) took a fresh worker over 30 s. This form
+holds what a reader needs as flat arrays: each skill's JSON in one buffer
+(decoded only when that skill is asked for, core/packed_skills.py), and the
+prompt index's columns (rows, flags, votes, section codes, word ids over one
+vocabulary). Loading it is a handful of array reads and a split of the rows.
+
+The value is an uncompressed ``.npz`` (numpy's zip of ``.npy`` arrays) read with
+``allow_pickle=False``; it is untrusted input: every member must be stored
+(never inflated: no zip bomb), its size within the value's, and the header,
+lengths, offsets and ranges are checked before anything is built.
+SkillbookFormatError says what is wrong; the zip's CRC-32 catches a torn or
+flipped value. Skills are decoded lazily, so a skill's own fields are not
+checked on load: whoever can write this value can write the skills hash too.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn
+
+import numpy as np
+
+from ..errors import SkillbookFormatError
+from .packed_skills import PackedSkills
+from .prompt_index import IndexColumns, PromptIndex
+from .skill import TAGS, SimilarityDecision
+from .skillbook import Skillbook
+
+__all__ = ["COMPACT_FORMAT", "CompactHeader", "pack_snapshot", "unpack_snapshot"]
+
+COMPACT_FORMAT = 1
+_MAGIC = "ace-workers compact snapshot"
+# Member -> (dtype kind, itemsize) it must have; every member is one-dimensional.
+_MEMBERS: dict[str, tuple[str, int]] = {
+    "header": ("u", 1),
+    "decisions": ("u", 1),
+    "skill_data": ("u", 1),
+    "skill_offsets": ("i", 8),
+    "id_data": ("u", 1),
+    "id_offsets": ("i", 8),
+    "line_data": ("u", 1),
+    "section_data": ("u", 1),
+    "section_offsets": ("i", 8),
+    "vocabulary_data": ("u", 1),
+    "vocabulary_offsets": ("i", 8),
+    "word_starts": ("i", 8),
+    "word_ids": ("i", 4),
+    "active": ("b", 1),
+    "kept_invalid": ("b", 1),
+    "kept_archived": ("b", 1),
+    "helpful": ("i", 8),
+    "harmful": ("i", 8),
+    "neutral": ("i", 8),
+    "section": ("i", 8),
+}
+_PER_SLOT = ("active", "kept_invalid", "kept_archived", *TAGS, "section")
+
+
+@dataclass(frozen=True)
+class CompactHeader:
+    """Which skillbook version a compact snapshot holds."""
+
+    version: int
+    incarnation: str | None
+    skills: int
+
+
+def pack_snapshot(book: Skillbook, *, version: int, incarnation: str | None) -> bytes:
+    """``book`` (a snapshot of ``version`` of the incarnation ``incarnation``) as one binary value."""
+    skills, columns, next_id, decisions = book.compact_parts()
+    ids_data, ids_offsets = _joined(skills.ids)
+    sections_data, sections_offsets = _joined(columns["sections"])
+    words_data, words_offsets = _joined(columns["vocabulary"])
+    header = {
+        "magic": _MAGIC,
+        "format": COMPACT_FORMAT,
+        "version": version,
+        "incarnation": incarnation,
+        "next_id": next_id,
+        "skills": len(skills),
+    }
+    arrays: dict[str, np.ndarray] = {
+        "header": _bytes_array(json.dumps(header).encode()),
+        "decisions": _bytes_array(json.dumps(decisions, ensure_ascii=False).encode()),
+        "skill_data": _bytes_array(skills.data),
+        "skill_offsets": skills.offsets,
+        "id_data": ids_data,
+        "id_offsets": ids_offsets,
+        # A row never holds a newline (TOON escapes it), so newlines can part them.
+        "line_data": _bytes_array("\n".join(columns["lines"]).encode()),
+        "section_data": sections_data,
+        "section_offsets": sections_offsets,
+        "vocabulary_data": words_data,
+        "vocabulary_offsets": words_offsets,
+        "word_starts": columns["word_starts"],
+        "word_ids": columns["word_ids"],
+        **{name: columns[name] for name in _PER_SLOT},
+    }
+    buffer = io.BytesIO()
+    np.savez(buffer, allow_pickle=False, **arrays)
+    return buffer.getvalue()
+
+
+def unpack_snapshot(data: bytes, source: str) -> tuple[CompactHeader, Skillbook]:
+    """The header and read-only snapshot ``data`` holds; SkillbookFormatError naming ``source`` if corrupt."""
+    arrays = _read_members(data, source)
+    fail = _failing(source)
+    header = _header(arrays["header"], fail)
+    count = header.skills
+    skill_data = arrays["skill_data"].tobytes()
+    skill_offsets = _offsets(arrays["skill_offsets"], count, len(skill_data), "skill_offsets", fail)
+    ids = _texts(arrays["id_data"], arrays["id_offsets"], count, "id", fail)
+    sections = _texts(arrays["section_data"], arrays["section_offsets"], None, "section", fail)
+    vocabulary = _texts(arrays["vocabulary_data"], arrays["vocabulary_offsets"], None, "vocabulary", fail)
+    lines = _utf8(arrays["line_data"], "line_data", fail).split("\n") if count else []
+    if len(lines) != count:
+        fail(f"holds {len(lines)} rows for {count} skills")
+    for name in _PER_SLOT:
+        if len(arrays[name]) != count:
+            fail(f"{name!r} holds {len(arrays[name])} values for {count} skills")
+    word_ids = arrays["word_ids"]
+    word_starts = _offsets(arrays["word_starts"], count, len(word_ids), "word_starts", fail)
+    _check_slots(arrays, word_starts, len(sections), fail)
+    if len(word_ids) and not (int(word_ids.min()) >= 0 and int(word_ids.max()) < len(vocabulary)):
+        fail("a word id is outside the vocabulary")
+    columns: IndexColumns = {
+        "ids": ids,
+        "lines": lines,
+        "sections": sections,
+        "vocabulary": vocabulary,
+        "word_starts": word_starts,
+        "word_ids": word_ids,
+        **{name: arrays[name] for name in _PER_SLOT},
+    }
+    try:
+        skills = PackedSkills(ids, skill_data, skill_offsets)
+    except ValueError as exc:
+        fail(str(exc))
+    next_id = _header_field(arrays["header"], "next_id")
+    decisions = _decisions(arrays["decisions"], fail)
+    index = PromptIndex.from_columns(columns, skills.slot_of)
+    book = Skillbook.from_compact_parts(skills, index, next_id, decisions)
+    return header, book
+
+
+def _failing(source: str) -> Callable[[str], NoReturn]:
+    def fail(reason: str) -> NoReturn:
+        raise SkillbookFormatError(source, f"compact snapshot {reason}")
+
+    return fail
+
+
+def _read_members(data: bytes, source: str) -> dict[str, np.ndarray]:
+    """Every member of the zip, checked to be stored, within the value's size, of its dtype."""
+    fail = _failing(source)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            infos = {info.filename: info for info in archive.infolist()}
+            expected = {f"{name}.npy" for name in _MEMBERS}
+            if set(infos) != expected:
+                fail(f"holds members {sorted(infos)}, expected {sorted(expected)}")
+            if any(info.compress_type != zipfile.ZIP_STORED for info in infos.values()):
+                fail("holds a compressed member; refused (only stored members are read)")
+            if sum(info.file_size for info in infos.values()) > len(data):
+                fail("claims members larger than the value itself")
+            arrays = {}
+            for name, (kind, size) in _MEMBERS.items():
+                with archive.open(f"{name}.npy") as member:
+                    array = np.lib.format.read_array(member, allow_pickle=False)
+                if array.ndim != 1 or array.dtype.kind != kind or array.dtype.itemsize != size:
+                    fail(f"member {name!r} is {array.dtype} of {array.ndim} dimensions")
+                arrays[name] = array
+            return arrays
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        if isinstance(exc, SkillbookFormatError):
+            raise
+        fail(f"is unreadable: {exc}")
+
+
+def _header(raw: np.ndarray, fail: Callable[[str], NoReturn]) -> CompactHeader:
+    try:
+        header = json.loads(raw.tobytes())
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("magic") != _MAGIC:
+        fail("has no header of this format")
+    if header.get("format") != COMPACT_FORMAT:
+        fail(f"is format {header.get('format')!r}; this version reads format {COMPACT_FORMAT}")
+    for name in ("version", "skills", "next_id"):
+        value = header.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            fail(f"header field {name!r} is {value!r}, not a count")
+    incarnation = header.get("incarnation")
+    if incarnation is not None and not isinstance(incarnation, str):
+        fail(f"header field 'incarnation' is {incarnation!r}")
+    return CompactHeader(version=header["version"], incarnation=incarnation, skills=header["skills"])
+
+
+def _header_field(raw: np.ndarray, name: str) -> int:
+    value: int = json.loads(raw.tobytes())[name]
+    return value
+
+
+def _offsets(
+    offsets: np.ndarray, count: int | None, size: int, name: str, fail: Callable[[str], NoReturn]
+) -> np.ndarray:
+    """``offsets`` checked: ``count`` + 1 of them, from 0 up to ``size``, never going back."""
+    if count is not None and len(offsets) != count + 1:
+        fail(f"{name!r} holds {len(offsets)} offsets for {count} entries")
+    if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != size or np.any(np.diff(offsets) < 0):
+        fail(f"{name!r} does not run from 0 to {size} in order")
+    return offsets
+
+
+def _utf8(raw: np.ndarray, name: str, fail: Callable[[str], NoReturn]) -> str:
+    try:
+        return raw.tobytes().decode()
+    except UnicodeDecodeError as exc:
+        fail(f"{name!r} is not UTF-8 at byte {exc.start}")
+
+
+def _texts(
+    raw: np.ndarray, offsets: np.ndarray, count: int | None, name: str, fail: Callable[[str], NoReturn]
+) -> list[str]:
+    """The strings ``raw`` holds one after the other, cut at ``offsets``."""
+    data = raw.tobytes()
+    bounds = _offsets(offsets, count, len(data), f"{name}_offsets", fail).tolist()
+    try:
+        return [data[start:end].decode() for start, end in itertools.pairwise(bounds)]
+    except UnicodeDecodeError:
+        fail(f"a {name} is not UTF-8")
+
+
+def _check_slots(
+    arrays: dict[str, np.ndarray],
+    word_starts: np.ndarray,
+    sections: int,
+    fail: Callable[[str], NoReturn],
+) -> None:
+    """Each skill exactly one of active, invalid, archived; sections known; rows and words for active ones."""
+    active = arrays["active"]
+    states = active.astype(np.int8) + arrays["kept_invalid"] + arrays["kept_archived"]
+    if np.any(states != 1):
+        fail("holds a skill not exactly one of active, invalid, archived")
+    section = arrays["section"]
+    if len(section) and not (int(section.min()) >= 0 and int(section.max()) < sections):
+        fail("holds a section code outside its sections")
+    line_data = arrays["line_data"]
+    ends = np.concatenate([np.flatnonzero(line_data == ord("\n")), [len(line_data)]])
+    shown = np.diff(ends, prepend=-1) > 1  # a row of at least one byte, besides its newline
+    if np.any(shown[: len(active)] != active):
+        fail("holds a row for an inactive skill, or none for an active one")
+    if np.any((np.diff(word_starts) > 0) & ~active):
+        fail("holds words for an inactive skill")
+
+
+def _decisions(raw: np.ndarray, fail: Callable[[str], NoReturn]) -> dict[frozenset[str], SimilarityDecision]:
+    try:
+        data = json.loads(raw.tobytes())
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        decisions = {}
+        for pair, value in data.items():
+            ids = pair.split(",")
+            if len(ids) != 2 or not isinstance(value, dict):
+                raise ValueError(f"decision {pair!r} is malformed")
+            decisions[frozenset(ids)] = SimilarityDecision.from_dict(value)
+        return decisions
+    except (ValueError, TypeError) as exc:
+        fail(f"similarity decisions are unreadable: {exc}")
+
+
+def _joined(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``texts`` encoded one after the other, and the offsets that cut them apart again."""
+    parts = [text.encode() for text in texts]
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(part) for part in parts], out=offsets[1:])
+    return _bytes_array(b"".join(parts)), offsets
+
+
+def _bytes_array(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype=np.uint8)

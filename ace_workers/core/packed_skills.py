@@ -1,0 +1,201 @@
+"""Read-only skill mappings for big snapshots: skills kept as encoded JSON, and versions layered on them.
+
+A snapshot of 100,000 skills held as Skill objects costs about 1 KiB each and
+seconds to build. :class:`PackedSkills` keeps every skill's JSON in one bytes
+buffer instead and decodes a skill only when it is asked for (a prompt needs the
+prompt index, not the skills; a reflector asks for the few it cites).
+:class:`LayeredSkills` is the next version of a mapping: the skills that changed
+on top of the unchanged base, shared, so a version costs its changes only.
+
+Both keep the insertion order a Skillbook's dict has: a skill changed in place
+keeps its place, a new or re-added one goes to the end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any
+
+import numpy as np
+
+from .skill import Skill
+
+__all__ = ["LayeredSkills", "PackedSkills", "encoded_skill", "layer_changes"]
+
+# A layered version is packed again once its own changes are this share of its base:
+# iteration and lookups then stay close to a packed mapping's cost.
+_REPACK_SHARE = 8
+_REPACK_MIN = 4096
+
+
+def encoded_skill(skill: Skill) -> bytes:
+    """The JSON a packed mapping keeps for ``skill`` (its file-format dict)."""
+    return json.dumps(skill.to_dict(), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+class _ReadOnlySkills(MutableMapping[str, Skill]):
+    """A skills mapping a Skillbook can hold, which refuses every write (snapshots are shared)."""
+
+    def __setitem__(self, skill_id: str, skill: Skill) -> None:
+        raise TypeError("a snapshot's skills are read-only: derive a new version with with_changes")
+
+    def __delitem__(self, skill_id: str) -> None:
+        raise TypeError("a snapshot's skills are read-only: derive a new version with with_changes")
+
+    def raw(self, skill_id: str) -> bytes:
+        """The encoded JSON of one skill (KeyError if absent)."""
+        raise NotImplementedError
+
+
+class PackedSkills(_ReadOnlySkills):
+    """Skills in insertion order, each kept as its JSON in one buffer and decoded when read."""
+
+    __slots__ = ("_data", "_ids", "_offsets", "_slot_of")
+
+    def __init__(self, ids: list[str], data: bytes, offsets: np.ndarray) -> None:
+        """``ids`` in order; skill ``i``'s JSON is ``data[offsets[i]:offsets[i + 1]]``."""
+        if len(offsets) != len(ids) + 1:
+            raise ValueError(f"{len(ids)} skills need {len(ids) + 1} offsets, got {len(offsets)}")
+        self._ids = ids
+        self._slot_of = {skill_id: slot for slot, skill_id in enumerate(ids)}
+        if len(self._slot_of) != len(ids):
+            raise ValueError("a skill id appears twice")
+        self._data = data
+        self._offsets = offsets
+
+    @classmethod
+    def pack(cls, skills: Mapping[str, Skill]) -> PackedSkills:
+        """``skills`` packed (a packed or layered mapping gives its unchanged skills' JSON as is)."""
+        raw = skills.raw if isinstance(skills, _ReadOnlySkills) else None
+        ids = list(skills)
+        parts = [raw(skill_id) if raw is not None else encoded_skill(skills[skill_id]) for skill_id in ids]
+        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(part) for part in parts], out=offsets[1:])
+        return cls(ids, b"".join(parts), offsets)
+
+    @property
+    def ids(self) -> list[str]:
+        """The skill ids in insertion order (not to be changed)."""
+        return self._ids
+
+    @property
+    def slot_of(self) -> dict[str, int]:
+        """Skill id -> its position in ``ids`` (not to be changed)."""
+        return self._slot_of
+
+    @property
+    def data(self) -> bytes:
+        """Every skill's JSON, one after the other."""
+        return self._data
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Where each skill's JSON starts in ``data``, and where the last one ends."""
+        return self._offsets
+
+    def raw(self, skill_id: str) -> bytes:
+        """The encoded JSON of one skill (KeyError if absent)."""
+        slot = self._slot_of[skill_id]
+        return self._data[int(self._offsets[slot]) : int(self._offsets[slot + 1])]
+
+    def __getitem__(self, skill_id: str) -> Skill:
+        data: dict[str, Any] = json.loads(self.raw(skill_id))
+        return Skill.from_dict(data)
+
+    def __contains__(self, skill_id: object) -> bool:
+        return skill_id in self._slot_of
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class LayeredSkills(_ReadOnlySkills):
+    """A version of a base mapping: some base skills changed in place or gone, new ones at the end."""
+
+    __slots__ = ("_base", "_changed", "_gone", "_tail")
+
+    def __init__(
+        self,
+        base: Mapping[str, Skill],
+        changed: dict[str, Skill],
+        gone: set[str],
+        tail: dict[str, Skill],
+    ) -> None:
+        self._base = base  # shared with other versions, never changed
+        self._changed = changed  # base ids changed in place (not in gone)
+        self._gone = gone  # base ids removed, or moved to the tail
+        self._tail = tail  # new or re-added skills, in order
+
+    @property
+    def own_changes(self) -> int:
+        """How many entries this version keeps beside its base."""
+        return len(self._changed) + len(self._gone) + len(self._tail)
+
+    def raw(self, skill_id: str) -> bytes:
+        """The encoded JSON of one skill (KeyError if absent)."""
+        skill = self._tail.get(skill_id) or self._changed.get(skill_id)
+        if skill is not None:
+            return encoded_skill(skill)
+        if skill_id in self._gone:
+            raise KeyError(skill_id)
+        base = self._base
+        return base.raw(skill_id) if isinstance(base, _ReadOnlySkills) else encoded_skill(base[skill_id])
+
+    def __getitem__(self, skill_id: str) -> Skill:
+        skill = self._tail.get(skill_id) or self._changed.get(skill_id)
+        if skill is not None:
+            return skill
+        if skill_id in self._gone:
+            raise KeyError(skill_id)
+        return self._base[skill_id]
+
+    def __contains__(self, skill_id: object) -> bool:
+        if skill_id in self._tail:
+            return True
+        return skill_id not in self._gone and skill_id in self._base
+
+    def __iter__(self) -> Iterator[str]:
+        gone = self._gone
+        yield from (skill_id for skill_id in self._base if skill_id not in gone)
+        yield from self._tail
+
+    def __len__(self) -> int:
+        return len(self._base) - len(self._gone) + len(self._tail)
+
+
+def layer_changes(
+    skills: Mapping[str, Skill], final: Mapping[str, Skill | None], appended: list[str]
+) -> MutableMapping[str, Skill]:
+    """``skills`` with each id of ``final`` set to its skill (None: gone), ``appended`` moved last in order.
+
+    Shares ``skills`` (or its base) instead of copying it: the new mapping costs
+    the changes since the base only; past a share of the base it is packed again.
+    """
+    if isinstance(skills, LayeredSkills):
+        base = skills._base
+        changed, gone, tail = dict(skills._changed), set(skills._gone), dict(skills._tail)
+    else:
+        base, changed, gone, tail = skills, {}, set(), {}
+    moved = set(appended)
+    for skill_id, skill in final.items():
+        if skill is None or skill_id in moved:
+            changed.pop(skill_id, None)
+            tail.pop(skill_id, None)
+            if skill_id in base:
+                gone.add(skill_id)
+        elif skill_id in tail:
+            tail[skill_id] = skill
+        else:
+            changed[skill_id] = skill
+    for skill_id in appended:
+        skill = final[skill_id]
+        assert skill is not None  # appended ids are present
+        tail[skill_id] = skill
+    layered = LayeredSkills(base, changed, gone, tail)
+    if layered.own_changes > max(_REPACK_MIN, len(base) // _REPACK_SHARE):
+        return PackedSkills.pack(layered)
+    return layered
