@@ -9,6 +9,7 @@ alone, keep the skill others taught too, and keep every other user's traces.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -254,3 +255,18 @@ def test_a_dry_run_lists_what_matches_and_erases_nothing(fleet: Fleet) -> None:
     assert found(fleet, secret) == before
     assert skill_of(fleet, "flux")["status"] == "active"
     assert forget_history(fleet.client, OPERATOR) == []
+
+
+def test_a_reader_holding_a_snapshot_from_before_serves_the_skills_without_the_marker(fleet: Fleet) -> None:
+    secret = marker()
+    with local_workers(fleet.service):
+        learn(fleet, [trace("flux", secret, "u1", secret), trace("quill", "212", "u2", "kept")])
+    reader = fleet.client.store(BOOK)  # a long-lived reader (a console, a learn worker)
+    _, before = reader.cached_snapshot()
+    assert secret in json.dumps(before.to_dict()), "the skill's evidence must hold the marker first"
+
+    forget(fleet.client, OPERATOR, U1)
+
+    _, after = reader.cached_snapshot()
+    assert secret not in json.dumps(after.to_dict())
+    assert len(after.to_dict()["skills"]) == len(before.to_dict()["skills"])

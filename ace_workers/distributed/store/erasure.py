@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,7 @@ from .erasure_selector import Matched, Selector, traces_of
 from .errors import VersionConflict
 from .keys import (
     INBOX_TRACE_FIELD,
+    META_INCARNATION,
     SkillbookKeys,
     batch_key,
     claim_digest,
@@ -507,6 +509,12 @@ def _erase_skill_history(
                             pipe.xadd(keys.changes, fields, id=entry_id)  # type: ignore[arg-type]
                     if blanked:
                         pipe.hset(keys.skills, mapping=blanked)  # type: ignore[arg-type]
+                        # Snapshots (a process's cached one, the persisted compact one) hold the
+                        # texts as they were and are brought forward only through new versions:
+                        # a new incarnation makes every reader read the skills whole again, and a
+                        # compact value of the old one is never loaded or written over a new one.
+                        pipe.hset(keys.meta, META_INCARNATION, uuid.uuid4().hex)
+                        pipe.delete(keys.compact_snapshot)
                     pipe.execute()
                 return hits, len(blanked), tainted
             except WatchError:
