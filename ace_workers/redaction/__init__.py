@@ -2,7 +2,7 @@
 
 ``ACE_REDACT`` (fleet-wide) and ``tenant set --redact`` (per tenant) say what is redacted
 (:mod:`.spec`); :mod:`.detectors` finds it, :mod:`.redactor` replaces it with placeholders
-stable within one trace, and :mod:`.context` applies that to a step context.
+stable within one trace, and :mod:`.context_redaction` applies that to a step context.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .context import redact_context
+    from .context_redaction import redact_context
     from .errors import RedactionSpecError
     from .redactor import PLACEHOLDER, RedactionSession, Redactor, redactor_for
     from .spec import DEFAULT_KINDS, KINDS, RedactionSpec, parse_redaction_spec
@@ -32,4 +32,4 @@ __all__ = [
     "redactor_for",
 ]
 
-__getattr__ = lazy_exports(__name__, __all__, (".spec", ".errors", ".redactor", ".context"))
+__getattr__ = lazy_exports(__name__, __all__, (".spec", ".errors", ".redactor", ".context_redaction"))

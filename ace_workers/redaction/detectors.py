@@ -39,25 +39,27 @@ class Detector:
 # the keyword-and-lookbehind ones (Cloudant, IBM, SoftLayer: 0.2-0.35 ms each on 4 KB), the
 # loose Artifactory one (words such as "APPLICATION1"), the public-IP one (the ipv4 kind) and
 # the high-entropy ones (hashes and ids everywhere in a trace).
-_PLUGINS = (
-    "aws.AWSKeyDetector",
-    "azure_storage_key.AzureStorageKeyDetector",
-    "basic_auth.BasicAuthDetector",
-    "discord.DiscordBotTokenDetector",
-    "github_token.GitHubTokenDetector",
-    "gitlab_token.GitLabTokenDetector",
-    "jwt.JwtTokenDetector",
-    "mailchimp.MailchimpDetector",
-    "npm.NpmDetector",
-    "openai.OpenAIDetector",
-    "private_key.PrivateKeyDetector",
-    "pypi_token.PypiTokenDetector",
-    "sendgrid.SendGridDetector",
-    "slack.SlackDetector",
-    "square_oauth.SquareOAuthDetector",
-    "stripe.StripeDetector",
-    "telegram_token.TelegramBotTokenDetector",
-    "twilio.TwilioKeyDetector",
+# Each with the lower-case substrings one of which every match holds: its regexes run only on a
+# text holding one (several start with a character class, and cost 0.1-0.2 ms per 4 KB each).
+_PLUGINS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("aws.AWSKeyDetector", ("a3t", "abia", "acca", "akia", "asia", "aws")),
+    ("azure_storage_key.AzureStorageKeyDetector", ("accountkey=",)),
+    ("basic_auth.BasicAuthDetector", ("://",)),
+    ("discord.DiscordBotTokenDetector", (".",)),
+    ("github_token.GitHubTokenDetector", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("gitlab_token.GitLabTokenDetector", ("gl", "gr1348941")),
+    ("jwt.JwtTokenDetector", ("eyj",)),
+    ("mailchimp.MailchimpDetector", ("-us",)),
+    ("npm.NpmDetector", ("_authtoken",)),
+    ("openai.OpenAIDetector", ("t3blbkfj",)),
+    ("private_key.PrivateKeyDetector", ("private key", "putty")),
+    ("pypi_token.PypiTokenDetector", ("pypi-",)),
+    ("sendgrid.SendGridDetector", ("sg.",)),
+    ("slack.SlackDetector", ("xox", "hooks.slack.com")),
+    ("square_oauth.SquareOAuthDetector", ("sq0csp-",)),
+    ("stripe.StripeDetector", ("k_live_",)),
+    ("telegram_token.TelegramBotTokenDetector", (":",)),
+    ("twilio.TwilioKeyDetector", ("ac", "sk")),
 )
 # Plugins whose group 1 is the secret itself (the rest of the match is context: a URL's user,
 # "aws_secret_key = "): only the group is replaced, so the reader still sees what it was.
@@ -95,17 +97,17 @@ _ASSIGNMENT = r"(?:{keywords})[\w-]*[\"']?\s*[:=]\s*[\"']?(?P<redact>[^\s\"',;<>
 _KEYWORD_STEMS = ("key", "pass", "pwd", "secret", "contrase")
 
 
-def _plugin_patterns() -> list[tuple[re.Pattern[str], bool]]:
-    """(regex, whether group 1 is the secret) of each chosen detect-secrets plugin."""
+def _plugin_patterns() -> list[tuple[tuple[str, ...], re.Pattern[str], bool]]:
+    """(triggers, regex, whether group 1 is the secret) of each chosen detect-secrets plugin."""
     import importlib
 
     patterns = []
-    for path in _PLUGINS:
+    for path, triggers in _PLUGINS:
         module_name, _, class_name = path.rpartition(".")
         module = importlib.import_module(f"detect_secrets.plugins.{module_name}")
         plugin: Any = getattr(module, class_name)
         for regex in plugin.denylist:
-            patterns.append((regex, class_name in _SECRET_IN_GROUP_ONE and regex.groups > 0))
+            patterns.append((triggers, regex, class_name in _SECRET_IN_GROUP_ONE and regex.groups > 0))
     return patterns
 
 
@@ -137,8 +139,7 @@ def _our_secrets(text: str) -> Iterator[Span]:
             yield match.span(group)
 
 
-def _assignments(text: str, assignment: re.Pattern[str]) -> Iterator[Span]:
-    lowered = text.lower()
+def _assignments(text: str, lowered: str, assignment: re.Pattern[str]) -> Iterator[Span]:
     if not any(stem in lowered for stem in _KEYWORD_STEMS):
         return
     if len(lowered) != len(text):  # a character whose lower case is longer: positions would shift
@@ -153,10 +154,11 @@ def _secret_detector() -> Detector:
 
     def find(text: str) -> Iterator[Span]:
         yield from _our_secrets(text)
-        yield from _assignments(text, assignment)
-        for regex, group_one in plugins:
-            for match in regex.finditer(text):
-                yield _span(match, group_one)
+        lowered = text.lower()
+        yield from _assignments(text, lowered, assignment)
+        for triggers, regex, group_one in plugins:
+            if any(trigger in lowered for trigger in triggers):
+                yield from (_span(match, group_one) for match in regex.finditer(text))
 
     return Detector("secret", find)
 
@@ -172,19 +174,42 @@ def _span(match: re.Match[str], group_one: bool = False) -> Span:
 
 # --- personal data -----------------------------------------------------------------------------
 
-_EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w-])")
+# No pattern starts with a look-behind: the regex engine then skips ahead to the characters a
+# match can start with, instead of trying every position (ten times faster on 4 KB). What may
+# not come before a match is checked in _preceded_by instead.
+# An address is found from its "@": the local part before it, the domain after.
+_EMAIL_LOCAL = re.compile(r"[\w.%+-]{1,64}$")
+_EMAIL_DOMAIN = re.compile(r"@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w-])")
 # 13 to 19 digits with optional single spaces or dashes, of a card network's first digit (2-6):
 # a millisecond timestamp (starting with 1) is not read as a card. Luhn decides.
-_CARD = re.compile(r"(?<![\d-])[2-6](?:[ -]?\d){12,18}(?![\d])")
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
-_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
-_IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{1,4}:|:){2,7}(?::|[0-9A-Fa-f]{1,4})(?![\w:])")
+_CARD = re.compile(r"[2-6](?:[ -]?\d){12,18}(?!\d)")
+_IBAN = re.compile(r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
+_IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
+_IPV6 = re.compile(r"(?:[0-9A-Fa-f]{1,4}:|:){2,7}(?::|[0-9A-Fa-f]{1,4})(?![\w:])")
 # What may be a phone number: written with + and a country code, or nationally in groups split
 # by spaces, dots or dashes ("(415) 555-2671", "020 7946 0958"). A bare run of digits is not one:
 # a trace is full of ids and timestamps, and libphonenumber's check costs some 0.3 ms a candidate.
 _PHONE_CANDIDATE = re.compile(
-    r"(?<![\w+])(?:\+\d[\d ().-]{5,20}\d|\(?\d{2,5}\)?[ .-]\d{2,4}[ .-]\d{3,4}(?:[ .-]\d{2,4})?)(?![\w])"
+    r"(?:\+\d[\d ().-]{5,20}\d|\(?\d{2,5}\)?[ .-]\d{2,4}[ .-]\d{3,4}(?:[ .-]\d{2,4})?)(?!\w)"
 )
+# The characters that may not come right before a match of each (it would be part of a longer token).
+_NOT_BEFORE = {
+    _CARD: "-",
+    _IBAN: "",
+    _IPV4: ".",
+    _IPV6: ":",
+    _PHONE_CANDIDATE: "+",
+}
+
+
+def _matches(regex: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """``regex``'s matches in ``text`` not preceded by a word character or one of its _NOT_BEFORE."""
+    banned = _NOT_BEFORE[regex]
+    for match in regex.finditer(text):
+        start = match.start()
+        if start and (text[start - 1].isalnum() or text[start - 1] == "_" or text[start - 1] in banned):
+            continue
+        yield match
 
 
 def _digits(text: str) -> str:
@@ -221,7 +246,7 @@ def _checked(
     kind: str, regex: re.Pattern[str], valid: Callable[[str], bool], key: Callable[[str], str]
 ) -> Detector:
     def find(text: str) -> Iterator[Span]:
-        for match in regex.finditer(text):
+        for match in _matches(regex, text):
             if valid(match.group()):
                 yield match.span()
 
@@ -230,8 +255,13 @@ def _checked(
 
 def _email_detector() -> Detector:
     def find(text: str) -> Iterator[Span]:
-        if "@" in text:  # most strings have none: the regex is not run on them
-            yield from (match.span() for match in _EMAIL.finditer(text))
+        at = text.find("@")
+        while at != -1:  # most strings have none: nothing is searched in them
+            domain = _EMAIL_DOMAIN.match(text, at)
+            local = _EMAIL_LOCAL.search(text, max(0, at - 64), at) if domain else None
+            if domain and local:
+                yield local.start(), domain.end()
+            at = text.find("@", at + 1)
 
     return Detector("email", find, str.lower)
 
@@ -243,7 +273,7 @@ def _card_valid(text: str) -> bool:
 
 def _phone_detector(region: str) -> Detector:
     def find(text: str) -> Iterator[Span]:
-        for match in _PHONE_CANDIDATE.finditer(text):
+        for match in _matches(_PHONE_CANDIDATE, text):
             if phone_number(match.group(), region) is not None:
                 yield match.span()
 

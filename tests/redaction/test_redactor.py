@@ -62,9 +62,13 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 
 
 def test_the_same_value_keeps_its_placeholder_and_another_gets_the_next() -> None:
-    text = f"{EMAIL} wrote to {OTHER_EMAIL}, then {EMAIL.upper()} again; card {CARD} = {CARD.replace(' ', '-')}"
+    text = (
+        f"{EMAIL} wrote to {OTHER_EMAIL}, then {EMAIL.upper()} again; card {CARD} = {CARD.replace(' ', '-')}"
+    )
 
-    assert DEFAULT.text(text) == "<EMAIL_1> wrote to <EMAIL_2>, then <EMAIL_1> again; card <CARD_1> = <CARD_1>"
+    assert (
+        DEFAULT.text(text) == "<EMAIL_1> wrote to <EMAIL_2>, then <EMAIL_1> again; card <CARD_1> = <CARD_1>"
+    )
 
 
 def test_a_phone_number_is_the_same_whichever_way_it_is_written() -> None:
@@ -113,7 +117,9 @@ def test_opt_in_kinds_and_a_custom_kind() -> None:
 def test_a_custom_kind_with_a_redact_group_keeps_the_rest() -> None:
     redactor = redactor_for("TICKET=ticket #(?P<redact>[0-9]+)")
 
-    assert redactor.text("see ticket #4411 and ticket #4411") == "see ticket #<TICKET_1> and ticket #<TICKET_1>"
+    assert (
+        redactor.text("see ticket #4411 and ticket #4411") == "see ticket #<TICKET_1> and ticket #<TICKET_1>"
+    )
 
 
 def test_off_changes_nothing_and_a_removed_kind_is_kept() -> None:

@@ -1,4 +1,4 @@
-"""``tenant set --redact``: stored with the tenant, overriding ACE_REDACT for its traces; 'fleet' goes back."""
+"""``tenant set --redact``: kept with the tenant, over ACE_REDACT for its traces; 'fleet' goes back."""
 
 from __future__ import annotations
 

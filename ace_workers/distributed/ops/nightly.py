@@ -36,7 +36,7 @@ from redis.lock import Lock
 
 from ...core.context import ACEStepContext
 from ...core.files import write_text_atomically
-from ...redaction.context import redact_context
+from ...redaction.context_redaction import redact_context
 from ..producer.producer import BatchHandle, Producer
 from ..settings import DEDUP_OFF, WorkerSettings
 from ..store.batches import BatchState, BatchStatus

@@ -15,7 +15,7 @@ import redis
 from pipeline import SampleResult
 
 from ...core.context import ACEStepContext
-from ...redaction.context import redact_context
+from ...redaction.context_redaction import redact_context
 from ...redaction.redactor import Redactor
 from ...traces.browser_use.history import is_agent_history
 from ...traces.browser_use.to_trace import browser_history_to_trace

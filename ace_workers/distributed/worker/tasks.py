@@ -24,7 +24,7 @@ import redis
 from ...errors import AceError, LLMError, LLMRequestRejected, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
 from ...observability.metrics import llm_usage
-from ...redaction.context import redact_context
+from ...redaction.context_redaction import redact_context
 from ..store.batches import sample_key
 from ..store.errors import BatchNotFoundError, VersionConflict
 from ..store.keys import DEFAULT_TENANT
