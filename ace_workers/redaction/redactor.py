@@ -56,7 +56,10 @@ class RedactionSession:
     def text(self, text: str) -> str:
         """``text`` with every finding of every detector replaced, detector after detector."""
         for detector in self._detectors:
-            spans = _disjoint(detector.find(text))
+            # A placeholder already there stays (a password in a URL redacted before still looks like one).
+            spans = [
+                span for span in _disjoint(detector.find(text)) if not PLACEHOLDER.fullmatch(text, *span)
+            ]
             if spans:
                 text = self._replace(text, _within_parts(text, spans), detector)
         return text
@@ -82,7 +85,10 @@ class RedactionSession:
         """A JSON value with its strings redacted (object keys are kept); the same object when unchanged."""
         strings: list[str] = []
         self._collect(value, strings)
-        return self._rebuild(value, iter(self.texts(strings)))
+        redacted = self.texts(strings)
+        if redacted == strings and not self._holds_secret_field(value):
+            return value  # nothing found (a trace redacted before): not rebuilt
+        return self._rebuild(value, iter(redacted))
 
     def _collect(self, value: Any, strings: list[str]) -> None:
         if isinstance(value, str):
@@ -107,6 +113,16 @@ class RedactionSession:
             changed = {key: self._rebuild_field(key, item, redacted) for key, item in value.items()}
             return value if all(changed[key] is item for key, item in value.items()) else changed
         return value
+
+    def _holds_secret_field(self, value: Any) -> bool:
+        """True when a dict in ``value`` has a credential-named field (whose value _collect skipped)."""
+        if isinstance(value, list):
+            return any(self._holds_secret_field(item) for item in value)
+        if isinstance(value, dict):
+            return any(
+                self._names_secret(key, item) or self._holds_secret_field(item) for key, item in value.items()
+            )
+        return False
 
     def _rebuild_field(self, key: Any, value: Any, redacted: Iterator[str]) -> Any:
         if self._names_secret(key, value):
