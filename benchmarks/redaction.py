@@ -47,6 +47,8 @@ RATIO_GOAL = 0.95
 TRACE_BYTES = 4096
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_DIR = Path(__file__).resolve().parent
+# The command line of this tree (PYTHONPATH), not the console script's installed copy.
+_CLI = "from ace_workers.cli import main; main()"
 
 _SENTENCE = (
     "the agent called the search tool for order 48213 and read the refund policy then asked the "
@@ -133,7 +135,7 @@ def worker_processes(service: Service, slots: int) -> Iterator[None]:
         for queues, concurrency, role in (("execute,learn", slots, "learn"), ("write", 1, "write")):
             name = f"benchred-{role}-{os.getpid()}@localhost"
             names.append(name)
-            command = [sys.executable, "-m", "ace_workers.cli", "worker", f"--queues={queues}"]
+            command = [sys.executable, "-c", _CLI, "worker", f"--queues={queues}"]
             common = [
                 f"--concurrency={concurrency}",
                 "--pool=threads",

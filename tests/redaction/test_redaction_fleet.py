@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import redis
 
-from ace_workers.distributed.store.keys import batch_key
+from ace_workers.distributed.store.keys import batch_key, dead_letters_key
 from ace_workers.distributed.tenancy import Tenant
 from ace_workers.redaction import redactor_for
 from tests.support.llms import MODEL, SPEC_REPLY, install_scripted_completion
@@ -140,3 +140,21 @@ def test_a_worker_redacts_a_message_an_older_producer_stored_unredacted(
     assert RecordingLLM.prompts
     assert [found_in(prompt) for prompt in RecordingLLM.prompts if found_in(prompt)] == []
     assert any("<EMAIL_1>" in prompt for prompt in RecordingLLM.prompts)
+
+
+def test_failed_samples_leave_nothing_planted_in_the_logs_or_the_dead_letters(
+    redis_client: redis.Redis, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    # Every LLM call fails: each sample fails, is logged and dead-lettered with its payload.
+    failing = {"sim_failure_rate": 1.0, "sim_failure": "error", "task_max_retries": 0}
+    with running_service(redis_url, **failing) as service:
+        handle = service.producer.enqueue_traces(planted_traces(2), SKILLBOOK)
+        status = handle.wait(timeout=60)
+        prefix = service.runtime.settings.queue_prefix
+
+    assert status.failed == 2
+    assert redis_client.llen(dead_letters_key(prefix)) == 2
+    assert "failed" in _log_text(caplog)
+    assert found_in(_log_text(caplog)) == []
+    assert found_in(redis_text(redis_client)) == []
