@@ -24,12 +24,18 @@ _OUTPUTS = ("agent_output", "reflection", "skill_manager_output")
 
 
 def redact_context(
-    redactor: Redactor, ctx: ACEStepContext, *, redacted_in: ACEStepContext | None = None
+    redactor: Redactor,
+    ctx: ACEStepContext,
+    *,
+    redacted_in: ACEStepContext | None = None,
+    outputs_only: bool = False,
 ) -> ACEStepContext:
     """``ctx`` with its trace, sample and role outputs redacted; ``ctx`` itself when nothing changed.
 
     ``redacted_in``: a context redacted already (the step's input, ``ctx`` its output): a part
-    that is the same object there is not read again.
+    that is the same object there is not read again. ``outputs_only``: the trace and sample are
+    known to be redacted (a later step of a chain whose first step redacted them): only the roles'
+    outputs are read, numbered after the placeholders the trace holds.
     """
     if redactor.off:
         return ctx
@@ -41,6 +47,8 @@ def redact_context(
     session = redactor.session(json_text({name: _plain(value) for name, value in present.items()}))
     changes: dict[str, Any] = {}
     for name, value in present.items():
+        if outputs_only and name not in _OUTPUTS:
+            continue
         if redacted_in is not None and getattr(redacted_in, name) is value:
             continue
         redacted = _redact(session, value)

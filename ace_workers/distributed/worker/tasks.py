@@ -161,10 +161,11 @@ def run_step(
             max_trace_bytes=runtime.settings.max_trace_bytes,
         )
         # Defense in depth: the producer redacted the trace before storing it, but a message may come
-        # from an older producer or another writer. What the step's prompts read is redacted here,
-        # and so is what it returns (an LLM may echo a skill written before redaction existed).
+        # from an older producer or another writer. What a chain's first step reads is redacted here
+        # (a producer only ever sends first steps; later ones carry what a worker returned), and
+        # every step's role outputs, in and out (an LLM may echo a skill older than redaction).
         redactor = runtime.redactor(owner)
-        ctx = redact_context(redactor, ctx)
+        ctx = redact_context(redactor, ctx, outputs_only=index > 0)
         # What UpdateStep and TagStep record as where their writes came from (worker/provenance_metadata.py).
         ctx = with_fleet_provenance(ctx, payload, batch_id=batch_id, sample_index=sample_index, recipe=recipe)
         metadata = dict(ctx.metadata)
