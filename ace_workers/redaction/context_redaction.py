@@ -44,17 +44,40 @@ def redact_context(
     present = {name: value for name, value in parts.items() if value is not None}
     if not present:
         return ctx
-    session = redactor.session(json_text({name: _plain(value) for name, value in present.items()}))
+    session = redactor.session(
+        reserved_later=lambda: json_text({name: _plain(value) for name, value in present.items()})
+    )
+    todo = {
+        name: value
+        for name, value in present.items()
+        if not (outputs_only and name not in _OUTPUTS)
+        and not (redacted_in is not None and getattr(redacted_in, name) is value)
+    }
+    models = {name: value for name, value in todo.items() if isinstance(value, BaseModel)}
     changes: dict[str, Any] = {}
-    for name, value in present.items():
-        if outputs_only and name not in _OUTPUTS:
-            continue
-        if redacted_in is not None and getattr(redacted_in, name) is value:
-            continue
-        redacted = _redact(session, value)
-        if redacted is not value:
-            changes[name] = redacted
+    for name, value in todo.items():  # the trace and sample first: they number what they hold
+        if name not in models:
+            redacted = _redact(session, value)
+            if redacted is not value:
+                changes[name] = redacted
+    changes.update(_redact_models(session, models))
     return ctx.replace(**changes) if changes else ctx
+
+
+def _redact_models(session: RedactionSession, models: dict[str, BaseModel]) -> dict[str, Any]:
+    """The role outputs among ``models`` that redaction changed, rebuilt; all read as one text."""
+    if not models:
+        return {}
+    dumped = {name: _plain(model) for name, model in models.items()}
+    redacted = session.json(dumped)
+    if redacted is dumped:
+        return {}  # the usual case on a worker: nothing new in what the roles wrote
+    changes: dict[str, Any] = {}
+    for name, model in models.items():
+        if redacted[name] is not dumped[name]:
+            kept = {field: getattr(model, field) for field in _SKIPPED_FIELDS & set(type(model).model_fields)}
+            changes[name] = type(model).model_validate({**redacted[name], **kept})
+    return changes
 
 
 def _plain(value: Any) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .detectors import Detector, Span, build_detectors, secret_key_pattern
@@ -30,8 +30,17 @@ PLACEHOLDER = re.compile(r"<([A-Z][A-Z0-9_]*?)_([1-9][0-9]*)>")
 class RedactionSession:
     """The placeholders of one trace: equal values get the same one, new values the next number."""
 
-    def __init__(self, detectors: list[Detector], *, secret_keys: re.Pattern[str] | None) -> None:
+    def __init__(
+        self,
+        detectors: list[Detector],
+        *,
+        secret_keys: re.Pattern[str] | None,
+        reserved_later: Callable[[], str] | None = None,
+    ) -> None:
         self._detectors = detectors
+        # The text whose placeholders to reserve, read only once a placeholder is handed out: most
+        # texts a worker reads again hold nothing new, and then it is never built.
+        self._reserved_later = reserved_later
         # JSON object keys that say their value is a credential ({"api_key": "..."}); None: not looked at.
         self._secret_keys = secret_keys
         self._assigned: dict[tuple[str, str], str] = {}
@@ -45,6 +54,9 @@ class RedactionSession:
 
     def placeholder(self, kind: str, key: str) -> str:
         """The placeholder of value ``key`` of ``kind``: the one it had in this trace, else the next."""
+        if self._reserved_later is not None:
+            reserved, self._reserved_later = self._reserved_later, None
+            self.reserve(reserved())
         label = kind.upper()
         found = self._assigned.get((label, key))
         if found is None:
@@ -154,22 +166,25 @@ class Redactor:
         """True when this redactor changes nothing."""
         return self.spec.off
 
-    def session(self, *reserved: str) -> RedactionSession:
-        """A session for one trace, handing out no placeholder that ``reserved`` texts hold already."""
-        session = RedactionSession(self._detectors, secret_keys=self._secret_keys)
+    def session(self, *reserved: str, reserved_later: Callable[[], str] | None = None) -> RedactionSession:
+        """A session for one trace, handing out no placeholder that ``reserved`` texts hold already
+        (nor the text ``reserved_later`` makes, called when the first placeholder is handed out)."""
+        session = RedactionSession(
+            self._detectors, secret_keys=self._secret_keys, reserved_later=reserved_later
+        )
         for text in reserved:
             session.reserve(text)
         return session
 
     def text(self, text: str) -> str:
         """``text`` redacted in a session of its own."""
-        return text if self.off else self.session(text).text(text)
+        return text if self.off else self.session(reserved_later=lambda: text).text(text)
 
     def json(self, value: Any) -> Any:
         """A JSON value (a trace) redacted in a session of its own."""
         if self.off:
             return value
-        return self.session(json_text(value)).json(value)
+        return self.session(reserved_later=lambda: json_text(value)).json(value)
 
 
 def json_text(value: Any) -> str:
