@@ -58,6 +58,16 @@ MaxInFlightOption = Annotated[
     int | None,
     typer.Option("--max-in-flight", help="Most of its samples in flight at once; 0 for no cap."),
 ]
+RedactOption = Annotated[
+    str | None,
+    typer.Option(
+        "--redact",
+        help="What is redacted from its traces, as ACE_REDACT writes it: e.g. 'default,ipv4' or "
+        "'off' or 'default,EMPLOYEE=EMP-[0-9]{6}'; 'fleet' goes back to ACE_REDACT (docs/redaction.md).",
+    ),
+]
+# The --redact value that drops a tenant's own setting: its traces are redacted as ACE_REDACT says.
+FLEET_REDACTION = "fleet"
 OnBudgetOption = Annotated[
     str | None,
     typer.Option("--on-budget", help="When a budget is spent, samples 'wait' (deferred) or 'fail'."),
@@ -109,6 +119,7 @@ def tenant_add(
     max_in_flight: MaxInFlightOption = None,
     on_budget: OnBudgetOption = None,
     budget: BudgetOption = None,
+    redact: RedactOption = None,
     as_json: JsonOption = False,
     api_key: ApiKeyOption = None,
 ) -> None:
@@ -126,6 +137,7 @@ def tenant_add(
         max_in_flight=max_in_flight,
         on_budget=on_budget,
         budgets=budget or [],
+        redact=redact,
     )
     with open_command_fleet("tenant add", WHY) as fleet:
         add_tenant(fleet, principal_of(fleet, api_key), tenant)
@@ -148,10 +160,11 @@ def tenant_set(
     max_in_flight: MaxInFlightOption = None,
     on_budget: OnBudgetOption = None,
     budget: BudgetOption = None,
+    redact: RedactOption = None,
     as_json: JsonOption = False,
     api_key: ApiKeyOption = None,
 ) -> None:
-    """Change a tenant ('default' too): what it owns, its weight, cap, budgets; one atomic write.
+    """Change a tenant ('default' too): what it owns, its weight, cap, budgets, redaction; one atomic write.
 
     Samples waiting for a budget that this raises are sent again at once.
     """
@@ -174,6 +187,7 @@ def tenant_set(
                 max_in_flight=max_in_flight,
                 on_budget=on_budget,
                 budgets=budget or [],
+                redact=redact,
             ),
         )
         released = _release_waiting(fleet, name)
@@ -332,6 +346,7 @@ def tenant_show(name: TenantArgument, as_json: JsonOption = False, api_key: ApiK
     console.print(f"  skillbooks now: {printable(', '.join(owned) or 'none')}", markup=False)
     console.print(f"  weight {tenant.weight}, max in flight {tenant.max_in_flight or 'no cap'}", markup=False)
     console.print(f"  budgets: {printable(_budgets(tenant))} (when spent: {tenant.on_budget})", markup=False)
+    console.print(f"  redacts: {printable(_redaction(tenant))}", markup=False)
 
 
 def _valid_name(name: str) -> bool:
@@ -356,6 +371,7 @@ def _tenant(
     max_in_flight: int | None,
     on_budget: str | None,
     budgets: list[str],
+    redact: str | None = None,
 ) -> Tenant:
     """``current`` with the command's changes; a usage error naming the option that is wrong."""
     if on_budget is not None and on_budget not in BUDGET_ACTIONS:
@@ -375,12 +391,15 @@ def _tenant(
         changes["max_in_flight"] = max_in_flight or None
     if on_budget is not None:
         changes["on_budget"] = on_budget
+    if redact is not None:
+        changes["redact"] = None if redact.strip() == FLEET_REDACTION else redact
     try:
         tenant = replace(current, name=name, **changes)
         for text in budgets:
             tenant = tenant.with_budget(parse_budget(text, tenant.budgets))
     except InvalidTenantError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        hint = "--redact" if exc.field == "redact" else None
+        raise typer.BadParameter(str(exc), param_hint=hint) from None
     return tenant
 
 
@@ -415,6 +434,10 @@ def _budgets(tenant: Tenant) -> str:
     return "; ".join(parts) or "none"
 
 
+def _redaction(tenant: Tenant) -> str:
+    return "as ACE_REDACT says" if tenant.redact is None else tenant.redact
+
+
 def _print_tenant(tenant: Tenant, as_json: bool, *, action: str, released: int = 0) -> None:
     if as_json:
         print_json({**tenant.to_dict(), "released": released})
@@ -425,5 +448,6 @@ def _print_tenant(tenant: Tenant, as_json: bool, *, action: str, released: int =
         f"budgets: {printable(_budgets(tenant))} (when spent: {tenant.on_budget})",
         markup=False,
     )
+    console.print(f"  redacts: {printable(_redaction(tenant))}", markup=False)
     if released:
         console.print(f"{counted(released, 'sample')} waiting for budget sent again", markup=False)

@@ -20,6 +20,8 @@ from ..core.prompt_budget import PromptBudget
 from ..env import environment, read_env_fields
 from ..observability.logs import LOG_FORMATS
 from ..protocols.deduplication import PruneRule
+from ..redaction.errors import RedactionSpecError
+from ..redaction.spec import RedactionSpec, parse_redaction_spec
 from .connections import AMQP_SCHEMES, CLUSTER_SCHEMES, REDIS_SCHEMES, redact_url, url_problem
 from .errors import InvalidSettingError
 from .recipe_registry import BUILT_IN_RECIPES, recipe_target_problem
@@ -373,6 +375,13 @@ class WorkerSettings:
         "slows a model for everyone, configured here or not",
         default_text="unset: none",
     )
+    redact: str = _option(
+        "default",
+        "what is redacted from traces before they are stored or prompted, as comma-separated entries: "
+        "`default` (secret, email, card, phone), `off`, a kind to add (`ipv4`, `ipv6`, `iban`) or "
+        "remove (`-phone`), `phone:GB` for national numbers of another region, and custom kinds "
+        "`NAME=REGEX` (see docs/redaction.md); a tenant's `--redact` replaces it for its skillbooks",
+    )
     redis_connect_timeout_seconds: float = _setting(
         3.0, "timeout of one connection attempt to Redis", positive=True
     )
@@ -485,6 +494,7 @@ class WorkerSettings:
             )
         _check_sim_failure(self.sim_failure_rate, self.sim_failure)
         self.model_limits_map()  # a malformed ACE_MODEL_LIMITS fails here, at start
+        self.redaction_spec()  # so does a malformed ACE_REDACT
         self.recipe_paths()  # a malformed ACE_RECIPES fails here, at start
         _check_choice("dedup_provider", self.dedup_provider, DEDUP_PROVIDERS)
         _check_choice("reflector", self.reflector, REFLECTORS)
@@ -608,6 +618,13 @@ class WorkerSettings:
             return parse_model_limits(self.model_limits)
         except ValueError as exc:
             raise InvalidSettingError(env_name("model_limits"), self.model_limits, str(exc)) from None
+
+    def redaction_spec(self) -> RedactionSpec:
+        """What ACE_REDACT says to redact; InvalidSettingError naming the bad entry."""
+        try:
+            return parse_redaction_spec(self.redact)
+        except RedactionSpecError as exc:
+            raise InvalidSettingError(env_name("redact"), self.redact, str(exc)) from None
 
     def models(self) -> dict[str, str]:
         """The model of each LLM role."""

@@ -171,6 +171,7 @@ TOP_LAYERS = (
     "env",
     "extras",
     "core",
+    "redaction",
     "observability",
     "providers",
     "protocols",

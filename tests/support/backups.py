@@ -43,7 +43,8 @@ def seed_fleet(fleet: FleetClient) -> str:
     return secret
 
 
-def _raw_content(client: redis.Redis, key: str, key_type: str) -> Any:
+def raw_content(client: redis.Redis, key: str, key_type: str) -> Any:
+    """What ``key`` (of ``key_type``) holds, read with the plain redis-py command of its type."""
     if key_type == "string":
         return client.get(key)
     if key_type == "hash":
@@ -68,5 +69,5 @@ def raw_state(client: redis.Redis, prefix: str) -> dict[str, tuple[str, bool, An
         if key in stamp:
             continue
         key_type = client.type(key).decode()
-        state[key[len(prefix) + 1 :]] = (key_type, client.pttl(key) > 0, _raw_content(client, key, key_type))
+        state[key[len(prefix) + 1 :]] = (key_type, client.pttl(key) > 0, raw_content(client, key, key_type))
     return state

@@ -36,6 +36,7 @@ from redis.lock import Lock
 
 from ...core.context import ACEStepContext
 from ...core.files import write_text_atomically
+from ...redaction.context_redaction import redact_context
 from ..producer.producer import BatchHandle, Producer
 from ..settings import DEDUP_OFF, WorkerSettings
 from ..store.batches import BatchState, BatchStatus
@@ -306,8 +307,12 @@ class NightlyRunner:
         batches = self.runtime.batches
         status = batches.status(batch_id)
         if not status.fully_stored:
+            # An inbox entry older than redaction is redacted as the producer would have.
+            redactor = self.runtime.redactor(status.tenant)
             items = [
-                context_to_payload(ACEStepContext(trace=trace), claims=self.runtime.claims)
+                context_to_payload(
+                    redact_context(redactor, ACEStepContext(trace=trace)), claims=self.runtime.claims
+                )
                 for trace in self._traces(keys, state)
             ]
             if len(items) != status.per_epoch:

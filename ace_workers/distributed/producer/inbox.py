@@ -8,6 +8,7 @@ from typing import Any
 
 import redis
 
+from ...redaction.redactor import Redactor
 from ..store.keys import INBOX_TRACE_FIELD, SkillbookKeys
 from ..worker.errors import PayloadError
 from ..worker.payload import check_trace
@@ -18,12 +19,18 @@ _CHUNK = 500  # entries per round trip
 
 
 def append_to_inbox(
-    client: redis.Redis, keys: SkillbookKeys, traces: Iterable[Any], *, max_trace_bytes: int
+    client: redis.Redis,
+    keys: SkillbookKeys,
+    traces: Iterable[Any],
+    *,
+    max_trace_bytes: int,
+    redactor: Redactor,
 ) -> int:
     """Append traces to the skillbook's inbox for the next nightly run; return how many.
 
     Every trace is checked first (JSON-serialisable, within ``max_trace_bytes``):
     a bad one raises, naming its position, and nothing of the call is appended.
+    Each is kept as ``redactor`` leaves it: nothing it finds is stored.
     """
     lines = []
     for position, trace in enumerate(traces, start=1):
@@ -32,7 +39,7 @@ def append_to_inbox(
         except PayloadError as exc:
             exc.args = (f"trace {position}: {exc}",)  # same error, now saying which trace
             raise
-        lines.append(json.dumps(trace, ensure_ascii=False))
+        lines.append(json.dumps(redactor.json(trace), ensure_ascii=False))
     for start in range(0, len(lines), _CHUNK):
         pipe = client.pipeline(transaction=False)
         for line in lines[start : start + _CHUNK]:

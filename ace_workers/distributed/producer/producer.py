@@ -15,6 +15,8 @@ import redis
 from pipeline import SampleResult
 
 from ...core.context import ACEStepContext
+from ...redaction.context_redaction import redact_context
+from ...redaction.redactor import Redactor
 from ...traces.browser_use.history import is_agent_history
 from ...traces.browser_use.to_trace import browser_history_to_trace
 from ..connections import client_url_for
@@ -313,10 +315,12 @@ class Producer:
         """
         self._check_key(skillbook)
         keys = SkillbookKeys(skillbook, self.runtime.settings.queue_prefix)
+        redactor = self.runtime.redactor(self.runtime.tenants.tenant_of(skillbook))
         return append_to_inbox(
             self.runtime.redis,
             keys,
             (as_trace(trace) for trace in traces),
+            redactor=redactor,
             max_trace_bytes=self.runtime.settings.max_trace_bytes,
         )
 
@@ -425,8 +429,10 @@ class Producer:
         per_epoch = count or 0
         most = limit if count is None else count
         bounded = items if isinstance(items, Sequence) else _at_most(items, most)
-        first = self._payloads(to_contexts(bounded), epochs, per_epoch, batch_id, serving)
         tenant = self.runtime.tenants.tenant_of(skillbook)
+        # Redacted here, before anything of it is stored (the batch's items, a claim) or sent.
+        redactor = self.runtime.redactor(tenant)
+        first = self._payloads(to_contexts(bounded), epochs, per_epoch, batch_id, serving, redactor)
         self.runtime.batches.create(
             batch_id,
             skillbook=skillbook,
@@ -535,8 +541,12 @@ class Producer:
         total: int,
         batch_id: str,
         serving: ServingPlan,
+        redactor: Redactor,
     ) -> Iterable[dict[str, Any]]:
         for index, ctx in enumerate(contexts, start=1):
+            # Every path into the fleet (enqueue, intake, MCP, the console, hooks, nightly) comes
+            # through here: the one place a trace or sample is redacted before it is stored.
+            ctx = redact_context(redactor, ctx)
             # The label serving this sample travels in its payload: every epoch and re-send reads it.
             label = serving.label_for(batch_id, index)
             if label is not None:

@@ -22,6 +22,8 @@ from typing import Any
 import redis
 
 from ...counts import noun_for
+from ...redaction.errors import RedactionSpecError
+from ...redaction.spec import parse_redaction_spec
 from ..store.errors import CorruptDataError
 from ..store.keys import DEFAULT_TENANT, tenants_key, tenants_version_key, validate_skillbook_name
 from ..store.replies import decode_text
@@ -126,13 +128,13 @@ class Budget:
 
 @dataclass(frozen=True)
 class Tenant:
-    """A tenant: the skillbooks it owns, its share of the fleet, and its budgets.
+    """A tenant: the skillbooks it owns, its share of the fleet, its budgets, and what is redacted.
 
     ``weight`` is its share of admission to the learn queues against other tenants with work
     (2 gets twice the samples in flight of 1); ``max_in_flight`` caps its samples in flight
     (None: no cap beyond the fleet's window). ``on_budget`` says what a sample does when a
     budget is spent: ``wait`` (deferred until the window resets or the budget is raised) or
-    ``fail``.
+    ``fail``. ``redact`` replaces ACE_REDACT for its skillbooks' traces (docs/redaction.md).
     """
 
     name: str
@@ -142,9 +144,12 @@ class Tenant:
     max_in_flight: int | None = None
     budgets: tuple[Budget, ...] = ()
     on_budget: str = "wait"
+    # What is redacted from its traces, as ACE_REDACT writes it; None: the fleet's ACE_REDACT.
+    redact: str | None = None
 
     def __post_init__(self) -> None:
         validate_tenant_name(self.name)
+        _check_redaction(self.redact)
         for skillbook in self.skillbooks:
             try:
                 validate_skillbook_name(skillbook)
@@ -184,12 +189,14 @@ class Tenant:
             "max_in_flight": self.max_in_flight,
             "budgets": [budget.to_dict() for budget in self.budgets],
             "on_budget": self.on_budget,
+            **({"redact": self.redact} if self.redact is not None else {}),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Tenant:
         """The tenant ``to_dict`` wrote; InvalidTenantError naming the field that is wrong."""
         known = {"name", "skillbooks", "prefixes", "weight", "max_in_flight", "budgets", "on_budget"}
+        known.add("redact")
         unknown = set(data) - known
         if unknown:
             raise InvalidTenantError("field", sorted(unknown), "unknown")
@@ -409,6 +416,16 @@ class CachedTenants:
         """Read the tenants again on the next look (after this process changed them)."""
         with self._lock:
             self._checked = -math.inf
+
+
+def _check_redaction(text: str | None) -> None:
+    """InvalidTenantError naming the bad entry of a tenant's redaction setting (None: the fleet's)."""
+    if text is None:
+        return
+    try:
+        parse_redaction_spec(text)
+    except RedactionSpecError as exc:
+        raise InvalidTenantError("redact", text, str(exc)) from None
 
 
 def owned_skillbooks(tenant: Tenant, names: Iterable[str], tenants: TenantMap) -> list[str]:

@@ -23,6 +23,7 @@ from ...dedup import (
 from ...observability.metrics import WorkerMetrics
 from ...protocols import LLMClientLike, ReflectorLike
 from ...providers.call_gate import GatedClient
+from ...redaction.redactor import Redactor, redactor_for
 from ...roles import Agent, Reflector, SkillManager
 from ..llms import model_client
 from ..settings import DEDUP_OFF, SIM_MODEL, WorkerSettings
@@ -34,6 +35,7 @@ from ..store.schema import connect_checked
 from ..store.store import RedisSkillbookStore
 from ..tenancy.admission_scheduler import AdmissionState
 from ..tenancy.deferred_samples import DeferredSamples
+from ..tenancy.errors import UnknownTenantError
 from ..tenancy.limiter import Limiter
 from ..tenancy.limiter_gate import CompletionSizes, LimiterGate, priced_model
 from ..tenancy.tenants import CachedTenants, TenantRegistry
@@ -153,6 +155,17 @@ class WorkerRuntime:
     def close(self) -> None:
         """Close this process's Redis connections."""
         self.redis.close()
+
+    def redactor(self, tenant: str) -> Redactor:
+        """What redacts ``tenant``'s traces: its ``--redact`` if it set one, else ACE_REDACT.
+
+        Read from the cached tenants, so a change reaches this process within two seconds.
+        """
+        try:
+            spec = self.tenants.get(tenant).redact
+        except UnknownTenantError:  # removed since its message was sent: the fleet's setting
+            spec = None
+        return redactor_for(self.settings.redact if spec is None else spec)
 
     def store(self, name: str) -> RedisSkillbookStore:
         """The store of skillbook ``name``."""

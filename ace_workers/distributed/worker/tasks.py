@@ -24,6 +24,7 @@ import redis
 from ...errors import AceError, LLMError, LLMRequestRejected, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
 from ...observability.metrics import llm_usage
+from ...redaction.context_redaction import redact_context
 from ..store.batches import sample_key
 from ..store.errors import BatchNotFoundError, VersionConflict
 from ..store.keys import DEFAULT_TENANT
@@ -159,6 +160,12 @@ def run_step(
             claims=runtime.claims,
             max_trace_bytes=runtime.settings.max_trace_bytes,
         )
+        # Defense in depth: the producer redacted the trace before storing it, but a message may come
+        # from an older producer or another writer. What a chain's first step reads is redacted here
+        # (a producer only ever sends first steps; later ones carry what a worker returned), and
+        # every step's role outputs, in and out (an LLM may echo a skill older than redaction).
+        redactor = runtime.redactor(owner)
+        ctx = redact_context(redactor, ctx, outputs_only=index > 0)
         # What UpdateStep and TagStep record as where their writes came from (worker/provenance_metadata.py).
         ctx = with_fleet_provenance(ctx, payload, batch_id=batch_id, sample_index=sample_index, recipe=recipe)
         metadata = dict(ctx.metadata)
@@ -176,6 +183,7 @@ def run_step(
         )
         with write_scope(scope):
             out = runtime.call_step(recipe, skillbook, index, ctx)
+        out = redact_context(redactor, out, redacted_in=ctx)
         runtime.metrics.observe_llm_outputs(ctx, out)
         result = context_to_payload(out, claims=runtime.claims)
         usage = llm_usage(ctx, out)
