@@ -14,13 +14,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..core.context import ACEStepContext
-from .redactor import RedactionSession, Redactor, json_text
+from .redactor import RedactionSession, Redactor, json_text, redact_keeping
 
 __all__ = ["redact_context"]
 
 # Output fields no prompt reads and no store keeps as text: the LLM client's raw response.
 _SKIPPED_FIELDS = frozenset({"raw"})
 _OUTPUTS = ("agent_output", "reflection", "skill_manager_output")
+# What a producer sent: the parts whose kept paths (``keep:metadata.user_id``) stay as sent.
+_SENT = ("trace", "sample")
 
 
 def redact_context(
@@ -55,9 +57,10 @@ def redact_context(
     }
     models = {name: value for name, value in todo.items() if isinstance(value, BaseModel)}
     changes: dict[str, Any] = {}
+    kept = redactor.spec.kept
     for name, value in todo.items():  # the trace and sample first: they number what they hold
         if name not in models:
-            redacted = _redact(session, value)
+            redacted = _redact(session, value, kept if name in _SENT else ())
             if redacted is not value:
                 changes[name] = redacted
     changes.update(_redact_models(session, models))
@@ -89,16 +92,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _redact(session: RedactionSession, value: Any) -> Any:
-    """``value`` (a JSON value, a pydantic model, a dataclass sample) redacted; itself when unchanged."""
+def _redact(session: RedactionSession, value: Any, kept: tuple[tuple[str, ...], ...] = ()) -> Any:
+    """``value`` (a JSON value, a pydantic model, a dataclass sample) redacted; itself when unchanged.
+
+    ``kept``: dotted paths from the top of a trace dict or sample whose values stay as sent.
+    """
     if isinstance(value, BaseModel):
         return _redact_model(session, value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _redact_dataclass(session, value)
+        return _redact_dataclass(session, value, kept)
     if isinstance(value, list):
         items = [_redact(session, item) for item in value]
         return value if all(new is old for new, old in zip(items, value, strict=True)) else items
-    return session.json(value)
+    return redact_keeping(kept, value, session.json)
 
 
 def _redact_model(session: RedactionSession, model: BaseModel) -> BaseModel:
@@ -113,12 +119,14 @@ def _redact_model(session: RedactionSession, model: BaseModel) -> BaseModel:
     return model.model_copy(update=changes) if changes else model
 
 
-def _redact_dataclass(session: RedactionSession, sample: Any) -> Any:
+def _redact_dataclass(session: RedactionSession, sample: Any, kept: tuple[tuple[str, ...], ...]) -> Any:
     changes = {}
     for field in dataclasses.fields(sample):
         value = getattr(sample, field.name)
         if isinstance(value, str | list | dict):
-            redacted = _redact(session, value)
+            # A kept path's first part names the field (metadata), the rest a path into it.
+            inside = tuple(path[1:] for path in kept if path[0] == field.name and len(path) > 1)
+            redacted = _redact(session, value, inside)
             if redacted is not value:
                 changes[field.name] = redacted
     return dataclasses.replace(sample, **changes) if changes else sample

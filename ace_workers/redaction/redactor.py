@@ -18,7 +18,7 @@ from typing import Any
 from .detectors import Detector, Span, build_detectors, secret_key_pattern
 from .spec import RedactionSpec, parse_redaction_spec
 
-__all__ = ["PLACEHOLDER", "RedactionSession", "Redactor", "redactor_for"]
+__all__ = ["PLACEHOLDER", "RedactionSession", "Redactor", "redact_keeping", "redactor_for"]
 
 # Between the strings of one JSON value redacted as one text: no detector's match crosses it
 # (none matches NUL), bar the PEM key's, which _within_parts cuts at it.
@@ -181,10 +181,52 @@ class Redactor:
         return text if self.off else self.session(reserved_later=lambda: text).text(text)
 
     def json(self, value: Any) -> Any:
-        """A JSON value (a trace) redacted in a session of its own."""
+        """A JSON value (a trace) redacted in a session of its own, its kept paths as they were."""
         if self.off:
             return value
-        return self.session(reserved_later=lambda: json_text(value)).json(value)
+        session = self.session(reserved_later=lambda: json_text(value))
+        return redact_keeping(self.spec.kept, value, session.json)
+
+
+# Where a kept path's value waits while the rest is redacted: not a string, so nothing reads it.
+_SET_ASIDE = None
+
+
+def redact_keeping(paths: Iterable[tuple[str, ...]], value: Any, redact: Callable[[Any], Any]) -> Any:
+    """``redact(value)`` with the values at ``paths`` (dotted from the top of a dict) left as sent.
+
+    A kept path names a subject (``metadata.user_id``) that ``forget --subject`` must find as
+    the producer sent it. ``value`` itself is returned when nothing else changed.
+    """
+    kept = [(path, found) for path in paths if (found := _at(value, path)) is not _MISSING]
+    if not kept:
+        return redact(value)
+    stripped = value
+    for path, _found in kept:
+        stripped = _with(stripped, path, _SET_ASIDE)
+    redacted = redact(stripped)
+    if redacted is stripped:
+        return value
+    for path, found in kept:
+        redacted = _with(redacted, path, found)
+    return redacted
+
+
+_MISSING = object()
+
+
+def _at(value: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(value, dict) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def _with(value: dict[str, Any], path: tuple[str, ...], new: Any) -> dict[str, Any]:
+    """A copy of ``value`` (copied along ``path`` only) with ``new`` at ``path``."""
+    head, *rest = path
+    return {**value, head: _with(value[head], tuple(rest), new) if rest else new}
 
 
 def json_text(value: Any) -> str:

@@ -10,6 +10,8 @@ The text is a comma-separated list of entries::
                                 numbers written with + and a country code are found in any case
     EMPLOYEE=EMP-[0-9]{6}       a custom kind: the regex's matches become <EMPLOYEE_1>, ...;
                                 with a group named ``redact``, only that group is replaced
+    keep:metadata.user_id       the value at this dotted path of a trace (or sample) is never
+                                redacted: a subject ``forget --subject`` must find as it was sent
 
 A comma inside ``()``, ``[]`` or ``{}``, or after a backslash, belongs to a custom regex. This module
 only parses (standard library only): the detectors are built in detectors.py.
@@ -42,6 +44,9 @@ DEFAULT_PHONE_REGION = "US"
 # The group of a custom regex that is replaced when present (the rest of the match is kept).
 REDACT_GROUP = "redact"
 
+KEEP = "keep"
+# The deepest kept path: the same bound as a forget subject's.
+_MAX_KEPT_PATH = 16
 _CUSTOM_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}")
 _REGION = re.compile(r"[A-Z]{2}")
 _MAX_SPEC_CHARS = 4000
@@ -69,6 +74,7 @@ class RedactionSpec:
     phone_region: str = DEFAULT_PHONE_REGION
     custom: tuple[CustomPattern, ...] = ()
     text: str = DEFAULT
+    kept: tuple[tuple[str, ...], ...] = ()  # dotted paths from a trace's top, never redacted
 
     @property
     def off(self) -> bool:
@@ -90,7 +96,8 @@ def parse_redaction_spec(text: str | None) -> RedactionSpec:
     removed: set[str] = set()
     region = DEFAULT_PHONE_REGION
     custom: dict[str, CustomPattern] = {}
-    for entry in entries:
+    kept = tuple(_kept_path(entry) for entry in entries if entry.lower().startswith(KEEP + ":"))
+    for entry in (entry for entry in entries if not entry.lower().startswith(KEEP + ":")):
         if "=" in entry and not entry.startswith("-"):
             pattern = _custom(entry)
             if pattern.name.upper() in custom:
@@ -107,7 +114,9 @@ def parse_redaction_spec(text: str | None) -> RedactionSpec:
             if colon:
                 region = _region(entry, name, argument)
     chosen = tuple(kind for kind in KINDS if kind in kinds and kind not in removed)
-    return RedactionSpec(kinds=chosen, phone_region=region, custom=tuple(custom.values()), text=text)
+    return RedactionSpec(
+        kinds=chosen, phone_region=region, custom=tuple(custom.values()), text=text, kept=kept
+    )
 
 
 def split_entries(text: str) -> list[str]:
@@ -151,6 +160,13 @@ def _region(entry: str, name: str, argument: str) -> str:
     if _REGION.fullmatch(region) is None:
         raise RedactionSpecError(entry, "a phone region is two letters, e.g. phone:GB")
     return region
+
+
+def _kept_path(entry: str) -> tuple[str, ...]:
+    path = tuple(part.strip() for part in entry.partition(":")[2].split("."))
+    if not all(path) or len(path) > _MAX_KEPT_PATH:
+        raise RedactionSpecError(entry, "keep takes a dotted path into a trace, e.g. keep:metadata.user_id")
+    return path
 
 
 def _custom(entry: str) -> CustomPattern:

@@ -270,3 +270,19 @@ def test_a_reader_holding_a_snapshot_from_before_serves_the_skills_without_the_m
     _, after = reader.cached_snapshot()
     assert secret not in json.dumps(after.to_dict())
     assert len(after.to_dict()["skills"]) == len(before.to_dict()["skills"])
+
+
+@pytest.mark.parametrize("fleet_settings", [{"redact": "default,keep:metadata.user_id"}])
+def test_a_subject_kept_from_redaction_is_forgotten_by_the_value_sent(fleet: Fleet) -> None:
+    address = f"{marker()}@example.com"
+    with local_workers(fleet.service):
+        learn(fleet, [trace("flux", "77", address, "note"), trace("quill", "212", "u2", "kept")])
+    subject = parse_subject(f"metadata.user_id={address}")
+
+    result = forget(fleet.client, OPERATOR, subject)
+
+    assert result.samples == 1
+    # The erasure record names whom it erased (its selector), as an accountability log does.
+    assert [
+        place for place in found(fleet, address) if not place.startswith(f"b'{fleet.client.prefix}:erasures'")
+    ] == []

@@ -69,3 +69,16 @@ def test_ace_redact_is_checked_when_the_settings_are_read() -> None:
         WorkerSettings.from_env({"ACE_REDACT": "default,ipv5"})
 
     assert str(caught.value).startswith("ACE_REDACT='default,ipv5': entry 'ipv5': unknown kind")
+
+
+def test_keep_takes_dotted_paths() -> None:
+    spec = parse_redaction_spec("default,keep:metadata.user_id,keep:session")
+    assert spec.kept == (("metadata", "user_id"), ("session",))
+    assert spec.kinds == DEFAULT_KINDS
+
+
+@pytest.mark.parametrize("entry", ["keep:", "keep:metadata..user_id", "keep:" + ".".join(["a"] * 17)])
+def test_a_bad_kept_path_is_named(entry: str) -> None:
+    with pytest.raises(RedactionSpecError, match="keep takes a dotted path") as raised:
+        parse_redaction_spec("default," + entry)
+    assert entry in str(raised.value)

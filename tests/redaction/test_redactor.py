@@ -156,3 +156,29 @@ def test_a_context_is_redacted_in_one_session_with_its_sample_and_outputs() -> N
     assert redacted.skill_manager_output is not None
     assert redacted.skill_manager_output.update.operations[0].content == "Write to <EMAIL_2> not <EMAIL_1>."
     assert ctx.trace == {"question": f"Who is {EMAIL}?"}  # the original is untouched
+
+
+KEEPING_USER = redactor_for("default,keep:metadata.user_id")
+
+
+def test_a_kept_path_stays_as_sent_and_the_same_value_elsewhere_is_redacted() -> None:
+    trace = {"question": f"write to {EMAIL}", "metadata": {"user_id": EMAIL, "note": OTHER_EMAIL}}
+
+    redacted = KEEPING_USER.json(trace)
+
+    assert redacted["metadata"]["user_id"] == EMAIL
+    assert redacted["question"] == "write to <EMAIL_1>"
+    assert redacted["metadata"]["note"] == "<EMAIL_2>"
+    assert trace["metadata"]["user_id"] == EMAIL  # the trace sent is not changed in place
+    assert DEFAULT.json(trace)["metadata"]["user_id"] == "<EMAIL_1>"  # without keep, it goes
+
+
+def test_a_kept_path_of_a_sample_stays_as_sent() -> None:
+    sample = Sample(question=f"mail {EMAIL}", metadata={"user_id": EMAIL})
+    ctx = ACEStepContext(sample=sample, trace={"metadata": {"user_id": EMAIL}, "answer": EMAIL})
+
+    redacted = redact_context(KEEPING_USER, ctx)
+
+    assert redacted.sample.metadata == {"user_id": EMAIL}
+    assert redacted.sample.question == "mail <EMAIL_1>"
+    assert redacted.trace == {"metadata": {"user_id": EMAIL}, "answer": "<EMAIL_1>"}
