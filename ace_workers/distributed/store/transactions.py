@@ -84,6 +84,7 @@ from .planning import (
     without_operations,
 )
 from .replies import decode_int, decode_text, optional_text
+from .review_policy import decode_policy, reviews_any
 
 __all__ = [
     "META_ACTIVE_SKILLS",
@@ -218,17 +219,29 @@ class SkillbookWrites:
         idempotency_key: str | None,
         batch_json: str,
         source_json: str,
-    ) -> StoreApplyResult:
-        """One attempt at applying ``batch``, or the recorded result if its key was applied already."""
+        *,
+        unless_reviewed: bool = False,
+    ) -> StoreApplyResult | None:
+        """One attempt at applying ``batch``, or the recorded result if its key was applied already.
+
+        ``unless_reviewed``: read the review policy with the version, under the same WATCH, and
+        apply nothing (None) if it reviews an operation of ``batch``: the caller splits it. A
+        writer under the auto policy so spends no round trip on reading it.
+        """
         keys = self.keys
         idem_key = keys.idempotency(idempotency_key) if idempotency_key is not None else None
         watched = [keys.version, *([idem_key] if idem_key else [])]
+        if unless_reviewed:
+            watched.append(keys.review_policy)
         watch_keys(pipe, *watched)
-        raw_version, *recorded = read_watched(pipe, watched)
+        raw_version, *read = read_watched(pipe, watched)
         version = decode_int(raw_version)
-        if recorded and recorded[0] is not None:
+        if idem_key is not None and read[0] is not None:
             pipe.unwatch()
-            return self._duplicate_delivery(idempotency_key, recorded[0])
+            return self._duplicate_delivery(idempotency_key, read[0])
+        if unless_reviewed and reviews_any(decode_policy(read[-1], keys.review_policy), batch):
+            pipe.unwatch()
+            return None
         prepared = self.prepare_apply(pipe, batch, version)
         report = prepared.report
         stale = self._is_stale(base_version, version)
