@@ -11,9 +11,8 @@ Counting: a warm-up batch first, then Redis ``MONITOR`` around one batch of ``--
 samples. Each command is put to the process that sent it (its client port, from /proc: the
 learn worker, the write worker, or this process: producer and polling), split into what a
 client sent and what the server's scripts ran, and divided by the samples. Round trips: the
-commands a client sent, where the commands of one client that follow each other within
-``PIPELINE_GAP`` with no other client's in between count as one (a pipeline or a MULTI/EXEC
-arrives as one write and runs as one burst); an estimate, close to the truth on a quiet server.
+commands a client sent, a MULTI ... EXEC counting as one (redis-py and kombu send a transaction
+in one write); a pipeline without MULTI would count once per command (none is on a sample's path).
 
 Timing (no MONITOR: it slows Redis down): ``--rounds`` rounds of one batch each, ours and bare
 alternating which goes first, each on fresh worker processes with one warm-up batch; worker
@@ -54,7 +53,6 @@ from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.sim import failure_traces
 
-PIPELINE_GAP = 50e-6  # seconds: closer commands of one client, with none between, are one round trip
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _MONITOR_LINE = re.compile(r'^(?P<time>\d+\.\d+) \[\d+ (?P<client>[^\]]+)\] "(?P<command>[^"]+)"')
 KINDS = ("learn", "write", "producer")
@@ -187,8 +185,8 @@ class Monitor:
 def count(lines: list[tuple[float, str, str]], kinds: Callable[[str], str], samples: int) -> Counted:
     """Commands by kind and command, scripts' commands, and estimated round trips, of one batch."""
     counted = Counted(samples)
-    previous: tuple[float, str] | None = None
-    for when, client, command in lines:
+    in_transaction: set[str] = set()  # clients between their MULTI and EXEC
+    for _, client, command in lines:
         if client == "lua":
             counted.scripted[command] += 1
             continue
@@ -196,10 +194,12 @@ def count(lines: list[tuple[float, str, str]], kinds: Callable[[str], str], samp
             continue
         kind = kinds(client)
         counted.sent[kind, command] += 1
-        same_burst = previous is not None and previous[1] == client and when - previous[0] < PIPELINE_GAP
-        if not same_burst:
-            counted.round_trips[kind] += 1
-        previous = (when, client)
+        if command == "MULTI":
+            in_transaction.add(client)
+        elif command in ("EXEC", "DISCARD"):
+            in_transaction.discard(client)
+        if client not in in_transaction or command == "MULTI":
+            counted.round_trips[kind] += 1 if command not in ("EXEC", "DISCARD") else 0
     return counted
 
 
@@ -283,6 +283,8 @@ class Bench:
         self.service = service
         self.args = args
         self.batches = 0
+        # The worker processes read their settings from the environment: this one's admission window.
+        os.environ["ACE_ADMISSION_WINDOW"] = str(service.runtime.settings.admission_window)
 
     def batch(self, bare: bool, samples: int) -> float:
         """Seconds of one batch of ``samples`` (ours into a fresh skillbook, or bare chains)."""
@@ -295,6 +297,7 @@ class Bench:
     def timed(self, bare: bool) -> Timed:
         """One timed batch on fresh workers, after a warm-up batch, with the workers' CPU from /proc."""
         args = self.args
+        os.environ["ACE_ADMISSION_WINDOW"] = str(self.service.runtime.settings.admission_window)
         with workers_for(self.service, "processes", args.slots, bare=bare) as processes:
             self.batch(bare, args.slots)
             before = {role: cpu_seconds(p.pid) for role, p in processes.items()}
@@ -331,7 +334,7 @@ def print_counted(ours: Counted, bare: Counted, top: int) -> None:
         print(
             f"  {kind:>8}: {our_total:6.1f} | {bare_total:6.1f} commands sent, "
             f"{ours.round_trips[kind] / ours.samples:6.1f} | {bare.round_trips[kind] / bare.samples:6.1f} "
-            "round trips (est.)"
+            "round trips"
         )
         by_command: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
         for (k, command), n in ours.sent.items():
@@ -346,7 +349,7 @@ def print_counted(ours: Counted, bare: Counted, top: int) -> None:
     total = sum(ours.round_trips.values()) / ours.samples
     bare_total = sum(bare.round_trips.values()) / bare.samples
     scripted = sum(ours.scripted.values()) / ours.samples
-    print(f"  all kinds: {total:.1f} | {bare_total:.1f} round trips per sample (est.)")
+    print(f"  all kinds: {total:.1f} | {bare_total:.1f} round trips per sample")
     print(f"  run inside scripts (ours): {scripted:.1f} commands per sample")
 
 
@@ -373,8 +376,16 @@ def main() -> None:
     )
     parser.add_argument("--skip-count", action="store_true", help="time only")
     parser.add_argument("--skip-timing", action="store_true", help="count only")
+    parser.add_argument(
+        "--admission",
+        action="store_true",
+        help="instead: time ours with admission on (the default window) against off (0), one tenant",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    if args.admission:
+        time_admission(args)
+        return
     with private_redis() as url:
         settings = WorkerSettings(redis_url=url, queue_prefix="benchrt", sim_latency_seconds=args.latency)
         service = build_service(settings, redis_url=url)
@@ -414,3 +425,35 @@ def time_rounds(bench: Bench, rounds: int) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def time_admission(args: argparse.Namespace) -> None:
+    """``--rounds`` rounds of ours with admission on and off (one tenant), alternating which goes first."""
+    rates, cpus = [], []
+    with private_redis() as url:
+        benches = {}
+        for window in (WorkerSettings().admission_window, 0):
+            settings = WorkerSettings(
+                redis_url=url,
+                queue_prefix="benchrt",
+                sim_latency_seconds=args.latency,
+                admission_window=window,
+            )
+            benches[window] = Bench(build_service(settings, redis_url=url), args)
+        on, off = benches
+        try:
+            for number in range(args.rounds):
+                order = (on, off) if number % 2 == 0 else (off, on)
+                results = {window: benches[window].timed(bare=False) for window in order}
+                rates.append(results[on].rate / results[off].rate)
+                cpus.append(results[on].cpu_ms / results[off].cpu_ms)
+                print(
+                    f"round {number + 1}: admission on (window {on}) {results[on].rate:.2f} samples/s, "
+                    f"CPU {results[on].cpu_ms:.1f} ms/sample; off {results[off].rate:.2f} samples/s, "
+                    f"CPU {results[off].cpu_ms:.1f} ms/sample"
+                )
+        finally:
+            for bench in benches.values():
+                bench.service.close()
+    print(f"throughput on/off min/median/max: {spread(rates)} (target >= 0.97)")
+    print(f"worker CPU per sample on/off min/median/max: {spread(cpus)}")

@@ -102,7 +102,9 @@ class StoreBackedSkillbook:
         self.last_result = result
         if result.duplicate_delivery:
             logger.info("write %s to skillbook %s was already applied; skipped", key, self.name)
-        self.refresh()
+        # No read of the new version here: the next read (view(), the next step's current()) brings
+        # the process's snapshot forward, and an eager one cost the single writer a round trip per apply.
+        self.version = max(self.version, result.version)
         report: ApplyReport = result.report
         return report
 
