@@ -423,10 +423,6 @@ def time_rounds(bench: Bench, rounds: int) -> None:
     print(f"worker CPU per sample ours/bare min/median/max: {spread(cpus)} (target <= 1.2)")
 
 
-if __name__ == "__main__":
-    main()
-
-
 def time_admission(args: argparse.Namespace) -> None:
     """``--rounds`` rounds of ours with admission on and off (one tenant), alternating which goes first."""
     rates, cpus = [], []
@@ -457,3 +453,7 @@ def time_admission(args: argparse.Namespace) -> None:
                 bench.service.close()
     print(f"throughput on/off min/median/max: {spread(rates)} (target >= 0.97)")
     print(f"worker CPU per sample on/off min/median/max: {spread(cpus)}")
+
+
+if __name__ == "__main__":
+    main()
