@@ -279,12 +279,12 @@ class SkillbookWrites:
     def prepare_apply(self, pipe: Pipeline, batch: UpdateBatch, version: int) -> PreparedApply:
         """Under the WATCH of ``version``: read what ``batch`` depends on and plan it (nothing written)."""
         reads = SkillReads(self.keys.skills)
-        if isinstance(pipe, ClusterPipeline):
+        if watching_runs_scripts(pipe):
+            raw_next_id, raw_next_order, raw_active = self._read_first(pipe, batch, reads)
+        else:
             raw_next_id, raw_next_order, raw_active = pipe.hmget(
                 self.keys.meta, [META_NEXT_ID, META_NEXT_ORDER, META_ACTIVE_SKILLS]
             )
-        else:
-            raw_next_id, raw_next_order, raw_active = self._read_first(pipe, batch, reads)
         next_id, next_order = decode_int(raw_next_id) or 1, decode_int(raw_next_order)
         active = self._active_skills(pipe, version, raw_active)
         plan, report = self._plan_within_limit(pipe, batch, version, next_id, next_order, active, reads)
@@ -769,6 +769,12 @@ class ImportPayload:
 def watch_keys(pipe: Pipeline, *keys: str) -> None:
     """WATCH ``keys`` on ``pipe``: its later reads run at once, its writes wait for MULTI."""
     pipe.watch(*keys)  # type: ignore[no-untyped-call]  # redis-py leaves watch() unannotated
+
+
+def watching_runs_scripts(pipe: object) -> bool:
+    """True unless ``pipe`` is a cluster pipeline, whose WATCH mode runs no script (redis-py's typing
+    makes every store pipeline a plain one, hence ``object``)."""
+    return not isinstance(pipe, ClusterPipeline)
 
 
 def read_watched(pipe: Pipeline | ClusterPipeline, keys: list[str]) -> list[Any]:
