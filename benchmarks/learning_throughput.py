@@ -325,7 +325,8 @@ def _worker_process(
         "ACE_REDIS_URL": settings.redis_url or "",
         "ACE_QUEUE_PREFIX": settings.queue_prefix,
         "ACE_SIM_LATENCY_SECONDS": str(settings.sim_latency_seconds),
-        "PYTHONPATH": str(BENCH_DIR),
+        # This folder for bare_chain_app, then whatever the caller had (a worktree's code before the venv's).
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(BENCH_DIR), os.environ.get("PYTHONPATH")])),
     }
     common = [f"--concurrency={concurrency}", "--pool=threads", "--loglevel=WARNING", f"--hostname={name}"]
     if bare:

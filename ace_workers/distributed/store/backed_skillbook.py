@@ -63,9 +63,17 @@ class StoreBackedSkillbook:
 
     def view(self) -> SkillbookView:
         """The read-only view of the store's current version."""
+        return self.current()[1]
+
+    def current(self) -> tuple[int, SkillbookView]:
+        """The store's current version and its view, read together (one read when nothing changed).
+
+        The object is shared by a worker's threads: a caller that needs both takes them from here,
+        not from ``version`` after ``view()``, which another thread may have moved in between.
+        """
         version, view = self.store.cached_snapshot()
         self.version, self._view = version, view
-        return view
+        return version, view
 
     # -- writes: one store transaction each ------------------------------------------
     def apply_update(self, batch: UpdateBatch) -> ApplyReport:
@@ -73,8 +81,13 @@ class StoreBackedSkillbook:
         scope = current_write_scope()
         key = scope.next_key() if scope is not None else f"adhoc:{uuid.uuid4().hex}"
         source = scope.source if scope is not None else None
-        policy = self.store.review.policy()
-        if policy.reviews_anything:
+        base_version = scope.base_version if scope is not None else None
+        # The policy is read in the apply's own transaction: a batch it reviews nothing of applies there.
+        result = self.store.apply_unless_reviewed(
+            batch, base_version=base_version, idempotency_key=key, source=source
+        )
+        if result is None:
+            policy = self.store.review.policy()
             # The reviewed operations wait as a proposal (stored once per key), the rest apply now.
             batch, reviewed = split_batch(policy, batch)
             if reviewed.operations:
@@ -85,16 +98,13 @@ class StoreBackedSkillbook:
                     auto_approve_after=policy.auto_approve_after,
                     reject_duplicates=policy.duplicates == "reject",
                 )
-        result = self.store.apply(
-            batch,
-            base_version=scope.base_version if scope is not None else None,
-            idempotency_key=key,
-            source=source,
-        )
+            result = self.store.apply(batch, base_version=base_version, idempotency_key=key, source=source)
         self.last_result = result
         if result.duplicate_delivery:
             logger.info("write %s to skillbook %s was already applied; skipped", key, self.name)
-        self.refresh()
+        # No read of the new version here: the next read (view(), the next step's current()) brings
+        # the process's snapshot forward, and an eager one cost the single writer a round trip per apply.
+        self.version = max(self.version, result.version)
         report: ApplyReport = result.report
         return report
 

@@ -11,8 +11,8 @@ without a TTL while the batch runs and get one when it finishes or is
 cancelled (the layout is in :mod:`.keys`).
 
 Each step run of a sample is counted too, once, with its time and its LLM usage
-(:mod:`.step_stats`): a step with more to run after it in its own round trip,
-the last one with the sample's record. A new batch enters a capped index of
+(:mod:`.step_stats`): a step with more to run after it as the next step starts (its message
+carries the run), the last one with the sample's record. A new batch enters a capped index of
 recent batches, so finished ones can be listed until their keys expire.
 """
 
@@ -51,8 +51,9 @@ __all__ = [
 # Marker, record, counters and last step of a finished sample in one atomic step (see the script);
 # count_step.lua is the function both step scripts use to count a finished step run once.
 _FINISH_SAMPLE_LUA = read_lua(__name__, "count_step.lua", "finish_sample.lua")
-# A step's progress, written only if its batch exists and was not cancelled (see the script).
-_RECORD_PROGRESS_LUA = read_lua(__name__, "record_progress.lua")
+# A step's progress, written only if its batch exists and was not cancelled, with the run of the
+# step before it counted once (count_step.lua; see the script).
+_RECORD_PROGRESS_LUA = read_lua(__name__, "count_step.lua", "record_progress.lua")
 # A finished step of a sample with more to run, counted once in its batch's steps (see the script).
 _RECORD_STEP_LUA = read_lua(__name__, "count_step.lua", "record_step.lua")
 # A failed sample made unfinished again, as its dead letter is sent back (see the script).
@@ -474,9 +475,13 @@ class BatchStore:
         self._expire(batch_id)
         self.forget_running(batch_id)
 
-    def record_progress(self, batch_id: str, epoch: int, index: int, *, first_step: bool) -> bool:
+    def record_progress(
+        self, batch_id: str, epoch: int, index: int, *, first_step: bool, previous: StepRun | None = None
+    ) -> bool:
         """Note that a step of a sample started (for its first step, that the sample started).
 
+        ``previous``: the run of the sample's step before this one (its message carries it),
+        counted in the batch's steps in the same round trip, once, as :meth:`record_step` counts.
         Returns False if the batch was cancelled (the step should not run), in the same round trip.
 
         Raises:
@@ -484,9 +489,11 @@ class BatchStore:
         """
         keys = [
             self._key(batch_id),
-            *(self._key(batch_id, part) for part in ("progress", "started", "waiting")),
+            *(self._key(batch_id, part) for part in ("progress", "started", "waiting", "steps", "stepped")),
         ]
         args: list[EncodableT] = [sample_key(epoch, index), time.time(), int(first_step)]
+        if previous is not None:
+            args += previous.args()
         answer = int(self._progress_script(keys=keys, args=args))
         if answer == _NO_BATCH:
             raise BatchNotFoundError(batch_id, self.ttl_seconds)

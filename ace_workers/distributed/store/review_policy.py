@@ -33,6 +33,7 @@ __all__ = [
     "decode_policy",
     "operation_signature",
     "parse_policy",
+    "reviews_any",
     "split_batch",
 ]
 
@@ -152,6 +153,11 @@ def split_batch(policy: ReviewPolicy, batch: UpdateBatch) -> tuple[UpdateBatch, 
         batch.model_copy(update={"operations": auto}),
         batch.model_copy(update={"operations": reviewed}),
     )
+
+
+def reviews_any(policy: ReviewPolicy, batch: UpdateBatch) -> bool:
+    """True if ``policy`` makes an operation of ``batch`` a proposal (split it before applying)."""
+    return policy.reviews_anything and any(policy.mode_of(op.type) == REVIEW for op in batch.operations)
 
 
 def operation_signature(op: UpdateOperation) -> str:

@@ -15,7 +15,7 @@ from redis.typing import EncodableT
 
 from .replies import decode_text
 
-__all__ = ["StepRun", "StepStats", "read_step_stats"]
+__all__ = ["StepRun", "StepStats", "read_step_stats", "run_from_message"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,36 @@ class StepRun:
             max(0, self.completion_tokens),
             cost,
         ]
+
+    def to_message(self) -> list[Any]:
+        """The run as the next step's message carries it (see :func:`run_from_message`)."""
+        return [self.index, self.name, self.seconds, self.prompt_tokens, self.completion_tokens, self.cost]
+
+
+def run_from_message(value: object, index: int) -> StepRun | None:
+    """The run of step ``index`` a step message carries (``to_message``), or None.
+
+    A message is untrusted, and a step's figures are no reason to fail its sample: anything but
+    a run of step ``index`` with a name, finite non-negative numbers and a cost or null is None.
+    """
+    if not isinstance(value, list) or len(value) != 6:
+        return None
+    step, name, seconds, prompt, completion, cost = value
+    counts_ok = all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (step, prompt, completion)
+    )
+    if not counts_ok or step != index or not isinstance(name, str) or not name:
+        return None
+    if not _figure(seconds) or not (cost is None or _figure(cost)):
+        return None
+    return StepRun(step, name, float(seconds), prompt, completion, None if cost is None else float(cost))
+
+
+def _figure(value: object) -> bool:
+    """True for a finite non-negative number (not a bool)."""
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    )
 
 
 @dataclass(frozen=True)

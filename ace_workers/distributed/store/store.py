@@ -605,6 +605,36 @@ class RedisSkillbookStore:
         without changing anything. An empty batch changes nothing and makes
         no version. Raises VersionConflict after ``max_attempts`` lost races.
         """
+        result = self._apply(batch, base_version, idempotency_key, source, unless_reviewed=False)
+        assert result is not None  # only an apply told to mind the review policy leaves a batch alone
+        return result
+
+    def apply_unless_reviewed(
+        self,
+        batch: UpdateBatch,
+        *,
+        base_version: int | None = None,
+        idempotency_key: str | None = None,
+        source: dict[str, Any] | None = None,
+    ) -> StoreApplyResult | None:
+        """:meth:`apply`, unless the review policy makes an operation of ``batch`` a proposal: then None,
+        and nothing is written (split the batch: see ``StoreBackedSkillbook.apply_update``).
+
+        The policy is read with the version under the apply's own WATCH, so a learning write under
+        the auto policy costs no round trip for it, and a policy set meanwhile makes the attempt
+        run again.
+        """
+        return self._apply(batch, base_version, idempotency_key, source, unless_reviewed=True)
+
+    def _apply(
+        self,
+        batch: UpdateBatch,
+        base_version: int | None,
+        idempotency_key: str | None,
+        source: dict[str, Any] | None,
+        *,
+        unless_reviewed: bool,
+    ) -> StoreApplyResult | None:
         batch.validate_operations()
         if idempotency_key is not None and (not isinstance(idempotency_key, str) or not idempotency_key):
             raise ValueError(f"idempotency_key must be a non-empty string, got {idempotency_key!r}")
@@ -616,9 +646,17 @@ class RedisSkillbookStore:
         result = self._cas(
             "apply",
             lambda pipe: self._writes.apply(
-                pipe, batch, base_version, idempotency_key, batch_json, source_json
+                pipe,
+                batch,
+                base_version,
+                idempotency_key,
+                batch_json,
+                source_json,
+                unless_reviewed=unless_reviewed,
             ),
         )
+        if result is None:
+            return None
         if not result.duplicate_delivery:
             log_report(self.name, result.version, batch, result.report)
         if self._observer is not None:

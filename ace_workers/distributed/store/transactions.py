@@ -8,6 +8,7 @@ store's retry loop: nothing of the attempt was applied.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import uuid
@@ -18,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 import redis
 from redis.client import Pipeline
 from redis.cluster import ClusterPipeline
+from redis.exceptions import NoScriptError
 from redis.typing import EncodableT, FieldT
 
 from ...core.consolidation import (
@@ -31,6 +33,7 @@ from ...core.skill_provenance import DEFAULT_KEEP
 from ...core.skillbook import ApplyReport
 from ...core.updates import UpdateBatch
 from ...errors import one_line
+from ..lua import read_lua
 from .change_digest import STORED_DIGEST_CHANGES, stored_digest_json
 from .changelog import (
     ChangeKind,
@@ -85,6 +88,7 @@ from .planning import (
     without_operations,
 )
 from .replies import decode_int, decode_text, optional_text
+from .review_policy import decode_policy, reviews_any
 
 __all__ = [
     "META_ACTIVE_SKILLS",
@@ -103,6 +107,9 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# The first reads of an apply in one round trip (see the script and SkillbookWrites._read_first).
+_APPLY_READS_LUA = read_lua(__name__, "apply_reads.lua")
+_APPLY_READS_SHA = hashlib.sha1(_APPLY_READS_LUA.encode()).hexdigest()  # the name Redis knows it by
 _MAX_PLAN_ROUNDS = 6  # read rounds of one apply attempt; two in practice
 # Field of the meta hash: how many active skills the skillbook holds, kept by every write in
 # its own MULTI, so an apply checks the size limit without counting the skills.
@@ -219,17 +226,29 @@ class SkillbookWrites:
         idempotency_key: str | None,
         batch_json: str,
         source_json: str,
-    ) -> StoreApplyResult:
-        """One attempt at applying ``batch``, or the recorded result if its key was applied already."""
+        *,
+        unless_reviewed: bool = False,
+    ) -> StoreApplyResult | None:
+        """One attempt at applying ``batch``, or the recorded result if its key was applied already.
+
+        ``unless_reviewed``: read the review policy with the version, under the same WATCH, and
+        apply nothing (None) if it reviews an operation of ``batch``: the caller splits it. A
+        writer under the auto policy so spends no round trip on reading it.
+        """
         keys = self.keys
         idem_key = keys.idempotency(idempotency_key) if idempotency_key is not None else None
         watched = [keys.version, *([idem_key] if idem_key else [])]
+        if unless_reviewed:
+            watched.append(keys.review_policy)
         watch_keys(pipe, *watched)
-        raw_version, *recorded = read_watched(pipe, watched)
+        raw_version, *read = read_watched(pipe, watched)
         version = decode_int(raw_version)
-        if recorded and recorded[0] is not None:
+        if idem_key is not None and read[0] is not None:
             pipe.unwatch()
-            return self._duplicate_delivery(idempotency_key, recorded[0])
+            return self._duplicate_delivery(idempotency_key, read[0])
+        if unless_reviewed and reviews_any(decode_policy(read[-1], keys.review_policy), batch):
+            pipe.unwatch()
+            return None
         prepared = self.prepare_apply(pipe, batch, version)
         report = prepared.report
         stale = self._is_stale(base_version, version)
@@ -260,13 +279,44 @@ class SkillbookWrites:
 
     def prepare_apply(self, pipe: Pipeline, batch: UpdateBatch, version: int) -> PreparedApply:
         """Under the WATCH of ``version``: read what ``batch`` depends on and plan it (nothing written)."""
-        raw_next_id, raw_next_order, raw_active = pipe.hmget(
-            self.keys.meta, [META_NEXT_ID, META_NEXT_ORDER, META_ACTIVE_SKILLS]
-        )
+        reads = SkillReads(self.keys.skills)
+        if watching_runs_scripts(pipe):
+            raw_next_id, raw_next_order, raw_active = self._read_first(pipe, batch, reads)
+        else:
+            raw_next_id, raw_next_order, raw_active = pipe.hmget(
+                self.keys.meta, [META_NEXT_ID, META_NEXT_ORDER, META_ACTIVE_SKILLS]
+            )
         next_id, next_order = decode_int(raw_next_id) or 1, decode_int(raw_next_order)
         active = self._active_skills(pipe, version, raw_active)
-        plan, report = self._plan_within_limit(pipe, batch, version, next_id, next_order, active)
+        plan, report = self._plan_within_limit(pipe, batch, version, next_id, next_order, active, reads)
         return PreparedApply(plan, report, next_id, next_order, active, raw_active is not None)
+
+    def _read_first(self, pipe: Pipeline, batch: UpdateBatch, reads: SkillReads) -> list[Any]:
+        """The meta fields an apply plans with, and into ``reads`` the skills ``batch`` names (with their
+        provenance) and its ADDs' index fields: one round trip (apply_reads.lua) where four were.
+
+        Not on a cluster pipeline, whose WATCH mode runs no script: it reads them one by one.
+        """
+        keys = self.keys
+        ids = sorted({op.skill_id for op in batch.operations if op.skill_id})
+        fields = sorted(
+            {content_field(op.section.strip(), op.content) for op in batch.operations if op.type == "ADD"}
+        )
+        script_keys = [keys.meta, keys.skills, keys.provenance, keys.content]
+        # EVALSHA on the watching pipeline itself (it runs at once), not through a Script object:
+        # that would make the pipeline check its scripts at EXEC, a round trip more.
+        try:
+            reply = pipe.evalsha(_APPLY_READS_SHA, len(script_keys), *script_keys, len(ids), *ids, *fields)
+        except NoScriptError:
+            pipe.script_load(_APPLY_READS_LUA)  # a server that has not seen it (or was restarted)
+            reply = pipe.evalsha(_APPLY_READS_SHA, len(script_keys), *script_keys, len(ids), *ids, *fields)
+        meta, skills, provenance, index = reply
+        for skill_id, raw_skill, raw_provenance in zip(ids, skills, provenance, strict=True):
+            reads.add_skill(skill_id, raw_skill)
+            reads.add_provenance(skill_id, raw_provenance, keys.provenance)
+        for field_name, raw in zip(fields, index, strict=True):
+            reads.fields[field_name] = json.loads(raw) if raw is not None else []
+        return list(meta)
 
     def queue_apply(self, pipe: Pipeline, prepared: PreparedApply) -> None:
         """Inside MULTI: write the skills, index entries and counters a prepared apply changes."""
@@ -282,7 +332,14 @@ class SkillbookWrites:
             pipe.hset(self.keys.meta, mapping=meta)
 
     def _plan_within_limit(
-        self, pipe: Pipeline, batch: UpdateBatch, version: int, next_id: int, next_order: int, active: int
+        self,
+        pipe: Pipeline,
+        batch: UpdateBatch,
+        version: int,
+        next_id: int,
+        next_order: int,
+        active: int,
+        reads: SkillReads,
     ) -> tuple[ApplyPlan, ApplyReport]:
         """Plan ``batch``, leaving out the ADDs that would take the skillbook above ``max_skills``.
 
@@ -294,7 +351,7 @@ class SkillbookWrites:
         kept = list(range(len(batch.operations)))
         full: list[int] = []
         planned = batch
-        plan = self._plan(pipe, planned, version, next_id, next_order)
+        plan = self._plan(pipe, planned, version, next_id, next_order, reads)
         while (excess := active + active_growth(plan.changes) - self.max_skills) > 0:
             dropped = adds_beyond_room(planned, plan.report, excess)
             if not dropped:
@@ -302,7 +359,7 @@ class SkillbookWrites:
             full += [kept[i] for i in dropped]
             kept = [index for position, index in enumerate(kept) if position not in set(dropped)]
             planned = without_operations(batch, kept)
-            plan = self._plan(pipe, planned, version, next_id, next_order)
+            plan = self._plan(pipe, planned, version, next_id, next_order, reads)
         if not full:
             return plan, plan.report
         return plan, report_in_batch_indices(plan.report, kept, full)
@@ -353,10 +410,19 @@ class SkillbookWrites:
         return result
 
     def _plan(
-        self, pipe: Pipeline, batch: UpdateBatch, version: int, next_id: int, next_order: int
+        self,
+        pipe: Pipeline,
+        batch: UpdateBatch,
+        version: int,
+        next_id: int,
+        next_order: int,
+        reads: SkillReads,
     ) -> ApplyPlan:
-        """Read what ``batch`` depends on, round by round, until its plan is complete."""
-        reads = SkillReads(self.keys.skills)
+        """Read what ``batch`` depends on, round by round, until its plan is complete.
+
+        ``reads``: what was read under this WATCH already (shared by the rounds of one attempt:
+        the values cannot have changed); only what it lacks is read.
+        """
         self._read_into(
             pipe,
             reads,
@@ -708,6 +774,12 @@ class ImportPayload:
 def watch_keys(pipe: Pipeline, *keys: str) -> None:
     """WATCH ``keys`` on ``pipe``: its later reads run at once, its writes wait for MULTI."""
     pipe.watch(*keys)  # type: ignore[no-untyped-call]  # redis-py leaves watch() unannotated
+
+
+def watching_runs_scripts(pipe: object) -> bool:
+    """True unless ``pipe`` is a cluster pipeline, whose WATCH mode runs no script (redis-py's typing
+    makes every store pipeline a plain one, hence ``object``)."""
+    return not isinstance(pipe, ClusterPipeline)
 
 
 def read_watched(pipe: Pipeline | ClusterPipeline, keys: list[str]) -> list[Any]:

@@ -12,7 +12,9 @@ __all__ = ["start_next_epoch"]
 logger = logging.getLogger(__name__)
 
 
-def start_next_epoch(dispatch: Dispatcher, batch_id: str, epoch: int, finished: int | None) -> None:
+def start_next_epoch(
+    dispatch: Dispatcher, batch_id: str, epoch: int, finished: int | None, *, epochs: int | None = None
+) -> None:
     """Start epoch ``epoch + 1`` once every sample of ``epoch`` finished, or finish starting it.
 
     The task whose count completes the epoch starts the next one. A final task delivered
@@ -20,11 +22,17 @@ def start_next_epoch(dispatch: Dispatcher, batch_id: str, epoch: int, finished: 
     completed the epoch died while sending the next one, the rest is sent from where it
     stopped (:func:`~.epochs.resume_batch`). With admission on, the sample's slot frees and the
     next admitted samples (of any tenant) are sent.
+
+    ``epochs``: the batch's epochs when the sample was sent (its payload's ``total_epochs``), if
+    known. A batch's epochs never grow (``end_at_epoch`` only ends it sooner), so a sample of that
+    epoch or a later one has no epoch to start and its batch's status is not read.
     """
     runtime = dispatch.runtime
     # Its admission slot frees, and the window's free slots go to whichever tenant is due, sent by a
     # worker of that batch's queue (worker/admission.py).
     sample_left(dispatch, batch_id, epoch, finished)
+    if epochs is not None and epoch >= epochs:
+        return
     status = runtime.batches.status(batch_id)
     if epoch < status.epochs:
         if finished is None:

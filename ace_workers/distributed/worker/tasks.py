@@ -28,7 +28,7 @@ from ...redaction.context_redaction import redact_context
 from ..store.batches import sample_key
 from ..store.errors import BatchNotFoundError, VersionConflict
 from ..store.keys import DEFAULT_TENANT
-from ..store.step_stats import StepRun
+from ..store.step_stats import StepRun, run_from_message
 from ..store.write_scope import WriteScope, write_scope
 from ..tenancy.errors import BudgetExhaustedError
 from .admission import admit_more, send_admitted
@@ -63,6 +63,7 @@ __all__ = [
     "NOT_RETRYABLE",
     "REDIS_OUTAGE",
     "RETRYABLE",
+    "STEP_RUN_KEY",
     "admit_batch",
     "handle_step",
     "reconcile_fleet",
@@ -74,6 +75,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# The payload key of the run of the step that sent it (StepRun.to_message): the next step counts it
+# in the batch's steps as it starts (record_progress), so no step spends a round trip on its figures.
+STEP_RUN_KEY = "step_run"
 
 # Worth another delivery: rate limits and timeouts the client gave up on, and lost CAS races.
 RETRYABLE = (LLMError, VersionConflict)
@@ -146,17 +151,21 @@ def run_step(
     log_context = StepLogContext(batch_id, sample_key(epoch, sample_index), skillbook, route.name)
     with step_log_context(log_context), runtime.metrics.timed_step(route.name, skillbook):
         started = time.perf_counter()
-        if not runtime.batches.record_progress(batch_id, epoch, sample_index, first_step=index == 0):
+        # The step before's figures, which its message carries, are counted as this step starts.
+        previous = run_from_message(payload.get(STEP_RUN_KEY), index - 1) if index > 0 else None
+        if not runtime.batches.record_progress(
+            batch_id, epoch, sample_index, first_step=index == 0, previous=previous
+        ):
             logger.info(
                 "batch %s was cancelled: %s not run, the rest of its chain dropped", batch_id, route.name
             )
             raise StepDropped(f"batch {batch_id} was cancelled")  # the chain's next steps are never sent
         book = runtime.skillbook(skillbook)
-        version = book.refresh()
+        version, view = book.current()  # one read: the version and the view that goes with it
         # The producer checked the trace's size; a message need not come from a producer of ours.
         ctx = payload_to_context(
             payload,
-            skillbook=book.view(),
+            skillbook=view,
             claims=runtime.claims,
             max_trace_bytes=runtime.settings.max_trace_bytes,
         )
@@ -200,10 +209,11 @@ def run_step(
             finished = runtime.batches.record_done(batch_id, epoch, sample_index, result, step=run)
             if finished is not None:  # counted once per sample: None when it was recorded already
                 count_served(runtime.redis, book.store.keys, out.metadata)
-            start_next_epoch(dispatch, batch_id, epoch, finished)
+            start_next_epoch(dispatch, batch_id, epoch, finished, epochs=ctx.total_epochs)
         else:
-            # One round trip more per step but the last, whose run goes with the sample's record.
-            runtime.batches.record_step(batch_id, epoch, sample_index, run)
+            # Counted by the next step's record_progress, in the round trip it makes anyway; the last
+            # step's run goes with the sample's record.
+            result[STEP_RUN_KEY] = run.to_message()
         return result
 
 

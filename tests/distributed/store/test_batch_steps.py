@@ -14,7 +14,7 @@ import redis
 from ace_workers.distributed.store import batches as batches_module
 from ace_workers.distributed.store.batches import BatchStore
 from ace_workers.distributed.store.keys import batch_key, recent_batches_key
-from ace_workers.distributed.store.step_stats import StepRun, read_step_stats
+from ace_workers.distributed.store.step_stats import StepRun, read_step_stats, run_from_message
 
 PREFIX = "steps"
 
@@ -63,6 +63,52 @@ def test_a_second_copy_of_a_step_run_counts_nothing(batches: BatchStore) -> None
     batches.record_done("b", 1, 1, {"trace": {}}, step=run(1))
     assert batches.record_step("b", 1, 1, run(0)) is False  # a re-sent copy running late
     assert [stats.done for stats in batches.step_stats("b")] == [1, 1]
+
+
+def test_the_next_step_counts_the_run_before_it_as_it_starts_once(batches: BatchStore) -> None:
+    created(batches, "b")
+    assert batches.record_progress(
+        "b", 1, 1, first_step=False, previous=run(0, 0.25, tokens=(100, 20), cost=0.5)
+    )
+    assert batches.record_progress("b", 1, 1, first_step=False, previous=run(0, 0.25))  # redelivered
+
+    (first,) = batches.step_stats("b")
+
+    assert (first.name, first.done, first.seconds) == ("Step0", 1, pytest.approx(0.25))
+    assert (first.prompt_tokens, first.completion_tokens, first.cost) == (100, 20, pytest.approx(0.5))
+
+
+def test_a_run_carried_to_a_cancelled_or_finished_batch_is_not_counted(
+    batches: BatchStore, redis_client: redis.Redis
+) -> None:
+    created(batches, "b", samples=1)
+    batches.record_done("b", 1, 1, {"trace": {}}, step=run(1))
+    batches.record_progress("b", 1, 1, first_step=False, previous=run(0))  # a late copy of a finished batch
+    assert [(stats.index, stats.done) for stats in batches.step_stats("b")] == [(1, 1)]  # step 0: none
+
+    created(batches, "c")
+    batches.cancel("c")
+    assert batches.record_progress("c", 1, 1, first_step=False, previous=run(0)) is False
+    assert redis_client.exists(batch_key(PREFIX, "c", "steps")) == 0
+
+
+def test_a_run_a_message_carries_is_read_back_only_when_it_is_one() -> None:
+    carried = run(1, 0.5, tokens=(3, 4), cost=0.25)
+
+    assert run_from_message(carried.to_message(), 1) == carried
+    assert run_from_message(carried.to_message(), 2) is None  # not the step before the one running
+    for hostile in (
+        None,
+        "x",
+        [1],
+        [1, "S", -1.0, 0, 0, None],
+        [1, "S", 0.5, True, 0, None],
+        [1, "", 0.5, 0, 0, None],
+        [1, "S", float("nan"), 0, 0, None],
+        [1, "S", 0.5, 0, 0, "cheap"],
+        [True, "S", 0.5, 0, 0, None],
+    ):
+        assert run_from_message(hostile, 1) is None, hostile
 
 
 def test_a_failure_counts_at_its_step_and_leaves_it_when_the_letter_reopens_the_sample(

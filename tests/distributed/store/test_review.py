@@ -313,6 +313,42 @@ def test_rules_split_a_batch_tags_apply_at_once_and_adds_wait(store: RedisSkillb
     assert [op["type"] for op in proposal.operations] == ["ADD"]
 
 
+def test_a_policy_set_while_a_write_is_planned_makes_it_a_proposal(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    """The policy is read under the apply's own WATCH: set between its reads and its MULTI, the
+    attempt runs again and proposes what the new policy reviews; nothing applies under the old one."""
+    store = RedisSkillbookStore(redis_client, "book")
+    policy_set: list[int] = []
+
+    def set_policy_first() -> None:
+        if not policy_set:
+            policy_set.append(1)
+            store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)
+
+    hooked = hooked_like(redis_client, redis_url, set_policy_first)
+    try:
+        learn(RedisSkillbookStore(hooked, "book"), UpdateBatch(operations=[add("Check the units")]))
+    finally:
+        hooked.close()
+    assert contents(store) == []
+    (proposal,) = store.review.proposals()
+    assert [op["content"] for op in proposal.operations] == ["Check the units"]
+
+
+def test_a_write_the_policy_reviews_nothing_of_applies_in_one_transaction(store: RedisSkillbookStore) -> None:
+    (rule,) = seeded(store, "Carry the one")
+    store.review.set_policy(parse_policy("ADD=review"), actor=ALICE)
+    before = store.version()
+
+    assert store.apply_unless_reviewed(UpdateBatch(operations=[add("Check the units")])) is None
+    assert store.version() == before  # nothing written: the caller splits the batch
+    result = store.apply_unless_reviewed(UpdateBatch(operations=[tag(rule, helpful=1)]))
+    assert result is not None
+    assert (result.version, result.report.tagged) == (before + 1, [rule])
+    assert store.review.proposals() == []
+
+
 def test_proposals_page_with_an_offset_and_pick_a_section_before_the_page(store: RedisSkillbookStore) -> None:
     (rule,) = seeded(store, "Carry the one")
     store.review.set_policy(ReviewPolicy.everything("review"), actor=ALICE)

@@ -67,6 +67,19 @@ def test_an_add_restating_a_skill_of_its_section_is_skipped(store: RedisSkillboo
     assert store.stats()["skipped_ops"] == 1
 
 
+def test_an_apply_reads_on_a_server_that_lost_its_scripts(
+    store: RedisSkillbookStore, redis_client: redis.Redis
+) -> None:
+    """An apply reads what it plans with in one script (one server: apply_reads.lua); a server that
+    forgot its scripts (restarted, SCRIPT FLUSH) is given it again, and the apply goes through."""
+    first = store.apply(batch(add("Check the units")))
+    redis_client.script_flush()
+    second = store.apply(batch(add("Check the units"), add("Carry the one")))
+
+    assert (first.version, second.version) == (1, 2)
+    assert second.report.added and len(second.report.duplicates) == 1  # the index field was read
+
+
 def test_update_tag_remove_follow_the_core_semantics(store: RedisSkillbookStore) -> None:
     store.apply(batch(add("Check units.", "math"), add("Estimate first", "math")))
     store.apply(
