@@ -9,7 +9,7 @@ import operator
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from .consolidation import (
 from .files import special_file_kind, write_text_atomically
 from .json_nesting import loads_bounded
 from .lifecycle_rules import LifecycleAction, change_lifecycle
-from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
+from .prompt_budget import PromptBudget, RelevanceScorer, lexical_relevance, select_within_budget, text_words
 from .prompt_index import IndexScorer, PromptIndex
 from .reference_format import clean_provenance, from_reference_skill
 from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, normalise_content, utc_now
@@ -664,6 +664,45 @@ class Skillbook:
         scores = index_scores(query, index, self._skills) if index_scores is not None and query else None
         chosen = index.select(query, budget, _fixed_chars(index.count), scores)
         return f"{_render_rows(index, chosen)}\n{_omitted_note(index.count - len(chosen), len(chosen))}"
+
+    def most_relevant(
+        self,
+        query: str,
+        k: int,
+        scorer: RelevanceScorer | None = None,
+        *,
+        exclude: Collection[str] = (),
+    ) -> list[Skill]:
+        """Copies of up to ``k`` active skills most relevant to ``query``, best first.
+
+        Found on the prompt index (the query words' postings, or an index scorer's
+        scores), never by a pass over every skill. Skills in ``exclude`` are left out,
+        and so are skills with nothing in common with the query: with the default
+        (lexical) scorer, no shared word; with a scorer of its own, a score of 0 or less.
+        """
+        if k < 1 or not query.strip():
+            return []
+        index_scores: IndexScorer | None = getattr(scorer, "index_scores", None)
+        index = self._prompt_index()
+        if index.count == 0:
+            return []
+        scores = index_scores(query, index, self._skills) if index_scores is not None else None
+        # The k best that are not excluded are among the k + len(exclude) best.
+        excluded = set(exclude)
+        wanted = PromptBudget(max_skills=k + len(excluded), max_chars=None)
+        slots = [s for s in index.select(query, wanted, 0, scores) if index.ids[s] not in excluded]
+        with self._lock:
+            found = [(slot, self._skills[skill_id]) for slot in slots if (skill_id := index.ids[slot])]
+        if scores is not None:
+            ranked = [(float(scores[slot]), skill) for slot, skill in found]
+        else:
+            words = text_words(query)
+            found = [(slot, skill) for slot, skill in found if text_words(skill.content) & words]
+            relevance = lexical_relevance(query, [skill for _, skill in found])
+            ranked = list(zip(relevance, (skill for _, skill in found), strict=True))
+        ranked = [pair for pair in ranked if pair[0] > 0]
+        ranked.sort(key=lambda pair: -pair[0])  # stable: ties stay in skillbook order
+        return [copy.deepcopy(skill) for _, skill in ranked[:k]]
 
     def _prompt_index(self) -> PromptIndex:
         """The prompt index of this version, built on first use."""

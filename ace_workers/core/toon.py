@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Sequence
 
-__all__ = ["encode_row", "encode_table", "table_header"]
+__all__ = ["encode_row", "encode_table", "first_column", "table_header"]
 
 _NEEDS_QUOTES = re.compile(r'[\t\n\r"\\]')
 _LOOKS_LITERAL = re.compile(r"^(?:true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)$")
@@ -47,3 +47,18 @@ def encode_row(row: Sequence[object]) -> str:
 def encode_table(name: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Encode ``rows`` (one value per column) as a tab-delimited TOON table called ``name``."""
     return "\n".join([table_header(name, columns, len(rows)), *(encode_row(row) for row in rows)])
+
+
+def first_column(table: str) -> list[str]:
+    """The first cell of each row of a table :func:`encode_table` made (a quoted cell decoded).
+
+    Lines after the rows (a note) are not rows: a row is indented, a note is not.
+    """
+    cells = []
+    for line in table.split("\n")[1:]:
+        if not line.startswith("  "):
+            break
+        cell = line[2:].split("\t", 1)[0]
+        # A quoted cell holds no bare tab (tabs are escaped), so the split kept it whole.
+        cells.append(str(json.loads(cell)) if cell.startswith('"') else cell)
+    return cells

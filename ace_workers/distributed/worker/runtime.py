@@ -245,6 +245,9 @@ class WorkerRuntime:
                 self.llm_for(settings.skill_manager_model, skillbook),
                 prompt_budget=budget,
                 relevance=relevance,
+                lookup=settings.skill_lookup_config(),
+                # Read at each decision: a proposal stored by another worker a moment ago counts.
+                pending=book.store.review.pending_operations,
             ),
             skillbook=book,
             checkpoint_interval=settings.checkpoint_interval,
