@@ -65,7 +65,7 @@ class SkillManager(LLMRole):
         question_context: str = "",
         progress: str = "",
     ) -> str:
-        """The prompt :meth:`update_skills` sends (its first turn's, with tools), for inspection and logging."""
+        """The prompt :meth:`update_skills` sends (with tools: its first turn's), for inspection and logs."""
         inputs = self._inputs(reflection, skillbook, question_context, progress)
         if self.lookup.mode == LOOKUP_TOOLS:
             return self._tool_session(skillbook).prompt(inputs)

@@ -12,6 +12,9 @@ from ace_workers.core import Skillbook
 from ace_workers.core.outputs import ExtractedLearning, ReflectorOutput
 
 ZORB_RULE = "For zorb questions, reverse the digits of the input."
+# The skill that states it already, worded otherwise: an ADD of the rule is no exact duplicate of it,
+# which apply would drop by itself.
+ZORB_SKILL = "Zorb questions: reverse the digits of the input."
 # A wording of the same rule, as a pending proposal might hold it.
 ZORB_RULE_REWORDED = "Zorb questions: always reverse the digits of the input before answering."
 ZORB_QUESTION_CONTEXT = "question: Solve the zorb puzzle. Input: 1234\nground_truth: 4321"
@@ -19,7 +22,7 @@ _NOTES = 300
 
 
 def crowded_skillbook(size: int = 10_000) -> tuple[Skillbook, str]:
-    """A skillbook of ``size`` skills holding the zorb rule once, and the rule skill's id."""
+    """A skillbook of ``size`` skills stating the zorb rule once (as ZORB_SKILL), and that skill's id."""
     book = Skillbook()
     for number in range(_NOTES):
         book.add_skill(
@@ -27,7 +30,7 @@ def crowded_skillbook(size: int = 10_000) -> tuple[Skillbook, str]:
             f"Zorb input digits: reverse them only after the agent guessed instead of applying a rule "
             f"to solve the puzzle (case {number}).",
         )
-    rule = book.add_skill("zorb", ZORB_RULE)
+    rule = book.add_skill("zorb", ZORB_SKILL)
     for number in range(size - _NOTES - 1):
         book.add_skill(f"topic-{number % 50}", f"Check gauge {number} before turning crank {number % 13}.")
     return book, rule.id
