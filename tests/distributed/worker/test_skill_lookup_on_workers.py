@@ -1,4 +1,4 @@
-"""The SkillManager's lookup on real in-process workers and Redis: it tags what exists, joins what is pending."""
+"""The SkillManager's lookup on real in-process workers and Redis: it tags what exists, joins what waits."""
 
 from __future__ import annotations
 
