@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -69,7 +69,7 @@ class SkillbookView:
         k: int,
         scorer: RelevanceScorer | None = None,
         *,
-        exclude: Collection[str] = (),
+        exclude: Container[str] = frozenset(),
     ) -> list[Skill]:
         """Copies of up to ``k`` active skills most relevant to ``query``, best first, none of ``exclude``."""
         return self._sb.most_relevant(query, k, scorer, exclude=exclude)

@@ -9,7 +9,7 @@ import operator
 import os
 import re
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from .consolidation import (
 from .files import special_file_kind, write_text_atomically
 from .json_nesting import loads_bounded
 from .lifecycle_rules import LifecycleAction, change_lifecycle
-from .prompt_budget import PromptBudget, RelevanceScorer, lexical_relevance, select_within_budget, text_words
+from .prompt_budget import PromptBudget, RelevanceScorer, lexical_relevance, select_within_budget
 from .prompt_index import IndexScorer, PromptIndex
 from .reference_format import clean_provenance, from_reference_skill
 from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, normalise_content, utc_now
@@ -671,14 +671,16 @@ class Skillbook:
         k: int,
         scorer: RelevanceScorer | None = None,
         *,
-        exclude: Collection[str] = (),
+        exclude: Container[str] = frozenset(),
     ) -> list[Skill]:
         """Copies of up to ``k`` active skills most relevant to ``query``, best first.
 
         Found on the prompt index (the query words' postings, or an index scorer's
-        scores), never by a pass over every skill. Skills in ``exclude`` are left out,
-        and so are skills with nothing in common with the query: with the default
-        (lexical) scorer, no shared word; with a scorer of its own, a score of 0 or less.
+        scores), never by a pass over every skill: the ``2k`` most relevant are taken,
+        those in ``exclude`` left out, and so are skills with nothing in common with
+        the query (with the default, lexical, scorer no shared word; with a scorer of
+        its own a score of 0 or less). Ranking a few more than ``k`` keeps the cost
+        that of ``k`` whatever ``exclude`` holds (a prompt's 200 skills, say).
         """
         if k < 1 or not query.strip():
             return []
@@ -687,17 +689,14 @@ class Skillbook:
         if index.count == 0:
             return []
         scores = index_scores(query, index, self._skills) if index_scores is not None else None
-        # The k best that are not excluded are among the k + len(exclude) best.
-        excluded = set(exclude)
-        wanted = PromptBudget(max_skills=k + len(excluded), max_chars=None)
-        slots = [s for s in index.select(query, wanted, 0, scores) if index.ids[s] not in excluded]
+        wanted = PromptBudget(max_skills=2 * k, max_chars=None)
+        slots = [s for s in index.select(query, wanted, 0, scores) if index.ids[s] not in exclude]
         with self._lock:
             found = [(slot, self._skills[skill_id]) for slot in slots if (skill_id := index.ids[slot])]
         if scores is not None:
             ranked = [(float(scores[slot]), skill) for slot, skill in found]
         else:
-            words = text_words(query)
-            found = [(slot, skill) for slot, skill in found if text_words(skill.content) & words]
+            # 0 for a skill sharing no word with the query: dropped below.
             relevance = lexical_relevance(query, [skill for _, skill in found])
             ranked = list(zip(relevance, (skill for _, skill in found), strict=True))
         ranked = [pair for pair in ranked if pair[0] > 0]

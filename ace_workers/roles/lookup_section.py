@@ -9,13 +9,15 @@ postings, not a pass over the skills.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from ..core.prompt_budget import RelevanceScorer, text_words
 from ..core.skill import Skill
 from ..core.skill_lookup import PendingOperation
 from ..core.skillbook import PROMPT_COLUMNS
-from ..core.toon import encode_table
+from ..core.toon import encode_table, has_row
 from ..protocols import SkillbookLike
 
 __all__ = [
@@ -47,20 +49,31 @@ def similar_skills(
     k: int,
     scorer: RelevanceScorer | None = None,
     *,
-    shown: Collection[str] = (),
+    table: str = "",
 ) -> list[Skill]:
-    """Up to ``k`` skills most like the learnings, none of ``shown``: each learning's best in turn."""
-    seen = set(shown)
+    """Up to ``k`` skills most like the learnings and not in ``table``; each learning's best first."""
+    shown = _Shown(table)
     per_learning = []
     for learning in dict.fromkeys(learnings):
-        found = skillbook.most_relevant(learning, k, scorer, exclude=seen)
-        seen.update(skill.id for skill in found)
+        found = skillbook.most_relevant(learning, k, scorer, exclude=shown)
+        shown.found.update(skill.id for skill in found)
         per_learning.append(found)
     # Round robin, so a second learning's best is not crowded out by the first's tail.
     chosen: list[Skill] = []
     for rank in range(k):
         chosen += [found[rank] for found in per_learning if rank < len(found)]
     return chosen[:k]
+
+
+@dataclass
+class _Shown:
+    """The skills the prompt shows already: the rows of its skills table, and those looked up so far."""
+
+    table: str
+    found: set[str] = field(default_factory=set)
+
+    def __contains__(self, skill_id: object) -> bool:
+        return skill_id in self.found or has_row(self.table, skill_id)
 
 
 def related_pending(
@@ -70,11 +83,17 @@ def related_pending(
     wanted = [text_words(learning) for learning in learnings]
     scored = []
     for position, operation in enumerate(pending):
-        words = text_words(operation.content)
+        words = _content_words(operation.content)
         shared = max((len(words & learning) for learning in wanted), default=0)
         if shared:
             scored.append((-shared, position, operation))
     return [operation for _, _, operation in sorted(scored, key=lambda item: item[:2])[:k]]
+
+
+@functools.lru_cache(maxsize=4096)
+def _content_words(content: str) -> frozenset[str]:
+    # A proposal waits for days and is read at every decision meanwhile: its words are split once.
+    return text_words(content)
 
 
 def skills_table(skills: Sequence[Skill]) -> str:

@@ -9,7 +9,6 @@ from typing import Any
 from ..core.outputs import ReflectorOutput, SkillManagerOutput
 from ..core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer
 from ..core.skill_lookup import LOOKUP_SIMILAR, LOOKUP_TOOLS, PendingSource, SkillLookup
-from ..core.toon import first_column
 from ..core.updates import UpdateBatch
 from ..counts import counted
 from ..protocols import LLMClientLike, SkillbookLike
@@ -80,7 +79,7 @@ class SkillManager(LLMRole):
         learnings = [item.learning for item in reflection.extracted_learnings if item.learning.strip()]
         if self.lookup.mode == LOOKUP_SIMILAR and learnings:
             k = self.lookup.k
-            skills = similar_skills(skillbook, learnings, k, self.relevance, shown=first_column(table))
+            skills = similar_skills(skillbook, learnings, k, self.relevance, table=table)
             pending = related_pending(self.pending(), learnings, k) if self.pending is not None else []
             lookup = lookup_section(skills, pending)
         return {

@@ -22,7 +22,6 @@ import redis
 
 from ...core.consolidation import ConsolidationBatch
 from ...core.skill import utc_now
-from ...core.skill_lookup import PendingOperation
 from ...core.updates import UpdateBatch
 from .actors import check_actor
 from .changelog import ChangeKind, ChangeRecord
@@ -51,7 +50,6 @@ from .review_writes import (
 from .transactions import CompareAndSet, SkillbookWrites
 
 __all__ = [
-    "PENDING_LOOKUP_LIMIT",
     "AUTO_APPROVE_ACTOR",
     "AUTO_REJECT_ACTOR",
     "ProposeOutcome",
@@ -60,9 +58,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-# The pending proposals a SkillManager's lookup reads per decision: the oldest, as a reviewer sees them.
-PENDING_LOOKUP_LIMIT = 200
 
 _MAX_NOTE_CHARS = 2000  # a note lands in the change log and in terminal lines
 
@@ -271,25 +266,6 @@ class SkillbookReview:
             every = self._read(status, 0, -1)
             return [p for p in every if p.touches_section(section)][offset : offset + limit]
         return self._read(status, offset, offset + limit - 1)
-
-    def pending_operations(self, limit: int = PENDING_LOOKUP_LIMIT) -> list[PendingOperation]:
-        """The operations of the ``limit`` oldest pending update proposals, for the SkillManager's lookup.
-
-        Two round trips (the queue, then the proposals); consolidations are left out: they
-        merge skills, and state no learning a SkillManager could restate.
-        """
-        return [
-            PendingOperation(
-                proposal_id=proposal.id,
-                type=str(op.get("type") or ""),
-                section=str(op.get("section") or ""),
-                skill_id=str(op.get("skill_id") or ""),
-                content=str(op.get("content") or ""),
-            )
-            for proposal in self._read(ProposalStatus.PENDING, 0, limit - 1)
-            if proposal.kind is ProposalKind.UPDATE
-            for op in proposal.operations
-        ]
 
     def _read(self, status: ProposalStatus | None, first: int, last: int) -> list[Proposal]:
         """Proposals of ``status`` oldest first, positions ``first`` to ``last`` (-1: to the end)."""
