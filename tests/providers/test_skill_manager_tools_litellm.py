@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from ace_workers.core import Skillbook, SkillbookView
 from ace_workers.core.skill_lookup import SkillLookup
 from ace_workers.providers import LiteLLMClient
@@ -16,7 +18,12 @@ from tests.support.lookup import ZORB_QUESTION_CONTEXT, ZORB_SKILL, zorb_reflect
 Script = Callable[..., ScriptedCompletion]
 
 
-def test_a_litellm_model_searches_then_tags_and_each_turn_is_metered(script: Script) -> None:
+def test_a_litellm_model_searches_then_tags_and_each_turn_is_metered(
+    script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With SSL_CERT_FILE set (as on this machine), a litellm HTTP client made inside a test hands
+    # httpx a CA path, which httpx deprecates: a warning, an error under filterwarnings=error.
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     book = Skillbook()
     rule = book.add_skill("zorb", ZORB_SKILL)
     search = SkillManagerTurn(tool_calls=[ToolCall(name="search_skills", query="zorb digits", k=3)])
