@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import operator
 import os
 import re
@@ -13,6 +14,8 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..counts import counted
 from ..errors import (
@@ -33,7 +36,7 @@ from .consolidation import (
 from .files import special_file_kind, write_text_atomically
 from .json_nesting import loads_bounded
 from .lifecycle_rules import LifecycleAction, change_lifecycle
-from .prompt_budget import PromptBudget, RelevanceScorer, lexical_relevance, select_within_budget
+from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget, text_words
 from .prompt_index import IndexScorer, PromptIndex
 from .reference_format import clean_provenance, from_reference_skill
 from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, normalise_content, utc_now
@@ -673,14 +676,15 @@ class Skillbook:
         *,
         exclude: Container[str] = frozenset(),
     ) -> list[Skill]:
-        """Copies of up to ``k`` active skills most relevant to ``query``, best first.
+        """Copies of up to ``k`` active skills most relevant to ``query``, best first, none in ``exclude``.
 
-        Found on the prompt index (the query words' postings, or an index scorer's
-        scores), never by a pass over every skill: the ``2k`` most relevant are taken,
-        those in ``exclude`` left out, and so are skills with nothing in common with
-        the query (with the default, lexical, scorer no shared word; with a scorer of
-        its own a score of 0 or less). Ranking a few more than ``k`` keeps the cost
-        that of ``k`` whatever ``exclude`` holds (a prompt's 200 skills, say).
+        Found on the prompt index, never by a pass over the skills. With the default
+        (lexical) scorer only the skills holding a query word are scored (the words'
+        postings, weighted as the budgeted table weighs them; ties to more helpful
+        minus harmful votes, then the older): a lookup costs what the query's words
+        hold, whatever the skillbook's size. A scorer of its own that scores the
+        index (embeddings) ranks its ``2k`` best instead. A skill sharing nothing
+        with the query (no word; a score of 0 or less) is never returned.
         """
         if k < 1 or not query.strip():
             return []
@@ -688,20 +692,15 @@ class Skillbook:
         index = self._prompt_index()
         if index.count == 0:
             return []
-        scores = index_scores(query, index, self._skills) if index_scores is not None else None
-        wanted = PromptBudget(max_skills=2 * k, max_chars=None)
-        slots = [s for s in index.select(query, wanted, 0, scores) if index.ids[s] not in exclude]
-        with self._lock:
-            found = [(slot, self._skills[skill_id]) for slot in slots if (skill_id := index.ids[slot])]
-        if scores is not None:
-            ranked = [(float(scores[slot]), skill) for slot, skill in found]
+        if index_scores is None:
+            ranked = _lexical_best(index, query, k, exclude)
         else:
-            # 0 for a skill sharing no word with the query: dropped below.
-            relevance = lexical_relevance(query, [skill for _, skill in found])
-            ranked = list(zip(relevance, (skill for _, skill in found), strict=True))
-        ranked = [pair for pair in ranked if pair[0] > 0]
-        ranked.sort(key=lambda pair: -pair[0])  # stable: ties stay in skillbook order
-        return [copy.deepcopy(skill) for _, skill in ranked[:k]]
+            scores = index_scores(query, index, self._skills)
+            wanted = PromptBudget(max_skills=2 * k, max_chars=None)
+            chosen = [s for s in index.select(query, wanted, 0, scores) if index.ids[s] not in exclude]
+            ranked = sorted((s for s in chosen if scores[s] > 0), key=lambda s: -float(scores[s]))[:k]
+        with self._lock:
+            return [copy.deepcopy(self._skills[skill_id]) for slot in ranked if (skill_id := index.ids[slot])]
 
     def _prompt_index(self) -> PromptIndex:
         """The prompt index of this version, built on first use."""
@@ -756,6 +755,27 @@ def _fixed_chars(count: int) -> int:
         + len(_omitted_note(count, count))
         + 1
     )
+
+
+def _lexical_best(index: PromptIndex, query: str, k: int, exclude: Container[str]) -> list[int]:
+    """Slots of the ``k`` best skills for ``query`` by shared words, from the postings of its words only."""
+    postings = [index.postings[w] for w in sorted(text_words(query)) if w in index.postings]
+    postings = [slots for slots in postings if len(slots)]
+    if not postings:
+        return []
+    # Each skill scores the weights of the query words it holds, as the budgeted table scores it.
+    slots, where = np.unique(np.concatenate(postings), return_inverse=True)
+    weights = np.concatenate([np.full(len(p), math.log(1 + index.count / len(p))) for p in postings])
+    scores = np.bincount(where, weights=weights)
+    votes = index.helpful[slots] - index.harmful[slots]
+    best = []
+    for position in np.lexsort((slots, -votes, -scores)).tolist():
+        slot = int(slots[position])
+        if index.ids[slot] not in exclude:
+            best.append(slot)
+            if len(best) == k:
+                break
+    return best
 
 
 def _render_rows(index: PromptIndex, slots: list[int]) -> str:

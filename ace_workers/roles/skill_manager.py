@@ -153,7 +153,7 @@ class SkillManager(LLMRole):
                 logger.warning("skill manager asked for tools after its %d calls: no update", session.calls)
                 break
             session.run(turn.tool_calls)
-        update = turn.update or UpdateBatch(reasoning="No update: the tool calls ran out.")
+        update = turn.update or UpdateBatch(reasoning="No operations: the turns ended without an update.")
         raw: dict[str, Any] = {"usage": usage, "turns": turns, "tool_calls": session.calls}
         if cost is not None:
             raw["cost"] = cost
