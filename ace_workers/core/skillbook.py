@@ -679,10 +679,10 @@ class Skillbook:
         """Copies of up to ``k`` active skills most relevant to ``query``, best first, none in ``exclude``.
 
         Found on the prompt index, never by a pass over the skills. With the default
-        (lexical) scorer only the skills holding a query word are scored (the words'
-        postings, weighted as the budgeted table weighs them; ties to more helpful
-        minus harmful votes, then the older): a lookup costs what the query's words
-        hold, whatever the skillbook's size. A scorer of its own that scores the
+        (lexical) scorer only the skills holding a distinctive query word are scored
+        (the words' postings, weighted as the budgeted table weighs them; ties to more
+        helpful minus harmful votes, then the older): a lookup costs what the query's
+        words hold, not the skillbook's size. A scorer of its own that scores the
         index (embeddings) ranks its ``2k`` best instead. A skill sharing nothing
         with the query (no word; a score of 0 or less) is never returned.
         """
@@ -758,19 +758,30 @@ def _fixed_chars(count: int) -> int:
 
 
 def _lexical_best(index: PromptIndex, query: str, k: int, exclude: Container[str]) -> list[int]:
-    """Slots of the ``k`` best skills for ``query`` by shared words, from the postings of its words only."""
-    postings = [index.postings[w] for w in sorted(text_words(query)) if w in index.postings]
-    postings = [slots for slots in postings if len(slots)]
-    if not postings:
+    """Slots of the ``k`` best skills for ``query`` by shared words, from its words' postings.
+
+    The candidates are the skills holding one of the query's distinctive words (a posting
+    of at most 1/32 of the skills): a word most skills hold (``check``, ``always``) still
+    adds its weight to them, read through a mask, but does not make every skill a
+    candidate. With no distinctive word, every skill holding a query word is one.
+    """
+    held = [index.postings[w] for w in sorted(text_words(query)) if w in index.postings]
+    held = [slots for slots in held if len(slots)]
+    if not held:
         return []
-    # Each skill scores the weights of the query words it holds, as the budgeted table scores it.
-    slots, where = np.unique(np.concatenate(postings), return_inverse=True)
-    weights = np.concatenate([np.full(len(p), math.log(1 + index.count / len(p))) for p in postings])
-    scores = np.bincount(where, weights=weights)
-    votes = index.helpful[slots] - index.harmful[slots]
+    common = max(64, index.count // 32)
+    distinctive = [slots for slots in held if len(slots) <= common] or held
+    candidates = np.unique(np.concatenate(distinctive))
+    # Each candidate scores the weights of the query words it holds, as the budgeted table scores it.
+    scores = np.zeros(len(candidates))
+    for slots in held:
+        holds = np.zeros(len(index.ids), dtype=bool)
+        holds[slots] = True
+        scores += holds[candidates] * math.log(1 + index.count / len(slots))
+    votes = index.helpful[candidates] - index.harmful[candidates]
     best = []
-    for position in np.lexsort((slots, -votes, -scores)).tolist():
-        slot = int(slots[position])
+    for position in np.lexsort((candidates, -votes, -scores)).tolist():
+        slot = int(candidates[position])
         if index.ids[slot] not in exclude:
             best.append(slot)
             if len(best) == k:
