@@ -769,15 +769,21 @@ def _lexical_best(index: PromptIndex, query: str, k: int, exclude: Container[str
     held = [slots for slots in held if len(slots)]
     if not held:
         return []
-    common = max(64, index.count // 32)
-    distinctive = [slots for slots in held if len(slots) <= common] or held
-    candidates = np.unique(np.concatenate(distinctive))
+    weighted = [(slots, math.log(1 + index.count / len(slots))) for slots in held]
+    limit = max(64, index.count // 32)  # a longer posting is a common word's
+    distinctive = [(slots, weight) for slots, weight in weighted if len(slots) <= limit] or weighted
     # Each candidate scores the weights of the query words it holds, as the budgeted table scores it.
-    scores = np.zeros(len(candidates))
-    for slots in held:
-        holds = np.zeros(len(index.ids), dtype=bool)
-        holds[slots] = True
-        scores += holds[candidates] * math.log(1 + index.count / len(slots))
+    found = np.zeros(len(index.ids))
+    for slots, weight in distinctive:
+        found[slots] += weight  # a posting names each slot once
+    candidates = np.flatnonzero(found)
+    scores = found[candidates]
+    if len(distinctive) < len(weighted):
+        for slots, weight in weighted:
+            if len(slots) > limit:
+                holds = np.zeros(len(index.ids), dtype=bool)
+                holds[slots] = True
+                scores += holds[candidates] * weight
     votes = index.helpful[candidates] - index.harmful[candidates]
     best = []
     for position in np.lexsort((candidates, -votes, -scores)).tolist():
