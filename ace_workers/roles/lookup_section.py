@@ -17,7 +17,7 @@ from ..core.prompt_budget import RelevanceScorer, text_words
 from ..core.skill import Skill
 from ..core.skill_lookup import PendingOperation
 from ..core.skillbook import PROMPT_COLUMNS
-from ..core.toon import encode_table, has_row
+from ..core.toon import encode_table, first_cells
 from ..protocols import SkillbookLike
 
 __all__ = [
@@ -72,8 +72,13 @@ class _Shown:
     table: str
     found: set[str] = field(default_factory=set)
 
+    @functools.cached_property
+    def in_table(self) -> set[str]:
+        # Read once, when the first candidate is checked: a lookup that finds nothing never reads it.
+        return first_cells(self.table)
+
     def __contains__(self, skill_id: object) -> bool:
-        return skill_id in self.found or has_row(self.table, skill_id)
+        return skill_id in self.found or skill_id in self.in_table
 
 
 def related_pending(
