@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer, lexical_relevance
     from .skill import SimilarityDecision, Skill
     from .skill_ids import CITATION_PATTERN, extract_cited_skill_ids, format_skill_id, section_prefix
+    from .skill_lookup import PendingOperation, SkillLookup
     from .skillbook import ApplyReport, Skillbook
     from .toon import encode_table
     from .updates import OPERATION_TYPES, UpdateBatch, UpdateOperation
@@ -55,6 +56,9 @@ __all__ = [
     "DEFAULT_PROMPT_BUDGET",
     "RelevanceScorer",
     "lexical_relevance",
+    # the SkillManager's lookup of existing skills
+    "SkillLookup",
+    "PendingOperation",
     # role outputs
     "AgentOutput",
     "ReflectorOutput",
@@ -88,6 +92,7 @@ _SOURCES = (
     ".prompt_budget",
     ".skill",
     ".skill_ids",
+    ".skill_lookup",
     ".skillbook",
     ".toon",
     ".updates",

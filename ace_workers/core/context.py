@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -62,6 +62,17 @@ class SkillbookView:
     ) -> str:
         """The skills as a TOON table for prompts, cut to ``budget`` by relevance to ``query``."""
         return self._sb.as_prompt(budget, query, scorer)
+
+    def most_relevant(
+        self,
+        query: str,
+        k: int,
+        scorer: RelevanceScorer | None = None,
+        *,
+        exclude: Container[str] = frozenset(),
+    ) -> list[Skill]:
+        """Copies of up to ``k`` active skills most relevant to ``query``, best first, none of ``exclude``."""
+        return self._sb.most_relevant(query, k, scorer, exclude=exclude)
 
     def as_markdown(self) -> str:
         """The skills as markdown."""

@@ -5,14 +5,17 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import operator
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..counts import counted
 from ..errors import (
@@ -34,7 +37,7 @@ from .files import special_file_kind, write_text_atomically
 from .json_nesting import loads_bounded
 from .lifecycle_rules import LifecycleAction, change_lifecycle
 from .packed_skills import PackedSkills, layer_changes
-from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget
+from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget, text_words
 from .prompt_index import IndexColumns, IndexScorer, PromptIndex
 from .reference_format import clean_provenance, from_reference_skill
 from .skill import SKILL_STATUSES, TAGS, SimilarityDecision, Skill, normalise_content, utc_now
@@ -695,6 +698,40 @@ class Skillbook:
         chosen = index.select(query, budget, _fixed_chars(index.count), scores)
         return f"{_render_rows(index, chosen)}\n{_omitted_note(index.count - len(chosen), len(chosen))}"
 
+    def most_relevant(
+        self,
+        query: str,
+        k: int,
+        scorer: RelevanceScorer | None = None,
+        *,
+        exclude: Container[str] = frozenset(),
+    ) -> list[Skill]:
+        """Copies of up to ``k`` active skills most relevant to ``query``, best first, none in ``exclude``.
+
+        Found on the prompt index, never by a pass over the skills. With the default
+        (lexical) scorer only the skills holding a distinctive query word are scored
+        (the words' postings, weighted as the budgeted table weighs them; ties to more
+        helpful minus harmful votes, then the older): a lookup costs what the query's
+        words hold, not the skillbook's size. A scorer of its own that scores the
+        index (embeddings) ranks its ``2k`` best instead. A skill sharing nothing
+        with the query (no word; a score of 0 or less) is never returned.
+        """
+        if k < 1 or not query.strip():
+            return []
+        index_scores: IndexScorer | None = getattr(scorer, "index_scores", None)
+        index = self._prompt_index()
+        if index.count == 0:
+            return []
+        if index_scores is None:
+            ranked = _lexical_best(index, query, k, exclude)
+        else:
+            scores = index_scores(query, index, self._skills)
+            wanted = PromptBudget(max_skills=2 * k, max_chars=None)
+            chosen = [s for s in index.select(query, wanted, 0, scores) if index.ids[s] not in exclude]
+            ranked = sorted((s for s in chosen if scores[s] > 0), key=lambda s: -float(scores[s]))[:k]
+        with self._lock:
+            return [copy.deepcopy(self._skills[skill_id]) for slot in ranked if (skill_id := index.ids[slot])]
+
     def _prompt_index(self) -> PromptIndex:
         """The prompt index of this version, built on first use."""
         with self._lock:
@@ -748,6 +785,44 @@ def _fixed_chars(count: int) -> int:
         + len(_omitted_note(count, count))
         + 1
     )
+
+
+def _lexical_best(index: PromptIndex, query: str, k: int, exclude: Container[str]) -> list[int]:
+    """Slots of the ``k`` best skills for ``query`` by shared words, from its words' postings.
+
+    The candidates are the skills holding one of the query's distinctive words (a posting
+    of at most 1/32 of the skills): a word most skills hold (``check``, ``always``) still
+    adds its weight to them, read through a mask, but does not make every skill a
+    candidate. With no distinctive word, every skill holding a query word is one.
+    """
+    held = [index.postings[w] for w in sorted(text_words(query)) if w in index.postings]
+    held = [slots for slots in held if len(slots)]
+    if not held:
+        return []
+    weighted = [(slots, math.log(1 + index.count / len(slots))) for slots in held]
+    limit = max(64, index.count // 32)  # a longer posting is a common word's
+    distinctive = [(slots, weight) for slots, weight in weighted if len(slots) <= limit] or weighted
+    # Each candidate scores the weights of the query words it holds, as the budgeted table scores it.
+    found = np.zeros(len(index.ids))
+    for slots, weight in distinctive:
+        found[slots] += weight  # a posting names each slot once
+    candidates = np.flatnonzero(found)
+    scores = found[candidates]
+    if len(distinctive) < len(weighted):
+        for slots, weight in weighted:
+            if len(slots) > limit:
+                holds = np.zeros(len(index.ids), dtype=bool)
+                holds[slots] = True
+                scores += holds[candidates] * weight
+    votes = index.helpful[candidates] - index.harmful[candidates]
+    best = []
+    for position in np.lexsort((candidates, -votes, -scores)).tolist():
+        slot = int(candidates[position])
+        if index.ids[slot] not in exclude:
+            best.append(slot)
+            if len(best) == k:
+                break
+    return best
 
 
 def _render_rows(index: PromptIndex, slots: list[int]) -> str:

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Sequence
 
-__all__ = ["encode_row", "encode_table", "table_header"]
+__all__ = ["encode_row", "encode_table", "first_cells", "table_header"]
 
 _NEEDS_QUOTES = re.compile(r'[\t\n\r"\\]')
 _LOOKS_LITERAL = re.compile(r"^(?:true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)$")
@@ -47,3 +47,13 @@ def encode_row(row: Sequence[object]) -> str:
 def encode_table(name: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Encode ``rows`` (one value per column) as a tab-delimited TOON table called ``name``."""
     return "\n".join([table_header(name, columns, len(rows)), *(encode_row(row) for row in rows)])
+
+
+def first_cells(table: str) -> set[str]:
+    """The first cell of every row of a table :func:`encode_table` made (quoted cells decoded)."""
+    cells = set()
+    for line in table.split("\n")[1:]:
+        if line.startswith("  "):  # a row; a note after the table is not indented
+            cell = line[2:].split("\t", 1)[0]  # a quoted cell holds no bare tab
+            cells.add(str(json.loads(cell)) if cell.startswith('"') else cell)
+    return cells

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.prompt_budget import PromptBudget
+from ..core.skill_lookup import LOOKUP_MODES, LOOKUP_SIMILAR, SkillLookup
 from ..env import environment, read_env_fields
 from ..observability.logs import LOG_FORMATS
 from ..protocols.deduplication import PruneRule
@@ -316,6 +317,22 @@ class WorkerSettings:
         "lifts the bound",
     )
     prompt_max_chars: int = _setting(40_000, "most characters of the skills table in one prompt; 0 lifts it")
+    skill_lookup: str = _option(
+        LOOKUP_SIMILAR,
+        "how the SkillManager looks for the skill a learning restates beyond its prompt's skills: "
+        '"similar" adds the ACE_SKILL_LOOKUP_K skills most like each learning, and the pending review '
+        'proposals like it, to its prompt; "tools" lets it call search_skills and read_skill (at most '
+        'ACE_SKILL_LOOKUP_MAX_CALLS calls, each turn an LLM call metered like any other); "off" shows '
+        "the prompt's skills only",
+    )
+    skill_lookup_k: int = _setting(
+        8,
+        "skills (and pending proposals) a lookup shows at most; with tools, the largest k of a search",
+        minimum=1,
+    )
+    skill_lookup_max_calls: int = _setting(
+        4, 'with ACE_SKILL_LOOKUP="tools", the most tool calls of one SkillManager decision', minimum=1
+    )
     checkpoint_interval: int = _setting(10, "write a checkpoint every this many samples", minimum=1)
     result_ttl_seconds: int = _setting(
         24 * 3600,
@@ -498,6 +515,7 @@ class WorkerSettings:
         self.recipe_paths()  # a malformed ACE_RECIPES fails here, at start
         _check_choice("dedup_provider", self.dedup_provider, DEDUP_PROVIDERS)
         _check_choice("reflector", self.reflector, REFLECTORS)
+        _check_choice("skill_lookup", self.skill_lookup, LOOKUP_MODES)
         _check_dedup(self)
         _check_serving(self)
         slowest = self.slowest_step_seconds()
@@ -521,6 +539,12 @@ class WorkerSettings:
             return None
         return PromptBudget(
             max_skills=self.prompt_max_skills or None, max_chars=self.prompt_max_chars or None
+        )
+
+    def skill_lookup_config(self) -> SkillLookup:
+        """The SkillManager's lookup: ACE_SKILL_LOOKUP, ACE_SKILL_LOOKUP_K, ACE_SKILL_LOOKUP_MAX_CALLS."""
+        return SkillLookup(
+            mode=self.skill_lookup, k=self.skill_lookup_k, max_calls=self.skill_lookup_max_calls
         )
 
     def retention_policy(self) -> RetentionPolicy:

@@ -12,6 +12,7 @@ from .prompts import (
     AGENT_PROMPT,
     REFLECTOR_PROMPT,
     SKILL_MANAGER_PROMPT,
+    SKILL_MANAGER_TOOLS_PROMPT,
     SKILLBOOK_USAGE_INSTRUCTIONS,
     wrap_skillbook_for_external_agent,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "AGENT_PROMPT",
     "REFLECTOR_PROMPT",
     "SKILL_MANAGER_PROMPT",
+    "SKILL_MANAGER_TOOLS_PROMPT",
     "SKILLBOOK_USAGE_INSTRUCTIONS",
     "wrap_skillbook_for_external_agent",
     # helpers

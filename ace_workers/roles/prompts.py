@@ -14,7 +14,8 @@ Placeholders per template:
 - ``REFLECTOR_PROMPT``: current_date, question, reasoning, final_answer,
   ground_truth, feedback, skillbook_excerpt, trace
 - ``SKILL_MANAGER_PROMPT``: current_date, progress, question_context, stats,
-  skillbook, reflection
+  skillbook, lookup, reflection
+- ``SKILL_MANAGER_TOOLS_PROMPT``: the same, and max_k, calls_left, tool_results
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "REFLECTOR_PROMPT",
     "REFLECTION_INPUTS",
     "SKILL_MANAGER_PROMPT",
+    "SKILL_MANAGER_TOOLS_PROMPT",
     "SKILLBOOK_USAGE_INSTRUCTIONS",
     "wrap_skillbook_for_external_agent",
 ]
@@ -119,10 +121,9 @@ JSON {{"reasoning", "error_identification", "root_cause_analysis", "correct_appr
 """
 )
 
-SKILL_MANAGER_PROMPT = """\
-# Skill manager
-Date: {current_date}. Turn a reflection into small updates of the skillbook.
-
+# The SkillManager's inputs, in every form of its prompt. ``{lookup}`` is empty, or the
+# lookup's sections (roles/lookup_section.py) with a blank line before each heading.
+_SKILL_MANAGER_INPUTS = """
 ## Progress
 {progress}
 
@@ -134,10 +135,12 @@ Date: {current_date}. Turn a reflection into small updates of the skillbook.
 
 ## Skillbook
 {skillbook}
-
+{lookup}
 ## Reflection
 {reflection}
+"""
 
+_SKILL_MANAGER_RULES = """
 ## Instructions
 - ADD a skill only for a learning no existing skill states: one imperative, general idea, \
 under a short section named for the task type.
@@ -145,11 +148,54 @@ under a short section named for the task type.
 - The cited skills' helpful/harmful tags are recorded separately. TAG only an existing skill \
 that this learning restates, with metadata {{"helpful": 1}}, instead of adding a duplicate.
 - Use only ids present in the skillbook; never add a duplicate. No operations is a valid answer.
+"""
+
+_UPDATE_FORMAT = """{{"update": {{"reasoning": str, "operations": [{{"type": "ADD"|"UPDATE"|"TAG"|"REMOVE", \
+"section", "content", "skill_id", "metadata", "justification", "evidence"}}]}}}}"""
+
+SKILL_MANAGER_PROMPT = (
+    """\
+# Skill manager
+Date: {current_date}. Turn a reflection into small updates of the skillbook.
+"""
+    + _SKILL_MANAGER_INPUTS
+    + _SKILL_MANAGER_RULES
+    + """
+## Output
+JSON """
+    + _UPDATE_FORMAT
+    + "\n"
+)
+
+# The tool-using SkillManager (ACE_SKILL_LOOKUP=tools): each turn either calls tools or answers.
+SKILL_MANAGER_TOOLS_PROMPT = (
+    """\
+# Skill manager with tools
+Date: {current_date}. Turn a reflection into small updates of the skillbook. The Skillbook \
+table may show only part of the skillbook: search it before you add a skill.
+"""
+    + _SKILL_MANAGER_INPUTS
+    + """
+## Tools
+- search_skills(query, k): the k skills most like the query (at most {max_k}), and the pending \
+review proposals like it, marked with their proposal id.
+- read_skill(skill_id): one skill in full.
+Tool calls left: {calls_left}
+
+## Tool results
+{tool_results}
+"""
+    + _SKILL_MANAGER_RULES
+    + """- A learning a pending proposal states: repeat that proposal's operation exactly, never \
+a reworded one.
 
 ## Output
-JSON {{"update": {{"reasoning": str, "operations": [{{"type": "ADD"|"UPDATE"|"TAG"|"REMOVE", \
-"section", "content", "skill_id", "metadata", "justification", "evidence"}}]}}}}
-"""
+JSON {{"tool_calls": [{{"name": "search_skills"|"read_skill", "query", "k", "skill_id"}}], \
+"update": null}} to call tools (only while calls are left), or {{"tool_calls": [], "update": \
+{{"reasoning": str, "operations": [...]}}}} to answer, operations as: """
+    + _UPDATE_FORMAT
+    + "\n"
+)
 
 
 def wrap_skillbook_for_external_agent(

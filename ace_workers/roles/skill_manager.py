@@ -8,11 +8,16 @@ from typing import Any
 
 from ..core.outputs import ReflectorOutput, SkillManagerOutput
 from ..core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer
+from ..core.skill_lookup import LOOKUP_SIMILAR, LOOKUP_TOOLS, PendingSource, SkillLookup
+from ..core.updates import UpdateBatch
 from ..counts import counted
 from ..protocols import LLMClientLike, SkillbookLike
+from ..providers.call_gate import usage_and_cost
 from .base import LLMRole
 from .helpers import current_date, format_optional
+from .lookup_section import lookup_section, related_pending, similar_skills
 from .prompts import SKILL_MANAGER_PROMPT
+from .skill_manager_tools import SkillManagerTurn, ToolSession
 
 __all__ = ["SkillManager"]
 
@@ -28,7 +33,11 @@ class SkillManager(LLMRole):
 
     A skillbook over ``prompt_budget`` (None: no limit) is cut to the skills
     most relevant to the reflection's learnings, by ``relevance`` (default:
-    shared words).
+    shared words). ``lookup`` (core/skill_lookup.py) decides how it looks for
+    the skills a learning restates beyond that cut: ``similar`` puts the ``k``
+    most similar, and the related operations of ``pending`` (the skillbook's
+    proposals waiting for review), into the prompt; ``tools`` lets the model
+    search and read skills in up to ``max_calls`` tool calls; ``off`` does neither.
     """
 
     def __init__(
@@ -39,10 +48,14 @@ class SkillManager(LLMRole):
         max_retries: int = 3,
         prompt_budget: PromptBudget | None = DEFAULT_PROMPT_BUDGET,
         relevance: RelevanceScorer | None = None,
+        lookup: SkillLookup | None = None,
+        pending: PendingSource | None = None,
     ) -> None:
         super().__init__(
             llm, prompt_template, max_retries=max_retries, prompt_budget=prompt_budget, relevance=relevance
         )
+        self.lookup = lookup or SkillLookup()
+        self.pending = pending
 
     def build_prompt(
         self,
@@ -51,17 +64,35 @@ class SkillManager(LLMRole):
         question_context: str = "",
         progress: str = "",
     ) -> str:
-        """The prompt :meth:`update_skills` sends, for inspection and logging."""
-        return self.prompt_template.format(
-            current_date=current_date(),
-            progress=format_optional(progress),
-            question_context=format_optional(question_context),
-            stats=json.dumps(skillbook.stats(), ensure_ascii=False),
-            skillbook=self._skillbook_prompt(skillbook, _reflection_query(reflection, question_context)),
+        """The prompt :meth:`update_skills` sends (with tools: its first turn's), for inspection and logs."""
+        inputs = self._inputs(reflection, skillbook, question_context, progress)
+        if self.lookup.mode == LOOKUP_TOOLS:
+            return self._tool_session(skillbook).prompt(inputs)
+        return self.prompt_template.format(**inputs)
+
+    def _inputs(
+        self, reflection: ReflectorOutput, skillbook: SkillbookLike, question_context: str, progress: str
+    ) -> dict[str, str]:
+        """The values of the prompt's input sections."""
+        table = self._skillbook_prompt(skillbook, _reflection_query(reflection, question_context))
+        lookup = ""
+        learnings = [item.learning for item in reflection.extracted_learnings if item.learning.strip()]
+        if self.lookup.mode == LOOKUP_SIMILAR and learnings:
+            k = self.lookup.k
+            skills = similar_skills(skillbook, learnings, k, self.relevance, table=table)
+            pending = related_pending(self.pending(), learnings, k) if self.pending is not None else []
+            lookup = lookup_section(skills, pending)
+        return {
+            "current_date": current_date(),
+            "progress": format_optional(progress),
+            "question_context": format_optional(question_context),
+            "stats": json.dumps(skillbook.stats(), ensure_ascii=False),
+            "skillbook": table,
+            "lookup": lookup,
             # ``raw`` is excluded by the model: provider metadata is no input.
             # TagStep applies the reflection's skill_tags; showing them here would count them twice.
-            reflection=reflection.model_dump_json(exclude={"skill_tags"}),
-        )
+            "reflection": reflection.model_dump_json(exclude={"skill_tags"}),
+        }
 
     def update_skills(
         self,
@@ -75,10 +106,58 @@ class SkillManager(LLMRole):
 
         Extra keyword arguments go to ``llm.complete_structured``.
         """
-        prompt = self.build_prompt(reflection, skillbook, question_context, progress)
-        output = self._ask(prompt, SkillManagerOutput, kwargs)
+        if self.lookup.mode == LOOKUP_TOOLS:
+            output = self._update_with_tools(reflection, skillbook, question_context, progress, kwargs)
+        else:
+            prompt = self.build_prompt(reflection, skillbook, question_context, progress)
+            output = self._ask(prompt, SkillManagerOutput, kwargs)
         logger.debug("skill manager proposed %s", counted(len(output.update.operations), "operation"))
         return output
+
+    def _tool_session(self, skillbook: SkillbookLike) -> ToolSession:
+        pending = self.pending() if self.pending is not None else ()
+        return ToolSession(
+            skillbook, self.lookup.max_calls, self.lookup.k, scorer=self.relevance, pending=pending
+        )
+
+    def _update_with_tools(
+        self,
+        reflection: ReflectorOutput,
+        skillbook: SkillbookLike,
+        question_context: str,
+        progress: str,
+        kwargs: dict[str, Any],
+    ) -> SkillManagerOutput:
+        """Turns until the model answers: each turn's tool calls run while calls are left.
+
+        Every turn but the last runs at least one call, so there are at most
+        ``max_calls + 1`` turns. A turn asking for calls when none are left ends
+        the decision with no operations.
+        """
+        inputs = self._inputs(reflection, skillbook, question_context, progress)
+        session = self._tool_session(skillbook)
+        usage: dict[str, int] = {}
+        cost: float | None = None
+        turns = 0
+        while True:
+            turn = self._ask(session.prompt(inputs), SkillManagerTurn, kwargs)
+            turns += 1
+            turn_usage, turn_cost = usage_and_cost(turn)
+            for key, value in (turn_usage or {}).items():
+                usage[key] = usage.get(key, 0) + value
+            if turn_cost is not None:
+                cost = (cost or 0.0) + turn_cost
+            if turn.update is not None or not turn.tool_calls:
+                break
+            if session.calls_left <= 0:
+                logger.warning("skill manager asked for tools after its %d calls: no update", session.calls)
+                break
+            session.run(turn.tool_calls)
+        update = turn.update or UpdateBatch(reasoning="No operations: the turns ended without an update.")
+        raw: dict[str, Any] = {"usage": usage, "turns": turns, "tool_calls": session.calls}
+        if cost is not None:
+            raw["cost"] = cost
+        return SkillManagerOutput(update=update, raw=raw)
 
 
 def _reflection_query(reflection: ReflectorOutput, question_context: str) -> str:

@@ -24,7 +24,11 @@ business, not this module's.
   reflections of one lesson read differently.
 - The skill manager ADDs a learning no skill states yet (section = topic),
   and otherwise TAGs the skill that already states it helpful: a restated
-  lesson is more evidence for it. A lesson that contradicts the topic's skill
+  lesson is more evidence for it. It knows the skills of its prompt's
+  Skillbook table and of the lookup's Similar skills; a lesson a Pending
+  proposals row states is that row's operation again, verbatim (which merges
+  into the proposal). With tools it first searches each learning, then
+  decides on what the searches found. A lesson that contradicts the topic's skill
   (the wrong rule where a skill states the right one, or the reverse) UPDATEs
   that skill to the lesson, keeping its votes. The reflection's own tags are
   TagStep's job.
@@ -46,7 +50,8 @@ from ..core.outputs import AgentOutput, ExtractedLearning, ReflectorOutput, Skil
 from ..core.updates import UpdateBatch, UpdateOperation
 from ..counts import counted
 from ..dedup.prompts import ConsolidationResponse
-from .parsing import SkillRow, parse_sections, parse_skill_table, section_value
+from ..roles.skill_manager_tools import SkillManagerTurn, ToolCall
+from .parsing import SkillRow, parse_sections, parse_skill_table, parse_tables, section_value, skill_row
 from .tasks import TOPICS, Topic, find_task, find_topic
 
 __all__ = [
@@ -55,6 +60,7 @@ __all__ = [
     "simulate_consolidation",
     "simulate_reflector",
     "simulate_skill_manager",
+    "simulate_skill_manager_turn",
 ]
 
 GENERAL_SECTION = "general"
@@ -232,16 +238,44 @@ def _contradicts(row: SkillRow, learning: str, topic: Topic | None) -> bool:
 
 
 def simulate_skill_manager(prompt: str, world: SimWorld) -> SkillManagerOutput:
-    """Turn the reflection in a SkillManager prompt into TAG, UPDATE and ADD operations, never duplicating."""
+    """Turn the reflection in a SkillManager prompt into TAG, UPDATE and ADD operations, never duplicating.
+
+    It sees the skills of the Skillbook table and of the lookup's Similar skills, and the
+    Pending proposals: a lesson a pending operation states is that operation again, verbatim.
+    """
     sections = parse_sections(prompt)
+    lookup = "\n".join(section_value(sections, name) for name in ("Similar skills", "Pending proposals"))
+    return SkillManagerOutput(update=_decide(sections, lookup, world))
+
+
+def simulate_skill_manager_turn(prompt: str, world: SimWorld) -> SkillManagerTurn:
+    """One turn of the tool-using SkillManager: search each learning first, then decide on what was found."""
+    sections = parse_sections(prompt)
+    results = section_value(sections, "Tool results")
+    learnings = _read_reflection(section_value(sections, "Reflection")).extracted_learnings
+    calls_left = re.search(r"^Tool calls left: (\d+)", section_value(sections, "Tools"), re.MULTILINE)
+    if not results and learnings and calls_left is not None and int(calls_left.group(1)) > 0:
+        calls = [ToolCall(name="search_skills", query=item.learning, k=8) for item in learnings]
+        return SkillManagerTurn(tool_calls=calls[: int(calls_left.group(1))])
+    return SkillManagerTurn(update=_decide(sections, results, world))
+
+
+def _decide(sections: dict[str, str], found: str, world: SimWorld) -> UpdateBatch:
+    """The update for the prompt's reflection, knowing its Skillbook table and the tables in ``found``."""
     reflection = _read_reflection(section_value(sections, "Reflection"))
-    rows = parse_skill_table(section_value(sections, "Skillbook"))
+    tables = parse_tables(found)
+    rows = [
+        *parse_skill_table(section_value(sections, "Skillbook")),
+        *map(skill_row, tables.get("skills", [])),
+    ]
+    pending = tables.get("proposals", [])
     votes: dict[str, dict[str, int]] = {}
     additions: list[UpdateOperation] = []
     for item in reflection.extracted_learnings:
         topic = find_topic(item.learning, world.topics)
         existing = next((row for row in rows if _states_same(row, item.learning, topic)), None)
         rival = next((row for row in rows if _contradicts(row, item.learning, topic)), None)
+        proposed = next((op for op in pending if _pending_states(op, item.learning, topic)), None)
         if existing is not None:
             # Restated lesson: one more helpful vote for the skill instead of a duplicate.
             votes.setdefault(existing.id, {"helpful": 1})
@@ -257,6 +291,18 @@ def simulate_skill_manager(prompt: str, world: SimWorld) -> SkillManagerOutput:
                         evidence=item.evidence,
                     )
                 )
+        elif proposed is not None:
+            # A pending proposal states it: the same operation again is more evidence for it.
+            additions.append(
+                UpdateOperation(
+                    type=proposed.get("type", "ADD"),
+                    section=proposed.get("section", ""),
+                    skill_id=proposed.get("skill_id") or None,
+                    content=proposed.get("content", ""),
+                    justification=reflection.key_insight or "A pending proposal states this.",
+                    evidence=item.evidence,
+                )
+            )
         elif not any(_normalise(op.content) == _normalise(item.learning) for op in additions):
             additions.append(
                 UpdateOperation(
@@ -271,7 +317,13 @@ def simulate_skill_manager(prompt: str, world: SimWorld) -> SkillManagerOutput:
     updates = sum(op.type == "UPDATE" for op in additions)
     new = counted(len(additions) - updates, "new skill")
     summary = f"{new}, {updates} updated, {counted(len(tags), 'skill')} tagged."
-    return SkillManagerOutput(update=UpdateBatch(reasoning=summary, operations=[*tags, *additions]))
+    return UpdateBatch(reasoning=summary, operations=[*tags, *additions])
+
+
+def _pending_states(operation: dict[str, str], learning: str, topic: Topic | None) -> bool:
+    """True if a pending operation (a row of the Pending proposals table) states ``learning``."""
+    content = operation.get("content", "")
+    return bool(content) and _states_same(SkillRow(id="", section="", content=content), learning, topic)
 
 
 # -- consolidation ----------------------------------------------------------------------------

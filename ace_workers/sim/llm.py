@@ -23,12 +23,14 @@ from pydantic import BaseModel, ValidationError
 from ..core.outputs import AgentOutput, ReflectorOutput, SkillManagerOutput
 from ..dedup.prompts import ConsolidationResponse
 from ..errors import LLMError, RetriesExhausted
+from ..roles.skill_manager_tools import SkillManagerTurn
 from .behaviour import (
     SimWorld,
     simulate_agent,
     simulate_consolidation,
     simulate_reflector,
     simulate_skill_manager,
+    simulate_skill_manager_turn,
 )
 from .recursive import simulate_recursive_reflector
 from .tasks import TOPICS, Topic
@@ -43,6 +45,7 @@ BEHAVIOURS: dict[type[BaseModel], Behaviour] = {
     AgentOutput: simulate_agent,
     ReflectorOutput: simulate_reflector,
     SkillManagerOutput: simulate_skill_manager,
+    SkillManagerTurn: simulate_skill_manager_turn,
     ConsolidationResponse: simulate_consolidation,
 }
 # The title line each role prompt opens with, so free-text completion can answer in kind.
@@ -50,6 +53,7 @@ PROMPT_TITLES: dict[str, type[BaseModel]] = {
     "# Agent": AgentOutput,
     "# Reflector": ReflectorOutput,
     "# Skill manager": SkillManagerOutput,
+    "# Skill manager with tools": SkillManagerTurn,
     "# Skill consolidation": ConsolidationResponse,
 }
 # Prompts answered with free text (here: code) rather than a role's JSON, by title line.

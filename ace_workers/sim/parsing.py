@@ -12,10 +12,10 @@ import json
 import re
 from dataclasses import dataclass
 
-__all__ = ["SkillRow", "parse_sections", "parse_skill_table", "section_value"]
+__all__ = ["SkillRow", "parse_sections", "parse_skill_table", "parse_tables", "section_value", "skill_row"]
 
 _HEADING = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
-_TABLE_HEADER = re.compile(r"^\w+\[\d+\t\]\{(?P<columns>[^}]*)\}:\s*$")
+_TABLE_HEADER = re.compile(r"^(?P<name>\w+)\[\d+\t\]\{(?P<columns>[^}]*)\}:\s*$")
 _NONE = "(none)"
 
 
@@ -73,20 +73,39 @@ def parse_skill_table(text: str) -> list[SkillRow]:
     header = _TABLE_HEADER.match(lines[0].strip()) if lines else None
     if header is None:
         return []
-    columns = header.group("columns").split("\t")
-    rows = []
-    for line in lines[1:]:
+    return [skill_row(record) for record in _records(header.group("columns"), lines[1:])]
+
+
+def parse_tables(text: str) -> dict[str, list[dict[str, str]]]:
+    """The rows of every TOON table in ``text``, by table name (tables of one name joined)."""
+    tables: dict[str, list[dict[str, str]]] = {}
+    lines = text.splitlines()
+    for position, line in enumerate(lines):
+        header = _TABLE_HEADER.match(line.strip())
+        if header is not None:
+            rows = _records(header.group("columns"), lines[position + 1 :])
+            tables.setdefault(header.group("name"), []).extend(rows)
+    return tables
+
+
+def skill_row(record: dict[str, str]) -> SkillRow:
+    """A skills table's row as a SkillRow (missing counts read as 0)."""
+    return SkillRow(
+        id=record.get("id", ""),
+        section=record.get("section", ""),
+        content=record.get("content", ""),
+        helpful=_count(record.get("helpful", "0")),
+        harmful=_count(record.get("harmful", "0")),
+        neutral=_count(record.get("neutral", "0")),
+    )
+
+
+def _records(columns: str, lines: list[str]) -> list[dict[str, str]]:
+    """The rows under a table header: each indented line, cells by column, up to the first other line."""
+    names = columns.split("\t")
+    records = []
+    for line in lines:
         if not line.startswith("  "):
             break
-        record = dict(zip(columns, (_cell(c) for c in line[2:].split("\t")), strict=False))
-        rows.append(
-            SkillRow(
-                id=record.get("id", ""),
-                section=record.get("section", ""),
-                content=record.get("content", ""),
-                helpful=_count(record.get("helpful", "0")),
-                harmful=_count(record.get("harmful", "0")),
-                neutral=_count(record.get("neutral", "0")),
-            )
-        )
-    return rows
+        records.append(dict(zip(names, (_cell(c) for c in line[2:].split("\t")), strict=False)))
+    return records

@@ -258,3 +258,26 @@ def test_a_numeric_setting_beyond_the_documented_maximum_is_refused_naming_it(
 def test_a_numeric_setting_given_in_code_must_be_finite() -> None:
     with pytest.raises(InvalidSettingError, match="ACE_LLM_TIMEOUT_SECONDS=inf: expected a finite number"):
         WorkerSettings(llm_timeout_seconds=float("inf"))
+
+
+def test_the_skill_lookup_settings_are_read_into_the_skill_managers_lookup() -> None:
+    settings = WorkerSettings.from_env(
+        {"ACE_SKILL_LOOKUP": "tools", "ACE_SKILL_LOOKUP_K": "3", "ACE_SKILL_LOOKUP_MAX_CALLS": "2"}
+    )
+    lookup = settings.skill_lookup_config()
+    assert (lookup.mode, lookup.k, lookup.max_calls) == ("tools", 3, 2)
+    default = WorkerSettings.from_env({}).skill_lookup_config()
+    assert (default.mode, default.k, default.max_calls) == ("similar", 8, 4)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "problem"),
+    [
+        ("ACE_SKILL_LOOKUP", "always", "use one of similar, tools, off"),
+        ("ACE_SKILL_LOOKUP_K", "0", "must be at least 1"),
+        ("ACE_SKILL_LOOKUP_MAX_CALLS", "0", "must be at least 1"),
+    ],
+)
+def test_a_bad_skill_lookup_setting_is_refused_naming_it(variable: str, value: str, problem: str) -> None:
+    with pytest.raises(InvalidSettingError, match=f"{variable}.*{problem}"):
+        WorkerSettings.from_env({variable: value})

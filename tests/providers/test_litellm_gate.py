@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -10,30 +10,10 @@ from pydantic import BaseModel
 
 from ace_workers.providers import LiteLLMClient
 from ace_workers.providers._lazy_imports import import_litellm
-from ace_workers.providers.call_gate import Prompt
+from tests.support.gates import RecordingGate
 from tests.support.llms import FALLBACK, MOCK_USAGE, MODEL, ScriptedCompletion, auth_error
 
 Script = Callable[..., ScriptedCompletion]
-
-
-class RecordingGate:
-    """A gate that lets every attempt through and records what it was asked and told."""
-
-    def __init__(self, refuse: BaseException | None = None) -> None:
-        self.events: list[tuple[str, Any]] = []
-        self.refuse = refuse
-
-    def before(self, model: str, prompt: Prompt, max_tokens: int | None) -> str:
-        self.events.append(("before", model))
-        if self.refuse is not None:
-            raise self.refuse
-        return model
-
-    def after(self, ticket: Any, usage: Mapping[str, int] | None, cost: float | None) -> None:
-        self.events.append(("after", (ticket, dict(usage) if usage is not None else None)))
-
-    def rate_limited(self, ticket: Any, error: BaseException) -> None:
-        self.events.append(("rate_limited", ticket))
 
 
 class Answer(BaseModel):

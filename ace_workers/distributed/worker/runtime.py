@@ -31,6 +31,7 @@ from ..store.backed_skillbook import StoreBackedSkillbook
 from ..store.batches import BatchStore
 from ..store.embedding_cache import RedisEmbeddingCache
 from ..store.keys import SkillbookKeys, validate_skillbook_name
+from ..store.pending_operations import PendingOperations
 from ..store.schema import connect_checked
 from ..store.store import RedisSkillbookStore
 from ..tenancy.admission_scheduler import AdmissionState
@@ -258,6 +259,9 @@ class WorkerRuntime:
                 self.llm_for(settings.skill_manager_model, skillbook),
                 prompt_budget=budget,
                 relevance=relevance,
+                lookup=settings.skill_lookup_config(),
+                # Read at each decision: a proposal stored by another worker a moment ago counts.
+                pending=PendingOperations(self.redis, book.store.keys),
             ),
             skillbook=book,
             checkpoint_interval=settings.checkpoint_interval,
