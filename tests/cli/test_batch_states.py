@@ -6,11 +6,10 @@ import json
 
 import pytest
 import redis
-from typer.testing import CliRunner
 
-from ace_workers.cli import app
 from ace_workers.distributed.tenancy import ApiKeys, Tenant, TenantRegistry
 from tests.support.batches import ledger_batch
+from tests.support.cli import invoke_raw as run
 from tests.support.cli import said
 
 PREFIX = "clistates"
@@ -20,12 +19,6 @@ PREFIX = "clistates"
 def cli_settings() -> dict[str, str]:
     """``env`` (tests/support/cli_env.py) under this module's prefix."""
     return {"ACE_QUEUE_PREFIX": PREFIX}
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
 
 
 @pytest.mark.parametrize(

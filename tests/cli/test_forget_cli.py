@@ -10,12 +10,11 @@ import json
 
 import pytest
 import redis
-from typer.testing import CliRunner
 
-from ace_workers.cli import app
 from ace_workers.distributed.store.batches import BatchStore
 from ace_workers.distributed.store.keys import batch_key, dead_letters_key
 from ace_workers.distributed.tenancy import ApiKeys, Tenant, TenantRegistry
+from tests.support.cli import invoke_raw as run
 from tests.support.cli import said
 from tests.support.redis_scan import places_holding
 
@@ -27,12 +26,6 @@ MARKER = "m4f1c2e3d"
 def cli_settings() -> dict[str, str]:
     """``env`` under this module's prefix."""
     return {"ACE_QUEUE_PREFIX": PREFIX}
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
 
 
 def payload(user: str, note: str) -> dict[str, object]:

@@ -7,11 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis
-from typer.testing import CliRunner
 
-from ace_workers.cli import app
 from ace_workers.distributed.store.keys import console_audit_key, dead_letters_key
 from ace_workers.distributed.tenancy import ApiKeys, Tenant, TenantRegistry
+from tests.support.cli import invoke_raw as run
 from tests.support.cli import said
 
 PREFIX = "cliretention"
@@ -25,12 +24,6 @@ def cli_settings() -> dict[str, str]:
         "ACE_RETENTION_AUDIT_DAYS": "30",
         "ACE_RETENTION_EVALUATIONS": "0",
     }
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
 
 
 def test_show_lists_each_kind_its_setting_value_and_enforcer(env: pytest.MonkeyPatch) -> None:

@@ -114,6 +114,12 @@ def invoke(*args: str) -> tuple[int, str]:
 
     An exception other than the exit is a failure of the test, not an answer of the command.
     """
+    code, output = invoke_raw(*args)
+    return code, said(output)
+
+
+def invoke_raw(*args: str) -> tuple[int, str]:
+    """Like invoke, the output as printed (JSON to parse, lines and tables to read)."""
     result = CliRunner().invoke(app, list(args))
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, said(result.output)
+    return result.exit_code, result.output
