@@ -27,6 +27,8 @@ from enum import Enum
 from typing import Any, cast
 
 import redis
+from redis.commands.core import Script
+from redis.exceptions import NoScriptError
 from redis.typing import EncodableT, FieldT
 
 from ..lua import read_lua
@@ -34,6 +36,7 @@ from .errors import BatchCancelledError, BatchInputMissingError, BatchNotFoundEr
 from .keys import DEFAULT_TENANT, batch_key, recent_batches_key, running_batches_key
 from .locks import try_lock
 from .replies import decode_json, decode_text
+from .riding_writes import RidingWrites, is_cluster, ride_along
 from .step_stats import StepRun, StepStats, read_step_stats
 
 __all__ = [
@@ -46,7 +49,6 @@ __all__ = [
     "sample_key",
     "wrong_step_kwargs",
 ]
-
 
 # Marker, record, counters and last step of a finished sample in one atomic step (see the script);
 # count_step.lua is the function both step scripts use to count a finished step run once.
@@ -282,11 +284,21 @@ class BatchStatus:
 class BatchStore:
     """Reads and writes batch records in Redis."""
 
-    def __init__(self, client: redis.Redis, *, prefix: str = "ace", ttl_seconds: int) -> None:
-        """``ttl_seconds``: the lifetime of a batch's records (ACE_RESULT_TTL_SECONDS)."""
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = "ace",
+        ttl_seconds: int,
+        riders: RidingWrites | None = None,
+    ) -> None:
+        """``ttl_seconds``: the lifetime of a batch's records (ACE_RESULT_TTL_SECONDS); ``riders``:
+        writes sent with a step's scripts, in their round trip (a worker's metered spend)."""
         self.redis = client
         self.prefix = prefix
         self.ttl_seconds = ttl_seconds
+        self.riders = riders
+        self._cluster = is_cluster(client)  # its pipelines run no script: nothing rides with one
         self._finish_script = client.register_script(_FINISH_SAMPLE_LUA)
         self._progress_script = client.register_script(_RECORD_PROGRESS_LUA)
         self._step_script = client.register_script(_RECORD_STEP_LUA)
@@ -294,6 +306,19 @@ class BatchStore:
 
     def _key(self, batch_id: str, part: str = "") -> str:
         return batch_key(self.prefix, batch_id, part)
+
+    def _run_script(self, script: Script, keys: list[str], args: list[EncodableT]) -> Any:
+        """Run a step's script, with the riders' pending writes in the same round trip if they have any."""
+        if self.riders is not None and not self._cluster:
+            # EVALSHA itself, not the Script: a pipeline holding a Script first checks it exists.
+            rode, answer = ride_along(
+                self.redis, self.riders, lambda pipe: pipe.evalsha(script.sha, len(keys), *keys, *args)
+            )
+            if rode and not isinstance(answer, NoScriptError):  # else: a server that has not seen it yet
+                if isinstance(answer, Exception):
+                    raise answer
+                return answer
+        return script(keys=keys, args=args)
 
     def create(
         self,
@@ -494,7 +519,7 @@ class BatchStore:
         args: list[EncodableT] = [sample_key(epoch, index), time.time(), int(first_step)]
         if previous is not None:
             args += previous.args()
-        answer = int(self._progress_script(keys=keys, args=args))
+        answer = int(self._run_script(self._progress_script, keys, args))
         if answer == _NO_BATCH:
             raise BatchNotFoundError(batch_id, self.ttl_seconds)
         return answer == 1
@@ -568,7 +593,7 @@ class BatchStore:
         finished or unknown (a step's figures are no reason to fail it).
         """
         keys = [self._key(batch_id), self._key(batch_id, "steps"), self._key(batch_id, "stepped")]
-        return int(self._step_script(keys=keys, args=[sample_key(epoch, index), *run.args()])) == 1
+        return int(self._run_script(self._step_script, keys, [sample_key(epoch, index), *run.args()])) == 1
 
     def step_stats(self, batch_id: str) -> list[StepStats]:
         """Each step's figures so far (samples done and failed, seconds, tokens, cost), in step order."""
@@ -673,7 +698,7 @@ class BatchStore:
             time.time(),
             *step_args,
         ]
-        finished = int(self._finish_script(keys=keys, args=args))
+        finished = int(self._run_script(self._finish_script, keys, args))
         if finished == _NO_BATCH:
             raise BatchNotFoundError(batch_id, self.ttl_seconds)
         return None if finished < 0 else finished  # None: a redelivered final task, counted already

@@ -49,6 +49,7 @@ from ..lua import read_lua
 from ..store.errors import CorruptDataError
 from ..store.keys import DEFAULT_PREFIX, LimiterKeys
 from ..store.replies import decode_text
+from ..store.riding_writes import RidingWrites, ride_along
 from .errors import BudgetExhaustedError, ProviderBusyError
 from .model_limits import ModelLimits
 from .tenants import ALL_MODELS, BUDGET_LIMITS, Budget, Tenant
@@ -164,6 +165,8 @@ class Limiter:
         throttled_max_age: How often the models a 429 slowed are read (seconds).
         clock: Unix time for tests; None uses the Redis server's clock in the script (one clock
             for the whole fleet) and this machine's for the day and month windows.
+        riders: Writes sent along with the read of the throttled models (the process's metered
+            spend, whose keys share the limiter's slot; see store/riding_writes.py).
     """
 
     def __init__(
@@ -178,8 +181,10 @@ class Limiter:
         throttled_max_age: float = THROTTLED_MAX_AGE,
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        riders: RidingWrites | None = None,
     ) -> None:
         self.redis = client
+        self.riders = riders
         self.keys = LimiterKeys(prefix)
         self.model_limits = dict(model_limits or {})
         self.hold_seconds = hold_seconds
@@ -212,12 +217,22 @@ class Limiter:
             else:
                 fresh = False
         if fresh:
-            raw = self.redis.hgetall(self.keys.throttled)
+            raw = self._read_throttled()
             until = {decode_text(k): self._number(self.keys.throttled, k, v) for k, v in raw.items()}
             with self._lock:
                 self._throttled = until
         with self._lock:
             return self._throttled.get(model, -math.inf) > self.now()
+
+    def _read_throttled(self) -> Any:
+        """The throttled models' hash, with the riders' pending writes in the same round trip."""
+        if self.riders is not None:
+            rode, raw = ride_along(self.redis, self.riders, lambda pipe: pipe.hgetall(self.keys.throttled))
+            if rode:
+                if isinstance(raw, Exception):
+                    raise raw
+                return raw
+        return self.redis.hgetall(self.keys.throttled)
 
     # -- one call ---------------------------------------------------------------------
     def acquire(self, tenant: Tenant, model: str, tokens: int, cost: float = 0.0) -> Reservation:

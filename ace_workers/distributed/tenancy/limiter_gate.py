@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ...providers.call_gate import Prompt, retry_after_of
 from .errors import BudgetExhaustedError
 from .limiter import Limiter, Reservation
+from .spend_meter import SpendMeter
 from .tenants import CachedTenants, Tenant
 
 __all__ = [
@@ -46,10 +47,11 @@ Pricing = Callable[[str], tuple[float, float] | None]
 
 @dataclass(frozen=True)
 class Ticket:
-    """What ``before`` hands back: the model, and the reservation when the limiter was asked."""
+    """What ``before`` hands back: the model, the tenant, and the reservation when the limiter was asked."""
 
     model: str
     reservation: Reservation | None = None
+    tenant: str = ""
 
 
 def estimate_tokens(prompt: Prompt, max_tokens: int | None) -> tuple[int, int]:
@@ -122,6 +124,8 @@ class LimiterGate:
             simulator's ACE_SIM_COST_PER_1K_TOKENS, else litellm's table).
         sizes: The completions seen so far, shared by the process's gates (the estimate's
             completion part); a gate of its own by default.
+        meter: Where the usage of calls the limiter does not count goes (the process's one
+            SpendMeter); None: those calls are not metered.
     """
 
     def __init__(
@@ -132,12 +136,14 @@ class LimiterGate:
         *,
         pricing: Pricing = litellm_price,
         sizes: CompletionSizes | None = None,
+        meter: SpendMeter | None = None,
     ) -> None:
         self.limiter = limiter
         self.tenants = tenants
         self.skillbook = skillbook
         self.pricing = pricing
         self.sizes = sizes if sizes is not None else CompletionSizes()
+        self.meter = meter
 
     def __repr__(self) -> str:
         return f"LimiterGate(skillbook={self.skillbook!r})"
@@ -165,7 +171,7 @@ class LimiterGate:
 
     def _reserve(self, tenant: Tenant, model: str, prompt: Prompt, max_tokens: int | None) -> Ticket:
         if not self.limiter.applies(tenant, model):
-            return Ticket(model)
+            return Ticket(model, tenant=tenant.name)
         prompt_tokens, _ = estimate_tokens(prompt, max_tokens)
         completion_tokens = self.sizes.estimate(model, max_tokens)
         cost = 0.0
@@ -174,20 +180,21 @@ class LimiterGate:
             if price is not None:
                 cost = prompt_tokens * price[0] + completion_tokens * price[1]
         reservation = self.limiter.acquire(tenant, model, prompt_tokens + completion_tokens, cost)
-        return Ticket(model, reservation)
+        return Ticket(model, reservation, tenant.name)
 
     def after(self, ticket: Ticket, usage: Mapping[str, int] | None, cost: float | None) -> None:
-        """Settle the reservation with the call's usage (its estimate where the call did not say)."""
+        """Settle the reservation with the call's usage (its estimate where the call did not say);
+        without one, meter the usage for the tenant (the limiter did not count it)."""
         if usage is not None:
             self.sizes.observe(ticket.model, int(usage.get("completion_tokens") or 0))
+        tokens = _total_tokens(usage)
         if ticket.reservation is None:
+            if self.meter is not None:
+                self.meter.add(ticket.tenant, ticket.model, tokens, cost or 0.0)
             return
         if usage is None:
             self.limiter.release(ticket.reservation)
             return
-        tokens = usage.get("total_tokens") or (
-            usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-        )
         self.limiter.settle(ticket.reservation, tokens or None, cost)
 
     def rate_limited(self, ticket: Ticket, error: BaseException) -> None:
@@ -195,6 +202,14 @@ class LimiterGate:
         if ticket.reservation is not None:
             self.limiter.release(ticket.reservation)
         self.limiter.rate_limited(ticket.model, retry_after_of(error))
+
+
+def _total_tokens(usage: Mapping[str, int] | None) -> int:
+    """The tokens a call used, as its usage says (0 when it says nothing)."""
+    if usage is None:
+        return 0
+    total = usage.get("total_tokens") or usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+    return int(total)
 
 
 def priced_model(name: str, cost_per_1k_tokens: float, fallback: Pricing = litellm_price) -> Pricing:

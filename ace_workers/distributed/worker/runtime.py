@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
+
+import redis
 
 from pipeline import Pipeline
 
@@ -39,6 +42,7 @@ from ..tenancy.deferred_samples import DeferredSamples
 from ..tenancy.errors import UnknownTenantError
 from ..tenancy.limiter import Limiter
 from ..tenancy.limiter_gate import CompletionSizes, LimiterGate, priced_model
+from ..tenancy.spend_meter import SpendMeter
 from ..tenancy.tenants import CachedTenants, TenantRegistry
 from .errors import RecipeRoutesError
 from .failure_logs import FirstFailures
@@ -49,6 +53,8 @@ from .routes import Route, recipe_routes, routes_of
 from .tenant_metrics import TenantCollector
 
 __all__ = ["Route", "WorkerRuntime", "build_llm", "routes_of"]
+
+logger = logging.getLogger(__name__)
 
 
 async def _awaited(value: Awaitable[ACEStepContext]) -> ACEStepContext:
@@ -97,8 +103,13 @@ class WorkerRuntime:
         self.redis, self.where, self.schema = connect_checked(
             settings.store_url or redis_url, settings.queue_prefix, checked=schema_checked
         )
+        # The tenants' spend of calls no budget or limit meters, written with the step scripts.
+        self.spend_meter = SpendMeter(prefix=settings.queue_prefix)
         self.batches = BatchStore(
-            self.redis, prefix=settings.queue_prefix, ttl_seconds=settings.result_ttl_seconds
+            self.redis,
+            prefix=settings.queue_prefix,
+            ttl_seconds=settings.result_ttl_seconds,
+            riders=self.spend_meter,
         )
         self.claims = ClaimCheck(
             self.redis,
@@ -119,6 +130,7 @@ class WorkerRuntime:
             model_limits=settings.model_limits_map(),
             hold_seconds=settings.slowest_step_seconds() + 60,
             max_wait_seconds=settings.llm_timeout_seconds,
+            riders=self.spend_meter,
         )
         self._pricing = priced_model(SIM_MODEL, settings.sim_cost_per_1k_tokens)
         # What each model's completions were, for the completion part of a call's reservation.
@@ -154,7 +166,11 @@ class WorkerRuntime:
             return True
 
     def close(self) -> None:
-        """Close this process's Redis connections."""
+        """Write the spend no step carried yet, and close this process's Redis connections."""
+        try:
+            self.spend_meter.flush(self.redis)
+        except redis.RedisError as error:  # closing goes on: a stopping worker's spend is lost, not its exit
+            logger.warning("the tenants' last spend was not written: %s", error)
         self.redis.close()
 
     def redactor(self, tenant: str) -> Redactor:
@@ -222,7 +238,12 @@ class WorkerRuntime:
         client per model behind a gate, passed once per call.
         """
         gate = LimiterGate(
-            self.limiter, self.tenants, skillbook, pricing=self._pricing, sizes=self._completion_sizes
+            self.limiter,
+            self.tenants,
+            skillbook,
+            pricing=self._pricing,
+            sizes=self._completion_sizes,
+            meter=self.spend_meter,
         )
         if self.settings.llm_factory or model == SIM_MODEL:
             return GatedClient(self.llm(model), gate, model)
