@@ -87,7 +87,9 @@ def test_a_samples_finish_writes_the_pending_spend_too(server: redis.Redis) -> N
     assert day_spend(server, prefix, DEFAULT_TENANT).tokens == 70
 
 
-def test_the_limiters_read_of_the_throttled_models_writes_the_pending_spend(redis_client: redis.Redis) -> None:
+def test_the_limiters_read_of_the_throttled_models_writes_the_pending_spend(
+    redis_client: redis.Redis,
+) -> None:
     # On a cluster no batch script carries the spend (its slot is the batch's); this read, in the
     # spend's own slot, does, on either layout.
     prefix = f"t{uuid.uuid4().hex[:8]}"
@@ -120,7 +122,9 @@ class SendCounter:
         monkeypatch.setattr(Connection, "send_packed_command", counted)
 
 
-def test_metering_adds_no_round_trip_to_a_steps_start(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_metering_adds_no_round_trip_to_a_steps_start(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     client = redis.Redis.from_url(redis_url)
     prefix = f"t{uuid.uuid4().hex[:8]}"
     meter = SpendMeter(prefix=prefix)
