@@ -24,7 +24,8 @@ Every LLM attempt that a budget or a provider limit applies to costs two script 
   is left unpaced again after :data:`QUIET_SECONDS` without a 429.
 - **The fast path.** With no budget for (tenant, model), no provider limit for the model and no
   429 slowdown recorded, :meth:`Limiter.applies` says so from memory (the slowdowns are read at
-  most once a second), and the call costs no Redis round trip.
+  most once a second), and the call costs no Redis round trip: its usage is metered all the same,
+  written with a command sent anyway (spend_meter.py), with the throttled read among them.
 """
 
 from __future__ import annotations
