@@ -83,6 +83,7 @@ bench: install  ## speed figures (not tests); the distributed ones use database 
 	$(BIN)/python benchmarks/distributed_overhead.py
 	$(BIN)/python benchmarks/dedup.py
 	$(BIN)/python benchmarks/limiter_overhead.py
+	$(BIN)/python benchmarks/spend_metering.py
 	$(BIN)/python benchmarks/fairness.py
 	$(BIN)/python benchmarks/intake.py
 
