@@ -9,10 +9,12 @@ step's batch script (a step's start, a sample's finish), on either layout the li
 the throttled models (at most once a second, in the spend's own slot). A call is counted by one
 path only, so nothing is counted twice.
 
-What this process spent since then is not written yet: on a server, a sample's last step
-finishes with a script, so a finished batch's spend is written by the time the batch shows
-finished; on a cluster within about a second while the process makes calls. What a process
-that makes no further call holds is written when its runtime closes (:meth:`SpendMeter.flush`).
+What this process spent since then is not written yet: a working process writes it with its
+next step (on a server) or within about a second (its next throttled read, while it makes
+calls); a worker that ran its last step writes it on its fleet record's beat (every
+``REFRESH_SECONDS``, 30 s) and as it shuts down (``celery_worker.write_spend``). A finished
+batch's spend is complete once its workers' next step or beat has passed; the process that ran
+a sample's last step wrote its part with the sample's finish.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+import redis
 from celery import Celery, bootsteps, signals
 from celery.exceptions import WorkerShutdown
 from celery.worker import WorkController
@@ -53,6 +54,7 @@ __all__ = [
     "tag_task_lines",
     "thread_workers",
     "use_worker_logging",
+    "write_spend_at_worker_shutdown",
 ]
 
 logger = logging.getLogger(__name__)
@@ -168,7 +170,11 @@ def add_fleet_record_step(app: Celery, get_runtime: Callable[[], WorkerRuntime])
     settings before they send and ``status`` can tell who serves a queue from Redis alone."""
 
     def announce(worker: Any) -> None:
-        announce_worker(get_runtime(), worker.hostname, _consumed_queues(worker))
+        runtime = get_runtime()
+        announce_worker(runtime, worker.hostname, _consumed_queues(worker))
+        # A worker that runs no step holds the spend of its last calls: written on this beat, so
+        # an idle worker's spend shows within REFRESH_SECONDS (a busy one's rides with its steps).
+        write_spend(runtime)
 
     class FleetRecordStep(bootsteps.StartStopStep):  # type: ignore[misc]  # celery has no types
         requires = ("celery.worker.components:Timer",)
@@ -237,6 +243,25 @@ def _stop_if_asked(stop: threading.Event) -> None:
         raise WorkerShutdown(0)
 
 
+def write_spend_at_worker_shutdown(runtime: WorkerRuntime) -> None:
+    """Write the tenants' spend no step carried yet (tenancy/spend_meter.py) when a worker (or a
+    prefork child, which meters its own calls) shuts down."""
+
+    def at_shutdown(**_: object) -> None:
+        write_spend(runtime)
+
+    signals.worker_shutdown.connect(at_shutdown, weak=False, dispatch_uid="ace.write_spend")
+    signals.worker_process_shutdown.connect(at_shutdown, weak=False, dispatch_uid="ace.write_spend.child")
+
+
+def write_spend(runtime: WorkerRuntime) -> None:
+    """Write the spend ``runtime`` holds, if any, in a round trip of its own; a Redis error only warns."""
+    try:
+        runtime.spend_meter.flush(runtime.redis)
+    except redis.RedisError as error:  # kept for the next try; the worker goes on (or stops) all the same
+        logger.warning("the tenants' spend was not written: %s", error)
+
+
 # -- the worker command -------------------------------------------------------------------------------
 
 
@@ -261,6 +286,7 @@ def run_worker_until_signalled(
         signalled.append(sig)
 
     tag_task_lines()
+    write_spend_at_worker_shutdown(runtime)
     if not runtime.settings.log_tracebacks:  # a failed step is one line (failure_logs.py)
         logging.getLogger("celery.app.trace").addFilter(StepFailureTracebackFilter())
     hold_deliveries_while_redis_is_full()  # a message taken from a full Redis is never dropped

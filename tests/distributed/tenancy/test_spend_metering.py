@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import redis
+from celery import signals
 from redis.connection import Connection
 
 from ace_workers.distributed.store.batches import BatchStore
@@ -17,9 +18,10 @@ from ace_workers.distributed.tenancy.limiter import Limiter, WindowUsage
 from ace_workers.distributed.tenancy.spend_meter import SpendMeter
 from ace_workers.distributed.tenancy.tenants import ALL_MODELS, Budget, Tenant, TenantRegistry
 from ace_workers.distributed.tenancy.usage import usage_report
+from ace_workers.distributed.worker.celery_worker import write_spend_at_worker_shutdown
 from ace_workers.sim import failure_traces
 from tests.support.fixtures import connect_test_redis, server_or_cluster
-from tests.support.workers import running_service
+from tests.support.workers import build_test_service, running_service
 
 MODEL = "openai/gpt-4o-mini"
 TENANT = "team-a"
@@ -204,3 +206,18 @@ def test_a_tenant_with_a_budget_is_metered_once(redis_url: str) -> None:
     # Every call settled through the limiter; the meter added none of them again.
     assert spent.requests == calls == 2 * SAMPLES
     assert spent.tokens == tokens
+
+
+def test_a_worker_shutting_down_writes_the_spend_it_holds(redis_url: str) -> None:
+    service = build_test_service(redis_url)
+    runtime = service.runtime
+    write_spend_at_worker_shutdown(runtime)
+    try:
+        runtime.spend_meter.add(TENANT, MODEL, 30, 0.0)
+        signals.worker_process_shutdown.send(sender=None, pid=0, exitcode=0)  # as a prefork child ends
+
+        assert day_spend(runtime.redis, runtime.settings.queue_prefix, TENANT).tokens == 30
+    finally:
+        signals.worker_shutdown.disconnect(dispatch_uid="ace.write_spend")
+        signals.worker_process_shutdown.disconnect(dispatch_uid="ace.write_spend.child")
+        service.close()
