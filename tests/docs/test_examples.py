@@ -90,6 +90,9 @@ def test_the_mcp_example_prints_learning_take_effect_as_the_page_shows(tmp_path:
 
 
 @pytest.mark.slow
+# About 30 s of CLI processes alone (each imports the CLI and reaches Redis); four test workers on
+# two busy cores have stretched it past the default 120 s.
+@pytest.mark.timeout(400)
 def test_the_steering_example_reviews_labels_evaluates_and_promotes_as_the_page_says(
     tmp_path: Path,
 ) -> None:
