@@ -8,6 +8,7 @@ entry: both must say what the full ChangeRecord says, for every kind of entry.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -284,6 +285,8 @@ def test_an_import_of_many_skills_stores_its_digest_and_a_small_apply_does_not(
 def test_a_stored_digest_that_does_not_read_back_is_passed_over_with_a_warning_naming_it(
     store: RedisSkillbookStore, redis_client: redis.Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # Whatever an earlier test in this process did to logging levels, warnings of this module are seen.
+    caplog.set_level(logging.WARNING, logger=digest_reads.__name__)
     big_import(store)
     expected = store.change_digests(0, 2)
     good = json.loads(redis_client.hget(store.keys.change_digests, "1"))

@@ -474,6 +474,26 @@ def test_tenant_remove_fails_the_waiting_samples_so_that_dead_letters_retry_fini
         assert read_dead_letters(service.runtime) == []  # none refused as a tenant that is gone
 
 
+def removal_reports_waiting(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """An event set when ``tenant remove --drain`` first prints what it waits for."""
+    from ace_workers.cli import tenant as tenant_cli
+
+    reported = threading.Event()
+    printer_of = tenant_cli._progress_printer
+
+    def printer_that_tells() -> Any:
+        show = printer_of()
+
+        def show_and_tell(work: Any) -> None:
+            show(work)
+            reported.set()
+
+        return show_and_tell
+
+    monkeypatch.setattr(tenant_cli, "_progress_printer", printer_that_tells)
+    return reported
+
+
 def test_tenant_remove_drain_waits_until_none_of_its_samples_waits_then_removes_it(
     redis_url: str, redis_client: redis.Redis, clean_env: pytest.MonkeyPatch
 ) -> None:
@@ -482,9 +502,11 @@ def test_tenant_remove_drain_waits_until_none_of_its_samples_waits_then_removes_
         handle = service.producer.enqueue_traces(failure_traces(2), SKILLBOOK)
         settled(fleet, handle.batch_id, done=0, waiting=2)
         point_cli_at(clean_env, redis_url, service)
+        waiting = removal_reports_waiting(clean_env)
 
         def budget_raised_meanwhile() -> None:
-            time.sleep(1.5)  # the removal is waiting by then
+            # Only once the removal has said it waits: a loaded machine may take seconds to get there.
+            assert waiting.wait(TIMEOUT), "the removal never said it was waiting"
             fleet.raise_budget(100)
             release_deferred(service.dispatcher, TENANT)
 
