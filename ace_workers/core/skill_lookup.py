@@ -10,9 +10,12 @@ becomes an UPDATE or TAG of the skill that exists.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 __all__ = [
+    "AdditionsInFlight",
+    "Announcement",
     "LOOKUP_MODES",
     "LOOKUP_OFF",
     "LOOKUP_SIMILAR",
@@ -58,3 +61,28 @@ class PendingOperation:
 
 # The pending operations of the skillbook the SkillManager decides for (a store's review queue).
 PendingSource = Callable[[], Sequence[PendingOperation]]
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """A decision's announced ADDs (``entry_id``) and those announced before it, still in flight."""
+
+    entry_id: str
+    earlier: list[PendingOperation] = field(default_factory=list)
+
+
+class AdditionsInFlight(Protocol):
+    """Where concurrent SkillManager decisions on one skillbook say what they are about to add.
+
+    Decisions running side by side each read the skillbook before the others' ADDs are
+    written, so each would add the same lesson. Announcing is ordered: of two
+    overlapping decisions the later one sees the earlier one's ADDs and decides again.
+    """
+
+    def announce(self, additions: Sequence[PendingOperation]) -> Announcement:
+        """Record ``additions`` as being added; the ADDs announced before them, oldest first."""
+        ...
+
+    def withdraw(self, announcement: Announcement) -> None:
+        """Forget ``announcement``'s ADDs: the decision that announced them changed its mind."""
+        ...

@@ -10,6 +10,8 @@ postings, not a pass over the skills.
 from __future__ import annotations
 
 import functools
+import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -21,7 +23,9 @@ from ..core.toon import encode_table, first_cells
 from ..protocols import SkillbookLike
 
 __all__ = [
+    "ADDITION_COLUMNS",
     "PENDING_COLUMNS",
+    "being_added_section",
     "lookup_section",
     "pending_table",
     "related_pending",
@@ -30,6 +34,7 @@ __all__ = [
 ]
 
 PENDING_COLUMNS = ("proposal", "type", "section", "skill_id", "content")
+ADDITION_COLUMNS = ("type", "section", "content")
 
 _SKILLS_NOTE = (
     "These existing skills are not in the Skillbook table above; they are the ones most like this "
@@ -40,6 +45,12 @@ _PENDING_NOTE = (
     "These operations wait for a reviewer. A learning one of them states: repeat that operation "
     "exactly (type, section, skill id and content as shown), which counts as more evidence for it; "
     "never a reworded one."
+)
+
+_BEING_ADDED_NOTE = (
+    "Other learners decided to add these skills a moment ago; they are not in the skillbook yet. "
+    "A learning one of them states: repeat that ADD exactly (section and content as shown), which "
+    "adds the skill once; never a reworded one. Decide every learning again."
 )
 
 
@@ -84,14 +95,22 @@ class _Shown:
 def related_pending(
     pending: Sequence[PendingOperation], learnings: Sequence[str], k: int
 ) -> list[PendingOperation]:
-    """Up to ``k`` pending operations sharing most words with a learning, best first; none share none."""
+    """Up to ``k`` pending operations most like a learning, best first; those sharing no word are left out.
+
+    Shared words weigh by how rare they are among the operations (as lexical_relevance
+    weighs them among skills): a topic's name outweighs "input" or "questions", which
+    every lesson of a task family says.
+    """
     wanted = [text_words(learning) for learning in learnings]
+    words = [_content_words(operation.content) for operation in pending]
+    frequency = Counter(word for found in words for word in found)
+    weight = {word: math.log(1 + len(pending) / count) for word, count in frequency.items()}
     scored = []
-    for position, operation in enumerate(pending):
-        words = _content_words(operation.content)
-        shared = max((len(words & learning) for learning in wanted), default=0)
-        if shared:
-            scored.append((-shared, position, operation))
+    for position, (operation, found) in enumerate(zip(pending, words, strict=True)):
+        # Summed in word order: a set's order varies, and float sums with it.
+        score = max((sum(weight[w] for w in sorted(found & learning)) for learning in wanted), default=0.0)
+        if score > 0:
+            scored.append((-score, position, operation))
     return [operation for _, _, operation in sorted(scored, key=lambda item: item[:2])[:k]]
 
 
@@ -122,3 +141,9 @@ def lookup_section(skills: Sequence[Skill], pending: Sequence[PendingOperation])
     if pending:
         parts.append(f"\n## Pending proposals\n{pending_table(pending)}\n{_PENDING_NOTE}\n")
     return "".join(parts)
+
+
+def being_added_section(additions: Sequence[PendingOperation]) -> str:
+    """The prompt section showing ADDs other decisions are making (a blank line before its heading)."""
+    rows = [[op.type, op.section, op.content] for op in additions]
+    return f"\n## Being added\n{encode_table('additions', ADDITION_COLUMNS, rows)}\n{_BEING_ADDED_NOTE}\n"

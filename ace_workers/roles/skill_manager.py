@@ -8,14 +8,22 @@ from typing import Any
 
 from ..core.outputs import ReflectorOutput, SkillManagerOutput
 from ..core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer
-from ..core.skill_lookup import LOOKUP_SIMILAR, LOOKUP_TOOLS, PendingSource, SkillLookup
+from ..core.skill_lookup import (
+    LOOKUP_OFF,
+    LOOKUP_SIMILAR,
+    LOOKUP_TOOLS,
+    AdditionsInFlight,
+    PendingOperation,
+    PendingSource,
+    SkillLookup,
+)
 from ..core.updates import UpdateBatch
 from ..counts import counted
 from ..protocols import LLMClientLike, SkillbookLike
 from ..providers.call_gate import usage_and_cost
 from .base import LLMRole
 from .helpers import current_date, format_optional
-from .lookup_section import lookup_section, related_pending, similar_skills
+from .lookup_section import being_added_section, lookup_section, related_pending, similar_skills
 from .prompts import SKILL_MANAGER_PROMPT
 from .skill_manager_tools import SkillManagerTurn, ToolSession
 
@@ -38,6 +46,10 @@ class SkillManager(LLMRole):
     most similar, and the related operations of ``pending`` (the skillbook's
     proposals waiting for review), into the prompt; ``tools`` lets the model
     search and read skills in up to ``max_calls`` tool calls; ``off`` does neither.
+
+    With a lookup on, ``in_flight`` (on a fleet: the skillbook's stream of ADDs other
+    learn slots are about to make) is told this decision's ADDs. If a decision announced
+    earlier is adding something like them, the model decides once more, shown those ADDs.
     """
 
     def __init__(
@@ -50,12 +62,14 @@ class SkillManager(LLMRole):
         relevance: RelevanceScorer | None = None,
         lookup: SkillLookup | None = None,
         pending: PendingSource | None = None,
+        in_flight: AdditionsInFlight | None = None,
     ) -> None:
         super().__init__(
             llm, prompt_template, max_retries=max_retries, prompt_budget=prompt_budget, relevance=relevance
         )
         self.lookup = lookup or SkillLookup()
         self.pending = pending
+        self.in_flight = in_flight
 
     def build_prompt(
         self,
@@ -106,11 +120,12 @@ class SkillManager(LLMRole):
 
         Extra keyword arguments go to ``llm.complete_structured``.
         """
+        inputs = self._inputs(reflection, skillbook, question_context, progress)
         if self.lookup.mode == LOOKUP_TOOLS:
-            output = self._update_with_tools(reflection, skillbook, question_context, progress, kwargs)
+            output = self._update_with_tools(inputs, skillbook, kwargs)
         else:
-            prompt = self.build_prompt(reflection, skillbook, question_context, progress)
-            output = self._ask(prompt, SkillManagerOutput, kwargs)
+            output = self._ask(self.prompt_template.format(**inputs), SkillManagerOutput, kwargs)
+        output = self._settle_additions(output, inputs, kwargs)
         logger.debug("skill manager proposed %s", counted(len(output.update.operations), "operation"))
         return output
 
@@ -121,12 +136,7 @@ class SkillManager(LLMRole):
         )
 
     def _update_with_tools(
-        self,
-        reflection: ReflectorOutput,
-        skillbook: SkillbookLike,
-        question_context: str,
-        progress: str,
-        kwargs: dict[str, Any],
+        self, inputs: dict[str, str], skillbook: SkillbookLike, kwargs: dict[str, Any]
     ) -> SkillManagerOutput:
         """Turns until the model answers: each turn's tool calls run while calls are left.
 
@@ -134,19 +144,11 @@ class SkillManager(LLMRole):
         ``max_calls + 1`` turns. A turn asking for calls when none are left ends
         the decision with no operations.
         """
-        inputs = self._inputs(reflection, skillbook, question_context, progress)
         session = self._tool_session(skillbook)
-        usage: dict[str, int] = {}
-        cost: float | None = None
-        turns = 0
+        turns: list[SkillManagerTurn] = []
         while True:
             turn = self._ask(session.prompt(inputs), SkillManagerTurn, kwargs)
-            turns += 1
-            turn_usage, turn_cost = usage_and_cost(turn)
-            for key, value in (turn_usage or {}).items():
-                usage[key] = usage.get(key, 0) + value
-            if turn_cost is not None:
-                cost = (cost or 0.0) + turn_cost
+            turns.append(turn)
             if turn.update is not None or not turn.tool_calls:
                 break
             if session.calls_left <= 0:
@@ -154,10 +156,65 @@ class SkillManager(LLMRole):
                 break
             session.run(turn.tool_calls)
         update = turn.update or UpdateBatch(reasoning="No operations: the turns ended without an update.")
-        raw: dict[str, Any] = {"usage": usage, "turns": turns, "tool_calls": session.calls}
-        if cost is not None:
-            raw["cost"] = cost
+        raw: dict[str, Any] = {**_summed_usage(*turns), "turns": len(turns), "tool_calls": session.calls}
         return SkillManagerOutput(update=update, raw=raw)
+
+    def _settle_additions(
+        self, output: SkillManagerOutput, inputs: dict[str, str], kwargs: dict[str, Any]
+    ) -> SkillManagerOutput:
+        """Announce ``output``'s ADDs; decide once more if earlier announced ADDs are like them.
+
+        The second decision sees the first's lookup and, oldest first, the related ADDs in
+        flight. If it adds what the first did, the announcement stands (and keeps its place
+        in the order); otherwise it is withdrawn and the second's own new ADDs announced
+        instead. The output carries the usage and cost of both calls.
+        """
+        adds = [op for op in output.update.operations if op.type == "ADD"]
+        if self.in_flight is None or self.lookup.mode == LOOKUP_OFF or not adds:
+            return output
+        kept = [(op.section, op.content) for op in adds]
+        announcement = self.in_flight.announce(_additions(kept))
+        related = set(related_pending(announcement.earlier, [op.content for op in adds], self.lookup.k))
+        if not related:
+            return output
+        shown = [op for op in announcement.earlier if op in related]  # in the order announced
+        logger.info(
+            "skill manager decides again: %s in flight like its own",
+            counted(len(shown), "ADD"),
+        )
+        lookup = inputs["lookup"] + being_added_section(shown)
+        again = self._ask(
+            self.prompt_template.format(**{**inputs, "lookup": lookup}), SkillManagerOutput, kwargs
+        )
+        decided = [(op.section, op.content) for op in again.update.operations if op.type == "ADD"]
+        if decided != kept:
+            # Kept ADDs keep their place in the order; changed ones are announced anew, at the end.
+            self.in_flight.withdraw(announcement)
+            restated = {(op.section, op.content) for op in shown}
+            new = [add for add in decided if add not in restated]
+            if new:
+                self.in_flight.announce(_additions(new))
+        return again.model_copy(update={"raw": {**(again.raw or {}), **_summed_usage(output, again)}})
+
+
+def _additions(adds: list[tuple[str, str]]) -> list[PendingOperation]:
+    """ADDs (section, content) as announced to the other decisions."""
+    return [
+        PendingOperation(proposal_id="", type="ADD", section=section, content=text) for section, text in adds
+    ]
+
+
+def _summed_usage(*outputs: Any) -> dict[str, Any]:
+    """The ``usage`` (and ``cost``, where priced) of several calls' outputs, summed."""
+    usage: dict[str, int] = {}
+    cost: float | None = None
+    for output in outputs:
+        call_usage, call_cost = usage_and_cost(output)
+        for key, value in (call_usage or {}).items():
+            usage[key] = usage.get(key, 0) + value
+        if call_cost is not None:
+            cost = (cost or 0.0) + call_cost
+    return {"usage": usage} if cost is None else {"usage": usage, "cost": cost}
 
 
 def _reflection_query(reflection: ReflectorOutput, question_context: str) -> str:

@@ -27,7 +27,8 @@ business, not this module's.
   lesson is more evidence for it. It knows the skills of its prompt's
   Skillbook table and of the lookup's Similar skills; a lesson a Pending
   proposals row states is that row's operation again, verbatim (which merges
-  into the proposal). With tools it first searches each learning, then
+  into the proposal), and so is one a Being added row states (the writer adds it
+  once). With tools it first searches each learning, then
   decides on what the searches found. A lesson that contradicts the topic's skill
   (the wrong rule where a skill states the right one, or the reverse) UPDATEs
   that skill to the lesson, keeping its votes. The reflection's own tags are
@@ -244,7 +245,9 @@ def simulate_skill_manager(prompt: str, world: SimWorld) -> SkillManagerOutput:
     Pending proposals: a lesson a pending operation states is that operation again, verbatim.
     """
     sections = parse_sections(prompt)
-    lookup = "\n".join(section_value(sections, name) for name in ("Similar skills", "Pending proposals"))
+    lookup = "\n".join(
+        section_value(sections, name) for name in ("Similar skills", "Pending proposals", "Being added")
+    )
     return SkillManagerOutput(update=_decide(sections, lookup, world))
 
 
@@ -268,7 +271,9 @@ def _decide(sections: dict[str, str], found: str, world: SimWorld) -> UpdateBatc
         *parse_skill_table(section_value(sections, "Skillbook")),
         *map(skill_row, tables.get("skills", [])),
     ]
-    pending = tables.get("proposals", [])
+    # Pending proposals, then the ADDs other learners are making (oldest first): the first one stating
+    # a lesson is repeated verbatim.
+    pending = [*tables.get("proposals", []), *tables.get("additions", [])]
     votes: dict[str, dict[str, int]] = {}
     additions: list[UpdateOperation] = []
     for item in reflection.extracted_learnings:

@@ -8,6 +8,7 @@ from ace_workers.core import Skillbook, SkillbookView, SkillManagerOutput, Updat
 from ace_workers.core.skill_lookup import PendingOperation, SkillLookup
 from ace_workers.providers.call_gate import GatedClient
 from ace_workers.roles import SkillManager
+from ace_workers.roles.lookup_section import related_pending
 from ace_workers.roles.skill_manager_tools import SkillManagerTurn, ToolCall
 from ace_workers.sim import SimulatedLLM
 from ace_workers.sim.parsing import parse_sections, parse_skill_table, parse_tables
@@ -177,3 +178,18 @@ def test_an_answer_without_tools_is_one_turn() -> None:
 def test_a_bad_lookup_setting_is_refused_naming_it(options: dict[str, object], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         SkillLookup(**options)  # type: ignore[arg-type]
+
+
+def test_related_pending_ranks_rare_shared_words_above_words_every_lesson_says() -> None:
+    def op(content: str) -> PendingOperation:
+        return PendingOperation(proposal_id=content[:4], type="ADD", section="s", content=content)
+
+    common = [
+        op(f"For {name} questions, transform the input as the input says.")
+        for name in ("flux", "mirp", "brix")
+    ]
+    same_rule = op("Zorb puzzles want the digits backwards.")
+    unrelated = op("Check gauge 3 before turning crank 7.")
+    found = related_pending([*common, same_rule, unrelated], [ZORB_RULE], k=2)
+    assert found[0] == same_rule  # "zorb" and "digits" are rare among them; "questions" and "input" are not
+    assert unrelated not in related_pending([*common, same_rule, unrelated], [ZORB_RULE], k=10)

@@ -96,13 +96,13 @@ def _relative(prefix: str, key: str) -> str:
 
 
 def _skillbook_keys(client: redis.Redis, keys: SkillbookKeys) -> list[str]:
-    """Every key of one skillbook but its nightly lock and compact snapshot (work in flight; derived)."""
+    """Every key of one skillbook but its nightly lock, compact snapshot and ADDs in flight (transient)."""
     scanned = [
         decode_text(key)
         for pattern in (keys.idempotency_pattern, keys.proposal_signature_pattern)
         for key in client.scan_iter(match=pattern, count=1000)
     ]
-    left_out = {keys.nightly_lock, keys.compact_snapshot}
+    left_out = {keys.nightly_lock, keys.compact_snapshot, keys.additions_in_flight}
     return [key for key in keys.fixed() if key not in left_out] + sorted(scanned)
 
 

@@ -501,6 +501,8 @@ def _erase_skill_history(
                 }
                 if (hits or images or blanked) and not dry_run:
                     pipe.multi()
+                    # Lessons learn slots are about to add may come from the matched traces.
+                    pipe.delete(keys.additions_in_flight)
                     if hits or images:
                         # Stored digests list the first operations of big entries: derived from the
                         # entries, so dropped with them (a reader digests an entry again).

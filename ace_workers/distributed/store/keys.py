@@ -13,6 +13,8 @@ Layout for a skillbook ``NAME`` under the default prefix ``ace``::
                                        import), written with the entry: readers of the timeline skip
                                        decoding its images; fields of versions trimmed from the log
                                        are dropped by readers
+    ace:{sb:NAME}:adds:inflight stream the ADDs concurrent SkillManager decisions are about to make
+                                       (section, content), each kept 30 s; transient, never backed up
     ace:{sb:NAME}:stats        hash    applies, stale_applies, skipped_ops, duplicate_deliveries, conflicts
     ace:{sb:NAME}:idem:KEY     string  result of the apply that carried idempotency key KEY, with a TTL
     ace:{sb:NAME}:embeddings   hash    embedding cache: content hash -> float32 vector bytes
@@ -516,6 +518,11 @@ class SkillbookKeys:
         return f"{self.base}:changes:digests"
 
     @property
+    def additions_in_flight(self) -> str:
+        """Stream: the ADDs learn slots are about to make (store/additions_in_flight.py); transient."""
+        return f"{self.base}:adds:inflight"
+
+    @property
     def stats(self) -> str:
         """Hash: the store's counters (STATS_FIELDS)."""
         return f"{self.base}:stats"
@@ -620,6 +627,7 @@ class SkillbookKeys:
             self.decisions,
             self.changes,
             self.change_digests,
+            self.additions_in_flight,
             self.stats,
             self.embeddings,
             self.compact_snapshot,

@@ -30,6 +30,7 @@ from ...redaction.redactor import Redactor, redactor_for
 from ...roles import Agent, Reflector, SkillManager
 from ..llms import model_client
 from ..settings import DEDUP_OFF, SIM_MODEL, WorkerSettings
+from ..store.additions_in_flight import RedisAdditionsInFlight
 from ..store.backed_skillbook import StoreBackedSkillbook
 from ..store.batches import BatchStore
 from ..store.embedding_cache import RedisEmbeddingCache
@@ -283,6 +284,8 @@ class WorkerRuntime:
                 lookup=settings.skill_lookup_config(),
                 # Read at each decision: a proposal stored by another worker a moment ago counts.
                 pending=PendingOperations(self.redis, book.store.keys),
+                # Learn slots deciding side by side see each other's ADDs before they are written.
+                in_flight=RedisAdditionsInFlight(self.redis, book.store.keys),
             ),
             skillbook=book,
             checkpoint_interval=settings.checkpoint_interval,

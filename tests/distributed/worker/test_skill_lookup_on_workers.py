@@ -11,6 +11,7 @@ from ace_workers.distributed.store.review_policy import ReviewPolicy
 from ace_workers.distributed.store.store import RedisSkillbookStore
 from ace_workers.distributed.tenancy.tenants import ALL_MODELS, Budget, Tenant, TenantRegistry
 from ace_workers.sim import failure_traces
+from ace_workers.sim.tasks import TOPICS
 from tests.support.lookup import ZORB_RULE, ZORB_RULE_REWORDED, crowded_skillbook
 from tests.support.workers import running_service
 
@@ -89,3 +90,25 @@ def test_tool_turns_are_counted_against_the_tenant_like_any_llm_call(
         # One Reflector call, and the SkillManager's: one, or with tools a search turn and an answer.
         assert usage.requests == requests
         assert usage.cost > 0
+
+
+@pytest.mark.parametrize(("lookup", "once"), [("similar", True), ("off", False)])
+def test_learn_slots_deciding_side_by_side_add_a_lesson_once_however_each_words_it(
+    redis_client: redis.Redis, redis_url: str, lookup: str, once: bool
+) -> None:
+    zorb = TOPICS[0]
+    # Four slots, each call 0.2 s: the four first samples' SkillManagers decide at the same time.
+    settings = {"skill_lookup": lookup, "sim_paraphrase": True, "sim_latency_seconds": 0.2}
+    with running_service(redis_url, learn_threads=4, **settings) as service:
+        handle = service.producer.enqueue_traces(failure_traces(8, topics=[zorb]), "side-by-side")
+        status = handle.wait(timeout=TIMEOUT)
+        assert (status.done, status.failed) == (8, 0)
+        stating = [
+            s.content
+            for s in service.runtime.store("side-by-side").export().skills()
+            if zorb.is_stated_by(s.content)
+        ]
+    if once:
+        assert len(stating) == 1, stating
+    else:
+        assert len(stating) >= 2, stating  # each slot added the lesson in its own words

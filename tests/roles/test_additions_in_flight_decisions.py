@@ -1,0 +1,120 @@
+"""A SkillManager deciding beside others announces its ADDs, and decides again when an earlier one adds alike.
+
+On a real Redis (the announcements' stream) with the simulated LLM: the second of two
+decisions on one lesson, worded otherwise, restates the first one's ADD verbatim, which
+the single writer then adds once.
+"""
+
+from __future__ import annotations
+
+import redis
+
+from ace_workers.core import Skillbook, SkillbookView, SkillManagerOutput
+from ace_workers.core.outputs import ExtractedLearning, ReflectorOutput
+from ace_workers.core.skill_lookup import SkillLookup
+from ace_workers.distributed import RedisSkillbookStore
+from ace_workers.distributed.store.additions_in_flight import RedisAdditionsInFlight
+from ace_workers.roles import SkillManager
+from ace_workers.sim import SimulatedLLM
+from tests.support.lookup import ZORB_QUESTION_CONTEXT, ZORB_RULE, ZORB_RULE_REWORDED
+
+UNRELATED = "Check gauge 3 before turning crank 7."
+
+
+def reflection(learning: str) -> ReflectorOutput:
+    """The simulated Reflector's lesson, stating ``learning``."""
+    return ReflectorOutput(
+        reasoning="The answer was wrong.",
+        key_insight=learning,
+        extracted_learnings=[ExtractedLearning(learning=learning, evidence="input 1234")],
+    )
+
+
+def adds(output: SkillManagerOutput) -> list[tuple[str, str]]:
+    return [(op.section, op.content) for op in output.update.operations if op.type == "ADD"]
+
+
+def stream_contents(redis_client: redis.Redis, store: RedisSkillbookStore) -> list[bytes]:
+    return [fields[b"adds"] for _, fields in redis_client.xrange(store.keys.additions_in_flight)]  # type: ignore[index, union-attr]
+
+
+def manager(redis_client: redis.Redis, store: RedisSkillbookStore, mode: str = "similar") -> SkillManager:
+    in_flight = RedisAdditionsInFlight(redis_client, store.keys)
+    return SkillManager(SimulatedLLM(), lookup=SkillLookup(mode=mode), in_flight=in_flight)
+
+
+def test_a_later_decision_on_the_same_lesson_restates_the_earlier_add_verbatim(
+    redis_client: redis.Redis, store: RedisSkillbookStore
+) -> None:
+    empty = SkillbookView(Skillbook())
+    first = manager(redis_client, store).update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
+    assert adds(first) == [("zorb", ZORB_RULE)]
+
+    later = manager(redis_client, store)
+    llm = later.llm
+    assert isinstance(llm, SimulatedLLM)
+    second = later.update_skills(reflection(ZORB_RULE_REWORDED), empty, ZORB_QUESTION_CONTEXT)
+    assert adds(second) == [("zorb", ZORB_RULE)]  # the first's words, not its own
+    assert llm.call_count(SkillManagerOutput) == 2
+    again = llm.last_prompt(SkillManagerOutput) or ""
+    assert "## Being added" in again and ZORB_RULE in again
+    # The second's own ADD was withdrawn and nothing new announced: later slots see the first alone.
+    assert len(stream_contents(redis_client, store)) == 1
+    assert ZORB_RULE.encode() in stream_contents(redis_client, store)[0]
+    # Both calls' tokens are the decision's.
+    spent = llm.usage
+    assert spent["calls"] == 2
+    assert second.raw["usage"]["prompt_tokens"] == spent["prompt_tokens"]
+    assert second.raw["usage"]["completion_tokens"] == spent["completion_tokens"]
+
+
+def test_an_add_in_flight_sharing_no_word_costs_no_second_call(
+    redis_client: redis.Redis, store: RedisSkillbookStore
+) -> None:
+    empty = SkillbookView(Skillbook())
+    manager(redis_client, store).update_skills(reflection(UNRELATED), empty)
+    later = manager(redis_client, store)
+    output = later.update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
+    assert adds(output) == [("zorb", ZORB_RULE)]
+    assert later.llm.call_count(SkillManagerOutput) == 1  # type: ignore[attr-defined]
+    assert len(stream_contents(redis_client, store)) == 2  # both announced
+
+
+def test_the_tool_using_manager_decides_again_too(
+    redis_client: redis.Redis, store: RedisSkillbookStore
+) -> None:
+    empty = SkillbookView(Skillbook())
+    manager(redis_client, store, "tools").update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
+    second = manager(redis_client, store, "tools").update_skills(
+        reflection(ZORB_RULE_REWORDED), empty, ZORB_QUESTION_CONTEXT
+    )
+    assert adds(second) == [("zorb", ZORB_RULE)]
+
+
+def test_with_the_lookup_off_nothing_is_announced_and_the_lesson_is_added_as_worded(
+    redis_client: redis.Redis, store: RedisSkillbookStore
+) -> None:
+    empty = SkillbookView(Skillbook())
+    manager(redis_client, store, "off").update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
+    second = manager(redis_client, store, "off").update_skills(
+        reflection(ZORB_RULE_REWORDED), empty, ZORB_QUESTION_CONTEXT
+    )
+    assert adds(second) == [("zorb", ZORB_RULE_REWORDED)]
+    assert not redis_client.exists(store.keys.additions_in_flight)
+
+
+def test_a_second_decision_that_adds_the_same_keeps_its_announcement_and_place(
+    redis_client: redis.Redis, store: RedisSkillbookStore
+) -> None:
+    empty = SkillbookView(Skillbook())
+    # Another topic's lesson sharing the word "input": like enough to ask again, not the same rule.
+    manager(redis_client, store).update_skills(
+        reflection("Brix puzzles want you to increase the input by 17."), empty
+    )
+    later = manager(redis_client, store)
+    output = later.update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
+    assert adds(output) == [("zorb", ZORB_RULE)]
+    assert later.llm.call_count(SkillManagerOutput) == 2  # type: ignore[attr-defined]
+    entries = redis_client.xrange(store.keys.additions_in_flight)
+    assert len(entries) == 2
+    assert ZORB_RULE.encode() in entries[1][1][b"adds"]  # type: ignore[index]
