@@ -69,7 +69,7 @@ from quality_tasks import SIM_FAMILY, TaskFamily, load_family
 
 from ace_workers.core import Skill
 from ace_workers.distributed.llms import check_models, model_client
-from ace_workers.distributed.ops.evaluation import TaskSet, fleet_agent
+from ace_workers.distributed.ops.evaluation import TaskSet, fleet_agent, fleet_redactor
 from ace_workers.distributed.ops.promotion import promote_label
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import SIM_MODEL, WorkerSettings
@@ -237,6 +237,7 @@ def serve(run: Run, store: RedisSkillbookStore, setting: Setting) -> str | None:
         if_better=gated,
         tasks=tasks if gated else None,
         agent=evaluation_agent(run.service.runtime, store.name) if gated else None,
+        redactor=fleet_redactor(run.service.runtime, store.name) if gated else None,
         model=run.service.runtime.settings.agent_model,
     )
     return SERVED_LABEL

@@ -151,11 +151,13 @@ def evaluate_command(
     read as it was and given to the agent exactly as the fleet's execute step builds it
     (ACE_AGENT_MODEL, or --model; the simulated LLM when nothing is configured). Every
     answer is scored against its task's ground truth (exact match, ignoring case and
-    spacing). Runs in this process; progress goes to stderr. The evaluation is recorded
-    in the skillbook's evaluations list. Exit 1 when an agent call failed (scored wrong).
+    spacing). The tasks are redacted first, as the skillbook's tenant redacts its traces
+    (ACE_REDACT, or tenant set --redact). Runs in this process; progress goes to stderr.
+    The evaluation is recorded in the skillbook's evaluations list. Exit 1 when an agent
+    call failed (scored wrong).
     """
     # The evaluation (the store, the agent) loads when a command evaluates, not for --help.
-    from ..distributed.ops.evaluation import evaluate_versions, fleet_agent
+    from ..distributed.ops.evaluation import evaluate_versions, fleet_agent, fleet_redactor
 
     check_skillbook_name(name)
     if not versions and not labels:
@@ -175,6 +177,7 @@ def evaluate_command(
                 task_set,
                 agent,
                 actor=who,
+                redactor=fleet_redactor(service.runtime, name),
                 model=settings.agent_model,
                 progress=progress,
                 threads=threads,

@@ -70,7 +70,7 @@ def promote_command(
     label moves unconditionally (and is logged).
     """
     # The evaluation and the promotion gate load when a label is promoted, not for --help.
-    from ..distributed.ops.evaluation import fleet_agent
+    from ..distributed.ops.evaluation import fleet_agent, fleet_redactor
     from ..distributed.ops.promotion import PromotionDecision, promote_label
 
     check_skillbook_name(name)
@@ -94,6 +94,7 @@ def promote_command(
     with open_service(settings, run_workers=False, learn_threads=1) as service:
         store = store_or_fail(service, name)
         agent = fleet_agent(service.runtime, name) if task_set is not None else None
+        redactor = fleet_redactor(service.runtime, name) if task_set is not None else None
         # Progress bars only when there is an evaluation to follow.
         bars = (
             following([candidate, target], len(task_set.samples))
@@ -111,6 +112,7 @@ def promote_command(
                     if_better=if_better,
                     tasks=task_set,
                     agent=agent,
+                    redactor=redactor,
                     margin=margin,
                     model=settings.agent_model,
                     progress=progress,

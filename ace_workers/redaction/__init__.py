@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .context_redaction import redact_context
+    from .context_redaction import redact_context, redact_in_session
     from .errors import RedactionSpecError
     from .redactor import PLACEHOLDER, RedactionSession, Redactor, redactor_for
     from .spec import DEFAULT_KINDS, KINDS, RedactionSpec, parse_redaction_spec
@@ -29,6 +29,7 @@ __all__ = [
     "RedactionSession",
     "Redactor",
     "redact_context",
+    "redact_in_session",
     "redactor_for",
 ]
 

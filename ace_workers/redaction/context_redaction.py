@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from ..core.context import ACEStepContext
 from .redactor import RedactionSession, Redactor, json_text, redact_keeping
 
-__all__ = ["redact_context"]
+__all__ = ["redact_context", "redact_in_session"]
 
 # Output fields no prompt reads and no store keeps as text: the LLM client's raw response.
 _SKIPPED_FIELDS = frozenset({"raw"})
@@ -65,6 +65,15 @@ def redact_context(
                 changes[name] = redacted
     changes.update(_redact_models(session, models))
     return ctx.replace(**changes) if changes else ctx
+
+
+def redact_in_session(session: RedactionSession, value: Any, kept: tuple[tuple[str, ...], ...] = ()) -> Any:
+    """``value`` (a sample, a role's output, a JSON value) redacted in ``session``; itself when unchanged.
+
+    For parts of one task redacted at different times (an evaluation's task, then each answer to
+    it): in one session a value is the same placeholder in all of them. ``kept`` as in _redact.
+    """
+    return _redact(session, value, kept)
 
 
 def _redact_models(session: RedactionSession, models: dict[str, BaseModel]) -> dict[str, Any]:

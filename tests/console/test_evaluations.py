@@ -15,6 +15,7 @@ from ace_workers.distributed.ops.evaluation import (
     EvaluationReport,
     evaluate_versions,
     fleet_agent,
+    fleet_redactor,
     read_task_file,
     resolve_targets,
 )
@@ -48,9 +49,12 @@ def evaluated(fleet: Service, tmp_path: Path) -> list[EvaluationReport]:
     zorb = read_task_file(task_file(tmp_path / "zorb.jsonl", 4, 1, [TOPICS[0]]))
     mixed = read_task_file(task_file(tmp_path / "mixed.jsonl", 6, 2, 3))
     agent = fleet_agent(fleet.runtime, BOOK)
+    redactor = fleet_redactor(fleet.runtime, BOOK)
     runs = [(zorb, [1, 4], ["prod"]), (mixed, [2, head], ["canary"]), (zorb, [head], [])]
     return [
-        evaluate_versions(store, resolve_targets(store, versions, labels), tasks, agent, actor="user:ann")
+        evaluate_versions(
+            store, resolve_targets(store, versions, labels), tasks, agent, actor="user:ann", redactor=redactor
+        )
         for tasks, versions, labels in runs
     ]
 

@@ -12,10 +12,12 @@ from typing import Any, ClassVar, TypeVar
 import redis
 from pydantic import BaseModel
 
-from ace_workers.core.outputs import SkillManagerOutput
+from ace_workers.core.outputs import AgentOutput, SkillManagerOutput
 from ace_workers.core.updates import UpdateOperation
+from ace_workers.errors import LLMError
 from ace_workers.sim import SimulatedLLM
 from ace_workers.sim.llm import SimulatedCompletion
+from ace_workers.sim.parsing import parse_sections, section_value
 from tests.support.backups import raw_content
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -35,6 +37,13 @@ SEARCHED = (*PLANTED, CARD.replace(" ", ""), "jane.roe@", "sam.poe@")
 LEAKED_KEY = "AKIAQ3EGUKQ5LEAKED77"
 
 FACTORY = "tests.support.redaction:recording_llm"
+# The evaluation tests' agent (EchoingLLM): what a question asks it to answer follows this.
+ANSWER_WITH = "Answer with: "
+# What it answers a question that does not say: an address it knew from elsewhere.
+KNOWN_ANSWER = OTHER_EMAIL
+# A question holding this fails its call, with an error quoting the question and LEAKED_KEY.
+FAILS = "(the provider fails this one)"
+ECHOING_FACTORY = "tests.support.redaction:echoing_llm"
 
 
 def planted_traces(count: int) -> list[dict[str, Any]]:
@@ -87,6 +96,29 @@ class RecordingLLM(SimulatedLLM):
 def recording_llm(model: str) -> SimulatedLLM:
     """ACE_LLM_FACTORY: every model is the recording simulator."""
     return RecordingLLM(trust_threshold=0)
+
+
+class EchoingLLM(RecordingLLM):
+    """The recording LLM whose Agent answers what the question says after ANSWER_WITH, else KNOWN_ANSWER.
+
+    A question holding FAILS fails, as a provider's error that quotes what it was sent might.
+    """
+
+    def complete_structured(self, prompt: str, response_model: type[ModelT], **kwargs: Any) -> ModelT:
+        if response_model is not AgentOutput:
+            return super().complete_structured(prompt, response_model, **kwargs)
+        self._record(prompt)
+        question = section_value(parse_sections(prompt), "Question")
+        if FAILS in question:
+            raise LLMError(f"provider refused {question!r} for account {LEAKED_KEY}")
+        _, asked, answer = question.partition(ANSWER_WITH)
+        final_answer = answer.strip() if asked else KNOWN_ANSWER
+        return response_model.model_validate({"reasoning": "As asked.", "final_answer": final_answer})
+
+
+def echoing_llm(model: str) -> SimulatedLLM:
+    """ACE_LLM_FACTORY: every model is the echoing simulator."""
+    return EchoingLLM()
 
 
 def redis_text(client: redis.Redis) -> str:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         VersionScore,
         evaluate_versions,
         fleet_agent,
+        fleet_redactor,
         read_task_file,
         resolve_targets,
     )
@@ -45,6 +46,7 @@ __all__ = [
     "EvaluationTarget",
     "resolve_targets",
     "fleet_agent",
+    "fleet_redactor",
     "evaluate_versions",
     "EvaluationReport",
     "VersionScore",

@@ -11,6 +11,12 @@ case and spacing), and the tokens the calls report are summed. A version is
 evaluated once however many names it is given (``--version 7 --label prod``
 with prod at 7). Every evaluation is recorded in the skillbook's evaluations list.
 
+The tasks are redacted as the producer redacts a trace (:func:`fleet_redactor`: the
+redactor of the skillbook's tenant) before any prompt is built from them: each task
+in a session of its own, shared by its question, context, ground truth and every
+answer to it, so the same value is the same placeholder in all of them and exact
+match still scores an answer that names a secret the ground truth holds.
+
 Runs in this process: with the simulated LLM it is deterministic, which the
 harmful-rule test relies on.
 """
@@ -18,6 +24,7 @@ harmful-rule test relies on.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
 import logging
@@ -27,7 +34,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ...core.environments import Sample, SimpleEnvironment, TaskEnvironment
 from ...core.jsonl import SkippedLines, iter_json_lines
@@ -35,6 +42,8 @@ from ...core.skill import utc_now
 from ...counts import counted, noun_for
 from ...errors import LLMError, one_line
 from ...protocols import AgentLike, SkillbookLike
+from ...redaction.context_redaction import redact_in_session
+from ...redaction.redactor import RedactionSession, Redactor, json_text
 from ...roles import Agent
 from ..settings import DEDUP_OFF
 from ..store.store import RedisSkillbookStore
@@ -48,6 +57,7 @@ __all__ = [
     "VersionScore",
     "evaluate_versions",
     "fleet_agent",
+    "fleet_redactor",
     "read_task_file",
     "resolve_targets",
 ]
@@ -57,6 +67,7 @@ logger = logging.getLogger(__name__)
 # Called after each answered task: (the target's name, tasks answered, tasks in the set).
 OnProgress = Callable[[str, int, int], None]
 _SAMPLE_FIELDS = tuple(f.name for f in fields(Sample))
+T = TypeVar("T")
 
 
 # -- the task set ------------------------------------------------------------------------------
@@ -162,6 +173,39 @@ def fleet_agent(runtime: WorkerRuntime, skillbook: str) -> Agent:
     )
 
 
+def fleet_redactor(runtime: WorkerRuntime, skillbook: str) -> Redactor:
+    """What redacts an evaluation of ``skillbook``: its tenant's redactor, as the producer picks it."""
+    return runtime.redactor(runtime.tenants.tenant_of(skillbook))
+
+
+@dataclass(frozen=True)
+class _Task:
+    """A task as every prompt and the judge see it, and the session its answers are redacted in."""
+
+    sample: Sample
+    session: RedactionSession | None = None  # None: the tenant redacts nothing
+
+    def redacted(self, value: T) -> T:
+        """``value`` (an answer, an error's text) redacted as the task was: a value, its placeholder."""
+        return value if self.session is None else redact_in_session(self.session, value)
+
+
+def _redacted_tasks(tasks: TaskSet, redactor: Redactor) -> list[_Task]:
+    """Each task redacted in a session of its own, before any prompt is built from it."""
+    if redactor.off:
+        return [_Task(sample) for sample in tasks.samples]
+    redacted = []
+    for sample in tasks.samples:
+        # A task file made from redacted traces holds placeholders: new ones take the next numbers.
+        session = redactor.session(reserved_later=functools.partial(_sample_text, sample))
+        redacted.append(_Task(redact_in_session(session, sample, redactor.spec.kept), session))
+    return redacted
+
+
+def _sample_text(sample: Sample) -> str:
+    return json_text(dataclasses.asdict(sample))
+
+
 # -- the report ------------------------------------------------------------------------------------
 @dataclass
 class VersionScore:
@@ -257,6 +301,7 @@ def evaluate_versions(
     agent: AgentLike,
     *,
     actor: str,
+    redactor: Redactor,
     model: str = "",
     environment: TaskEnvironment | None = None,
     progress: OnProgress | None = None,
@@ -265,9 +310,11 @@ def evaluate_versions(
 ) -> EvaluationReport:
     """Answer every task with each target's version; score, count tokens, and (``record``) log the report.
 
-    ``threads`` answers that many tasks of a version at once (the agent and its client
-    must be thread-safe, as the fleet's are). A failed agent call scores 0 and is
-    counted in ``errors``; the evaluation goes on, so one flaky call does not cost the run.
+    ``redactor`` (:func:`fleet_redactor`) redacts the tasks before the first prompt, and
+    the answers and errors before they are scored or reported. ``threads`` answers that
+    many tasks of a version at once (the agent and its client must be thread-safe, as
+    the fleet's are). A failed agent call scores 0 and is counted in ``errors``; the
+    evaluation goes on, so one flaky call does not cost the run.
     """
     if not targets:
         raise ValueError("nothing to evaluate: name at least one version or label")
@@ -275,13 +322,14 @@ def evaluate_versions(
         raise ValueError(f"threads must be >= 1, got {threads}")
     judge = environment if environment is not None else SimpleEnvironment()
     started = time.monotonic()
+    redacted = _redacted_tasks(tasks, redactor)
     scored: dict[int, VersionScore] = {}
     scores = []
     for target in targets:
         done = scored.get(target.version)
         if done is None:
             _, view = store.snapshot_at(target.version)
-            done = _score_version(target, view, tasks, agent, judge, progress, threads)
+            done = _score_version(target, view, redacted, agent, judge, progress, threads)
             scored[target.version] = done
         scores.append(
             done
@@ -305,27 +353,32 @@ def evaluate_versions(
 def _score_version(
     target: EvaluationTarget,
     skillbook: SkillbookLike,
-    tasks: TaskSet,
+    tasks: Sequence[_Task],
     agent: AgentLike,
     judge: TaskEnvironment,
     progress: OnProgress | None,
     threads: int,
 ) -> VersionScore:
     started = time.monotonic()
-    score = VersionScore(target.name, target.version, target.label, total=len(tasks.samples))
-    total = len(tasks.samples)
+    total = len(tasks)
+    score = VersionScore(target.name, target.version, target.label, total=total)
 
-    def answer(sample: Sample) -> tuple[float, dict[str, Any], str | None]:
+    # Each task is answered once per version and the versions one after another, so a task's
+    # redaction session is used by one thread at a time.
+    def answer(task: _Task) -> tuple[float, dict[str, Any], str | None]:
+        sample = task.sample
         try:
             output = agent.generate(question=sample.question, context=sample.context, skillbook=skillbook)
         except LLMError as exc:
             usage = getattr(exc, "usage", None)  # RetriesExhausted: the tokens its attempts cost
-            return 0.0, {"usage": usage} if isinstance(usage, dict) else {}, one_line(str(exc))
-        result = judge.evaluate(sample=sample, agent_output=output)
+            # The report keeps this line: a provider's error may quote what it was sent or replied.
+            return 0.0, {"usage": usage} if isinstance(usage, dict) else {}, task.redacted(one_line(str(exc)))
+        # A secret the agent knew from elsewhere becomes the placeholder the ground truth holds.
+        result = judge.evaluate(sample=sample, agent_output=task.redacted(output))
         return float(result.metrics.get("accuracy", 0.0)), dict(output.raw or {}), None
 
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="evaluate") as pool:
-        for index, (value, raw, error) in enumerate(pool.map(answer, tasks.samples), start=1):
+        for index, (value, raw, error) in enumerate(pool.map(answer, tasks), start=1):
             score.score += value
             _add_usage(score, raw)
             if error is not None:

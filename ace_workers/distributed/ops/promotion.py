@@ -24,6 +24,7 @@ from typing import Any
 
 from ...counts import counted
 from ...protocols import AgentLike
+from ...redaction.redactor import Redactor
 from ..store.errors import LabelMovedError
 from ..store.labels import LabelMove, validate_label
 from ..store.store import RedisSkillbookStore
@@ -101,6 +102,7 @@ def promote_label(
     if_better: bool = False,
     tasks: TaskSet | None = None,
     agent: AgentLike | None = None,
+    redactor: Redactor | None = None,
     margin: float = 0.0,
     model: str = "",
     progress: OnProgress | None = None,
@@ -108,11 +110,12 @@ def promote_label(
 ) -> PromotionResult:
     """Point label ``target`` at the version ``candidate`` points at; with ``if_better``, only if better.
 
-    Without ``if_better`` the move is unconditional (and logged). With it, ``tasks``
-    and ``agent`` are needed and the module's rule decides (PROMOTION_RULE). Raises
-    UnknownLabelError for a candidate label that does not exist, LabelMovedError when
-    the target moved during the evaluation (recorded as a conflict), ValueError for a
-    margin outside [0, 1) or ``if_better`` without tasks or agent.
+    Without ``if_better`` the move is unconditional (and logged). With it, ``tasks``,
+    ``agent`` and ``redactor`` (as evaluate_versions takes them) are needed and the
+    module's rule decides (PROMOTION_RULE). Raises UnknownLabelError for a candidate
+    label that does not exist, LabelMovedError when the target moved during the
+    evaluation (recorded as a conflict), ValueError for a margin outside [0, 1) or
+    ``if_better`` without tasks, agent or redactor.
     """
     validate_label(candidate)
     validate_label(target)
@@ -143,8 +146,11 @@ def promote_label(
     if not if_better:
         move = store.labels.set(target, candidate_version, actor=actor, note=note)
         return result(PromotionDecision.PROMOTED, "moved without an evaluation (not --if-better)", move=move)
-    if tasks is None or agent is None:
-        raise ValueError("promoting only if better needs the tasks to evaluate on and the agent to run")
+    if tasks is None or agent is None or redactor is None:
+        raise ValueError(
+            "promoting only if better needs the tasks to evaluate on, the agent to run "
+            "and the redactor of the skillbook's tenant"
+        )
     targets = [EvaluationTarget(candidate_version, candidate)]
     if target_version is not None:
         targets.append(EvaluationTarget(target_version, target))
@@ -154,6 +160,7 @@ def promote_label(
         tasks,
         agent,
         actor=actor,
+        redactor=redactor,
         model=model,
         progress=progress,
         threads=threads,

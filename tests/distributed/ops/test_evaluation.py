@@ -21,10 +21,12 @@ from ace_workers.distributed.ops.promotion import is_better, promote_label
 from ace_workers.distributed.store.errors import CorruptDataError, LabelMovedError, VersionRangeError
 from ace_workers.distributed.store.evaluations import SkillbookEvaluations
 from ace_workers.distributed.store.store import RedisSkillbookStore
+from ace_workers.redaction import redactor_for
 from ace_workers.roles import Agent
 from ace_workers.sim import TOPICS, SimulatedLLM, make_tasks
 
 ZORB = TOPICS[0]
+REDACTOR = redactor_for("default")  # what an unset ACE_REDACT means
 
 
 def write_tasks(path: Path, n: int = 4) -> Path:
@@ -125,7 +127,7 @@ def test_a_version_named_twice_is_answered_once(store: RedisSkillbookStore, tmp_
     tasks = read_task_file(write_tasks(tmp_path / "t.jsonl"))
     targets = resolve_targets(store, versions=[1, 2, 2], labels=["prod"])
     assert [t.name for t in targets] == ["v1", "v2", "prod"]
-    report = evaluate_versions(store, targets, tasks, Agent(llm), actor="user:ann")
+    report = evaluate_versions(store, targets, tasks, Agent(llm), actor="user:ann", redactor=REDACTOR)
     assert llm.call_count("AgentOutput") == 8  # two versions, four tasks each
     assert [(s.name, s.version, s.accuracy) for s in report.scores] == [
         ("v1", 1, 0.0),
@@ -144,6 +146,7 @@ def test_failed_agent_calls_score_wrong_and_are_counted(store: RedisSkillbookSto
         tasks,
         Agent(SimulatedLLM(failure_rate=1.0)),
         actor="user:ann",
+        redactor=REDACTOR,
         threads=2,
     )
     (score,) = report.scores
@@ -204,6 +207,7 @@ def test_a_target_moved_during_the_evaluation_is_not_overwritten(
             if_better=True,
             tasks=read_task_file(write_tasks(tmp_path / "t.jsonl")),
             agent=Agent(SimulatedLLM()),
+            redactor=REDACTOR,
             progress=someone_moves_prod,
         )
     assert [(m.actor, m.to_version) for m in store.labels.history("prod")] == [

@@ -7,6 +7,7 @@ refused, and prod keeps serving the good version.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from ace_workers.distributed.ops.evaluation import (
     TaskSet,
     evaluate_versions,
     fleet_agent,
+    fleet_redactor,
     read_task_file,
     resolve_targets,
 )
@@ -81,13 +83,16 @@ def test_a_harmful_rule_is_caught_by_the_evaluation_and_prod_keeps_the_good_vers
     store.labels.set("canary", head, actor=ACTOR)
 
     agent = fleet_agent(service.runtime, "support")
+    redactor = fleet_redactor(service.runtime, "support")
     report = evaluate_versions(
-        store, resolve_targets(store, labels=["prod", "canary"]), tasks, agent, actor=ACTOR
+        store, resolve_targets(store, labels=["prod", "canary"]), tasks, agent, actor=ACTOR, redactor=redactor
     )
     assert report.score_of("prod").accuracy == 1.0
     assert report.score_of("canary").accuracy == 0.5  # every zorb task answered wrong
 
-    result = promote_label(store, "canary", "prod", actor=ACTOR, if_better=True, tasks=tasks, agent=agent)
+    result = promote_label(
+        store, "canary", "prod", actor=ACTOR, if_better=True, tasks=tasks, agent=agent, redactor=redactor
+    )
     assert result.decision is PromotionDecision.REFUSED
     assert "not better by more than the margin 0" in result.reason
     assert store.labels.get("prod") == good
@@ -115,7 +120,15 @@ def test_a_better_candidate_is_promoted_with_its_evaluation_in_the_label_log(
 
     agent = fleet_agent(service.runtime, "support")
     result = promote_label(
-        store, "canary", "prod", actor=ACTOR, note="zorb learned", if_better=True, tasks=tasks, agent=agent
+        store,
+        "canary",
+        "prod",
+        actor=ACTOR,
+        note="zorb learned",
+        if_better=True,
+        tasks=tasks,
+        agent=agent,
+        redactor=fleet_redactor(service.runtime, "support"),
     )
     assert result.decision is PromotionDecision.PROMOTED
     assert (result.candidate_version, result.target_version) == (whole, half)
@@ -133,14 +146,20 @@ def test_a_gain_of_exactly_the_margin_is_refused(service: Service, tmp_path: Pat
     tasks = task_file(tmp_path)  # 10 zorb, 10 flux: flux alone scores 0.5, both 1.0
     store.labels.set("prod", learn(service, failure_traces(3, topics=[FLUX])), actor=ACTOR)
     store.labels.set("canary", learn(service, failure_traces(3, topics=[ZORB])), actor=ACTOR)
-    agent = fleet_agent(service.runtime, "support")
-    kept = promote_label(
-        store, "canary", "prod", actor=ACTOR, if_better=True, tasks=tasks, agent=agent, margin=0.5
+    gate = functools.partial(
+        promote_label,
+        store,
+        "canary",
+        "prod",
+        actor=ACTOR,
+        if_better=True,
+        tasks=tasks,
+        agent=fleet_agent(service.runtime, "support"),
+        redactor=fleet_redactor(service.runtime, "support"),
     )
+    kept = gate(margin=0.5)
     assert kept.decision is PromotionDecision.REFUSED
-    moved = promote_label(
-        store, "canary", "prod", actor=ACTOR, if_better=True, tasks=tasks, agent=agent, margin=0.45
-    )
+    moved = gate(margin=0.45)
     assert moved.decision is PromotionDecision.PROMOTED
 
 
@@ -155,6 +174,7 @@ def test_a_target_label_not_set_yet_takes_the_candidate(service: Service, tmp_pa
         if_better=True,
         tasks=task_file(tmp_path),
         agent=fleet_agent(service.runtime, "support"),
+        redactor=fleet_redactor(service.runtime, "support"),
     )
     assert result.decision is PromotionDecision.PROMOTED
     assert "was not set" in result.reason
