@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
@@ -39,7 +39,10 @@ IN_FLIGHT_READ = 256
 
 
 class RedisAdditionsInFlight:
-    """:class:`~ace_workers.core.skill_lookup.AdditionsInFlight` for one skillbook, on its Redis keys."""
+    """:class:`~ace_workers.core.skill_lookup.AdditionsInFlight` for one skillbook, on its Redis keys.
+
+    ``redact`` (the skillbook's tenant's redactor, on a fleet) is applied to what is stored.
+    """
 
     def __init__(
         self,
@@ -47,8 +50,10 @@ class RedisAdditionsInFlight:
         keys: SkillbookKeys,
         window_seconds: float = IN_FLIGHT_SECONDS,
         read_limit: int = IN_FLIGHT_READ,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self._redis = client
+        self._redact = redact
         self.key = keys.additions_in_flight
         self.window_ms = int(window_seconds * 1000)
         self.read_limit = read_limit
@@ -58,7 +63,9 @@ class RedisAdditionsInFlight:
 
         One round trip: the append, the read and the expiry in one transaction.
         """
-        adds = [{"section": op.section, "content": op.content} for op in additions]
+        redact = self._redact or str
+        # Redacted like everything stored: a lesson may quote what its trace held.
+        adds = [{"section": redact(op.section), "content": redact(op.content)} for op in additions]
         with self._redis.pipeline(transaction=True) as pipe:
             pipe.xadd(self.key, {"adds": json.dumps(adds, ensure_ascii=False)}, maxlen=self.read_limit)
             pipe.xrevrange(self.key, "+", "-", count=self.read_limit)

@@ -185,6 +185,10 @@ class WorkerRuntime:
             spec = None
         return redactor_for(self.settings.redact if spec is None else spec)
 
+    def _redact(self, skillbook: str, text: str) -> str:
+        """``text`` redacted as the owner of ``skillbook`` redacts its traces."""
+        return self.redactor(self.tenants.tenant_of(skillbook)).text(text)
+
     def store(self, name: str) -> RedisSkillbookStore:
         """The store of skillbook ``name``."""
         return self.skillbook(name).store
@@ -285,7 +289,9 @@ class WorkerRuntime:
                 # Read at each decision: a proposal stored by another worker a moment ago counts.
                 pending=PendingOperations(self.redis, book.store.keys),
                 # Learn slots deciding side by side see each other's ADDs before they are written.
-                in_flight=RedisAdditionsInFlight(self.redis, book.store.keys),
+                in_flight=RedisAdditionsInFlight(
+                    self.redis, book.store.keys, redact=lambda text: self._redact(skillbook, text)
+                ),
             ),
             skillbook=book,
             checkpoint_interval=settings.checkpoint_interval,

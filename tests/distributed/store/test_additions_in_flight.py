@@ -14,6 +14,7 @@ from ace_workers.core.skill_lookup import PendingOperation
 from ace_workers.distributed import RedisSkillbookStore
 from ace_workers.distributed.store import additions_in_flight
 from ace_workers.distributed.store.additions_in_flight import RedisAdditionsInFlight
+from ace_workers.redaction.redactor import redactor_for
 from tests.support.fixtures import server_or_cluster
 
 
@@ -131,3 +132,12 @@ def test_deleting_the_skillbook_deletes_its_announcements(
     assert redis_client.exists(store.keys.additions_in_flight)
     store.delete()
     assert not redis_client.exists(store.keys.additions_in_flight)
+
+
+def test_what_is_announced_is_stored_redacted(store: RedisSkillbookStore, redis_client: redis.Redis) -> None:
+    redact = redactor_for(None).text
+    in_flight = RedisAdditionsInFlight(redis_client, store.keys, redact=redact)
+    in_flight.announce(adds("Mail jane.roe@example.org before refunding."))
+    stored = redis_client.xrange(store.keys.additions_in_flight)[0][1][b"adds"]  # type: ignore[index]
+    assert b"jane.roe@example.org" not in stored and b"<EMAIL_1>" in stored
+    assert contents(in_flight.announce(adds("Mail first.")).earlier) == ["Mail <EMAIL_1> before refunding."]
