@@ -162,7 +162,8 @@ class SkillManager(LLMRole):
     def _settle_additions(
         self, output: SkillManagerOutput, inputs: dict[str, str], kwargs: dict[str, Any]
     ) -> SkillManagerOutput:
-        """Announce ``output``'s ADDs; decide once more if earlier announced ADDs are like them.
+        """Announce ``output``'s ADDs; decide once more if earlier announced ADDs to the same
+        sections are like them.
 
         The second decision sees the first's lookup and, oldest first, the related ADDs in
         flight. If it adds what the first did, the announcement stands (and keeps its place
@@ -174,7 +175,11 @@ class SkillManager(LLMRole):
             return output
         kept = [(op.section, op.content) for op in adds]
         announcement = self.in_flight.announce(_additions(kept))
-        related = set(related_pending(announcement.earlier, [op.content for op in adds], self.lookup.k))
+        # Only ADDs to a section of its own: the prompt names sections for the task type, and
+        # lessons of other task types share words ("input", "answer") but never the lesson.
+        sections = {_section_key(op.section) for op in adds}
+        candidates = [op for op in announcement.earlier if _section_key(op.section) in sections]
+        related = set(related_pending(candidates, [op.content for op in adds], self.lookup.k))
         if not related:
             return output
         shown = [op for op in announcement.earlier if op in related]  # in the order announced
@@ -195,6 +200,10 @@ class SkillManager(LLMRole):
             if new:
                 self.in_flight.announce(_additions(new))
         return again.model_copy(update={"raw": {**(again.raw or {}), **_summed_usage(output, again)}})
+
+
+def _section_key(section: str) -> str:
+    return " ".join(section.lower().split())
 
 
 def _additions(adds: list[tuple[str, str]]) -> list[PendingOperation]:

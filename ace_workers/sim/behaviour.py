@@ -31,8 +31,9 @@ business, not this module's.
   once). With tools it first searches each learning, then
   decides on what the searches found. A lesson that contradicts the topic's skill
   (the wrong rule where a skill states the right one, or the reverse) UPDATEs
-  that skill to the lesson, keeping its votes. The reflection's own tags are
-  TagStep's job.
+  that skill to the lesson, keeping its votes, unless the skill has more helpful
+  than harmful votes: then the lesson TAGs it harmful, as the prompt asks. The
+  reflection's own tags are TagStep's job.
 - Asked to consolidate similar pairs, it MERGEs a pair into its first (older)
   skill when both state the same topic rule or the same text, and KEEPs it
   otherwise; pairs naming a skill it already merged away are left alone.
@@ -284,8 +285,12 @@ def _decide(sections: dict[str, str], found: str, world: SimWorld) -> UpdateBatc
         if existing is not None:
             # Restated lesson: one more helpful vote for the skill instead of a duplicate.
             votes.setdefault(existing.id, {"helpful": 1})
+        elif rival is not None and rival.net_votes > 0:
+            # The skill has helped more often than not: one lesson against it is a vote against it,
+            # not a rewrite, as the prompt asks.
+            votes.setdefault(rival.id, {"harmful": 1})
         elif rival is not None:
-            # The lesson contradicts the topic's skill: rewrite that skill, as a real manager would.
+            # The lesson contradicts an unproven skill: rewrite that skill, as a real manager would.
             if not any(op.skill_id == rival.id for op in additions):
                 additions.append(
                     UpdateOperation(

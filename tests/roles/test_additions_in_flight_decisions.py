@@ -68,16 +68,20 @@ def test_a_later_decision_on_the_same_lesson_restates_the_earlier_add_verbatim(
     assert second.raw["usage"]["completion_tokens"] == spent["completion_tokens"]
 
 
-def test_an_add_in_flight_sharing_no_word_costs_no_second_call(
+def test_adds_in_flight_to_other_sections_or_sharing_no_word_cost_no_second_call(
     redis_client: redis.Redis, store: RedisSkillbookStore
 ) -> None:
     empty = SkillbookView(Skillbook())
     manager(redis_client, store).update_skills(reflection(UNRELATED), empty)
+    # Another task type's lesson: it shares "questions" and "input", but not the section.
+    manager(redis_client, store).update_skills(
+        reflection("For brix questions, add 17 to the input number."), empty
+    )
     later = manager(redis_client, store)
     output = later.update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
     assert adds(output) == [("zorb", ZORB_RULE)]
     assert later.llm.call_count(SkillManagerOutput) == 1  # type: ignore[attr-defined]
-    assert len(stream_contents(redis_client, store)) == 2  # both announced
+    assert len(stream_contents(redis_client, store)) == 3  # all announced
 
 
 def test_the_tool_using_manager_decides_again_too(
@@ -107,10 +111,8 @@ def test_a_second_decision_that_adds_the_same_keeps_its_announcement_and_place(
     redis_client: redis.Redis, store: RedisSkillbookStore
 ) -> None:
     empty = SkillbookView(Skillbook())
-    # Another topic's lesson sharing the word "input": like enough to ask again, not the same rule.
-    manager(redis_client, store).update_skills(
-        reflection("Brix puzzles want you to increase the input by 17."), empty
-    )
+    # Another lesson of the same task type (section zorb): like enough to ask again, not the same rule.
+    manager(redis_client, store).update_skills(reflection("For zorb questions, never pad the input."), empty)
     later = manager(redis_client, store)
     output = later.update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
     assert adds(output) == [("zorb", ZORB_RULE)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ace_workers.core import Skillbook, SkillbookView
+from ace_workers.core import Skill, Skillbook, SkillbookView
 from ace_workers.roles import Agent, Reflector, SkillManager
 from ace_workers.runners import TraceAnalyser
 from ace_workers.sim import TOPICS, SimulatedLLM, failure_traces, make_tasks, misleading_traces
@@ -40,18 +40,31 @@ def test_a_topic_has_a_wrong_rule_that_no_right_rule_reads_as() -> None:
         assert topic.solve_wrong("1234") == "1234"
 
 
-def test_misleading_feedback_rewrites_the_good_skill_to_the_wrong_rule() -> None:
+def test_misleading_lessons_vote_against_a_proven_skill_and_rewrite_it_once_they_outweigh_it() -> None:
     book = Skillbook()
     learn(book, failure_traces(6, topics=2))
     assert accuracy(book, topics=2) == 1.0
-    good = {s.section: s.id for s in book.skills()}
-    learn(book, misleading_traces(1, topics=[ZORB]))
-    zorb = book.get_skill(good["zorb"])
-    assert zorb is not None
+    zorb_id = {s.section: s.id for s in book.skills()}["zorb"]
+    helpful = _skill(book, zorb_id).helpful
+    assert helpful >= 1  # restated lessons voted for it
+    misleading = misleading_traces(helpful + 1, topics=[ZORB])
+    learn(book, misleading[:helpful])
+    zorb = _skill(book, zorb_id)
+    # Each misleading lesson is one vote against the proven skill, not a rewrite.
+    assert (zorb.content, zorb.helpful, zorb.harmful) == (ZORB.rule, helpful, helpful)
+    assert accuracy(book, topics=2) == 1.0
+    learn(book, misleading[helpful:])  # harmful votes reach helpful ones: the next lesson rewrites it
+    zorb = _skill(book, zorb_id)
     assert zorb.content == ZORB.wrong_rule
     assert len(book) == 2  # updated in place, not added beside it
     # Every zorb task (half of them) is now answered wrong; flux still right.
     assert accuracy(book, topics=2) == 0.5
+
+
+def _skill(book: Skillbook, skill_id: str) -> Skill:
+    skill = book.get_skill(skill_id)
+    assert skill is not None
+    return skill
 
 
 def test_the_agent_cites_the_wrong_skill_and_echoes_the_input() -> None:
