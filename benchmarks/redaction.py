@@ -36,6 +36,7 @@ from typing import Any
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
 from learning_throughput import run_ours, wait_for_workers
+from rounds import Spread, round_order
 
 from ace_workers.core.context import ACEStepContext
 from ace_workers.distributed.service import Service, build_service, local_workers
@@ -162,7 +163,7 @@ def measure_throughput(url: str, args: argparse.Namespace) -> list[tuple[float, 
     traces = [trace_of_4kb(number) for number in range(args.per_slot * args.slots)]
     rows = []
     for round_number in range(1, args.rounds + 1):
-        order = ("default", "off") if round_number % 2 else ("off", "default")
+        order = round_order(("default", "off"), round_number - 1)
         rates: dict[str, float] = {}
         for redact in order:
             with fleet(url, redact, args, round_number) as service:
@@ -175,11 +176,6 @@ def measure_throughput(url: str, args: argparse.Namespace) -> list[tuple[float, 
             flush=True,
         )
     return rows
-
-
-def spread(values: list[float]) -> str:
-    """min/median/max of ``values``."""
-    return f"min {min(values):.3f}, median {statistics.median(values):.3f}, max {max(values):.3f}"
 
 
 def main() -> None:
@@ -202,22 +198,24 @@ def main() -> None:
 
     traces = [trace_of_4kb(number) for number in range(50)]
     kilobytes = statistics.mean(len(json.dumps(trace)) for trace in traces) / 1024
-    cost = measure_cost(traces, args.cost_rounds)
-    print(f"redaction cost per {kilobytes:.1f} KB trace (default kinds), ms of CPU: {spread(cost['cpu'])}")
-    print(f"  wall clock, ms: {spread(cost['wall'])}")
-    print(f"  for scale, a JSON encode and decode of the trace, ms of CPU: {spread(cost['json_cpu'])}")
-    met = statistics.median(cost["cpu"]) <= COST_GOAL_MS
+    cost = {name: Spread.of(values) for name, values in measure_cost(traces, args.cost_rounds).items()}
+    print(
+        f"redaction cost per {kilobytes:.1f} KB trace (default kinds), ms of CPU, min/median/max over "
+        f"{args.cost_rounds} rounds: {cost['cpu'].figures(3)}"
+    )
+    print(f"  wall clock, ms: {cost['wall'].figures(3)}")
+    print(f"  for scale, a JSON encode and decode of the trace, ms of CPU: {cost['json_cpu'].figures(3)}")
+    met = cost["cpu"].median <= COST_GOAL_MS
     print(f"  goal <= {COST_GOAL_MS} ms of CPU (median): {'met' if met else 'NOT met'}")
 
     with bench_redis(None if args.embedded else args.redis_url) as url:
         rows = measure_throughput(url, args)
-    ratios = [on / off for on, off in rows]
+    ratio = Spread.of([on / off for on, off in rows])
     print(
-        f"learning throughput, redaction on / off at {args.latency * 1000:.0f} ms per call: {spread(ratios)}"
+        f"learning throughput, redaction on / off at {args.latency * 1000:.0f} ms per call, min/median/max "
+        f"over {ratio.count} rounds: {ratio.figures(3)}"
     )
-    print(
-        f"  goal >= {RATIO_GOAL} (median): {'met' if statistics.median(ratios) >= RATIO_GOAL else 'NOT met'}"
-    )
+    print(f"  goal >= {RATIO_GOAL} (median): {'met' if ratio.median >= RATIO_GOAL else 'NOT met'}")
 
 
 if __name__ == "__main__":

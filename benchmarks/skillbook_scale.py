@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
+from rounds import Spread, round_order
 
 from ace_workers.core import DEFAULT_PROMPT_BUDGET, Skillbook
 from ace_workers.core.skill_provenance import DEFAULT_KEEP, INSIGHT_CHARS
@@ -283,17 +284,11 @@ def main() -> None:
                 service.runtime.store(f"scale-{size}").import_skillbook(book, replace=True)
                 print(f"  {size:,} skills imported in {time.perf_counter() - started:.1f} s", flush=True)
             for number in range(args.rounds):
-                order = sizes if number % 2 == 0 else sizes[::-1]  # alternating: no size always first
+                order = round_order(sizes, number)  # no size always first
                 rounds.append({size: run_level(service, size, number, args) for size in order})
         finally:
             service.close()
     report(rounds, sizes, args)
-
-
-def spread(values: list[float], unit: str = "", digits: int = 2) -> str:
-    """min/median/max of ``values``."""
-    shown = [f"{value:.{digits}f}" for value in (min(values), statistics.median(values), max(values))]
-    return "/".join(shown) + unit
 
 
 def report(rounds: list[dict[int, dict[str, float]]], sizes: list[int], args: argparse.Namespace) -> None:
@@ -304,22 +299,23 @@ def report(rounds: list[dict[int, dict[str, float]]], sizes: list[int], args: ar
         f"{len(rounds)} rounds in alternating order; each figure min/median/max over the rounds"
     )
 
-    def figure(size: int, key: str) -> list[float]:
-        return [row[size][key] for row in rounds]
+    def figure(size: int, key: str) -> Spread:
+        return Spread.of([row[size][key] for row in rounds])
 
-    def against_fresh(size: int, key: str) -> list[float]:
-        return [row[size][key] / row[0][key] for row in rounds]
+    def against_fresh(size: int, key: str) -> Spread:
+        return Spread.of([row[size][key] / row[0][key] for row in rounds])
 
     for size in sizes:
-        extra = [row[size]["rss_mib"] - row[0]["rss_mib"] for row in rounds]
+        ratio = against_fresh(size, "rate").figures(unit="x")
+        extra = Spread.of([row[size]["rss_mib"] - row[0]["rss_mib"] for row in rounds])
         lines = {
-            "samples/s": f"{spread(figure(size, 'rate'))} ({spread(against_fresh(size, 'rate'), 'x')})",
-            "first sample, new learn worker": spread(figure(size, "learn_first_s"), " s"),
-            "first sample, new writer": spread(figure(size, "writer_first_s"), " s"),
-            "learn worker start to first sample": spread(figure(size, "learn_from_start_s"), " s"),
-            "first sample, both new": spread(figure(size, "both_new_s"), " s"),
-            "prompt build": spread(figure(size, "prompt_ms"), " ms"),
-            "worker MiB (over fresh)": f"{spread(figure(size, 'rss_mib'), '', 0)} (+{spread(extra, '', 0)})",
+            "samples/s": f"{figure(size, 'rate').figures()} ({ratio})",
+            "first sample, new learn worker": figure(size, "learn_first_s").figures(unit=" s"),
+            "first sample, new writer": figure(size, "writer_first_s").figures(unit=" s"),
+            "learn worker start to first sample": figure(size, "learn_from_start_s").figures(unit=" s"),
+            "first sample, both new": figure(size, "both_new_s").figures(unit=" s"),
+            "prompt build": figure(size, "prompt_ms").figures(unit=" ms"),
+            "worker MiB (over fresh)": f"{figure(size, 'rss_mib').figures(0)} (+{extra.figures(0)})",
         }
         print(f"{size:,} skills:")
         for label, text in lines.items():
@@ -333,12 +329,12 @@ def report(rounds: list[dict[int, dict[str, float]]], sizes: list[int], args: ar
     verdicts = []
     for size, target in TARGETS.items():
         if size in sizes:
-            ratio = statistics.median(against_fresh(size, "rate"))
+            ratio = against_fresh(size, "rate").median
             verdicts.append(ratio >= target)
             print(f"rate at {size:,} skills: {ratio:.2f}x of fresh (median; target >= {target}x)")
     if TARGET_SIZE in sizes:
         for key, label in (("learn_first_s", "new learn worker"), ("writer_first_s", "new writer")):
-            seconds = statistics.median(figure(TARGET_SIZE, key))
+            seconds = figure(TARGET_SIZE, key).median
             verdicts.append(seconds <= FIRST_SAMPLE_TARGET_S)
             target_s = FIRST_SAMPLE_TARGET_S
             print(f"first sample, {label}, at {TARGET_SIZE:,}: {seconds:.2f} s (target <= {target_s} s)")
@@ -346,7 +342,7 @@ def report(rounds: list[dict[int, dict[str, float]]], sizes: list[int], args: ar
         verdicts.append(extra_mib <= MEMORY_TARGET_MIB)
         target_mib = MEMORY_TARGET_MIB
         print(f"learn worker memory at {TARGET_SIZE:,}: +{extra_mib:.0f} MiB (target <= +{target_mib:.0f})")
-        prompt_ms = statistics.median(figure(TARGET_SIZE, "prompt_ms"))
+        prompt_ms = figure(TARGET_SIZE, "prompt_ms").median
         verdicts.append(prompt_ms <= PROMPT_TARGET_MS)
         print(f"prompt build at {TARGET_SIZE:,}: {prompt_ms:.2f} ms (target <= {PROMPT_TARGET_MS} ms)")
     print("PASS" if verdicts and all(verdicts) else "BELOW TARGET")
