@@ -26,16 +26,14 @@ import json
 import logging
 import os
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import Any
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
 from learning_throughput import run_ours, wait_for_workers
+from processes import worker_process
 from rounds import Spread, round_order
 
 from ace_workers.core.context import ACEStepContext
@@ -46,10 +44,6 @@ from ace_workers.redaction import redact_context, redactor_for
 COST_GOAL_MS = 2.0
 RATIO_GOAL = 0.95
 TRACE_BYTES = 4096
-ROOT = Path(__file__).resolve().parents[1]
-BENCH_DIR = Path(__file__).resolve().parent
-# The command line of this tree (PYTHONPATH), not the console script's installed copy.
-_CLI = "from ace_workers.cli import main; main()"
 
 _SENTENCE = (
     "the agent called the search tool for order 48213 and read the refund policy then asked the "
@@ -122,40 +116,14 @@ def fleet(url: str, redact: str, args: argparse.Namespace, round_number: int) ->
 @contextmanager
 def worker_processes(service: Service, slots: int) -> Iterator[None]:
     """learning_throughput.py's layout (execute+learn: ``slots`` threads; write: one), on this tree's code."""
-    settings = service.runtime.settings
-    env = {
-        **os.environ,
-        "ACE_REDIS_URL": settings.redis_url or "",
-        "ACE_QUEUE_PREFIX": settings.queue_prefix,
-        "ACE_SIM_LATENCY_SECONDS": str(settings.sim_latency_seconds),
-        "ACE_REDACT": settings.redact,
-        "PYTHONPATH": os.pathsep.join((str(ROOT), str(BENCH_DIR))),
-    }
-    names = []
+    settings, names = service.runtime.settings, []
     with ExitStack() as stack:
         for queues, concurrency, role in (("execute,learn", slots, "learn"), ("write", 1, "write")):
             name = f"benchred-{role}-{os.getpid()}@localhost"
             names.append(name)
-            command = [sys.executable, "-c", _CLI, "worker", f"--queues={queues}"]
-            common = [
-                f"--concurrency={concurrency}",
-                "--pool=threads",
-                "--loglevel=WARNING",
-                f"--hostname={name}",
-            ]
-            process = subprocess.Popen([*command, *common], env=env, stdout=subprocess.DEVNULL)
-            stack.callback(_stop, process)
+            stack.enter_context(worker_process(settings, queues, concurrency, name, fields=("redact",)))
         wait_for_workers(service, names)
         yield
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()  # warm shutdown: finishes the task in hand
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def measure_throughput(url: str, args: argparse.Namespace) -> list[tuple[float, float]]:

@@ -50,7 +50,6 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -59,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
+from processes import stop_process, worker_process
 from rounds import Spread, round_order
 
 from ace_workers.core import DEFAULT_PROMPT_BUDGET, Skillbook
@@ -72,9 +72,6 @@ PROMPT_TARGET_MS = 2.0
 TARGET_SIZE = 100_000  # the size the absolute targets below are for
 FIRST_SAMPLE_TARGET_S = 2.0  # a fresh learn worker's first sample, and a fresh writer's
 MEMORY_TARGET_MIB = 150.0  # the learn worker's resident set over fresh
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-VENV_BIN = Path(sys.executable).parent
 WORKER_START_SECONDS = 300.0  # a loaded 2-core machine may take minutes to start a worker
 SECTIONS = 40
 VOCABULARY = 5_000  # distinct words the synthetic skills draw from
@@ -144,33 +141,13 @@ def prompt_build_ms(service: Service, skillbook: str, calls: int) -> float:
 
 
 @contextmanager
-def worker_process(service: Service, role: str, slots: int) -> Iterator[subprocess.Popen[bytes]]:
+def answering_worker(service: Service, role: str, slots: int) -> Iterator[subprocess.Popen[bytes]]:
     """A new ``ace-workers worker`` process of this checkout for ``role`` (learn or write), up and running."""
-    settings = service.runtime.settings
-    queues = "execute,learn" if role == "learn" else "write"
+    queues, threads = ("execute,learn", slots) if role == "learn" else ("write", 1)
     name = f"scale-{role}-{uuid.uuid4().hex[:6]}@localhost"
-    env = {
-        **os.environ,
-        "ACE_REDIS_URL": settings.redis_url or "",
-        "ACE_QUEUE_PREFIX": settings.queue_prefix,
-        "ACE_SIM_LATENCY_SECONDS": str(settings.sim_latency_seconds),
-        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(BENCH_DIR)]),
-    }
-    command = [
-        str(VENV_BIN / "ace-workers"),
-        "worker",
-        f"--queues={queues}",
-        f"--concurrency={slots if role == 'learn' else 1}",
-        "--pool=threads",
-        "--loglevel=WARNING",
-        f"--hostname={name}",
-    ]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
-    try:
+    with worker_process(service.runtime.settings, queues, threads, name) as process:
         answering(service, name, process)
         yield process
-    finally:
-        stop(process)
 
 
 def answering(service: Service, name: str, process: subprocess.Popen[bytes]) -> None:
@@ -183,16 +160,6 @@ def answering(service: Service, name: str, process: subprocess.Popen[bytes]) -> 
         if any(name in reply for reply in replies):
             return
     raise SystemExit(f"worker {name} did not answer a ping within {WORKER_START_SECONDS:.0f} s")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """End a worker process (a warm shutdown: it finishes the task in hand); a no-op once it ended."""
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def one_sample_seconds(service: Service, name: str, seed: int, timeout: float) -> float:
@@ -213,16 +180,16 @@ def run_level(service: Service, size: int, round_number: int, args: argparse.Nam
     with ExitStack() as workers:
 
         def new_worker(role: str) -> subprocess.Popen[bytes]:
-            return workers.enter_context(worker_process(service, role, args.slots))
+            return workers.enter_context(answering_worker(service, role, args.slots))
 
         writer, learn = new_worker("write"), new_worker("learn")
         figures["both_new_s"] = one_sample_seconds(service, name, seed + 1, args.timeout)
-        stop(learn)  # a new learn worker, the writer warm
+        stop_process(learn)  # a new learn worker, the writer warm
         launched = time.perf_counter()
         learn = new_worker("learn")
         figures["learn_first_s"] = one_sample_seconds(service, name, seed + 2, args.timeout)
         figures["learn_from_start_s"] = time.perf_counter() - launched
-        stop(writer)  # a new writer, the learn worker warm
+        stop_process(writer)  # a new writer, the learn worker warm
         writer = new_worker("write")
         figures["writer_first_s"] = one_sample_seconds(service, name, seed + 3, args.timeout)
         warm_up = service.producer.enqueue_traces(failure_traces(WARM_UP_SAMPLES, seed=seed + 5), name)
@@ -306,10 +273,10 @@ def report(rounds: list[dict[int, dict[str, float]]], sizes: list[int], args: ar
         return Spread.of([row[size][key] / row[0][key] for row in rounds])
 
     for size in sizes:
-        ratio = against_fresh(size, "rate").figures(unit="x")
+        to_fresh = against_fresh(size, "rate").figures(unit="x")
         extra = Spread.of([row[size]["rss_mib"] - row[0]["rss_mib"] for row in rounds])
         lines = {
-            "samples/s": f"{figure(size, 'rate').figures()} ({ratio})",
+            "samples/s": f"{figure(size, 'rate').figures()} ({to_fresh})",
             "first sample, new learn worker": figure(size, "learn_first_s").figures(unit=" s"),
             "first sample, new writer": figure(size, "writer_first_s").figures(unit=" s"),
             "learn worker start to first sample": figure(size, "learn_from_start_s").figures(unit=" s"),
