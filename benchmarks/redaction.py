@@ -135,7 +135,7 @@ def measure_throughput(url: str, args: argparse.Namespace) -> list[tuple[float, 
         rates: dict[str, float] = {}
         for redact in order:
             with fleet(url, redact, args, round_number) as service:
-                elapsed = run_ours(service, round_number, traces, args.timeout)
+                elapsed = run_ours(service, args.slots, traces, args.timeout, f"throughput-{round_number}")
             rates[redact] = len(traces) / elapsed
         rows.append((rates["default"], rates["off"]))
         print(
