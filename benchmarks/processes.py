@@ -9,12 +9,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import ace_workers
 from ace_workers.distributed.settings import WorkerSettings, env_name
 
 __all__ = ["cpu_seconds", "cpu_seconds_of", "stop_process", "worker_process"]
 
 BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
+# The tree this process's ace_workers comes from (a worktree's, with PYTHONPATH at it): the workers
+# run that code too, so they and the producer a benchmark drives them with never differ.
+CODE_ROOT = Path(ace_workers.__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -26,8 +29,8 @@ def worker_process(
     threads, named ``name``; stopped on leaving. Not waited for: ping it (its start may take minutes).
 
     It reads the Redis URL, queue prefix and simulated latency of ``settings``, and each of its
-    ``fields`` named (as ACE_<FIELD>); other settings from this process's environment. Its PYTHONPATH
-    starts at this checkout's root, so a worktree measures its own code, not the installed copy.
+    ``fields`` named (as ACE_<FIELD>); other settings from this process's environment. It imports
+    the same ace_workers as this process (its PYTHONPATH starts at CODE_ROOT).
     """
     env = {
         **os.environ,
@@ -36,7 +39,7 @@ def worker_process(
         "ACE_SIM_LATENCY_SECONDS": str(settings.sim_latency_seconds),
         **{env_name(field): str(getattr(settings, field)) for field in fields},
         "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(REPO_ROOT), str(BENCH_DIR), os.environ.get("PYTHONPATH")])
+            filter(None, [str(CODE_ROOT), str(BENCH_DIR), os.environ.get("PYTHONPATH")])
         ),
     }
     command = [

@@ -115,7 +115,7 @@ def fleet(url: str, redact: str, args: argparse.Namespace, round_number: int) ->
 
 @contextmanager
 def worker_processes(service: Service, slots: int) -> Iterator[None]:
-    """learning_throughput.py's layout (execute+learn: ``slots`` threads; write: one), on this tree's code."""
+    """learning_throughput.py's layout (execute+learn: ``slots`` threads; write: one), this process's code."""
     settings, names = service.runtime.settings, []
     with ExitStack() as stack:
         for queues, concurrency, role in (("execute,learn", slots, "learn"), ("write", 1, "write")):

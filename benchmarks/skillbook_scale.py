@@ -33,8 +33,8 @@ ACE_PROVENANCE_KEEP) occurrences as learning leaves them: its ADD and TAGs,
 each with a batch id, sample, trace id, recipe, key insight, actor and time.
 ``--occurrences 0`` imports skills with none, as before provenance existed.
 
-The worker processes import this checkout's ace_workers (PYTHONPATH is its
-root), so a worktree measures its own code.
+The worker processes import the ace_workers this process imports (a worktree's
+with PYTHONPATH at its root), so a worktree measures its own code.
 
 Redis: database 14 of the local server (flushed before and after).
 
