@@ -37,8 +37,6 @@ import argparse
 import logging
 import os
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -46,6 +44,7 @@ from dataclasses import replace
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
 from learning_throughput import wait_for_workers
+from processes import worker_process
 from rounds import ratio_spread, round_order, spread_text
 
 from ace_workers.distributed.producer.producer import BatchHandle
@@ -56,19 +55,11 @@ from ace_workers.distributed.tenancy import Tenant, TenantRegistry
 from ace_workers.sim import failure_traces
 
 TARGET_RATIO = 2.0
-VENV_BIN = os.path.dirname(sys.executable)
 
 
 @contextmanager
 def fleet(settings: WorkerSettings, slots: int) -> Iterator[None]:
     """Two worker processes (execute+learn with ``slots`` threads, one writer) with these settings."""
-    env = {
-        **os.environ,
-        "ACE_REDIS_URL": settings.redis_url or "",
-        "ACE_QUEUE_PREFIX": settings.queue_prefix,
-        "ACE_SIM_LATENCY_SECONDS": str(settings.sim_latency_seconds),
-        "ACE_ADMISSION_WINDOW": str(settings.admission_window),
-    }
     layouts = [("execute,learn", slots, "learn"), ("write", 1, "write")]
     service = build_service(settings, redis_url=settings.redis_url)
     with ExitStack() as stack:
@@ -77,28 +68,11 @@ def fleet(settings: WorkerSettings, slots: int) -> Iterator[None]:
         for queues, concurrency, role in layouts:
             name = f"fair-{role}-{os.getpid()}@localhost"
             names.append(name)
-            command = [
-                os.path.join(VENV_BIN, "ace-workers"),
-                "worker",
-                f"--queues={queues}",
-                f"--concurrency={concurrency}",
-                "--pool=threads",
-                "--loglevel=WARNING",
-                f"--hostname={name}",
-            ]
-            process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
-            stack.callback(_stop, process)
+            stack.enter_context(
+                worker_process(settings, queues, concurrency, name, fields=("admission_window",))
+            )
         wait_for_workers(service, names)
         yield
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def timed(service: Service, traces: list[dict[str, str]], skillbook: str, timeout: float) -> float:

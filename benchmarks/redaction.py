@@ -26,16 +26,15 @@ import json
 import logging
 import os
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import Any
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
 from learning_throughput import run_ours, wait_for_workers
+from processes import worker_process
+from rounds import Spread, round_order
 
 from ace_workers.core.context import ACEStepContext
 from ace_workers.distributed.service import Service, build_service, local_workers
@@ -45,10 +44,6 @@ from ace_workers.redaction import redact_context, redactor_for
 COST_GOAL_MS = 2.0
 RATIO_GOAL = 0.95
 TRACE_BYTES = 4096
-ROOT = Path(__file__).resolve().parents[1]
-BENCH_DIR = Path(__file__).resolve().parent
-# The command line of this tree (PYTHONPATH), not the console script's installed copy.
-_CLI = "from ace_workers.cli import main; main()"
 
 _SENTENCE = (
     "the agent called the search tool for order 48213 and read the refund policy then asked the "
@@ -120,41 +115,15 @@ def fleet(url: str, redact: str, args: argparse.Namespace, round_number: int) ->
 
 @contextmanager
 def worker_processes(service: Service, slots: int) -> Iterator[None]:
-    """learning_throughput.py's layout (execute+learn: ``slots`` threads; write: one), on this tree's code."""
-    settings = service.runtime.settings
-    env = {
-        **os.environ,
-        "ACE_REDIS_URL": settings.redis_url or "",
-        "ACE_QUEUE_PREFIX": settings.queue_prefix,
-        "ACE_SIM_LATENCY_SECONDS": str(settings.sim_latency_seconds),
-        "ACE_REDACT": settings.redact,
-        "PYTHONPATH": os.pathsep.join((str(ROOT), str(BENCH_DIR))),
-    }
-    names = []
+    """learning_throughput.py's layout (execute+learn: ``slots`` threads; write: one), this process's code."""
+    settings, names = service.runtime.settings, []
     with ExitStack() as stack:
         for queues, concurrency, role in (("execute,learn", slots, "learn"), ("write", 1, "write")):
             name = f"benchred-{role}-{os.getpid()}@localhost"
             names.append(name)
-            command = [sys.executable, "-c", _CLI, "worker", f"--queues={queues}"]
-            common = [
-                f"--concurrency={concurrency}",
-                "--pool=threads",
-                "--loglevel=WARNING",
-                f"--hostname={name}",
-            ]
-            process = subprocess.Popen([*command, *common], env=env, stdout=subprocess.DEVNULL)
-            stack.callback(_stop, process)
+            stack.enter_context(worker_process(settings, queues, concurrency, name, fields=("redact",)))
         wait_for_workers(service, names)
         yield
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()  # warm shutdown: finishes the task in hand
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def measure_throughput(url: str, args: argparse.Namespace) -> list[tuple[float, float]]:
@@ -162,11 +131,11 @@ def measure_throughput(url: str, args: argparse.Namespace) -> list[tuple[float, 
     traces = [trace_of_4kb(number) for number in range(args.per_slot * args.slots)]
     rows = []
     for round_number in range(1, args.rounds + 1):
-        order = ("default", "off") if round_number % 2 else ("off", "default")
+        order = round_order(("default", "off"), round_number - 1)
         rates: dict[str, float] = {}
         for redact in order:
             with fleet(url, redact, args, round_number) as service:
-                elapsed = run_ours(service, round_number, traces, args.timeout)
+                elapsed = run_ours(service, args.slots, traces, args.timeout, f"throughput-{round_number}")
             rates[redact] = len(traces) / elapsed
         rows.append((rates["default"], rates["off"]))
         print(
@@ -175,11 +144,6 @@ def measure_throughput(url: str, args: argparse.Namespace) -> list[tuple[float, 
             flush=True,
         )
     return rows
-
-
-def spread(values: list[float]) -> str:
-    """min/median/max of ``values``."""
-    return f"min {min(values):.3f}, median {statistics.median(values):.3f}, max {max(values):.3f}"
 
 
 def main() -> None:
@@ -202,22 +166,24 @@ def main() -> None:
 
     traces = [trace_of_4kb(number) for number in range(50)]
     kilobytes = statistics.mean(len(json.dumps(trace)) for trace in traces) / 1024
-    cost = measure_cost(traces, args.cost_rounds)
-    print(f"redaction cost per {kilobytes:.1f} KB trace (default kinds), ms of CPU: {spread(cost['cpu'])}")
-    print(f"  wall clock, ms: {spread(cost['wall'])}")
-    print(f"  for scale, a JSON encode and decode of the trace, ms of CPU: {spread(cost['json_cpu'])}")
-    met = statistics.median(cost["cpu"]) <= COST_GOAL_MS
+    cost = {name: Spread.of(values) for name, values in measure_cost(traces, args.cost_rounds).items()}
+    print(
+        f"redaction cost per {kilobytes:.1f} KB trace (default kinds), ms of CPU, min/median/max over "
+        f"{args.cost_rounds} rounds: {cost['cpu'].figures(3)}"
+    )
+    print(f"  wall clock, ms: {cost['wall'].figures(3)}")
+    print(f"  for scale, a JSON encode and decode of the trace, ms of CPU: {cost['json_cpu'].figures(3)}")
+    met = cost["cpu"].median <= COST_GOAL_MS
     print(f"  goal <= {COST_GOAL_MS} ms of CPU (median): {'met' if met else 'NOT met'}")
 
     with bench_redis(None if args.embedded else args.redis_url) as url:
         rows = measure_throughput(url, args)
-    ratios = [on / off for on, off in rows]
+    ratio = Spread.of([on / off for on, off in rows])
     print(
-        f"learning throughput, redaction on / off at {args.latency * 1000:.0f} ms per call: {spread(ratios)}"
+        f"learning throughput, redaction on / off at {args.latency * 1000:.0f} ms per call, min/median/max "
+        f"over {ratio.count} rounds: {ratio.figures(3)}"
     )
-    print(
-        f"  goal >= {RATIO_GOAL} (median): {'met' if statistics.median(ratios) >= RATIO_GOAL else 'NOT met'}"
-    )
+    print(f"  goal >= {RATIO_GOAL} (median): {'met' if ratio.median >= RATIO_GOAL else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import socket
-import statistics
 import subprocess
 import tempfile
 import threading
@@ -46,6 +45,7 @@ from typing import Any
 
 import redis
 from learning_throughput import BARE_SHAPE, POLL_KEYS, POLL_SECONDS, workers_for
+from rounds import Spread, round_order
 
 from ace_workers.core.context import ACEStepContext
 from ace_workers.distributed.service import Service, build_service
@@ -353,11 +353,6 @@ def print_counted(ours: Counted, bare: Counted, top: int) -> None:
     print(f"  run inside scripts (ours): {scripted:.1f} commands per sample")
 
 
-def spread(values: list[float]) -> str:
-    """min/median/max of ``values``."""
-    return f"{min(values):.2f}/{statistics.median(values):.2f}/{max(values):.2f}"
-
-
 def main() -> None:
     """Count round trips per sample, then time alternating rounds of ours and bare."""
     parser = argparse.ArgumentParser(
@@ -407,7 +402,7 @@ def time_rounds(bench: Bench, rounds: int) -> None:
     """``rounds`` rounds of ours and bare, alternating which goes first; each round and the ratios."""
     rates, cpus = [], []
     for number in range(rounds):
-        order = (False, True) if number % 2 == 0 else (True, False)
+        order = round_order((False, True), number)
         results = {bare: bench.timed(bare) for bare in order}
         ours, bare = results[False], results[True]
         rates.append(ours.rate / bare.rate)
@@ -419,8 +414,8 @@ def time_rounds(bench: Bench, rounds: int) -> None:
             f"bare {bare.rate:.2f} samples/s, CPU {bare.cpu_ms:.1f} ms/sample "
             f"(learn {bare.learn_ms:.1f}, write {bare.write_ms:.1f})"
         )
-    print(f"throughput ours/bare min/median/max: {spread(rates)} (target >= 0.95)")
-    print(f"worker CPU per sample ours/bare min/median/max: {spread(cpus)} (target <= 1.2)")
+    print(f"throughput ours/bare min/median/max: {Spread.of(rates).figures()} (target >= 0.95)")
+    print(f"worker CPU per sample ours/bare min/median/max: {Spread.of(cpus).figures()} (target <= 1.2)")
 
 
 def time_admission(args: argparse.Namespace) -> None:
@@ -439,7 +434,7 @@ def time_admission(args: argparse.Namespace) -> None:
         on, off = benches
         try:
             for number in range(args.rounds):
-                order = (on, off) if number % 2 == 0 else (off, on)
+                order = round_order((on, off), number)
                 results = {window: benches[window].timed(bare=False) for window in order}
                 rates.append(results[on].rate / results[off].rate)
                 cpus.append(results[on].cpu_ms / results[off].cpu_ms)
@@ -451,8 +446,8 @@ def time_admission(args: argparse.Namespace) -> None:
         finally:
             for bench in benches.values():
                 bench.service.close()
-    print(f"throughput on/off min/median/max: {spread(rates)} (target >= 0.97)")
-    print(f"worker CPU per sample on/off min/median/max: {spread(cpus)}")
+    print(f"throughput on/off min/median/max: {Spread.of(rates).figures()} (target >= 0.97)")
+    print(f"worker CPU per sample on/off min/median/max: {Spread.of(cpus).figures()}")
 
 
 if __name__ == "__main__":

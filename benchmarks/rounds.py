@@ -55,6 +55,10 @@ class Spread:
     def __str__(self) -> str:
         return f"min {self.min:.2f} / median {self.median:.2f} / max {self.max:.2f} over {self.count} rounds"
 
+    def figures(self, digits: int = 2, unit: str = "") -> str:
+        """The three as ``min/median/max`` with ``digits`` decimals, then ``unit``: for a table's cell."""
+        return "/".join(f"{value:.{digits}f}" for value in (self.min, self.median, self.max)) + unit
+
 
 def ratio_spread(numerators: Sequence[float], denominators: Sequence[float]) -> Spread | None:
     """The spread of the per-round ratios numerator / denominator; None if a denominator is 0.

@@ -27,12 +27,12 @@ from __future__ import annotations
 import argparse
 import logging
 import random
-import statistics
 import time
 from collections.abc import Callable
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
 from learning_throughput import workers_for
+from rounds import Spread, round_order
 from skillbook_scale import VOCABULARY, synthetic_skillbook
 
 from ace_workers.core import (
@@ -118,8 +118,7 @@ def added_ms(args: argparse.Namespace, url: str) -> dict[str, list[float]]:
             per_call_ms(manager, view, batch[:2])
         figures: dict[str, list[float]] = {name: [] for name in managers}
         for round_number in range(args.rounds):
-            names = list(managers) if round_number % 2 == 0 else list(managers)[::-1]
-            for name in names:
+            for name in round_order(list(managers), round_number):
                 figures[name].append(per_call_ms(managers[name], view, batch))
     finally:
         service.close()
@@ -163,9 +162,9 @@ def throughput_ratios(args: argparse.Namespace, url: str) -> list[float]:
     ratios = []
     try:
         for round_number in range(args.rounds):
-            order = [LOOKUP_SIMILAR, LOOKUP_OFF] if round_number % 2 == 0 else [LOOKUP_OFF, LOOKUP_SIMILAR]
             seconds = {
-                mode: learn_seconds(services[mode], f"run-{round_number}", book, args) for mode in order
+                mode: learn_seconds(services[mode], f"run-{round_number}", book, args)
+                for mode in round_order((LOOKUP_SIMILAR, LOOKUP_OFF), round_number)
             }
             ratios.append(seconds[LOOKUP_OFF] / seconds[LOOKUP_SIMILAR])  # rate on / rate off
     finally:
@@ -175,9 +174,10 @@ def throughput_ratios(args: argparse.Namespace, url: str) -> list[float]:
 
 
 def line(name: str, values: list[float], goal: str, met: Callable[[float], bool] | None) -> str:
-    median = statistics.median(values)
-    verdict = "" if met is None else ("yes" if met(median) else "NO")
-    return f"{name:28} {min(values):9.3f} {median:9.3f} {max(values):9.3f}  {goal:>9} {verdict}"
+    """One row of the table: the figure's min, median and max, its goal and whether the median meets it."""
+    spread = Spread.of(values)
+    verdict = "" if met is None else ("yes" if met(spread.median) else "NO")
+    return f"{name:28} {spread.min:9.3f} {spread.median:9.3f} {spread.max:9.3f}  {goal:>9} {verdict}"
 
 
 def main() -> None:

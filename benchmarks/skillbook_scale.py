@@ -33,8 +33,8 @@ ACE_PROVENANCE_KEEP) occurrences as learning leaves them: its ADD and TAGs,
 each with a batch id, sample, trace id, recipe, key insight, actor and time.
 ``--occurrences 0`` imports skills with none, as before provenance existed.
 
-The worker processes import this checkout's ace_workers (PYTHONPATH is its
-root), so a worktree measures its own code.
+The worker processes import the ace_workers this process imports (a worktree's
+with PYTHONPATH at its root), so a worktree measures its own code.
 
 Redis: database 14 of the local server (flushed before and after).
 
@@ -50,7 +50,6 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -59,6 +58,8 @@ from pathlib import Path
 from typing import Any
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
+from processes import stop_process, worker_process
+from rounds import Spread, round_order
 
 from ace_workers.core import DEFAULT_PROMPT_BUDGET, Skillbook
 from ace_workers.core.skill_provenance import DEFAULT_KEEP, INSIGHT_CHARS
@@ -71,9 +72,6 @@ PROMPT_TARGET_MS = 2.0
 TARGET_SIZE = 100_000  # the size the absolute targets below are for
 FIRST_SAMPLE_TARGET_S = 2.0  # a fresh learn worker's first sample, and a fresh writer's
 MEMORY_TARGET_MIB = 150.0  # the learn worker's resident set over fresh
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-VENV_BIN = Path(sys.executable).parent
 WORKER_START_SECONDS = 300.0  # a loaded 2-core machine may take minutes to start a worker
 SECTIONS = 40
 VOCABULARY = 5_000  # distinct words the synthetic skills draw from
@@ -143,33 +141,13 @@ def prompt_build_ms(service: Service, skillbook: str, calls: int) -> float:
 
 
 @contextmanager
-def worker_process(service: Service, role: str, slots: int) -> Iterator[subprocess.Popen[bytes]]:
+def answering_worker(service: Service, role: str, slots: int) -> Iterator[subprocess.Popen[bytes]]:
     """A new ``ace-workers worker`` process of this checkout for ``role`` (learn or write), up and running."""
-    settings = service.runtime.settings
-    queues = "execute,learn" if role == "learn" else "write"
+    queues, threads = ("execute,learn", slots) if role == "learn" else ("write", 1)
     name = f"scale-{role}-{uuid.uuid4().hex[:6]}@localhost"
-    env = {
-        **os.environ,
-        "ACE_REDIS_URL": settings.redis_url or "",
-        "ACE_QUEUE_PREFIX": settings.queue_prefix,
-        "ACE_SIM_LATENCY_SECONDS": str(settings.sim_latency_seconds),
-        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(BENCH_DIR)]),
-    }
-    command = [
-        str(VENV_BIN / "ace-workers"),
-        "worker",
-        f"--queues={queues}",
-        f"--concurrency={slots if role == 'learn' else 1}",
-        "--pool=threads",
-        "--loglevel=WARNING",
-        f"--hostname={name}",
-    ]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
-    try:
+    with worker_process(service.runtime.settings, queues, threads, name) as process:
         answering(service, name, process)
         yield process
-    finally:
-        stop(process)
 
 
 def answering(service: Service, name: str, process: subprocess.Popen[bytes]) -> None:
@@ -182,16 +160,6 @@ def answering(service: Service, name: str, process: subprocess.Popen[bytes]) -> 
         if any(name in reply for reply in replies):
             return
     raise SystemExit(f"worker {name} did not answer a ping within {WORKER_START_SECONDS:.0f} s")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """End a worker process (a warm shutdown: it finishes the task in hand); a no-op once it ended."""
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def one_sample_seconds(service: Service, name: str, seed: int, timeout: float) -> float:
@@ -212,16 +180,16 @@ def run_level(service: Service, size: int, round_number: int, args: argparse.Nam
     with ExitStack() as workers:
 
         def new_worker(role: str) -> subprocess.Popen[bytes]:
-            return workers.enter_context(worker_process(service, role, args.slots))
+            return workers.enter_context(answering_worker(service, role, args.slots))
 
         writer, learn = new_worker("write"), new_worker("learn")
         figures["both_new_s"] = one_sample_seconds(service, name, seed + 1, args.timeout)
-        stop(learn)  # a new learn worker, the writer warm
+        stop_process(learn)  # a new learn worker, the writer warm
         launched = time.perf_counter()
         learn = new_worker("learn")
         figures["learn_first_s"] = one_sample_seconds(service, name, seed + 2, args.timeout)
         figures["learn_from_start_s"] = time.perf_counter() - launched
-        stop(writer)  # a new writer, the learn worker warm
+        stop_process(writer)  # a new writer, the learn worker warm
         writer = new_worker("write")
         figures["writer_first_s"] = one_sample_seconds(service, name, seed + 3, args.timeout)
         warm_up = service.producer.enqueue_traces(failure_traces(WARM_UP_SAMPLES, seed=seed + 5), name)
@@ -283,17 +251,11 @@ def main() -> None:
                 service.runtime.store(f"scale-{size}").import_skillbook(book, replace=True)
                 print(f"  {size:,} skills imported in {time.perf_counter() - started:.1f} s", flush=True)
             for number in range(args.rounds):
-                order = sizes if number % 2 == 0 else sizes[::-1]  # alternating: no size always first
+                order = round_order(sizes, number)  # no size always first
                 rounds.append({size: run_level(service, size, number, args) for size in order})
         finally:
             service.close()
     report(rounds, sizes, args)
-
-
-def spread(values: list[float], unit: str = "", digits: int = 2) -> str:
-    """min/median/max of ``values``."""
-    shown = [f"{value:.{digits}f}" for value in (min(values), statistics.median(values), max(values))]
-    return "/".join(shown) + unit
 
 
 def report(rounds: list[dict[int, dict[str, float]]], sizes: list[int], args: argparse.Namespace) -> None:
@@ -304,22 +266,23 @@ def report(rounds: list[dict[int, dict[str, float]]], sizes: list[int], args: ar
         f"{len(rounds)} rounds in alternating order; each figure min/median/max over the rounds"
     )
 
-    def figure(size: int, key: str) -> list[float]:
-        return [row[size][key] for row in rounds]
+    def figure(size: int, key: str) -> Spread:
+        return Spread.of([row[size][key] for row in rounds])
 
-    def against_fresh(size: int, key: str) -> list[float]:
-        return [row[size][key] / row[0][key] for row in rounds]
+    def against_fresh(size: int, key: str) -> Spread:
+        return Spread.of([row[size][key] / row[0][key] for row in rounds])
 
     for size in sizes:
-        extra = [row[size]["rss_mib"] - row[0]["rss_mib"] for row in rounds]
+        to_fresh = against_fresh(size, "rate").figures(unit="x")
+        extra = Spread.of([row[size]["rss_mib"] - row[0]["rss_mib"] for row in rounds])
         lines = {
-            "samples/s": f"{spread(figure(size, 'rate'))} ({spread(against_fresh(size, 'rate'), 'x')})",
-            "first sample, new learn worker": spread(figure(size, "learn_first_s"), " s"),
-            "first sample, new writer": spread(figure(size, "writer_first_s"), " s"),
-            "learn worker start to first sample": spread(figure(size, "learn_from_start_s"), " s"),
-            "first sample, both new": spread(figure(size, "both_new_s"), " s"),
-            "prompt build": spread(figure(size, "prompt_ms"), " ms"),
-            "worker MiB (over fresh)": f"{spread(figure(size, 'rss_mib'), '', 0)} (+{spread(extra, '', 0)})",
+            "samples/s": f"{figure(size, 'rate').figures()} ({to_fresh})",
+            "first sample, new learn worker": figure(size, "learn_first_s").figures(unit=" s"),
+            "first sample, new writer": figure(size, "writer_first_s").figures(unit=" s"),
+            "learn worker start to first sample": figure(size, "learn_from_start_s").figures(unit=" s"),
+            "first sample, both new": figure(size, "both_new_s").figures(unit=" s"),
+            "prompt build": figure(size, "prompt_ms").figures(unit=" ms"),
+            "worker MiB (over fresh)": f"{figure(size, 'rss_mib').figures(0)} (+{extra.figures(0)})",
         }
         print(f"{size:,} skills:")
         for label, text in lines.items():
@@ -333,12 +296,12 @@ def report(rounds: list[dict[int, dict[str, float]]], sizes: list[int], args: ar
     verdicts = []
     for size, target in TARGETS.items():
         if size in sizes:
-            ratio = statistics.median(against_fresh(size, "rate"))
+            ratio = against_fresh(size, "rate").median
             verdicts.append(ratio >= target)
             print(f"rate at {size:,} skills: {ratio:.2f}x of fresh (median; target >= {target}x)")
     if TARGET_SIZE in sizes:
         for key, label in (("learn_first_s", "new learn worker"), ("writer_first_s", "new writer")):
-            seconds = statistics.median(figure(TARGET_SIZE, key))
+            seconds = figure(TARGET_SIZE, key).median
             verdicts.append(seconds <= FIRST_SAMPLE_TARGET_S)
             target_s = FIRST_SAMPLE_TARGET_S
             print(f"first sample, {label}, at {TARGET_SIZE:,}: {seconds:.2f} s (target <= {target_s} s)")
@@ -346,7 +309,7 @@ def report(rounds: list[dict[int, dict[str, float]]], sizes: list[int], args: ar
         verdicts.append(extra_mib <= MEMORY_TARGET_MIB)
         target_mib = MEMORY_TARGET_MIB
         print(f"learn worker memory at {TARGET_SIZE:,}: +{extra_mib:.0f} MiB (target <= +{target_mib:.0f})")
-        prompt_ms = statistics.median(figure(TARGET_SIZE, "prompt_ms"))
+        prompt_ms = figure(TARGET_SIZE, "prompt_ms").median
         verdicts.append(prompt_ms <= PROMPT_TARGET_MS)
         print(f"prompt build at {TARGET_SIZE:,}: {prompt_ms:.2f} ms (target <= {PROMPT_TARGET_MS} ms)")
     print("PASS" if verdicts and all(verdicts) else "BELOW TARGET")

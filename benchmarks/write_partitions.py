@@ -28,23 +28,18 @@ import argparse
 import logging
 import os
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from contextlib import ExitStack
 
 from bench_db import DEFAULT_REDIS_URL, bench_redis
 from learning_throughput import wait_for_workers
-from processes import cpu_seconds
+from processes import cpu_seconds, worker_process
 from rounds import ratio_spread, round_order, spread_text
 
 from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings, write_partition
 from ace_workers.sim import failure_traces
 
-VENV_BIN = Path(sys.executable).parent
 SKILLBOOKS = 8
 WRITES_PER_SAMPLE = 2  # TagStep and ApplyStep
 
@@ -60,50 +55,19 @@ def skillbook_names(partitions: int) -> list[str]:
     return names
 
 
-@contextmanager
-def worker(
-    settings: WorkerSettings, queues: str, concurrency: int, name: str
-) -> Iterator[subprocess.Popen[bytes]]:
-    """One ``ace-workers worker`` process with the benchmark's settings."""
-    env = {
-        **os.environ,
-        "ACE_REDIS_URL": settings.redis_url or "",
-        "ACE_QUEUE_PREFIX": settings.queue_prefix,
-        "ACE_SIM_LATENCY_SECONDS": str(settings.sim_latency_seconds),
-        "ACE_WRITE_PARTITIONS": str(settings.write_partitions),
-    }
-    command = [
-        str(VENV_BIN / "ace-workers"),
-        "worker",
-        f"--queues={queues}",
-        f"--concurrency={concurrency}",
-        "--pool=threads",
-        "--loglevel=WARNING",
-        f"--hostname={name}",
-    ]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
-    try:
-        yield process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def run(service: Service, args: argparse.Namespace) -> tuple[float, dict[str, float]]:
     """Write steps per second with the service's partition count, and each process's CPU share."""
     settings = service.runtime.settings
     partitions = settings.write_partitions
     writers = [f"write.{k}" for k in range(partitions)] if partitions > 1 else ["write"]
     with ExitStack() as stack:
+        layouts = [("learn", "execute,learn", args.learn_threads)] + [(role, role, 1) for role in writers]
         processes = {
-            "learn": stack.enter_context(worker(settings, "execute,learn", args.learn_threads, "learn@bench"))
+            role: stack.enter_context(
+                worker_process(settings, queues, threads, f"{role}@bench", fields=("write_partitions",))
+            )
+            for role, queues, threads in layouts
         }
-        for role in writers:
-            processes[role] = stack.enter_context(worker(settings, role, 1, f"{role}@bench"))
         wait_for_workers(service, [f"{name}@bench" for name in processes])
         pids = {name: p.pid for name, p in processes.items()}
         pids["redis"] = int(service.runtime.redis.info("server")["process_id"])

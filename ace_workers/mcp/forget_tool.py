@@ -6,7 +6,7 @@ the caller's tenant (every tenant for the operator's token), not only the served
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -76,7 +76,9 @@ class ForgetResponse(BaseModel):
     nothing_matched: bool
 
 
-def forget_traces(fleet: FleetClient, principal: Principal, skillbook: str, request: ForgetRequest) -> Any:
+def forget_traces(
+    fleet: FleetClient, principal: Principal, skillbook: str, request: ForgetRequest
+) -> ForgetResponse:
     """Run ``forget`` as the caller (``skillbook``, the served one, does not narrow it: the tenant does)."""
     result = forget(
         fleet,
@@ -86,13 +88,5 @@ def forget_traces(fleet: FleetClient, principal: Principal, skillbook: str, requ
         derived_action=request.derived,
         wait_seconds=request.wait_seconds,
     )
-    return ForgetResponse(
-        erasure_id=result.erasure_id,
-        dry_run=result.dry_run,
-        samples=result.samples,
-        counts=result.counts,
-        derived=result.derived,
-        derived_action=result.derived_action,
-        derived_versions=result.derived_versions,
-        nothing_matched=result.nothing_matched,
-    )
+    # The response keeps its own fields of the result's JSON (pydantic ignores the rest).
+    return ForgetResponse.model_validate({**result.to_dict(), "nothing_matched": result.nothing_matched})

@@ -9,6 +9,7 @@ import anyio
 import pytest
 import redis
 
+from ace_workers.mcp.forget_tool import ForgetResponse
 from tests.support.mcp import call, fleet_env, http_client, make_key, refused
 from tests.support.redis_scan import places_holding
 from tests.support.workers import running_service
@@ -53,4 +54,8 @@ def test_forget_needs_confirm_and_admin_then_erases_the_subject(
 
     assert done["samples"] == 1
     assert done["derived"] == {"shared": ["flux-00001"]}
+    assert done["derived_action"] == "archive"
+    assert set(done["derived_versions"]) == {"shared"}  # archiving the skill made a version
+    assert done["nothing_matched"] is False
+    assert set(done) == set(ForgetResponse.model_fields)  # nothing else of the erasure record
     assert places_holding(redis_client, marker) == []
