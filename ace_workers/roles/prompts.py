@@ -145,9 +145,9 @@ _SKILL_MANAGER_RULES = """
 - ADD a skill only for a learning no existing skill states: one imperative, general idea, \
 under a short section named for the task type.
 - UPDATE a skill the learning refines; REMOVE one that is wrong or repeatedly harmful.
-- A learning that contradicts a skill with more helpful than harmful votes: do not rewrite \
-that skill; TAG it with metadata {{"harmful": 1}}, one vote against it. UPDATE a contradicted \
-skill only once its harmful votes reach its helpful ones.
+- A learning that contradicts a skill: while the skill's harmful votes do not exceed its \
+helpful ones, TAG it with metadata {{"harmful": 1}} (one vote against it) and leave its text; \
+once they do, REMOVE it and ADD the learning.
 - The cited skills' helpful/harmful tags are recorded separately. TAG only an existing skill \
 that this learning restates, with metadata {{"helpful": 1}}, instead of adding a duplicate.
 - Use only ids present in the skillbook; never add a duplicate. No operations is a valid answer.

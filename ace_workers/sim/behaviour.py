@@ -30,10 +30,10 @@ business, not this module's.
   into the proposal), and so is one a Being added row states (the writer adds it
   once). With tools it first searches each learning, then
   decides on what the searches found. A lesson that contradicts the topic's skill
-  (the wrong rule where a skill states the right one, or the reverse) UPDATEs
-  that skill to the lesson, keeping its votes, unless the skill has more helpful
-  than harmful votes: then the lesson TAGs it harmful, as the prompt asks. The
-  reflection's own tags are TagStep's job.
+  (the wrong rule where a skill states the right one, or the reverse)
+  is a harmful vote for that skill while its harmful votes do not exceed its
+  helpful ones; once they do, the skill is REMOVEd and the lesson ADDed in its
+  place, as the prompt asks. The reflection's own tags are TagStep's job.
 - Asked to consolidate similar pairs, it MERGEs a pair into its first (older)
   skill when both state the same topic rule or the same text, and KEEPs it
   otherwise; pairs naming a skill it already merged away are left alone.
@@ -42,6 +42,7 @@ business, not this module's.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -282,25 +283,27 @@ def _decide(sections: dict[str, str], found: str, world: SimWorld) -> UpdateBatc
         existing = next((row for row in rows if _states_same(row, item.learning, topic)), None)
         rival = next((row for row in rows if _contradicts(row, item.learning, topic)), None)
         proposed = next((op for op in pending if _pending_states(op, item.learning, topic)), None)
+        # A lesson against a skill is a vote against it while it has not harmed more than it helped
+        # (a single misleading outcome never replaces it), then its removal, as the prompt asks:
+        # whether or not another skill states the lesson already.
+        replaced = False
+        if rival is not None and rival.net_votes >= 0:
+            votes.setdefault(rival.id, {"harmful": 1})
+        elif rival is not None and not any(op.skill_id == rival.id for op in additions):
+            additions.append(
+                UpdateOperation(
+                    type="REMOVE",
+                    skill_id=rival.id,
+                    justification=reflection.key_insight or "The feedback contradicts this skill.",
+                    evidence=item.evidence,
+                )
+            )
+            replaced = True
         if existing is not None:
             # Restated lesson: one more helpful vote for the skill instead of a duplicate.
             votes.setdefault(existing.id, {"helpful": 1})
-        elif rival is not None and rival.net_votes > 0:
-            # The skill has helped more often than not: one lesson against it is a vote against it,
-            # not a rewrite, as the prompt asks.
-            votes.setdefault(rival.id, {"harmful": 1})
-        elif rival is not None:
-            # The lesson contradicts an unproven skill: rewrite that skill, as a real manager would.
-            if not any(op.skill_id == rival.id for op in additions):
-                additions.append(
-                    UpdateOperation(
-                        type="UPDATE",
-                        skill_id=rival.id,
-                        content=item.learning,
-                        justification=reflection.key_insight or "The feedback contradicts this skill.",
-                        evidence=item.evidence,
-                    )
-                )
+        elif rival is not None and not replaced:
+            continue  # voted against; the lesson is not added beside a skill that still stands
         elif proposed is not None:
             # A pending proposal states it: the same operation again is more evidence for it.
             additions.append(
@@ -314,20 +317,27 @@ def _decide(sections: dict[str, str], found: str, world: SimWorld) -> UpdateBatc
                 )
             )
         elif not any(_normalise(op.content) == _normalise(item.learning) for op in additions):
-            additions.append(
-                UpdateOperation(
-                    type="ADD",
-                    section=topic.name if topic is not None else GENERAL_SECTION,
-                    content=item.learning,
-                    justification=reflection.key_insight or "Learned from a failed attempt.",
-                    evidence=item.evidence,
-                )
-            )
+            # A new lesson, or one taking a removed skill's place (its votes starting afresh).
+            additions.append(_addition(item.learning, topic, reflection, item.evidence))
     tags = [UpdateOperation(type="TAG", skill_id=i, metadata=m) for i, m in votes.items()]
-    updates = sum(op.type == "UPDATE" for op in additions)
-    new = counted(len(additions) - updates, "new skill")
-    summary = f"{new}, {updates} updated, {counted(len(tags), 'skill')} tagged."
+    kinds = Counter(op.type for op in additions)
+    summary = (
+        f"{counted(kinds['ADD'], 'new skill')}, {kinds['UPDATE']} updated, {kinds['REMOVE']} removed, "
+        f"{counted(len(tags), 'skill')} tagged."
+    )
     return UpdateBatch(reasoning=summary, operations=[*tags, *additions])
+
+
+def _addition(
+    learning: str, topic: Topic | None, reflection: ReflectorOutput, evidence: str
+) -> UpdateOperation:
+    return UpdateOperation(
+        type="ADD",
+        section=topic.name if topic is not None else GENERAL_SECTION,
+        content=learning,
+        justification=reflection.key_insight or "Learned from a failed attempt.",
+        evidence=evidence,
+    )
 
 
 def _pending_states(operation: dict[str, str], learning: str, topic: Topic | None) -> bool:

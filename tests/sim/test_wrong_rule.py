@@ -40,23 +40,26 @@ def test_a_topic_has_a_wrong_rule_that_no_right_rule_reads_as() -> None:
         assert topic.solve_wrong("1234") == "1234"
 
 
-def test_misleading_lessons_vote_against_a_proven_skill_and_rewrite_it_once_they_outweigh_it() -> None:
+def test_misleading_lessons_vote_against_a_proven_skill_and_replace_it_once_they_outweigh_it() -> None:
     book = Skillbook()
     learn(book, failure_traces(6, topics=2))
     assert accuracy(book, topics=2) == 1.0
     zorb_id = {s.section: s.id for s in book.skills()}["zorb"]
     helpful = _skill(book, zorb_id).helpful
     assert helpful >= 1  # restated lessons voted for it
-    misleading = misleading_traces(helpful + 1, topics=[ZORB])
+    misleading = misleading_traces(helpful + 2, topics=[ZORB])
     learn(book, misleading[:helpful])
     zorb = _skill(book, zorb_id)
-    # Each misleading lesson is one vote against the proven skill, not a rewrite.
+    # Each misleading lesson is one vote against the skill, not a rewrite.
     assert (zorb.content, zorb.helpful, zorb.harmful) == (ZORB.rule, helpful, helpful)
     assert accuracy(book, topics=2) == 1.0
-    learn(book, misleading[helpful:])  # harmful votes reach helpful ones: the next lesson rewrites it
-    zorb = _skill(book, zorb_id)
-    assert zorb.content == ZORB.wrong_rule
-    assert len(book) == 2  # updated in place, not added beside it
+    learn(book, misleading[helpful : helpful + 1])
+    assert (_skill(book, zorb_id).content, _skill(book, zorb_id).harmful) == (ZORB.rule, helpful + 1)
+    learn(book, misleading[helpful + 1 :])  # against a skill that harmed more than it helped: replaced
+    assert book.get_skill(zorb_id) is None
+    (wrong,) = [s for s in book.skills() if s.section == "zorb"]
+    assert (wrong.content, wrong.helpful, wrong.harmful) == (ZORB.wrong_rule, 0, 0)  # its votes start afresh
+    assert len(book) == 2
     # Every zorb task (half of them) is now answered wrong; flux still right.
     assert accuracy(book, topics=2) == 0.5
 
@@ -76,11 +79,26 @@ def test_the_agent_cites_the_wrong_skill_and_echoes_the_input() -> None:
     assert output.skill_ids == [skill.id]
 
 
-def test_right_feedback_again_rewrites_the_wrong_skill_back() -> None:
+def test_right_feedback_votes_against_the_wrong_skill_then_replaces_it() -> None:
     book = Skillbook()
     learn(book, misleading_traces(1, topics=[ZORB]))
     (wrong,) = book.skills()
     assert wrong.content == ZORB.wrong_rule
-    learn(book, failure_traces(1, topics=[ZORB]))
+    right = failure_traces(2, topics=[ZORB])
+    learn(book, right[:1])
+    (voted,) = book.skills()
+    assert (voted.id, voted.content, voted.harmful) == (wrong.id, ZORB.wrong_rule, 1)
+    learn(book, right[1:])
     (fixed,) = book.skills()
-    assert (fixed.id, fixed.content) == (wrong.id, ZORB.rule)
+    assert fixed.id != wrong.id and fixed.content == ZORB.rule
+
+
+def test_a_lesson_restating_one_skill_votes_against_the_skill_contradicting_it_too() -> None:
+    book = Skillbook()
+    right = book.add_skill("zorb", ZORB.rule)
+    wrong = book.add_skill("zorb", ZORB.wrong_rule)
+    learn(book, failure_traces(1, topics=[ZORB]))
+    assert (_skill(book, right.id).helpful, _skill(book, wrong.id).harmful) == (1, 1)
+    learn(book, failure_traces(2, seed=5, topics=[ZORB]))  # harmful now exceeds helpful: removed
+    assert book.get_skill(wrong.id) is None
+    assert [s.content for s in book.skills()] == [ZORB.rule]

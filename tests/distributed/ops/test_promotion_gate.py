@@ -77,7 +77,10 @@ def test_a_harmful_rule_is_caught_by_the_evaluation_and_prod_keeps_the_good_vers
     good = learn(service, failure_traces(8, topics=[ZORB, FLUX]))
     store.labels.set("prod", good, actor=ACTOR, note="learned the rules")
 
-    head = learn(service, misleading_traces(2, topics=[ZORB]))
+    # One at a time: each misleading lesson is a vote against the good rule until it has harmed
+    # more than helped (it helped at most 3 times); the next one replaces it with the wrong rule.
+    for trace in misleading_traces(8, topics=[ZORB]):
+        head = learn(service, [trace])
     _, book = store.snapshot()
     assert [s.content for s in book.skills() if s.section == "zorb"] == [ZORB.wrong_rule]
     store.labels.set("canary", head, actor=ACTOR)
