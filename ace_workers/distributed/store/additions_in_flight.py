@@ -32,7 +32,7 @@ __all__ = ["IN_FLIGHT_SECONDS", "RedisAdditionsInFlight"]
 logger = logging.getLogger(__name__)
 
 # Longer than a decision's ADDs take to reach the skillbook (a queue hop and one write), and short:
-# each ADD in flight that shares a word with a new decision's costs that decision a second call.
+# an ADD in flight to a section a new decision adds to, sharing a word, costs it a second call.
 IN_FLIGHT_SECONDS = 30
 # The newest announcements read (and kept): more than the learn slots of a fleet.
 IN_FLIGHT_READ = 256
