@@ -8,6 +8,7 @@ from typing import Any
 
 from ..core.outputs import ReflectorOutput, SkillManagerOutput
 from ..core.prompt_budget import DEFAULT_PROMPT_BUDGET, PromptBudget, RelevanceScorer
+from ..core.skill import normalise_content
 from ..core.skill_lookup import (
     LOOKUP_OFF,
     LOOKUP_SIMILAR,
@@ -175,11 +176,14 @@ class SkillManager(LLMRole):
             return output
         kept = [(op.section, op.content) for op in adds]
         announcement = self.in_flight.announce(_additions(kept))
+        # An ADD an earlier one states word for word needs no second look: the writer adds it once.
+        twins = {_add_key(op.section, op.content) for op in announcement.earlier}
+        open_adds = [op for op in adds if _add_key(op.section, op.content) not in twins]
         # Only ADDs to a section of its own: the prompt names sections for the task type, and
         # lessons of other task types share words ("input", "answer") but never the lesson.
-        sections = {_section_key(op.section) for op in adds}
+        sections = {_section_key(op.section) for op in open_adds}
         candidates = [op for op in announcement.earlier if _section_key(op.section) in sections]
-        related = set(related_pending(candidates, [op.content for op in adds], self.lookup.k))
+        related = set(related_pending(candidates, [op.content for op in open_adds], self.lookup.k))
         if not related:
             return output
         shown = [op for op in announcement.earlier if op in related]  # in the order announced
@@ -204,6 +208,11 @@ class SkillManager(LLMRole):
 
 def _section_key(section: str) -> str:
     return " ".join(section.lower().split())
+
+
+def _add_key(section: str, content: str) -> tuple[str, str]:
+    # As the writer compares an ADD with the skills that exist (core/skillbook.py ``_same_content``).
+    return section.strip(), normalise_content(content)
 
 
 def _additions(adds: list[tuple[str, str]]) -> list[PendingOperation]:

@@ -120,3 +120,15 @@ def test_a_second_decision_that_adds_the_same_keeps_its_announcement_and_place(
     entries = redis_client.xrange(store.keys.additions_in_flight)
     assert len(entries) == 2
     assert ZORB_RULE.encode() in entries[1][1][b"adds"]  # type: ignore[index]
+
+
+def test_an_add_an_earlier_one_states_word_for_word_costs_no_second_call(
+    redis_client: redis.Redis, store: RedisSkillbookStore
+) -> None:
+    empty = SkillbookView(Skillbook())
+    manager(redis_client, store).update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
+    later = manager(redis_client, store)
+    # The same lesson in other case and spacing: the writer's duplicate check will add it once.
+    output = later.update_skills(reflection("  for ZORB questions, reverse the digits of the input"), empty)
+    assert [section for section, _ in adds(output)] == ["zorb"]  # the same section: no other reason to skip
+    assert later.llm.call_count(SkillManagerOutput) == 1  # type: ignore[attr-defined]
