@@ -11,14 +11,16 @@
    learn threads and the single writer), the simulated LLM sleeping ``--latency`` (200 ms)
    per call, each run learning ``--samples`` failure traces into a skillbook of
    ``--throughput-skills`` (10,000) imported skills. Rounds alternate which setting goes
-   first. Goal: on/off >= 0.95.
+   first. Goal: on/off >= 0.95. With ``--paraphrase`` each lesson is worded per sample, so
+   learn slots adding one lesson side by side cost the later ones a second SkillManager
+   call (the ADDs in flight; docs/learning.md): the cost of adding it once.
 
 Figures are min/median/max over ``--rounds`` rounds.
 
 Redis: database 14 of the local server (flushed before and after), or ``--embedded``.
 
     python benchmarks/skill_lookup.py [--skills 100000] [--calls 50] [--pending 20] [--rounds 5]
-        [--samples 24] [--slots 4] [--latency 0.2] [--throughput-skills 10000]
+        [--samples 24] [--slots 4] [--latency 0.2] [--throughput-skills 10000] [--paraphrase]
         [--redis-url redis://127.0.0.1:6379/14 | --embedded]
 """
 
@@ -154,6 +156,8 @@ def throughput_ratios(args: argparse.Namespace, url: str) -> list[float]:
                 queue_prefix=f"benchsl{mode}",
                 sim_latency_seconds=args.latency,
                 skill_lookup=mode,
+                # Lessons worded per sample: side-by-side ADDs of one lesson then cost a second call.
+                sim_paraphrase=args.paraphrase,
             ),
             redis_url=url,
         )
@@ -194,6 +198,11 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per simulated LLM call")
     parser.add_argument("--throughput-skills", type=int, default=10_000)
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument(
+        "--paraphrase",
+        action="store_true",
+        help="the simulator words each lesson per sample (ACE_SIM_PARAPHRASE)",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
     where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
