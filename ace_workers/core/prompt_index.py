@@ -10,7 +10,7 @@ and a sort of the skills holding them, whatever the skillbook's size: the skills
 holding none are shown in one order whatever the query (votes, then skillbook
 order), worked out once per version as a kept prefix (``tie_prefix``), which the
 next version follows for its changed slots' cost. A query word most skills hold
-falls back to a partial sort over numpy arrays of every slot.
+falls back to a partition of every slot's score, its ties broken by the kept order.
 
 The selection is exactly :func:`~.prompt_budget.select_within_budget` with the
 default (lexical) scorer: the same scores, summed in the same order, the same
@@ -389,6 +389,7 @@ class PromptIndex:
                 if len(chosen) >= limit or complete:
                     return self._in_skillbook_order(np.asarray(chosen, dtype=np.int64))
             scores = self._scores(query)  # too many skills hold a query word, or rows were skipped
+            self._tie_order(_PREFIX_FLOOR)  # kept for the ties at the threshold (_first_ties)
         wanted = min(self.count, max(limit, 1))
         while True:
             chosen = self._take(self._best(scores, wanted).tolist(), limit, room)
@@ -469,16 +470,26 @@ class PromptIndex:
         if wanted < self.count:
             threshold = _wanted_th_largest(scores, wanted)
             above = np.flatnonzero(scores > threshold)
-            ties = np.flatnonzero(scores == threshold)
-            need = wanted - len(above)
-            if len(ties) > need:
-                ties = ties[self._first_by_tie_key(ties, need)]
-            candidates = np.concatenate([above, ties])
+            candidates = np.concatenate([above, self._first_ties(scores, threshold, wanted - len(above))])
         else:
             candidates = np.flatnonzero(self.active)
         first = self.section_first[self.section[candidates]]
         order = np.lexsort((candidates, first, -self._votes(candidates), -scores[candidates]))
         return candidates[order]
+
+    def _first_ties(self, scores: np.ndarray, threshold: float, need: int) -> np.ndarray:
+        """The ``need`` first slots scoring ``threshold`` by votes, then skillbook order, in no set order.
+
+        From the kept tie order when it holds that many (a common query word ties
+        thousands of skills), else by a partition of every slot scoring that.
+        """
+        kept = self.tie_prefix
+        if kept is not None:
+            found: np.ndarray = kept[scores[kept] == threshold][:need]
+            if len(found) == need:
+                return found
+        ties = np.flatnonzero(scores == threshold)
+        return ties[self._first_by_tie_key(ties, need)] if len(ties) > need else ties
 
     def _first_by_tie_key(self, slots: np.ndarray, need: int) -> np.ndarray:
         """Positions in ``slots`` of the ``need`` first by (most votes, skillbook order), in no order."""

@@ -218,3 +218,15 @@ def test_when_a_sections_first_skill_goes_its_others_move_behind_the_next_sectio
     kept = [index.ids[slot] for slot in index._tie_order(1024).tolist()]
     assert kept == fresh[: len(kept)]
     assert book.get_skill(str(kept[0])).section == "b", "the b's come first now"
+
+
+def test_a_word_every_skill_holds_ties_them_all_and_the_kept_tie_order_breaks_the_tie() -> None:
+    rng = random.Random(5)
+    book = Skillbook()
+    for _ in range(2500):
+        skill = book.add_skill(rng.choice(SECTIONS), f"always {text(rng)}")
+        if rng.random() < 0.4:
+            book.tag_skill(skill.id, rng.choice(["helpful", "harmful"]), rng.randint(1, 3))
+    for budget in [PromptBudget(), PromptBudget(max_skills=40, max_chars=2000)]:
+        for query in ["always", "always w1", "always check w2 w3"]:
+            assert book.as_prompt(budget, query) == book._scanned_prompt(budget, query, None), (budget, query)
