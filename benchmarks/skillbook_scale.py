@@ -38,8 +38,17 @@ with PYTHONPATH at its root), so a worktree measures its own code.
 
 Redis: database 14 of the local server (flushed before and after).
 
+``--prompt-only`` measures the prompt build alone, in this process, with no Redis
+and no workers: each size's synthetic skillbook is loaded as a worker loads the
+store's compact snapshot, then ``--learned`` (200) skills stating the simulated
+tasks' rules are added as a derived version (as learning leaves them, so a task's
+words find some skills). Each round times ``--prompt-calls`` tasks on each size in
+alternating order; the median of each round is printed as min/median/max over the
+rounds. It runs on whichever ace_workers PYTHONPATH names, so two checkouts compare.
+
     python benchmarks/skillbook_scale.py [--sizes 0,10000,100000] [--rounds 3] [--per-slot 10]
         [--slots 16] [--latency 0.2] [--occurrences 5] [--redis-url redis://127.0.0.1:6379/14]
+    python benchmarks/skillbook_scale.py --prompt-only [--sizes 0,100000] [--rounds 5] [--learned 200]
 """
 
 from __future__ import annotations
@@ -61,11 +70,14 @@ from bench_db import DEFAULT_REDIS_URL, bench_redis
 from processes import stop_process, worker_process
 from rounds import Spread, round_order
 
-from ace_workers.core import DEFAULT_PROMPT_BUDGET, Skillbook
+from ace_workers.core import DEFAULT_PROMPT_BUDGET, Skillbook, SkillbookView
+from ace_workers.core.compact_snapshot import pack_snapshot, unpack_snapshot
+from ace_workers.core.skill_ids import format_skill_id
 from ace_workers.core.skill_provenance import DEFAULT_KEEP, INSIGHT_CHARS
 from ace_workers.distributed.service import Service, build_service
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.sim import failure_traces
+from ace_workers.sim.tasks import TOPICS
 
 TARGETS = {10_000: 0.9, 100_000: 0.9}  # rate against fresh
 PROMPT_TARGET_MS = 2.0
@@ -127,9 +139,8 @@ def resident_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def prompt_build_ms(service: Service, skillbook: str, calls: int) -> float:
-    """Median milliseconds of the agent's prompt table over ``calls`` tasks, on the cached snapshot."""
-    _, view = service.runtime.store(skillbook).cached_snapshot()
+def prompt_build_ms(view: SkillbookView, calls: int) -> float:
+    """Median milliseconds of the agent's prompt table over ``calls`` tasks, on a snapshot ``view``."""
     queries = [trace["question"] for trace in failure_traces(calls, seed=3)]
     view.as_prompt(DEFAULT_PROMPT_BUDGET, queries[0])  # the first call may build what later ones reuse
     timings = []
@@ -202,7 +213,8 @@ def run_level(service: Service, size: int, round_number: int, args: argparse.Nam
     if (status.done, status.failed) != (samples, 0):
         raise SystemExit(f"{size:,} skills: {status.done} done, {status.failed} failed of {samples}")
     figures["rate"] = samples / elapsed
-    figures["prompt_ms"] = prompt_build_ms(service, name, args.prompt_calls)
+    _, view = service.runtime.store(name).cached_snapshot()
+    figures["prompt_ms"] = prompt_build_ms(view, args.prompt_calls)
     print(
         f"  round {round_number + 1}, {size:,} skills: {figures['rate']:.2f} samples/s, first sample "
         f"{figures['learn_first_s']:.2f} s (learn) {figures['writer_first_s']:.2f} s (writer), "
@@ -210,6 +222,73 @@ def run_level(service: Service, size: int, round_number: int, args: argparse.Nam
         flush=True,
     )
     return figures
+
+
+def learned_snapshot(size: int, learned: int) -> Skillbook:
+    """A worker's snapshot of ``size`` synthetic skills, loaded from the compact form, then a derived
+    version with ``learned`` skills stating the simulated tasks' rules (some helpful)."""
+    book = synthetic_skillbook(size, occurrences=0)  # a worker's cached snapshot carries no provenance
+    _, snapshot = unpack_snapshot(pack_snapshot(book, version=1, incarnation=None), "benchmark")
+    rng = random.Random(5)
+    changes: dict[str, dict[str, Any] | None] = {}
+    for number in range(learned):
+        topic = TOPICS[number % len(TOPICS)]
+        skill_id = format_skill_id("puzzles", size + 1 + number)
+        changes[skill_id] = {
+            "id": skill_id,
+            "section": "puzzles",
+            "content": topic.phrase_rule(str(number), seed=number),
+            "helpful": rng.randint(0, 3),
+            "harmful": 0,
+            "neutral": 0,
+            "status": "active",
+        }
+    return snapshot.with_changes([changes], next_id=size + 1 + learned, order_of_new=str)
+
+
+def first_call_ms(book: Skillbook, round_number: int) -> float:
+    """Milliseconds of the first prompt on the version after ``book``: its last skill voted helpful.
+
+    What a worker pays once per version for what later calls reuse.
+    """
+    last = book.get_skill(book.skill_columns(["id"])["id"][-1])
+    assert last is not None
+    skill = last.to_dict()
+    skill["helpful"] += 1 + round_number
+    version = book.with_changes([{skill["id"]: skill}], next_id=book.next_id_number, order_of_new=str)
+    query = failure_traces(1, seed=round_number)[0]["question"]
+    started = time.perf_counter()
+    SkillbookView(version).as_prompt(DEFAULT_PROMPT_BUDGET, query)
+    return (time.perf_counter() - started) * 1000
+
+
+def prompt_only(sizes: list[int], args: argparse.Namespace) -> None:
+    """The prompt build alone on each size's learned snapshot, in alternating rounds; the figures."""
+    books = {}
+    for size in sizes:
+        started = time.perf_counter()
+        books[size] = learned_snapshot(size, args.learned)
+        print(f"  {size:,} skills (+{args.learned} learned) loaded in {time.perf_counter() - started:.1f} s")
+    timings: dict[int, list[float]] = {size: [] for size in sizes}
+    firsts: dict[int, list[float]] = {size: [] for size in sizes}
+    for number in range(args.rounds):
+        for size in round_order(sizes, number):
+            timings[size].append(prompt_build_ms(SkillbookView(books[size]), args.prompt_calls))
+            firsts[size].append(first_call_ms(books[size], number))
+    print(
+        f"prompt build (as_prompt, default budget, a task as the query): the median of "
+        f"{args.prompt_calls} calls per round, and the first call on a new version, min/median/max "
+        f"over {args.rounds} rounds"
+    )
+    for size in sizes:
+        print(
+            f"  {size:,} skills: {Spread.of(timings[size]).figures(unit=' ms')}, "
+            f"first on a new version {Spread.of(firsts[size]).figures(unit=' ms')}"
+        )
+    if TARGET_SIZE in sizes:
+        prompt_ms = statistics.median(timings[TARGET_SIZE])
+        print(f"prompt build at {TARGET_SIZE:,}: {prompt_ms:.2f} ms (target <= {PROMPT_TARGET_MS} ms)")
+        print("PASS" if prompt_ms <= PROMPT_TARGET_MS else "BELOW TARGET")
 
 
 def main() -> None:
@@ -223,6 +302,10 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per simulated LLM call")
     parser.add_argument("--prompt-calls", type=int, default=50)
     parser.add_argument(
+        "--prompt-only", action="store_true", help="time the prompt build alone: no Redis, no workers"
+    )
+    parser.add_argument("--learned", type=int, default=200, help="--prompt-only: skills added as learned")
+    parser.add_argument(
         "--occurrences", type=int, default=DEFAULT_KEEP, help="occurrences each synthetic skill carries"
     )
     parser.add_argument("--timeout", type=float, default=600.0)
@@ -230,6 +313,9 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sizes = [int(size) for size in args.sizes.split(",")]
+    if args.prompt_only:
+        prompt_only(sizes, args)
+        return
     if sizes[0] != 0:
         parser.error("--sizes must start with 0: the fresh skillbook is what the others compare with")
     rounds: list[dict[int, dict[str, float]]] = []

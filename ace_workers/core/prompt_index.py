@@ -6,7 +6,11 @@ index does that work once per skill version instead. It is built once for a
 skillbook (O(skills)); a read-only snapshot of the next version derives its index
 from the skills that changed (flat copies of arrays, lists and dicts, plus the
 changed skills' own work). A call then costs the postings of the query's words
-and a partial sort over numpy arrays, whatever the skillbook's size.
+and a sort of the skills holding them, whatever the skillbook's size: the skills
+holding none are shown in one order whatever the query (votes, then skillbook
+order), worked out once per version as a kept prefix (``tie_prefix``), which the
+next version follows for its changed slots' cost. A query word most skills hold
+falls back to a partition of every slot's score, its ties broken by the kept order.
 
 The selection is exactly :func:`~.prompt_budget.select_within_budget` with the
 default (lexical) scorer: the same scores, summed in the same order, the same
@@ -34,6 +38,10 @@ from .toon import encode_row
 __all__ = ["IndexColumns", "IndexScorer", "PromptIndex"]
 
 _NO_SLOT = np.iinfo(np.int64).max  # the first slot of a section with no active skill
+_NO_SLOTS = np.zeros(0, dtype=np.int64)
+# The fewest slots of the tie order kept: enough for a default budget's 200 skills and the
+# skills holding a query word ahead of them, without a second partition.
+_PREFIX_FLOOR = 1024
 # The tie key packs (votes, section's first slot, slot) into one int64 while they fit.
 _SLOT_BITS = 21
 _VOTE_LIMIT = 1 << 19
@@ -163,6 +171,7 @@ class PromptIndex:
         "section_first",
         "slot_of",
         "tag_sums",
+        "tie_prefix",
         "total_chars",
         "touched",
         "words_of",
@@ -193,6 +202,8 @@ class PromptIndex:
         # scorer with a per-version state of its own (embeddings) needs to follow it.
         self.parent: weakref.ref[PromptIndex] | None = None
         self.touched = np.zeros(0, dtype=np.int64)
+        # The first active slots by votes then skillbook order, kept by the first budgeted call.
+        self.tie_prefix: np.ndarray | None = None
 
     # -- building ------------------------------------------------------------------------
     @classmethod
@@ -297,7 +308,37 @@ class PromptIndex:
         changes.append([(skill_id, skills[skill_id]) for skill_id in appended])
         index.parent = weakref.ref(self)
         index.touched = np.fromiter(sorted(changes.touched), dtype=np.int64, count=len(changes.touched))
+        index.tie_prefix = self._followed_tie_prefix(index)
         return index
+
+    def _followed_tie_prefix(self, index: PromptIndex) -> np.ndarray | None:
+        """This version's kept tie order carried to ``index``, derived from it, for the touched slots' cost.
+
+        The kept slots not touched are ordered again with the touched ones that are active.
+        A part of the order stays one while no section's first slot moved (else None: the
+        next budgeted call partitions again); a touched slot joins it if it ranks no later
+        than its last slot.
+        """
+        kept = self.tie_prefix
+        if kept is None:
+            return None
+        touched = index.touched
+        joined = touched[index.active[touched]]
+        if len(kept) < self.count:  # a part: only what ranks within it is known to belong
+            if not np.array_equal(index.section_first[: len(self.section_first)], self.section_first):
+                return None
+            last = kept[-1]
+            votes, first = -self._votes(last), self.section_first[self.section[last]]
+            their_votes = -index._votes(joined)
+            their_first = index.section_first[index.section[joined]]
+            within = (their_votes < votes) | (
+                (their_votes == votes) & ((their_first < first) | ((their_first == first) & (joined <= last)))
+            )
+            joined = joined[within]
+        slots = np.concatenate([kept[~np.isin(kept, touched)], joined])
+        first_slots = index.section_first[index.section[slots]]
+        followed: np.ndarray = slots[np.lexsort((slots, first_slots, -index._votes(slots)))]
+        return followed
 
     def _copy(self) -> PromptIndex:
         index = PromptIndex()
@@ -338,24 +379,80 @@ class PromptIndex:
         ``scores``, one per slot, else the lexical scorer), then the most helpful,
         then skillbook order, each taken while it fits the room left.
         """
-        scores = self._scores(query) if scores is None else scores
         limit = budget.max_skills if budget.max_skills is not None else self.count
         room = budget.max_chars - fixed_chars if budget.max_chars is not None else math.inf
+        if scores is None:
+            ranked = self._lexical_ranking(query, limit)
+            if ranked is not None:
+                order, complete = ranked
+                chosen = self._take(order.tolist(), limit, room)
+                if len(chosen) >= limit or complete:
+                    return self._in_skillbook_order(np.asarray(chosen, dtype=np.int64))
+            scores = self._scores(query)  # too many skills hold a query word, or rows were skipped
+            self._tie_order(_PREFIX_FLOOR)  # kept for the ties at the threshold (_first_ties)
         wanted = min(self.count, max(limit, 1))
         while True:
-            chosen: list[int] = []
-            room_left = room
-            for slot in self._best(scores, wanted).tolist():
-                if len(chosen) >= limit:
-                    break
-                size = len(self.lines[slot]) + 1  # the row and its newline
-                if size <= room_left:
-                    chosen.append(slot)
-                    room_left -= size
+            chosen = self._take(self._best(scores, wanted).tolist(), limit, room)
             # Rows skipped for lack of room leave places for skills further down: look further.
             if len(chosen) >= limit or wanted >= self.count:
                 return self._in_skillbook_order(np.asarray(chosen, dtype=np.int64))
             wanted = min(self.count, wanted * 2)
+
+    def _take(self, ranked: list[int], limit: int, room: float) -> list[int]:
+        """The slots of ``ranked`` taken in turn while each row fits the room left, ``limit`` at most."""
+        chosen: list[int] = []
+        for slot in ranked:
+            if len(chosen) >= limit:
+                break
+            size = len(self.lines[slot]) + 1  # the row and its newline
+            if size <= room:
+                chosen.append(slot)
+                room -= size
+        return chosen
+
+    def _lexical_ranking(self, query: str, limit: int) -> tuple[np.ndarray, bool] | None:
+        """The active slots best first by lexical score for ``query``, from postings and the tie order.
+
+        The skills holding a query word come first, by score, then the others in the
+        tie order as far as its kept prefix goes (True: to the last active slot), so a
+        call costs the query's postings, not a pass over every slot. None when query
+        words are held by too many skills for that to pay (``_best`` partitions instead).
+        """
+        held = []  # (slots, weight) per query word, in word order as _scores sums them
+        for word in sorted(text_words(query)) if query else ():
+            slots = self.postings.get(word)
+            if slots is not None:
+                held.append((slots, math.log(1 + self.count / len(slots))))
+        if sum(len(slots) for slots, _ in held) > max(_PREFIX_FLOOR, self.count // 8):
+            return None
+        scored = np.unique(np.concatenate([slots for slots, _ in held])) if held else _NO_SLOTS
+        scores = np.zeros(len(scored))
+        for slots, weight in held:  # each slot's weights added in the order _scores adds them
+            scores[np.searchsorted(scored, slots)] += weight
+        first = self.section_first[self.section[scored]]
+        best = scored[np.lexsort((scored, first, -self._votes(scored), -scores))]
+        wanted = max(_PREFIX_FLOOR, 2 * (limit + len(scored)))  # room for skipped rows, and held ones
+        ties = self._tie_order(wanted)[:wanted]
+        rest = ties[~np.isin(ties, scored, assume_unique=True)]  # a held word's skills came first
+        return np.concatenate([best, rest]), len(ties) == self.count
+
+    def _tie_order(self, length: int) -> np.ndarray:
+        """At least the ``length`` first active slots (all, if fewer) by votes, then skillbook order.
+
+        The order the skills sharing no query word are shown in, whatever the query:
+        worked out once per version (a partition of every slot) and kept, longer when asked;
+        twice as long as asked, so the next versions can follow it though they take some out.
+        """
+        kept = self.tie_prefix
+        if kept is not None and (len(kept) >= length or len(kept) == self.count):
+            return kept
+        slots = np.flatnonzero(self.active)
+        if 2 * length < len(slots):
+            slots = slots[self._first_by_tie_key(slots, 2 * length)]
+        first = self.section_first[self.section[slots]]
+        kept = slots[np.lexsort((slots, first, -self._votes(slots)))]
+        self.tie_prefix = kept  # threads racing here store equal arrays
+        return kept
 
     def _scores(self, query: str) -> np.ndarray:
         """Each slot's lexical relevance to ``query``: the weights of the query words it holds."""
@@ -373,16 +470,26 @@ class PromptIndex:
         if wanted < self.count:
             threshold = _wanted_th_largest(scores, wanted)
             above = np.flatnonzero(scores > threshold)
-            ties = np.flatnonzero(scores == threshold)
-            need = wanted - len(above)
-            if len(ties) > need:
-                ties = ties[self._first_by_tie_key(ties, need)]
-            candidates = np.concatenate([above, ties])
+            candidates = np.concatenate([above, self._first_ties(scores, threshold, wanted - len(above))])
         else:
             candidates = np.flatnonzero(self.active)
         first = self.section_first[self.section[candidates]]
         order = np.lexsort((candidates, first, -self._votes(candidates), -scores[candidates]))
         return candidates[order]
+
+    def _first_ties(self, scores: np.ndarray, threshold: float, need: int) -> np.ndarray:
+        """The ``need`` first slots scoring ``threshold`` by votes, then skillbook order, in no set order.
+
+        From the kept tie order when it holds that many (a common query word ties
+        thousands of skills), else by a partition of every slot scoring that.
+        """
+        kept = self.tie_prefix
+        if kept is not None:
+            found: np.ndarray = kept[scores[kept] == threshold][:need]
+            if len(found) == need:
+                return found
+        ties = np.flatnonzero(scores == threshold)
+        return ties[self._first_by_tie_key(ties, need)] if len(ties) > need else ties
 
     def _first_by_tie_key(self, slots: np.ndarray, need: int) -> np.ndarray:
         """Positions in ``slots`` of the ``need`` first by (most votes, skillbook order), in no order."""
