@@ -7,6 +7,7 @@ Real Redis, the CLI in this process, and an agent that answers what each questio
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,12 +80,16 @@ def task_file(path: Path, *tasks: dict[str, Any]) -> Path:
     return path
 
 
-def evaluate(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], book: str, tasks: Path
-) -> Ran:
-    return run_console_script(
-        monkeypatch, capsys, "skillbook", "evaluate", book, "--version", "1", "--tasks", str(tasks), "--json"
-    )
+@pytest.fixture
+def cli(
+    env: pytest.MonkeyPatch, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., Ran]:
+    """The ``ace-workers`` console script with these arguments, in this process, under ``env``."""
+    return lambda *args: run_console_script(monkeypatch, capsys, *args)
+
+
+def evaluate(cli: Callable[..., Ran], book: str, tasks: Path) -> Ran:
+    return cli("skillbook", "evaluate", book, "--version", "1", "--tasks", str(tasks), "--json")
 
 
 def agent_prompts() -> list[str]:
@@ -99,14 +104,10 @@ def planted_places(client: redis.Redis) -> dict[str, list[str]]:
 
 
 def test_no_agent_prompt_sees_a_task_s_secrets_and_the_answers_still_score(
-    env: pytest.MonkeyPatch,
-    redis_client: redis.Redis,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    redis_client: redis.Redis, tmp_path: Path, cli: Callable[..., Ran]
 ) -> None:
     skillbook(redis_client, "book")
-    ran = evaluate(monkeypatch, capsys, "book", task_file(tmp_path / "t.jsonl", SAME_KEY, KNOWN_ADDRESS))
+    ran = evaluate(cli, "book", task_file(tmp_path / "t.jsonl", SAME_KEY, KNOWN_ADDRESS))
 
     assert ran.code == EXIT_DONE, ran.err
     prompts = agent_prompts()
@@ -122,15 +123,11 @@ def test_no_agent_prompt_sees_a_task_s_secrets_and_the_answers_still_score(
 
 
 def test_a_failed_call_s_error_is_stored_redacted_and_redis_holds_no_task_secret(
-    env: pytest.MonkeyPatch,
-    redis_client: redis.Redis,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    redis_client: redis.Redis, tmp_path: Path, cli: Callable[..., Ran]
 ) -> None:
     store = skillbook(redis_client, "book")
     failing = {"question": f"Mail {EMAIL} the receipt. {FAILS}", "ground_truth": "sent"}
-    ran = evaluate(monkeypatch, capsys, "book", task_file(tmp_path / "t.jsonl", SAME_KEY, failing))
+    ran = evaluate(cli, "book", task_file(tmp_path / "t.jsonl", SAME_KEY, failing))
 
     assert ran.code == EXIT_FAILURES
     (recorded,) = store.evaluations.recent()
@@ -142,15 +139,11 @@ def test_a_failed_call_s_error_is_stored_redacted_and_redis_holds_no_task_secret
 
 
 def test_a_tenant_that_turns_redaction_off_is_evaluated_on_its_tasks_as_written(
-    env: pytest.MonkeyPatch,
-    redis_client: redis.Redis,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    redis_client: redis.Redis, tmp_path: Path, cli: Callable[..., Ran]
 ) -> None:
     TenantRegistry(redis_client, prefix=PREFIX).add(Tenant("lab", skillbooks=("lab-book",), redact="off"))
     skillbook(redis_client, "lab-book")
-    ran = evaluate(monkeypatch, capsys, "lab-book", task_file(tmp_path / "t.jsonl", SAME_KEY, KNOWN_ADDRESS))
+    ran = evaluate(cli, "lab-book", task_file(tmp_path / "t.jsonl", SAME_KEY, KNOWN_ADDRESS))
 
     assert ran.code == EXIT_DONE, ran.err
     prompts = agent_prompts()
@@ -161,16 +154,12 @@ def test_a_tenant_that_turns_redaction_off_is_evaluated_on_its_tasks_as_written(
 
 
 def test_a_task_file_holding_placeholders_gets_new_ones_numbered_after_them(
-    env: pytest.MonkeyPatch,
-    redis_client: redis.Redis,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    redis_client: redis.Redis, tmp_path: Path, cli: Callable[..., Ran]
 ) -> None:
     skillbook(redis_client, "book")
     # As a task file made from redacted traces: <EMAIL_1> is someone else already.
     task = {"question": f"Did <EMAIL_1> write to {EMAIL}? {ANSWER_WITH}{EMAIL}", "ground_truth": EMAIL}
-    ran = evaluate(monkeypatch, capsys, "book", task_file(tmp_path / "t.jsonl", task))
+    ran = evaluate(cli, "book", task_file(tmp_path / "t.jsonl", task))
 
     assert ran.code == EXIT_DONE, ran.err
     (prompt,) = agent_prompts()
@@ -179,16 +168,12 @@ def test_a_task_file_holding_placeholders_gets_new_ones_numbered_after_them(
 
 
 def test_promote_if_better_evaluates_on_redacted_tasks(
-    env: pytest.MonkeyPatch,
-    redis_client: redis.Redis,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    redis_client: redis.Redis, tmp_path: Path, cli: Callable[..., Ran]
 ) -> None:
     store = skillbook(redis_client, "book")
     tasks = task_file(tmp_path / "t.jsonl", SAME_KEY, KNOWN_ADDRESS)
-    ran = run_console_script(
-        monkeypatch, capsys, "skillbook", "label", "promote", "book", "canary", "--to", "prod",
+    ran = cli(
+        "skillbook", "label", "promote", "book", "canary", "--to", "prod",
         "--if-better", "--tasks", str(tasks), "--json",
     )  # fmt: skip
 

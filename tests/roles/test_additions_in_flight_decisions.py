@@ -7,6 +7,7 @@ the single writer then adds once.
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from ace_workers.core import Skillbook, SkillbookView, SkillManagerOutput
@@ -84,27 +85,21 @@ def test_adds_in_flight_to_other_sections_or_sharing_no_word_cost_no_second_call
     assert len(stream_contents(redis_client, store)) == 3  # all announced
 
 
-def test_the_tool_using_manager_decides_again_too(
-    redis_client: redis.Redis, store: RedisSkillbookStore
+@pytest.mark.parametrize(
+    ("mode", "added", "announced"),
+    [("tools", ZORB_RULE, True), ("off", ZORB_RULE_REWORDED, False)],
+    ids=["tools decide again too", "off announces nothing and adds as worded"],
+)
+def test_the_tool_using_manager_decides_again_and_with_the_lookup_off_nothing_is_announced(
+    redis_client: redis.Redis, store: RedisSkillbookStore, mode: str, added: str, announced: bool
 ) -> None:
     empty = SkillbookView(Skillbook())
-    manager(redis_client, store, "tools").update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
-    second = manager(redis_client, store, "tools").update_skills(
+    manager(redis_client, store, mode).update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
+    second = manager(redis_client, store, mode).update_skills(
         reflection(ZORB_RULE_REWORDED), empty, ZORB_QUESTION_CONTEXT
     )
-    assert adds(second) == [("zorb", ZORB_RULE)]
-
-
-def test_with_the_lookup_off_nothing_is_announced_and_the_lesson_is_added_as_worded(
-    redis_client: redis.Redis, store: RedisSkillbookStore
-) -> None:
-    empty = SkillbookView(Skillbook())
-    manager(redis_client, store, "off").update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
-    second = manager(redis_client, store, "off").update_skills(
-        reflection(ZORB_RULE_REWORDED), empty, ZORB_QUESTION_CONTEXT
-    )
-    assert adds(second) == [("zorb", ZORB_RULE_REWORDED)]
-    assert not redis_client.exists(store.keys.additions_in_flight)
+    assert adds(second) == [("zorb", added)]
+    assert bool(redis_client.exists(store.keys.additions_in_flight)) is announced
 
 
 def test_a_second_decision_that_adds_the_same_keeps_its_announcement_and_place(
