@@ -10,6 +10,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -34,8 +36,20 @@ LEARNING = "learning demo from"
 STALE = "was left locked by ace-workers process {pid}, which was killed before it could release it"
 
 
-def console_args() -> list[str]:
-    return ["console", "--no-auth", "--port", str(free_port())]
+def console_args(port: int) -> list[str]:
+    return ["console", "--no-auth", "--port", str(port)]
+
+
+def console_answers(port: int) -> bool:
+    """True once the console's server answers HTTP: its line is printed just before uvicorn serves,
+    and a signal in between reaches the command, not uvicorn's graceful shutdown."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2):
+            return True
+    except urllib.error.HTTPError:
+        return True  # an answer all the same
+    except OSError:
+        return False
 
 
 def learn_args(tmp_path: Path) -> list[str]:
@@ -67,10 +81,15 @@ def test_a_stop_signal_ends_the_command_and_its_embedded_redis(
 ) -> None:
     folder = tmp_path / "kept" if kept else None
     log = tmp_path / "command.log"
-    args, ready = (console_args(), CONSOLE_UP) if command == "console" else (learn_args(tmp_path), LEARNING)
+    port = free_port()
+    args, ready = (
+        (console_args(port), CONSOLE_UP) if command == "console" else (learn_args(tmp_path), LEARNING)
+    )
     process = start_cli(args, cli_env(folder), log)
     try:
         wait_for_line(process, log, ready)
+        if command == "console":
+            wait_for(lambda: console_answers(port), 60, "the console to answer")
         server = redis_server_of(process.pid)
         sockets = socket_folder_of(server)
         process.send_signal(sig)
@@ -94,7 +113,7 @@ def test_a_command_ignoring_hangups_keeps_its_embedded_redis_on_sighup(
     def ignore_hangups() -> None:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
-    process = start_cli(console_args(), cli_env(tmp_path / "kept"), log, preexec_fn=ignore_hangups)
+    process = start_cli(console_args(free_port()), cli_env(tmp_path / "kept"), log, preexec_fn=ignore_hangups)
     try:
         wait_for_line(process, log, CONSOLE_UP)
         server = redis_server_of(process.pid)
@@ -115,7 +134,7 @@ def test_sigkill_of_the_command_stops_its_redis_and_the_next_command_takes_the_f
 ) -> None:
     folder = tmp_path / "kept"
     log = tmp_path / "console.log"
-    process = start_cli(console_args(), cli_env(folder), log)
+    process = start_cli(console_args(free_port()), cli_env(folder), log)
     try:
         wait_for_line(process, log, CONSOLE_UP)
         server = redis_server_of(process.pid)
@@ -138,7 +157,7 @@ def test_a_second_command_on_a_folder_in_use_is_refused_and_starts_no_second_ser
 ) -> None:
     folder = tmp_path / "kept"
     log = tmp_path / "console.log"
-    process = start_cli(console_args(), cli_env(folder), log)
+    process = start_cli(console_args(free_port()), cli_env(folder), log)
     try:
         wait_for_line(process, log, CONSOLE_UP)
         server = redis_server_of(process.pid)
