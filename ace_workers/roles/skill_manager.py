@@ -176,17 +176,25 @@ class SkillManager(LLMRole):
             return output
         kept = [(op.section, op.content) for op in adds]
         announcement = self.in_flight.announce(_additions(kept))
-        # An ADD an earlier one states word for word needs no second look: the writer adds it once.
-        twins = {_add_key(op.section, op.content) for op in announcement.earlier}
-        open_adds = [op for op in adds if _add_key(op.section, op.content) not in twins]
         # Only ADDs to a section of its own: the prompt names sections for the task type, and
-        # lessons of other task types share words ("input", "answer") but never the lesson.
-        sections = {_section_key(op.section) for op in open_adds}
-        candidates = [op for op in announcement.earlier if _section_key(op.section) in sections]
-        related = set(related_pending(candidates, [op.content for op in open_adds], self.lookup.k))
+        # lessons of other task types share words ("input", "answer") but never the lesson. An
+        # earlier ADD stating one of its own word for word is no reason to look again: the writer
+        # adds it once (if that one is withdrawn, what made it look again is earlier still).
+        own = {_add_key(op.section, op.content) for op in adds}
+        sections = {_section_key(op.section) for op in adds}
+        candidates = [
+            op
+            for op in announcement.earlier
+            if _section_key(op.section) in sections and _add_key(op.section, op.content) not in own
+        ]
+        related = set(related_pending(candidates, [op.content for op in adds], self.lookup.k))
         if not related:
             return output
-        shown = [op for op in announcement.earlier if op in related]  # in the order announced
+        # In the order announced, with the ones stating its own ADDs word for word: the oldest
+        # announcement of a lesson is the one every later decision repeats.
+        shown = [
+            op for op in announcement.earlier if op in related or _add_key(op.section, op.content) in own
+        ]
         logger.info(
             "skill manager decides again: %s in flight like its own",
             counted(len(shown), "ADD"),

@@ -12,7 +12,7 @@ import redis
 
 from ace_workers.core import Skillbook, SkillbookView, SkillManagerOutput
 from ace_workers.core.outputs import ExtractedLearning, ReflectorOutput
-from ace_workers.core.skill_lookup import SkillLookup
+from ace_workers.core.skill_lookup import PendingOperation, SkillLookup
 from ace_workers.distributed import RedisSkillbookStore
 from ace_workers.distributed.store.additions_in_flight import RedisAdditionsInFlight
 from ace_workers.roles import SkillManager
@@ -127,3 +127,21 @@ def test_an_add_an_earlier_one_states_word_for_word_costs_no_second_call(
     output = later.update_skills(reflection("  for ZORB questions, reverse the digits of the input"), empty)
     assert [section for section, _ in adds(output)] == ["zorb"]  # the same section: no other reason to skip
     assert later.llm.call_count(SkillManagerOutput) == 1  # type: ignore[attr-defined]
+
+
+def test_a_decision_asked_again_repeats_the_oldest_announcement_even_one_stating_its_own_words(
+    redis_client: redis.Redis, store: RedisSkillbookStore
+) -> None:
+    empty = SkillbookView(Skillbook())
+    in_flight = RedisAdditionsInFlight(redis_client, store.keys)
+    # The oldest announcement (ZORB_RULE), then one in other words whose decision has not yet
+    # withdrawn it, as happens while its second call runs.
+    manager(redis_client, store).update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
+    in_flight.announce(
+        [PendingOperation(proposal_id="", type="ADD", section="zorb", content=ZORB_RULE_REWORDED)]
+    )
+    later = manager(redis_client, store)
+    output = later.update_skills(reflection(ZORB_RULE), empty, ZORB_QUESTION_CONTEXT)
+    # Asked again for the other wording, it repeats the oldest (its own words), not the one in between.
+    assert later.llm.call_count(SkillManagerOutput) == 2  # type: ignore[attr-defined]
+    assert adds(output) == [("zorb", ZORB_RULE)]
