@@ -5,6 +5,7 @@ Shared by the distributed benchmarks; the tests run on private servers of their 
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 import sys
@@ -17,12 +18,31 @@ import redis
 from ace_workers.distributed.connections import client_url_for
 from ace_workers.distributed.ops.embedded_redis import EmbeddedRedis
 
-__all__ = ["BENCH_DB", "DEFAULT_REDIS_URL", "bench_redis", "claim_bench_db"]
+__all__ = [
+    "BENCH_DB",
+    "DEFAULT_REDIS_URL",
+    "add_redis_options",
+    "bench_redis",
+    "chosen_redis",
+    "claim_bench_db",
+]
 
 BENCH_DB = 14  # the only database of a shared Redis the benchmarks may flush
 DEFAULT_REDIS_URL = f"redis://127.0.0.1:6379/{BENCH_DB}"
 LOCK_KEY = "bench:lock"  # who is using db 14; flushed away at the end of the run
 LOCK_SECONDS = 600
+
+
+def add_redis_options(parser: argparse.ArgumentParser) -> None:
+    """``--redis-url`` (database 14 of a shared Redis, the default) or ``--embedded`` (a private one)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
+    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
+
+
+def chosen_redis(args: argparse.Namespace) -> str | None:
+    """The URL :func:`add_redis_options` parsed, for :func:`bench_redis`: None for a private server."""
+    return None if args.embedded else args.redis_url
 
 
 @contextmanager

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 import uvicorn
-from bench_db import DEFAULT_REDIS_URL, bench_redis
+from bench_db import add_redis_options, bench_redis, chosen_redis
 from skillbook_scale import synthetic_skillbook
 
 from ace_workers.console.access import ConsoleAccess
@@ -217,14 +217,12 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=50, help="timed requests per page")
     parser.add_argument("--warm-ups", type=int, default=3, help="untimed requests per page first")
     parser.add_argument("--occurrences", type=int, default=5, help="occurrences each synthetic skill carries")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
-    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
+    add_redis_options(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sizes = [int(size) for size in args.sizes.split(",")]
     rows: list[dict[str, Any]] = []
-    with bench_redis(None if args.embedded else args.redis_url) as url:
+    with bench_redis(chosen_redis(args)) as url:
         settings = WorkerSettings(
             redis_url=url,
             queue_prefix="benchconsole",

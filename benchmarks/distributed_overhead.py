@@ -54,7 +54,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.distributed_overhead` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_db import DEFAULT_REDIS_URL, bench_redis
+from bench_db import add_redis_options, bench_redis, chosen_redis
 from celery import chain
 from rounds import ratio_spread, spread_text
 
@@ -237,14 +237,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4, help="slots of the execute+learn worker")
     parser.add_argument("--latency-samples", type=int, default=20, help="one-at-a-time samples per round")
     parser.add_argument("--warmup", type=int, default=30)
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
-    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
+    add_redis_options(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
     traces = synthetic_traces(args.samples)
-    with bench_redis(None if args.embedded else args.redis_url) as url:
+    with bench_redis(chosen_redis(args)) as url:
         settings = WorkerSettings(redis_url=url, queue_prefix="benchov", recipes=RECIPES)
         service = build_service(settings, redis_url=url)
         claims = service.runtime.claims
@@ -293,7 +291,7 @@ def report(figures: dict[str, list[float]], args: argparse.Namespace, *, payload
     ratio = ours / bare
     print(
         f"samples={n} steps=6 repeats={args.repeats} threads={args.threads}+1 (execute+learn, write) "
-        f"payload={payload_bytes} B redis={'embedded' if args.embedded else args.redis_url}"
+        f"payload={payload_bytes} B redis={chosen_redis(args) or 'embedded'}"
     )
     rounds = " | ".join(
         f"{o / n * 1000:.2f} vs {b / n * 1000:.2f}"

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 
-from bench_db import DEFAULT_REDIS_URL, bench_redis
+from bench_db import add_redis_options, bench_redis, chosen_redis
 from learning_throughput import wait_for_workers
 from processes import worker_process
 from rounds import ratio_spread, round_order, spread_text
@@ -134,9 +134,7 @@ def main() -> None:
     parser.add_argument("--weight-b", type=int, default=1, help="tenant B's weight (A's is 1)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of B alone and behind A (medians)")
     parser.add_argument("--timeout", type=float, default=600.0)
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
-    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
+    add_redis_options(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     window = WorkerSettings.from_env().admission_window if args.window is None else args.window
@@ -144,7 +142,7 @@ def main() -> None:
         parser.error(f"--window {window}: admission must be on (at least 1) to compare tenants")
     small = failure_traces(args.small, seed=2)
 
-    with bench_redis(None if args.embedded else args.redis_url) as url:
+    with bench_redis(chosen_redis(args)) as url:
         settings = WorkerSettings(
             redis_url=url, queue_prefix="benchfair", sim_latency_seconds=args.latency, admission_window=window
         )
@@ -182,7 +180,7 @@ def main() -> None:
     print(
         f"fleet: 1 execute+learn worker x {args.slots} threads + 1 writer (processes), window {window}, "
         f"simulated LLM latency {args.latency * 1000:g} ms, "
-        f"redis={'embedded' if args.embedded else args.redis_url}"
+        f"redis={chosen_redis(args) or 'embedded'}"
     )
     print(f"B alone: {args.small} traces in {alone:.2f} s (median of {args.repeat}: {_seconds(alones)})")
     print(

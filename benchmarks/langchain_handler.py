@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from bench_db import DEFAULT_REDIS_URL, bench_redis
+from bench_db import add_redis_options, bench_redis, chosen_redis
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from rounds import ratio_spread, round_order, spread_text
@@ -69,9 +69,7 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every configuration, in turns")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
-    where.add_argument("--embedded", action="store_true", help="an embedded Redis instead of db 14")
+    add_redis_options(parser)
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # the outage run logs a warning per run
 
@@ -99,7 +97,7 @@ def main() -> None:
 
     figures: dict[str, list[float]] = {}
     with (
-        bench_redis(None if args.embedded else args.redis_url) as url,
+        bench_redis(chosen_redis(args)) as url,
         Producer(WorkerSettings(redis_url=url)) as producer,
         went_down() as unreachable,
     ):

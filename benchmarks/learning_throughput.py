@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from bare_chain_app import BARE_LAST, BARE_LLM, BARE_NOOP
-from bench_db import DEFAULT_REDIS_URL, bench_redis
+from bench_db import add_redis_options, bench_redis, chosen_redis
 from celery import chain
 from processes import cpu_seconds_of
 from rounds import ratio_spread, round_order, spread_text
@@ -207,9 +207,7 @@ def main() -> None:
         default="processes",
         help="learn and write workers as two processes (as deployed) or as threads of this process",
     )
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
-    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
+    add_redis_options(parser)
     args = parser.parse_args()
     if args.latency < 0 or args.rounds < 1:
         parser.error("--latency must be at least 0 and --rounds at least 1")
@@ -219,7 +217,7 @@ def main() -> None:
     print(
         f"simulated LLM latency={args.latency * 1000:.0f} ms, {LLM_CALLS_PER_SAMPLE} learn-queue LLM calls "
         f"per sample, write worker: 1 slot, workers: {args.workers}, "
-        f"redis={'embedded' if args.embedded else args.redis_url}",
+        f"redis={chosen_redis(args) or 'embedded'}",
         flush=True,
     )
     reference = run_reference(failure_traces(args.reference_samples), args.latency)
@@ -229,7 +227,7 @@ def main() -> None:
         flush=True,
     )
     runs: list[Run] = []
-    with bench_redis(None if args.embedded else args.redis_url) as url:
+    with bench_redis(chosen_redis(args)) as url:
         settings = WorkerSettings(redis_url=url, queue_prefix="benchlt", sim_latency_seconds=args.latency)
         service = build_service(settings, redis_url=url)
         if args.workers == "threads":

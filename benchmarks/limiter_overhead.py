@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 import redis
-from bench_db import DEFAULT_REDIS_URL, bench_redis
+from bench_db import add_redis_options, bench_redis, chosen_redis
 from rounds import ratio_spread, spread_text
 
 from ace_workers.distributed.connections import client_url_for
@@ -123,14 +123,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8, help="learn slots of the in-process fleet")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per simulated LLM call")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each; medians are compared")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
-    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
+    add_redis_options(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
     figures: dict[str, Any] = {}
-    with bench_redis(None if args.embedded else args.redis_url) as url:
+    with bench_redis(chosen_redis(args)) as url:
         figures["limited_call"] = per_call(url, args.calls, limited=True)
         figures["free_call"] = per_call(url, args.calls, limited=False)
         rates: dict[str, list[float]] = {"limited": [], "free": []}
@@ -154,7 +152,7 @@ def main() -> None:
 
 def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     """Print the figures and the verdicts."""
-    where = "embedded" if args.embedded else args.redis_url
+    where = chosen_redis(args) or "embedded"
     limited, free = figures["limited_call"], figures["free_call"]
     p50, p99 = percentile(limited, 0.5), percentile(limited, 0.99)
     print(f"calls={args.calls} redis={where}")

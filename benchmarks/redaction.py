@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from bench_db import DEFAULT_REDIS_URL, bench_redis
+from bench_db import add_redis_options, bench_redis, chosen_redis
 from learning_throughput import run_ours, wait_for_workers
 from processes import worker_process
 from rounds import Spread, round_order
@@ -158,9 +158,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per simulated LLM call")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--workers", choices=("processes", "threads"), default="processes")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
-    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
+    add_redis_options(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -176,7 +174,7 @@ def main() -> None:
     met = cost["cpu"].median <= COST_GOAL_MS
     print(f"  goal <= {COST_GOAL_MS} ms of CPU (median): {'met' if met else 'NOT met'}")
 
-    with bench_redis(None if args.embedded else args.redis_url) as url:
+    with bench_redis(chosen_redis(args)) as url:
         rows = measure_throughput(url, args)
     ratio = Spread.of([on / off for on, off in rows])
     print(

@@ -32,7 +32,7 @@ import random
 import time
 from collections.abc import Callable
 
-from bench_db import DEFAULT_REDIS_URL, bench_redis
+from bench_db import add_redis_options, bench_redis, chosen_redis
 from learning_throughput import workers_for
 from rounds import Spread, round_order
 from skillbook_scale import VOCABULARY, synthetic_skillbook
@@ -203,12 +203,10 @@ def main() -> None:
         action="store_true",
         help="the simulator words each lesson per sample (ACE_SIM_PARAPHRASE)",
     )
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
-    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
+    add_redis_options(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    with bench_redis(None if args.embedded else args.redis_url) as url:
+    with bench_redis(chosen_redis(args)) as url:
         costs = added_ms(args, url)
         ratios = throughput_ratios(args, url)
     print(f"SkillManager lookup at {args.skills:,} skills, {args.rounds} rounds (alternating order)")

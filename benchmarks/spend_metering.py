@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from bench_db import DEFAULT_REDIS_URL, bench_redis
+from bench_db import add_redis_options, bench_redis, chosen_redis
 from redis.connection import Connection
 from rounds import ratio_spread, round_order, spread_text
 
@@ -111,16 +111,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8, help="learn slots of the in-process fleet")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per simulated LLM call")
     parser.add_argument("--rounds", type=int, default=4, help="rounds, alternating which side goes first")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
-    where.add_argument("--embedded", action="store_true", help="use a private embedded Redis")
+    add_redis_options(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
     rates: dict[str, list[float]] = {side: [] for side in SIDES}
     writes: dict[str, list[float]] = {side: [] for side in SIDES}
     cpu: dict[str, list[float]] = {side: [] for side in SIDES}
-    with bench_redis(None if args.embedded else args.redis_url) as url:
+    with bench_redis(chosen_redis(args)) as url:
         for number in range(args.rounds):
             for side in round_order(SIDES, number):
                 rate, per_sample, cpu_ms = learning_round(
@@ -132,7 +130,7 @@ def main() -> None:
 
     print(
         f"samples={args.samples} threads={args.threads} latency={args.latency:g} s rounds={args.rounds} "
-        f"redis={'embedded' if args.embedded else args.redis_url}"
+        f"redis={chosen_redis(args) or 'embedded'}"
     )
     for side in SIDES:
         shown = ", ".join(f"{rate:.1f}" for rate in rates[side])
