@@ -42,6 +42,15 @@ def started_batch(batches: BatchStore, batch_id: str) -> None:
     batches.record_sent(batch_id, 1, 1)
 
 
+def metered_batch(client: redis.Redis) -> tuple[str, SpendMeter, BatchStore]:
+    """Under a new prefix: a spend meter, a batch store it rides on, and its started batch "b1"."""
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    meter = SpendMeter(prefix=prefix)
+    batches = BatchStore(client, prefix=prefix, ttl_seconds=60, riders=meter)
+    started_batch(batches, "b1")
+    return prefix, meter, batches
+
+
 def day_spend(client: redis.Redis, prefix: str, tenant: str, model: str = ALL_MODELS) -> WindowUsage:
     """``tenant``'s spend on ``model`` today, as the limiter reads it (what status and console show)."""
     usage = Limiter(client, prefix=prefix).usage(tenant).window(model, "day")
@@ -60,10 +69,7 @@ def server(redis_url: str) -> Iterator[redis.Redis]:
 
 
 def test_a_steps_start_writes_the_spend_metered_since_the_last_script(server: redis.Redis) -> None:
-    prefix = f"t{uuid.uuid4().hex[:8]}"
-    meter = SpendMeter(prefix=prefix)
-    batches = BatchStore(server, prefix=prefix, ttl_seconds=60, riders=meter)
-    started_batch(batches, "b1")
+    prefix, meter, batches = metered_batch(server)
     meter.add(TENANT, MODEL, 100, 0.25)
     meter.add(TENANT, MODEL, 50, 0.0)
 
@@ -78,10 +84,7 @@ def test_a_steps_start_writes_the_spend_metered_since_the_last_script(server: re
 
 
 def test_a_samples_finish_writes_the_pending_spend_too(server: redis.Redis) -> None:
-    prefix = f"t{uuid.uuid4().hex[:8]}"
-    meter = SpendMeter(prefix=prefix)
-    batches = BatchStore(server, prefix=prefix, ttl_seconds=60, riders=meter)
-    started_batch(batches, "b1")
+    prefix, meter, batches = metered_batch(server)
     meter.add(DEFAULT_TENANT, MODEL, 70, 0.0)
 
     assert batches.record_done("b1", 1, 1, {"ok": True}) == 1
@@ -128,10 +131,7 @@ def test_metering_adds_no_round_trip_to_a_steps_start(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = redis.Redis.from_url(redis_url)
-    prefix = f"t{uuid.uuid4().hex[:8]}"
-    meter = SpendMeter(prefix=prefix)
-    batches = BatchStore(client, prefix=prefix, ttl_seconds=60, riders=meter)
-    started_batch(batches, "b1")
+    prefix, meter, batches = metered_batch(client)
     batches.record_progress("b1", 1, 1, first_step=True)  # the script is loaded from here on
     sends = SendCounter(monkeypatch)
 
