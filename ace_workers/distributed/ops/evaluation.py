@@ -175,7 +175,7 @@ def fleet_agent(runtime: WorkerRuntime, skillbook: str) -> Agent:
 
 def fleet_redactor(runtime: WorkerRuntime, skillbook: str) -> Redactor:
     """What redacts an evaluation of ``skillbook``: its tenant's redactor, as the producer picks it."""
-    return runtime.redactor(runtime.tenants.tenant_of(skillbook))
+    return runtime.skillbook_redactor(skillbook)
 
 
 @dataclass(frozen=True)

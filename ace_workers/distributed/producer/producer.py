@@ -315,7 +315,7 @@ class Producer:
         """
         self._check_key(skillbook)
         keys = SkillbookKeys(skillbook, self.runtime.settings.queue_prefix)
-        redactor = self.runtime.redactor(self.runtime.tenants.tenant_of(skillbook))
+        redactor = self.runtime.skillbook_redactor(skillbook)
         return append_to_inbox(
             self.runtime.redis,
             keys,

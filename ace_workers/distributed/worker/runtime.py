@@ -185,9 +185,9 @@ class WorkerRuntime:
             spec = None
         return redactor_for(self.settings.redact if spec is None else spec)
 
-    def _redact(self, skillbook: str, text: str) -> str:
-        """``text`` redacted as the owner of ``skillbook`` redacts its traces."""
-        return self.redactor(self.tenants.tenant_of(skillbook)).text(text)
+    def skillbook_redactor(self, skillbook: str) -> Redactor:
+        """What redacts text about ``skillbook``: the redactor of the tenant that owns it now."""
+        return self.redactor(self.tenants.tenant_of(skillbook))
 
     def store(self, name: str) -> RedisSkillbookStore:
         """The store of skillbook ``name``."""
@@ -290,7 +290,9 @@ class WorkerRuntime:
                 pending=PendingOperations(self.redis, book.store.keys),
                 # Learn slots deciding side by side see each other's ADDs before they are written.
                 in_flight=RedisAdditionsInFlight(
-                    self.redis, book.store.keys, redact=lambda text: self._redact(skillbook, text)
+                    self.redis,
+                    book.store.keys,
+                    redact=lambda text: self.skillbook_redactor(skillbook).text(text),
                 ),
             ),
             skillbook=book,
