@@ -241,7 +241,14 @@ class SkillbookWrites:
         if unless_reviewed:
             watched.append(keys.review_policy)
         watch_keys(pipe, *watched)
-        raw_version, *read = read_watched(pipe, watched)
+        reads = SkillReads(keys.skills)
+        if watching_runs_scripts(pipe):
+            # The watched keys are read with the plan's first reads: one round trip where two were.
+            meta, (raw_version, *read) = self._read_first(pipe, batch, reads, watched)
+            first: tuple[list[Any], SkillReads] | None = (meta, reads)
+        else:
+            first = None
+            raw_version, *read = read_watched(pipe, watched)
         version = decode_int(raw_version)
         if idem_key is not None and read[0] is not None:
             pipe.unwatch()
@@ -249,7 +256,7 @@ class SkillbookWrites:
         if unless_reviewed and reviews_any(decode_policy(read[-1], keys.review_policy), batch):
             pipe.unwatch()
             return None
-        prepared = self.prepare_apply(pipe, batch, version)
+        prepared = self.prepare_apply(pipe, batch, version, first=first)
         report = prepared.report
         stale = self._is_stale(base_version, version)
         new_version = version + 1
@@ -277,12 +284,26 @@ class SkillbookWrites:
         pipe.execute()
         return StoreApplyResult(new_version, report, duplicate_delivery=False, stale=stale)
 
-    def prepare_apply(self, pipe: Pipeline, batch: UpdateBatch, version: int) -> PreparedApply:
-        """Under the WATCH of ``version``: read what ``batch`` depends on and plan it (nothing written)."""
-        reads = SkillReads(self.keys.skills)
-        if watching_runs_scripts(pipe):
-            raw_next_id, raw_next_order, raw_active = self._read_first(pipe, batch, reads)
+    def prepare_apply(
+        self,
+        pipe: Pipeline,
+        batch: UpdateBatch,
+        version: int,
+        *,
+        first: tuple[list[Any], SkillReads] | None = None,
+    ) -> PreparedApply:
+        """Under the WATCH of ``version``: read what ``batch`` depends on and plan it (nothing written).
+
+        ``first``: the meta fields and the reads :meth:`_read_first` made for ``batch`` under this
+        WATCH already (they are not read again).
+        """
+        if first is not None:
+            (raw_next_id, raw_next_order, raw_active), reads = first
+        elif watching_runs_scripts(pipe):
+            reads = SkillReads(self.keys.skills)
+            (raw_next_id, raw_next_order, raw_active), _ = self._read_first(pipe, batch, reads)
         else:
+            reads = SkillReads(self.keys.skills)
             raw_next_id, raw_next_order, raw_active = pipe.hmget(
                 self.keys.meta, [META_NEXT_ID, META_NEXT_ORDER, META_ACTIVE_SKILLS]
             )
@@ -291,32 +312,43 @@ class SkillbookWrites:
         plan, report = self._plan_within_limit(pipe, batch, version, next_id, next_order, active, reads)
         return PreparedApply(plan, report, next_id, next_order, active, raw_active is not None)
 
-    def _read_first(self, pipe: Pipeline, batch: UpdateBatch, reads: SkillReads) -> list[Any]:
+    def _read_first(
+        self, pipe: Pipeline, batch: UpdateBatch, reads: SkillReads, values_of: list[str] | None = None
+    ) -> tuple[list[Any], list[Any]]:
         """The meta fields an apply plans with, and into ``reads`` the skills ``batch`` names (with their
-        provenance) and its ADDs' index fields: one round trip (apply_reads.lua) where four were.
+        provenance) and its ADDs' index fields; with the values of the string keys ``values_of`` (the
+        watched ones). One round trip (apply_reads.lua) where five were.
 
         Not on a cluster pipeline, whose WATCH mode runs no script: it reads them one by one.
         """
-        keys = self.keys
         ids = sorted({op.skill_id for op in batch.operations if op.skill_id})
         fields = sorted(
             {content_field(op.section.strip(), op.content) for op in batch.operations if op.type == "ADD"}
         )
-        script_keys = [keys.meta, keys.skills, keys.provenance, keys.content]
+        return self._run_reads(pipe, reads, ids, fields, values_of or [])
+
+    def _run_reads(
+        self, pipe: Pipeline, reads: SkillReads, ids: list[str], fields: list[str], values_of: list[str]
+    ) -> tuple[list[Any], list[Any]]:
+        """apply_reads.lua on the watching ``pipe``: ``ids``' skills and provenance and the index
+        ``fields`` into ``reads``; returns the meta fields and the values of the keys ``values_of``."""
+        keys = self.keys
+        script_keys = [keys.meta, keys.skills, keys.provenance, keys.content, *values_of]
+        args: list[EncodableT] = [*script_keys, len(ids), *ids, *fields]
         # EVALSHA on the watching pipeline itself (it runs at once), not through a Script object:
         # that would make the pipeline check its scripts at EXEC, a round trip more.
         try:
-            reply = pipe.evalsha(_APPLY_READS_SHA, len(script_keys), *script_keys, len(ids), *ids, *fields)
+            reply = pipe.evalsha(_APPLY_READS_SHA, len(script_keys), *args)
         except NoScriptError:
             pipe.script_load(_APPLY_READS_LUA)  # a server that has not seen it (or was restarted)
-            reply = pipe.evalsha(_APPLY_READS_SHA, len(script_keys), *script_keys, len(ids), *ids, *fields)
-        meta, skills, provenance, index = reply
+            reply = pipe.evalsha(_APPLY_READS_SHA, len(script_keys), *args)
+        meta, skills, provenance, index, values = reply
         for skill_id, raw_skill, raw_provenance in zip(ids, skills, provenance, strict=True):
             reads.add_skill(skill_id, raw_skill)
             reads.add_provenance(skill_id, raw_provenance, keys.provenance)
         for field_name, raw in zip(fields, index, strict=True):
             reads.fields[field_name] = json.loads(raw) if raw is not None else []
-        return list(meta)
+        return list(meta), list(values)
 
     def queue_apply(self, pipe: Pipeline, prepared: PreparedApply) -> None:
         """Inside MULTI: write the skills, index entries and counters a prepared apply changes."""
@@ -739,12 +771,18 @@ class SkillbookWrites:
     def _read_into(
         self, pipe: Pipeline, reads: SkillReads, ids: Iterable[str], fields: Iterable[str]
     ) -> bool:
-        """Read the skills and index fields ``reads`` does not hold yet (one HMGET each).
+        """Read the skills and index fields ``reads`` does not hold yet (one round trip; on a cluster
+        pipeline, which runs no script under WATCH, one HMGET each).
 
         Returns True if one of the skills read exists.
         """
         found = False
         wanted_ids = sorted(set(ids) - reads.skills.keys())
+        wanted_fields = sorted(set(fields) - reads.fields.keys())
+        if watching_runs_scripts(pipe):
+            if wanted_ids or wanted_fields:
+                self._run_reads(pipe, reads, wanted_ids, wanted_fields, [])
+            return any(reads.skills[skill_id] is not None for skill_id in wanted_ids)
         if wanted_ids:
             for skill_id, raw in zip(wanted_ids, pipe.hmget(self.keys.skills, wanted_ids), strict=True):
                 reads.add_skill(skill_id, raw)
@@ -752,7 +790,6 @@ class SkillbookWrites:
             provenance = pipe.hmget(self.keys.provenance, wanted_ids)
             for skill_id, raw in zip(wanted_ids, provenance, strict=True):
                 reads.add_provenance(skill_id, raw, self.keys.provenance)
-        wanted_fields = sorted(set(fields) - reads.fields.keys())
         if wanted_fields:
             for field, raw in zip(wanted_fields, pipe.hmget(self.keys.content, wanted_fields), strict=True):
                 reads.fields[field] = json.loads(raw) if raw is not None else []

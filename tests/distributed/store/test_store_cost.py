@@ -114,6 +114,7 @@ def test_an_apply_costs_the_same_commands_on_2000_skills_as_on_20(
     counted: tuple[redis.Redis, Recorder], kind: str
 ) -> None:
     client, recorder = counted
+    _load_scripts(client)
     small, large = _store_with(client, "small", 20), _store_with(client, "large", 2000)
     observed = {}
     for store in (small, large):
@@ -136,6 +137,59 @@ def test_an_apply_costs_the_same_commands_on_2000_skills_as_on_20(
     for command in large_commands:
         if command[0].upper() == "HMGET" and command[1] == skills_key:
             assert len(command) - 2 <= 2  # at most the named skill and one allocated id
+    # apply_reads.lua: the skill ids each call reads follow its keys and their count.
+    id_counts = [
+        int(command[3 + int(command[2])])
+        for command in large_commands
+        if command[0].upper() == "EVALSHA" and skills_key in command
+    ]
+    assert id_counts  # the reads went through the script (one server)
+    assert sum(id_counts) <= 2  # at most the named skill and one allocated id
+
+
+def _load_scripts(client: redis.Redis) -> None:
+    """One apply on a skillbook of its own: the server knows the apply's scripts from then on (a
+    first apply on a server that has not seen them loads them, a round trip more)."""
+    _store_with(client, "warm-up", 1).apply(BATCHES["add"])
+
+
+def _round_trips(commands: list[tuple[str, ...]]) -> list[str]:
+    """The command names of each round trip: a MULTI ... EXEC is one (sent in one write)."""
+    trips: list[str] = []
+    in_multi = False
+    for command in commands:
+        name = command[0].upper()
+        if not in_multi:
+            trips.append(name)
+        in_multi = (in_multi or name == "MULTI") and name != "EXEC"
+    return trips
+
+
+def test_an_add_reads_in_two_round_trips_under_its_watch(counted: tuple[redis.Redis, Recorder]) -> None:
+    """The watched version and idempotency record come with the plan's first reads, and the id an ADD
+    allocates is checked in one more script call: WATCH, two reads, then the MULTI."""
+    client, recorder = counted
+    _load_scripts(client)
+    store = _store_with(client, "large", 200)
+    recorder.clear()
+    result = store.apply(BATCHES["add"], idempotency_key="batch-1:sample-1:epoch-1:apply")
+    assert result.report.added == ["topic3-00201"]
+    assert _round_trips(recorder.commands) == ["WATCH", "EVALSHA", "EVALSHA", "MULTI"]
+
+
+def test_a_delivery_seen_before_is_read_with_the_first_reads_and_writes_nothing(
+    counted: tuple[redis.Redis, Recorder],
+) -> None:
+    client, recorder = counted
+    store = _store_with(client, "large", 200)
+    key = "batch-1:sample-1:epoch-1:apply"
+    first = store.apply(BATCHES["add"], idempotency_key=key)
+    recorder.clear()
+    again = store.apply(BATCHES["add"], idempotency_key=key)
+    assert again.duplicate_delivery
+    assert again.version == first.version
+    assert "MULTI" not in recorder.names()
+    assert store.version() == first.version
 
 
 def test_a_snapshot_reads_everything_once_and_the_cache_then_reads_one_version(
