@@ -21,6 +21,7 @@ from .runtime import WorkerRuntime
 from .task_names import ADMIT_TASK, STEP_TASK
 
 __all__ = [
+    "PAYLOAD_ARGSREPR",
     "WORKER_PUBLISH_RETRY_POLICY",
     "CeleryDispatcher",
     "broker_errors",
@@ -38,6 +39,11 @@ WORKER_PUBLISH_RETRY_POLICY: Mapping[str, float] = {
     "interval_step": 0.5,
     "interval_max": 2.0,
 }
+
+# What a step message shows of its arguments (Celery's ``argsrepr``: its headers, the task events
+# Flower shows, the lines Celery logs): its payload is the sample's trace and the roles' outputs,
+# and Celery would otherwise write a repr of its first KB at every hop, some 0.2 ms of CPU each.
+PAYLOAD_ARGSREPR = "(<payload>,)"
 
 
 class CeleryDispatcher:
@@ -62,6 +68,7 @@ class CeleryDispatcher:
                     queue=step.queue,
                     # Flower and the logs show the step's own name rather than the generic task.
                     shadow=f"ace.{step.step}",
+                    argsrepr=PAYLOAD_ARGSREPR,
                     # No result is stored (the task ignores it), so nobody waits for one: without this
                     # the sender subscribes to every task's result channel, and a producer's memory
                     # grows with each sample it sends.

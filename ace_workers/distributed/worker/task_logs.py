@@ -16,9 +16,9 @@ returned or raised, and our retry and dead-letter lines come between. So:
   task's name and its kwargs' repr as ``record.data`` ("for custom log handlers"), and
   a filter on its logger reads the fields from them.
 - Celery's "succeeded" line ends with the task's return value: for a step, the next
-  payload, the trace's question and answer among it. The same filter cuts it off. At
-  DEBUG Celery still logs the payload it hands the pool, cut to about 1 KB by its own
-  ``argsrepr``.
+  payload, the trace's question and answer among it. The same filter cuts it off. A step
+  message's ``argsrepr`` is ``(<payload>,)`` (celery_dispatch.PAYLOAD_ARGSREPR), so no line
+  shows the payload through it.
 
 A step's kwargs are ids (recipe, skillbook, index, batch, epoch, sample), never content.
 """

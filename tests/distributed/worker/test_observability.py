@@ -26,7 +26,9 @@ from ace_workers.distributed.errors import InvalidSettingError
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
 from ace_workers.distributed.store.keys import dead_letters_key
+from ace_workers.distributed.worker.celery_dispatch import PAYLOAD_ARGSREPR
 from ace_workers.distributed.worker.celery_worker import leave_logging_alone, use_worker_logging
+from ace_workers.distributed.worker.chains import STEP_TASK
 from ace_workers.distributed.worker.payload import context_to_payload
 from ace_workers.distributed.worker.task_logs import STEP_TASK_LOGGERS
 from ace_workers.distributed.worker.tasks import run_step
@@ -583,3 +585,26 @@ def test_in_process_workers_log_a_failed_sample_without_celerys_traceback(
     assert len(celerys) == 3
     assert all(" raised unexpected: RuntimeError('boom on purpose')" in message for message in celerys)
     assert all(r.exc_info is None and r.exc_text is None for r in failures)
+
+
+def test_no_step_message_carries_a_repr_of_its_payload(redis_url: str) -> None:
+    """Every step message, the producer's first and each one a worker sends on, shows its arguments
+    as PAYLOAD_ARGSREPR: its headers (and the task events Flower shows) hold no part of the sample."""
+    shown: list[object] = []
+
+    def record(headers: dict[str, object] | None = None, **_: object) -> None:
+        if headers is not None and headers.get("task") == STEP_TASK:
+            shown.append(headers.get("argsrepr"))
+
+    service = build_test_service(redis_url)
+    signals.before_task_publish.connect(record, weak=False)
+    try:
+        with local_workers(service, learn_threads=2):
+            handle = service.producer.enqueue_traces(private_traces(redis_url)["trace_analyser"], "shown")
+            assert handle.wait(timeout=60).done == 4
+    finally:
+        signals.before_task_publish.disconnect(record)
+        service.close()
+    steps = len(service.runtime.routes(handle.status().recipe))
+    assert len(shown) == 4 * steps  # each step of each sample, sent once
+    assert set(shown) == {PAYLOAD_ARGSREPR}
