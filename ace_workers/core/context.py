@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -49,10 +49,29 @@ class SkillbookView:
     snapshots as views too, so nobody can change a snapshot others read.
     """
 
-    __slots__ = ("_sb",)
+    __slots__ = ("_book", "_read")
 
     def __init__(self, skillbook: Skillbook) -> None:
-        self._sb = skillbook
+        self._book: Skillbook | None = skillbook
+        self._read: Callable[[], Skillbook] | None = None
+
+    @classmethod
+    def on_first_use(cls, read: Callable[[], SkillbookView]) -> SkillbookView:
+        """A view of the skillbook ``read``'s view shows, read when this view is first used, not before.
+
+        For a step that may never look at it (a worker's skillbook writer writes through the store):
+        the read, and bringing a cached snapshot up to date, is spent only if the step reads.
+        """
+        view = cls.__new__(cls)
+        view._book, view._read = None, lambda: read()._sb
+        return view
+
+    @property
+    def _sb(self) -> Skillbook:
+        if self._book is None:
+            assert self._read is not None  # one of the two is always set
+            self._book, self._read = self._read(), None
+        return self._book
 
     def as_prompt(
         self,
@@ -128,6 +147,8 @@ class SkillbookView:
         return iter(self._sb.skills())
 
     def __repr__(self) -> str:
+        if self._book is None:
+            return "SkillbookView(not read yet)"  # a repr (a log line) is no reason to read it
         return f"SkillbookView({len(self)} skills)"
 
 

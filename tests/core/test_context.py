@@ -92,3 +92,21 @@ def test_simple_environment_without_ground_truth_gives_neutral_feedback() -> Non
     assert "correct" not in result.feedback.lower()
     assert result.metrics == {}
     assert result.ground_truth is None
+
+
+def test_a_view_on_first_use_reads_its_skillbook_once_and_only_when_used() -> None:
+    book = Skillbook()
+    book.add_skill("math", "Check units.")
+    reads: list[int] = []
+
+    def read() -> SkillbookView:
+        reads.append(1)
+        return SkillbookView(book)
+
+    view = SkillbookView.on_first_use(read)
+    assert repr(view) == "SkillbookView(not read yet)"
+    assert reads == []
+    assert [skill.content for skill in view.skills()] == ["Check units."]
+    assert len(view) == 1
+    assert reads == [1]
+    assert repr(view) == "SkillbookView(1 skills)"

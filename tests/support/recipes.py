@@ -196,6 +196,24 @@ raises_SystemExit = raising_recipe("SystemExit")
 raises_GeneratorExit = raising_recipe("GeneratorExit")
 
 
+class PeekingWriter:
+    """A skillbook writer that reads the view its context carries: the skills it saw go in its metadata."""
+
+    requires = frozenset({"trace"})
+    provides: frozenset[str] = frozenset()
+    writes_skillbook = True
+
+    def __call__(self, ctx: ACEStepContext) -> ACEStepContext:
+        assert ctx.skillbook is not None
+        seen = sorted(skill.content for skill in ctx.skillbook.skills())
+        return ctx.replace(metadata={**ctx.metadata, "seen": seen})
+
+
+def peeking_writer_recipe(inputs: RecipeInputs) -> list[Any]:
+    """Just the writer that reads its view."""
+    return [PeekingWriter()]
+
+
 # ACE_RECIPES of the tests' workers and producers: a message names a recipe, never an import path.
 TEST_RECIPES = ",".join(
     [
@@ -205,6 +223,7 @@ TEST_RECIPES = ",".join(
         "rate_limited=tests.support.recipes:rate_limited_recipe",
         "meeting=tests.support.recipes:meeting_recipe",
         "system_exit=tests.support.recipes:system_exit_recipe",
+        "peeking_writer=tests.support.recipes:peeking_writer_recipe",
         "chatty=tests.support.observability_recipes:chatty_recipe",
         *(f"raises_{name}=tests.support.recipes:raises_{name}" for name in RAISED_BY_STEPS),
     ]

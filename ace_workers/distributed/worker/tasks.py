@@ -21,6 +21,7 @@ from typing import Any, NoReturn, TypeVar
 
 import redis
 
+from ...core.context import SkillbookView
 from ...errors import AceError, LLMError, LLMRequestRejected, RetriesExhausted
 from ...observability.logs import StepLogContext, step_log_context
 from ...observability.metrics import llm_usage
@@ -161,7 +162,12 @@ def run_step(
             )
             raise StepDropped(f"batch {batch_id} was cancelled")  # the chain's next steps are never sent
         book = runtime.skillbook(skillbook)
-        version, view = book.current()  # one read: the version and the view that goes with it
+        if route.writes_skillbook and not route.serves_skillbook:
+            # A writer writes through the store, never through its view, and takes no version from
+            # it: the view is read (and the cached snapshot brought up to date) only if the step reads.
+            version, view = None, SkillbookView.on_first_use(book.view)
+        else:
+            version, view = book.current()  # one read: the version and the view that goes with it
         # The producer checked the trace's size; a message need not come from a producer of ours.
         ctx = payload_to_context(
             payload,
@@ -180,9 +186,9 @@ def run_step(
         metadata = dict(ctx.metadata)
         # A writer rebases on the version the steps before it read (the SkillManager's snapshot).
         base_version = metadata.get("skillbook_version") if route.writes_skillbook else None
-        if not route.writes_skillbook:
+        if version is not None and not route.writes_skillbook:
             ctx = ctx.replace(metadata={**metadata, "skillbook_version": version})
-        if route.serves_skillbook:  # the agent reads the sample's label, if it has one (serving.py)
+        if version is not None and route.serves_skillbook:  # the sample's label, if any (serving.py)
             ctx = serve(book.store, ctx, version)
             mark_served(ctx.metadata)
         scope = WriteScope(

@@ -238,3 +238,40 @@ def test_learn_workers_run_a_step_as_often_at_once_as_they_have_threads(service:
     handle = service.producer.enqueue_traces(traces, "meet", recipe="meeting")
     status = handle.wait(timeout=60)
     assert (status.done, status.failed) == (2, 0), handle.errors()
+
+
+def test_a_writer_step_reads_no_skillbook_view_and_a_learning_step_reads_one(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A skillbook writer writes through the store: its step spends no read on a view it never uses."""
+    handle = service.producer.enqueue_traces(failure_traces(1), "lean")
+    handle.wait(timeout=60)
+    (result,) = handle.results()
+    assert result.output is not None
+    from ace_workers.distributed.worker.payload import context_to_payload
+
+    payload = context_to_payload(result.output, claims=service.runtime.claims)
+    _, routes = service.runtime.pipeline("trace_analyser", "lean")
+    store = service.runtime.store("lean")
+    reads: list[str] = []
+    read = store.cached_snapshot
+    monkeypatch.setattr(store, "cached_snapshot", lambda: reads.append("read") or read())
+    kwargs = {"recipe": "trace_analyser", "skillbook": "lean", "batch_id": handle.batch_id, "epoch": 1}
+    apply_index = next(r.index for r in routes if r.name == "ApplyStep")
+    run_step(service.dispatcher, payload, **kwargs, sample_index=1, index=apply_index)
+    assert reads == []
+    run_step(service.dispatcher, payload, **kwargs, sample_index=1, index=0)
+    assert reads == ["read"]
+
+
+def test_a_writer_step_that_reads_its_view_sees_the_skillbook(service: Service) -> None:
+    store = service.runtime.store("peeked")
+    learned = service.producer.enqueue_traces(failure_traces(2, topics=2), "peeked")
+    assert learned.wait(timeout=60).done == 2
+    contents = sorted(skill.content for skill in store.export().skills())
+    assert contents
+    peek = service.producer.enqueue_traces(failure_traces(1), "peeked", recipe="peeking_writer")
+    assert peek.wait(timeout=60).done == 1
+    (result,) = peek.results()
+    assert result.output is not None
+    assert result.output.metadata["seen"] == contents
