@@ -12,7 +12,9 @@ samples. Each command is put to the process that sent it (its client port, from 
 learn worker, the write worker, or this process: producer and polling), split into what a
 client sent and what the server's scripts ran, and divided by the samples. Round trips: the
 commands a client sent, a MULTI ... EXEC counting as one (redis-py and kombu send a transaction
-in one write); a pipeline without MULTI would count once per command (none is on a sample's path).
+in one write), and so does a pipeline without MULTI (a step's script with the metered spend riding
+along): commands of one client less than PIPELINE_GAP apart are one write (a client's next
+round trip waits for the reply, far longer).
 
 Timing (no MONITOR: it slows Redis down): ``--rounds`` rounds of one batch each, ours and bare
 alternating which goes first, each on fresh worker processes with one warm-up batch; worker
@@ -56,6 +58,9 @@ from ace_workers.sim import failure_traces
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _MONITOR_LINE = re.compile(r'^(?P<time>\d+\.\d+) \[\d+ (?P<client>[^\]]+)\] "(?P<command>[^"]+)"')
 KINDS = ("learn", "write", "producer")
+# Commands of one pipelined write reach MONITOR microseconds apart; a Python client's next round
+# trip (reply read, parsed, next command built and sent) takes a hundred or more.
+PIPELINE_GAP = 0.00003
 
 
 @dataclass
@@ -186,7 +191,8 @@ def count(lines: list[tuple[float, str, str]], kinds: Callable[[str], str], samp
     """Commands by kind and command, scripts' commands, and estimated round trips, of one batch."""
     counted = Counted(samples)
     in_transaction: set[str] = set()  # clients between their MULTI and EXEC
-    for _, client, command in lines:
+    last: dict[str, float] = {}  # when each client's previous command was seen
+    for at, client, command in lines:
         if client == "lua":
             counted.scripted[command] += 1
             continue
@@ -194,11 +200,13 @@ def count(lines: list[tuple[float, str, str]], kinds: Callable[[str], str], samp
             continue
         kind = kinds(client)
         counted.sent[kind, command] += 1
+        pipelined = at - last.get(client, float("-inf")) < PIPELINE_GAP
+        last[client] = at
         if command == "MULTI":
             in_transaction.add(client)
         elif command in ("EXEC", "DISCARD"):
             in_transaction.discard(client)
-        if client not in in_transaction or command == "MULTI":
+        if (client not in in_transaction or command == "MULTI") and not pipelined:
             counted.round_trips[kind] += 1 if command not in ("EXEC", "DISCARD") else 0
     return counted
 
