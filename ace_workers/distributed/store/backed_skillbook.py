@@ -65,13 +65,14 @@ class StoreBackedSkillbook:
         """The read-only view of the store's current version."""
         return self.current()[1]
 
-    def current(self) -> tuple[int, SkillbookView]:
+    def current(self, head: Sequence[Any] | None = None) -> tuple[int, SkillbookView]:
         """The store's current version and its view, read together (one read when nothing changed).
 
         The object is shared by a worker's threads: a caller that needs both takes them from here,
         not from ``version`` after ``view()``, which another thread may have moved in between.
+        ``head``: the version and incarnation read already (see RedisSkillbookStore.cached_snapshot).
         """
-        version, view = self.store.cached_snapshot()
+        version, view = self.store.cached_snapshot(head)
         self.version, self._view = version, view
         return version, view
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
@@ -36,7 +36,7 @@ from .errors import BatchCancelledError, BatchInputMissingError, BatchNotFoundEr
 from .keys import DEFAULT_TENANT, batch_key, recent_batches_key, running_batches_key
 from .locks import try_lock
 from .replies import decode_json, decode_text
-from .riding_writes import RidingWrites, is_cluster, ride_along
+from .riding_writes import RidingWrites, is_cluster, ride_along, send_with_riders
 from .step_stats import StepRun, StepStats, read_step_stats
 
 __all__ = [
@@ -512,6 +512,46 @@ class BatchStore:
         Raises:
             BatchNotFoundError: the batch has no record (never created, or expired); nothing was written.
         """
+        keys, args = self._progress_call(batch_id, epoch, index, first_step, previous)
+        return self._progress_answer(batch_id, self._run_script(self._progress_script, keys, args))
+
+    def record_progress_and_read(
+        self,
+        batch_id: str,
+        epoch: int,
+        index: int,
+        *,
+        first_step: bool,
+        previous: StepRun | None = None,
+        reads: Callable[[Any], object] | None,
+    ) -> tuple[bool, list[Any] | None]:
+        """:meth:`record_progress`, with the reads ``reads`` queues on a pipeline sent in the same round
+        trip, in one transaction (so they agree with each other); returns its answer and their replies.
+
+        None for reads, or on Redis Cluster, whose transactions keep to one slot: no reads (None).
+        """
+        if reads is None or self._cluster:
+            return self.record_progress(
+                batch_id, epoch, index, first_step=first_step, previous=previous
+            ), None
+        keys, args = self._progress_call(batch_id, epoch, index, first_step, previous)
+
+        def commands(pipe: Any) -> None:
+            # EVALSHA itself, not the Script: a pipeline holding a Script first checks it exists.
+            pipe.evalsha(self._progress_script.sha, len(keys), *keys, *args)
+            reads(pipe)
+
+        answer, *replies = send_with_riders(self.redis, self.riders, commands)
+        if isinstance(answer, NoScriptError):  # a server that has not seen it yet (or was restarted)
+            answer = self._progress_script(keys=keys, args=args)
+        elif isinstance(answer, Exception):
+            raise answer
+        return self._progress_answer(batch_id, answer), replies
+
+    def _progress_call(
+        self, batch_id: str, epoch: int, index: int, first_step: bool, previous: StepRun | None
+    ) -> tuple[list[str], list[EncodableT]]:
+        """The keys and arguments of record_progress.lua for one step's start."""
         keys = [
             self._key(batch_id),
             *(self._key(batch_id, part) for part in ("progress", "started", "waiting", "steps", "stepped")),
@@ -519,7 +559,11 @@ class BatchStore:
         args: list[EncodableT] = [sample_key(epoch, index), time.time(), int(first_step)]
         if previous is not None:
             args += previous.args()
-        answer = int(self._run_script(self._progress_script, keys, args))
+        return keys, args
+
+    def _progress_answer(self, batch_id: str, reply: Any) -> bool:
+        """What record_progress.lua answered: True to run the step; BatchNotFoundError for no batch."""
+        answer = int(reply)
         if answer == _NO_BATCH:
             raise BatchNotFoundError(batch_id, self.ttl_seconds)
         return answer == 1

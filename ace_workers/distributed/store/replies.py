@@ -20,6 +20,7 @@ from .errors import CorruptDataError
 
 __all__ = [
     "STREAM_PAGE",
+    "checked_reads",
     "decode_int",
     "decode_json",
     "decode_text",
@@ -83,11 +84,18 @@ def decode_json(value: bytes | str, key: str, field: str | None = None) -> Any:
 
 def execute_reads(pipe: Pipeline, keys: Sequence[str]) -> list[Any]:
     """Run ``pipe``'s queued reads, the i-th of ``keys[i]``; a key of the wrong type is a CorruptDataError."""
-    replies: list[Any] = pipe.execute(raise_on_error=False)
+    return checked_reads(pipe.execute(raise_on_error=False), keys)
+
+
+def checked_reads(replies: Sequence[Any], keys: Sequence[str]) -> list[Any]:
+    """Replies of reads, the i-th of ``keys[i]``, as a pipeline run without raising gave them: an
+    error among them raised (a key of the wrong type as a CorruptDataError naming it)."""
     for reply, key in zip(replies, keys, strict=True):
         if isinstance(reply, redis.ResponseError):
             raise _wrong_type(key, reply) or reply
-    return replies
+        if isinstance(reply, Exception):
+            raise reply
+    return list(replies)
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import redis
 
-__all__ = ["RidingWrites", "is_cluster", "ride_along"]
+__all__ = ["RidingWrites", "is_cluster", "ride_along", "send_with_riders"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +61,36 @@ def ride_along(
         done(False)
         raise
     done(True)
+    _warn_of_failed(rode)
+    return True, answer
+
+
+def send_with_riders(
+    client: redis.Redis, riders: RidingWrites | None, commands: Callable[[Any], object]
+) -> list[Any]:
+    """Send the commands ``commands`` queues on a transaction, after the riders' pending writes (if
+    any), in one round trip; their replies in order, an error as the exception in its place.
+
+    A transaction: what ``commands`` queues may be reads that must agree with each other. Not on
+    Redis Cluster (a transaction's keys share one slot there).
+    """
+    pipe = client.pipeline(transaction=True)
+    done = riders.board(pipe) if riders is not None else None
+    boarded = len(pipe)
+    commands(pipe)
+    try:
+        replies = pipe.execute(raise_on_error=False)
+    except BaseException:
+        if done is not None:
+            done(False)
+        raise
+    if done is not None:
+        done(True)
+    _warn_of_failed(replies[:boarded])
+    return list(replies[boarded:])
+
+
+def _warn_of_failed(rode: list[Any]) -> None:
     failed = [reply for reply in rode if isinstance(reply, Exception)]
     if failed:  # the riders' writes are no reason to fail the command they rode with
         logger.warning("%d writes sent along with another command failed: %s", len(failed), failed[0])
-    return True, answer

@@ -19,7 +19,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import redis
@@ -62,6 +62,7 @@ from .planning import (
 )
 from .replies import (
     STREAM_PAGE,
+    checked_reads,
     decode_int,
     decode_json,
     decode_text,
@@ -283,7 +284,7 @@ class RedisSkillbookStore:
         image = reads.whole(skill_id) if reads.skills[skill_id] is not None else None
         return decode_int(raw_version, keys.version), image
 
-    def cached_snapshot(self) -> tuple[int, SkillbookView]:
+    def cached_snapshot(self, head: Sequence[Any] | None = None) -> tuple[int, SkillbookView]:
         """Like snapshot(), but shared per version through the process's SnapshotCache.
 
         Its skills carry no provenance: a worker serves and decides on skills, and a
@@ -291,9 +292,18 @@ class RedisSkillbookStore:
         version (and the skillbook's incarnation) when the cache holds that version.
         The snapshot is shared with other callers, so it comes as a read-only
         SkillbookView: to change a copy, use ``Skillbook.from_dict(view.to_dict())``.
+
+        ``head``: the replies of the reads :meth:`queue_head_read` queued, sent by the caller in a
+        round trip of its own (a step's start); they are not read again.
         """
-        version, _, book = self._cached_book()
+        version, _, book = self._cached_book(head)
         return version, SkillbookView(book)
+
+    def queue_head_read(self, pipe: Pipeline) -> None:
+        """Queue on ``pipe`` (a transaction) what cached_snapshot reads first: the version and the
+        skillbook's incarnation; hand their replies to ``cached_snapshot(head=...)``."""
+        pipe.get(self.keys.version)
+        pipe.hget(self.keys.meta, META_INCARNATION)
 
     def cached_snapshot_of_incarnation(self) -> tuple[int, str | None, SkillbookView]:
         """cached_snapshot() and the skillbook's incarnation (new each time the skillbook is created).
@@ -337,12 +347,13 @@ class RedisSkillbookStore:
         self._cache.put(key, book, identity=identity, version=version)
         return version, SkillbookView(book)
 
-    def _cached_book(self) -> tuple[int, str | None, Skillbook]:
+    def _cached_book(self, head: Sequence[Any] | None = None) -> tuple[int, str | None, Skillbook]:
         """The current version, the incarnation and its shared snapshot (see cached_snapshot)."""
-        with self._redis.pipeline(transaction=True) as pipe:
-            pipe.get(self.keys.version)
-            pipe.hget(self.keys.meta, META_INCARNATION)
-            raw_version, raw_incarnation = execute_reads(pipe, [self.keys.version, self.keys.meta])
+        if head is None:
+            with self._redis.pipeline(transaction=True) as pipe:
+                self.queue_head_read(pipe)
+                head = pipe.execute(raise_on_error=False)
+        raw_version, raw_incarnation = checked_reads(head, [self.keys.version, self.keys.meta])
         version, incarnation = decode_int(raw_version, self.keys.version), optional_text(raw_incarnation)
         cached = self._cache.get(self._cache_key(incarnation, version))
         if cached is not None:

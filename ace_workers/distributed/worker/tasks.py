@@ -152,22 +152,30 @@ def run_step(
     log_context = StepLogContext(batch_id, sample_key(epoch, sample_index), skillbook, route.name)
     with step_log_context(log_context), runtime.metrics.timed_step(route.name, skillbook):
         started = time.perf_counter()
-        # The step before's figures, which its message carries, are counted as this step starts.
+        book = runtime.skillbook(skillbook)
+        # A writer writes through the store, never through its view, and takes no version from it:
+        # its view is read (and the cached snapshot brought up to date) only if the step reads it.
+        reads_view = not route.writes_skillbook or route.serves_skillbook
+        # The step before's figures, which its message carries, are counted as this step starts,
+        # and the skillbook's version is read in the same round trip.
         previous = run_from_message(payload.get(STEP_RUN_KEY), index - 1) if index > 0 else None
-        if not runtime.batches.record_progress(
-            batch_id, epoch, sample_index, first_step=index == 0, previous=previous
-        ):
+        runs, head = runtime.batches.record_progress_and_read(
+            batch_id,
+            epoch,
+            sample_index,
+            first_step=index == 0,
+            previous=previous,
+            reads=book.store.queue_head_read if reads_view else None,
+        )
+        if not runs:
             logger.info(
                 "batch %s was cancelled: %s not run, the rest of its chain dropped", batch_id, route.name
             )
             raise StepDropped(f"batch {batch_id} was cancelled")  # the chain's next steps are never sent
-        book = runtime.skillbook(skillbook)
-        if route.writes_skillbook and not route.serves_skillbook:
-            # A writer writes through the store, never through its view, and takes no version from
-            # it: the view is read (and the cached snapshot brought up to date) only if the step reads.
-            version, view = None, SkillbookView.on_first_use(book.view)
+        if reads_view:
+            version, view = book.current(head)  # the version and the view that goes with it
         else:
-            version, view = book.current()  # one read: the version and the view that goes with it
+            version, view = None, SkillbookView.on_first_use(book.view)
         # The producer checked the trace's size; a message need not come from a producer of ours.
         ctx = payload_to_context(
             payload,

@@ -181,3 +181,39 @@ def test_the_index_keeps_the_newest_only(
         created(batches, f"b{number}", samples=1)
     assert redis_client.zcard(recent_batches_key(PREFIX)) == 3
     assert [batch_id for batch_id, _ in batches.recent(10)] == ["b4", "b3", "b2"]
+
+
+def _read_two(redis_client: redis.Redis) -> list[str]:
+    redis_client.set("other:version", "7")
+    redis_client.hset("other:meta", "incarnation", "inc-1")
+    return ["other:version", "other:meta"]
+
+
+def test_a_steps_start_reads_what_it_is_asked_to_in_the_same_round_trip(
+    batches: BatchStore, redis_client: redis.Redis
+) -> None:
+    """record_progress_and_read counts the start as record_progress does and hands back the replies of
+    the reads it queued (one transaction, so they agree); a server that lost its scripts is given it."""
+    created(batches, "b")
+    version_key, meta_key = _read_two(redis_client)
+
+    def reads(pipe: redis.client.Pipeline) -> None:
+        pipe.get(version_key)
+        pipe.hget(meta_key, "incarnation")
+
+    runs, replies = batches.record_progress_and_read(
+        "b", 1, 1, first_step=False, previous=run(0), reads=reads
+    )
+    assert runs is True
+    assert replies == [b"7", b"inc-1"]
+    redis_client.script_flush()
+    runs, replies = batches.record_progress_and_read("b", 1, 2, first_step=True, previous=run(0), reads=reads)
+    assert (runs, replies) == (True, [b"7", b"inc-1"])
+    assert [(stats.index, stats.done) for stats in batches.step_stats("b")] == [(0, 2)]
+    assert batches.status("b").started == 1
+
+
+def test_a_cancelled_batchs_step_start_says_so_and_no_reads_read_nothing(batches: BatchStore) -> None:
+    created(batches, "c")
+    batches.cancel("c")
+    assert batches.record_progress_and_read("c", 1, 1, first_step=True, reads=None) == (False, None)

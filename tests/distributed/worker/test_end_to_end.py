@@ -255,7 +255,7 @@ def test_a_writer_step_reads_no_skillbook_view_and_a_learning_step_reads_one(
     store = service.runtime.store("lean")
     reads: list[str] = []
     read = store.cached_snapshot
-    monkeypatch.setattr(store, "cached_snapshot", lambda: reads.append("read") or read())
+    monkeypatch.setattr(store, "cached_snapshot", lambda *head: reads.append("read") or read(*head))
     kwargs = {"recipe": "trace_analyser", "skillbook": "lean", "batch_id": handle.batch_id, "epoch": 1}
     apply_index = next(r.index for r in routes if r.name == "ApplyStep")
     run_step(service.dispatcher, payload, **kwargs, sample_index=1, index=apply_index)
