@@ -21,7 +21,9 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import struct
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
@@ -33,6 +35,7 @@ from .packed_skills import PackedSkills
 from .prompt_index import IndexColumns, PromptIndex
 from .skill import TAGS, SimilarityDecision
 from .skillbook import Skillbook
+from .slot_layers import RowBuffer
 
 __all__ = ["COMPACT_FORMAT", "CompactHeader", "pack_snapshot", "unpack_snapshot"]
 
@@ -62,6 +65,10 @@ _MEMBERS: dict[str, tuple[str, int]] = {
     "section": ("i", 8),
 }
 _PER_SLOT = ("active", "kept_invalid", "kept_archived", *TAGS, "section")
+# A zip member's local header: signature, then the lengths of its name and extra field at 26.
+_LOCAL_HEADER = struct.Struct("<4s22xHH")
+_LOCAL_SIGNATURE = b"PK\x03\x04"
+_NPY_HEADER_MAX = 4096  # numpy writes 1-D headers of a few dozen bytes
 
 
 @dataclass(frozen=True)
@@ -115,14 +122,17 @@ def unpack_snapshot(data: bytes, source: str) -> tuple[CompactHeader, Skillbook]
     fail = _failing(source)
     header = _header(arrays["header"], fail)
     count = header.skills
-    skill_data = arrays["skill_data"].tobytes()
+    skill_data = arrays["skill_data"].data  # each skill's JSON is read from the value itself
     skill_offsets = _offsets(arrays["skill_offsets"], count, len(skill_data), "skill_offsets", fail)
     ids = _texts(arrays["id_data"], arrays["id_offsets"], count, "id", fail)
     sections = _texts(arrays["section_data"], arrays["section_offsets"], None, "section", fail)
     vocabulary = _texts(arrays["vocabulary_data"], arrays["vocabulary_offsets"], None, "vocabulary", fail)
-    lines = _utf8(arrays["line_data"], "line_data", fail).split("\n") if count else []
-    if len(lines) != count:
-        fail(f"holds {len(lines)} rows for {count} skills")
+    line_data = arrays["line_data"]
+    _check_utf8(line_data, "line_data", fail)
+    rows = int(np.count_nonzero(line_data == ord("\n"))) + 1 if count else 0
+    if rows != count:
+        fail(f"holds {rows} rows for {count} skills")
+    lines = RowBuffer(line_data.data, RowBuffer.bounds_of(line_data, count))
     for name in _PER_SLOT:
         if len(arrays[name]) != count:
             fail(f"{name!r} holds {len(arrays[name])} values for {count} skills")
@@ -159,30 +169,54 @@ def _failing(source: str) -> Callable[[str], NoReturn]:
 
 
 def _read_members(data: bytes, source: str) -> dict[str, np.ndarray]:
-    """Every member of the zip, checked to be stored, within the value's size, of its dtype."""
+    """Every member of the zip as an array over ``data`` itself (never copied: a snapshot of
+    100,000 skills is about 70 MB), checked to be stored, within the value, intact, of its dtype."""
     fail = _failing(source)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = {info.filename: info for info in archive.infolist()}
-            expected = {f"{name}.npy" for name in _MEMBERS}
-            if set(infos) != expected:
-                fail(f"holds members {sorted(infos)}, expected {sorted(expected)}")
-            if any(info.compress_type != zipfile.ZIP_STORED for info in infos.values()):
-                fail("holds a compressed member; refused (only stored members are read)")
-            if sum(info.file_size for info in infos.values()) > len(data):
-                fail("claims members larger than the value itself")
-            arrays = {}
-            for name, (kind, size) in _MEMBERS.items():
-                with archive.open(f"{name}.npy") as member:
-                    array = np.lib.format.read_array(member, allow_pickle=False)
-                if array.ndim != 1 or array.dtype.kind != kind or array.dtype.itemsize != size:
-                    fail(f"member {name!r} is {array.dtype} of {array.ndim} dimensions")
-                arrays[name] = array
-            return arrays
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-        if isinstance(exc, SkillbookFormatError):
-            raise
         fail(f"is unreadable: {exc}")
+    expected = {f"{name}.npy" for name in _MEMBERS}
+    if set(infos) != expected:
+        fail(f"holds members {sorted(infos)}, expected {sorted(expected)}")
+    if any(info.compress_type != zipfile.ZIP_STORED for info in infos.values()):
+        fail("holds a compressed member; refused (only stored members are read)")
+    view = memoryview(data)
+    return {name: _member_array(view, infos[f"{name}.npy"], name, fail) for name in _MEMBERS}
+
+
+def _member_array(
+    view: memoryview, info: zipfile.ZipInfo, name: str, fail: Callable[[str], NoReturn]
+) -> np.ndarray:
+    """The ``.npy`` array stored at ``info`` in ``view``: its bytes checked (CRC-32), then read in place."""
+    local = view[info.header_offset : info.header_offset + _LOCAL_HEADER.size]
+    if len(local) != _LOCAL_HEADER.size:
+        fail(f"member {name!r} lies outside the value")
+    signature, name_length, extra_length = _LOCAL_HEADER.unpack(local)
+    start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+    end = start + info.compress_size
+    if signature != _LOCAL_SIGNATURE or info.compress_size != info.file_size or end > len(view):
+        fail(f"member {name!r} lies outside the value")
+    member = view[start:end]
+    if zlib.crc32(member) != info.CRC:
+        fail(f"member {name!r} is unreadable: it fails its CRC-32 check (torn or changed)")
+    kind, size = _MEMBERS[name]
+    try:
+        header = io.BytesIO(member[:_NPY_HEADER_MAX])
+        major, _ = np.lib.format.read_magic(header)
+        if major == 1:
+            shape, _, dtype = np.lib.format.read_array_header_1_0(header)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(header)
+    except ValueError as exc:
+        fail(f"member {name!r} is unreadable: {exc}")
+    if dtype.hasobject or len(shape) != 1 or dtype.kind != kind or dtype.itemsize != size:
+        fail(f"member {name!r} is {dtype} of {len(shape)} dimensions")
+    offset = header.tell()
+    if shape[0] * size != len(member) - offset:
+        fail(f"member {name!r} holds {len(member) - offset} bytes for {shape[0]} values")
+    return np.frombuffer(view, dtype=dtype, count=shape[0], offset=start + offset)
 
 
 def _header(raw: np.ndarray, fail: Callable[[str], NoReturn]) -> CompactHeader:
@@ -220,9 +254,10 @@ def _offsets(
     return offsets
 
 
-def _utf8(raw: np.ndarray, name: str, fail: Callable[[str], NoReturn]) -> str:
+def _check_utf8(raw: np.ndarray, name: str, fail: Callable[[str], NoReturn]) -> None:
+    """Fail unless ``raw`` is UTF-8 (its text is read later, a row at a time)."""
     try:
-        return raw.tobytes().decode()
+        str(raw.data, "utf-8")
     except UnicodeDecodeError as exc:
         fail(f"{name!r} is not UTF-8 at byte {exc.start}")
 
@@ -286,5 +321,5 @@ def _joined(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return _bytes_array(b"".join(parts)), offsets
 
 
-def _bytes_array(data: bytes) -> np.ndarray:
+def _bytes_array(data: bytes | memoryview) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)

@@ -53,8 +53,11 @@ class PackedSkills(_ReadOnlySkills):
 
     __slots__ = ("_data", "_ids", "_offsets", "_slot_of")
 
-    def __init__(self, ids: list[str], data: bytes, offsets: np.ndarray) -> None:
-        """``ids`` in order; skill ``i``'s JSON is ``data[offsets[i]:offsets[i + 1]]``."""
+    def __init__(self, ids: list[str], data: bytes | memoryview, offsets: np.ndarray) -> None:
+        """``ids`` in order; skill ``i``'s JSON is ``data[offsets[i]:offsets[i + 1]]``.
+
+        ``data`` may be a view of a loaded snapshot's value: it is kept, never copied.
+        """
         if len(offsets) != len(ids) + 1:
             raise ValueError(f"{len(ids)} skills need {len(ids) + 1} offsets, got {len(offsets)}")
         self._ids = ids
@@ -85,7 +88,7 @@ class PackedSkills(_ReadOnlySkills):
         return self._slot_of
 
     @property
-    def data(self) -> bytes:
+    def data(self) -> bytes | memoryview:
         """Every skill's JSON, one after the other."""
         return self._data
 
@@ -97,7 +100,7 @@ class PackedSkills(_ReadOnlySkills):
     def raw(self, skill_id: str) -> bytes:
         """The encoded JSON of one skill (KeyError if absent)."""
         slot = self._slot_of[skill_id]
-        return self._data[int(self._offsets[slot]) : int(self._offsets[slot + 1])]
+        return bytes(self._data[int(self._offsets[slot]) : int(self._offsets[slot + 1])])
 
     def __getitem__(self, skill_id: str) -> Skill:
         data: dict[str, Any] = json.loads(self.raw(skill_id))
