@@ -93,6 +93,30 @@ def test_a_corrupt_compact_snapshot_is_ignored_with_one_warning_read_whole_and_w
     assert redis_client.hget(store.keys.compact_snapshot, "data") == data  # rebuilt, the same value
 
 
+def test_a_compact_snapshot_changed_inside_a_member_is_named_by_its_key_and_member_and_rebuilt(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = fresh_process(redis_client)
+    learn(store, 8)
+    store.cached_snapshot()
+    data = redis_client.hget(store.keys.compact_snapshot, "data")
+    assert isinstance(data, bytes)
+    at = data.index(b'"content":"') + len(b'"content":"')  # inside the first skill's JSON
+    redis_client.hset(store.keys.compact_snapshot, "data", data[:at] + b"X" + data[at + 1 :])
+    fresh = fresh_process(redis_client)
+    full_reads = no_full_reads(fresh, monkeypatch)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        _, view = fresh.cached_snapshot()
+    assert full_reads == [1]
+    same_as_full_read(fresh, view)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert store.keys.compact_snapshot in warnings[0]
+    assert "member 'skill_data'" in warnings[0]
+    assert redis_client.hget(store.keys.compact_snapshot, "data") == data  # rebuilt, the same value
+
+
 def test_a_compact_snapshot_of_another_incarnation_is_never_served(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
