@@ -269,9 +269,12 @@ def _texts(
     data = raw.tobytes()
     bounds = _offsets(offsets, count, len(data), f"{name}_offsets", fail).tolist()
     try:
-        return [data[start:end].decode() for start, end in itertools.pairwise(bounds)]
+        text = data.decode()
+        if len(text) != len(data):  # not ASCII: byte offsets are not character offsets
+            return [data[start:end].decode() for start, end in itertools.pairwise(bounds)]
     except UnicodeDecodeError:
         fail(f"a {name} is not UTF-8")
+    return [text[start:end] for start, end in itertools.pairwise(bounds)]  # ids: a slice each, no decode
 
 
 def _check_slots(

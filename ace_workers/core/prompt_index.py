@@ -279,7 +279,9 @@ class PromptIndex:
         index.words_of = self.words_of.copy()
         index.postings = dict(self.postings)  # the arrays are replaced, never changed in place
         index.section_codes = dict(self.section_codes)
-        for name in (*_COPIED_ARRAYS, "section_first", "section_counts"):
+        for name in _COPIED_ARRAYS:  # shared: the edit copies an array it changes (_Changes)
+            setattr(index, name, getattr(self, name))
+        for name in ("section_first", "section_counts"):  # one value per section: copied
             setattr(index, name, getattr(self, name).copy())
         index.count, index.invalid, index.total_chars = self.count, self.invalid, self.total_chars
         index.archived = self.archived
@@ -460,7 +462,12 @@ def _wanted_th_largest(scores: np.ndarray, wanted: int) -> float:
 
 
 class _Changes:
-    """Edits one new (still private) index: clears and fills slots, appends skills."""
+    """Edits one new (still private) index: clears and fills slots, appends skills.
+
+    The per-slot arrays are shared with the index it was copied from: a write is kept
+    aside and an array is copied once, at the end, only if a value of it changed (a vote
+    copies one array of votes, not every array of the index).
+    """
 
     def __init__(self, index: PromptIndex, columns: Sequence[str]) -> None:
         self.index = index
@@ -469,68 +476,92 @@ class _Changes:
         self.added: dict[str, list[int]] = {}  # word -> slots to put in
         self.stale_sections: set[int] = set()  # whose first slot may have moved back
         self.touched: set[int] = set()  # every slot cleared or filled
+        self.writes: dict[str, dict[int, Any]] = {name: {} for name in _COPIED_ARRAYS}
+        self.grown: set[str] = set()  # arrays made anew for appended slots: this index's own
+
+    def _get(self, name: str, slot: int) -> Any:
+        """The value of array ``name`` at ``slot`` as this edit leaves it so far."""
+        written = self.writes[name]
+        return written[slot] if slot in written else getattr(self.index, name)[slot]
+
+    def _set(self, name: str, slot: int, value: Any) -> None:
+        self.writes[name][slot] = value
 
     def clear(self, slot: int) -> None:
         """Take the skill at ``slot`` out of the prompt view (its slot stays)."""
         index = self.index
         self.touched.add(slot)
-        if index.active[slot]:
-            index.active[slot] = False
+        if self._get("active", slot):
+            self._set("active", slot, False)
             index.count -= 1
-            index.total_chars -= int(index.line_chars[slot]) + 1
-            index.section_counts[index.section[slot]] -= 1
+            index.total_chars -= int(self._get("line_chars", slot)) + 1
+            code = int(self._get("section", slot))
+            index.section_counts[code] -= 1
             for tag in TAGS:
-                index.tag_sums[tag] -= int(getattr(index, tag)[slot])
-            code = int(index.section[slot])
+                index.tag_sums[tag] -= int(self._get(tag, slot))
             if index.section_first[code] == slot:  # a later slot leaving never moves the first
                 self.stale_sections.add(code)
-        elif index.kept_invalid[slot]:
-            index.kept_invalid[slot] = False
+        elif self._get("kept_invalid", slot):
+            self._set("kept_invalid", slot, False)
             index.invalid -= 1
-        elif index.kept_archived[slot]:
-            index.kept_archived[slot] = False
+        elif self._get("kept_archived", slot):
+            self._set("kept_archived", slot, False)
             index.archived -= 1
         for word in index.words_of.of(slot):
             self.removed.setdefault(word, set()).add(slot)
         index.words_of.changed[slot] = ()
         index.lines[slot] = ""
-        index.line_chars[slot] = 0
+        self._set("line_chars", slot, 0)
 
     def fill(self, slot: int, skill: Skill) -> None:
         """Show ``skill`` at ``slot`` (an inactive skill keeps the slot, shown nowhere)."""
         index = self.index
         self.touched.add(slot)
-        index.section[slot] = self._section_code(skill.section)
+        code = self._section_code(skill.section)
+        self._set("section", slot, code)
         if skill.is_archived:
-            index.kept_archived[slot] = True
+            self._set("kept_archived", slot, True)
             index.archived += 1
             return
         if not skill.is_active:
-            index.kept_invalid[slot] = True
+            self._set("kept_invalid", slot, True)
             index.invalid += 1
             return
         line = encode_row([getattr(skill, column) for column in self.columns])
         words = _interned_words(skill.content)
         index.lines[slot] = line
-        index.line_chars[slot] = len(line)
+        self._set("line_chars", slot, len(line))
         index.words_of.changed[slot] = words
-        index.active[slot] = True
+        self._set("active", slot, True)
         for tag in TAGS:
-            getattr(index, tag)[slot] = getattr(skill, tag)
+            self._set(tag, slot, getattr(skill, tag))
             index.tag_sums[tag] += getattr(skill, tag)
-        index.section_counts[index.section[slot]] += 1
+        index.section_counts[code] += 1
         index.count += 1
         index.total_chars += len(line) + 1
         for word in words:
             self.added.setdefault(word, []).append(slot)
-        code = int(index.section[slot])
         index.section_first[code] = min(int(index.section_first[code]), slot)
+
+    def _write_arrays(self) -> None:
+        """Each array with a changed value copied once (unless grown, so already its own) and written."""
+        index = self.index
+        for name, written in self.writes.items():
+            array = getattr(index, name)
+            changed = {slot: value for slot, value in written.items() if array[slot] != value}
+            if not changed:
+                continue
+            if name not in self.grown:
+                array = array.copy()
+                setattr(index, name, array)
+            array[np.fromiter(changed, dtype=np.int64, count=len(changed))] = list(changed.values())
 
     def append(self, items: list[tuple[str, Skill]]) -> None:
         """Give each skill a new slot at the end, in order, then finish the edit."""
         index = self.index
         start, extra = len(index.ids), len(items)
-        for name in _COPIED_ARRAYS:
+        self.grown = set(_COPIED_ARRAYS) if extra else set()
+        for name in self.grown:
             grown: np.ndarray[Any, Any] = np.zeros(start + extra, dtype=getattr(index, name).dtype)
             grown[:start] = getattr(index, name)
             setattr(index, name, grown)
@@ -552,6 +583,7 @@ class _Changes:
 
     def _finish(self) -> None:
         index = self.index
+        self._write_arrays()
         for word in self.removed.keys() | self.added.keys():
             # A slot refilled with the same word (a vote, an edit keeping it) stays where it is.
             added = self.added.get(word, [])
