@@ -33,7 +33,7 @@ import numpy as np
 
 from .prompt_budget import PromptBudget, text_words
 from .skill import TAGS, Skill
-from .slot_layers import LayeredSlots, RowBuffer, SlotOf, SlotWords
+from .slot_layers import ArrayRoom, LayeredSlots, RowBuffer, SlotOf, SlotWords
 from .toon import encode_row
 
 __all__ = ["IndexColumns", "IndexScorer", "PromptIndex"]
@@ -90,6 +90,7 @@ class PromptIndex:
         "neutral",
         "parent",
         "postings",
+        "rooms",
         "section",
         "section_codes",
         "section_counts",
@@ -117,6 +118,7 @@ class PromptIndex:
         self.harmful = np.zeros(0, dtype=np.int64)
         self.neutral = np.zeros(0, dtype=np.int64)
         self.section = np.zeros(0, dtype=np.int64)  # slot -> section code
+        self.rooms: dict[str, ArrayRoom] = {}  # array name -> the buffer it may grow in
         self.section_first = np.zeros(0, dtype=np.int64)  # section code -> its first active slot
         self.section_counts = np.zeros(0, dtype=np.int64)  # section code -> its active skills
         self.count = 0  # active skills
@@ -281,6 +283,7 @@ class PromptIndex:
         index.section_codes = dict(self.section_codes)
         for name in _COPIED_ARRAYS:  # shared: the edit copies an array it changes (_Changes)
             setattr(index, name, getattr(self, name))
+        index.rooms = dict(self.rooms)
         for name in ("section_first", "section_counts"):  # one value per section: copied
             setattr(index, name, getattr(self, name).copy())
         index.count, index.invalid, index.total_chars = self.count, self.invalid, self.total_chars
@@ -477,7 +480,7 @@ class _Changes:
         self.stale_sections: set[int] = set()  # whose first slot may have moved back
         self.touched: set[int] = set()  # every slot cleared or filled
         self.writes: dict[str, dict[int, Any]] = {name: {} for name in _COPIED_ARRAYS}
-        self.grown: set[str] = set()  # arrays made anew for appended slots: this index's own
+        self.start = len(index.ids)  # the first slot this edit appends: those before, others see
 
     def _get(self, name: str, slot: int) -> Any:
         """The value of array ``name`` at ``slot`` as this edit leaves it so far."""
@@ -544,15 +547,15 @@ class _Changes:
         index.section_first[code] = min(int(index.section_first[code]), slot)
 
     def _write_arrays(self) -> None:
-        """Each array with a changed value copied once (unless grown, so already its own) and written."""
+        """Each array with a changed value written: copied first if the index before sees that slot."""
         index = self.index
         for name, written in self.writes.items():
             array = getattr(index, name)
             changed = {slot: value for slot, value in written.items() if array[slot] != value}
             if not changed:
                 continue
-            if name not in self.grown:
-                array = array.copy()
+            if min(changed) < self.start:
+                array, index.rooms[name] = ArrayRoom.grown(array, None, 0)
                 setattr(index, name, array)
             array[np.fromiter(changed, dtype=np.int64, count=len(changed))] = list(changed.values())
 
@@ -560,10 +563,8 @@ class _Changes:
         """Give each skill a new slot at the end, in order, then finish the edit."""
         index = self.index
         start, extra = len(index.ids), len(items)
-        self.grown = set(_COPIED_ARRAYS) if extra else set()
-        for name in self.grown:
-            grown: np.ndarray[Any, Any] = np.zeros(start + extra, dtype=getattr(index, name).dtype)
-            grown[:start] = getattr(index, name)
+        for name in _COPIED_ARRAYS if extra else ():
+            grown, index.rooms[name] = ArrayRoom.grown(getattr(index, name), index.rooms.get(name), extra)
             setattr(index, name, grown)
         index.ids.extend(skill_id for skill_id, _ in items)
         index.lines.extend([""] * extra)

@@ -10,12 +10,13 @@ share of it, so a version costs its changes, not the skillbook's size.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Generic, TypeVar, cast
 
 import numpy as np
 
-__all__ = ["LayeredSlots", "RowBuffer", "SlotOf", "SlotWords"]
+__all__ = ["ArrayRoom", "LayeredSlots", "RowBuffer", "SlotOf", "SlotWords"]
 
 T = TypeVar("T")
 
@@ -207,3 +208,38 @@ class SlotWords:
     def copy(self) -> SlotWords:
         """A copy whose changes are its own (the arrays are shared: never changed in place)."""
         return SlotWords(self.vocabulary, self.starts, self.word_ids, dict(self.changed))
+
+
+class ArrayRoom:
+    """A per-slot array's buffer with room past its used length, for versions that append slots.
+
+    Appending a skill to a 100,000-slot index used to copy each of its arrays; a version
+    now takes the next slots of the buffer its parent's array is a view of, when no other
+    version took them first (their views end before: they never see the new slots).
+    """
+
+    __slots__ = ("_lock", "buffer", "used")
+
+    def __init__(self, buffer: np.ndarray, used: int) -> None:
+        self.buffer = buffer  # zero past ``used``: only a claim writes there
+        self.used = used
+        self._lock = threading.Lock()  # derivations from one index may run side by side
+
+    def claim(self, length: int, extra: int) -> bool:
+        """Take ``extra`` slots after the first ``length``, if they are the next free ones."""
+        with self._lock:
+            if self.used != length or length + extra > len(self.buffer):
+                return False
+            self.used = length + extra
+            return True
+
+    @classmethod
+    def grown(cls, array: np.ndarray, room: ArrayRoom | None, extra: int) -> tuple[np.ndarray, ArrayRoom]:
+        """``array`` and ``extra`` zero slots after it: in ``room`` if free, else in a new buffer."""
+        length = len(array)
+        if room is not None and room.claim(length, extra):
+            return room.buffer[: length + extra], room
+        size = length + extra
+        buffer = np.zeros(size + max(_MERGE_MIN, size // _MERGE_SHARE), dtype=array.dtype)
+        buffer[:length] = array
+        return buffer[:size], cls(buffer, size)

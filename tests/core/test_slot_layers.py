@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from ace_workers.core import slot_layers
-from ace_workers.core.slot_layers import LayeredSlots, RowBuffer
+from ace_workers.core.slot_layers import ArrayRoom, LayeredSlots, RowBuffer
 
 TEXTS = ["", "plain", "", "caf\u00e9 na\u00efve", "\u4e2d\u6587 and \U0001f600", "tab\tinside"]
 
@@ -43,3 +44,19 @@ def test_layered_slots_read_as_a_list_would_through_copies_and_merges(
         assert [layered[slot] for slot in range(len(reference))] == reference
         assert list(older) == older_reference  # the version before is left as it was
     assert isinstance(layered.base, RowBuffer)  # rows merged stay one buffer
+
+
+def test_versions_appending_to_one_array_never_see_each_others_slots() -> None:
+    parent, room = ArrayRoom.grown(np.arange(5), None, 0)
+    first, first_room = ArrayRoom.grown(parent, room, 2)  # takes the room after the parent
+    first[5:] = [50, 51]
+    second, second_room = ArrayRoom.grown(parent, room, 1)  # the room is taken: a buffer of its own
+    second[5:] = [60]
+    assert first_room is room
+    assert second_room is not room
+    assert parent.tolist() == [0, 1, 2, 3, 4]
+    assert first.tolist() == [0, 1, 2, 3, 4, 50, 51]
+    assert second.tolist() == [0, 1, 2, 3, 4, 60]
+    grandchild, _ = ArrayRoom.grown(first, first_room, 1)  # the next free slots: same buffer
+    assert np.shares_memory(grandchild, first)
+    assert grandchild.tolist() == [0, 1, 2, 3, 4, 50, 51, 0]
