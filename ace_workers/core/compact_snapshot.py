@@ -2,18 +2,23 @@
 
 Reading a 100,000-skill skillbook whole (every skill's JSON decoded into a Skill,
 then the prompt index built from them) took a fresh worker over 30 s. This form
-holds what a reader needs as flat arrays: each skill's JSON in one buffer
-(decoded only when that skill is asked for, core/packed_skills.py), and the
-prompt index's columns (rows, flags, votes, section codes, word ids over one
-vocabulary). Loading it is a handful of array reads and a split of the rows.
+holds what a reader needs as flat arrays: the skills' JSON compressed 64 skills
+to a block (a block inflated when one of its skills is asked for,
+core/packed_skills.py: 9 MB instead of 41 at 100,000 skills), and the prompt
+index's columns (rows, flags, votes, section codes, word ids over one
+vocabulary). Loading it reads each array in place from the value (nothing is
+copied out of it) and keeps the rows as one buffer, a row decoded when shown.
 
-The value is an uncompressed ``.npz`` (numpy's zip of ``.npy`` arrays) read with
-``allow_pickle=False``; it is untrusted input: every member must be stored
-(never inflated: no zip bomb), its size within the value's, and the header,
+The value is an uncompressed ``.npz`` (numpy's zip of ``.npy`` arrays) whose
+headers are read without unpickling anything; it is untrusted input: every
+member must be stored (never inflated by the zip: no zip bomb), within the
+value, of its dtype, with the length its header claims, and the header,
 lengths, offsets and ranges are checked before anything is built.
-SkillbookFormatError says what is wrong; the zip's CRC-32 catches a torn or
+SkillbookFormatError says what is wrong; each member's CRC-32 catches a torn or
 flipped value. Skills are decoded lazily, so a skill's own fields are not
-checked on load: whoever can write this value can write the skills hash too.
+checked on load: whoever can write this value can write the skills hash too. A
+block is inflated no further than its skills' length; one that does not inflate
+to exactly that raises SkillbookFormatError naming the value when it is read.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from typing import NoReturn
 import numpy as np
 
 from ..errors import SkillbookFormatError
-from .packed_skills import PackedSkills
+from .packed_skills import SKILLS_PER_BLOCK, PackedSkills, SkillBlocks
 from .prompt_index import IndexColumns, PromptIndex
 from .skill import TAGS, SimilarityDecision
 from .skillbook import Skillbook
@@ -39,13 +44,14 @@ from .slot_layers import RowBuffer
 
 __all__ = ["COMPACT_FORMAT", "CompactHeader", "pack_snapshot", "unpack_snapshot"]
 
-COMPACT_FORMAT = 1
+COMPACT_FORMAT = 2  # 2: the skills' JSON compressed in blocks
 _MAGIC = "ace-workers compact snapshot"
 # Member -> (dtype kind, itemsize) it must have; every member is one-dimensional.
 _MEMBERS: dict[str, tuple[str, int]] = {
     "header": ("u", 1),
     "decisions": ("u", 1),
-    "skill_data": ("u", 1),
+    "skill_blocks": ("u", 1),
+    "block_offsets": ("i", 8),
     "skill_offsets": ("i", 8),
     "id_data": ("u", 1),
     "id_offsets": ("i", 8),
@@ -83,6 +89,10 @@ class CompactHeader:
 def pack_snapshot(book: Skillbook, *, version: int, incarnation: str | None) -> bytes:
     """``book`` (a snapshot of ``version`` of the incarnation ``incarnation``) as one binary value."""
     skills, columns, next_id, decisions = book.compact_parts()
+    blocks = skills.blocks
+    skill_blocks, block_offsets = (
+        blocks.compressed if blocks is not None else SkillBlocks.compress(skills.data, skills.offsets)
+    )
     ids_data, ids_offsets = _joined(skills.ids)
     sections_data, sections_offsets = _joined(columns["sections"])
     words_data, words_offsets = _joined(columns["vocabulary"])
@@ -97,7 +107,8 @@ def pack_snapshot(book: Skillbook, *, version: int, incarnation: str | None) -> 
     arrays: dict[str, np.ndarray] = {
         "header": _bytes_array(json.dumps(header).encode()),
         "decisions": _bytes_array(json.dumps(decisions, ensure_ascii=False).encode()),
-        "skill_data": _bytes_array(skills.data),
+        "skill_blocks": _bytes_array(skill_blocks),
+        "block_offsets": block_offsets,
         "skill_offsets": skills.offsets,
         "id_data": ids_data,
         "id_offsets": ids_offsets,
@@ -122,8 +133,13 @@ def unpack_snapshot(data: bytes, source: str) -> tuple[CompactHeader, Skillbook]
     fail = _failing(source)
     header = _header(arrays["header"], fail)
     count = header.skills
-    skill_data = arrays["skill_data"].data  # each skill's JSON is read from the value itself
-    skill_offsets = _offsets(arrays["skill_offsets"], count, len(skill_data), "skill_offsets", fail)
+    skill_offsets = arrays["skill_offsets"]
+    _offsets(skill_offsets, count, int(skill_offsets[-1]) if len(skill_offsets) else 0, "skill_offsets", fail)
+    skill_blocks = arrays["skill_blocks"]
+    block_count = -(-count // SKILLS_PER_BLOCK)
+    block_offsets = _offsets(arrays["block_offsets"], block_count, len(skill_blocks), "block_offsets", fail)
+    # Each block is inflated (bounded by its length) when one of its skills is read.
+    blocks = SkillBlocks(skill_blocks.data, block_offsets, skill_offsets, source)
     ids = _texts(arrays["id_data"], arrays["id_offsets"], count, "id", fail)
     sections = _texts(arrays["section_data"], arrays["section_offsets"], None, "section", fail)
     vocabulary = _texts(arrays["vocabulary_data"], arrays["vocabulary_offsets"], None, "vocabulary", fail)
@@ -151,7 +167,7 @@ def unpack_snapshot(data: bytes, source: str) -> tuple[CompactHeader, Skillbook]
         **{name: arrays[name] for name in _PER_SLOT},
     }
     try:
-        skills = PackedSkills(ids, skill_data, skill_offsets)
+        skills = PackedSkills(ids, blocks, skill_offsets)
     except ValueError as exc:
         fail(str(exc))
     next_id = _header_field(arrays["header"], "next_id")

@@ -211,3 +211,20 @@ def test_the_untouched_value_loads() -> None:
     header, book = unpack_snapshot(GOOD, "test")
     assert (header.version, header.incarnation, header.skills) == (4, "inc", 20)
     assert len(book) == 20
+
+
+def test_a_snapshot_keeps_its_skills_compressed_and_gives_each_back() -> None:
+    book = random_book(random.Random(6), 150)  # three blocks of skills
+    data = pack_snapshot(book, version=1, incarnation=None)
+    assert len(members(data)["skill_blocks"]) < len(PackedSkills.pack(book._skills).data)
+    loaded = unpack_snapshot(data, "test")[1]
+    assert [loaded.get_skill(skill.id) for skill in book.skills()] == book.skills()
+
+
+def test_a_skill_block_that_does_not_inflate_to_its_length_is_named_when_read() -> None:
+    arrays = members(GOOD)
+    garbage = np.frombuffer(b"x" * len(arrays["skill_blocks"]), dtype=np.uint8)
+    _, loaded = unpack_snapshot(rebuilt({**arrays, "skill_blocks": garbage}), "key 'ace:{sb:book}:compact'")
+    with pytest.raises(SkillbookFormatError, match="skill block 0 is corrupt") as raised:
+        loaded.get_skill(next(iter(loaded._skills)))
+    assert str(raised.value).startswith("key 'ace:{sb:book}:compact': ")
