@@ -12,7 +12,9 @@ per call. It measures, in order:
   warm), and the first sample through a fresh writer (the learn worker warm),
   each timed from enqueue to done once the new process answers pings; also
   the new learn worker's seconds from its process start to its first sample
-  done. (The level's very first sample, both processes new, warms them up; in
+  done, and the new process's CPU seconds during its first sample (utime +
+  stime from /proc: wall time on a shared machine waits for other processes' CPU too).
+  (The level's very first sample, both processes new, warms them up; in
   the first round it is the skillbook's first whole read since its import.)
 - throughput: a warm-up batch, then the timed batch (samples/s).
 - memory: the learn worker's resident set (VmRSS) after the timed batch; the
@@ -36,7 +38,8 @@ each with a batch id, sample, trace id, recipe, key insight, actor and time.
 The worker processes import the ace_workers this process imports (a worktree's
 with PYTHONPATH at its root), so a worktree measures its own code.
 
-Redis: database 14 of the local server (flushed before and after).
+Redis: database 14 of the local server (flushed before and after), or ``--embedded``: a
+private one.
 
 ``--prompt-only`` measures the prompt build alone, in this process, with no Redis
 and no workers: each size's synthetic skillbook is loaded as a worker loads the
@@ -47,7 +50,7 @@ alternating order; the median of each round is printed as min/median/max over th
 rounds. It runs on whichever ace_workers PYTHONPATH names, so two checkouts compare.
 
     python benchmarks/skillbook_scale.py [--sizes 0,10000,100000] [--rounds 3] [--per-slot 10]
-        [--slots 16] [--latency 0.2] [--occurrences 5] [--redis-url redis://127.0.0.1:6379/14]
+        [--slots 16] [--latency 0.2] [--occurrences 5] [--redis-url redis://127.0.0.1:6379/14 | --embedded]
     python benchmarks/skillbook_scale.py --prompt-only [--sizes 0,100000] [--rounds 5] [--learned 200]
 """
 
@@ -66,8 +69,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench_db import DEFAULT_REDIS_URL, bench_redis
-from processes import stop_process, worker_process
+from bench_db import add_redis_options, bench_redis, chosen_redis
+from processes import cpu_seconds, stop_process, worker_process
 from rounds import Spread, round_order
 
 from ace_workers.core import DEFAULT_PROMPT_BUDGET, Skillbook, SkillbookView
@@ -198,11 +201,15 @@ def run_level(service: Service, size: int, round_number: int, args: argparse.Nam
         stop_process(learn)  # a new learn worker, the writer warm
         launched = time.perf_counter()
         learn = new_worker("learn")
+        cpu_before = cpu_seconds(learn.pid)
         figures["learn_first_s"] = one_sample_seconds(service, name, seed + 2, args.timeout)
+        figures["learn_first_cpu_s"] = cpu_seconds(learn.pid) - cpu_before
         figures["learn_from_start_s"] = time.perf_counter() - launched
         stop_process(writer)  # a new writer, the learn worker warm
         writer = new_worker("write")
+        cpu_before = cpu_seconds(writer.pid)
         figures["writer_first_s"] = one_sample_seconds(service, name, seed + 3, args.timeout)
+        figures["writer_first_cpu_s"] = cpu_seconds(writer.pid) - cpu_before
         warm_up = service.producer.enqueue_traces(failure_traces(WARM_UP_SAMPLES, seed=seed + 5), name)
         warm_up.wait(timeout=args.timeout)
         started = time.perf_counter()
@@ -309,7 +316,7 @@ def main() -> None:
         "--occurrences", type=int, default=DEFAULT_KEEP, help="occurrences each synthetic skill carries"
     )
     parser.add_argument("--timeout", type=float, default=600.0)
-    parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
+    add_redis_options(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sizes = [int(size) for size in args.sizes.split(",")]
@@ -321,7 +328,7 @@ def main() -> None:
     rounds: list[dict[int, dict[str, float]]] = []
     limit = max(sizes) + 10_000  # room to learn into the largest skillbook
     os.environ["ACE_MAX_SKILLBOOK_SKILLS"] = str(limit)  # the worker processes inherit it
-    with bench_redis(args.redis_url) as url:
+    with bench_redis(chosen_redis(args)) as url:
         settings = WorkerSettings(
             redis_url=url,
             queue_prefix="benchscale",
@@ -365,6 +372,8 @@ def report(rounds: list[dict[int, dict[str, float]]], sizes: list[int], args: ar
             "samples/s": f"{figure(size, 'rate').figures()} ({to_fresh})",
             "first sample, new learn worker": figure(size, "learn_first_s").figures(unit=" s"),
             "first sample, new writer": figure(size, "writer_first_s").figures(unit=" s"),
+            "  its CPU, new learn worker": figure(size, "learn_first_cpu_s").figures(unit=" s"),
+            "  its CPU, new writer": figure(size, "writer_first_cpu_s").figures(unit=" s"),
             "learn worker start to first sample": figure(size, "learn_from_start_s").figures(unit=" s"),
             "first sample, both new": figure(size, "both_new_s").figures(unit=" s"),
             "prompt build": figure(size, "prompt_ms").figures(unit=" ms"),

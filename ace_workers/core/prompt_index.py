@@ -33,6 +33,7 @@ import numpy as np
 
 from .prompt_budget import PromptBudget, text_words
 from .skill import TAGS, Skill
+from .slot_layers import ArrayRoom, LayeredSlots, RowBuffer, SlotOf, SlotWords
 from .toon import encode_row
 
 __all__ = ["IndexColumns", "IndexScorer", "PromptIndex"]
@@ -45,93 +46,16 @@ _PREFIX_FLOOR = 1024
 # The tie key packs (votes, section's first slot, slot) into one int64 while they fit.
 _SLOT_BITS = 21
 _VOTE_LIMIT = 1 << 19
-# The per-slot arrays, copied for each derived version.
+# The per-slot arrays a persisted snapshot stores (see IndexColumns).
 _SLOT_ARRAYS = ("active", "kept_invalid", "kept_archived", *TAGS, "section")
+# The per-slot arrays, copied for each derived version.
+_COPIED_ARRAYS = (*_SLOT_ARRAYS, "line_chars")
 
 # The columns an index is made of (a persisted snapshot stores them, see compact_snapshot.py):
-# per slot ids, rows, flags, votes and section codes; the section names; the words as a
-# vocabulary and each slot's word ids (CSR: slot i's are word_ids[word_starts[i]:word_starts[i+1]]).
+# per slot ids, rows (a list, or a RowBuffer), flags, votes and section codes; the section names;
+# the words as a vocabulary and each slot's word ids (CSR: slot i's are
+# word_ids[word_starts[i]:word_starts[i+1]]).
 IndexColumns = dict[str, Any]
-
-
-class _SlotWords:
-    """Each slot's words: word ids over a shared vocabulary, with the slots changed since kept apart.
-
-    A frozenset of word strings per skill cost 2 KiB each (228 MiB at 100,000
-    skills over a 5,000-word vocabulary); ids in one array cost 4 bytes a word.
-    """
-
-    __slots__ = ("changed", "starts", "vocabulary", "word_ids")
-
-    def __init__(
-        self,
-        vocabulary: list[str],
-        starts: np.ndarray,
-        word_ids: np.ndarray,
-        changed: dict[int, tuple[str, ...]] | None = None,
-    ) -> None:
-        self.vocabulary = vocabulary  # shared between versions, never changed
-        self.starts = starts
-        self.word_ids = word_ids
-        self.changed = changed if changed is not None else {}  # slot -> its words (interned)
-
-    def of(self, slot: int) -> Sequence[str]:
-        """The words ``slot`` is found by."""
-        words = self.changed.get(slot)
-        if words is not None:
-            return words
-        if slot + 1 >= len(self.starts):
-            return ()
-        vocabulary = self.vocabulary
-        ids = self.word_ids[int(self.starts[slot]) : int(self.starts[slot + 1])].tolist()
-        return [vocabulary[word_id] for word_id in ids]
-
-    def copy(self) -> _SlotWords:
-        """A copy whose changes are its own (the arrays are shared: never changed in place)."""
-        return _SlotWords(self.vocabulary, self.starts, self.word_ids, dict(self.changed))
-
-
-class _SlotOf:
-    """Skill id -> slot: one dict shared by the versions derived from one another, and each one's own changes.
-
-    Copying a 100,000-entry dict for every version cost milliseconds each; a version
-    copies its own changes only, and merges them into a new shared dict past a share of it.
-    """
-
-    __slots__ = ("base", "own")
-
-    def __init__(self, base: dict[str, int], own: dict[str, int | None] | None = None) -> None:
-        self.base = base  # shared, never changed
-        self.own = own if own is not None else {}  # None: the id has no slot any more
-
-    def get(self, skill_id: str) -> int | None:
-        """The slot of ``skill_id``, or None."""
-        if skill_id in self.own:
-            return self.own[skill_id]
-        return self.base.get(skill_id)
-
-    def __getitem__(self, skill_id: str) -> int:
-        slot = self.get(skill_id)
-        if slot is None:
-            raise KeyError(skill_id)
-        return slot
-
-    def __setitem__(self, skill_id: str, slot: int) -> None:
-        self.own[skill_id] = slot
-
-    def pop(self, skill_id: str) -> int | None:
-        """The slot of ``skill_id`` (or None), which has none from now on."""
-        slot = self.get(skill_id)
-        if slot is not None:
-            self.own[skill_id] = None
-        return slot
-
-    def copy(self) -> _SlotOf:
-        """A copy whose changes are its own."""
-        if len(self.own) <= max(1024, len(self.base) // 8):
-            return _SlotOf(self.base, dict(self.own))
-        merged = {**self.base, **self.own}
-        return _SlotOf({key: slot for key, slot in merged.items() if slot is not None})
 
 
 def _interned_words(text: str) -> tuple[str, ...]:
@@ -161,10 +85,12 @@ class PromptIndex:
         "invalid",
         "kept_archived",
         "kept_invalid",
+        "line_chars",
         "lines",
         "neutral",
         "parent",
         "postings",
+        "rooms",
         "section",
         "section_codes",
         "section_counts",
@@ -178,10 +104,11 @@ class PromptIndex:
     )
 
     def __init__(self) -> None:
-        self.slot_of = _SlotOf({})
-        self.ids: list[str | None] = []  # slot -> skill id; None once the skill is gone
-        self.lines: list[str] = []  # slot -> the skill's table row ("" unless active)
-        self.words_of = _SlotWords([], np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
+        self.slot_of = SlotOf({})
+        self.ids: LayeredSlots[str | None] = LayeredSlots([])  # slot -> skill id; None once it is gone
+        self.lines: LayeredSlots[str] = LayeredSlots([])  # slot -> the skill's table row ("" unless active)
+        self.line_chars = np.zeros(0, dtype=np.int32)  # slot -> its row's length in characters
+        self.words_of = SlotWords([], np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
         self.postings: dict[str, np.ndarray] = {}  # word -> slots of the active skills holding it
         self.section_codes: dict[str, int] = {}
         self.active = np.zeros(0, dtype=bool)
@@ -191,6 +118,7 @@ class PromptIndex:
         self.harmful = np.zeros(0, dtype=np.int64)
         self.neutral = np.zeros(0, dtype=np.int64)
         self.section = np.zeros(0, dtype=np.int64)  # slot -> section code
+        self.rooms: dict[str, ArrayRoom] = {}  # array name -> the buffer it may grow in
         self.section_first = np.zeros(0, dtype=np.int64)  # section code -> its first active slot
         self.section_counts = np.zeros(0, dtype=np.int64)  # section code -> its active skills
         self.count = 0  # active skills
@@ -220,17 +148,22 @@ class PromptIndex:
         """
         index = cls()
         ids: list[str] = data["ids"]
-        index.ids = list(ids)
+        index.ids = LayeredSlots(ids)  # shared with the caller: never changed
         if slot_of is None:
             slot_of = {skill_id: slot for slot, skill_id in enumerate(ids)}
-        index.slot_of = _SlotOf(slot_of)
-        index.lines = data["lines"]
+        index.slot_of = SlotOf(slot_of)
+        lines: Sequence[str] = data["lines"]
+        index.lines = LayeredSlots(lines)
+        if isinstance(lines, RowBuffer):
+            index.line_chars = lines.char_lengths()
+        else:
+            index.line_chars = np.fromiter(map(len, lines), dtype=np.int32, count=len(lines))
         index.section_codes = {name: code for code, name in enumerate(data["sections"])}
         for name in _SLOT_ARRAYS:
             setattr(index, name, data[name])
         vocabulary: list[str] = [sys.intern(word) for word in data["vocabulary"]]
         starts, word_ids = data["word_starts"], data["word_ids"]
-        index.words_of = _SlotWords(vocabulary, starts, word_ids)
+        index.words_of = SlotWords(vocabulary, starts, word_ids)
         index.postings = _postings(vocabulary, starts, word_ids)
         active = index.active
         active_slots = np.flatnonzero(active)
@@ -242,7 +175,7 @@ class PromptIndex:
         index.invalid = int(np.count_nonzero(index.kept_invalid))
         index.archived = int(np.count_nonzero(index.kept_archived))
         index.tag_sums = {tag: int(getattr(index, tag)[active].sum()) for tag in TAGS}
-        index.total_chars = sum(map(len, index.lines)) + index.count  # an inactive skill's row is ""
+        index.total_chars = int(index.line_chars.sum()) + index.count  # an inactive skill's row is ""
         return index
 
     def columns(self) -> IndexColumns:
@@ -343,12 +276,15 @@ class PromptIndex:
     def _copy(self) -> PromptIndex:
         index = PromptIndex()
         index.slot_of = self.slot_of.copy()
-        index.ids = list(self.ids)
-        index.lines = list(self.lines)
+        index.ids = self.ids.copy()
+        index.lines = self.lines.copy()
         index.words_of = self.words_of.copy()
         index.postings = dict(self.postings)  # the arrays are replaced, never changed in place
         index.section_codes = dict(self.section_codes)
-        for name in (*_SLOT_ARRAYS, "section_first", "section_counts"):
+        for name in _COPIED_ARRAYS:  # shared: the edit copies an array it changes (_Changes)
+            setattr(index, name, getattr(self, name))
+        index.rooms = dict(self.rooms)
+        for name in ("section_first", "section_counts"):  # one value per section: copied
             setattr(index, name, getattr(self, name).copy())
         index.count, index.invalid, index.total_chars = self.count, self.invalid, self.total_chars
         index.archived = self.archived
@@ -385,26 +321,26 @@ class PromptIndex:
             ranked = self._lexical_ranking(query, limit)
             if ranked is not None:
                 order, complete = ranked
-                chosen = self._take(order.tolist(), limit, room)
+                chosen = self._take(order, limit, room)
                 if len(chosen) >= limit or complete:
                     return self._in_skillbook_order(np.asarray(chosen, dtype=np.int64))
             scores = self._scores(query)  # too many skills hold a query word, or rows were skipped
             self._tie_order(_PREFIX_FLOOR)  # kept for the ties at the threshold (_first_ties)
         wanted = min(self.count, max(limit, 1))
         while True:
-            chosen = self._take(self._best(scores, wanted).tolist(), limit, room)
+            chosen = self._take(self._best(scores, wanted), limit, room)
             # Rows skipped for lack of room leave places for skills further down: look further.
             if len(chosen) >= limit or wanted >= self.count:
                 return self._in_skillbook_order(np.asarray(chosen, dtype=np.int64))
             wanted = min(self.count, wanted * 2)
 
-    def _take(self, ranked: list[int], limit: int, room: float) -> list[int]:
+    def _take(self, ranked: np.ndarray, limit: int, room: float) -> list[int]:
         """The slots of ``ranked`` taken in turn while each row fits the room left, ``limit`` at most."""
         chosen: list[int] = []
-        for slot in ranked:
+        sizes = (self.line_chars[ranked] + 1).tolist()  # each row and its newline
+        for slot, size in zip(ranked.tolist(), sizes, strict=True):
             if len(chosen) >= limit:
                 break
-            size = len(self.lines[slot]) + 1  # the row and its newline
             if size <= room:
                 chosen.append(slot)
                 room -= size
@@ -529,7 +465,12 @@ def _wanted_th_largest(scores: np.ndarray, wanted: int) -> float:
 
 
 class _Changes:
-    """Edits one new (still private) index: clears and fills slots, appends skills."""
+    """Edits one new (still private) index: clears and fills slots, appends skills.
+
+    The per-slot arrays are shared with the index it was copied from: a write is kept
+    aside and an array is copied once, at the end, only if a value of it changed (a vote
+    copies one array of votes, not every array of the index).
+    """
 
     def __init__(self, index: PromptIndex, columns: Sequence[str]) -> None:
         self.index = index
@@ -538,66 +479,92 @@ class _Changes:
         self.added: dict[str, list[int]] = {}  # word -> slots to put in
         self.stale_sections: set[int] = set()  # whose first slot may have moved back
         self.touched: set[int] = set()  # every slot cleared or filled
+        self.writes: dict[str, dict[int, Any]] = {name: {} for name in _COPIED_ARRAYS}
+        self.start = len(index.ids)  # the first slot this edit appends: those before, others see
+
+    def _get(self, name: str, slot: int) -> Any:
+        """The value of array ``name`` at ``slot`` as this edit leaves it so far."""
+        written = self.writes[name]
+        return written[slot] if slot in written else getattr(self.index, name)[slot]
+
+    def _set(self, name: str, slot: int, value: Any) -> None:
+        self.writes[name][slot] = value
 
     def clear(self, slot: int) -> None:
         """Take the skill at ``slot`` out of the prompt view (its slot stays)."""
         index = self.index
         self.touched.add(slot)
-        if index.active[slot]:
-            index.active[slot] = False
+        if self._get("active", slot):
+            self._set("active", slot, False)
             index.count -= 1
-            index.total_chars -= len(index.lines[slot]) + 1
-            index.section_counts[index.section[slot]] -= 1
+            index.total_chars -= int(self._get("line_chars", slot)) + 1
+            code = int(self._get("section", slot))
+            index.section_counts[code] -= 1
             for tag in TAGS:
-                index.tag_sums[tag] -= int(getattr(index, tag)[slot])
-            self.stale_sections.add(int(index.section[slot]))
-        elif index.kept_invalid[slot]:
-            index.kept_invalid[slot] = False
+                index.tag_sums[tag] -= int(self._get(tag, slot))
+            if index.section_first[code] == slot:  # a later slot leaving never moves the first
+                self.stale_sections.add(code)
+        elif self._get("kept_invalid", slot):
+            self._set("kept_invalid", slot, False)
             index.invalid -= 1
-        elif index.kept_archived[slot]:
-            index.kept_archived[slot] = False
+        elif self._get("kept_archived", slot):
+            self._set("kept_archived", slot, False)
             index.archived -= 1
         for word in index.words_of.of(slot):
             self.removed.setdefault(word, set()).add(slot)
         index.words_of.changed[slot] = ()
         index.lines[slot] = ""
+        self._set("line_chars", slot, 0)
 
     def fill(self, slot: int, skill: Skill) -> None:
         """Show ``skill`` at ``slot`` (an inactive skill keeps the slot, shown nowhere)."""
         index = self.index
         self.touched.add(slot)
-        index.section[slot] = self._section_code(skill.section)
+        code = self._section_code(skill.section)
+        self._set("section", slot, code)
         if skill.is_archived:
-            index.kept_archived[slot] = True
+            self._set("kept_archived", slot, True)
             index.archived += 1
             return
         if not skill.is_active:
-            index.kept_invalid[slot] = True
+            self._set("kept_invalid", slot, True)
             index.invalid += 1
             return
         line = encode_row([getattr(skill, column) for column in self.columns])
         words = _interned_words(skill.content)
         index.lines[slot] = line
+        self._set("line_chars", slot, len(line))
         index.words_of.changed[slot] = words
-        index.active[slot] = True
+        self._set("active", slot, True)
         for tag in TAGS:
-            getattr(index, tag)[slot] = getattr(skill, tag)
+            self._set(tag, slot, getattr(skill, tag))
             index.tag_sums[tag] += getattr(skill, tag)
-        index.section_counts[index.section[slot]] += 1
+        index.section_counts[code] += 1
         index.count += 1
         index.total_chars += len(line) + 1
         for word in words:
             self.added.setdefault(word, []).append(slot)
-        code = int(index.section[slot])
         index.section_first[code] = min(int(index.section_first[code]), slot)
+
+    def _write_arrays(self) -> None:
+        """Each array with a changed value written: copied first if the index before sees that slot."""
+        index = self.index
+        for name, written in self.writes.items():
+            array = getattr(index, name)
+            changed = {slot: value for slot, value in written.items() if array[slot] != value}
+            if not changed:
+                continue
+            if min(changed) < self.start:
+                array, index.rooms[name] = ArrayRoom.grown(array, None, 0)
+                setattr(index, name, array)
+            array[np.fromiter(changed, dtype=np.int64, count=len(changed))] = list(changed.values())
 
     def append(self, items: list[tuple[str, Skill]]) -> None:
         """Give each skill a new slot at the end, in order, then finish the edit."""
         index = self.index
         start, extra = len(index.ids), len(items)
-        for name in _SLOT_ARRAYS:
-            grown: np.ndarray[Any, Any] = np.zeros(start + extra, dtype=getattr(index, name).dtype)
-            grown[:start] = getattr(index, name)
+        for name in _COPIED_ARRAYS if extra else ():
+            grown, index.rooms[name] = ArrayRoom.grown(getattr(index, name), index.rooms.get(name), extra)
             setattr(index, name, grown)
         index.ids.extend(skill_id for skill_id, _ in items)
         index.lines.extend([""] * extra)
@@ -617,14 +584,19 @@ class _Changes:
 
     def _finish(self) -> None:
         index = self.index
+        self._write_arrays()
         for word in self.removed.keys() | self.added.keys():
-            slots = index.postings.get(word, np.zeros(0, dtype=np.int64))
-            gone = self.removed.get(word)
+            # A slot refilled with the same word (a vote, an edit keeping it) stays where it is.
+            added = self.added.get(word, [])
+            gone = self.removed.get(word, set()).difference(added)
+            new = [slot for slot in added if slot not in self.removed.get(word, ())]
+            if not gone and not new:
+                continue
+            slots = index.postings.get(word, np.zeros(0, dtype=np.int32))
             if gone:
                 slots = slots[~np.isin(slots, np.fromiter(gone, dtype=np.int64, count=len(gone)))]
-            new = self.added.get(word)
             if new:
-                slots = np.concatenate([slots, np.asarray(new, dtype=np.int64)])
+                slots = np.concatenate([slots, np.asarray(new, dtype=np.int32)])
             if len(slots):
                 index.postings[word] = slots
             else:
@@ -689,7 +661,8 @@ def _starts(counts: list[int]) -> np.ndarray:
 
 def _postings(vocabulary: list[str], starts: np.ndarray, word_ids: np.ndarray) -> dict[str, np.ndarray]:
     """Word -> the slots holding it, in slot order, from each slot's word ids (views of one array)."""
-    slots = np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts))
+    # Slots as int32: 4 bytes a word of every skill (a 100,000-skill index holds 1.6 million).
+    slots = np.repeat(np.arange(len(starts) - 1, dtype=np.int32), np.diff(starts))
     # A stable sort of 16-bit keys is a radix sort: linear, ten times a comparison sort's speed.
     keys = word_ids.astype(np.uint16) if len(vocabulary) <= 1 << 16 else word_ids
     by_word = slots[np.argsort(keys, kind="stable")]

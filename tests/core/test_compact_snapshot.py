@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ace_workers.core import PromptBudget, Skillbook
+from ace_workers.core import PromptBudget, Skillbook, slot_layers
 from ace_workers.core.compact_snapshot import pack_snapshot, unpack_snapshot
 from ace_workers.core.packed_skills import PackedSkills
 from ace_workers.core.skill import SimilarityDecision
@@ -60,6 +60,41 @@ def test_versions_derived_from_a_loaded_snapshot_and_packed_again_match_one_read
         if version % 4 == 3:  # packed again from a derived version, gaps and all
             snapshot = packed(snapshot)
             assert_same_book(snapshot, whole, rng)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_versions_derived_past_the_merge_of_their_shared_columns_match_one_read_whole(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(slot_layers, "_MERGE_MIN", 2)  # ids, rows and slots merged every few versions
+    rng = random.Random(seed)
+    snapshot, number = packed(random_book(rng, 30)), 100
+    for _ in range(10):
+        changes, number = random_changes(rng, snapshot, number)
+        snapshot = snapshot.with_changes([changes], next_id=number, order_of_new=lambda i: i)
+        assert_same_book(snapshot, Skillbook.from_dict(snapshot.to_dict()), rng)
+
+
+def test_a_loaded_snapshot_reads_its_arrays_in_place_from_the_value() -> None:
+    data = pack_snapshot(random_book(random.Random(4), 40), version=1, incarnation=None)
+    index = unpack_snapshot(data, "test")[1]._index
+    assert index is not None
+    value = np.frombuffer(data, dtype=np.uint8)
+    for array in (index.words_of.word_ids, index.helpful, index.active):
+        assert np.shares_memory(array, value)  # a view of the value, not a copy
+        assert not array.flags.writeable
+
+
+def test_a_vote_leaves_the_postings_of_the_skills_words_as_they_were() -> None:
+    book = packed(random_book(random.Random(5), 40))
+    skill = book.skills()[3].to_dict()
+    skill["helpful"] += 2
+    before = book._prompt_index()
+    after = book.with_changes([{skill["id"]: skill}], next_id=book.next_id_number, order_of_new=str)
+    words = before.words_of.of(before.slot_of[skill["id"]])
+    assert words
+    for word in words:  # the same arrays: no posting copied for a vote
+        assert after._prompt_index().postings[word] is before.postings[word]
 
 
 def test_a_snapshot_keeps_next_id_and_similarity_decisions() -> None:
@@ -112,6 +147,19 @@ def with_member(data: bytes, name: str, value: np.ndarray) -> bytes:
     return rebuilt({**members(data), name: value})
 
 
+def with_short_member(data: bytes, name: str) -> bytes:
+    """``data`` with member ``name``'s header claiming one value more than it holds."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for member, array in members(data).items():
+            with archive.open(f"{member}.npy", "w") as out:
+                shape = (len(array) + 1,) if member == name else array.shape
+                header = {"descr": np.lib.format.dtype_to_descr(array.dtype), "fortran_order": False}
+                np.lib.format.write_array_header_1_0(out, {**header, "shape": shape})
+                out.write(array.tobytes())
+    return buffer.getvalue()
+
+
 def header_with(data: bytes, **fields: Any) -> bytes:
     header = json.loads(members(data)["header"].tobytes())
     return with_member(data, "header", np.frombuffer(json.dumps({**header, **fields}).encode(), np.uint8))
@@ -138,6 +186,11 @@ CORRUPTIONS = {
         lambda data: with_member(data, "skill_offsets", members(data)["skill_offsets"][::-1].copy()),
         "skill_offsets",
     ),
+    "short member": (lambda data: with_short_member(data, "helpful"), "member 'helpful' holds"),
+    "rows not UTF-8": (
+        lambda data: with_member(data, "line_data", np.append(members(data)["line_data"], np.uint8(0xFF))),
+        "'line_data' is not UTF-8",
+    ),
     "two states": (
         lambda data: with_member(data, "kept_invalid", np.ones_like(members(data)["kept_invalid"])),
         "exactly one",
@@ -158,3 +211,20 @@ def test_the_untouched_value_loads() -> None:
     header, book = unpack_snapshot(GOOD, "test")
     assert (header.version, header.incarnation, header.skills) == (4, "inc", 20)
     assert len(book) == 20
+
+
+def test_a_snapshot_keeps_its_skills_compressed_and_gives_each_back() -> None:
+    book = random_book(random.Random(6), 150)  # three blocks of skills
+    data = pack_snapshot(book, version=1, incarnation=None)
+    assert len(members(data)["skill_blocks"]) < len(PackedSkills.pack(book._skills).data)
+    loaded = unpack_snapshot(data, "test")[1]
+    assert [loaded.get_skill(skill.id) for skill in book.skills()] == book.skills()
+
+
+def test_a_skill_block_that_does_not_inflate_to_its_length_is_named_when_read() -> None:
+    arrays = members(GOOD)
+    garbage = np.frombuffer(b"x" * len(arrays["skill_blocks"]), dtype=np.uint8)
+    _, loaded = unpack_snapshot(rebuilt({**arrays, "skill_blocks": garbage}), "key 'ace:{sb:book}:compact'")
+    with pytest.raises(SkillbookFormatError, match="skill block 0 is corrupt") as raised:
+        loaded.get_skill(next(iter(loaded._skills)))
+    assert str(raised.value).startswith("key 'ace:{sb:book}:compact': ")

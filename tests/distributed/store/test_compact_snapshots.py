@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import random
+import struct
+import zipfile
 
 import pytest
 import redis
@@ -93,6 +96,31 @@ def test_a_corrupt_compact_snapshot_is_ignored_with_one_warning_read_whole_and_w
     assert redis_client.hget(store.keys.compact_snapshot, "data") == data  # rebuilt, the same value
 
 
+def test_a_compact_snapshot_changed_inside_a_member_is_named_by_its_key_and_member_and_rebuilt(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = fresh_process(redis_client)
+    learn(store, 8)
+    store.cached_snapshot()
+    data = redis_client.hget(store.keys.compact_snapshot, "data")
+    assert isinstance(data, bytes)
+    at = member_start(data, "skill_blocks") + 140  # past the member's header: in the first block
+    flipped = data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :]
+    redis_client.hset(store.keys.compact_snapshot, "data", flipped)
+    fresh = fresh_process(redis_client)
+    full_reads = no_full_reads(fresh, monkeypatch)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        _, view = fresh.cached_snapshot()
+    assert full_reads == [1]
+    same_as_full_read(fresh, view)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert store.keys.compact_snapshot in warnings[0]
+    assert "member 'skill_blocks'" in warnings[0]
+    assert redis_client.hget(store.keys.compact_snapshot, "data") == data  # rebuilt, the same value
+
+
 def test_a_compact_snapshot_of_another_incarnation_is_never_served(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -145,6 +173,14 @@ def test_a_fresh_process_loads_the_compact_snapshot_on_a_redis_cluster(
     _, view = fresh.cached_snapshot()
     assert full_reads == []
     same_as_full_read(fresh, view)
+
+
+def member_start(data: bytes, name: str) -> int:
+    """Where member ``name``'s bytes start in a compact snapshot (a zip of stored members)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo(f"{name}.npy")
+    name_length, extra_length = struct.unpack("<HH", data[info.header_offset + 26 : info.header_offset + 30])
+    return info.header_offset + 30 + name_length + extra_length
 
 
 def _incarnation(store: RedisSkillbookStore) -> str | None:
