@@ -32,6 +32,7 @@ from ..distributed.worker.health import ConsumptionWatchdog
 from ..distributed.worker.partitions import check_partition_count
 from ..observability import LOG_FORMATS, start_metrics_server
 from ..observability.tracing import configure_tracing
+from ..redaction import redactor_for
 from .models import refuse_unusable_models
 from .options import require_shared_redis
 
@@ -68,6 +69,9 @@ def run_worker(
         check_app_security(service.app)
         if "learn" in roles:
             service.runtime.check_reflector()  # e.g. ACE_REFLECTOR=rr without its sandbox's OS boundary
+        # Built now (detect-secrets' plugins imported, patterns compiled: ~0.1 CPU-s), not inside
+        # the first sample; prefork children inherit it.
+        redactor_for(settings.redact)
         watchdog = ConsumptionWatchdog(
             service.dispatcher,
             served,
