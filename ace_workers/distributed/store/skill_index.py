@@ -27,6 +27,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ...core.skill import SKILL_STATUSES, Skill
@@ -116,6 +117,7 @@ class SkillIndex:
     """The skills of one skillbook version, by status filter (active, archived, invalid, all).
 
     ``columns`` hold FIELDS in insertion order; ``where`` maps a skill id to its position.
+    ``incarnation``: which life of the skillbook the version is of (see cached_snapshot_of_incarnation).
     """
 
     def __init__(
@@ -125,8 +127,11 @@ class SkillIndex:
         where: dict[str, int],
         texts: list[str],
         listings: dict[str, Listing],
+        *,
+        incarnation: str | None = None,
     ) -> None:
         self.version = version
+        self.incarnation = incarnation
         self.columns = columns
         self.where = where
         self.texts = texts
@@ -135,7 +140,9 @@ class SkillIndex:
         self.counts = {status: len(listings[status].positions) for status in STATUS_FILTERS}
 
     @classmethod
-    def build(cls, version: int, columns: dict[str, list[Any]]) -> SkillIndex:
+    def build(
+        cls, version: int, columns: dict[str, list[Any]], *, incarnation: str | None = None
+    ) -> SkillIndex:
         """The index of a snapshot's ``columns`` (FIELDS, in insertion order)."""
         ids, sections, statuses = columns["id"], columns["section"], columns["status"]
         texts = [
@@ -150,7 +157,8 @@ class SkillIndex:
                 run[0].append(position)
                 run[1].append(text)
         listings = {name: Listing.of_runs(by_section) for name, by_section in runs.items()}
-        return cls(version, columns, {skill_id: i for i, skill_id in enumerate(ids)}, texts, listings)
+        where = {skill_id: i for i, skill_id in enumerate(ids)}
+        return cls(version, columns, where, texts, listings, incarnation=incarnation)
 
     def advanced(self, version: int, records: Sequence[ChangeRecord]) -> SkillIndex | None:
         """This index brought forward through ``records`` (the versions after it, up to ``version``).
@@ -168,11 +176,19 @@ class SkillIndex:
                 if skill_id not in self.where and skill_id not in made:
                     made[skill_id] = (record.version, *skill_order_key(skill_id))
         if not latest:
-            return SkillIndex(version, self.columns, self.where, self.texts, self.listings)
+            return SkillIndex(
+                version, self.columns, self.where, self.texts, self.listings, incarnation=self.incarnation
+            )
         # New skills go last in the order the store gives them (version, then id number): the snapshot's.
         ordered = sorted(latest, key=lambda skill_id: made.get(skill_id, (0, 0, "")))
         latest = {skill_id: latest[skill_id] for skill_id in ordered}
         return _Advance(self).run(version, latest)
+
+    @cached_property
+    def active_chars(self) -> int:
+        """The characters of the active skills' contents (what a prompt may show), once per version."""
+        contents = self.columns["content"]
+        return sum(len(contents[position]) for position in self.listings["active"].positions)
 
     def skill(self, position: int) -> dict[str, Any]:
         """The FIELDS of the skill at ``position`` (insertion order)."""
@@ -228,7 +244,9 @@ class _Advance:
         listings = dict(self.base.listings)
         for name, runs in self.runs.items():
             listings[name] = Listing.of_runs(runs)
-        return SkillIndex(version, self.columns, self.where, self.texts, listings)
+        return SkillIndex(
+            version, self.columns, self.where, self.texts, listings, incarnation=self.base.incarnation
+        )
 
     def _add(self, skill_id: str, skill: Skill) -> None:
         position = self.where[skill_id] = len(self.texts)
@@ -331,7 +349,7 @@ class SkillIndexCache:
                 return found
             index = self._advance(store, found, version, incarnation) if found is not None else None
             if index is None:
-                index = SkillIndex.build(version, view.skill_columns(FIELDS))
+                index = SkillIndex.build(version, view.skill_columns(FIELDS), incarnation=incarnation)
                 self.built += 1
                 if self.freeze_from is not None and len(index.texts) >= self.freeze_from:
                     gc.freeze()
