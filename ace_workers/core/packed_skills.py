@@ -64,7 +64,7 @@ def attribute_columns(skills: Mapping[str, Skill], names: Sequence[str]) -> dict
 def _field_default(name: str) -> Any:
     """What Skill.from_dict gives a field its JSON leaves out (to_dict omits the unset lifecycle ones)."""
     spec = next(spec for spec in dataclasses.fields(Skill) if spec.name == name)
-    # A factory's value (a time) is a str, shared safely; a field with no default is in every skill.
+    # A factory's value (a time) is a str, shared safely; MISSING for a field with no default.
     return spec.default_factory() if spec.default_factory is not dataclasses.MISSING else spec.default
 
 
@@ -138,6 +138,8 @@ class PackedSkills(_ReadOnlySkills):
                 columns[name] = list(map(operator.itemgetter(name), items))
             else:  # left out when unset (pinned) or by an older writer
                 default = _field_default(name)
+                if default is dataclasses.MISSING:  # a field every skill must have: as from_dict, refused
+                    raise TypeError(f"a packed skill has no {name!r}")
                 columns[name] = [item.get(name, default) for item in items]
         return columns
 
