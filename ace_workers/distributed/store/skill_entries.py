@@ -46,7 +46,10 @@ def _entries(client: redis.Redis, key: str, skill_id: str, *, page: int) -> Iter
         for entry_id, fields, cut in entries:
             if cut and not _holds_only(fields, skill_id):
                 with reading(key):  # a nested key or a value of another kind: read as it always was
-                    (entry_id, fields), *_ = client.xrange(key, min=entry_id, max=entry_id)
+                    whole: list[Any] = client.xrange(key, min=entry_id, max=entry_id) or []
+                if not whole:
+                    continue  # trimmed from the log meanwhile, as a read a moment later would find
+                (entry_id, fields), *_ = whole
             yield entry_id, fields
         if len(entries) < page:
             return
