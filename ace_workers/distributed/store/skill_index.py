@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +40,7 @@ __all__ = [
     "ALL",
     "FIELDS",
     "MAX_ADVANCE",
+    "Listing",
     "STATUS_FILTERS",
     "SkillIndex",
     "SkillIndexCache",
@@ -60,6 +61,8 @@ def _search_text(skill_id: str, content: str) -> str:
 
 # The status left in the columns at the place of a skill deleted since the index was built: none lists it.
 _DELETED = "(deleted)"
+# Between the search texts a search runs through at once: a needle holding it is matched text by text.
+_SEPARATOR = "\0"
 # A section's skills in one listing: their positions (ascending) and search texts, side by side.
 Run = tuple[list[int], list[str]]
 
@@ -91,6 +94,35 @@ class Listing:
             positions.extend(run_positions)
             texts.extend(run_texts)
         return cls(dict(ordered), positions, texts, spans)
+
+    @cached_property
+    def _joined(self) -> tuple[str, list[int]]:
+        """The search texts as one string, and where each starts in it (made by the first search)."""
+        starts, at = [], 0
+        for text in self.texts:
+            starts.append(at)
+            at += len(text) + 1
+        return _SEPARATOR.join(self.texts), starts
+
+    def places_holding(self, needle: str) -> list[int]:
+        """The places (ascending) whose search text holds ``needle``.
+
+        One str.find per match over the joined texts: a test per text in Python took
+        100 ms of every search of 100,000 skills. A match cannot cross into the next
+        text, as the needle does not hold the separator between them.
+        """
+        if _SEPARATOR in needle:
+            return [place for place, text in enumerate(self.texts) if needle in text]
+        joined, starts = self._joined
+        places: list[int] = []
+        at = joined.find(needle)
+        while at >= 0:
+            place = bisect_right(starts, at) - 1
+            places.append(place)
+            if place + 1 == len(starts):
+                break
+            at = joined.find(needle, starts[place + 1])
+        return places
 
 
 @dataclass(frozen=True)
@@ -205,7 +237,7 @@ class SkillIndex:
             start, end = listing.spans.get(section, (0, 0)) if section else (0, len(listing.positions))
             return SkillMatches(self, listing, range(start, end), sections)
         needle = q.lower()
-        matched = [place for place, text in enumerate(listing.texts) if needle in text]
+        matched = listing.places_holding(needle)
         counts: dict[str, int] = {}
         section_of = self.columns["section"]
         for place in matched:
