@@ -134,12 +134,10 @@ class PackedSkills(_ReadOnlySkills):
         items: list[dict[str, Any]] = json.loads(b"[" + joined + b"]")
         columns = {}
         for name in names:
-            if all(name in item for item in items):
+            default = _field_default(name)
+            if default is dataclasses.MISSING:  # every skill has it: from_dict refuses one without
                 columns[name] = list(map(operator.itemgetter(name), items))
-            else:  # left out when unset (pinned) or by an older writer
-                default = _field_default(name)
-                if default is dataclasses.MISSING:  # a field every skill must have: as from_dict, refused
-                    raise TypeError(f"a packed skill has no {name!r}")
+            else:  # may be left out: when unset (pinned), or by an older writer
                 columns[name] = [item.get(name, default) for item in items]
         return columns
 

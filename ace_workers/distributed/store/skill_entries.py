@@ -5,7 +5,9 @@ that touched the skill. An import of 100,000 skills is one entry of some 50 MB:
 read whole, its reply alone took the client 0.3-0.7 s on every view of any of
 its skills. ``skill_entries.lua`` cuts such an entry's images in Redis to the
 skill's part, so the reply is the size of one skill; an entry it cannot cut
-cleanly (see the script) comes whole and is read as before.
+cleanly (see the script) comes whole and is read as before. The price is Redis's:
+the script copies the entry into Lua and searches it, some 0.2-0.5 s of the server's
+time per view on a loaded 2-core machine, against 0.04-0.09 s to send it whole.
 """
 
 from __future__ import annotations
