@@ -11,7 +11,8 @@ A newer version is brought forward from it through the change log, as the store
 brings its snapshot forward: the changed skills are rewritten or appended, the
 rest shared, so a skillbook that learns all the time costs its changes, not its
 size. A page of a 100,000-skill skillbook is then a slice of a list, and a search
-one substring test per skill; nothing is sorted per request.
+one str.find per match over the listing's texts joined once; nothing is sorted per
+request.
 
 The order is Skillbook.skills()'s: sections by their first skill, skills in
 insertion order. Each listing (active, archived, invalid, all) keeps a run of
