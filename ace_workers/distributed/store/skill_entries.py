@@ -63,7 +63,10 @@ def _holds_only(fields: list[Any], skill_id: str) -> bool:
     for name, value in zip(fields[::2], fields[1::2], strict=True):
         if optional_text(name) not in ("before", "after"):
             continue
-        part = json.loads(value)
+        try:
+            part = json.loads(value)
+        except ValueError:  # not JSON: the whole entry is read, and refused naming the key if it is bad
+            return False
         if part == {}:
             continue
         image = part.get(skill_id, False) if isinstance(part, dict) and len(part) == 1 else False

@@ -36,6 +36,7 @@ from ace_workers.distributed.store.changelog import (
     decode_change_of_skill,
     encode_change,
 )
+from ace_workers.distributed.store.errors import CorruptDataError
 from ace_workers.distributed.store.replies import STREAM_PAGE
 from tests.support.fixtures import server_or_cluster
 from tests.support.operations import add, batch, remove, tag, update
@@ -275,6 +276,26 @@ def test_a_big_entry_whose_part_is_not_sure_is_read_whole(
         assert skill_entries.changes_touching(redis_client, store.keys.changes, skill_id, 5) == expected, (
             skill_id
         )
+
+
+def test_a_big_entry_cut_to_something_not_json_is_refused_naming_the_key(
+    store: RedisSkillbookStore, redis_client: redis.Redis
+) -> None:
+    fields = encode_change(
+        version=1,
+        base_version=0,
+        kind=ChangeKind.APPLY,
+        time="t",
+        batch_json="",
+        before={},
+        after={"e-00006": {"id": "e-00006", "section": "e", "content": "u" * (BIG_IMAGES + 1)}},
+        source_json="null",
+        idempotency_key=None,
+    )
+    fields["after"] = fields["after"][:-1] + ', "a-00001": {"id": "a-00001", x}}'  # balanced, not JSON
+    redis_client.xadd(store.keys.changes, fields, id="1-0")
+    with pytest.raises(CorruptDataError, match="changes"):
+        skill_entries.changes_touching(redis_client, store.keys.changes, "a-00001", 5)
 
 
 # -- digests stored beside big entries -----------------------------------------------------------
