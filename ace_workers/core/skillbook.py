@@ -6,7 +6,6 @@ import copy
 import json
 import logging
 import math
-import operator
 import os
 import re
 import threading
@@ -36,7 +35,7 @@ from .consolidation import (
 from .files import special_file_kind, write_text_atomically
 from .json_nesting import loads_bounded
 from .lifecycle_rules import LifecycleAction, change_lifecycle
-from .packed_skills import PackedSkills, layer_changes
+from .packed_skills import LayeredSkills, PackedSkills, attribute_columns, layer_changes
 from .prompt_budget import PromptBudget, RelevanceScorer, select_within_budget, text_words
 from .prompt_index import IndexColumns, IndexScorer, PromptIndex
 from .reference_format import clean_provenance, from_reference_skill
@@ -154,8 +153,9 @@ class Skillbook:
                 f"skill_columns reads scalar fields only ({sorted(SCALAR_FIELDS)}), got {unknown}"
             )
         with self._lock:
-            skills = self._skills.values()
-            return {name: list(map(operator.attrgetter(name), skills)) for name in names}
+            if isinstance(self._skills, PackedSkills | LayeredSkills):  # a snapshot's: its encoded skills
+                return self._skills.columns(names)
+            return attribute_columns(self._skills, names)
 
     def sections(self) -> list[str]:
         """Sections that hold at least one active skill, in first-seen order."""

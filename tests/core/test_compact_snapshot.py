@@ -13,7 +13,7 @@ import pytest
 
 from ace_workers.core import PromptBudget, Skillbook, slot_layers
 from ace_workers.core.compact_snapshot import pack_snapshot, unpack_snapshot
-from ace_workers.core.packed_skills import PackedSkills
+from ace_workers.core.packed_skills import PackedSkills, attribute_columns
 from ace_workers.core.skill import SimilarityDecision
 from ace_workers.errors import SkillbookFormatError
 from tests.core.test_prompt_index import BUDGETS, queries, random_book, random_changes
@@ -228,3 +228,11 @@ def test_a_skill_block_that_does_not_inflate_to_its_length_is_named_when_read() 
     with pytest.raises(SkillbookFormatError, match="skill block 0 is corrupt") as raised:
         loaded.get_skill(next(iter(loaded._skills)))
     assert str(raised.value).startswith("key 'ace:{sb:book}:compact': ")
+
+
+def test_a_loaded_snapshot_gives_the_columns_its_skills_hold_read_from_every_block() -> None:
+    book = random_book(random.Random(8), 150)  # three blocks, the last one short
+    loaded = unpack_snapshot(pack_snapshot(book, version=1, incarnation=None), "test")[1]
+    assert isinstance(loaded._skills, PackedSkills) and loaded._skills.blocks is not None
+    names = ("id", "section", "content", "helpful", "pinned", "status")
+    assert loaded._skills.columns(names) == attribute_columns(book._skills, names)

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from ace_workers.core import packed_skills
-from ace_workers.core.packed_skills import LayeredSkills, PackedSkills, layer_changes
+from ace_workers.core.packed_skills import LayeredSkills, PackedSkills, attribute_columns, layer_changes
 from ace_workers.core.skill import Skill
 
 
 def skill(skill_id: str, rng: random.Random) -> Skill:
     content, helpful = f"text {rng.random()}", rng.randint(0, 3)
-    return Skill(id=skill_id, section=rng.choice("ab"), content=content, helpful=helpful)
+    pinned = rng.random() < 0.3  # left out of a skill's JSON when unset: read back as False
+    return Skill(id=skill_id, section=rng.choice("ab"), content=content, helpful=helpful, pinned=pinned)
 
 
 def as_a_dict_would(
@@ -56,6 +58,10 @@ def random_version(
     return final, appended, number
 
 
+# What the console's skill index reads of every skill (skill_columns), pinned among them.
+COLUMNS = ("id", "section", "content", "helpful", "harmful", "neutral", "pinned", "status", "created_at")
+
+
 @pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("repack_min", [2, 10_000])  # packed again often, or layered all along
 def test_layered_versions_hold_what_a_copied_dict_holds_in_the_same_order(
@@ -74,6 +80,7 @@ def test_layered_versions_hold_what_a_copied_dict_holds_in_the_same_order(
         assert len(current) == len(reference)
         assert {i: current[i].to_dict() for i in current} == {i: s.to_dict() for i, s in reference.items()}
         assert all((i in current) == (i in reference) for i in final)
+        assert current.columns(COLUMNS) == attribute_columns(reference, COLUMNS)
         kinds.add(type(current))
     assert kinds == ({PackedSkills, LayeredSkills} if repack_min == 2 else {LayeredSkills})
 
@@ -84,6 +91,13 @@ def test_a_packed_skill_is_decoded_anew_on_each_read() -> None:
     assert packed["a-1"] is not packed["a-1"]
     with pytest.raises(KeyError):
         packed["a-2"]
+
+
+def test_packed_columns_refuse_a_skill_without_a_field_every_skill_has() -> None:
+    packed = PackedSkills(["a-1"], b'{"id":"a-1","section":"a"}', np.array([0, 26]))
+    assert packed.columns(["id", "pinned"]) == {"id": ["a-1"], "pinned": [False]}
+    with pytest.raises(KeyError, match="content"):
+        packed.columns(["content"])
 
 
 def test_packed_skills_refuse_writes() -> None:

@@ -10,7 +10,7 @@ import pytest
 from ace_workers.core.skill import Skill
 from ace_workers.core.updates import UpdateBatch, UpdateOperation
 from ace_workers.distributed.store import SnapshotCache
-from ace_workers.distributed.store.skill_index import FIELDS, SkillIndex, SkillIndexCache
+from ace_workers.distributed.store.skill_index import FIELDS, Listing, SkillIndex, SkillIndexCache
 from ace_workers.distributed.store.store import RedisSkillbookStore
 from tests.support.catalogue import made_ids, seed_catalogue
 
@@ -44,6 +44,15 @@ def test_a_search_matches_any_case_and_counts_every_section_it_matches_in(
     for skill in refunds:
         counts[skill.section] = counts.get(skill.section, 0) + 1
     assert dict(matches.sections) == counts
+
+
+def test_a_search_through_the_joined_texts_finds_what_a_test_per_text_finds() -> None:
+    texts = ["a-1\nretry once", "b-2\nnote why", "c-3\nretry, retry", "d-4\n\0odd", "e-5\nonce"]
+    listing = Listing.of_runs({"s": (list(range(len(texts))), texts)})
+    # Across two texts ("once" + "b-2"), twice in one, in the last one, holding the separator, none.
+    for needle in ("onceb", "retry", "e\nonce", "once", "\0odd", "\n", "zzz", "-"):
+        expected = [place for place, text in enumerate(texts) if needle in text]
+        assert listing.places_holding(needle) == expected, needle
 
 
 def test_a_section_filter_keeps_the_counts_of_every_section(catalogue: RedisSkillbookStore) -> None:

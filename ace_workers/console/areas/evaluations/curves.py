@@ -1,6 +1,6 @@
 """Skill count and prompt size over a skillbook's versions, derived from its change log.
 
-The head's snapshot gives the last point; each change-log entry, walked newest
+The head's skill index gives the last point; each change-log entry, walked newest
 first, gives the one before it: an entry's before and after images are exactly
 the skills its version changed, so undoing them steps the count of active skills
 and their content's characters back one version. The walk is bounded (the last
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ....distributed.store.skill_index import skill_index
 from ....distributed.store.store import RedisSkillbookStore
 from ..change_digests import recent_digests
 
@@ -28,17 +29,12 @@ def skill_curves(store: RedisSkillbookStore, versions: int) -> dict[str, Any]:
     version 0 (the whole history is plotted), else ``from_version`` is where it stopped.
     Each version's growth comes from its digest, kept per version (change_digests.py).
     """
-    head, incarnation, book = store.cached_snapshot_of_incarnation()
+    # The head's skill index (kept per version, as the skillbook page reads it): no pass over the skills.
+    index = skill_index(store)
+    head, incarnation = index.version, index.incarnation
     if head == 0:
         return {"versions": versions, "from_version": 0, "to_version": 0, "reaches_start": True, "points": []}
-    # The active ones (what a prompt can show), read as columns: skills() would copy every skill.
-    columns = book.skill_columns(("status", "content"))
-    active = [
-        content
-        for status, content in zip(columns["status"], columns["content"], strict=True)
-        if status == "active"
-    ]
-    count, chars = len(active), sum(map(len, active))
+    count, chars = index.counts["active"], index.active_chars
     points = [_point(head, count, chars)]
     expected = head
     found = recent_digests(store, versions, before=head + 1)
