@@ -73,7 +73,6 @@ from .replies import (
 )
 from .retention import RetentionPolicy
 from .review import SkillbookReview, is_review_of_skills
-from .skill_entries import changes_touching
 from .snapshots import SnapshotCache, advance_snapshot, default_snapshot_cache
 from .transactions import (
     META_ACTIVE_SKILLS,
@@ -85,6 +84,7 @@ from .transactions import (
     is_stale,
     read_changes,
     records_of,
+    records_touching,
 )
 
 __all__ = [
@@ -513,11 +513,12 @@ class RedisSkillbookStore:
 
         Each record holds that skill's before and after images alone (the rest as
         history() gives it). An entry whose images do not name the skill is not
-        decoded, and of a big one (an import) only the skill's part is read (skill_entries.py).
+        decoded, and of a big one (an import) only the skill's part is.
         """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        return changes_touching(self._redis, self.keys.changes, skill_id, limit)
+        entries = stream_newest_first(self._redis, self.keys.changes, page=min(STREAM_PAGE, limit))
+        return records_touching(itertools.islice(entries, limit), self.keys.changes, skill_id)
 
     def changelog_extent(self) -> tuple[int, str | None, int]:
         """The current version, the incarnation and the oldest version the change log holds, in one MULTI.

@@ -19,7 +19,7 @@ import redis
 from ace_workers.core import DeleteOp, MergeOp, SimilarityDecision, Skillbook
 from ace_workers.core.consolidation import ConsolidationBatch
 from ace_workers.distributed import RedisSkillbookStore
-from ace_workers.distributed.store import digest_reads, skill_entries
+from ace_workers.distributed.store import digest_reads
 from ace_workers.distributed.store.change_digest import (
     DIGEST_SHOWN,
     STORED_DIGEST_CHANGES,
@@ -36,8 +36,6 @@ from ace_workers.distributed.store.changelog import (
     decode_change_of_skill,
     encode_change,
 )
-from ace_workers.distributed.store.errors import CorruptDataError
-from ace_workers.distributed.store.replies import STREAM_PAGE
 from tests.support.fixtures import server_or_cluster
 from tests.support.operations import add, batch, remove, tag, update
 
@@ -233,69 +231,6 @@ def test_changes_touching_a_skill_of_a_big_import_read_its_part_alone(
     for skill_id in ("s0-00001", "s3-01501", "s6-03000", "s6-03001"):
         expected = [cut for r in records if (cut := cut_to(r, skill_id)) is not None]
         assert store.changes_touching(skill_id, limit=2) == expected, skill_id
-
-
-def test_a_big_entry_comes_cut_to_the_skill_in_redis(
-    store: RedisSkillbookStore, redis_client: redis.Redis
-) -> None:
-    book = Skillbook()
-    for number in range(3000):
-        book.add_skill(f"s{number % 7}", f"When step {number} fails, retry it once and note why: {number}.")
-    store.import_skillbook(book)
-    (_, fields), *_ = skill_entries._entries(redis_client, store.keys.changes, "s2-01501", page=STREAM_PAGE)
-    parts = dict(zip(fields[::2], fields[1::2], strict=True))
-    assert json.loads(parts[b"before"]) == {"s2-01501": None}  # an import of a new skillbook
-    assert len(parts[b"after"]) < 1000  # the 3,000 skills' images were over BIG_IMAGES
-    assert json.loads(parts[b"after"]) == {"s2-01501": store.history(1)[0].after["s2-01501"]}
-
-
-def test_a_big_entry_whose_part_is_not_sure_is_read_whole(
-    store: RedisSkillbookStore, redis_client: redis.Redis
-) -> None:
-    # d-00005's key stands once, nested in a-00001's image, and b-00002's twice: neither is cut alone.
-    nested = {"b-00002": {"id": "b-00002", "content": "old"}, "d-00005": {"note": "n"}}
-    fields = encode_change(
-        version=1,
-        base_version=0,
-        kind=ChangeKind.APPLY,
-        time="t",
-        batch_json="",
-        before={"a-00001": None, "b-00002": None, "e-00006": None},
-        after={
-            "e-00006": {"id": "e-00006", "section": "e", "content": "u" * (BIG_IMAGES + 1)},
-            "a-00001": {"id": "a-00001", "section": "a", "content": "x", "archive_info": nested},
-            "b-00002": {"id": "b-00002", "section": "a", "content": "y"},
-        },
-        source_json="null",
-        idempotency_key=None,
-    )
-    redis_client.xadd(store.keys.changes, fields, id="1-0")
-    record = decode_change(fields)
-    for skill_id in ("a-00001", "b-00002", "d-00005", "e-00006", "f-00007"):
-        expected = [cut] if (cut := cut_to(record, skill_id)) is not None else []
-        assert skill_entries.changes_touching(redis_client, store.keys.changes, skill_id, 5) == expected, (
-            skill_id
-        )
-
-
-def test_a_big_entry_cut_to_something_not_json_is_refused_naming_the_key(
-    store: RedisSkillbookStore, redis_client: redis.Redis
-) -> None:
-    fields = encode_change(
-        version=1,
-        base_version=0,
-        kind=ChangeKind.APPLY,
-        time="t",
-        batch_json="",
-        before={},
-        after={"e-00006": {"id": "e-00006", "section": "e", "content": "u" * (BIG_IMAGES + 1)}},
-        source_json="null",
-        idempotency_key=None,
-    )
-    fields["after"] = fields["after"][:-1] + ', "a-00001": {"id": "a-00001", x}}'  # balanced, not JSON
-    redis_client.xadd(store.keys.changes, fields, id="1-0")
-    with pytest.raises(CorruptDataError, match="changes"):
-        skill_entries.changes_touching(redis_client, store.keys.changes, "a-00001", 5)
 
 
 # -- digests stored beside big entries -----------------------------------------------------------
