@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 from redis.typing import EncodableT
@@ -36,7 +36,7 @@ from ..store.keys import DEFAULT_PREFIX, admission_key
 from ..store.replies import decode_text
 from .tenants import Tenant
 
-__all__ = ["ADMISSION_PARTS", "AdmissionLoad", "AdmissionState", "Grant"]
+__all__ = ["ADMISSION_PARTS", "AdmissionLoad", "AdmissionState", "Grant", "LeftFlight"]
 
 # The state's keys, in the order every script takes them (see admission_state.lua).
 ADMISSION_PARTS = (
@@ -119,15 +119,15 @@ class AdmissionState:
         window: int,
         tenants: Mapping[str, Tenant],
         least: int = 1,
-    ) -> tuple[int, list[Grant]]:
+    ) -> LeftFlight:
         """A sample finished (as :meth:`leave_flight`), then the free slots are granted (as :meth:`admit`).
 
-        One round trip for what every finishing sample does. Returns the batch's samples in flight
-        after the finish (-1 for a batch admission does not know) and the grants.
+        One round trip for what a finishing sample does, and how many of the batch's next finishes
+        need not make it (see :class:`LeftFlight`).
         """
         args: list[EncodableT] = [batch_id, epoch, finished, *_admit_args(window, tenants, None, least)]
         flat = self._leave_and_admit(keys=self.keys, args=args)
-        return int(flat[0]), _grants(flat[1:])
+        return LeftFlight(int(flat[0]), _grants(flat[2:]), int(flat[1]))
 
     def leave_flight(self, batch_id: str, *, epoch: int, finished: int | None, sample: str = "") -> int:
         """A sample of the batch left flight: it finished, failed, or was parked waiting for budget.
@@ -170,6 +170,10 @@ class AdmissionState:
         """The batches admission knows (open, and not yet forgotten)."""
         return sorted(decode_text(raw) for raw in self.redis.hkeys(self.keys[0]))
 
+    def tenants_of(self) -> dict[str, str]:
+        """The batches admission knows, each with its tenant."""
+        return {decode_text(k): decode_text(v) for k, v in self.redis.hgetall(self.keys[0]).items()}
+
     def in_flight(self) -> dict[str, int]:
         """Samples in flight per tenant (admitted, not finished, not parked), as the scheduler counts them."""
         pipe = self.redis.pipeline(transaction=True)
@@ -200,6 +204,18 @@ class AdmissionState:
             flying += max(0, done - _number(left.get(batch)) - _number(parked.get(batch)))
             waiting += max(0, _number(limit.get(batch)) - done)
         return AdmissionLoad(in_flight=flying, waiting=waiting)
+
+
+class LeftFlight(NamedTuple):
+    """What :meth:`AdmissionState.leave_and_admit` answers for a finished sample."""
+
+    flying: int
+    """The batch's samples in flight after the finish (-1 for a batch admission does not know)."""
+    grants: list[Grant]
+    """The batches granted slots, in order."""
+    quiet_until: int
+    """The batch's finished count (over all epochs) up to which its finishes need not be told: while
+    its tenant alone has work, they change no grant until a chunk (``least``) is free. 0: tell each."""
 
 
 @dataclass(frozen=True)
