@@ -50,6 +50,7 @@ ADMISSION_PARTS = (
     "ready",
     "seq",
     "parked_samples",
+    "quiet",
 )
 
 
@@ -170,9 +171,16 @@ class AdmissionState:
         """The batches admission knows (open, and not yet forgotten)."""
         return sorted(decode_text(raw) for raw in self.redis.hkeys(self.keys[0]))
 
-    def tenants_of(self) -> dict[str, str]:
-        """The batches admission knows, each with its tenant."""
-        return {decode_text(k): decode_text(v) for k, v in self.redis.hgetall(self.keys[0]).items()}
+    def take_quiet(self) -> list[str]:
+        """The batches whose finishes may go untold (see :class:`LeftFlight`), no longer kept as such.
+
+        Whoever takes them ends their marks and tells admission what their finishes reached.
+        """
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hkeys(self.keys[10])
+        pipe.delete(self.keys[10])
+        batches, _ = pipe.execute()
+        return sorted(decode_text(raw) for raw in batches)
 
     def in_flight(self) -> dict[str, int]:
         """Samples in flight per tenant (admitted, not finished, not parked), as the scheduler counts them."""
@@ -214,8 +222,9 @@ class LeftFlight(NamedTuple):
     grants: list[Grant]
     """The batches granted slots, in order."""
     quiet_until: int
-    """The batch's finished count (over all epochs) up to which its finishes need not be told: while
-    its tenant alone has work, they change no grant until a chunk (``least``) is free. 0: tell each."""
+    """The batch's finished count (over all epochs) up to which its finishes may go untold: while its
+    tenant alone has work they change no grant until a chunk (``least``) is free, or none at all
+    once no batch waits for a slot; never past its last sample in flight. 0: tell each one."""
 
 
 @dataclass(frozen=True)

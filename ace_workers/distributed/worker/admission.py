@@ -96,7 +96,7 @@ def resume(dispatch: Dispatcher, batch_id: str, *, epoch: int | None = None, cap
     runtime.admission.open(
         batch_id, tenant=status.tenant, limit=epoch * status.per_epoch, per_epoch=status.per_epoch, cap=cap
     )
-    _end_other_tenants_quiet(runtime, status.tenant)
+    _end_quiet(runtime)
     # A fair grant first; then what was granted to this batch before and never sent (its sender died).
     return admit_more(dispatch) + send_admitted(dispatch, batch_id)
 
@@ -312,16 +312,15 @@ def _mark_quiet(runtime: WorkerRuntime, batch_id: str, until: int) -> None:
         logger.warning("batch %s: finishes stay told (%s: %s)", batch_id, type(exc).__name__, exc)
 
 
-def _end_other_tenants_quiet(runtime: WorkerRuntime, tenant: str) -> None:
-    """A batch of ``tenant`` opened: other tenants' batches tell their quiet finishes now.
+def _end_quiet(runtime: WorkerRuntime) -> None:
+    """A batch opened: the batches whose finishes went untold tell admission what they reached.
 
-    Their untold finishes freed slots the newcomer is owed at once, as when every finish was told;
-    from now on their finishes are told (admission grants them no new mark while two tenants have
-    work), so the newcomer's next grants come as slots free.
+    Their untold finishes freed slots the opened batch (a newcomer tenant's, or its own tenant's)
+    is owed at once, as when every finish was told; from now on their finishes are told until a
+    finish is given a new mark (none while two tenants have work). Only the batches admission
+    marked are asked: an open costs one round trip more while none is.
     """
-    for batch_id, owner in runtime.admission.tenants_of().items():
-        if owner == tenant:
-            continue
+    for batch_id in runtime.admission.take_quiet():
         ended = runtime.batches.end_quiet(batch_id)
         if ended is not None:
             epoch, finished = ended

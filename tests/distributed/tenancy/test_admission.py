@@ -245,3 +245,17 @@ def test_no_finish_goes_untold_while_another_tenant_has_samples_in_flight(state:
     assert granted(state.admit(8, {})) == {"a1": 7, "b1": 1}
     # b waits for nothing more, but its sample in flight may finish its epoch and open the next.
     assert state.leave_and_admit("a1", epoch=1, finished=1, window=8, tenants={}, least=4) == (6, [], 0)
+
+
+def test_once_nothing_waits_every_finish_but_a_batchs_last_in_flight_may_go_untold(
+    state: AdmissionState,
+) -> None:
+    state.open("a1", tenant="a", limit=6, per_epoch=6)
+    assert granted(state.admit(8, {})) == {"a1": 6}
+    # Nothing left to admit: no finish but the last one in flight (its epoch's end) changes anything.
+    assert state.leave_and_admit("a1", epoch=1, finished=1, window=8, tenants={}, least=4) == (5, [], 1 + 4)
+    assert state.take_quiet() == ["a1"]  # for whoever opens a batch next to end
+    assert state.take_quiet() == []  # taken once
+    state.leave_and_admit("a1", epoch=1, finished=2, window=8, tenants={}, least=4)
+    assert state.forget("a1")
+    assert state.take_quiet() == []  # a forgotten batch is no longer kept

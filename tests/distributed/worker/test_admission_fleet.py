@@ -195,7 +195,8 @@ def test_finishes_spread_over_two_worker_processes_go_untold_and_still_grant_eve
     service: Service, redis_url: str
 ) -> None:
     # A second process's own runtime and Redis client, on the same fleet (its queue prefix).
-    other = build_test_service(redis_url, admission_window=8, queue_prefix=service.runtime.settings.queue_prefix)
+    prefix = service.runtime.settings.queue_prefix
+    other = build_test_service(redis_url, admission_window=8, queue_prefix=prefix)
     try:
         handle = service.producer.enqueue_traces(failure_traces(20, seed=10), "a-spread")
         assert handle.status().enqueued == 8
@@ -235,3 +236,22 @@ def test_a_newcomer_tenant_gets_at_once_the_slots_a_lone_tenants_untold_finishes
     # Two tenants with work: every finish of a is told, and the chunk it frees is shared fairly.
     assert [finish(index) for index in (4, 5, 6, 7)] == [False, False, False, False]
     assert runtime.admission.in_flight() == {"a": 4, "b": 4}
+
+
+def test_a_batch_opened_behind_a_fully_admitted_one_gets_the_slots_its_untold_finishes_freed(
+    service: Service,
+) -> None:
+    runtime, dispatch = service.runtime, service.dispatcher
+    first = service.producer.enqueue_traces(failure_traces(8, seed=13), "a-first")  # the whole window
+
+    def finish(index: int) -> bool:
+        done = runtime.batches.record_done(first.batch_id, 1, index, {})
+        assert done is not None
+        finishing.start_next_epoch(dispatch, first.batch_id, 1, done)
+        return done.quiet
+
+    # Nothing waits for a slot: every finish but its last in flight goes untold.
+    assert [finish(index) for index in range(1, 6)] == [False, True, True, True, True]
+    second = service.producer.enqueue_traces(failure_traces(10, seed=14), "a-second")
+    assert second.status().enqueued == 5  # its own tenant's batch, owed every slot as well
+    assert runtime.admission.in_flight() == {"a": 8}
