@@ -19,6 +19,15 @@ What a tenant has in flight is computed from those in the script, never kept as 
 own, so it cannot drift: a batch's finished count only grows to the highest count its finish
 script answered (see ``leave_flight.lua``), so a finish told twice frees one slot and a finish never
 told is covered by the next one, or by the reconciler's count from the batch record.
+
+That makes most finishes of a tenant alone on the fleet free to go untold: they change no grant
+until a chunk is free (none at all once nothing waits for a slot). A finish told answers how far
+its batch's next finishes may go untold (``quiet_until``, see ``leave_and_admit.lua``); the batch's
+own finish script, which runs for every finish anyway, counts them against that mark, so only the
+finish that frees a chunk (and a batch's last in flight) makes admission's round trip, whichever
+worker process runs it. Until then the counts here lag the batch record by the untold finishes
+(:meth:`AdmissionState.in_flight` counts them in flight); a batch opening has them told first
+(:meth:`AdmissionState.take_quiet`), so whoever arrives is granted every free slot.
 """
 
 from __future__ import annotations
@@ -183,7 +192,10 @@ class AdmissionState:
         return sorted(decode_text(raw) for raw in batches)
 
     def in_flight(self) -> dict[str, int]:
-        """Samples in flight per tenant (admitted, not finished, not parked), as the scheduler counts them."""
+        """Samples in flight per tenant (admitted, not finished, not parked), as the scheduler counts them.
+
+        A lone tenant's untold finishes (see :class:`LeftFlight`) count until a later finish tells them.
+        """
         pipe = self.redis.pipeline(transaction=True)
         for key in self.keys[:4]:
             pipe.hgetall(key)

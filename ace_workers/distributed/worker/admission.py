@@ -9,7 +9,10 @@ failure: :func:`sample_left`), and on the reconciler's tick (:func:`tend_admissi
 leaving flight frees its slot and asks in one round trip, and is granted only once half the window
 is free (:func:`grant_chunk`): the grant, its hand-off task and its sender's lock and reads are then
 shared by a chunk of samples (a grant per finishing sample cost a quarter or more of one tenant's
-throughput in benchmarks/fairness.py). Whoever was granted a sample may have to send another
+throughput in benchmarks/fairness.py). While one tenant alone has work, most finishes do not
+make even that round trip: they change no grant, and the batch's finish script answers them quiet
+against a mark admission left in the batch's record (:func:`sample_left`); an opening batch has
+them told first. Whoever was granted a sample may have to send another
 tenant's batch: the chain is built from that batch's record and stored inputs, as
 :func:`~.epochs.resume_batch` does.
 
