@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import redis
 from redis.commands.core import Script
@@ -45,6 +45,7 @@ __all__ = [
     "BatchState",
     "BatchStatus",
     "BatchStore",
+    "SampleFinish",
     "parse_sample_key",
     "sample_key",
     "wrong_step_kwargs",
@@ -60,6 +61,9 @@ _RECORD_PROGRESS_LUA = read_lua(__name__, "count_step.lua", "record_progress.lua
 _RECORD_STEP_LUA = read_lua(__name__, "count_step.lua", "record_step.lua")
 # A failed sample made unfinished again, as its dead letter is sent back (see the script).
 _REOPEN_SAMPLE_LUA = read_lua(__name__, "reopen_sample.lua")
+# Admission's mark of the finishes it need not be told of, set and ended (see the scripts).
+_QUIET_FINISHES_LUA = read_lua(__name__, "quiet_finishes.lua")
+_END_QUIET_LUA = read_lua(__name__, "end_quiet.lua")
 
 # How many batches the index of recent batches keeps (the newest by creation).
 RECENT_BATCHES = 1000
@@ -281,6 +285,15 @@ class BatchStatus:
         return self.sealed and self.stored >= self.per_epoch
 
 
+class SampleFinish(NamedTuple):
+    """A sample's finish as its batch counted it (``BatchStore.record_done``/``record_failure``)."""
+
+    finished: int
+    """How many samples of its epoch finished, this one with them."""
+    quiet: bool
+    """Admission need not be told of it: within the mark admission left (``quiet_finishes``)."""
+
+
 class BatchStore:
     """Reads and writes batch records in Redis."""
 
@@ -303,6 +316,8 @@ class BatchStore:
         self._progress_script = client.register_script(_RECORD_PROGRESS_LUA)
         self._step_script = client.register_script(_RECORD_STEP_LUA)
         self._reopen_script = client.register_script(_REOPEN_SAMPLE_LUA)
+        self._quiet_script = client.register_script(_QUIET_FINISHES_LUA)
+        self._end_quiet_script = client.register_script(_END_QUIET_LUA)
 
     def _key(self, batch_id: str, part: str = "") -> str:
         return batch_key(self.prefix, batch_id, part)
@@ -679,8 +694,9 @@ class BatchStore:
 
     def record_done(
         self, batch_id: str, epoch: int, index: int, payload: dict[str, Any], *, step: StepRun | None = None
-    ) -> int | None:
-        """Record a finished sample; return how many of its epoch finished, None if already recorded.
+    ) -> SampleFinish | None:
+        """Record a finished sample; return how many of its epoch finished (and whether admission
+        need be told), None if already recorded.
 
         ``step``: the run of its last step, counted in the batch's steps in the same round trip.
 
@@ -701,7 +717,7 @@ class BatchStore:
         traceback: str = "",
         sample: Any = None,
         step_index: int | None = None,
-    ) -> int | None:
+    ) -> SampleFinish | None:
         """Record a failed sample with the step, the error, a traceback summary and its input sample.
 
         ``step_index``: the index of the step that failed, whose failed count the sample joins (None
@@ -731,21 +747,43 @@ class BatchStore:
         outcome: str,
         record: dict[str, Any],
         step_args: list[EncodableT],
-    ) -> int | None:
+    ) -> SampleFinish | None:
         keys = [self._key(batch_id), *(self._key(batch_id, part) for part in _PARTS)]
         args: list[EncodableT] = [
             sample_key(epoch, index),
             outcome,
             json.dumps({"outcome": outcome, **record}),
-            f"finished:e{epoch}",
+            epoch,
             self.ttl_seconds,
             time.time(),
             *step_args,
         ]
-        finished = int(self._run_script(self._finish_script, keys, args))
+        finished, quiet = (int(part) for part in self._run_script(self._finish_script, keys, args))
         if finished == _NO_BATCH:
             raise BatchNotFoundError(batch_id, self.ttl_seconds)
-        return None if finished < 0 else finished  # None: a redelivered final task, counted already
+        # None: a redelivered final task, counted already.
+        return None if finished < 0 else SampleFinish(finished, quiet == 1)
+
+    def quiet_finishes(self, batch_id: str, until: int) -> None:
+        """Let the batch's finishes up to ``until`` (its finished count over all epochs) go untold
+        to admission: :meth:`record_done` answers them quiet (admission's mark; see
+        tenancy/leave_and_admit.lua). A batch with no record is left alone."""
+        keys = [self._key(batch_id)]
+        self._run_script(self._quiet_script, keys, [until])
+
+    def end_quiet(self, batch_id: str) -> tuple[int, int] | None:
+        """End the batch's quiet finishes; (its epoch, that epoch's finished count) if there was a mark.
+
+        Every finish from now on is told; the caller tells admission the count the quiet ones reached.
+        """
+        key = self._key(batch_id)
+        answer = self._end_quiet_script(keys=[key], args=[])
+        if not answer:
+            return None
+        epoch, finished = (decode_text(part) for part in answer)
+        counter = f"finished:e{epoch}"
+        fields = _NumberFields(key, {"epoch": epoch, counter: finished})
+        return fields.int_field("epoch"), fields.int_field(counter)
 
     def finished_in_epoch(self, batch_id: str, epoch: int) -> int:
         """How many samples of ``epoch`` finished, one way or the other."""

@@ -35,7 +35,8 @@ Layout for a skillbook ``NAME`` under the default prefix ``ace``::
 
 A batch ``ID`` (the ledger of what was sent and what finished)::
 
-    ace:{batch:ID}             hash    counters (enqueued, done, failed, finished:eN), sizes, tenant, ...
+    ace:{batch:ID}             hash    counters (enqueued, done, failed, finished:eN), sizes, tenant,
+                                       quiet_until (admission's mark: finishes up to it go untold), ...
     ace:{batch:ID}:items       list    epoch 1's payloads in sample order, appended as they are sent
     ace:{batch:ID}:progress    zset    sample key -> when it last made progress; only unfinished samples
     ace:{batch:ID}:started     hash    sample keys whose first step started (or that finished)
@@ -93,7 +94,8 @@ A batch's keys have no TTL while it runs and get ACE_RESULT_TTL_SECONDS once it 
     ace:deferred:tenants       set     tenants that ever deferred a sample (the releaser's work list)
     ace:{admission}:PART       hash/zset the fleet's admission state: per batch its tenant, samples
                                admitted, finished, parked, limit and cap; the batches with samples to
-                               admit (one slot: the scheduler's script reads and grants in one step)
+                               admit (one slot: the scheduler's script reads and grants in one step);
+                               the batches whose finishes may go untold (their quiet_until)
 
 Every per-skillbook key carries the hash tag ``{sb:NAME}``, so in Redis Cluster
 they all live in one hash slot and one MULTI/EXEC can span them; every key of a

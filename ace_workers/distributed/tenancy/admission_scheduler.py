@@ -19,6 +19,15 @@ What a tenant has in flight is computed from those in the script, never kept as 
 own, so it cannot drift: a batch's finished count only grows to the highest count its finish
 script answered (see ``leave_flight.lua``), so a finish told twice frees one slot and a finish never
 told is covered by the next one, or by the reconciler's count from the batch record.
+
+That makes most finishes of a tenant alone on the fleet free to go untold: they change no grant
+until a chunk is free (none at all once nothing waits for a slot). A finish told answers how far
+its batch's next finishes may go untold (``quiet_until``, see ``leave_and_admit.lua``); the batch's
+own finish script, which runs for every finish anyway, counts them against that mark, so only the
+finish that frees a chunk (and a batch's last in flight) makes admission's round trip, whichever
+worker process runs it. Until then the counts here lag the batch record by the untold finishes
+(:meth:`AdmissionState.in_flight` counts them in flight); a batch opening has them told first
+(:meth:`AdmissionState.take_quiet`), so whoever arrives is granted every free slot.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 from redis.typing import EncodableT
@@ -36,7 +45,7 @@ from ..store.keys import DEFAULT_PREFIX, admission_key
 from ..store.replies import decode_text
 from .tenants import Tenant
 
-__all__ = ["ADMISSION_PARTS", "AdmissionLoad", "AdmissionState", "Grant"]
+__all__ = ["ADMISSION_PARTS", "AdmissionLoad", "AdmissionState", "Grant", "LeftFlight"]
 
 # The state's keys, in the order every script takes them (see admission_state.lua).
 ADMISSION_PARTS = (
@@ -50,6 +59,7 @@ ADMISSION_PARTS = (
     "ready",
     "seq",
     "parked_samples",
+    "quiet",
 )
 
 
@@ -119,15 +129,15 @@ class AdmissionState:
         window: int,
         tenants: Mapping[str, Tenant],
         least: int = 1,
-    ) -> tuple[int, list[Grant]]:
+    ) -> LeftFlight:
         """A sample finished (as :meth:`leave_flight`), then the free slots are granted (as :meth:`admit`).
 
-        One round trip for what every finishing sample does. Returns the batch's samples in flight
-        after the finish (-1 for a batch admission does not know) and the grants.
+        One round trip for what a finishing sample does, and how many of the batch's next finishes
+        need not make it (see :class:`LeftFlight`).
         """
         args: list[EncodableT] = [batch_id, epoch, finished, *_admit_args(window, tenants, None, least)]
         flat = self._leave_and_admit(keys=self.keys, args=args)
-        return int(flat[0]), _grants(flat[1:])
+        return LeftFlight(int(flat[0]), _grants(flat[2:]), int(flat[1]))
 
     def leave_flight(self, batch_id: str, *, epoch: int, finished: int | None, sample: str = "") -> int:
         """A sample of the batch left flight: it finished, failed, or was parked waiting for budget.
@@ -170,8 +180,22 @@ class AdmissionState:
         """The batches admission knows (open, and not yet forgotten)."""
         return sorted(decode_text(raw) for raw in self.redis.hkeys(self.keys[0]))
 
+    def take_quiet(self) -> list[str]:
+        """The batches whose finishes may go untold (see :class:`LeftFlight`), no longer kept as such.
+
+        Whoever takes them ends their marks and tells admission what their finishes reached.
+        """
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hkeys(self.keys[10])
+        pipe.delete(self.keys[10])
+        batches, _ = pipe.execute()
+        return sorted(decode_text(raw) for raw in batches)
+
     def in_flight(self) -> dict[str, int]:
-        """Samples in flight per tenant (admitted, not finished, not parked), as the scheduler counts them."""
+        """Samples in flight per tenant (admitted, not finished, not parked), as the scheduler counts them.
+
+        A lone tenant's untold finishes (see :class:`LeftFlight`) count until a later finish tells them.
+        """
         pipe = self.redis.pipeline(transaction=True)
         for key in self.keys[:4]:
             pipe.hgetall(key)
@@ -200,6 +224,19 @@ class AdmissionState:
             flying += max(0, done - _number(left.get(batch)) - _number(parked.get(batch)))
             waiting += max(0, _number(limit.get(batch)) - done)
         return AdmissionLoad(in_flight=flying, waiting=waiting)
+
+
+class LeftFlight(NamedTuple):
+    """What :meth:`AdmissionState.leave_and_admit` answers for a finished sample."""
+
+    flying: int
+    """The batch's samples in flight after the finish (-1 for a batch admission does not know)."""
+    grants: list[Grant]
+    """The batches granted slots, in order."""
+    quiet_until: int
+    """The batch's finished count (over all epochs) up to which its finishes may go untold: while its
+    tenant alone has work they change no grant until a chunk (``least``) is free, or none at all
+    once no batch waits for a slot; never past its last sample in flight. 0: tell each one."""
 
 
 @dataclass(frozen=True)

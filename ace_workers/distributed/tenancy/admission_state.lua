@@ -7,7 +7,9 @@
 -- how many of its samples may be admitted by now: the end of its open epoch), KEYS[6] cap hash
 -- (batch -> most of its samples in flight), KEYS[7] per_epoch hash, KEYS[8] ready zset (batches
 -- with samples left to admit, scored in the order they came), KEYS[9] the sequence of that order,
--- KEYS[10] parked samples hash ("batch<US>sample" -> 1: each parked sample counted once).
+-- KEYS[10] parked samples hash ("batch<US>sample" -> 1: each parked sample counted once), KEYS[11]
+-- quiet hash (batch -> its quiet_until: its finishes up to that count may go untold; see
+-- leave_and_admit.lua).
 -- Numbers read back are untrusted: what is not a number counts as 0.
 local function num(value)
     return tonumber(value) or 0

@@ -8,6 +8,7 @@ for i = 2, 7 do
     redis.call('HDEL', KEYS[i], batch)
 end
 redis.call('ZREM', KEYS[8], batch)
+redis.call('HDEL', KEYS[11], batch)
 -- Its parked samples' marks: the batch id's glob characters escaped for MATCH.
 local pattern = string.gsub(parked_field(batch, ''), '([%*%?%[%]\\])', '\\%1') .. '*'
 local cursor = '0'

@@ -10,7 +10,9 @@
 -- KEYS as in admission_state.lua. `window`: the most samples in flight; `policies`: JSON
 -- {tenant: [weight, cap (0: none)]} (tenants not named: weight 1, no cap); `most`: the most grants
 -- to make in this call; `least`: the fewest free slots worth granting (1: any).
--- Returns a flat list: batch id, its admitted count after the grants, for each batch granted any.
+-- Returns a flat list: batch id, its admitted count after the grants, for each batch granted any;
+-- then what the grants left: `total` samples in flight, and per batch its `tenant_of`, `flying`,
+-- `admitted` and `limit` (for quiet_until, leave_and_admit.lua).
 local function grant_slots(window, policies_json, most_grants, least)
     local most = most_grants
     local ok, policies = pcall(cjson.decode, policies_json)
@@ -38,8 +40,9 @@ local function grant_slots(window, policies_json, most_grants, least)
         tenant_flying[tenant] = (tenant_flying[tenant] or 0) + n
         total = total + n
     end
+    local after = {total = total, tenant_of = tenant_of, flying = batch_flying, admitted = admitted, limit = limit}
     if window - total < math.max(1, least) or most <= 0 then
-        return {}
+        return {}, after
     end
 
     -- Each tenant's batches with samples to admit, oldest first (the zset's order).
@@ -125,5 +128,6 @@ local function grant_slots(window, policies_json, most_grants, least)
         table.insert(out, batch)
         table.insert(out, granted[batch])
     end
-    return out
+    after.total = total
+    return out, after
 end

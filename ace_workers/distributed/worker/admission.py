@@ -9,7 +9,10 @@ failure: :func:`sample_left`), and on the reconciler's tick (:func:`tend_admissi
 leaving flight frees its slot and asks in one round trip, and is granted only once half the window
 is free (:func:`grant_chunk`): the grant, its hand-off task and its sender's lock and reads are then
 shared by a chunk of samples (a grant per finishing sample cost a quarter or more of one tenant's
-throughput in benchmarks/fairness.py). Whoever was granted a sample may have to send another
+throughput in benchmarks/fairness.py). While one tenant alone has work, most finishes do not
+make even that round trip: they change no grant, and the batch's finish script answers them quiet
+against a mark admission left in the batch's record (:func:`sample_left`); an opening batch has
+them told first. Whoever was granted a sample may have to send another
 tenant's batch: the chain is built from that batch's record and stored inputs, as
 :func:`~.epochs.resume_batch` does.
 
@@ -30,7 +33,7 @@ from collections import OrderedDict
 import redis
 
 from ...errors import AceError
-from ..store.batches import BatchState, BatchStatus, sample_key
+from ..store.batches import BatchState, BatchStatus, SampleFinish, sample_key
 from ..store.errors import BatchNotFoundError
 from ..tenancy.admission_scheduler import Grant
 from .dispatch import Dispatcher
@@ -96,6 +99,7 @@ def resume(dispatch: Dispatcher, batch_id: str, *, epoch: int | None = None, cap
     runtime.admission.open(
         batch_id, tenant=status.tenant, limit=epoch * status.per_epoch, per_epoch=status.per_epoch, cap=cap
     )
+    _end_quiet(runtime)
     # A fair grant first; then what was granted to this batch before and never sent (its sender died).
     return admit_more(dispatch) + send_admitted(dispatch, batch_id)
 
@@ -265,31 +269,65 @@ def _running_status(runtime: WorkerRuntime, batch_id: str) -> BatchStatus | None
     return status
 
 
-def sample_left(dispatch: Dispatcher, batch_id: str, epoch: int, finished: int | None) -> None:
-    """A sample finished or failed; ``finished`` is its finish script's answer (None: counted before).
+def sample_left(dispatch: Dispatcher, batch_id: str, epoch: int, finish: SampleFinish | None) -> None:
+    """A sample finished or failed; ``finish`` is its finish script's answer (None: counted before).
 
     Its slot frees (once, however often the same finish is told) and, in the same round trip, the
     window's free slots are granted once a chunk is free (:func:`grant_chunk`); the sending of what
-    was granted is handed off (see :func:`admit_more`).
+    was granted is handed off (see :func:`admit_more`). A quiet finish is not told at all: while
+    its tenant alone has work it changes no grant, and a later finish of its batch, counted past
+    admission's mark, tells the count it reached (see :func:`_mark_quiet`).
     """
     runtime = dispatch.runtime
     if not admission_on(runtime):
         return
-    if finished is None:
+    if finish is None:
         admit_more(dispatch, hand_off=True)
         return
+    if finish.quiet:
+        return
     window = runtime.settings.admission_window
-    flying, grants = runtime.admission.leave_and_admit(
+    left = runtime.admission.leave_and_admit(
         batch_id,
         epoch=epoch,
-        finished=finished,
+        finished=finish.finished,
         window=window,
         tenants=runtime.tenants.current().tenants,
         least=grant_chunk(window),
     )
-    if flying == 0:
+    if left.flying == 0:
         _running_status(runtime, batch_id)  # its last sample: a batch done is dropped from admission
-    _send_grants(dispatch, grants, hand_off=True)
+    if left.quiet_until:
+        _mark_quiet(runtime, batch_id, left.quiet_until)
+    _send_grants(dispatch, left.grants, hand_off=True)
+
+
+def _mark_quiet(runtime: WorkerRuntime, batch_id: str, until: int) -> None:
+    """Let the batch's finishes up to ``until`` (over all epochs) go untold: admission's mark.
+
+    Kept in the batch's record, where its finish script counts finishes atomically whichever worker
+    process runs them, so the finish that frees a chunk is told however the finishes are spread
+    over processes. A mark that fails to be kept only costs round trips: every finish is told.
+    """
+    try:
+        runtime.batches.quiet_finishes(batch_id, until)
+    except redis.RedisError as exc:
+        logger.warning("batch %s: finishes stay told (%s: %s)", batch_id, type(exc).__name__, exc)
+
+
+def _end_quiet(runtime: WorkerRuntime) -> None:
+    """A batch opened: the batches whose finishes went untold tell admission what they reached.
+
+    Their untold finishes freed slots the opened batch (a newcomer tenant's, or its own tenant's)
+    is owed at once, as when every finish was told; from now on their finishes are told until a
+    finish is given a new mark (none while two tenants have work). Only the batches admission
+    marked are asked: an open costs one round trip more while none is.
+    """
+    for batch_id in runtime.admission.take_quiet():
+        ended = runtime.batches.end_quiet(batch_id)
+        if ended is not None:
+            epoch, finished = ended
+            runtime.admission.leave_flight(batch_id, epoch=epoch, finished=finished)
 
 
 def leave_flight(

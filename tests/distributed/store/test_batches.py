@@ -11,7 +11,7 @@ import redis
 from ace_workers.core.context import ACEStepContext
 from ace_workers.distributed.service import Service, build_service, local_workers
 from ace_workers.distributed.settings import WorkerSettings
-from ace_workers.distributed.store.batches import BatchStore
+from ace_workers.distributed.store.batches import BatchStore, SampleFinish
 from ace_workers.distributed.store.errors import BatchNotFoundError
 from ace_workers.distributed.store.keys import batch_key
 from ace_workers.distributed.worker.chains import enqueue_epoch
@@ -82,10 +82,10 @@ def test_a_batch_without_workers_is_all_queued_then_all_finished(service: Servic
 def test_a_sample_recorded_again_is_counted_once_and_says_so(redis_client: redis.Redis) -> None:
     batches = BatchStore(redis_client, prefix="tb", ttl_seconds=3600)
     batches.create("b1", skillbook="book", recipe="trace_analyser", per_epoch=2, epochs=1, skills_at_start=0)
-    assert batches.record_done("b1", 1, 1, {"trace": {}}) == 1
+    assert batches.record_done("b1", 1, 1, {"trace": {}}) == SampleFinish(1, quiet=False)
     assert batches.record_done("b1", 1, 1, {"trace": {}}) is None
     assert batches.record_failure("b1", 1, 1, step="ApplyStep", error="late") is None
-    assert batches.record_failure("b1", 1, 2, step="ApplyStep", error="boom") == 2
+    assert batches.record_failure("b1", 1, 2, step="ApplyStep", error="boom") == SampleFinish(2, quiet=False)
     status = batches.status("b1")
     assert (status.done, status.failed, batches.finished_in_epoch("b1", 1)) == (1, 1, 2)
     assert batches.records("b1")["e1:1"]["outcome"] == "done"

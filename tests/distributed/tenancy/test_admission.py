@@ -180,16 +180,17 @@ def test_a_finish_frees_its_slot_and_grants_the_free_ones_in_one_call(state: Adm
     state.open("a1", tenant="a", limit=100, per_epoch=100)
     state.admit(4, {})
     state.open("b1", tenant="b", limit=100, per_epoch=100)
-    left, grants = state.leave_and_admit("a1", epoch=1, finished=1, window=4, tenants={})
+    left, grants, quiet = state.leave_and_admit("a1", epoch=1, finished=1, window=4, tenants={})
     assert (left, granted(grants)) == (3, {"b1": 1})  # the freed slot went to the tenant with none
     # Told twice (a redelivered final task), the finish frees nothing more.
-    assert state.leave_and_admit("a1", epoch=1, finished=1, window=4, tenants={}) == (3, [])
-    left, grants = state.leave_and_admit("a1", epoch=1, finished=3, window=4, tenants={}, least=3)
+    assert state.leave_and_admit("a1", epoch=1, finished=1, window=4, tenants={}) == (3, [], 0)
+    left, grants, quiet = state.leave_and_admit("a1", epoch=1, finished=3, window=4, tenants={}, least=3)
     assert (left, grants) == (1, [])  # two free: fewer than asked for
+    assert quiet == 0  # another tenant has work: every finish is told
     assert state.in_flight() == {"a": 1, "b": 1}
     # A batch admission does not know answers -1, and the free slots are granted all the same.
-    left, grants = state.leave_and_admit("gone", epoch=1, finished=1, window=4, tenants={}, least=2)
-    assert (left, granted(grants)) == (-1, {"a1": 5, "b1": 2})
+    left, grants, quiet = state.leave_and_admit("gone", epoch=1, finished=1, window=4, tenants={}, least=2)
+    assert (left, granted(grants), quiet) == (-1, {"a1": 5, "b1": 2}, 0)
 
 
 def test_grants_are_spread_over_many_calls_as_fairly_as_in_one(state: AdmissionState) -> None:
@@ -210,3 +211,51 @@ def test_garbage_in_the_state_counts_as_zero_and_breaks_nothing(
     redis_client.hset(admission_key("admitted"), "a1", "[]")
     assert granted(state.admit(10, {})) == {"a1": 5}
     assert state.in_flight() == {"a": 5}
+
+
+def test_a_tenant_alone_is_told_how_far_its_finishes_may_go_untold(state: AdmissionState) -> None:
+    state.open("a1", tenant="a", limit=100, per_epoch=100)
+    state.admit(8, {})
+    # One free of a chunk of 4: the next two finishes change no grant, the third frees the chunk.
+    assert state.leave_and_admit("a1", epoch=1, finished=1, window=8, tenants={}, least=4) == (7, [], 3)
+    left, grants, quiet = state.leave_and_admit("a1", epoch=1, finished=4, window=8, tenants={}, least=4)
+    assert (left, granted(grants)) == (4, {"a1": 12})
+    assert quiet == 4 + 3  # the window full again: three more may go untold
+    # The mark is over all epochs: epoch 2 of a batch of 100 counts from 100.
+    state.open("a2", tenant="a", limit=200, per_epoch=100)
+    state.redis.hset(admission_key("admitted"), "a2", 104)
+    state.redis.hset(admission_key("left"), "a2", 100)
+    state.forget("a1")
+    left, _, quiet = state.leave_and_admit("a2", epoch=2, finished=1, window=8, tenants={}, least=8)
+    assert left == 3
+    assert quiet == 101 + 2  # two more may go untold, counted from 101
+
+
+def test_the_last_sample_a_batch_has_in_flight_is_always_told(state: AdmissionState) -> None:
+    state.open("a1", tenant="a", limit=2, per_epoch=2)
+    state.open("a2", tenant="a", limit=100, per_epoch=100)
+    assert granted(state.admit(8, {})) == {"a1": 2, "a2": 6}
+    # Half a window short of a chunk, but a1 has one sample left in flight: its finish is told.
+    assert state.leave_and_admit("a1", epoch=1, finished=1, window=8, tenants={}, least=4) == (1, [], 0)
+
+
+def test_no_finish_goes_untold_while_another_tenant_has_samples_in_flight(state: AdmissionState) -> None:
+    state.open("a1", tenant="a", limit=100, per_epoch=100)
+    state.open("b1", tenant="b", limit=1, per_epoch=1)
+    assert granted(state.admit(8, {})) == {"a1": 7, "b1": 1}
+    # b waits for nothing more, but its sample in flight may finish its epoch and open the next.
+    assert state.leave_and_admit("a1", epoch=1, finished=1, window=8, tenants={}, least=4) == (6, [], 0)
+
+
+def test_once_nothing_waits_every_finish_but_a_batchs_last_in_flight_may_go_untold(
+    state: AdmissionState,
+) -> None:
+    state.open("a1", tenant="a", limit=6, per_epoch=6)
+    assert granted(state.admit(8, {})) == {"a1": 6}
+    # Nothing left to admit: no finish but the last one in flight (its epoch's end) changes anything.
+    assert state.leave_and_admit("a1", epoch=1, finished=1, window=8, tenants={}, least=4) == (5, [], 1 + 4)
+    assert state.take_quiet() == ["a1"]  # for whoever opens a batch next to end
+    assert state.take_quiet() == []  # taken once
+    state.leave_and_admit("a1", epoch=1, finished=2, window=8, tenants={}, least=4)
+    assert state.forget("a1")
+    assert state.take_quiet() == []  # a forgotten batch is no longer kept

@@ -11,7 +11,7 @@ import redis
 from celery import signals
 from redis.connection import Connection
 
-from ace_workers.distributed.store.batches import BatchStore
+from ace_workers.distributed.store.batches import BatchStore, SampleFinish
 from ace_workers.distributed.store.keys import DEFAULT_TENANT
 from ace_workers.distributed.tenancy.deferred_samples import DeferredSamples
 from ace_workers.distributed.tenancy.limiter import Limiter, WindowUsage
@@ -87,7 +87,7 @@ def test_a_samples_finish_writes_the_pending_spend_too(server: redis.Redis) -> N
     prefix, meter, batches = metered_batch(server)
     meter.add(DEFAULT_TENANT, MODEL, 70, 0.0)
 
-    assert batches.record_done("b1", 1, 1, {"ok": True}) == 1
+    assert batches.record_done("b1", 1, 1, {"ok": True}) == SampleFinish(1, quiet=False)
 
     assert day_spend(server, prefix, DEFAULT_TENANT).tokens == 70
 

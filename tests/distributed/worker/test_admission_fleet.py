@@ -189,3 +189,69 @@ def test_finishing_samples_grant_a_chunk_at_once_and_one_hand_off_sends_it(servi
     assert service.app.tasks[ADMIT_TASK](batch_id=handle.batch_id) == chunk
     assert service.app.tasks[ADMIT_TASK](batch_id=handle.batch_id) == 0  # told twice, sends nothing more
     assert handle.status().enqueued == 8 + chunk
+
+
+def test_finishes_spread_over_two_worker_processes_go_untold_and_still_grant_every_chunk(
+    service: Service, redis_url: str
+) -> None:
+    # A second process's own runtime and Redis client, on the same fleet (its queue prefix).
+    prefix = service.runtime.settings.queue_prefix
+    other = build_test_service(redis_url, admission_window=8, queue_prefix=prefix)
+    try:
+        handle = service.producer.enqueue_traces(failure_traces(20, seed=10), "a-spread")
+        assert handle.status().enqueued == 8
+        processes = (service.dispatcher, other.dispatcher)
+        quiet, admitted = [], []
+        for index in range(1, 9):
+            dispatch = processes[index % 2]  # each process finishes every other sample
+            finish = dispatch.runtime.batches.record_done(handle.batch_id, 1, index, {})
+            assert finish is not None
+            quiet.append(finish.quiet)
+            finishing.start_next_epoch(dispatch, handle.batch_id, 1, finish)
+            admitted.append(service.runtime.admission.admitted(handle.batch_id))
+    finally:
+        other.close()
+    # Tenant a alone: only the finish that frees a chunk of 4 (and the one telling the count after
+    # the producer's window) reaches admission, whichever process ran it.
+    assert quiet == [False, True, True, False, True, True, True, False]
+    # Each chunk granted by the finish that freed it, with no reconciler tick.
+    assert admitted == [8, 8, 8, 12, 12, 12, 12, 16]
+
+
+def test_a_newcomer_tenant_gets_at_once_the_slots_a_lone_tenants_untold_finishes_freed(
+    service: Service,
+) -> None:
+    runtime, dispatch = service.runtime, service.dispatcher
+    big = service.producer.enqueue_traces(failure_traces(20, seed=11), "a-alone")
+
+    def finish(index: int) -> bool:
+        done = runtime.batches.record_done(big.batch_id, 1, index, {})
+        assert done is not None
+        finishing.start_next_epoch(dispatch, big.batch_id, 1, done)
+        return done.quiet
+
+    assert [finish(index) for index in (1, 2, 3)] == [False, True, True]  # two admission has not heard of
+    small = service.producer.enqueue_traces(failure_traces(5, seed=12), "b-newcomer")
+    assert small.status().enqueued == 3  # every free slot, the untold ones' with them
+    # Two tenants with work: every finish of a is told, and the chunk it frees is shared fairly.
+    assert [finish(index) for index in (4, 5, 6, 7)] == [False, False, False, False]
+    assert runtime.admission.in_flight() == {"a": 4, "b": 4}
+
+
+def test_a_batch_opened_behind_a_fully_admitted_one_gets_the_slots_its_untold_finishes_freed(
+    service: Service,
+) -> None:
+    runtime, dispatch = service.runtime, service.dispatcher
+    first = service.producer.enqueue_traces(failure_traces(8, seed=13), "a-first")  # the whole window
+
+    def finish(index: int) -> bool:
+        done = runtime.batches.record_done(first.batch_id, 1, index, {})
+        assert done is not None
+        finishing.start_next_epoch(dispatch, first.batch_id, 1, done)
+        return done.quiet
+
+    # Nothing waits for a slot: every finish but its last in flight goes untold.
+    assert [finish(index) for index in range(1, 6)] == [False, True, True, True, True]
+    second = service.producer.enqueue_traces(failure_traces(10, seed=14), "a-second")
+    assert second.status().enqueued == 5  # its own tenant's batch, owed every slot as well
+    assert runtime.admission.in_flight() == {"a": 8}
