@@ -12,6 +12,7 @@ Two ways a process ends without its ``finally`` blocks running, each covered her
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import logging
 import os
@@ -39,6 +40,8 @@ def exit_on_stop_signals() -> Iterator[None]:
     ignored, and one an application handles stays its own. A SIGHUP while another handler
     has taken SIGTERM (uvicorn, for its graceful shutdown) is passed to it as SIGTERM. A
     second signal while the first unwinds is dropped, so it cannot cut the clean-up short.
+    A ``SystemExit`` raised where Python ignores exceptions (a weakref callback or ``__del__``
+    running when the signal came) is raised again at the next chance instead of being lost.
     Off the main thread (where no handler can be set) nothing changes. The handlers before
     are restored on the way out.
     """
@@ -46,6 +49,7 @@ def exit_on_stop_signals() -> Iterator[None]:
         yield
         return
     stopping = False
+    raised: list[tuple[SystemExit, int]] = []  # the exit raised and its signal, known if swallowed
 
     def raise_exit(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
@@ -59,14 +63,30 @@ def exit_on_stop_signals() -> Iterator[None]:
             return
         stopping = True
         logger.info("%s received: stopping", signal.Signals(signum).name)
-        raise SystemExit(128 + signum)
+        exit_ = SystemExit(128 + signum)
+        raised[:] = [(exit_, signum)]
+        raise exit_
+
+    def raise_again_if_swallowed(unraisable: sys.UnraisableHookArgs) -> None:
+        nonlocal stopping
+        if raised and unraisable.exc_value is raised[0][0]:
+            # The handler ran inside a weakref callback or __del__, where Python prints an
+            # exception and goes on: the command would run on as if no signal had come. Sent again
+            # from a new thread, not waited for (Thread.start would wait, and the handler would run
+            # inside this hook, which swallows too): it lands once the hook has returned.
+            stopping = False
+            _thread.start_new_thread(os.kill, (os.getpid(), raised[0][1]))
+            return
+        previous_hook(unraisable)
 
     previous = {
         sig: signal.signal(sig, raise_exit) for sig in STOP_SIGNALS if signal.getsignal(sig) is signal.SIG_DFL
     }
+    previous_hook, sys.unraisablehook = sys.unraisablehook, raise_again_if_swallowed
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import signal
+import sys
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -58,3 +60,29 @@ def test_a_hangup_goes_to_whoever_took_sigterm_since(default_handlers: None) -> 
         signal.signal(signal.SIGTERM, lambda signum, frame: taken.append(signum))
         signal.raise_signal(signal.SIGHUP)
     assert taken == [signal.SIGTERM]
+
+
+class SignalledWhileCollected:
+    """Its ``__del__`` receives SIGTERM: the handler's SystemExit is raised where Python ignores it."""
+
+    def __del__(self) -> None:
+        signal.raise_signal(signal.SIGTERM)
+        self.after = True  # a bytecode after the signal, still inside __del__
+
+
+def test_a_stop_signal_whose_exit_python_swallowed_is_raised_again(default_handlers: None) -> None:
+    # As seen in a learn command: the signal came while a weakref callback of importlib ran.
+    swallowed: list[BaseException | None] = []
+
+    def note(unraisable: sys.UnraisableHookArgs) -> None:
+        swallowed.append(unraisable.exc_value)
+
+    before, sys.unraisablehook = sys.unraisablehook, note
+    try:
+        with pytest.raises(SystemExit) as ended, exit_on_stop_signals():
+            SignalledWhileCollected()  # collected at once
+            time.sleep(10)  # the command running on: the signal sent again ends it
+    finally:
+        sys.unraisablehook = before
+    assert ended.value.code == 128 + signal.SIGTERM
+    assert swallowed == []  # the swallowed exit was taken up here, not printed as ignored
