@@ -802,12 +802,12 @@ def _lexical_best(index: PromptIndex, query: str, k: int, exclude: Container[str
     weighted = [(slots, math.log(1 + index.count / len(slots))) for slots in held]
     limit = max(64, index.count // 32)  # a longer posting is a common word's
     distinctive = [(slots, weight) for slots, weight in weighted if len(slots) <= limit] or weighted
-    # Each candidate scores the weights of the query words it holds, as the budgeted table scores it.
-    found = np.zeros(len(index.ids))
+    # Each candidate scores the weights of the query words it holds, as the budgeted table scores it,
+    # added in the same order; on the candidates only: a pass over every slot cost 0.3 ms at 100,000.
+    candidates = np.unique(np.concatenate([slots for slots, _ in distinctive]))
+    scores = np.zeros(len(candidates))
     for slots, weight in distinctive:
-        found[slots] += weight  # a posting names each slot once
-    candidates = np.flatnonzero(found)
-    scores = found[candidates]
+        scores[np.searchsorted(candidates, slots)] += weight  # a posting names each slot once
     if len(distinctive) < len(weighted):
         for slots, weight in weighted:
             if len(slots) > limit:
