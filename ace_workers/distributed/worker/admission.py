@@ -324,10 +324,15 @@ def _end_quiet(runtime: WorkerRuntime) -> None:
     marked are asked: an open costs one round trip more while none is.
     """
     for batch_id in runtime.admission.take_quiet():
-        ended = runtime.batches.end_quiet(batch_id)
-        if ended is not None:
-            epoch, finished = ended
-            runtime.admission.leave_flight(batch_id, epoch=epoch, finished=finished)
+        _tell_quiet_finishes(runtime, batch_id)
+
+
+def _tell_quiet_finishes(runtime: WorkerRuntime, batch_id: str) -> None:
+    """End the batch's mark, if it has one, and tell admission the finished count it reached."""
+    ended = runtime.batches.end_quiet(batch_id)
+    if ended is not None:
+        epoch, finished = ended
+        runtime.admission.leave_flight(batch_id, epoch=epoch, finished=finished)
 
 
 def leave_flight(
@@ -364,10 +369,14 @@ def reenter_flight(runtime: WorkerRuntime, batch_id: str, *, sample: str = "") -
 def sample_parked(runtime: WorkerRuntime, batch_id: str, epoch: int, index: int) -> None:
     """A sample was marked waiting for its tenant's budget (deferrals.py): its slot frees while it waits.
 
-    Counted once per sample however often it is told; the caller then admits more.
+    Counted once per sample however often it is told; the caller then admits more. The batch's
+    mark ends then: it let all but the batch's last sample in flight finish untold, and a sample
+    leaving flight unfinished could make an untold finish the last (admission would count it in
+    flight for good). Ended after the slot frees, so a mark set meanwhile goes too.
     """
     if admission_on(runtime):
         runtime.admission.leave_flight(batch_id, epoch=epoch, finished=None, sample=sample_key(epoch, index))
+        _tell_quiet_finishes(runtime, batch_id)
 
 
 def sample_released(runtime: WorkerRuntime, batch_id: str, epoch: int, index: int) -> None:

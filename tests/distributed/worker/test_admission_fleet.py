@@ -18,7 +18,7 @@ from ace_workers.distributed.producer.producer import BatchHandle
 from ace_workers.distributed.service import Service, local_workers
 from ace_workers.distributed.store.batches import BatchState, BatchStatus
 from ace_workers.distributed.tenancy import Tenant, TenantRegistry
-from ace_workers.distributed.worker import finishing
+from ace_workers.distributed.worker import admission, finishing
 from ace_workers.distributed.worker.admission import ADMIT_TASK, grant_chunk
 from ace_workers.distributed.worker.reconcile import reconcile_running
 from ace_workers.sim import failure_traces
@@ -255,3 +255,25 @@ def test_a_batch_opened_behind_a_fully_admitted_one_gets_the_slots_its_untold_fi
     second = service.producer.enqueue_traces(failure_traces(10, seed=14), "a-second")
     assert second.status().enqueued == 5  # its own tenant's batch, owed every slot as well
     assert runtime.admission.in_flight() == {"a": 8}
+
+
+def test_a_sample_parked_for_budget_ends_the_untold_finishes_so_the_last_one_is_told(
+    service: Service,
+) -> None:
+    runtime, dispatch = service.runtime, service.dispatcher
+    batch = service.producer.enqueue_traces(failure_traces(8, seed=15), "a-parks")  # the whole window
+
+    def finish(index: int) -> bool:
+        done = runtime.batches.record_done(batch.batch_id, 1, index, {})
+        assert done is not None
+        finishing.start_next_epoch(dispatch, batch.batch_id, 1, done)
+        return done.quiet
+
+    assert [finish(index) for index in range(1, 6)] == [False, True, True, True, True]
+    for index in (6, 7):  # they wait for their tenant's budget: out of flight, unfinished
+        admission.sample_parked(runtime, batch.batch_id, 1, index)
+    assert runtime.admission.in_flight() == {"a": 1}  # the untold finishes counted as the first parked
+    # The mark let finishes go untold up to the batch's last in flight as it was before the parks:
+    # sample 8 is now the last, and is told.
+    assert finish(8) is False
+    assert runtime.admission.in_flight() == {"a": 0}
