@@ -218,17 +218,22 @@ def test_finishes_spread_over_two_worker_processes_go_untold_and_still_grant_eve
     assert admitted == [8, 8, 8, 12, 12, 12, 12, 16]
 
 
+def finished_quiet(service: Service, batch_id: str, index: int) -> bool:
+    """Finish sample ``index`` of the batch's first epoch as a worker does; whether it went untold."""
+    done = service.runtime.batches.record_done(batch_id, 1, index, {})
+    assert done is not None
+    finishing.start_next_epoch(service.dispatcher, batch_id, 1, done)
+    return done.quiet
+
+
 def test_a_newcomer_tenant_gets_at_once_the_slots_a_lone_tenants_untold_finishes_freed(
     service: Service,
 ) -> None:
-    runtime, dispatch = service.runtime, service.dispatcher
+    runtime = service.runtime
     big = service.producer.enqueue_traces(failure_traces(20, seed=11), "a-alone")
 
     def finish(index: int) -> bool:
-        done = runtime.batches.record_done(big.batch_id, 1, index, {})
-        assert done is not None
-        finishing.start_next_epoch(dispatch, big.batch_id, 1, done)
-        return done.quiet
+        return finished_quiet(service, big.batch_id, index)
 
     assert [finish(index) for index in (1, 2, 3)] == [False, True, True]  # two admission has not heard of
     small = service.producer.enqueue_traces(failure_traces(5, seed=12), "b-newcomer")
@@ -241,14 +246,11 @@ def test_a_newcomer_tenant_gets_at_once_the_slots_a_lone_tenants_untold_finishes
 def test_a_batch_opened_behind_a_fully_admitted_one_gets_the_slots_its_untold_finishes_freed(
     service: Service,
 ) -> None:
-    runtime, dispatch = service.runtime, service.dispatcher
+    runtime = service.runtime
     first = service.producer.enqueue_traces(failure_traces(8, seed=13), "a-first")  # the whole window
 
     def finish(index: int) -> bool:
-        done = runtime.batches.record_done(first.batch_id, 1, index, {})
-        assert done is not None
-        finishing.start_next_epoch(dispatch, first.batch_id, 1, done)
-        return done.quiet
+        return finished_quiet(service, first.batch_id, index)
 
     # Nothing waits for a slot: every finish but its last in flight goes untold.
     assert [finish(index) for index in range(1, 6)] == [False, True, True, True, True]
@@ -260,14 +262,11 @@ def test_a_batch_opened_behind_a_fully_admitted_one_gets_the_slots_its_untold_fi
 def test_a_sample_parked_for_budget_ends_the_untold_finishes_so_the_last_one_is_told(
     service: Service,
 ) -> None:
-    runtime, dispatch = service.runtime, service.dispatcher
+    runtime = service.runtime
     batch = service.producer.enqueue_traces(failure_traces(8, seed=15), "a-parks")  # the whole window
 
     def finish(index: int) -> bool:
-        done = runtime.batches.record_done(batch.batch_id, 1, index, {})
-        assert done is not None
-        finishing.start_next_epoch(dispatch, batch.batch_id, 1, done)
-        return done.quiet
+        return finished_quiet(service, batch.batch_id, index)
 
     assert [finish(index) for index in range(1, 6)] == [False, True, True, True, True]
     for index in (6, 7):  # they wait for their tenant's budget: out of flight, unfinished
